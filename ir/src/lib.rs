@@ -1,2 +1,16 @@
 //! weft-ir: the data weft compiles — axes, dtypes, host arrays, the axes-labelled op graph, its
 //! text form, the loop IR and TensorWrapper's shape algebra. It knows no backend.
+
+pub mod arena;
+pub mod axis;
+pub mod dtype;
+pub mod graph;
+pub mod host;
+
+pub use axis::{Axes, AxesError, Axis, AxisDef, AxisId, Role, SliceRange};
+pub use dtype::DType;
+pub use graph::{
+    AxisSlice, BinaryOp, CompareOp, Graph, GraphError, KindFlags, Node, NodeId, Op, ReduceOp,
+    TensorInit, TensorKind, UnaryOp,
+};
+pub use host::{ArrayData, Element, HostArray, HostError, Scalar};

@@ -1,0 +1,415 @@
+//! Axes: named dimensions with an identity (seed 003), dual axes (seeds 000/001) and ordered,
+//! duplicate-free axis lists with list and set operations.
+//!
+//! An [`Axis`] is a small copyable value: the identity of an axis entry in a
+//! [`Graph`](crate::graph::Graph)'s axis table plus a dual degree. The table entry ([`AxisData`])
+//! holds the name, the roles and the length, which may be left unbound until the graph is compiled.
+//! Two axes made separately are different even when they share a name and a length.
+
+use crate::entity;
+use std::collections::HashSet;
+use std::fmt;
+
+entity!(
+    /// An entry in a graph's axis table.
+    AxisId,
+    "axis"
+);
+
+/// A dimension of a tensor: an axis-table entry and its dual degree `k` (the axis is `A^(k*)`).
+///
+/// `k = 0` is the axis itself, `k = 1` its dual `A*`, `k = -1` the "anti-star" axis `A^(-1*)`.
+/// An axis and its duals have the same length but are different axes: elementwise ops never pair
+/// them. `dot` pairs `A^((k+1)*)` in its left operand with `A^(k*)` in its right one, and
+/// `transpose` maps `A^(k*)` to `A^((1-k)*)`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct Axis {
+    /// The axis-table entry.
+    pub id: AxisId,
+    /// The dual degree.
+    pub dual: i32,
+}
+
+impl Axis {
+    /// The plain (degree 0) axis of `id`.
+    pub fn new(id: AxisId) -> Axis {
+        Axis { id, dual: 0 }
+    }
+    /// The dual axis `A*` of this axis (degree + 1).
+    pub fn dual(self) -> Axis {
+        Axis {
+            id: self.id,
+            dual: self.dual + 1,
+        }
+    }
+    /// The axis whose dual is this one (degree − 1).
+    pub fn undual(self) -> Axis {
+        Axis {
+            id: self.id,
+            dual: self.dual - 1,
+        }
+    }
+    /// The axis a transpose turns this one into: `A^(k*)` → `A^((1-k)*)`.
+    pub fn transposed(self) -> Axis {
+        Axis {
+            id: self.id,
+            dual: 1 - self.dual,
+        }
+    }
+}
+
+/// A semantic role an axis may carry (seed 003, "Axes have context").
+#[derive(Clone, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub enum Role {
+    /// Image or feature-map height.
+    Height,
+    /// Image or feature-map width.
+    Width,
+    /// Image depth.
+    Depth,
+    /// Input channels.
+    Channel,
+    /// Output channels.
+    Channelout,
+    /// Recurrent time steps.
+    Time,
+    /// A role of the user's own.
+    User(String),
+}
+
+impl Role {
+    /// The role's spelling in the text format: `Height`, …, or the user's name.
+    pub fn name(&self) -> &str {
+        match self {
+            Role::Height => "Height",
+            Role::Width => "Width",
+            Role::Depth => "Depth",
+            Role::Channel => "Channel",
+            Role::Channelout => "Channelout",
+            Role::Time => "Time",
+            Role::User(s) => s,
+        }
+    }
+    /// Reads a role: a standard role's name, otherwise a user role.
+    pub fn parse(s: &str) -> Role {
+        match s {
+            "Height" => Role::Height,
+            "Width" => Role::Width,
+            "Depth" => Role::Depth,
+            "Channel" => Role::Channel,
+            "Channelout" => Role::Channelout,
+            "Time" => Role::Time,
+            other => Role::User(other.to_string()),
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A range along an axis, Python style: negative bounds count from the end, `step` is non-zero.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct SliceRange {
+    /// First index taken; `None` is the start (step > 0) or the end (step < 0).
+    pub start: Option<i64>,
+    /// Index one past the last taken, in the direction of `step`; `None` runs to the edge.
+    pub stop: Option<i64>,
+    /// Distance between taken indices; never 0.
+    pub step: i64,
+}
+
+impl SliceRange {
+    /// `start..stop` with step 1.
+    pub fn range(start: i64, stop: i64) -> SliceRange {
+        SliceRange {
+            start: Some(start),
+            stop: Some(stop),
+            step: 1,
+        }
+    }
+    /// The whole axis, reversed.
+    pub fn reversed() -> SliceRange {
+        SliceRange {
+            start: None,
+            stop: None,
+            step: -1,
+        }
+    }
+
+    /// Resolves the range against an axis of length `len`: the first index taken, the step and
+    /// the number of indices taken. Bounds outside the axis and empty ranges are errors (weft does
+    /// not clamp as Python does: an out-of-range slice is almost always a bug).
+    pub fn resolve(&self, len: usize) -> Result<ResolvedSlice, String> {
+        let n = len as i64;
+        if self.step == 0 {
+            return Err("slice step is 0".into());
+        }
+        let norm = |v: i64| if v < 0 { v + n } else { v };
+        if self.step > 0 {
+            let start = self.start.map(norm).unwrap_or(0);
+            let stop = self.stop.map(norm).unwrap_or(n);
+            if start < 0 || start >= n || stop < 0 || stop > n {
+                return Err(format!("{self} is out of range for length {len}"));
+            }
+            if stop <= start {
+                return Err(format!("{self} is empty for length {len}"));
+            }
+            let count = (stop - start + self.step - 1) / self.step;
+            Ok(ResolvedSlice {
+                first: start as usize,
+                step: self.step,
+                len: count as usize,
+            })
+        } else {
+            let start = self.start.map(norm).unwrap_or(n - 1);
+            // An explicit stop of -1 means the last element, as in Python; only `None` runs past 0.
+            let stop = self.stop.map(norm).unwrap_or(-1);
+            if start < 0 || start >= n || stop < -1 || stop >= n {
+                return Err(format!("{self} is out of range for length {len}"));
+            }
+            if stop >= start {
+                return Err(format!("{self} is empty for length {len}"));
+            }
+            let s = -self.step;
+            let count = (start - stop + s - 1) / s;
+            Ok(ResolvedSlice {
+                first: start as usize,
+                step: self.step,
+                len: count as usize,
+            })
+        }
+    }
+}
+
+impl fmt::Display for SliceRange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(s) = self.start {
+            write!(f, "{s}")?;
+        }
+        f.write_str(":")?;
+        if let Some(s) = self.stop {
+            write!(f, "{s}")?;
+        }
+        if self.step != 1 {
+            write!(f, ":{}", self.step)?;
+        }
+        Ok(())
+    }
+}
+
+/// A slice range resolved against a length: index `i` of the slice is `first + i·step`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct ResolvedSlice {
+    /// The source index of slice index 0.
+    pub first: usize,
+    /// The source distance between consecutive slice indices.
+    pub step: i64,
+    /// The number of indices in the slice (at least 1).
+    pub len: usize,
+}
+
+/// How an axis came to be: declared by the user, or derived by a view op from other axes.
+///
+/// Derived axes are interned: asking twice for the same derivation gives the same axis, so
+/// `slice(x, H=1:3) + slice(y, H=1:3)` pairs the two sliced axes.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum AxisDef {
+    /// A declared axis; its length may be left unbound until compilation.
+    Base {
+        /// The bound length, if any.
+        len: Option<usize>,
+    },
+    /// `slice(of, range)`.
+    Slice {
+        /// The sliced axis.
+        of: Axis,
+        /// The range taken.
+        range: SliceRange,
+    },
+    /// `pad(of, before, after)`: `before` zeros, the axis, `after` zeros.
+    Pad {
+        /// The padded axis.
+        of: Axis,
+        /// Zeros before.
+        before: usize,
+        /// Zeros after.
+        after: usize,
+    },
+    /// The flattening of several axes, the first one major.
+    Flatten(Vec<Axis>),
+    /// The concatenation of several axes, in order.
+    Concat(Vec<Axis>),
+}
+
+/// An entry of a graph's axis table.
+#[derive(Clone, PartialEq, Debug)]
+pub struct AxisData {
+    /// The name; not necessarily unique.
+    pub name: String,
+    /// Semantic roles.
+    pub roles: Vec<Role>,
+    /// Declared or derived.
+    pub def: AxisDef,
+}
+
+/// Errors of the list and set operations on [`Axes`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AxesError {
+    /// Seed 003, property 2: an axis occurs at most once in the axes of a tensor.
+    #[error("axis {0:?} occurs more than once")]
+    Duplicate(Axis),
+}
+
+/// An ordered list of distinct axes. Order is a presentation, not a layout.
+#[derive(Clone, PartialEq, Eq, Hash, Default, Debug)]
+pub struct Axes(Vec<Axis>);
+
+impl Axes {
+    /// The axes of a scalar.
+    pub fn scalar() -> Axes {
+        Axes(Vec::new())
+    }
+    /// Axes in the given order; an axis given twice is an error.
+    pub fn new(axes: impl IntoIterator<Item = Axis>) -> Result<Axes, AxesError> {
+        let v: Vec<Axis> = axes.into_iter().collect();
+        let mut seen = HashSet::new();
+        for a in &v {
+            if !seen.insert(*a) {
+                return Err(AxesError::Duplicate(*a));
+            }
+        }
+        Ok(Axes(v))
+    }
+    /// Axes known to be distinct (they come from an existing `Axes` by a bijection).
+    pub(crate) fn new_unchecked(axes: &[Axis]) -> Axes {
+        Axes(axes.to_vec())
+    }
+    /// The axes as a slice.
+    pub fn as_slice(&self) -> &[Axis] {
+        &self.0
+    }
+    /// Iterates in order.
+    pub fn iter(&self) -> std::slice::Iter<'_, Axis> {
+        self.0.iter()
+    }
+    /// The number of axes (the rank).
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+    /// True for a scalar.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    /// True if `a` is one of these axes.
+    pub fn contains(&self, a: Axis) -> bool {
+        self.0.contains(&a)
+    }
+    /// The position of `a`, if present.
+    pub fn position(&self, a: Axis) -> Option<usize> {
+        self.0.iter().position(|x| *x == a)
+    }
+    /// List concatenation (seed 003 `__add__`): an axis in both is an error.
+    pub fn concat(&self, other: &Axes) -> Result<Axes, AxesError> {
+        Axes::new(self.0.iter().chain(other.0.iter()).copied())
+    }
+    /// Ordered set difference (`__sub__`): these axes, in order, that are not in `other`.
+    pub fn difference(&self, other: &Axes) -> Axes {
+        Axes(
+            self.0
+                .iter()
+                .copied()
+                .filter(|a| !other.contains(*a))
+                .collect(),
+        )
+    }
+    /// Ordered set union (`__or__`): these axes, then `other`'s that are not among them.
+    pub fn union(&self, other: &Axes) -> Axes {
+        let mut v = self.0.clone();
+        v.extend(other.0.iter().copied().filter(|a| !self.contains(*a)));
+        Axes(v)
+    }
+    /// Ordered set intersection (`__and__`): these axes, in order, that are also in `other`.
+    pub fn intersection(&self, other: &Axes) -> Axes {
+        Axes(
+            self.0
+                .iter()
+                .copied()
+                .filter(|a| other.contains(*a))
+                .collect(),
+        )
+    }
+    /// True if every axis here is in `other`.
+    pub fn is_sub_set(&self, other: &Axes) -> bool {
+        self.0.iter().all(|a| other.contains(*a))
+    }
+    /// True if every axis of `other` is here.
+    pub fn is_super_set(&self, other: &Axes) -> bool {
+        other.is_sub_set(self)
+    }
+    /// True if both hold the same axes, in any order.
+    pub fn is_equal_set(&self, other: &Axes) -> bool {
+        self.len() == other.len() && self.is_sub_set(other)
+    }
+    /// The negation of [`Axes::is_equal_set`].
+    pub fn is_not_equal_set(&self, other: &Axes) -> bool {
+        !self.is_equal_set(other)
+    }
+    /// The result axes of an elementwise op (seed 003): (1) the same set in another order keeps
+    /// the left order; (2) if one operand's axes are a superset of the other's, its order wins;
+    /// (3) otherwise the left axes followed by the right axes not among them.
+    pub fn elementwise(left: &Axes, right: &Axes) -> Axes {
+        if left.is_equal_set(right) || left.is_super_set(right) {
+            left.clone()
+        } else if right.is_super_set(left) {
+            right.clone()
+        } else {
+            left.union(right)
+        }
+    }
+}
+
+impl<'a> IntoIterator for &'a Axes {
+    type Item = &'a Axis;
+    type IntoIter = std::slice::Iter<'a, Axis>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl std::ops::Index<usize> for Axes {
+    type Output = Axis;
+    fn index(&self, i: usize) -> &Axis {
+        &self.0[i]
+    }
+}
+
+impl std::ops::Add for &Axes {
+    type Output = Result<Axes, AxesError>;
+    fn add(self, rhs: &Axes) -> Self::Output {
+        self.concat(rhs)
+    }
+}
+
+impl std::ops::Sub for &Axes {
+    type Output = Axes;
+    fn sub(self, rhs: &Axes) -> Axes {
+        self.difference(rhs)
+    }
+}
+
+impl std::ops::BitOr for &Axes {
+    type Output = Axes;
+    fn bitor(self, rhs: &Axes) -> Axes {
+        self.union(rhs)
+    }
+}
+
+impl std::ops::BitAnd for &Axes {
+    type Output = Axes;
+    fn bitand(self, rhs: &Axes) -> Axes {
+        self.intersection(rhs)
+    }
+}

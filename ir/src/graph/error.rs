@@ -1,0 +1,113 @@
+//! Errors raised while building or verifying a graph. Each names the op and the axes at fault,
+//! with axes rendered by name.
+
+use crate::dtype::DType;
+
+/// An error building, binding or verifying a [`Graph`](super::Graph).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GraphError {
+    /// An axis occurs twice in one tensor's axes (seed 003, property 2).
+    #[error("{op}: axis `{axis}` occurs more than once in {axes}")]
+    DuplicateAxis {
+        /// The op or declaration at fault.
+        op: String,
+        /// The repeated axis.
+        axis: String,
+        /// The offending axes.
+        axes: String,
+    },
+    /// Operands of different dtypes.
+    #[error("{op}: operands have dtypes {left} and {right}; weft never converts implicitly (use convert)")]
+    DTypeMismatch {
+        /// The op at fault.
+        op: String,
+        /// The left operand's dtype.
+        left: DType,
+        /// The right operand's dtype.
+        right: DType,
+    },
+    /// An op applied to a dtype it does not accept.
+    #[error("{op}: dtype {dtype} is not accepted (expected {expected})")]
+    UnsupportedDType {
+        /// The op at fault.
+        op: String,
+        /// The dtype given.
+        dtype: DType,
+        /// What the op accepts.
+        expected: &'static str,
+    },
+    /// Two axes sets that must relate in a given way do not.
+    #[error("{op}: {message}")]
+    Axes {
+        /// The op at fault.
+        op: String,
+        /// What is wrong, naming the axes.
+        message: String,
+    },
+    /// Two axes whose lengths must agree do not.
+    #[error("{op}: axis `{left}` has length {left_len} but `{right}` has length {right_len}")]
+    LengthMismatch {
+        /// The op at fault.
+        op: String,
+        /// One axis.
+        left: String,
+        /// Its length.
+        left_len: usize,
+        /// The other axis.
+        right: String,
+        /// Its length.
+        right_len: usize,
+    },
+    /// An axis whose length is needed is not bound.
+    #[error("axis `{axis}` has no length: bind it before compiling (e.g. --bind {axis}=LEN)")]
+    UnboundAxis {
+        /// The unbound axis.
+        axis: String,
+    },
+    /// An axis bound or derived to length 0; weft tensors have no empty axes.
+    #[error("axis `{axis}` would have length 0; every axis has length at least 1")]
+    ZeroLength {
+        /// The axis.
+        axis: String,
+    },
+    /// An axis that must be a declared axis is derived, or the reverse.
+    #[error("axis `{axis}`: {message}")]
+    AxisDefinition {
+        /// The axis.
+        axis: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A slice, pad or index out of range.
+    #[error("{op}: axis `{axis}`: {message}")]
+    Range {
+        /// The op at fault.
+        op: String,
+        /// The axis sliced or padded.
+        axis: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A tensor's initial value does not fit its declaration.
+    #[error("tensor `{tensor}`: {message}")]
+    Init {
+        /// The tensor.
+        tensor: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// Two tensors with one name.
+    #[error("the name `{0}` is already taken by another tensor")]
+    NameTaken(String),
+    /// A node or axis that does not belong to this graph.
+    #[error("{0} does not belong to this graph")]
+    Foreign(String),
+    /// `assign` to something that is not a variable or persistent tensor.
+    #[error("assign: `{target}` is a {kind}, not a variable or persistent tensor")]
+    AssignTarget {
+        /// The target.
+        target: String,
+        /// What it is.
+        kind: String,
+    },
+}

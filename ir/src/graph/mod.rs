@@ -1,0 +1,725 @@
+//! The axes-labelled op graph (seeds 000–003).
+//!
+//! A [`Graph`] owns an axis table and an arena of [`Node`]s in creation order; every node's
+//! operands precede it, so creation order is a topological order. Each node records its op, its
+//! result axes and dtype, inferred when the node is made (see `build.rs`), and an optional unique
+//! name. Lengths may be left unbound while building; [`Graph::verify`] checks everything that
+//! needs lengths once they are bound.
+
+mod build;
+mod error;
+mod verify;
+
+pub use error::GraphError;
+
+use crate::arena::Arena;
+use crate::axis::{Axes, Axis, AxisData, AxisDef, AxisId, Role, SliceRange};
+use crate::dtype::DType;
+use crate::entity;
+use crate::host::{ArrayData, Scalar};
+use std::collections::HashMap;
+
+entity!(
+    /// A node of a graph.
+    NodeId,
+    "%"
+);
+
+/// The four kinds of stored tensor of seed 002's table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TensorKind {
+    /// Immutable, given when the graph is built.
+    Constant,
+    /// An input: a value passed in on every call.
+    Placeholder,
+    /// A trainable parameter that persists across calls and starts from an initial value.
+    Variable,
+    /// State that persists across calls (e.g. a velocity in SGD), not trainable.
+    PersistentTensor,
+}
+
+/// The flags of seed 002's table of `AssignableTensorOp` helpers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KindFlags {
+    /// Immutable; may be inlined.
+    pub constant: bool,
+    /// Retained across computations.
+    pub persistent: bool,
+    /// Meant to be retrieved as part of a variable list.
+    pub trainable: bool,
+    /// Passed in at run time.
+    pub input: bool,
+}
+
+impl TensorKind {
+    /// The seed-002 flags of this kind.
+    pub fn flags(self) -> KindFlags {
+        let (constant, persistent, trainable, input) = match self {
+            TensorKind::Constant => (true, true, false, false),
+            TensorKind::Placeholder => (false, true, false, true),
+            TensorKind::PersistentTensor => (false, true, false, false),
+            TensorKind::Variable => (false, true, true, false),
+        };
+        KindFlags {
+            constant,
+            persistent,
+            trainable,
+            input,
+        }
+    }
+    /// The keyword of this kind in the text format.
+    pub fn keyword(self) -> &'static str {
+        match self {
+            TensorKind::Constant => "constant",
+            TensorKind::Placeholder => "placeholder",
+            TensorKind::Variable => "variable",
+            TensorKind::PersistentTensor => "persistent_tensor",
+        }
+    }
+}
+
+/// The value a stored tensor starts with.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TensorInit {
+    /// Every element the same.
+    Fill(Scalar),
+    /// Elements in row-major order of the tensor's axes as declared.
+    Data(ArrayData),
+}
+
+macro_rules! op_names {
+    ($(#[$m:meta])* $ty:ident { $($(#[$vm:meta])* $v:ident => $s:literal),* $(,)? }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum $ty { $($(#[$vm])* $v),* }
+        impl $ty {
+            /// Every variant.
+            pub const ALL: &'static [$ty] = &[$($ty::$v),*];
+            /// The op's name in the text format and the API.
+            pub fn name(self) -> &'static str {
+                match self { $($ty::$v => $s),* }
+            }
+            /// The variant named `s`.
+            pub fn from_name(s: &str) -> Option<$ty> {
+                match s { $($s => Some($ty::$v),)* _ => None }
+            }
+        }
+    };
+}
+
+op_names!(
+    /// Elementwise unary ops.
+    UnaryOp {
+        /// −x.
+        Negative => "negative",
+        /// |x|.
+        Abs => "abs",
+        /// eˣ.
+        Exp => "exp",
+        /// ln x.
+        Log => "log",
+        /// √x.
+        Sqrt => "sqrt",
+        /// x².
+        Square => "square",
+        /// 1/x.
+        Reciprocal => "reciprocal",
+        /// −1, 0 or 1.
+        Sign => "sign",
+        /// tanh x.
+        Tanh => "tanh",
+        /// 1/(1+e⁻ˣ).
+        Sigmoid => "sigmoid",
+        /// sin x.
+        Sin => "sin",
+        /// cos x.
+        Cos => "cos",
+        /// max(x, 0).
+        Relu => "relu",
+    }
+);
+
+op_names!(
+    /// Elementwise binary arithmetic.
+    BinaryOp {
+        /// x + y.
+        Add => "add",
+        /// x − y.
+        Subtract => "subtract",
+        /// x · y.
+        Multiply => "multiply",
+        /// x / y.
+        Divide => "divide",
+        /// max(x, y).
+        Maximum => "maximum",
+        /// min(x, y).
+        Minimum => "minimum",
+        /// xʸ.
+        Power => "power",
+    }
+);
+
+op_names!(
+    /// Elementwise comparisons; the result is `bool`.
+    CompareOp {
+        /// x = y.
+        Equal => "equal",
+        /// x ≠ y.
+        NotEqual => "not_equal",
+        /// x < y.
+        Less => "less",
+        /// x ≤ y.
+        LessEqual => "less_equal",
+        /// x > y.
+        Greater => "greater",
+        /// x ≥ y.
+        GreaterEqual => "greater_equal",
+    }
+);
+
+op_names!(
+    /// Reductions over a set of axes.
+    ReduceOp {
+        /// Σ.
+        Sum => "sum",
+        /// Π.
+        Prod => "prod",
+        /// Maximum.
+        Max => "max",
+        /// Minimum.
+        Min => "min",
+        /// Arithmetic mean.
+        Mean => "mean",
+        /// Index of the first maximum, as i64.
+        ArgMax => "argmax",
+        /// Index of the first minimum, as i64.
+        ArgMin => "argmin",
+    }
+);
+
+/// How `slice` treats one axis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AxisSlice {
+    /// Keep a range; the result has a derived axis in its place.
+    Range(SliceRange),
+    /// Pin one index (negative counts from the end); the axis is dropped.
+    Index(i64),
+}
+
+/// What a node computes. Operands are earlier nodes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Op {
+    /// A stored tensor: constant, placeholder, variable or persistent tensor.
+    Tensor {
+        /// Which kind.
+        kind: TensorKind,
+        /// The initial value; `None` only for placeholders.
+        init: Option<TensorInit>,
+    },
+    /// An elementwise unary op.
+    Unary(UnaryOp, NodeId),
+    /// An elementwise binary op; operands broadcast by axis.
+    Binary(BinaryOp, NodeId, NodeId),
+    /// An elementwise comparison; operands broadcast by axis.
+    Compare(CompareOp, NodeId, NodeId),
+    /// `select(cond, on_true, on_false)`, elementwise.
+    Select(NodeId, NodeId, NodeId),
+    /// Elementwise conversion to the node's dtype.
+    Convert(NodeId),
+    /// A reduction over `axes` (in the given order, which matters only for argmax/argmin's flat
+    /// index); the node's axes give the order of the remaining ones.
+    Reduce {
+        /// Which reduction.
+        op: ReduceOp,
+        /// The reduced tensor.
+        input: NodeId,
+        /// The reduction axes.
+        axes: Axes,
+    },
+    /// Contraction of every shared axis and every dual pair.
+    Dot(NodeId, NodeId),
+    /// A view with more axes (the node's), values repeated along the new ones.
+    Broadcast(NodeId),
+    /// A view with the same axes in the node's order.
+    AxesWithOrder(NodeId),
+    /// A view relabelling each axis, position by position, with the node's axes.
+    CastAxes(NodeId),
+    /// A view mapping each axis `A^(k*)` to `A^((1-k)*)`, in reverse order.
+    Transpose(NodeId),
+    /// A view taking ranges of, or pinning, some axes.
+    Slice {
+        /// The sliced tensor.
+        input: NodeId,
+        /// Per-axis ranges or indices.
+        slices: Vec<(Axis, AxisSlice)>,
+    },
+    /// A view merging `axes` (the first major) into one derived axis, placed where the first
+    /// of them stood.
+    Flatten {
+        /// The flattened tensor.
+        input: NodeId,
+        /// The merged axes, in major-to-minor order.
+        axes: Vec<Axis>,
+    },
+    /// A view splitting a flattened axis back into its parts, in place.
+    Unflatten {
+        /// The tensor.
+        input: NodeId,
+        /// The flattened axis to split.
+        axis: Axis,
+    },
+    /// A view with zeros before and after some axes.
+    Pad {
+        /// The padded tensor.
+        input: NodeId,
+        /// Per-axis `(axis, before, after)`.
+        pads: Vec<(Axis, usize, usize)>,
+    },
+    /// The concatenation of tensors along one axis each; the other axes agree as sets.
+    Concat(Vec<(NodeId, Axis)>),
+    /// A view with one more axis at a position, values repeated along it.
+    ExpandDims {
+        /// The tensor.
+        input: NodeId,
+        /// The new axis.
+        axis: Axis,
+        /// Its position in the result.
+        pos: usize,
+    },
+    /// Evaluates to `value`; after the call the variable holds it.
+    Assign {
+        /// A variable or persistent tensor.
+        target: NodeId,
+        /// The new value; its axes are the target's as a set.
+        value: NodeId,
+    },
+}
+
+impl Op {
+    /// The op's name in the text format.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::Tensor { kind, .. } => kind.keyword(),
+            Op::Unary(u, _) => u.name(),
+            Op::Binary(b, _, _) => b.name(),
+            Op::Compare(c, _, _) => c.name(),
+            Op::Select(..) => "select",
+            Op::Convert(_) => "convert",
+            Op::Reduce { op, .. } => op.name(),
+            Op::Dot(..) => "dot",
+            Op::Broadcast(_) => "broadcast",
+            Op::AxesWithOrder(_) => "axes_with_order",
+            Op::CastAxes(_) => "cast_axes",
+            Op::Transpose(_) => "transpose",
+            Op::Slice { .. } => "slice",
+            Op::Flatten { .. } => "flatten",
+            Op::Unflatten { .. } => "unflatten",
+            Op::Pad { .. } => "pad",
+            Op::Concat(_) => "concat",
+            Op::ExpandDims { .. } => "expand_dims",
+            Op::Assign { .. } => "assign",
+        }
+    }
+
+    /// The operands, in order.
+    pub fn inputs(&self) -> Vec<NodeId> {
+        match self {
+            Op::Tensor { .. } => vec![],
+            Op::Unary(_, x)
+            | Op::Convert(x)
+            | Op::Broadcast(x)
+            | Op::AxesWithOrder(x)
+            | Op::CastAxes(x)
+            | Op::Transpose(x) => vec![*x],
+            Op::Reduce { input, .. }
+            | Op::Slice { input, .. }
+            | Op::Flatten { input, .. }
+            | Op::Unflatten { input, .. }
+            | Op::Pad { input, .. }
+            | Op::ExpandDims { input, .. } => vec![*input],
+            Op::Binary(_, a, b) | Op::Compare(_, a, b) | Op::Dot(a, b) => vec![*a, *b],
+            Op::Select(c, a, b) => vec![*c, *a, *b],
+            Op::Concat(parts) => parts.iter().map(|(n, _)| *n).collect(),
+            Op::Assign { target, value } => vec![*target, *value],
+        }
+    }
+
+    /// True for ops that only re-index their operand (seed 000's simple and complex views).
+    pub fn is_view(&self) -> bool {
+        matches!(
+            self,
+            Op::Broadcast(_)
+                | Op::AxesWithOrder(_)
+                | Op::CastAxes(_)
+                | Op::Transpose(_)
+                | Op::Slice { .. }
+                | Op::Flatten { .. }
+                | Op::Unflatten { .. }
+                | Op::Pad { .. }
+                | Op::ExpandDims { .. }
+        )
+    }
+}
+
+/// A node: an op with its inferred result axes and dtype.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Node {
+    /// What the node computes.
+    pub op: Op,
+    /// The result axes.
+    pub axes: Axes,
+    /// The result dtype.
+    pub dtype: DType,
+    /// A unique name, if the user gave one.
+    pub name: Option<String>,
+}
+
+/// An axes-labelled op graph: an axis table, nodes in creation order, and the outputs marked
+/// for `weft run`.
+#[derive(Clone, Debug, Default)]
+pub struct Graph {
+    axes: Arena<AxisId, AxisData>,
+    nodes: Arena<NodeId, Node>,
+    outputs: Vec<NodeId>,
+    // Interning of derived axes and lookup of names; rebuilt on demand, not compared.
+    derived: HashMap<AxisDef, AxisId>,
+    names: HashMap<String, NodeId>,
+}
+
+impl Graph {
+    /// An empty graph.
+    pub fn new() -> Graph {
+        Graph::default()
+    }
+
+    // ---- axes ----------------------------------------------------------------------------
+
+    /// Declares an axis with a known length (seed 003's `make_axis(length, name)`).
+    pub fn axis(&mut self, name: &str, len: usize) -> Result<Axis, GraphError> {
+        if len == 0 {
+            return Err(GraphError::ZeroLength { axis: name.into() });
+        }
+        Ok(self.declare_axis(name, Some(len), Vec::new()))
+    }
+
+    /// Declares an axis whose length is bound later with [`Graph::bind`].
+    pub fn axis_unbound(&mut self, name: &str) -> Axis {
+        self.declare_axis(name, None, Vec::new())
+    }
+
+    /// Declares an axis with roles and an optional length.
+    pub fn axis_with_roles(
+        &mut self,
+        name: &str,
+        len: Option<usize>,
+        roles: Vec<Role>,
+    ) -> Result<Axis, GraphError> {
+        if len == Some(0) {
+            return Err(GraphError::ZeroLength { axis: name.into() });
+        }
+        Ok(self.declare_axis(name, len, roles))
+    }
+
+    fn declare_axis(&mut self, name: &str, len: Option<usize>, roles: Vec<Role>) -> Axis {
+        Axis::new(self.axes.push(AxisData {
+            name: name.to_string(),
+            roles,
+            def: AxisDef::Base { len },
+        }))
+    }
+
+    /// The axis table entry of `id`.
+    pub fn axis_data(&self, id: AxisId) -> &AxisData {
+        &self.axes[id]
+    }
+
+    /// Every axis-table entry, in creation order.
+    pub fn axis_table(&self) -> impl ExactSizeIterator<Item = (AxisId, &AxisData)> {
+        self.axes.iter()
+    }
+
+    /// Adds roles to a declared axis.
+    pub fn add_roles(&mut self, id: AxisId, roles: &[Role]) {
+        self.axes[id].roles.extend(roles.iter().cloned());
+    }
+
+    /// Binds the length of a declared axis (seed 003: "delay the specification of the axis
+    /// length"). Rebinding replaces the length; derived axes follow.
+    pub fn bind(&mut self, axis: Axis, len: usize) -> Result<(), GraphError> {
+        let name = self.axis_name(axis);
+        let entry = self
+            .axes
+            .get_mut(axis.id)
+            .ok_or_else(|| GraphError::Foreign(name.clone()))?;
+        match &mut entry.def {
+            AxisDef::Base { len: l } => {
+                if len == 0 {
+                    return Err(GraphError::ZeroLength { axis: name });
+                }
+                *l = Some(len);
+                Ok(())
+            }
+            _ => Err(GraphError::AxisDefinition {
+                axis: name,
+                message: "is derived from other axes; bind those instead".into(),
+            }),
+        }
+    }
+
+    /// The declared axis named `name`, if exactly one has that name.
+    pub fn find_axis(&self, name: &str) -> Option<Axis> {
+        let mut found = self
+            .axes
+            .iter()
+            .filter(|(_, d)| d.name == name && matches!(d.def, AxisDef::Base { .. }));
+        match (found.next(), found.next()) {
+            (Some((id, _)), None) => Some(Axis::new(id)),
+            _ => None,
+        }
+    }
+
+    /// The display name of an axis: its table name, with `*` marks for its dual degree
+    /// (`H*`, `H**`, `H^-1*`).
+    pub fn axis_name(&self, axis: Axis) -> String {
+        let base = self
+            .axes
+            .get(axis.id)
+            .map(|d| d.name.clone())
+            .unwrap_or_else(|| format!("{}", axis.id));
+        match axis.dual {
+            0 => base,
+            k if (1..=3).contains(&k) => format!("{base}{}", "*".repeat(k as usize)),
+            k => format!("{base}^{k}*"),
+        }
+    }
+
+    /// Axes rendered by name: `(H, W)`.
+    pub fn axes_name(&self, axes: &Axes) -> String {
+        let names: Vec<String> = axes.iter().map(|a| self.axis_name(*a)).collect();
+        format!("({})", names.join(", "))
+    }
+
+    /// The length of an axis, if bound (derived axes resolve through their definition).
+    pub fn axis_len(&self, axis: Axis) -> Option<usize> {
+        self.resolve_len(axis).ok()
+    }
+
+    /// The length of an axis, or why it has none.
+    pub fn resolve_len(&self, axis: Axis) -> Result<usize, GraphError> {
+        let data = self
+            .axes
+            .get(axis.id)
+            .ok_or_else(|| GraphError::Foreign(format!("{}", axis.id)))?;
+        let n = match &data.def {
+            AxisDef::Base { len } => len.ok_or_else(|| GraphError::UnboundAxis {
+                axis: data.name.clone(),
+            })?,
+            AxisDef::Slice { of, range } => {
+                let l = self.resolve_len(*of)?;
+                range
+                    .resolve(l)
+                    .map_err(|message| GraphError::Range {
+                        op: "slice".into(),
+                        axis: self.axis_name(*of),
+                        message,
+                    })?
+                    .len
+            }
+            AxisDef::Pad { of, before, after } => self.resolve_len(*of)? + before + after,
+            AxisDef::Flatten(parts) => {
+                let mut p = 1usize;
+                for a in parts {
+                    p = p.saturating_mul(self.resolve_len(*a)?);
+                }
+                p
+            }
+            AxisDef::Concat(parts) => {
+                let mut s = 0usize;
+                for a in parts {
+                    s = s.saturating_add(self.resolve_len(*a)?);
+                }
+                s
+            }
+        };
+        Ok(n)
+    }
+
+    /// The lengths of `axes`, in order.
+    pub fn shape_of(&self, axes: &Axes) -> Result<Vec<usize>, GraphError> {
+        axes.iter().map(|a| self.resolve_len(*a)).collect()
+    }
+
+    /// The derived axis for `def`, made on first request (derived axes are interned).
+    pub fn derived_axis(&mut self, def: AxisDef) -> Axis {
+        if self.derived.len() != self.axes.iter().filter(|(_, d)| !is_base(d)).count() {
+            self.reindex();
+        }
+        if let Some(id) = self.derived.get(&def) {
+            return Axis::new(*id);
+        }
+        let name = self.derived_name(&def);
+        let id = self.axes.push(AxisData {
+            name,
+            roles: Vec::new(),
+            def: def.clone(),
+        });
+        self.derived.insert(def, id);
+        Axis::new(id)
+    }
+
+    /// Renames an axis-table entry (the text reader names derived axes as written).
+    pub fn rename_axis(&mut self, id: AxisId, name: &str) {
+        self.axes[id].name = name.to_string();
+    }
+
+    fn derived_name(&self, def: &AxisDef) -> String {
+        match def {
+            AxisDef::Base { .. } => String::new(),
+            AxisDef::Slice { of, range } => format!("{}[{range}]", self.axis_name(*of)),
+            AxisDef::Pad { of, before, after } => {
+                format!("{}+pad({before},{after})", self.axis_name(*of))
+            }
+            AxisDef::Flatten(parts) => {
+                let n: Vec<String> = parts.iter().map(|a| self.axis_name(*a)).collect();
+                n.join("*")
+            }
+            AxisDef::Concat(parts) => {
+                let n: Vec<String> = parts.iter().map(|a| self.axis_name(*a)).collect();
+                n.join("|")
+            }
+        }
+    }
+
+    fn reindex(&mut self) {
+        self.derived = self
+            .axes
+            .iter()
+            .filter(|(_, d)| !is_base(d))
+            .map(|(id, d)| (d.def.clone(), id))
+            .collect();
+        self.names = self
+            .nodes
+            .iter()
+            .filter_map(|(id, n)| n.name.clone().map(|s| (s, id)))
+            .collect();
+    }
+
+    // ---- nodes ---------------------------------------------------------------------------
+
+    /// The node `id`.
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id]
+    }
+
+    /// The node `id`, if it belongs to this graph.
+    pub fn get(&self, id: NodeId) -> Option<&Node> {
+        self.nodes.get(id)
+    }
+
+    /// Every node, in creation (topological) order.
+    pub fn nodes(&self) -> impl DoubleEndedIterator<Item = (NodeId, &Node)> + ExactSizeIterator {
+        self.nodes.iter()
+    }
+
+    /// The number of nodes.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// True if the graph has no node.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// The node named `name`.
+    pub fn find(&self, name: &str) -> Option<NodeId> {
+        if let Some(id) = self.names.get(name) {
+            return Some(*id);
+        }
+        self.nodes
+            .iter()
+            .find(|(_, n)| n.name.as_deref() == Some(name))
+            .map(|(id, _)| id)
+    }
+
+    /// Names a node; names are unique.
+    pub fn set_name(&mut self, id: NodeId, name: &str) -> Result<(), GraphError> {
+        self.check_node(id)?;
+        if let Some(other) = self.find(name) {
+            if other != id {
+                return Err(GraphError::NameTaken(name.to_string()));
+            }
+            return Ok(());
+        }
+        if let Some(old) = self.nodes[id].name.take() {
+            self.names.remove(&old);
+        }
+        self.nodes[id].name = Some(name.to_string());
+        self.names.insert(name.to_string(), id);
+        Ok(())
+    }
+
+    /// A readable label for a node: its name, or its id.
+    pub fn node_label(&self, id: NodeId) -> String {
+        match self.nodes.get(id).and_then(|n| n.name.clone()) {
+            Some(n) => n,
+            None => format!("{id}"),
+        }
+    }
+
+    /// The outputs marked for `weft run`, in order.
+    pub fn outputs(&self) -> &[NodeId] {
+        &self.outputs
+    }
+
+    /// Marks `id` as an output (once).
+    pub fn mark_output(&mut self, id: NodeId) -> Result<(), GraphError> {
+        self.check_node(id)?;
+        if !self.outputs.contains(&id) {
+            self.outputs.push(id);
+        }
+        Ok(())
+    }
+
+    /// The placeholders, in creation order.
+    pub fn placeholders(&self) -> Vec<NodeId> {
+        self.nodes
+            .iter()
+            .filter(|(_, n)| {
+                matches!(
+                    n.op,
+                    Op::Tensor {
+                        kind: TensorKind::Placeholder,
+                        ..
+                    }
+                )
+            })
+            .map(|(id, _)| id)
+            .collect()
+    }
+
+    pub(crate) fn check_node(&self, id: NodeId) -> Result<&Node, GraphError> {
+        self.nodes
+            .get(id)
+            .ok_or_else(|| GraphError::Foreign(format!("node {id}")))
+    }
+
+    pub(crate) fn push_node(&mut self, node: Node) -> NodeId {
+        let name = node.name.clone();
+        let id = self.nodes.push(node);
+        if let Some(n) = name {
+            self.names.insert(n, id);
+        }
+        id
+    }
+}
+
+impl PartialEq for Graph {
+    fn eq(&self, other: &Graph) -> bool {
+        self.axes == other.axes && self.nodes == other.nodes && self.outputs == other.outputs
+    }
+}
+
+fn is_base(d: &AxisData) -> bool {
+    matches!(d.def, AxisDef::Base { .. })
+}

@@ -1,0 +1,77 @@
+//! Whole-graph verification once lengths are bound: every axis has a length, derived axes
+//! resolve, paired axes agree in length, and initial values fit their tensors.
+
+use super::{Graph, GraphError, Op, TensorInit};
+use crate::axis::Axis;
+
+impl Graph {
+    /// Checks everything that needs axis lengths. Compilation calls this; a graph that passes
+    /// can be evaluated without further shape errors.
+    pub fn verify(&self) -> Result<(), GraphError> {
+        for (id, node) in self.nodes() {
+            let shape = self.shape_of(&node.axes)?;
+            let label = self.node_label(id);
+            match &node.op {
+                Op::Tensor {
+                    init: Some(TensorInit::Data(d)),
+                    ..
+                } => {
+                    let n: usize = shape.iter().product();
+                    if n != d.len() {
+                        return Err(GraphError::Init {
+                            tensor: label,
+                            message: format!(
+                                "{} values given for axes {} of {n} elements",
+                                d.len(),
+                                self.axes_name(&node.axes)
+                            ),
+                        });
+                    }
+                }
+                Op::CastAxes(x) => {
+                    let from = &self.node(*x).axes;
+                    for (a, b) in from.iter().zip(node.axes.iter()) {
+                        self.same_len(&format!("cast_axes {label}"), *a, *b)?;
+                    }
+                }
+                Op::Dot(x, y) => {
+                    let pairs = self.dot_pairs(&label, &self.node(*x).axes, &self.node(*y).axes)?;
+                    for (a, b) in pairs {
+                        self.same_len(&format!("dot {label}"), a, b)?;
+                    }
+                }
+                Op::Slice { input, slices } => {
+                    for (a, s) in slices {
+                        if let super::AxisSlice::Index(i) = s {
+                            let len = self.resolve_len(*a)?;
+                            super::build::resolve_index(*i, len).map_err(|message| {
+                                GraphError::Range {
+                                    op: format!("slice {label}"),
+                                    axis: self.axis_name(*a),
+                                    message,
+                                }
+                            })?;
+                        }
+                    }
+                    self.shape_of(&self.node(*input).axes)?;
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn same_len(&self, op: &str, a: Axis, b: Axis) -> Result<(), GraphError> {
+        let (la, lb) = (self.resolve_len(a)?, self.resolve_len(b)?);
+        if la != lb {
+            return Err(GraphError::LengthMismatch {
+                op: op.to_string(),
+                left: self.axis_name(a),
+                left_len: la,
+                right: self.axis_name(b),
+                right_len: lb,
+            });
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,477 @@
+//! Host arrays: tensors in host memory, carrying their axes, dtype and row-major data, with
+//! conversions from and to `Vec`, `ndarray` (feature `ndarray`) and `.npy` files.
+
+use crate::axis::Axes;
+use crate::dtype::DType;
+use std::fmt;
+use std::path::Path;
+
+/// A single value of any dtype, as given for `fill` initial values.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scalar {
+    /// A floating-point value.
+    Float(f64),
+    /// An integer value.
+    Int(i64),
+    /// A boolean.
+    Bool(bool),
+}
+
+impl Scalar {
+    /// Zero of `dtype`.
+    pub fn zero(dtype: DType) -> Scalar {
+        match dtype {
+            DType::F32 | DType::F64 => Scalar::Float(0.0),
+            DType::I32 | DType::I64 => Scalar::Int(0),
+            DType::Bool => Scalar::Bool(false),
+        }
+    }
+
+    /// The canonical form of this value for `dtype`: floats hold `Float` (an `Int` converts,
+    /// and f32 rounds), integers hold `Int` in range, bools hold `Bool`.
+    pub fn to_dtype(self, dtype: DType) -> Result<Scalar, String> {
+        match (dtype, self) {
+            (DType::F32, Scalar::Float(v)) => Ok(Scalar::Float(v as f32 as f64)),
+            (DType::F32, Scalar::Int(v)) => Ok(Scalar::Float(v as f32 as f64)),
+            (DType::F64, Scalar::Float(v)) => Ok(Scalar::Float(v)),
+            (DType::F64, Scalar::Int(v)) => Ok(Scalar::Float(v as f64)),
+            (DType::I64, Scalar::Int(v)) => Ok(Scalar::Int(v)),
+            (DType::I32, Scalar::Int(v)) if i32::try_from(v).is_ok() => Ok(Scalar::Int(v)),
+            (DType::Bool, Scalar::Bool(b)) => Ok(Scalar::Bool(b)),
+            (d, s) => Err(format!("value {s} does not fit dtype {d}")),
+        }
+    }
+
+    /// The value as f64 (bools are 0 and 1).
+    pub fn as_f64(self) -> f64 {
+        match self {
+            Scalar::Float(v) => v,
+            Scalar::Int(v) => v as f64,
+            Scalar::Bool(b) => b as u8 as f64,
+        }
+    }
+}
+
+impl fmt::Display for Scalar {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Scalar::Float(v) => write_float(f, *v),
+            Scalar::Int(v) => write!(f, "{v}"),
+            Scalar::Bool(b) => write!(f, "{b}"),
+        }
+    }
+}
+
+/// Writes a float so that it reads back exactly and never looks like an integer.
+pub fn write_float(f: &mut impl fmt::Write, v: f64) -> fmt::Result {
+    if v.is_nan() {
+        f.write_str("nan")
+    } else if v.is_infinite() {
+        f.write_str(if v > 0.0 { "inf" } else { "-inf" })
+    } else if v == v.trunc() && v.abs() < 1e16 {
+        write!(f, "{v:.1}")
+    } else {
+        write!(f, "{v:?}")
+    }
+}
+
+/// Row-major element data of one dtype.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ArrayData {
+    /// f32 elements.
+    F32(Vec<f32>),
+    /// f64 elements.
+    F64(Vec<f64>),
+    /// i32 elements.
+    I32(Vec<i32>),
+    /// i64 elements.
+    I64(Vec<i64>),
+    /// bool elements.
+    Bool(Vec<bool>),
+}
+
+impl ArrayData {
+    /// The dtype of the elements.
+    pub fn dtype(&self) -> DType {
+        match self {
+            ArrayData::F32(_) => DType::F32,
+            ArrayData::F64(_) => DType::F64,
+            ArrayData::I32(_) => DType::I32,
+            ArrayData::I64(_) => DType::I64,
+            ArrayData::Bool(_) => DType::Bool,
+        }
+    }
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            ArrayData::F32(v) => v.len(),
+            ArrayData::F64(v) => v.len(),
+            ArrayData::I32(v) => v.len(),
+            ArrayData::I64(v) => v.len(),
+            ArrayData::Bool(v) => v.len(),
+        }
+    }
+    /// True when there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// `n` copies of `value`, which must fit `dtype` (see [`Scalar::to_dtype`]).
+    pub fn filled(dtype: DType, value: Scalar, n: usize) -> Result<ArrayData, String> {
+        Ok(match value.to_dtype(dtype)? {
+            Scalar::Float(v) if dtype == DType::F32 => ArrayData::F32(vec![v as f32; n]),
+            Scalar::Float(v) => ArrayData::F64(vec![v; n]),
+            Scalar::Int(v) if dtype == DType::I32 => ArrayData::I32(vec![v as i32; n]),
+            Scalar::Int(v) => ArrayData::I64(vec![v; n]),
+            Scalar::Bool(b) => ArrayData::Bool(vec![b; n]),
+        })
+    }
+    /// Element `i` as a [`Scalar`], if in range.
+    pub fn get(&self, i: usize) -> Option<Scalar> {
+        Some(match self {
+            ArrayData::F32(v) => Scalar::Float(*v.get(i)? as f64),
+            ArrayData::F64(v) => Scalar::Float(*v.get(i)?),
+            ArrayData::I32(v) => Scalar::Int(*v.get(i)? as i64),
+            ArrayData::I64(v) => Scalar::Int(*v.get(i)?),
+            ArrayData::Bool(v) => Scalar::Bool(*v.get(i)?),
+        })
+    }
+    /// The elements reordered by `perm`: element `k` of the result is element `perm[k]` here.
+    pub fn gather(&self, perm: &[usize]) -> ArrayData {
+        fn g<T: Copy>(v: &[T], p: &[usize]) -> Vec<T> {
+            p.iter().map(|&i| v[i]).collect()
+        }
+        match self {
+            ArrayData::F32(v) => ArrayData::F32(g(v, perm)),
+            ArrayData::F64(v) => ArrayData::F64(g(v, perm)),
+            ArrayData::I32(v) => ArrayData::I32(g(v, perm)),
+            ArrayData::I64(v) => ArrayData::I64(g(v, perm)),
+            ArrayData::Bool(v) => ArrayData::Bool(g(v, perm)),
+        }
+    }
+}
+
+/// A Rust element type that a host array can hold.
+pub trait Element: Copy + 'static {
+    /// The matching dtype.
+    const DTYPE: DType;
+    /// Wraps a vector.
+    fn wrap(v: Vec<Self>) -> ArrayData;
+    /// The elements, if `d` holds this type.
+    fn unwrap(d: &ArrayData) -> Option<&[Self]>;
+}
+
+macro_rules! element {
+    ($t:ty, $v:ident) => {
+        impl Element for $t {
+            const DTYPE: DType = DType::$v;
+            fn wrap(v: Vec<Self>) -> ArrayData {
+                ArrayData::$v(v)
+            }
+            fn unwrap(d: &ArrayData) -> Option<&[Self]> {
+                match d {
+                    ArrayData::$v(v) => Some(v),
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+element!(f32, F32);
+element!(f64, F64);
+element!(i32, I32);
+element!(i64, I64);
+element!(bool, Bool);
+
+/// An error about a host array: its shape, dtype or file.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// The data does not have as many elements as the shape.
+    #[error("shape {shape:?} has {expected} elements but {got} values were given")]
+    Size {
+        /// The shape.
+        shape: Vec<usize>,
+        /// Elements the shape has.
+        expected: usize,
+        /// Values given.
+        got: usize,
+    },
+    /// Shape and axes of different rank.
+    #[error("{axes} axes but a shape of rank {rank} ({shape:?})")]
+    Rank {
+        /// The number of axes.
+        axes: usize,
+        /// The shape's rank.
+        rank: usize,
+        /// The shape.
+        shape: Vec<usize>,
+    },
+    /// The array holds another dtype than asked for.
+    #[error("the array holds {actual}, not {requested}")]
+    DType {
+        /// The dtype asked for.
+        requested: DType,
+        /// The dtype held.
+        actual: DType,
+    },
+    /// Reading or writing a file failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A `.npy` file weft cannot read.
+    #[error("{path}: {message}")]
+    Npy {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// A tensor in host memory: axes, their lengths, and row-major data in that axis order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostArray {
+    axes: Axes,
+    shape: Vec<usize>,
+    data: ArrayData,
+}
+
+impl HostArray {
+    /// An array over `axes` with lengths `shape` and row-major `data`.
+    pub fn new(axes: Axes, shape: Vec<usize>, data: ArrayData) -> Result<HostArray, HostError> {
+        if axes.len() != shape.len() {
+            return Err(HostError::Rank {
+                axes: axes.len(),
+                rank: shape.len(),
+                shape,
+            });
+        }
+        let expected: usize = shape.iter().product();
+        if expected != data.len() {
+            return Err(HostError::Size {
+                shape,
+                expected,
+                got: data.len(),
+            });
+        }
+        Ok(HostArray { axes, shape, data })
+    }
+
+    /// An array from a `Vec` of elements.
+    pub fn from_vec<T: Element>(
+        axes: Axes,
+        shape: Vec<usize>,
+        data: Vec<T>,
+    ) -> Result<HostArray, HostError> {
+        HostArray::new(axes, shape, T::wrap(data))
+    }
+
+    /// A rank-0 array.
+    pub fn scalar<T: Element>(v: T) -> HostArray {
+        HostArray {
+            axes: Axes::scalar(),
+            shape: Vec::new(),
+            data: T::wrap(vec![v]),
+        }
+    }
+
+    /// The axes, in the data's order.
+    pub fn axes(&self) -> &Axes {
+        &self.axes
+    }
+    /// The lengths of the axes.
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+    /// The dtype.
+    pub fn dtype(&self) -> DType {
+        self.data.dtype()
+    }
+    /// The row-major data.
+    pub fn data(&self) -> &ArrayData {
+        &self.data
+    }
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.data.len()
+    }
+    /// True for an array without elements.
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+    /// The elements, if they are of type `T`.
+    pub fn as_slice<T: Element>(&self) -> Result<&[T], HostError> {
+        T::unwrap(&self.data).ok_or(HostError::DType {
+            requested: T::DTYPE,
+            actual: self.dtype(),
+        })
+    }
+    /// The elements as a `Vec<T>`.
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>, HostError> {
+        self.as_slice().map(|s| s.to_vec())
+    }
+    /// Consumes the array, returning axes, shape and data.
+    pub fn into_parts(self) -> (Axes, Vec<usize>, ArrayData) {
+        (self.axes, self.shape, self.data)
+    }
+
+    /// The same tensor with its axes in the order `order`, a permutation of these axes: the
+    /// data is transposed so that it stays row-major. `None` if `order` is not a permutation.
+    pub fn with_axes_order(&self, order: &Axes) -> Option<HostArray> {
+        if !order.is_equal_set(&self.axes) {
+            return None;
+        }
+        let perm: Vec<usize> = order
+            .iter()
+            .map(|a| self.axes.position(*a))
+            .collect::<Option<_>>()?;
+        let shape: Vec<usize> = perm.iter().map(|&p| self.shape[p]).collect();
+        let src_strides = row_major_strides(&self.shape);
+        let n = self.len();
+        let mut index = Vec::with_capacity(n);
+        let mut idx = vec![0usize; shape.len()];
+        for _ in 0..n {
+            index.push(
+                idx.iter()
+                    .zip(&perm)
+                    .map(|(i, &p)| i * src_strides[p])
+                    .sum(),
+            );
+            for d in (0..shape.len()).rev() {
+                idx[d] += 1;
+                if idx[d] < shape[d] {
+                    break;
+                }
+                idx[d] = 0;
+            }
+        }
+        Some(HostArray {
+            axes: order.clone(),
+            shape,
+            data: self.data.gather(&index),
+        })
+    }
+
+    /// Reads a `.npy` file (C or Fortran order) as an array over `axes`, whose count must be
+    /// the file's rank. Lengths are checked later, against the graph.
+    pub fn read_npy(path: &Path, axes: Axes) -> Result<HostArray, HostError> {
+        let p = path.display().to_string();
+        let bytes = std::fs::read(path).map_err(|source| HostError::Io {
+            path: p.clone(),
+            source,
+        })?;
+        let npy_err = |message: String| HostError::Npy {
+            path: p.clone(),
+            message,
+        };
+        let file = npyz::NpyFile::new(&bytes[..]).map_err(|e| npy_err(e.to_string()))?;
+        let shape: Vec<usize> = file.shape().iter().map(|&s| s as usize).collect();
+        let fortran = file.order() == npyz::Order::Fortran;
+        let descr = match file.dtype() {
+            npyz::DType::Plain(ts) => ts.to_string(),
+            other => return Err(npy_err(format!("unsupported .npy dtype {other:?}"))),
+        };
+        let data = match &descr[1..] {
+            "f4" => ArrayData::F32(file.into_vec().map_err(|e| npy_err(e.to_string()))?),
+            "f8" => ArrayData::F64(file.into_vec().map_err(|e| npy_err(e.to_string()))?),
+            "i4" => ArrayData::I32(file.into_vec().map_err(|e| npy_err(e.to_string()))?),
+            "i8" => ArrayData::I64(file.into_vec().map_err(|e| npy_err(e.to_string()))?),
+            "b1" => ArrayData::Bool(file.into_vec().map_err(|e| npy_err(e.to_string()))?),
+            _ => {
+                return Err(npy_err(format!(
+                    "unsupported .npy dtype `{descr}` (weft reads f4, f8, i4, i8 and b1)"
+                )))
+            }
+        };
+        if axes.len() != shape.len() {
+            return Err(npy_err(format!(
+                "the file has rank {} (shape {shape:?}) but the tensor has {} axes",
+                shape.len(),
+                axes.len()
+            )));
+        }
+        if !fortran {
+            return HostArray::new(axes, shape, data);
+        }
+        // Column-major data of shape s is row-major data of reversed s over reversed axes.
+        let rev_axes = Axes::new(axes.iter().rev().copied()).expect("reversal keeps axes distinct");
+        let rev_shape: Vec<usize> = shape.iter().rev().copied().collect();
+        let arr = HostArray::new(rev_axes, rev_shape, data)?;
+        Ok(arr
+            .with_axes_order(&axes)
+            .expect("axes are a permutation of themselves"))
+    }
+
+    /// Writes the array to a `.npy` file in C order (bools as `|b1`).
+    pub fn write_npy(&self, path: &Path) -> Result<(), HostError> {
+        let p = path.display().to_string();
+        let io = |source: std::io::Error| HostError::Io {
+            path: p.clone(),
+            source,
+        };
+        let shape: Vec<u64> = self.shape.iter().map(|&s| s as u64).collect();
+        let mut out = Vec::new();
+        fn write<T: npyz::Serialize + npyz::AutoSerialize + Copy>(
+            out: &mut Vec<u8>,
+            shape: &[u64],
+            v: &[T],
+        ) -> std::io::Result<()> {
+            use npyz::WriterBuilder;
+            let mut w = npyz::WriteOptions::new()
+                .default_dtype()
+                .shape(shape)
+                .writer(out)
+                .begin_nd()?;
+            w.extend(v.iter().copied())?;
+            w.finish()
+        }
+        match &self.data {
+            ArrayData::F32(v) => write(&mut out, &shape, v),
+            ArrayData::F64(v) => write(&mut out, &shape, v),
+            ArrayData::I32(v) => write(&mut out, &shape, v),
+            ArrayData::I64(v) => write(&mut out, &shape, v),
+            ArrayData::Bool(v) => write(&mut out, &shape, v),
+        }
+        .map_err(io)?;
+        std::fs::write(path, out).map_err(io)
+    }
+}
+
+/// Row-major strides, in elements, of `shape`.
+pub fn row_major_strides(shape: &[usize]) -> Vec<usize> {
+    let mut s = vec![1usize; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * shape[i + 1];
+    }
+    s
+}
+
+#[cfg(feature = "ndarray")]
+mod nd {
+    use super::*;
+
+    impl HostArray {
+        /// An array over `axes` from an `ndarray` array (any memory order).
+        pub fn from_ndarray<T: Element, D: ndarray::Dimension>(
+            axes: Axes,
+            a: &ndarray::Array<T, D>,
+        ) -> Result<HostArray, HostError> {
+            let shape = a.shape().to_vec();
+            HostArray::from_vec(axes, shape, a.iter().copied().collect())
+        }
+
+        /// The array as a dynamic-rank `ndarray` array of `T`.
+        pub fn to_ndarray<T: Element>(&self) -> Result<ndarray::ArrayD<T>, HostError> {
+            let v = self.to_vec::<T>()?;
+            ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&self.shape), v).map_err(|e| {
+                HostError::Npy {
+                    path: "ndarray".into(),
+                    message: e.to_string(),
+                }
+            })
+        }
+    }
+}
