@@ -7,9 +7,11 @@
 //! needs lengths once they are bound.
 
 mod build;
+mod builder;
 mod error;
 mod verify;
 
+pub use builder::{GraphBuilder, Tensor};
 pub use error::GraphError;
 
 use crate::arena::Arena;

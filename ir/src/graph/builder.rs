@@ -1,0 +1,381 @@
+//! An ergonomic front end over [`Graph`]: [`GraphBuilder`] hands out [`Tensor`] handles that
+//! carry their graph, so ops read as methods and operators (`(&x - &y)?`, `x.exp()?`).
+//!
+//! Every operator returns `Result<Tensor, GraphError>`; operators also accept a `Result` on
+//! either side so chains need only one `?` per step. Scalars (`f64`) on either side become
+//! scalar constants of the tensor's dtype.
+
+use super::{AxisSlice, BinaryOp, Graph, GraphError, NodeId, ReduceOp, TensorInit};
+use crate::axis::{Axes, Axis, Role};
+use crate::dtype::DType;
+use crate::host::{ArrayData, Scalar};
+use std::cell::{Ref, RefCell};
+
+/// Builds a [`Graph`] through [`Tensor`] handles.
+///
+/// ```
+/// use weft_ir::{DType, graph::GraphBuilder};
+/// let g = GraphBuilder::new();
+/// let n = g.axis("N", 4)?;
+/// let x = g.placeholder("x", &[n], DType::F32)?;
+/// let y = g.placeholder("y", &[n], DType::F32)?;
+/// let t = (x - y)?;
+/// let l2 = t.transpose()?.dot(t)?.named("l2")?;
+/// l2.output()?;
+/// let graph = g.finish();
+/// assert_eq!(graph.node(graph.find("l2").unwrap()).axes.len(), 0);
+/// # Ok::<(), weft_ir::GraphError>(())
+/// ```
+#[derive(Default)]
+pub struct GraphBuilder {
+    graph: RefCell<Graph>,
+}
+
+/// A node of a [`GraphBuilder`]'s graph, with the ops as methods.
+#[derive(Clone, Copy)]
+pub struct Tensor<'g> {
+    builder: &'g GraphBuilder,
+    id: NodeId,
+}
+
+impl std::fmt::Debug for Tensor<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Tensor({})", self.id)
+    }
+}
+
+impl GraphBuilder {
+    /// An empty builder.
+    pub fn new() -> GraphBuilder {
+        GraphBuilder::default()
+    }
+    /// A builder continuing an existing graph.
+    pub fn from_graph(graph: Graph) -> GraphBuilder {
+        GraphBuilder {
+            graph: RefCell::new(graph),
+        }
+    }
+    /// The graph built so far.
+    pub fn graph(&self) -> Ref<'_, Graph> {
+        self.graph.borrow()
+    }
+    /// Ends building and returns the graph.
+    pub fn finish(self) -> Graph {
+        self.graph.into_inner()
+    }
+    /// Runs `f` on the graph and wraps the node it makes.
+    pub fn with<F>(&self, f: F) -> Result<Tensor<'_>, GraphError>
+    where
+        F: FnOnce(&mut Graph) -> Result<NodeId, GraphError>,
+    {
+        let id = f(&mut self.graph.borrow_mut())?;
+        Ok(Tensor { builder: self, id })
+    }
+    /// The handle of an existing node.
+    pub fn tensor(&self, id: NodeId) -> Result<Tensor<'_>, GraphError> {
+        self.graph.borrow().check_node(id)?;
+        Ok(Tensor { builder: self, id })
+    }
+    /// Declares an axis of known length.
+    pub fn axis(&self, name: &str, len: usize) -> Result<Axis, GraphError> {
+        self.graph.borrow_mut().axis(name, len)
+    }
+    /// Declares an axis whose length is bound later.
+    pub fn axis_unbound(&self, name: &str) -> Axis {
+        self.graph.borrow_mut().axis_unbound(name)
+    }
+    /// Declares an axis with roles.
+    pub fn axis_with_roles(
+        &self,
+        name: &str,
+        len: Option<usize>,
+        roles: Vec<Role>,
+    ) -> Result<Axis, GraphError> {
+        self.graph.borrow_mut().axis_with_roles(name, len, roles)
+    }
+    /// Binds a declared axis's length.
+    pub fn bind(&self, axis: Axis, len: usize) -> Result<(), GraphError> {
+        self.graph.borrow_mut().bind(axis, len)
+    }
+    /// An input tensor.
+    pub fn placeholder(
+        &self,
+        name: &str,
+        axes: &[Axis],
+        dtype: DType,
+    ) -> Result<Tensor<'_>, GraphError> {
+        self.with(|g| g.placeholder(name, axes, dtype))
+    }
+    /// A constant with row-major `data` over `axes`.
+    pub fn constant(&self, axes: &[Axis], data: ArrayData) -> Result<Tensor<'_>, GraphError> {
+        let dtype = data.dtype();
+        self.with(|g| g.constant(None, axes, dtype, TensorInit::Data(data)))
+    }
+    /// A constant filled with one value.
+    pub fn filled(
+        &self,
+        axes: &[Axis],
+        dtype: DType,
+        value: Scalar,
+    ) -> Result<Tensor<'_>, GraphError> {
+        self.with(|g| g.constant(None, axes, dtype, TensorInit::Fill(value)))
+    }
+    /// A scalar constant.
+    pub fn scalar(&self, value: f64, dtype: DType) -> Result<Tensor<'_>, GraphError> {
+        let s = if dtype.is_int() {
+            Scalar::Int(value as i64)
+        } else if dtype == DType::Bool {
+            Scalar::Bool(value != 0.0)
+        } else {
+            Scalar::Float(value)
+        };
+        self.with(|g| g.scalar(s, dtype))
+    }
+    /// A trainable variable.
+    pub fn variable(
+        &self,
+        name: &str,
+        axes: &[Axis],
+        dtype: DType,
+        init: TensorInit,
+    ) -> Result<Tensor<'_>, GraphError> {
+        self.with(|g| g.variable(name, axes, dtype, init))
+    }
+    /// A persistent tensor (zero unless `init` is given).
+    pub fn persistent_tensor(
+        &self,
+        name: &str,
+        axes: &[Axis],
+        dtype: DType,
+        init: Option<TensorInit>,
+    ) -> Result<Tensor<'_>, GraphError> {
+        self.with(|g| g.persistent_tensor(name, axes, dtype, init))
+    }
+    /// `select(cond, a, b)`.
+    pub fn select<'g>(
+        &'g self,
+        cond: Tensor<'g>,
+        a: Tensor<'g>,
+        b: Tensor<'g>,
+    ) -> Result<Tensor<'g>, GraphError> {
+        self.with(|g| g.select(cond.id, a.id, b.id))
+    }
+    /// The concatenation of `parts`, each along its own axis.
+    pub fn concat<'g>(&'g self, parts: &[(Tensor<'g>, Axis)]) -> Result<Tensor<'g>, GraphError> {
+        let p: Vec<(NodeId, Axis)> = parts.iter().map(|(t, a)| (t.id, *a)).collect();
+        self.with(|g| g.concat(&p))
+    }
+}
+
+macro_rules! unary_methods {
+    ($($name:ident),*) => {
+        $(
+            #[doc = concat!("`", stringify!($name), "(self)`, elementwise.")]
+            pub fn $name(self) -> Result<Tensor<'g>, GraphError> {
+                self.builder.with(|g| g.$name(self.id))
+            }
+        )*
+    };
+}
+
+macro_rules! binary_methods {
+    ($($name:ident),*) => {
+        $(
+            #[doc = concat!("`", stringify!($name), "(self, other)`, elementwise by axis.")]
+            pub fn $name(self, other: Tensor<'g>) -> Result<Tensor<'g>, GraphError> {
+                self.builder.with(|g| g.$name(self.id, other.id))
+            }
+        )*
+    };
+}
+
+macro_rules! reduce_methods {
+    ($($name:ident => $op:ident),*) => {
+        $(
+            #[doc = concat!("`", stringify!($name), "` over `axes`.")]
+            pub fn $name(self, axes: &[Axis]) -> Result<Tensor<'g>, GraphError> {
+                self.builder.with(|g| g.reduce(ReduceOp::$op, self.id, axes, None))
+            }
+        )*
+    };
+}
+
+impl<'g> Tensor<'g> {
+    /// The node.
+    pub fn id(self) -> NodeId {
+        self.id
+    }
+    /// The builder this tensor belongs to.
+    pub fn builder(self) -> &'g GraphBuilder {
+        self.builder
+    }
+    /// The result axes.
+    pub fn axes(self) -> Axes {
+        self.builder.graph().node(self.id).axes.clone()
+    }
+    /// The dtype.
+    pub fn dtype(self) -> DType {
+        self.builder.graph().node(self.id).dtype
+    }
+    /// Names the tensor.
+    pub fn named(self, name: &str) -> Result<Tensor<'g>, GraphError> {
+        self.builder.graph.borrow_mut().set_name(self.id, name)?;
+        Ok(self)
+    }
+    /// Marks the tensor as a graph output.
+    pub fn output(self) -> Result<Tensor<'g>, GraphError> {
+        self.builder.graph.borrow_mut().mark_output(self.id)?;
+        Ok(self)
+    }
+
+    unary_methods!(
+        negative, abs, exp, log, sqrt, square, reciprocal, sign, tanh, sigmoid, sin, cos, relu
+    );
+    binary_methods!(
+        subtract,
+        multiply,
+        divide,
+        maximum,
+        minimum,
+        power,
+        equal,
+        not_equal,
+        less,
+        less_equal,
+        greater,
+        greater_equal,
+        dot
+    );
+    reduce_methods!(sum => Sum, prod => Prod, max => Max, min => Min, mean => Mean,
+        argmax => ArgMax, argmin => ArgMin);
+
+    /// A reduction with an explicit order for the remaining axes.
+    pub fn reduce(
+        self,
+        op: ReduceOp,
+        axes: &[Axis],
+        out_axes: Option<&[Axis]>,
+    ) -> Result<Tensor<'g>, GraphError> {
+        self.builder.with(|g| g.reduce(op, self.id, axes, out_axes))
+    }
+    /// Conversion to `dtype`.
+    pub fn convert(self, dtype: DType) -> Result<Tensor<'g>, GraphError> {
+        self.builder.with(|g| g.convert(self.id, dtype))
+    }
+    /// Broadcast to `axes`.
+    pub fn broadcast(self, axes: &[Axis]) -> Result<Tensor<'g>, GraphError> {
+        self.builder.with(|g| g.broadcast(self.id, axes))
+    }
+    /// The same axes in another order.
+    pub fn axes_with_order(self, axes: &[Axis]) -> Result<Tensor<'g>, GraphError> {
+        self.builder.with(|g| g.axes_with_order(self.id, axes))
+    }
+    /// Relabel the axes.
+    pub fn cast_axes(self, axes: &[Axis]) -> Result<Tensor<'g>, GraphError> {
+        self.builder.with(|g| g.cast_axes(self.id, axes))
+    }
+    /// The transpose (axes reversed and dualised).
+    pub fn transpose(self) -> Result<Tensor<'g>, GraphError> {
+        self.builder.with(|g| g.transpose(self.id))
+    }
+    /// Slice some axes.
+    pub fn slice(self, slices: &[(Axis, AxisSlice)]) -> Result<Tensor<'g>, GraphError> {
+        self.builder.with(|g| g.slice(self.id, slices))
+    }
+    /// Merge axes into one.
+    pub fn flatten(self, axes: &[Axis]) -> Result<Tensor<'g>, GraphError> {
+        self.builder.with(|g| g.flatten(self.id, axes))
+    }
+    /// Split a flattened axis.
+    pub fn unflatten(self, axis: Axis) -> Result<Tensor<'g>, GraphError> {
+        self.builder.with(|g| g.unflatten(self.id, axis))
+    }
+    /// Zero-pad some axes.
+    pub fn pad(self, pads: &[(Axis, usize, usize)]) -> Result<Tensor<'g>, GraphError> {
+        self.builder.with(|g| g.pad(self.id, pads))
+    }
+    /// Insert a broadcast axis at `pos`.
+    pub fn expand_dims(self, axis: Axis, pos: usize) -> Result<Tensor<'g>, GraphError> {
+        self.builder.with(|g| g.expand_dims(self.id, axis, pos))
+    }
+    /// `assign(self, value)`: self must be a variable or persistent tensor.
+    pub fn assign(self, value: Tensor<'g>) -> Result<Tensor<'g>, GraphError> {
+        self.builder.with(|g| g.assign(self.id, value.id))
+    }
+
+    fn scalar_like(self, v: f64) -> Result<Tensor<'g>, GraphError> {
+        self.builder.scalar(v, self.dtype())
+    }
+}
+
+macro_rules! operator {
+    ($trait:ident, $method:ident, $op:ident) => {
+        impl<'g> std::ops::$trait<Tensor<'g>> for Tensor<'g> {
+            type Output = Result<Tensor<'g>, GraphError>;
+            fn $method(self, rhs: Tensor<'g>) -> Self::Output {
+                self.builder
+                    .with(|g| g.binary(BinaryOp::$op, self.id, rhs.id))
+            }
+        }
+        impl<'g> std::ops::$trait<Result<Tensor<'g>, GraphError>> for Tensor<'g> {
+            type Output = Result<Tensor<'g>, GraphError>;
+            fn $method(self, rhs: Result<Tensor<'g>, GraphError>) -> Self::Output {
+                std::ops::$trait::$method(self, rhs?)
+            }
+        }
+        impl<'g> std::ops::$trait<Tensor<'g>> for Result<Tensor<'g>, GraphError> {
+            type Output = Result<Tensor<'g>, GraphError>;
+            fn $method(self, rhs: Tensor<'g>) -> Self::Output {
+                std::ops::$trait::$method(self?, rhs)
+            }
+        }
+        impl<'g> std::ops::$trait<f64> for Tensor<'g> {
+            type Output = Result<Tensor<'g>, GraphError>;
+            fn $method(self, rhs: f64) -> Self::Output {
+                let c = self.scalar_like(rhs)?;
+                std::ops::$trait::$method(self, c)
+            }
+        }
+        impl<'g> std::ops::$trait<Tensor<'g>> for f64 {
+            type Output = Result<Tensor<'g>, GraphError>;
+            fn $method(self, rhs: Tensor<'g>) -> Self::Output {
+                let c = rhs.scalar_like(self)?;
+                std::ops::$trait::$method(c, rhs)
+            }
+        }
+    };
+}
+
+operator!(Add, add, Add);
+operator!(Sub, sub, Subtract);
+operator!(Mul, mul, Multiply);
+operator!(Div, div, Divide);
+
+impl<'g> std::ops::Neg for Tensor<'g> {
+    type Output = Result<Tensor<'g>, GraphError>;
+    fn neg(self) -> Self::Output {
+        self.negative()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operators_build_the_l2_graph() -> Result<(), GraphError> {
+        let g = GraphBuilder::new();
+        let n = g.axis("N", 3)?;
+        let x = g.placeholder("x", &[n], DType::F32)?;
+        let y = g.placeholder("y", &[n], DType::F32)?;
+        let s = ((x - y)? * 2.0)?;
+        let s = (s + (1.0 - x))?;
+        assert_eq!(s.axes().as_slice(), &[n]);
+        let t = (x - y)?;
+        let l2 = t.dot(t)?;
+        assert!(l2.axes().is_empty());
+        let bad = g.placeholder("b", &[n], DType::I32)?;
+        assert!(matches!(x + bad, Err(GraphError::DTypeMismatch { .. })));
+        Ok(())
+    }
+}
