@@ -3,9 +3,7 @@
 //! Where the seed contradicts its own definitions, the test checks the reading documented in
 //! docs/shapes.md ("Contradictions in the reference"); those tests say so by name.
 
-use weft_ir::shape::{
-    JaggedShape, LabelAlgebra, Nested, Shape, ShapeBase, ShapeError, TiledShape,
-};
+use weft_ir::shape::{JaggedShape, LabelAlgebra, Nested, Shape, ShapeBase, ShapeError, TiledShape};
 
 type TestResult = Result<(), ShapeError>;
 
@@ -81,11 +79,20 @@ fn jagged_construction() -> TestResult {
     assert_eq!(rank2_shape2.chip_at(&[1])?, JaggedShape::from(s20.clone()));
 
     let rank3_shape = JaggedShape::from_slices([s10_20.clone(), s30_40.clone(), s50_60.clone()])?;
-    assert_eq!((rank3_shape.rank(), rank3_shape.size()), (3, 200 + 1200 + 3000));
-    assert_eq!(rank3_shape.chip_at(&[2])?, JaggedShape::from(s50_60.clone()));
+    assert_eq!(
+        (rank3_shape.rank(), rank3_shape.size()),
+        (3, 200 + 1200 + 3000)
+    );
+    assert_eq!(
+        rank3_shape.chip_at(&[2])?,
+        JaggedShape::from(s50_60.clone())
+    );
 
     let rank4_shape = JaggedShape::from_slices([s10_20_30.clone(), s40_50_60.clone()])?;
-    assert_eq!((rank4_shape.rank(), rank4_shape.size()), (4, 6000 + 120_000));
+    assert_eq!(
+        (rank4_shape.rank(), rank4_shape.size()),
+        (4, 6000 + 120_000)
+    );
     assert_eq!(rank4_shape.chip_at(&[1])?, JaggedShape::from(s40_50_60));
 
     let rank4_shape2 = JaggedShape::from_slices([
@@ -93,8 +100,14 @@ fn jagged_construction() -> TestResult {
         jagged([s30_40.clone(), s10_20.clone(), s50_60.clone()]),
     ])?;
     assert_eq!(rank4_shape2.rank(), 4);
-    assert_eq!(rank4_shape2.chip_at(&[0, 0])?, JaggedShape::from(s10_20.clone()));
-    assert_eq!(rank4_shape2.chip_at(&[0, 1])?, JaggedShape::from(s30_40.clone()));
+    assert_eq!(
+        rank4_shape2.chip_at(&[0, 0])?,
+        JaggedShape::from(s10_20.clone())
+    );
+    assert_eq!(
+        rank4_shape2.chip_at(&[0, 1])?,
+        JaggedShape::from(s30_40.clone())
+    );
     assert_eq!(rank4_shape2.chip_at(&[1, 0])?, JaggedShape::from(s30_40));
     assert_eq!(rank4_shape2.chip_at(&[1, 1])?, JaggedShape::from(s10_20));
     assert_eq!(rank4_shape2.chip_at(&[1, 2])?, JaggedShape::from(s50_60));
@@ -124,12 +137,24 @@ fn contradiction_rank3_jagged_of_jagged_matrices_counts_from_zero() -> TestResul
         jagged([s20.clone(), s30.clone()]),
         jagged([s30.clone(), s10.clone(), s20.clone()]),
     ])?;
-    assert_eq!((rank3_shape2.rank(), rank3_shape2.size()), (3, 10 + 50 + 60));
+    assert_eq!(
+        (rank3_shape2.rank(), rank3_shape2.size()),
+        (3, 10 + 50 + 60)
+    );
     // Matrix 0 is 1 by 10.
-    assert_eq!(rank3_shape2.chip_at(&[0])?, JaggedShape::from(shape([1, 10])));
+    assert_eq!(
+        rank3_shape2.chip_at(&[0])?,
+        JaggedShape::from(shape([1, 10]))
+    );
     // Matrix 1 has 20 columns in row 0 and 30 in row 1.
-    assert_eq!(rank3_shape2.chip_at(&[1, 0])?, JaggedShape::from(s20.clone()));
-    assert_eq!(rank3_shape2.chip_at(&[1, 1])?, JaggedShape::from(s30.clone()));
+    assert_eq!(
+        rank3_shape2.chip_at(&[1, 0])?,
+        JaggedShape::from(s20.clone())
+    );
+    assert_eq!(
+        rank3_shape2.chip_at(&[1, 1])?,
+        JaggedShape::from(s30.clone())
+    );
     // Matrix 2 has 30, 10 and 20 columns in rows 0, 1 and 2.
     assert_eq!(rank3_shape2.chip_at(&[2, 0])?, JaggedShape::from(s30));
     assert_eq!(rank3_shape2.chip_at(&[2, 1])?, JaggedShape::from(s10));
@@ -168,7 +193,10 @@ fn jagged_rank4_of_jagged_rank3_of_jagged_matrices() -> TestResult {
         ([1, 2, 2], 30),
     ];
     for (index, extent) in expected {
-        assert_eq!(rank4_shape.chip_at(&index)?, JaggedShape::from(shape([extent])));
+        assert_eq!(
+            rank4_shape.chip_at(&index)?,
+            JaggedShape::from(shape([extent]))
+        );
     }
     assert!(rank4_shape.chip_at(&[0, 0, 1]).is_err());
     Ok(())
@@ -243,7 +271,10 @@ fn contradiction_tiling_chunk_order_and_rank() -> TestResult {
 
     let as_written = TiledShape::new([[5, 10, 15], [5, 10, 15]])?;
     assert_ne!(as_written.as_jagged(), &js);
-    assert_eq!(as_written.as_jagged().chip_at(&[0, 1])?, JaggedShape::from(shape([5, 10])));
+    assert_eq!(
+        as_written.as_jagged().chip_at(&[0, 1])?,
+        JaggedShape::from(shape([5, 10]))
+    );
     Ok(())
 }
 
@@ -280,7 +311,10 @@ fn nested_construction() -> TestResult {
     assert_eq!((s.layer_modes(0)?, s.layer_modes(1)?), (0..2, 2..4));
     assert_eq!(
         Nested::new([1, 1], shape([10])),
-        Err(ShapeError::LayerRanks { layered: 2, rank: 1 })
+        Err(ShapeError::LayerRanks {
+            layered: 2,
+            rank: 1
+        })
     );
     Ok(())
 }
@@ -305,7 +339,11 @@ fn contradiction_jagged_from_slices_of_different_ranks() -> TestResult {
     let as_written = JaggedShape::from_slices([s.clone(), shape([10, 20])]);
     assert_eq!(
         as_written,
-        Err(ShapeError::MixedSliceRanks { index: 1, expected: 3, found: 2 })
+        Err(ShapeError::MixedSliceRanks {
+            index: 1,
+            expected: 3,
+            found: 2
+        })
     );
 
     let js = JaggedShape::from_slices([shape([200, 30]), shape([10, 20])])?;
@@ -340,7 +378,10 @@ fn contradiction_element_of_the_undeclared_s3_3() -> TestResult {
     assert_eq!(s3_3.element(&[0, 0, 0])?.layers(), [3]);
     assert_eq!(
         s3_3.element(&[0, 0]),
-        Err(ShapeError::NotALayerBoundary { found: 2, layers: vec![3, 3] })
+        Err(ShapeError::NotALayerBoundary {
+            found: 2,
+            layers: vec![3, 3]
+        })
     );
     Ok(())
 }
@@ -364,15 +405,24 @@ fn composing_smooth_shapes() -> TestResult {
     let err = (s0.idx("j,i,k")? * s0.idx("i,j,k")?).to("i,k").unwrap_err();
     assert_eq!(
         err,
-        ShapeError::ExtentMismatch { label: "j".into(), lhs: 10, rhs: 20 }
+        ShapeError::ExtentMismatch {
+            label: "j".into(),
+            lhs: 10,
+            rhs: 20
+        }
     );
 
     let s1 = (s0.idx("i,j,k")? * s0.idx("i,j,l")?).to("i,j,k,l")?;
     assert_eq!(s1, shape([10, 20, 30, 30]));
 
     // Subtraction follows addition's rules.
-    assert_eq!((s0.idx("i,j,k")? - s0.idx("i,j,k")?).to("k,j,i")?, shape([30, 20, 10]));
-    let err = (s0.idx("i,j,k")? - s0.idx("i,j,l")?).to("i,j,k").unwrap_err();
+    assert_eq!(
+        (s0.idx("i,j,k")? - s0.idx("i,j,k")?).to("k,j,i")?,
+        shape([30, 20, 10])
+    );
+    let err = (s0.idx("i,j,k")? - s0.idx("i,j,l")?)
+        .to("i,j,k")
+        .unwrap_err();
     assert!(matches!(err, ShapeError::NotAPermutation { .. }));
     Ok(())
 }
@@ -412,8 +462,10 @@ fn contradiction_permuting_a_jagged_matrix_transposes_it() -> TestResult {
     assert_ne!(js1, jagged([shape([20]), shape([10])]));
     assert_eq!(js1.size(), js0.size());
 
-    let mut transposed: Vec<Vec<usize>> =
-        js0.indices().map(|index| vec![index[1], index[0]]).collect();
+    let mut transposed: Vec<Vec<usize>> = js0
+        .indices()
+        .map(|index| vec![index[1], index[0]])
+        .collect();
     transposed.sort();
     assert_eq!(indices(&js1), transposed);
     Ok(())
@@ -429,7 +481,11 @@ fn contradiction_contracting_jagged_rows_of_different_lengths() -> TestResult {
     let err = (js0.idx("i,j")? * js0.idx("k,j")?).to("i,k").unwrap_err();
     assert_eq!(
         err,
-        ShapeError::RaggedContraction { label: "j".into(), first: 10, second: 20 }
+        ShapeError::RaggedContraction {
+            label: "j".into(),
+            first: 10,
+            second: 20
+        }
     );
 
     let rows = jagged([shape([10]), shape([10])]);
@@ -448,8 +504,17 @@ fn composing_nested_shapes() -> TestResult {
     assert_eq!(result, s1_2);
 
     // Not allowed: layer 0 has rank 1 on the left and rank 2 on the right.
-    let err = (s1_2.idx("i,j,k")? + s2_1.idx("i,j,k")?).to("i,j,k").unwrap_err();
-    assert_eq!(err, ShapeError::LayerMismatch { label: "j".into(), lhs: 1, rhs: 0 });
+    let err = (s1_2.idx("i,j,k")? + s2_1.idx("i,j,k")?)
+        .to("i,j,k")
+        .unwrap_err();
+    assert_eq!(
+        err,
+        ShapeError::LayerMismatch {
+            label: "j".into(),
+            lhs: 1,
+            rhs: 0
+        }
+    );
 
     let result = (s1_2.idx("i,j,k")? * s1_2.idx("i,j,k")?).to("i,j")?;
     assert_eq!(result, Nested::new([1, 1], shape([10, 20]))?);
@@ -462,7 +527,9 @@ fn composing_nested_shapes() -> TestResult {
     assert_eq!(result, Nested::new([1, 1], shape([20, 30]))?);
 
     // Re-layering by permutation must keep layers in order.
-    let err = (s1_2.idx("i,j,k")? + s1_2.idx("i,j,k")?).to("j,i,k").unwrap_err();
+    let err = (s1_2.idx("i,j,k")? + s1_2.idx("i,j,k")?)
+        .to("j,i,k")
+        .unwrap_err();
     assert!(matches!(err, ShapeError::LayerOrder { .. }));
     Ok(())
 }
@@ -499,11 +566,24 @@ fn slicing_and_chipping_smooth_shapes() -> TestResult {
     ));
     assert_eq!(
         s.slice(&[5, 0], &[4, 5]),
-        Err(ShapeError::InvertedCorners { mode: 0, begin: 5, end: 4 })
+        Err(ShapeError::InvertedCorners {
+            mode: 0,
+            begin: 5,
+            end: 4
+        })
     );
-    assert_eq!(s.slice(&[0], &[1, 5]), Err(ShapeError::CornerRank { rank: 2, found: 1 }));
-    assert_eq!(s.chip_at(&[1, 2, 3]), Err(ShapeError::TooManyPins { rank: 2, found: 3 }));
-    assert!(matches!(s.chip_at(&[10]), Err(ShapeError::IndexOutOfRange { mode: 0, .. })));
+    assert_eq!(
+        s.slice(&[0], &[1, 5]),
+        Err(ShapeError::CornerRank { rank: 2, found: 1 })
+    );
+    assert_eq!(
+        s.chip_at(&[1, 2, 3]),
+        Err(ShapeError::TooManyPins { rank: 2, found: 3 })
+    );
+    assert!(matches!(
+        s.chip_at(&[10]),
+        Err(ShapeError::IndexOutOfRange { mode: 0, .. })
+    ));
     Ok(())
 }
 
@@ -571,7 +651,10 @@ fn shapes_constructed_with_an_origin() -> TestResult {
 
     // Outer vector starts at 10; element 0 starts at 5, element 1 at 6.
     let js = JaggedShape::from_slices_with_origin(
-        [Shape::with_origin([10], [5])?, Shape::with_origin([20], [6])?],
+        [
+            Shape::with_origin([10], [5])?,
+            Shape::with_origin([20], [6])?,
+        ],
         10,
     )?;
     let all = indices(&js);

@@ -183,9 +183,9 @@ impl LabelAlgebra for JaggedShape {
         check_labels(rhs, rhs_labels)?;
         union(labels, rhs_labels).positions_of(result)?;
         if let (Some(lhs), Some(rhs)) = (self.as_smooth(), rhs.as_smooth()) {
-            return Ok(JaggedShape::from(lhs.product(
-                labels, rhs, rhs_labels, result,
-            )?));
+            return Ok(JaggedShape::from(
+                lhs.product(labels, rhs, rhs_labels, result)?,
+            ));
         }
         let select = |from: &Labels, keep: &dyn Fn(&str) -> bool| -> Vec<String> {
             from.iter()

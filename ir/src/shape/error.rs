@@ -157,7 +157,9 @@ pub enum ShapeError {
         n_layers: usize,
     },
     /// An element index does not cover whole leading layers.
-    #[error("an index of {found} entries does not end on a layer boundary (layer ranks {layers:?})")]
+    #[error(
+        "an index of {found} entries does not end on a layer boundary (layer ranks {layers:?})"
+    )]
     NotALayerBoundary {
         /// Number of entries given.
         found: usize,
@@ -258,7 +260,9 @@ pub enum ShapeError {
     },
     /// Result labels of a nested expression are not ordered by layer, so the modes cannot be
     /// assigned to layers left to right.
-    #[error("result label {label:?} (layer {layer}) follows {previous:?} (layer {previous_layer})")]
+    #[error(
+        "result label {label:?} (layer {layer}) follows {previous:?} (layer {previous_layer})"
+    )]
     LayerOrder {
         /// The offending label.
         label: String,

@@ -198,8 +198,7 @@ fn first_difference(lhs: &IndexSet, rhs: &IndexSet, mode: usize) -> Option<Diffe
     points.sort_unstable();
     points.dedup();
     let covering = |runs: &'_ [Run], at: usize| -> Option<usize> {
-        runs.iter()
-            .position(|run| run.start <= at && at < run.end)
+        runs.iter().position(|run| run.start <= at && at < run.end)
     };
     for window in points.windows(2) {
         match (covering(lhs_runs, window[0]), covering(rhs_runs, window[0])) {

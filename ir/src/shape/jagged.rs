@@ -317,7 +317,11 @@ impl JaggedShape {
         match &self.repr {
             Repr::Null => Ok(JaggedShape::null()),
             Repr::Smooth(leaf) => {
-                let empty = leaf.extents().iter().zip(dropped).position(|(&e, &d)| d && e == 0);
+                let empty = leaf
+                    .extents()
+                    .iter()
+                    .zip(dropped)
+                    .position(|(&e, &d)| d && e == 0);
                 match empty {
                     Some(m) => Err(missing(m)),
                     None => Ok(JaggedShape::from(leaf.drop_modes(dropped))),
@@ -352,21 +356,19 @@ impl JaggedShape {
             }),
             Repr::Smooth(leaf) => {
                 let upper = leaf.upper();
-                super::smooth::check_pins(leaf.first(), &upper, pinned).map_err(|err| {
-                    match err {
-                        ShapeError::IndexOutOfRange {
-                            mode: m,
-                            index,
-                            lower,
-                            upper,
-                        } => ShapeError::IndexOutOfRange {
-                            mode: mode + m,
-                            index,
-                            lower,
-                            upper,
-                        },
-                        other => other,
-                    }
+                super::smooth::check_pins(leaf.first(), &upper, pinned).map_err(|err| match err {
+                    ShapeError::IndexOutOfRange {
+                        mode: m,
+                        index,
+                        lower,
+                        upper,
+                    } => ShapeError::IndexOutOfRange {
+                        mode: mode + m,
+                        index,
+                        lower,
+                        upper,
+                    },
+                    other => other,
                 })
             }
             Repr::Slices(run) => {

@@ -432,7 +432,11 @@ impl<S: LabelAlgebra> ShapeExpr<S> {
                 let (rhs_shape, rhs_labels) = rhs.evaluate(&widen(needed, lhs))?;
                 let kept: Vec<String> = lhs_labels
                     .iter()
-                    .chain(rhs_labels.iter().filter(|label| !lhs_labels.contains(label)))
+                    .chain(
+                        rhs_labels
+                            .iter()
+                            .filter(|label| !lhs_labels.contains(label)),
+                    )
                     .filter(|label| needed.iter().any(|n| n == label))
                     .map(str::to_string)
                     .collect();

@@ -150,13 +150,11 @@ impl TiledShape {
                 if length == 0 {
                     return Err(ShapeError::ZeroTile { mode, tile });
                 }
-                next = next
-                    .checked_add(length)
-                    .ok_or(ShapeError::IndexOverflow {
-                        mode,
-                        origin: origin[mode],
-                        extent: length,
-                    })?;
+                next = next.checked_add(length).ok_or(ShapeError::IndexOverflow {
+                    mode,
+                    origin: origin[mode],
+                    extent: length,
+                })?;
                 bounds.push(next);
             }
             tile_bounds.push(bounds);
