@@ -369,3 +369,135 @@ impl<S: LabelAlgebra> LabelAlgebra for Nested<S> {
         Ok(Nested::from_valid_parts(layers, shape))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape<const N: usize>(extents: [usize; N]) -> Shape {
+        Shape::new(extents).expect("small test shape")
+    }
+
+    fn rows(lengths: &[usize]) -> JaggedShape {
+        JaggedShape::from_slices(lengths.iter().map(|&n| shape([n]))).expect("rows of rank 1")
+    }
+
+    #[test]
+    fn adding_jagged_shapes_names_the_mismatched_label() -> Result<(), ShapeError> {
+        let err = (rows(&[10, 20]).idx("i,j")? + rows(&[10, 15]).idx("i,j")?)
+            .to("i,j")
+            .unwrap_err();
+        assert_eq!(
+            err,
+            ShapeError::ExtentMismatch {
+                label: "j".into(),
+                lhs: 20,
+                rhs: 15
+            }
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn transposing_a_set_with_holes_is_not_contiguous() -> Result<(), ShapeError> {
+        let err = rows(&[10, 5, 10]).idx("i,j")?.to("j,i").unwrap_err();
+        assert_eq!(err, ShapeError::NotContiguous { label: "i".into() });
+        Ok(())
+    }
+
+    #[test]
+    fn jagged_matrix_times_vector_contracts_matching_rows() -> Result<(), ShapeError> {
+        let matrix = rows(&[4, 4, 4]);
+        let vector = JaggedShape::from(shape([4]));
+        let result = (matrix.idx("i,j")? * vector.idx("j")?).to("i")?;
+        assert_eq!(result, JaggedShape::from(shape([3])));
+        let ragged = rows(&[4, 3]);
+        let err = (ragged.idx("i,j")? * vector.idx("j")?).to("i").unwrap_err();
+        assert_eq!(
+            err,
+            ShapeError::RaggedContraction {
+                label: "j".into(),
+                first: 4,
+                second: 3
+            }
+        );
+        let short = rows(&[3, 3]);
+        let err = (short.idx("i,j")? * vector.idx("j")?).to("i").unwrap_err();
+        assert_eq!(
+            err,
+            ShapeError::ExtentMismatch {
+                label: "j".into(),
+                lhs: 3,
+                rhs: 4
+            }
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn summing_out_a_mode_projects() -> Result<(), ShapeError> {
+        assert_eq!(shape([2, 3]).idx("i,j")?.to("j")?, shape([3]));
+        assert_eq!(
+            rows(&[1, 3]).idx("i,j")?.to("j")?,
+            JaggedShape::from(shape([3]))
+        );
+        assert_eq!(shape([2, 3]).idx("i,j")?.to("")?, Shape::scalar());
+        Ok(())
+    }
+
+    #[test]
+    fn bad_labels_are_errors() -> Result<(), ShapeError> {
+        let s = shape([2, 3]);
+        assert!(matches!(
+            s.idx("i,,j"),
+            Err(ShapeError::EmptyLabel { position: 1, .. })
+        ));
+        assert!(matches!(
+            s.idx("i,j,k"),
+            Err(ShapeError::LabelCount {
+                count: 3,
+                rank: 2,
+                ..
+            })
+        ));
+        assert_eq!(
+            Shape::null().idx("").unwrap_err(),
+            ShapeError::NullShapeIndexed
+        );
+        assert!(matches!(
+            s.idx("i,j")?.to("i,x"),
+            Err(ShapeError::UnknownResultLabel { ref label, .. }) if label == "x"
+        ));
+        // Labels are case-sensitive: I and i are different modes.
+        assert_eq!((s.idx("i,j")? * s.idx("I,j")?).to("i,I")?, shape([2, 2]));
+        Ok(())
+    }
+
+    #[test]
+    fn nested_operands_need_equal_layer_counts() -> Result<(), ShapeError> {
+        let two = Nested::new([1, 1], shape([2, 3]))?;
+        let three = Nested::new([1, 1, 0], shape([2, 3]))?;
+        let err = (two.idx("i,j")? * three.idx("i,j")?).to("i,j").unwrap_err();
+        assert_eq!(err, ShapeError::LayerCountMismatch { lhs: 2, rhs: 3 });
+        Ok(())
+    }
+
+    #[test]
+    fn corner_chips_drop_unit_ranges_and_pinned_chips_drop_pins() -> Result<(), ShapeError> {
+        let s = shape([10, 1]);
+        assert_eq!(s.chip_at(&[2])?, Shape::with_origin([1], [0])?);
+        assert_eq!(s.chip(&[2, 0], &[3, 1])?, Shape::scalar());
+        Ok(())
+    }
+
+    #[test]
+    fn chipping_a_jagged_mode_some_row_lacks_is_an_error() -> Result<(), ShapeError> {
+        let err = rows(&[10, 20]).chip(&[0, 15], &[2, 16]).unwrap_err();
+        assert_eq!(err, ShapeError::ChipMissingIndex { mode: 1, index: 15 });
+        assert_eq!(
+            rows(&[10, 20]).chip(&[1, 15], &[2, 16])?,
+            JaggedShape::from(Shape::scalar())
+        );
+        Ok(())
+    }
+}
