@@ -214,6 +214,16 @@ pub trait LabelAlgebra: ShapeBase {
     /// The shape with modes `result`, taken from this shape's modes `labels`: permutes them,
     /// and sums out the modes `result` omits.
     ///
+    /// ```
+    /// use weft_ir::shape::{LabelAlgebra, Labels, Shape};
+    ///
+    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// let s = Shape::new([10, 20, 30])?;
+    /// let (ijk, ki) = (Labels::parse("i,j,k")?, Labels::parse("k,i")?);
+    /// assert_eq!(s.assign(&ijk, &ki)?, Shape::new([30, 10])?);
+    /// # Ok(()) }
+    /// ```
+    ///
     /// # Errors
     /// [`ShapeError::LabelCount`] if `labels` do not label every mode,
     /// [`ShapeError::UnknownResultLabel`] if `result` is not a subset of `labels`, and for
@@ -222,6 +232,17 @@ pub trait LabelAlgebra: ShapeBase {
 
     /// The shape of the sum (or difference) of this shape labelled `labels` and `rhs` labelled
     /// `rhs_labels`, with modes in the order of `labels`.
+    ///
+    /// ```
+    /// use weft_ir::shape::{LabelAlgebra, Labels, Shape};
+    ///
+    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// let (a, b) = (Shape::new([2, 3])?, Shape::new([3, 2])?);
+    /// let (ij, ji) = (Labels::parse("i,j")?, Labels::parse("j,i")?);
+    /// assert_eq!(a.sum(&ij, &b, &ji)?, a);
+    /// assert!(a.sum(&ij, &b, &ij).is_err());
+    /// # Ok(()) }
+    /// ```
     ///
     /// # Errors
     /// [`ShapeError::LabelCount`] if the labels do not fit the shapes,
@@ -234,6 +255,16 @@ pub trait LabelAlgebra: ShapeBase {
     /// `rhs_labels`, with modes `result`: labels in both operands and in `result` are
     /// multiplied element-wise, labels in both but not in `result` are contracted, labels in
     /// one operand only form a direct product (or are summed out if `result` omits them).
+    ///
+    /// ```
+    /// use weft_ir::shape::{LabelAlgebra, Labels, Shape};
+    ///
+    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// let (a, b) = (Shape::new([2, 3])?, Shape::new([3, 4])?);
+    /// let (ij, jk, ik) = (Labels::parse("i,j")?, Labels::parse("j,k")?, Labels::parse("i,k")?);
+    /// assert_eq!(a.product(&ij, &b, &jk, &ik)?, Shape::new([2, 4])?);
+    /// # Ok(()) }
+    /// ```
     ///
     /// # Errors
     /// [`ShapeError::LabelCount`] if the labels do not fit the shapes,
