@@ -61,7 +61,7 @@ fn variables_persist_across_calls_and_reads_see_the_old_value() {
     let train = t.computation(&[v, upd], &[step]).unwrap();
     let ones = arr(&[n], &[2], vec![1i64, 2]);
     for k in 0..3i64 {
-        let out = train.call(&[ones.clone()]).unwrap();
+        let out = train.call(std::slice::from_ref(&ones)).unwrap();
         // Within a call, `v` reads the value from before the call; assign evaluates to the new.
         assert_eq!(i64s(&out[0]), vec![k, 100 + 2 * k]);
         assert_eq!(i64s(&out[1]), vec![k + 1, 100 + 2 * (k + 1)]);

@@ -329,3 +329,61 @@ impl Interpreter {
         Ok(HostArray::new(out_axes.clone(), out_shape.to_vec(), data)?)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use weft_ir::{ArrayData, DType, TensorInit};
+
+    /// v(N=2) starts at [1, 2]; `assign(v, v · x)` for a placeholder x.
+    fn scaled() -> (Arc<Graph>, NodeId, NodeId, NodeId, weft_ir::Axis) {
+        let mut g = Graph::new();
+        let n = g.axis("N", 2).unwrap();
+        let v = g
+            .variable(
+                "v",
+                &[n],
+                DType::I32,
+                TensorInit::Data(ArrayData::I32(vec![1, 2])),
+            )
+            .unwrap();
+        let x = g.placeholder("x", &[n], DType::I32).unwrap();
+        let prod = g.multiply(v, x).unwrap();
+        let upd = g.assign(v, prod).unwrap();
+        (Arc::new(g), v, x, upd, n)
+    }
+
+    #[test]
+    fn runs_commit_assigns_and_check_their_inputs() {
+        let (g, v, x, upd, n) = scaled();
+        let mut state = State::initial(&g).unwrap();
+        let exe = Interpreter::new(Arc::clone(&g), &[v, upd], &[x]).unwrap();
+        let axes = weft_ir::Axes::new([n]).unwrap();
+        let xs = HostArray::from_vec(axes.clone(), vec![2], vec![3i32, 4]).unwrap();
+        let out = exe.run(std::slice::from_ref(&xs), &mut state).unwrap();
+        assert_eq!(out[0].to_vec::<i32>().unwrap(), vec![1, 2]);
+        assert_eq!(out[1].to_vec::<i32>().unwrap(), vec![3, 8]);
+        assert_eq!(state.get(v).unwrap().to_vec::<i32>().unwrap(), vec![3, 8]);
+        // Inputs that do not match exactly, or too few, are refused and change nothing.
+        let wrong = HostArray::from_vec(axes, vec![2], vec![3i64, 4]).unwrap();
+        let err = exe.run(&[wrong], &mut state).unwrap_err();
+        assert!(matches!(err, RunError::Input { ref placeholder, .. } if placeholder == "x"));
+        let err = exe.run(&[], &mut state).unwrap_err();
+        assert!(matches!(
+            err,
+            RunError::InputCount {
+                expected: 1,
+                got: 0
+            }
+        ));
+        assert_eq!(state.get(v).unwrap().to_vec::<i32>().unwrap(), vec![3, 8]);
+    }
+
+    #[test]
+    fn a_missing_state_value_is_an_error_naming_the_tensor() {
+        let (g, v, _x, _upd, _n) = scaled();
+        let exe = Interpreter::new(Arc::clone(&g), &[v], &[]).unwrap();
+        let err = exe.run(&[], &mut State::default()).unwrap_err();
+        assert!(matches!(err, RunError::State { ref tensor, .. } if tensor == "v"));
+    }
+}
