@@ -122,7 +122,10 @@ impl IndexMap {
         for ((source, &len), &stride) in self.sources.iter().zip(&self.shape).zip(&self.strides) {
             let i: i64 = match source {
                 Source::Same(pos) => at(*pos)? as i64,
-                Source::Strided { pos, first, step } => *first as i64 + step * at(*pos)? as i64,
+                Source::Strided { pos, first, step } => step
+                    .checked_mul(at(*pos)? as i64)
+                    .and_then(|d| d.checked_add(*first as i64))
+                    .ok_or_else(|| format!("slice step {step} overflows"))?,
                 Source::Fixed(i) => *i as i64,
                 Source::Shifted { pos, before, len } => {
                     let i = at(*pos)? as i64 - *before as i64;
