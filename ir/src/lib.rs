@@ -6,6 +6,9 @@ pub mod axis;
 pub mod dtype;
 pub mod graph;
 pub mod host;
+#[cfg(feature = "testing")]
+pub mod testing;
+pub mod text;
 
 pub use axis::{Axes, AxesError, Axis, AxisDef, AxisId, Role, SliceRange};
 pub use dtype::DType;
