@@ -1,7 +1,7 @@
 //! The `.weft` text format: a line-oriented listing of a [`Graph`] — axis declarations, stored
 //! tensors, one op per line, outputs. The grammar is in `docs/text-format.md`.
 //!
-//! Guarantees: [`print`] writes every axis-table entry, then every node, in arena order, so
+//! Guarantees: [`print()`] writes every axis-table entry, then every node, in arena order, so
 //! `parse(&print(g), f)` rebuilds a graph equal to `g` (same axis table, nodes and outputs) for
 //! every graph the builder API can make, whatever its names (unnamed nodes print as `%N`,
 //! awkward names are quoted, duplicate axis names carry an `@N` tag). [`parse`] reports the
@@ -56,8 +56,8 @@ pub enum ParseError {
     Graph {
         /// The statement's op or keyword.
         pos: SourcePos,
-        /// The builder's error.
-        source: GraphError,
+        /// The builder's error (boxed: it is large and errors are rare).
+        source: Box<GraphError>,
     },
 }
 
@@ -71,7 +71,7 @@ impl ParseError {
 }
 
 impl fmt::Display for Graph {
-    /// The graph in the `.weft` text format (see [`print`]).
+    /// The graph in the `.weft` text format (see [`print()`]).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&print(self))
     }

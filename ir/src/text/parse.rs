@@ -95,7 +95,7 @@ impl Parser<'_> {
     fn graph_err(&self, i: usize) -> impl Fn(GraphError) -> ParseError + '_ {
         move |source| ParseError::Graph {
             pos: self.pos_of(i),
-            source,
+            source: Box::new(source),
         }
     }
 
