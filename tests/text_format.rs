@@ -229,11 +229,15 @@ fn duals_of_every_degree_round_trip() {
         h.dual().dual().dual().dual(),
         h.undual(),
         h.undual().undual(),
+        weft_ir::Axis {
+            id: h.id,
+            dual: i32::MIN,
+        },
     ];
     g.placeholder("x", &axes, DType::F32).unwrap();
     let text = print(&g);
     assert!(
-        text.contains("placeholder x: f32[H, H*, H**, H***, H^4*, H^-1*, H^-2*]"),
+        text.contains("placeholder x: f32[H, H*, H**, H***, H^4*, H^-1*, H^-2*, H^-2147483648*]"),
         "{text}"
     );
     assert!(round_trip(&g) == g);
@@ -439,4 +443,22 @@ fn parse_errors_carry_structured_positions() {
         ParseError::Graph { source, .. } if matches!(**source, GraphError::ZeroLength { .. })
     ));
     assert_eq!(err.pos().line, 1);
+}
+
+#[test]
+fn absurd_numbers_give_errors_not_panics() {
+    let big = u64::MAX;
+    let sources = [
+        format!("axis N = 2\nplaceholder x: f32[N]\np = pad(x, N=({big}, 1))\nq = transpose(p)\nd = dot(q, p)\n"),
+        format!("axis N = {big}\naxis M = 2\nconstant c: f32[N, M] = [1.0]\n"),
+        "axis N = 4\nplaceholder x: f32[N]\ny = slice(x, N=0:2:9223372036854775807)\n".to_string(),
+        "axis N = 4\nplaceholder x: f32[N]\ny = slice(x, N=::-9223372036854775808)\n".to_string(),
+        "axis N = 4\nplaceholder x: f32[N]\ny = slice(x, N=-9223372036854775808)\n".to_string(),
+        "axis N = 4\nplaceholder x: f32[N^-2147483648*]\ny = transpose(x)\n".to_string(),
+    ];
+    for src in &sources {
+        if let Ok(g) = parse(src, "big.weft") {
+            let _ = g.verify();
+        }
+    }
 }

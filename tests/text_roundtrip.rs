@@ -34,3 +34,39 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// Bad input never panics: printed graphs with one character deleted, replaced or inserted
+    /// either parse or give an error with a position inside the source.
+    #[test]
+    fn damaged_text_gives_errors_not_panics(
+        g in arb_graph(),
+        at in any::<prop::sample::Index>(),
+        edit in 0..3u8,
+        c in prop::sample::select(vec!['(', ')', '[', ']', ',', ':', '=', '*', '^', '-', '@', '"', '%', '#', '\n', 'x', '1', '.', 'e', ' ', '\\']),
+    ) {
+        let mut chars: Vec<char> = print(&g).chars().collect();
+        if !chars.is_empty() {
+            let i = at.index(chars.len());
+            match edit {
+                0 => { chars.remove(i); }
+                1 => chars[i] = c,
+                _ => chars.insert(i, c),
+            }
+        }
+        let text: String = chars.into_iter().collect();
+        if let Err(e) = parse(&text, "damaged.weft") {
+            let lines = text.split('\n').count();
+            prop_assert!(e.pos().line >= 1 && e.pos().line <= lines, "{e} for\n{text}");
+            prop_assert!(e.pos().col >= 1);
+        }
+    }
+
+    /// Arbitrary text never panics the parser.
+    #[test]
+    fn arbitrary_text_gives_errors_not_panics(text in "[a-z0-9_%@\"\\\\ \n(),:=*^\\[\\]#.-]{0,80}") {
+        let _ = parse(&text, "random.weft");
+    }
+}

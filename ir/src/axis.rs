@@ -39,21 +39,21 @@ impl Axis {
     pub fn dual(self) -> Axis {
         Axis {
             id: self.id,
-            dual: self.dual + 1,
+            dual: self.dual.saturating_add(1),
         }
     }
     /// The axis whose dual is this one (degree − 1).
     pub fn undual(self) -> Axis {
         Axis {
             id: self.id,
-            dual: self.dual - 1,
+            dual: self.dual.saturating_sub(1),
         }
     }
     /// The axis a transpose turns this one into: `A^(k*)` → `A^((1-k)*)`.
     pub fn transposed(self) -> Axis {
         Axis {
             id: self.id,
-            dual: 1 - self.dual,
+            dual: 1i32.saturating_sub(self.dual),
         }
     }
 }
@@ -157,7 +157,8 @@ impl SliceRange {
             if stop <= start {
                 return Err(format!("{self} is empty for length {len}"));
             }
-            let count = (stop - start + self.step - 1) / self.step;
+            // In i128: a step near i64::MAX must not overflow.
+            let count = (stop as i128 - start as i128 + self.step as i128 - 1) / self.step as i128;
             Ok(ResolvedSlice {
                 first: start as usize,
                 step: self.step,
@@ -173,8 +174,8 @@ impl SliceRange {
             if stop >= start {
                 return Err(format!("{self} is empty for length {len}"));
             }
-            let s = -self.step;
-            let count = (start - stop + s - 1) / s;
+            let s = -(self.step as i128);
+            let count = (start as i128 - stop as i128 + s - 1) / s;
             Ok(ResolvedSlice {
                 first: start as usize,
                 step: self.step,

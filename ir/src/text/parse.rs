@@ -613,13 +613,16 @@ impl Parser<'_> {
             let neg = self.eat('-');
             let k_at = self.at;
             let k = match self.next() {
-                Tok::Num(n) => n.parse::<i32>().ok(),
+                Tok::Num(n) => n
+                    .parse::<i64>()
+                    .ok()
+                    .and_then(|k| i32::try_from(if neg { -k } else { k }).ok()),
                 _ => None,
             };
             let Some(k) = k else {
                 return self.error_at(k_at, "a dual degree", self.toks[k_at].tok.describe());
             };
-            dual = if neg { -k } else { k };
+            dual = k;
             self.expect('*')?;
         } else {
             while self.eat('*') {
