@@ -157,8 +157,8 @@ impl SliceRange {
             if stop <= start {
                 return Err(format!("{self} is empty for length {len}"));
             }
-            // In i128: a step near i64::MAX must not overflow.
-            let count = (stop as i128 - start as i128 + self.step as i128 - 1) / self.step as i128;
+            // Written so that no step, however large, overflows.
+            let count = (stop - start - 1) / self.step + 1;
             Ok(ResolvedSlice {
                 first: start as usize,
                 step: self.step,
@@ -174,8 +174,7 @@ impl SliceRange {
             if stop >= start {
                 return Err(format!("{self} is empty for length {len}"));
             }
-            let s = -(self.step as i128);
-            let count = (start as i128 - stop as i128 + s - 1) / s;
+            let count = (start - stop - 1) as u64 / self.step.unsigned_abs() + 1;
             Ok(ResolvedSlice {
                 first: start as usize,
                 step: self.step,
