@@ -6,6 +6,8 @@ pub mod axis;
 pub mod dtype;
 pub mod graph;
 pub mod host;
+
+// The text format, and random graphs for property tests.
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod text;
