@@ -10,6 +10,9 @@ pub enum Error {
     /// The graph is malformed or not ready (e.g. an axis without a length).
     #[error(transparent)]
     Graph(#[from] GraphError),
+    /// An axis list with a repeated axis.
+    #[error(transparent)]
+    Axes(#[from] weft_ir::AxesError),
     /// A host array or `.npy` file is malformed.
     #[error(transparent)]
     Host(#[from] HostError),
@@ -62,6 +65,42 @@ pub enum Error {
         /// The array's dtype.
         got: DType,
     },
+    /// A `.weft` file that does not parse.
+    #[error(transparent)]
+    Parse(#[from] weft_ir::text::ParseError),
+    /// A file that cannot be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or folder.
+        path: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// `--bind` of an axis the graph does not declare.
+    #[error("--bind: no declared axis is named `{name}` (declared: {declared})")]
+    UnknownAxis {
+        /// The name given.
+        name: String,
+        /// The declared axes.
+        declared: String,
+    },
+    /// `--input` for a name that is not a placeholder.
+    #[error("--input: the graph has no placeholder named `{name}`")]
+    UnknownPlaceholder {
+        /// The name given.
+        name: String,
+    },
+    /// A placeholder's value could not be read.
+    #[error("input `{placeholder}`: {source}")]
+    Input {
+        /// The placeholder.
+        placeholder: String,
+        /// The cause.
+        source: Box<Error>,
+    },
+    /// `weft run` on a graph that marks no output.
+    #[error("the graph marks no output: add a line `output NAME`")]
+    NoOutputs,
     /// `value_of`/`set_value` on a node that holds no state.
     #[error("`{node}` is a {kind}, not a variable or persistent tensor")]
     NotStateful {

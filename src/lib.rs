@@ -23,6 +23,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod cli;
 pub mod computation;
 pub mod error;
 pub mod transformer;
@@ -49,3 +50,7 @@ pub mod prelude {
         HostArray, NodeId, Scalar, SliceRange, Tensor, TensorInit, TensorKind, Transformer,
     };
 }
+
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -1,0 +1,265 @@
+//! The `weft` command line (clap). Every command reads a `.weft` file, binds axis lengths given
+//! with `--bind`, and reports errors on stderr with a non-zero exit and no backtrace.
+
+mod inputs;
+mod summary;
+
+use crate::{Backend, Error, Transformer};
+use clap::{Parser, Subcommand};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use weft_ir::text;
+use weft_ir::{Graph, HostArray, NodeId};
+
+/// weft: an ahead-of-time compiler for axes-labelled tensor graphs.
+#[derive(Parser, Debug)]
+#[command(name = "weft", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// `AXIS=LEN`: the length of a declared axis.
+#[derive(Clone, Debug)]
+pub struct Binding {
+    axis: String,
+    len: usize,
+}
+
+fn parse_binding(s: &str) -> Result<Binding, String> {
+    let (axis, len) = s
+        .split_once('=')
+        .ok_or_else(|| format!("`{s}` is not AXIS=LEN"))?;
+    let len: usize = len
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{len}` is not a length (a positive integer)"))?;
+    Ok(Binding {
+        axis: axis.trim().to_string(),
+        len,
+    })
+}
+
+/// `NAME=PATH`: a placeholder's value from a `.npy` file.
+#[derive(Clone, Debug)]
+pub struct InputFile {
+    name: String,
+    path: PathBuf,
+}
+
+fn parse_input(s: &str) -> Result<InputFile, String> {
+    let (name, path) = s
+        .split_once('=')
+        .ok_or_else(|| format!("`{s}` is not NAME=PATH.npy"))?;
+    Ok(InputFile {
+        name: name.trim().to_string(),
+        path: PathBuf::from(path),
+    })
+}
+
+/// Which backend `weft run` evaluates with.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackendArg {
+    /// The reference interpreter.
+    Interp,
+}
+
+impl From<BackendArg> for Backend {
+    fn from(b: BackendArg) -> Backend {
+        match b {
+            BackendArg::Interp => Backend::Interpreter,
+        }
+    }
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Parse and verify a graph, and print every tensor's inferred axes.
+    Check {
+        /// The `.weft` file.
+        file: PathBuf,
+        /// Bind an axis length: AXIS=LEN (repeatable).
+        #[arg(long = "bind", value_parser = parse_binding)]
+        bind: Vec<Binding>,
+    },
+    /// Print a graph in canonical text form.
+    Print {
+        /// The `.weft` file.
+        file: PathBuf,
+        /// Bind an axis length: AXIS=LEN (repeatable).
+        #[arg(long = "bind", value_parser = parse_binding)]
+        bind: Vec<Binding>,
+    },
+    /// Run a graph's outputs on given or seeded random inputs.
+    Run {
+        /// The `.weft` file.
+        file: PathBuf,
+        /// A placeholder's value: NAME=PATH.npy (repeatable); others are drawn at random.
+        #[arg(long = "input", value_parser = parse_input)]
+        input: Vec<InputFile>,
+        /// Bind an axis length: AXIS=LEN (repeatable).
+        #[arg(long = "bind", value_parser = parse_binding)]
+        bind: Vec<Binding>,
+        /// Seed of the generator for inputs not given.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Write each output as NAME.npy into this directory.
+        #[arg(long)]
+        output_dir: Option<PathBuf>,
+        /// The backend to evaluate with.
+        #[arg(long, value_enum, default_value_t = BackendArg::Interp)]
+        backend: BackendArg,
+    },
+    /// Run every bundled example (examples/*.weft) and print its outputs.
+    Demo {
+        /// The folder of examples.
+        #[arg(default_value = "examples")]
+        dir: PathBuf,
+    },
+}
+
+/// Runs the command line; errors go to stderr.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<(), Error> {
+    match cli.command {
+        Command::Check { file, bind } => {
+            let graph = load(&file, &bind)?;
+            graph.verify()?;
+            print!("{}", summary::inferred_axes(&graph)?);
+            Ok(())
+        }
+        Command::Print { file, bind } => {
+            let graph = load(&file, &bind)?;
+            print!("{}", text::print(&graph));
+            Ok(())
+        }
+        Command::Run {
+            file,
+            input,
+            bind,
+            seed,
+            output_dir,
+            backend,
+        } => {
+            let graph = load(&file, &bind)?;
+            let outputs = run_graph(&graph, &input, seed, backend.into())?;
+            print_outputs(&graph, &outputs, output_dir.as_deref())
+        }
+        Command::Demo { dir } => demo(&dir),
+    }
+}
+
+/// Reads, parses and binds a `.weft` file.
+pub fn load(file: &Path, bind: &[Binding]) -> Result<Graph, Error> {
+    let src = std::fs::read_to_string(file).map_err(|source| Error::Io {
+        path: file.display().to_string(),
+        source,
+    })?;
+    let mut graph = text::parse(&src, &file.display().to_string())?;
+    for b in bind {
+        let axis = graph.find_axis(&b.axis).ok_or_else(|| Error::UnknownAxis {
+            name: b.axis.clone(),
+            declared: declared_axes(&graph),
+        })?;
+        graph.bind(axis, b.len)?;
+    }
+    Ok(graph)
+}
+
+fn declared_axes(graph: &Graph) -> String {
+    let names: Vec<String> = graph
+        .axis_table()
+        .filter(|(_, d)| matches!(d.def, weft_ir::AxisDef::Base { .. }))
+        .map(|(_, d)| d.name.clone())
+        .collect();
+    names.join(", ")
+}
+
+/// Evaluates the graph's outputs: placeholders from `.npy` files or drawn with `seed`.
+fn run_graph(
+    graph: &Graph,
+    files: &[InputFile],
+    seed: u64,
+    backend: Backend,
+) -> Result<Vec<(NodeId, HostArray)>, Error> {
+    let outputs: Vec<NodeId> = if graph.outputs().is_empty() {
+        return Err(Error::NoOutputs);
+    } else {
+        graph.outputs().to_vec()
+    };
+    let placeholders = graph.placeholders();
+    for f in files {
+        match graph.find(&f.name) {
+            Some(id) if placeholders.contains(&id) => {}
+            _ => {
+                return Err(Error::UnknownPlaceholder {
+                    name: f.name.clone(),
+                })
+            }
+        }
+    }
+    let values = inputs::gather(graph, &placeholders, files, seed)?;
+    let transformer = Transformer::new(graph.clone(), backend)?;
+    let computation = transformer.computation(&outputs, &placeholders)?;
+    let results = computation.call(&values)?;
+    Ok(outputs.into_iter().zip(results).collect())
+}
+
+fn print_outputs(
+    graph: &Graph,
+    outputs: &[(NodeId, HostArray)],
+    output_dir: Option<&Path>,
+) -> Result<(), Error> {
+    if let Some(dir) = output_dir {
+        std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+            path: dir.display().to_string(),
+            source,
+        })?;
+    }
+    for (id, value) in outputs {
+        let name = graph.node_label(*id);
+        println!("{}", summary::describe(graph, &name, value));
+        if let Some(dir) = output_dir {
+            let path = dir.join(format!("{}.npy", summary::file_stem(&name)));
+            value.write_npy(&path)?;
+            println!("  written to {}", path.display());
+        }
+    }
+    Ok(())
+}
+
+fn demo(dir: &Path) -> Result<(), Error> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|source| Error::Io {
+            path: dir.display().to_string(),
+            source,
+        })?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "weft"))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(Error::Io {
+            path: dir.display().to_string(),
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, "no .weft files here"),
+        });
+    }
+    for file in files {
+        println!("== {}", file.display());
+        let graph = load(&file, &[])?;
+        let outputs = run_graph(&graph, &[], 0, Backend::Interpreter)?;
+        print_outputs(&graph, &outputs, None)?;
+        println!();
+    }
+    Ok(())
+}

@@ -1,0 +1,223 @@
+//! The `weft` command line as a new user runs it: every example runs, bad input gives a clear
+//! error on stderr with a non-zero exit and never a panic.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use weft::prelude::*;
+
+fn weft(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_weft"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("the weft binary runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("weft-cli-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+/// Runs a failing command and returns its stderr after checking the failure is clean.
+fn fails(args: &[&str]) -> String {
+    let o = weft(args);
+    let err = stderr(&o);
+    assert!(!o.status.success(), "{args:?} succeeded: {}", stdout(&o));
+    assert!(err.starts_with("error: "), "{args:?}: {err}");
+    assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+    err
+}
+
+#[test]
+fn every_example_checks_prints_and_runs() {
+    let mut n = 0;
+    for entry in std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples")).unwrap()
+    {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "weft") {
+            continue;
+        }
+        n += 1;
+        let p = path.display().to_string();
+        for cmd in ["check", "print", "run"] {
+            let o = weft(&[cmd, &p]);
+            assert!(o.status.success(), "weft {cmd} {p}: {}", stderr(&o));
+        }
+    }
+    assert!(n >= 7, "expected the bundled examples, found {n}");
+}
+
+#[test]
+fn the_seed_003_equality_example_prints_all_true() {
+    let o = weft(&["run", "examples/seed003_equal.weft"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("bool (H=2, W=3)"), "{out}");
+    assert_eq!(out.matches("true").count(), 6, "{out}");
+    assert!(!out.contains("false"), "{out}");
+}
+
+#[test]
+fn both_orders_of_x_plus_y_give_twos_in_their_own_shapes() {
+    let xy = stdout(&weft(&["run", "examples/seed003_add_xy.weft"]));
+    let yx = stdout(&weft(&["run", "examples/seed003_add_yx.weft"]));
+    assert!(
+        xy.contains("(H=2, W=3)") && xy.matches('2').count() >= 6,
+        "{xy}"
+    );
+    assert!(
+        yx.contains("(W=3, H=2)") && yx.matches('2').count() >= 6,
+        "{yx}"
+    );
+}
+
+#[test]
+fn check_prints_every_tensors_inferred_axes() {
+    let out = stdout(&weft(&["check", "examples/softmax.weft"]));
+    for line in out.lines().filter(|l| !l.starts_with("ok:")) {
+        assert!(
+            line.contains('(') && line.contains(')'),
+            "no axes on: {line}"
+        );
+    }
+    assert!(out.lines().last().unwrap().starts_with("ok:"), "{out}");
+}
+
+#[test]
+fn print_is_canonical_and_reparses_to_the_same_graph() {
+    let dir = scratch("print");
+    let first = stdout(&weft(&["print", "examples/layernorm.weft"]));
+    let p = write(&dir, "again.weft", &first);
+    let second = stdout(&weft(&["print", &p]));
+    assert_eq!(first, second);
+}
+
+#[test]
+fn run_writes_outputs_that_match_the_interpreter_on_given_inputs() {
+    let dir = scratch("run");
+    let src = "axis N = 3\nplaceholder x: f32[N]\nplaceholder y: f32[N]\nd = subtract(x, y)\ns = multiply(d, d)\noutput s\n";
+    let file = write(&dir, "sq.weft", src);
+    let mut g = weft_ir::text::parse(src, "sq.weft").unwrap();
+    let n = g.find_axis("N").unwrap();
+    let axes = Axes::new([n]).unwrap();
+    let x = HostArray::from_vec(axes.clone(), vec![3], vec![1.0f32, 2.0, 4.0]).unwrap();
+    let y = HostArray::from_vec(axes, vec![3], vec![0.5f32, 2.0, 1.0]).unwrap();
+    let xp = dir.join("x.npy");
+    let yp = dir.join("y.npy");
+    x.write_npy(&xp).unwrap();
+    y.write_npy(&yp).unwrap();
+    let out_dir = dir.join("out");
+    let o = weft(&[
+        "run",
+        &file,
+        "--input",
+        &format!("x={}", xp.display()),
+        "--input",
+        &format!("y={}", yp.display()),
+        "--output-dir",
+        &out_dir.display().to_string(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s_axes = g.node(g.find("s").unwrap()).axes.clone();
+    let got = HostArray::read_npy(&out_dir.join("s.npy"), s_axes).unwrap();
+    assert_eq!(got.to_vec::<f32>().unwrap(), vec![0.25, 0.0, 9.0]);
+    // And the seeded generator is deterministic.
+    let a = stdout(&weft(&["run", &file, "--seed", "7"]));
+    let b = stdout(&weft(&["run", &file, "--seed", "7"]));
+    let c = stdout(&weft(&["run", &file, "--seed", "8"]));
+    assert_eq!(a, b);
+    assert_ne!(a, c);
+    g.bind(n, 3).unwrap();
+}
+
+#[test]
+fn bad_input_gives_clear_errors() {
+    let dir = scratch("bad");
+    // Malformed text: file:line:col and what was expected.
+    let f = write(
+        &dir,
+        "typo.weft",
+        "axis N = 3\nplaceholder x: f32[N]\ny = exp(x\n",
+    );
+    let e = fails(&["check", &f]);
+    assert!(e.contains("typo.weft:3:"), "{e}");
+    assert!(e.contains("expected"), "{e}");
+    // A duplicate axis (seed 003, property 2).
+    let f = write(&dir, "dup.weft", "axis H = 2\nplaceholder x: f32[H, H]\n");
+    let e = fails(&["check", &f]);
+    assert!(e.contains("dup.weft:2:") && e.contains('H'), "{e}");
+    // Mismatched lengths.
+    let f = write(
+        &dir,
+        "len.weft",
+        "axis A = 2\naxis B = 3\nplaceholder x: f32[A]\nz = cast_axes(x, [B])\noutput z\n",
+    );
+    let e = fails(&["check", &f]);
+    assert!(
+        e.contains("cast_axes") && e.contains("`A`") && e.contains("`B`"),
+        "{e}"
+    );
+    // An unbound axis length, then a --bind of an axis that does not exist.
+    let f = write(
+        &dir,
+        "unbound.weft",
+        "axis N\nplaceholder x: f32[N]\ny = exp(x)\noutput y\n",
+    );
+    let e = fails(&["run", &f]);
+    assert!(e.contains("`N`") && e.contains("--bind"), "{e}");
+    let e = fails(&["run", &f, "--bind", "M=3"]);
+    assert!(e.contains("`M`"), "{e}");
+    let e = fails(&["run", &f, "--bind", "N=zero"]);
+    assert!(e.contains("zero"), "{e}");
+    // A .npy of the wrong shape, then of the wrong rank, then not a .npy at all.
+    let ok = weft(&["run", &f, "--bind", "N=3"]);
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    let x4 = dir.join("x4.npy");
+    HostArray::from_vec(
+        Axes::new([weft_ir::text::parse("axis N = 4\n", "a")
+            .unwrap()
+            .find_axis("N")
+            .unwrap()])
+        .unwrap(),
+        vec![4],
+        vec![1.0f32; 4],
+    )
+    .unwrap()
+    .write_npy(&x4)
+    .unwrap();
+    let e = fails(&[
+        "run",
+        &f,
+        "--bind",
+        "N=3",
+        "--input",
+        &format!("x={}", x4.display()),
+    ]);
+    assert!(
+        e.contains("`x`") && e.contains("length 4") && e.contains("`N`"),
+        "{e}"
+    );
+    let junk = write(&dir, "junk.npy", "not a numpy file");
+    let e = fails(&["run", &f, "--bind", "N=3", "--input", &format!("x={junk}")]);
+    assert!(e.contains("junk.npy"), "{e}");
+    let e = fails(&["run", &f, "--bind", "N=3", "--input", "nope=x.npy"]);
+    assert!(e.contains("`nope`"), "{e}");
+    // A missing file.
+    let e = fails(&["check", "no/such/file.weft"]);
+    assert!(e.contains("no/such/file.weft"), "{e}");
+}
