@@ -200,3 +200,25 @@ impl Drop for StorageBorrow<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn borrows_are_shared_or_exclusive() {
+        let s = DeviceBufferStorage::new(ScalarType::I32, 4).unwrap();
+        let r1 = s.try_borrow(false).unwrap();
+        let r2 = s.try_borrow(false).unwrap();
+        assert!(s.try_borrow(true).is_none(), "readers exclude a writer");
+        drop((r1, r2));
+        let w = s.try_borrow(true).unwrap();
+        assert!(s.try_borrow(false).is_none(), "a writer excludes readers");
+        assert!(matches!(
+            s.copy_from_slice(&[1i32, 2, 3, 4]),
+            Err(RuntimeError::StorageBusy { .. })
+        ));
+        drop(w);
+        s.copy_from_slice(&[1i32, 2, 3, 4]).unwrap();
+    }
+}
