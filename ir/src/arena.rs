@@ -2,7 +2,7 @@
 //!
 //! Assumes nothing about the stored values. Guarantees that an entity created by
 //! [`PrimaryMap::push`] indexes exactly the value pushed, and that entities of different kinds
-//! cannot be confused because each kind is its own type (made with [`entity_impl!`]). Indexing
+//! cannot be confused because each kind is its own type (made with [`entity_impl!`](crate::entity_impl)). Indexing
 //! with an entity from another map panics, as with a slice; code that reads untrusted IR uses
 //! [`PrimaryMap::get`] instead (the loop-IR verifier does so before anything else indexes).
 
@@ -40,7 +40,7 @@ macro_rules! entity_impl {
             }
         }
         impl $entity {
-            /// The entity with dense index `index`, if it fits in `u32`.
+            /// The entity with dense index `index`.
             pub fn from_u32(index: u32) -> Self {
                 $entity(index)
             }
@@ -157,6 +157,7 @@ mod tests {
         assert_eq!((a.index(), b.index()), (0, 1));
         assert_eq!(map[b], "b");
         assert_eq!(b.to_string(), "t1");
+        assert_eq!((Thing::from_u32(1), b.as_u32()), (b, 1));
         assert!(map.get(Thing(2)).is_none());
         assert_eq!(map.keys().collect::<Vec<_>>(), vec![a, b]);
     }

@@ -157,14 +157,24 @@ impl DeviceBufferStorage {
         } else {
             self.borrows
                 .fetch_update(Ordering::Acquire, Ordering::Relaxed, |n| {
-                    (n < EXCLUSIVE - 1).then_some(n + 1)
+                    if n < EXCLUSIVE - 1 {
+                        Some(n + 1)
+                    } else {
+                        None
+                    }
                 })
                 .is_ok()
         };
-        taken.then_some(StorageBorrow {
-            storage: self,
-            exclusive,
-        })
+        // Not `then_some`: its argument is built eagerly, and dropping an untaken borrow
+        // would release someone else's.
+        if taken {
+            Some(StorageBorrow {
+                storage: self,
+                exclusive,
+            })
+        } else {
+            None
+        }
     }
 }
 
