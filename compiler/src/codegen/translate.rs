@@ -515,11 +515,11 @@ impl<'b> Translator<'_, 'b> {
             }
             Inst::Unary(op, x) => {
                 let rx = self.repr(*x)?;
-                self.map_wide(&[rx], |t, xs| t.unary_value(*op, ty, xs[0]))
+                self.map_wide(&[rx], |t, xs| t.unary_value(*op, ty, xs[0]))?
             }
             Inst::Binary(op, x, y) => {
                 let (rx, ry) = (self.repr(*x)?, self.repr(*y)?);
-                self.map_wide(&[rx, ry], |t, xs| t.binary_value(*op, ty, xs[0], xs[1]))
+                self.map_wide(&[rx, ry], |t, xs| t.binary_value(*op, ty, xs[0], xs[1]))?
             }
             Inst::Compare(op, x, y) => {
                 let operand_ty = self.ty(*x);
@@ -533,7 +533,7 @@ impl<'b> Translator<'_, 'b> {
             } => {
                 let c = self.scalar(*cond)?;
                 let (rt, rf) = (self.repr(*if_true)?, self.repr(*if_false)?);
-                self.map_wide(&[rt, rf], |t, xs| t.b.ins().select(c, xs[0], xs[1]))
+                self.map_wide(&[rt, rf], |t, xs| t.b.ins().select(c, xs[0], xs[1]))?
             }
             Inst::Convert(x) => {
                 let from = self.ty(*x);
@@ -552,7 +552,11 @@ impl<'b> Translator<'_, 'b> {
     }
 
     /// Applies `f` to scalars if every operand is scalar, else part by part on vectors.
-    fn map_wide(&mut self, operands: &[Repr], f: impl Fn(&mut Self, &[Value]) -> Value) -> Repr {
+    fn map_wide(
+        &mut self,
+        operands: &[Repr],
+        f: impl Fn(&mut Self, &[Value]) -> Value,
+    ) -> Result<Repr> {
         if let Some(scalars) = operands
             .iter()
             .map(|r| match r {
@@ -561,11 +565,11 @@ impl<'b> Translator<'_, 'b> {
             })
             .collect::<Option<Vec<_>>>()
         {
-            return Repr::Scalar(f(self, &scalars));
+            return Ok(Repr::Scalar(f(self, &scalars)));
         }
-        let w = self
-            .wide
-            .expect("vector values exist only in a vector loop");
+        let Some(w) = self.wide else {
+            return self.internal("vector value outside a vector loop");
+        };
         let parts = (0..w.parts)
             .map(|u| {
                 let xs: Vec<Value> = operands
@@ -575,7 +579,7 @@ impl<'b> Translator<'_, 'b> {
                 f(self, &xs)
             })
             .collect();
-        Repr::Wide(parts)
+        Ok(Repr::Wide(parts))
     }
 
     fn fconst_like(&mut self, x: Value, c: f64) -> Value {
@@ -835,9 +839,9 @@ impl<'b> Translator<'_, 'b> {
         end: Value,
         plan: &WidePlan,
     ) -> Result<()> {
-        let vec_ty = clif_type(plan.float)
-            .by(plan.lanes)
-            .expect("128-bit vector type");
+        let Some(vec_ty) = clif_type(plan.float).by(plan.lanes) else {
+            return self.internal(format!("no vector type of {} x {}", plan.lanes, plan.float));
+        };
         let ctx = WideCtx {
             loop_id: l,
             float: plan.float,
