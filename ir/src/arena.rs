@@ -1,5 +1,12 @@
-//! Typed arenas: entities are `u32` indices into a `Vec`, in the manner of Cranelift's
-//! `PrimaryMap` and `entity_impl!`. An index is only meaningful for the arena that made it.
+//! Typed arenas: entities are dense `u32` indices into a `Vec`, in the manner of Cranelift's
+//! `PrimaryMap` and `entity_impl!`.
+//!
+//! Assumes nothing about the stored values. Guarantees that an entity created by
+//! [`Arena::push`] indexes exactly the value pushed, and that entities of different kinds cannot
+//! be confused because each kind is its own type (made with [`entity!`](crate::entity) or
+//! [`entity_impl!`](crate::entity_impl)). Indexing with an entity from another arena panics, as
+//! with a slice; code that reads untrusted IR uses [`Arena::get`] instead (the loop-IR verifier
+//! does so before anything else indexes).
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -12,7 +19,41 @@ pub trait EntityRef: Copy + Eq + Ord + std::hash::Hash + fmt::Debug {
     fn new(index: usize) -> Self;
 }
 
-/// Declares a `u32` entity type with a display prefix, e.g. `entity!(NodeId, "%")`.
+/// Makes `$entity` (a `u32` newtype declared by the caller) an [`EntityRef`] displayed as
+/// `$prefix` followed by its index, e.g. `v3`.
+#[macro_export]
+macro_rules! entity_impl {
+    ($entity:ident, $prefix:expr) => {
+        impl $crate::arena::EntityRef for $entity {
+            fn index(self) -> usize {
+                self.0 as usize
+            }
+            fn new(index: usize) -> Self {
+                $entity(u32::try_from(index).expect("arena holds at most u32::MAX entities"))
+            }
+        }
+
+        impl $entity {
+            /// The raw index.
+            pub fn as_u32(self) -> u32 {
+                self.0
+            }
+            /// The entity with raw index `i`.
+            pub fn from_u32(i: u32) -> Self {
+                $entity(i)
+            }
+        }
+
+        impl ::std::fmt::Display for $entity {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                write!(f, "{}{}", $prefix, self.0)
+            }
+        }
+    };
+}
+
+/// Declares a `u32` entity type with a display prefix, e.g. `entity!(NodeId, "%")`; its
+/// `Debug` is its `Display`.
 #[macro_export]
 macro_rules! entity {
     ($(#[$attr:meta])* $name:ident, $prefix:expr) => {
@@ -20,31 +61,7 @@ macro_rules! entity {
         #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub struct $name(u32);
 
-        impl $crate::arena::EntityRef for $name {
-            fn index(self) -> usize {
-                self.0 as usize
-            }
-            fn new(index: usize) -> Self {
-                $name(u32::try_from(index).expect("arena holds at most u32::MAX entities"))
-            }
-        }
-
-        impl $name {
-            /// The raw index.
-            pub fn as_u32(self) -> u32 {
-                self.0
-            }
-            /// The entity with raw index `i`.
-            pub fn from_u32(i: u32) -> Self {
-                $name(i)
-            }
-        }
-
-        impl ::std::fmt::Display for $name {
-            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                write!(f, "{}{}", $prefix, self.0)
-            }
-        }
+        $crate::entity_impl!($name, $prefix);
 
         impl ::std::fmt::Debug for $name {
             fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
@@ -99,6 +116,10 @@ impl<K: EntityRef, V> Arena<K, V> {
     pub fn get(&self, k: K) -> Option<&V> {
         self.items.get(k.index())
     }
+    /// True if `k` belongs to this arena.
+    pub fn is_valid(&self, k: K) -> bool {
+        k.index() < self.items.len()
+    }
     /// The value of `k`, mutably, if `k` belongs to this arena.
     pub fn get_mut(&mut self, k: K) -> Option<&mut V> {
         self.items.get_mut(k.index())
@@ -117,6 +138,9 @@ impl<K: EntityRef, V> Arena<K, V> {
     }
 }
 
+/// The name Cranelift gives the same structure; the loop IR uses it.
+pub type PrimaryMap<K, V> = Arena<K, V>;
+
 impl<K: EntityRef, V> std::ops::Index<K> for Arena<K, V> {
     type Output = V;
     fn index(&self, k: K) -> &V {
@@ -127,5 +151,27 @@ impl<K: EntityRef, V> std::ops::Index<K> for Arena<K, V> {
 impl<K: EntityRef, V> std::ops::IndexMut<K> for Arena<K, V> {
     fn index_mut(&mut self, k: K) -> &mut V {
         &mut self.items[k.index()]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+    struct Thing(u32);
+    entity_impl!(Thing, "t");
+
+    #[test]
+    fn push_returns_dense_typed_keys() {
+        let mut map: PrimaryMap<Thing, &str> = PrimaryMap::new();
+        let a = map.push("a");
+        let b = map.push("b");
+        assert_eq!((a.index(), b.index()), (0, 1));
+        assert_eq!(map[b], "b");
+        assert_eq!(b.to_string(), "t1");
+        assert_eq!((Thing::from_u32(1), b.as_u32()), (b, 1));
+        assert!(map.get(Thing(2)).is_none());
+        assert_eq!(map.keys().collect::<Vec<_>>(), vec![a, b]);
     }
 }

@@ -6,6 +6,7 @@ pub mod axis;
 pub mod dtype;
 pub mod graph;
 pub mod host;
+pub mod loop_ir;
 pub mod shape;
 
 // The text format, and random graphs for property tests.

@@ -1,7 +1,10 @@
 //! weft-runtime: running graphs. It holds the state of variables and persistent tensors
 //! ([`State`]), the contract every backend's compiled form meets ([`Executable`]), the set of
-//! nodes one computation evaluates ([`Plan`]) and the reference interpreter ([`interp`]), the
-//! correctness oracle for every other backend. It depends on weft-ir only.
+//! nodes one computation evaluates ([`Plan`]), the reference interpreter ([`interp`]) — the
+//! correctness oracle for every other backend — and device buffers after seed 001 (storage,
+//! re-pointable references, tensor views) with compiled-kernel handles and their invocation
+//! across a thread pool. It depends on weft-ir only and knows no code generator: kernels arrive
+//! as plain function pointers with an owner object keeping their code alive.
 
 pub mod error;
 pub mod executable;
@@ -9,8 +12,23 @@ pub mod interp;
 pub mod plan;
 pub mod state;
 
+mod device_error;
+mod element;
+mod kernel;
+mod reference;
+mod storage;
+mod tensor;
+mod thread_pool;
+
+pub use device_error::RuntimeError;
+pub use element::Element;
 pub use error::RunError;
 pub use executable::Executable;
 pub use interp::Interpreter;
+pub use kernel::{CompiledKernel, KernelEntry, KernelSignature, MAX_KERNEL_BUFFERS};
 pub use plan::Plan;
+pub use reference::DeviceBufferReference;
 pub use state::State;
+pub use storage::{DeviceBufferStorage, STORAGE_ALIGNMENT};
+pub use tensor::DeviceTensor;
+pub use thread_pool::ThreadPool;

@@ -1,0 +1,52 @@
+//! Detection of the host ISA and construction of the Cranelift target for it.
+//!
+//! Guarantees: the target is the host's, with every ISA extension cranelift-native detects
+//! enabled and optimisation level `speed`; [`HostFeatures`] reports the extensions code
+//! generation cares about.
+
+use cranelift_codegen::isa::OwnedTargetIsa;
+use cranelift_codegen::settings::{self, Configurable};
+
+use super::CodegenError;
+
+/// The host ISA extensions relevant to code generation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct HostFeatures {
+    /// SSE4.1 (vector rounding, `pcmpeqq`, blends).
+    pub sse41: bool,
+    /// AVX (VEX encodings of 128-bit operations).
+    pub avx: bool,
+    /// AVX2.
+    pub avx2: bool,
+    /// FMA3 (fused multiply-add; used only together with AVX, as Cranelift requires).
+    pub fma: bool,
+}
+
+/// The host target and its features.
+pub(crate) fn host_isa() -> Result<(OwnedTargetIsa, HostFeatures), CodegenError> {
+    let mut flags = settings::builder();
+    let set = |flags: &mut settings::Builder, name: &str, value: &str| {
+        flags
+            .set(name, value)
+            .map_err(|e| CodegenError::Host(format!("setting {name}={value}: {e}")))
+    };
+    set(&mut flags, "opt_level", "speed")?;
+    set(&mut flags, "is_pic", "false")?;
+    set(&mut flags, "use_colocated_libcalls", "false")?;
+    let isa_builder = cranelift_native::builder().map_err(|e| CodegenError::Host(e.to_string()))?;
+    let isa = isa_builder
+        .finish(settings::Flags::new(flags))
+        .map_err(|e| CodegenError::Host(e.to_string()))?;
+    let flag = |name: &str| {
+        isa.isa_flags()
+            .iter()
+            .any(|v| v.name == name && v.as_bool().unwrap_or(false))
+    };
+    let features = HostFeatures {
+        sse41: flag("has_sse41"),
+        avx: flag("has_avx"),
+        avx2: flag("has_avx2"),
+        fma: flag("has_fma"),
+    };
+    Ok((isa, features))
+}

@@ -1,0 +1,255 @@
+//! The JIT compiler: verified loop-IR kernel in, callable [`CompiledKernel`] out.
+//!
+//! Guarantees: every kernel is verified before translation; each compiled kernel lives in its
+//! own JIT module, owned by the returned handle and freed when it drops; the handle's entry
+//! point honours the contract of [`CompiledKernel::from_raw_parts`] because the translator
+//! emits only accesses the verifier proved in bounds.
+
+use std::sync::Mutex;
+
+use cranelift_codegen::ir::{types, AbiParam, Signature, UserFuncName};
+use cranelift_codegen::isa::OwnedTargetIsa;
+use cranelift_codegen::Context;
+use cranelift_frontend::FunctionBuilderContext;
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{default_libcall_names, Linkage, Module};
+use weft_ir::loop_ir::{verify, Kernel};
+use weft_runtime::{CompiledKernel, KernelEntry, KernelSignature};
+
+use super::host::host_isa;
+use super::translate::{kernel_signature, translate, PowRefs, TranslateOptions};
+use super::{CodegenError, HostFeatures};
+
+/// Switches of the code generator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CodegenOptions {
+    /// Honour `vectorize` annotations (off: every loop is scalar; for testing and debugging).
+    pub vectorize: bool,
+    /// Use fused multiply-add in polynomials when the host has FMA.
+    pub fma: bool,
+    /// Keep the disassembly of each kernel in its [`KernelListing`].
+    pub disassemble: bool,
+}
+
+impl Default for CodegenOptions {
+    fn default() -> Self {
+        Self {
+            vectorize: true,
+            fma: true,
+            disassemble: false,
+        }
+    }
+}
+
+/// Debug views of one compiled kernel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelListing {
+    /// The Cranelift IR handed to the backend.
+    pub clif: String,
+    /// The machine code, disassembled (when [`CodegenOptions::disassemble`] is set).
+    pub disassembly: Option<String>,
+    /// Size of the machine code in bytes.
+    pub code_size: usize,
+}
+
+/// Compiles loop-IR kernels for the host CPU.
+pub struct JitCompiler {
+    isa: OwnedTargetIsa,
+    features: HostFeatures,
+    options: CodegenOptions,
+}
+
+impl std::fmt::Debug for JitCompiler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JitCompiler")
+            .field("target", &self.isa.triple().to_string())
+            .field("features", &self.features)
+            .field("options", &self.options)
+            .finish()
+    }
+}
+
+extern "C" fn weft_pow_f32(x: f32, y: f32) -> f32 {
+    x.powf(y)
+}
+
+extern "C" fn weft_pow_f64(x: f64, y: f64) -> f64 {
+    x.powf(y)
+}
+
+/// Keeps a kernel's JIT module (and so its code) alive; frees the code on drop.
+struct JitCode {
+    module: Mutex<Option<JITModule>>,
+}
+
+impl Drop for JitCode {
+    fn drop(&mut self) {
+        let module = self
+            .module
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(module) = module {
+            // SAFETY: this owner is dropped only with the `CompiledKernel` holding the only
+            // copy of the entry pointer, so no code of the module runs or runs again.
+            unsafe { module.free_memory() };
+        }
+    }
+}
+
+impl JitCompiler {
+    /// A compiler for the host with default options.
+    pub fn new() -> Result<Self, CodegenError> {
+        Self::with_options(CodegenOptions::default())
+    }
+
+    /// A compiler for the host with `options`.
+    pub fn with_options(options: CodegenOptions) -> Result<Self, CodegenError> {
+        let (isa, features) = host_isa()?;
+        Ok(Self {
+            isa,
+            features,
+            options,
+        })
+    }
+
+    /// The host features detected.
+    pub fn host_features(&self) -> HostFeatures {
+        self.features
+    }
+
+    /// The options in use.
+    pub fn options(&self) -> CodegenOptions {
+        self.options
+    }
+
+    fn translate_options(&self) -> TranslateOptions {
+        TranslateOptions {
+            fma: self.options.fma && self.features.fma && self.features.avx,
+            vectorize: self.options.vectorize,
+        }
+    }
+
+    fn new_module(&self) -> JITModule {
+        let mut builder = JITBuilder::with_isa(self.isa.clone(), default_libcall_names());
+        builder.symbol("weft_pow_f32", weft_pow_f32 as *const u8);
+        builder.symbol("weft_pow_f64", weft_pow_f64 as *const u8);
+        JITModule::new(builder)
+    }
+
+    /// Declares the kernel and its imports in `module` and translates it into `ctx`.
+    fn build(
+        &self,
+        kernel: &Kernel,
+        module: &mut JITModule,
+        ctx: &mut Context,
+    ) -> Result<cranelift_module::FuncId, CodegenError> {
+        verify(kernel)?;
+        let module_error = |e: cranelift_module::ModuleError| CodegenError::Cranelift {
+            kernel: kernel.name.clone(),
+            message: e.to_string(),
+        };
+        let call_conv = module.isa().default_call_conv();
+        let sig = kernel_signature(call_conv);
+        let id = module
+            .declare_function("weft_kernel", Linkage::Export, &sig)
+            .map_err(module_error)?;
+        let pow_sig = |ty| {
+            let mut s = Signature::new(call_conv);
+            s.params.push(AbiParam::new(ty));
+            s.params.push(AbiParam::new(ty));
+            s.returns.push(AbiParam::new(ty));
+            s
+        };
+        let pow_f32 = module
+            .declare_function("weft_pow_f32", Linkage::Import, &pow_sig(types::F32))
+            .map_err(module_error)?;
+        let pow_f64 = module
+            .declare_function("weft_pow_f64", Linkage::Import, &pow_sig(types::F64))
+            .map_err(module_error)?;
+        ctx.func.signature = sig;
+        ctx.func.name = UserFuncName::user(0, id.as_u32());
+        let pow = PowRefs {
+            f32: module.declare_func_in_func(pow_f32, &mut ctx.func),
+            f64: module.declare_func_in_func(pow_f64, &mut ctx.func),
+        };
+        let mut fctx = FunctionBuilderContext::new();
+        translate(
+            kernel,
+            &mut ctx.func,
+            &mut fctx,
+            pow,
+            self.translate_options(),
+            self.isa.frontend_config(),
+        )?;
+        Ok(id)
+    }
+
+    /// The Cranelift IR of `kernel` as it is handed to the backend.
+    pub fn clif_text(&self, kernel: &Kernel) -> Result<String, CodegenError> {
+        let mut module = self.new_module();
+        let mut ctx = module.make_context();
+        self.build(kernel, &mut module, &mut ctx)?;
+        Ok(ctx.func.display().to_string())
+    }
+
+    /// Verifies and compiles `kernel`.
+    pub fn compile(&self, kernel: &Kernel) -> Result<CompiledKernel, CodegenError> {
+        self.compile_with_listing(kernel).map(|(k, _)| k)
+    }
+
+    /// Verifies and compiles `kernel`, also returning its Cranelift IR, code size and (if
+    /// enabled) disassembly.
+    pub fn compile_with_listing(
+        &self,
+        kernel: &Kernel,
+    ) -> Result<(CompiledKernel, KernelListing), CodegenError> {
+        let mut module = self.new_module();
+        let mut ctx = module.make_context();
+        let id = self.build(kernel, &mut module, &mut ctx)?;
+        let clif = ctx.func.display().to_string();
+        ctx.set_disasm(self.options.disassemble);
+        let cranelift_error = |message: String| CodegenError::Cranelift {
+            kernel: kernel.name.clone(),
+            message,
+        };
+        module
+            .define_function(id, &mut ctx)
+            .map_err(|e| cranelift_error(format!("{e:?}")))?;
+        let (code_size, disassembly) = match ctx.compiled_code() {
+            Some(code) => (code.code_info().total_size as usize, code.vcode.clone()),
+            None => (0, None),
+        };
+        module.clear_context(&mut ctx);
+        module
+            .finalize_definitions()
+            .map_err(|e| cranelift_error(e.to_string()))?;
+        let code = module.get_finalized_function(id);
+        let owner = JitCode {
+            module: Mutex::new(Some(module)),
+        };
+        // SAFETY: `code` is the finalized entry of a function with `kernel_signature`, which
+        // is the C ABI signature `KernelEntry` on the host call convention.
+        let entry = unsafe { std::mem::transmute::<*const u8, KernelEntry>(code) };
+        // SAFETY: the owner keeps the module's memory alive for the handle's lifetime; the
+        // code was generated from a kernel that passed `verify`, so it accesses only the
+        // declared buffers, within their lengths, per their access modes, and its parallel
+        // loop iterations are independent (the annotation's contract).
+        let compiled = unsafe {
+            CompiledKernel::from_raw_parts(
+                KernelSignature::of(kernel),
+                entry,
+                code_size,
+                Box::new(owner),
+            )
+        }?;
+        Ok((
+            compiled,
+            KernelListing {
+                clif,
+                disassembly,
+                code_size,
+            },
+        ))
+    }
+}

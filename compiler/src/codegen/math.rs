@@ -1,0 +1,445 @@
+//! Polynomial approximations of exp, log, tanh, sigmoid, sin and cos, emitted as straight-line
+//! Cranelift code that works unchanged on scalars (`f32`, `f64`) and vectors (`f32x4`, `f64x2`)
+//! — no libm call, no branch.
+//!
+//! Assumes round-to-nearest floating point and that vector integer add, shift, and, xor and
+//! compare exist for the lane width (SSE2/SSE4.1 on x86-64). Guarantees the accuracy measured by
+//! `tests/math_accuracy.rs` and recorded in docs/numerics.md. Techniques: Cody–Waite range
+//! reduction, Taylor/atanh series evaluated by Horner's rule (fused multiply-add when the host
+//! has FMA), rounding and `2^n` built by the "magic number" trick (`(x + 1.5·2^p) - 1.5·2^p`,
+//! then exponent bits by integer add and shift), so no float↔int conversion instruction is
+//! needed on vectors.
+
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::{types, Endianness, InstBuilder, MemFlagsData, Type, Value};
+use cranelift_frontend::FunctionBuilder;
+
+/// Emits math functions into a function under construction.
+pub(crate) struct MathEmitter<'a, 'b> {
+    /// The function builder, positioned where code should go.
+    pub b: &'a mut FunctionBuilder<'b>,
+    /// Whether `fma` may be used (the host has FMA).
+    pub fma: bool,
+}
+
+/// Per-precision constants.
+struct Precision {
+    /// `1.5 · 2^mantissa_bits`: adding and subtracting it rounds to an integer.
+    magic: f64,
+    mantissa_bits: i64,
+    bias: i64,
+    sign_shift: i64,
+}
+
+fn precision(ty: Type) -> Precision {
+    if ty.lane_type() == types::F32 {
+        Precision {
+            magic: 12_582_912.0,
+            mantissa_bits: 23,
+            bias: 127,
+            sign_shift: 31,
+        }
+    } else {
+        Precision {
+            magic: 6_755_399_441_055_744.0,
+            mantissa_bits: 52,
+            bias: 1023,
+            sign_shift: 63,
+        }
+    }
+}
+
+fn is_f32(ty: Type) -> bool {
+    ty.lane_type() == types::F32
+}
+
+/// The integer type of the same shape as float type `ty`.
+pub(crate) fn int_type_of(ty: Type) -> Type {
+    match (ty.lane_type() == types::F32, ty.is_vector()) {
+        (true, false) => types::I32,
+        (false, false) => types::I64,
+        (true, true) => types::I32X4,
+        (false, true) => types::I64X2,
+    }
+}
+
+/// Taylor coefficients of `tanh(x) / x` in powers of `x²`, from `tanh' = 1 - tanh²`.
+fn tanh_coefficients(terms: usize) -> Vec<f64> {
+    let n = 2 * terms + 1;
+    let mut a = vec![0.0f64; n + 1];
+    a[1] = 1.0;
+    for k in 1..n {
+        let mut conv = 0.0;
+        for i in 1..k {
+            conv += a[i] * a[k - i];
+        }
+        a[k + 1] = -conv / (k as f64 + 1.0);
+    }
+    (0..terms).map(|i| a[2 * i + 1]).collect()
+}
+
+fn factorial(n: u32) -> f64 {
+    (1..=n).map(f64::from).product()
+}
+
+impl MathEmitter<'_, '_> {
+    /// A float constant of type `ty` (splatted for vectors).
+    pub fn fconst(&mut self, ty: Type, c: f64) -> Value {
+        let s = if is_f32(ty) {
+            self.b.ins().f32const(c as f32)
+        } else {
+            self.b.ins().f64const(c)
+        };
+        if ty.is_vector() {
+            self.b.ins().splat(ty, s)
+        } else {
+            s
+        }
+    }
+
+    fn iconst(&mut self, ity: Type, c: i64) -> Value {
+        let s = self.b.ins().iconst(ity.lane_type(), c);
+        if ity.is_vector() {
+            self.b.ins().splat(ity, s)
+        } else {
+            s
+        }
+    }
+
+    /// Reinterprets the bits of `v` as type `to`.
+    pub fn bitcast(&mut self, to: Type, v: Value) -> Value {
+        let flags = if to.is_vector() {
+            MemFlagsData::new().with_endianness(Endianness::Little)
+        } else {
+            MemFlagsData::new()
+        };
+        self.b.ins().bitcast(to, flags, v)
+    }
+
+    /// `cond ? x : y`, where `cond` is a comparison result of matching shape (an `i8` for
+    /// scalars, an all-ones/all-zeros lane mask for vectors).
+    pub fn select(&mut self, cond: Value, x: Value, y: Value) -> Value {
+        let ty = self.b.func.dfg.value_type(x);
+        if ty.is_vector() {
+            let mask = if self.b.func.dfg.value_type(cond) == ty {
+                cond
+            } else {
+                self.bitcast(ty, cond)
+            };
+            self.b.ins().bitselect(mask, x, y)
+        } else {
+            self.b.ins().select(cond, x, y)
+        }
+    }
+
+    fn fcmp_const(&mut self, cc: FloatCC, x: Value, c: f64) -> Value {
+        let ty = self.b.func.dfg.value_type(x);
+        let k = self.fconst(ty, c);
+        self.b.ins().fcmp(cc, x, k)
+    }
+
+    /// `a · x + c`, fused when the host has FMA.
+    fn mul_add(&mut self, a: Value, x: Value, c: Value) -> Value {
+        if self.fma {
+            self.b.ins().fma(a, x, c)
+        } else {
+            let p = self.b.ins().fmul(a, x);
+            self.b.ins().fadd(p, c)
+        }
+    }
+
+    /// `Σ coeffs[i] · x^i` by Horner's rule.
+    fn horner(&mut self, x: Value, coeffs: &[f64]) -> Value {
+        let ty = self.b.func.dfg.value_type(x);
+        let (last, rest) = coeffs.split_last().expect("a polynomial has a coefficient");
+        let mut acc = self.fconst(ty, *last);
+        for &c in rest.iter().rev() {
+            let k = self.fconst(ty, c);
+            acc = self.mul_add(acc, x, k);
+        }
+        acc
+    }
+
+    /// `x` rounded to the nearest integer (ties to even); exact for `|x| < 2^(p-1)`.
+    fn round(&mut self, x: Value) -> Value {
+        let ty = self.b.func.dfg.value_type(x);
+        let m = self.fconst(ty, precision(ty).magic);
+        let t = self.b.ins().fadd(x, m);
+        self.b.ins().fsub(t, m)
+    }
+
+    /// The low bits of the integer `n` (a float holding an integer, `|n| < 2^(p-1)`) as an
+    /// integer of the same shape.
+    fn small_int_bits(&mut self, n: Value) -> Value {
+        let ty = self.b.func.dfg.value_type(n);
+        let m = self.fconst(ty, precision(ty).magic);
+        let t = self.b.ins().fadd(n, m);
+        self.bitcast(int_type_of(ty), t)
+    }
+
+    /// `2^n` for an integral float `n` with `-bias < n <= bias`.
+    fn pow2(&mut self, n: Value) -> Value {
+        let ty = self.b.func.dfg.value_type(n);
+        let p = precision(ty);
+        let ity = int_type_of(ty);
+        let bits = self.small_int_bits(n);
+        let bias = self.iconst(ity, p.bias);
+        let biased = self.b.ins().iadd(bits, bias);
+        let shift = self.b.ins().iconst(types::I32, p.mantissa_bits);
+        let exp_bits = self.b.ins().ishl(biased, shift);
+        self.bitcast(ty, exp_bits)
+    }
+
+    /// `e^x`.
+    pub fn exp(&mut self, x: Value) -> Value {
+        let ty = self.b.func.dfg.value_type(x);
+        let (lo, hi, ln2_hi, ln2_lo, degree) = if is_f32(ty) {
+            (-103.972_08, 88.722_84, 0.693_359_375, -2.121_944_4e-4, 7)
+        } else {
+            (
+                -745.133_219_101_941_1,
+                709.782_712_893_384,
+                0.693_147_180_369_123_8,
+                1.908_214_929_270_587_7e-10,
+                13,
+            )
+        };
+        let (klo, khi) = (self.fconst(ty, lo), self.fconst(ty, hi));
+        let clamped = self.b.ins().fmax(x, klo);
+        let xc = self.b.ins().fmin(clamped, khi);
+        let log2e = self.fconst(ty, std::f64::consts::LOG2_E);
+        let scaled = self.b.ins().fmul(xc, log2e);
+        let k = self.round(scaled);
+        let neg_k = self.b.ins().fneg(k);
+        let c_hi = self.fconst(ty, ln2_hi);
+        let c_lo = self.fconst(ty, ln2_lo);
+        let r1 = self.mul_add(neg_k, c_hi, xc);
+        let r = self.mul_add(neg_k, c_lo, r1);
+        let coeffs: Vec<f64> = (0..=degree).map(|i| 1.0 / factorial(i)).collect();
+        let p = self.horner(r, &coeffs);
+        // 2^k as 2^k1 · 2^k2 so that both factors stay normal over the whole clamped range.
+        let half = self.fconst(ty, 0.5);
+        let k_half = self.b.ins().fmul(k, half);
+        let k1 = self.round(k_half);
+        let k2 = self.b.ins().fsub(k, k1);
+        let s1 = self.pow2(k1);
+        let s2 = self.pow2(k2);
+        let y = self.b.ins().fmul(p, s1);
+        let y = self.b.ins().fmul(y, s2);
+        let over = self.fcmp_const(FloatCC::GreaterThan, x, hi);
+        let inf = self.fconst(ty, f64::INFINITY);
+        let y = self.select(over, inf, y);
+        let under = self.fcmp_const(FloatCC::LessThan, x, lo);
+        let zero = self.fconst(ty, 0.0);
+        self.select(under, zero, y)
+    }
+
+    /// Natural logarithm.
+    pub fn log(&mut self, x: Value) -> Value {
+        let ty = self.b.func.dfg.value_type(x);
+        let ity = int_type_of(ty);
+        let p = precision(ty);
+        let (min_normal, subnormal_scale, terms) = if is_f32(ty) {
+            (f64::from(f32::MIN_POSITIVE), 25, 6)
+        } else {
+            (f64::MIN_POSITIVE, 54, 13)
+        };
+        // Scale subnormals into the normal range.
+        let is_sub = self.fcmp_const(FloatCC::LessThan, x, min_normal);
+        let scale = self.fconst(ty, 2f64.powi(subnormal_scale));
+        let scaled = self.b.ins().fmul(x, scale);
+        let xs = self.select(is_sub, scaled, x);
+        let zero_adj = self.fconst(ty, 0.0);
+        let sub_adj = self.fconst(ty, -f64::from(subnormal_scale));
+        let e_adj = self.select(is_sub, sub_adj, zero_adj);
+        // x = m · 2^e with m in [1, 2).
+        let bits = self.bitcast(ity, xs);
+        let shift = self.b.ins().iconst(types::I32, p.mantissa_bits);
+        let field = self.b.ins().ushr(bits, shift);
+        let exp_mask = self.iconst(ity, 2 * p.bias + 1);
+        let field = self.b.ins().band(field, exp_mask);
+        // The exponent field as a float: OR it into the mantissa of 2^p, subtract 2^p.
+        let two_p = 2f64.powi(p.mantissa_bits as i32);
+        let two_p_bits = self.fconst(ty, two_p);
+        let two_p_bits = self.bitcast(ity, two_p_bits);
+        let ef_bits = self.b.ins().bor(field, two_p_bits);
+        let ef = self.bitcast(ty, ef_bits);
+        let two_p_f = self.fconst(ty, two_p);
+        let ef = self.b.ins().fsub(ef, two_p_f);
+        let mant_mask = self.iconst(ity, (1i64 << p.mantissa_bits) - 1);
+        let mant = self.b.ins().band(bits, mant_mask);
+        let one = self.fconst(ty, 1.0);
+        let one_bits = self.bitcast(ity, one);
+        let m_bits = self.b.ins().bor(mant, one_bits);
+        let m = self.bitcast(ty, m_bits);
+        // Move m into [sqrt(1/2), sqrt(2)).
+        let big = self.fcmp_const(FloatCC::GreaterThan, m, std::f64::consts::SQRT_2);
+        let half = self.fconst(ty, 0.5);
+        let m_half = self.b.ins().fmul(m, half);
+        let m = self.select(big, m_half, m);
+        let ef_plus = self.b.ins().fadd(ef, one);
+        let ef = self.select(big, ef_plus, ef);
+        let bias = self.fconst(ty, p.bias as f64);
+        let e = self.b.ins().fsub(ef, bias);
+        let e = self.b.ins().fadd(e, e_adj);
+        // log(m) = 2 atanh(s), s = (m - 1) / (m + 1).
+        let f = self.b.ins().fsub(m, one);
+        let two = self.fconst(ty, 2.0);
+        let den = self.b.ins().fadd(f, two);
+        let s = self.b.ins().fdiv(f, den);
+        let z = self.b.ins().fmul(s, s);
+        let coeffs: Vec<f64> = (0..terms).map(|i| 1.0 / (2.0 * i as f64 + 1.0)).collect();
+        let series = self.horner(z, &coeffs);
+        let two_s = self.b.ins().fadd(s, s);
+        let log_m = self.b.ins().fmul(two_s, series);
+        let (ln2_hi, ln2_lo) = if is_f32(ty) {
+            (0.693_359_375, -2.121_944_4e-4)
+        } else {
+            (0.693_147_180_369_123_8, 1.908_214_929_270_587_7e-10)
+        };
+        let c_lo = self.fconst(ty, ln2_lo);
+        let c_hi = self.fconst(ty, ln2_hi);
+        let low = self.mul_add(e, c_lo, log_m);
+        let y = self.mul_add(e, c_hi, low);
+        // Special cases: +inf, ±0, negative or NaN.
+        let inf = self.fconst(ty, f64::INFINITY);
+        let is_inf = self.fcmp_const(FloatCC::Equal, x, f64::INFINITY);
+        let y = self.select(is_inf, inf, y);
+        let is_zero = self.fcmp_const(FloatCC::Equal, x, 0.0);
+        let neg_inf = self.fconst(ty, f64::NEG_INFINITY);
+        let y = self.select(is_zero, neg_inf, y);
+        let invalid = self.fcmp_const(FloatCC::UnorderedOrLessThan, x, 0.0);
+        let nan = self.fconst(ty, f64::NAN);
+        self.select(invalid, nan, y)
+    }
+
+    /// `1 / (1 + e^-x)`.
+    pub fn sigmoid(&mut self, x: Value) -> Value {
+        let ty = self.b.func.dfg.value_type(x);
+        let neg = self.b.ins().fneg(x);
+        let e = self.exp(neg);
+        let one = self.fconst(ty, 1.0);
+        let den = self.b.ins().fadd(one, e);
+        self.b.ins().fdiv(one, den)
+    }
+
+    /// Hyperbolic tangent: an odd series below 0.55, `1 - 2/(e^{2|x|} + 1)` above.
+    pub fn tanh(&mut self, x: Value) -> Value {
+        let ty = self.b.func.dfg.value_type(x);
+        let ity = int_type_of(ty);
+        let terms = if is_f32(ty) { 9 } else { 20 };
+        let a = self.b.ins().fabs(x);
+        let z = self.b.ins().fmul(x, x);
+        let coeffs = tanh_coefficients(terms);
+        let series = self.horner(z, &coeffs);
+        let small = self.b.ins().fmul(x, series);
+        let two_a = self.b.ins().fadd(a, a);
+        let e = self.exp(two_a);
+        let one = self.fconst(ty, 1.0);
+        let two = self.fconst(ty, 2.0);
+        let den = self.b.ins().fadd(e, one);
+        let q = self.b.ins().fdiv(two, den);
+        let large_abs = self.b.ins().fsub(one, q);
+        let sign_mask = self.iconst(ity, 1i64 << precision(ty).sign_shift);
+        let x_bits = self.bitcast(ity, x);
+        let sign = self.b.ins().band(x_bits, sign_mask);
+        let abs_bits = self.bitcast(ity, large_abs);
+        let large_bits = self.b.ins().bor(abs_bits, sign);
+        let large = self.bitcast(ty, large_bits);
+        let is_small = self.fcmp_const(FloatCC::LessThan, a, 0.55);
+        self.select(is_small, small, large)
+    }
+
+    /// Sine.
+    pub fn sin(&mut self, x: Value) -> Value {
+        self.sin_cos(x, 0)
+    }
+
+    /// Cosine.
+    pub fn cos(&mut self, x: Value) -> Value {
+        self.sin_cos(x, 1)
+    }
+
+    /// `sin(x + quadrant_shift · π/2)`.
+    fn sin_cos(&mut self, x: Value, quadrant_shift: i64) -> Value {
+        let ty = self.b.func.dfg.value_type(x);
+        let ity = int_type_of(ty);
+        let (parts, sin_terms, cos_terms): ([f64; 3], u32, u32) = if is_f32(ty) {
+            (
+                [
+                    1.570_312_5,
+                    4.837_512_969_970_703e-4,
+                    7.549_789_954_891_882e-8,
+                ],
+                5,
+                6,
+            )
+        } else {
+            (
+                [
+                    1.570_796_251_296_997,
+                    7.549_789_415_861_596e-8,
+                    5.390_302_858_158_119e-15,
+                ],
+                9,
+                10,
+            )
+        };
+        let two_over_pi = self.fconst(ty, std::f64::consts::FRAC_2_PI);
+        let scaled = self.b.ins().fmul(x, two_over_pi);
+        let k = self.round(scaled);
+        let neg_k = self.b.ins().fneg(k);
+        let mut r = x;
+        for part in parts {
+            let c = self.fconst(ty, part);
+            r = self.mul_add(neg_k, c, r);
+        }
+        let z = self.b.ins().fmul(r, r);
+        let sin_coeffs: Vec<f64> = (0..sin_terms)
+            .map(|i| (-1f64).powi(i as i32) / factorial(2 * i + 1))
+            .collect();
+        let cos_coeffs: Vec<f64> = (0..cos_terms)
+            .map(|i| (-1f64).powi(i as i32) / factorial(2 * i))
+            .collect();
+        let sin_series = self.horner(z, &sin_coeffs);
+        let sin_r = self.b.ins().fmul(r, sin_series);
+        let cos_r = self.horner(z, &cos_coeffs);
+        // Quadrant q = k + shift (mod 4): odd q swaps sin and cos, q & 2 negates.
+        let q = self.small_int_bits(k);
+        let q = if quadrant_shift != 0 {
+            let s = self.iconst(ity, quadrant_shift);
+            self.b.ins().iadd(q, s)
+        } else {
+            q
+        };
+        let one = self.iconst(ity, 1);
+        let odd = self.b.ins().band(q, one);
+        let zero = self.iconst(ity, 0);
+        let swap = self.b.ins().icmp(IntCC::NotEqual, odd, zero);
+        let y = self.select(swap, cos_r, sin_r);
+        let two = self.iconst(ity, 2);
+        let neg = self.b.ins().band(q, two);
+        let shift = self
+            .b
+            .ins()
+            .iconst(types::I32, precision(ty).sign_shift - 1);
+        let sign = self.b.ins().ishl(neg, shift);
+        let y_bits = self.bitcast(ity, y);
+        let flipped = self.b.ins().bxor(y_bits, sign);
+        self.bitcast(ty, flipped)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tanh_coefficients;
+
+    #[test]
+    fn tanh_series_matches_known_coefficients() {
+        let c = tanh_coefficients(4);
+        let expected = [1.0, -1.0 / 3.0, 2.0 / 15.0, -17.0 / 315.0];
+        for (a, b) in c.iter().zip(expected) {
+            assert!((a - b).abs() < 1e-15, "{a} vs {b}");
+        }
+    }
+}

@@ -1,0 +1,18 @@
+//! Cranelift code generation for verified loop-IR kernels.
+//!
+//! [`JitCompiler`] detects the host ISA (SSE4.1, AVX, FMA via cranelift-native), verifies each
+//! kernel, translates it (scalar loops, explicit unrolling, 128-bit SIMD for loops annotated
+//! `vectorize`, polynomial math) and JIT-compiles it into a [`weft_runtime::CompiledKernel`]
+//! that owns its code. [`JitCompiler::clif_text`] and [`KernelListing`] expose the Cranelift IR
+//! and disassembly for debugging.
+
+mod error;
+mod host;
+mod jit;
+mod math;
+mod translate;
+mod vectorize;
+
+pub use error::CodegenError;
+pub use host::HostFeatures;
+pub use jit::{CodegenOptions, JitCompiler, KernelListing};

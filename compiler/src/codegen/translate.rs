@@ -1,0 +1,925 @@
+//! Translation of a verified loop-IR kernel into a Cranelift function.
+//!
+//! Assumes the kernel passed [`weft_ir::loop_ir::verify`]: all accesses are in bounds, so no
+//! checks are emitted. Guarantees: the function has the signature of
+//! `weft_runtime::KernelEntry` — `(buffer table, parallel begin, parallel end)` — and computes
+//! what [`weft_ir::loop_ir::interpret`] computes (bit-exactly for integers and `bool`; floats up
+//! to polynomial accuracy and reduction order). Loops become counted block loops; `unroll(n)`
+//! emits `n` body copies per step plus a scalar tail; `vectorize` (when
+//! [`super::vectorize::plan`] allows) runs `lanes × unroll` iterations per step with 128-bit
+//! vectors, independent vector accumulators per reduction, and a scalar tail. The parallel
+//! loop's range comes from the arguments, clamped to `0..extent`, so any range is safe.
+
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::{
+    types, AbiParam, FuncRef, Function, InstBuilder, MemFlagsData, Signature, Type, Value,
+};
+use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
+use weft_ir::arena::EntityRef;
+use weft_ir::loop_ir::{
+    AccId, BinaryOp, BufferAccessExpr, CompareOp, Inst, Kernel, LoopId, ReduceKind, ScalarType,
+    ScalarValue, Stmt, UnaryOp, ValueId,
+};
+
+use super::math::MathEmitter;
+use super::vectorize::{depends_on, plan, WidePlan};
+use super::CodegenError;
+
+/// The Cranelift type holding a value of `ty` (`bool` is an `i8` holding 0 or 1).
+pub(crate) fn clif_type(ty: ScalarType) -> Type {
+    match ty {
+        ScalarType::F32 => types::F32,
+        ScalarType::F64 => types::F64,
+        ScalarType::I32 => types::I32,
+        ScalarType::I64 => types::I64,
+        ScalarType::Bool => types::I8,
+    }
+}
+
+/// The kernel entry signature: `(i64 table, i64 begin, i64 end)`.
+pub(crate) fn kernel_signature(call_conv: CallConv) -> Signature {
+    let mut sig = Signature::new(call_conv);
+    for _ in 0..3 {
+        sig.params.push(AbiParam::new(types::I64));
+    }
+    sig
+}
+
+/// Options the translator needs from the compiler.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TranslateOptions {
+    /// Whether fused multiply-add may be emitted.
+    pub fma: bool,
+    /// Whether `vectorize` annotations are honoured.
+    pub vectorize: bool,
+}
+
+/// Imported scalar `pow` functions (`f32`, `f64`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PowRefs {
+    pub f32: FuncRef,
+    pub f64: FuncRef,
+}
+
+#[derive(Clone, Debug)]
+enum Repr {
+    Scalar(Value),
+    Wide(Vec<Value>),
+}
+
+#[derive(Clone, Debug)]
+enum AccRepr {
+    Scalar {
+        value: Variable,
+        index: Option<Variable>,
+    },
+    Wide(Vec<Variable>),
+}
+
+#[derive(Clone, Copy, Debug)]
+struct WideCtx {
+    loop_id: LoopId,
+    float: ScalarType,
+    lanes: u32,
+    parts: u32,
+    vec_ty: Type,
+}
+
+/// Fills `func` (whose signature must be [`kernel_signature`]) with the code of `kernel`.
+pub(crate) fn translate(
+    kernel: &Kernel,
+    func: &mut Function,
+    fctx: &mut FunctionBuilderContext,
+    pow: PowRefs,
+    options: TranslateOptions,
+    frontend: TargetFrontendConfig,
+) -> Result<()> {
+    let mut b = FunctionBuilder::new(func, fctx);
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    let params = b.block_params(entry).to_vec();
+    let (table, begin, end) = (params[0], params[1], params[2]);
+    let bases = (0..kernel.buffers.len())
+        .map(|i| {
+            b.ins().load(
+                types::I64,
+                MemFlagsData::trusted().with_readonly(),
+                table,
+                (8 * i) as i32,
+            )
+        })
+        .collect();
+    let mut t = Translator {
+        k: kernel,
+        b,
+        options,
+        pow,
+        bases,
+        values: vec![None; kernel.values.len()],
+        loop_vals: vec![None; kernel.loops.len()],
+        accs: vec![None; kernel.accs.len()],
+        wide: None,
+        wide_offset: vec![0; kernel.loops.len()],
+        parallel: None,
+    };
+    if let Some(l) = kernel.parallel_loop() {
+        let extent = kernel.loops[l].extent as i64;
+        let zero = t.b.ins().iconst(types::I64, 0);
+        let ext = t.b.ins().iconst(types::I64, extent);
+        let lo = t.b.ins().smax(begin, zero);
+        let lo = t.b.ins().smin(lo, ext);
+        let hi = t.b.ins().smin(end, ext);
+        t.parallel = Some((l, lo, hi));
+    }
+    t.stmts(&kernel.body)?;
+    t.b.ins().return_(&[]);
+    t.b.seal_all_blocks();
+    t.b.finalize(frontend);
+    Ok(())
+}
+
+struct Translator<'a, 'b> {
+    k: &'a Kernel,
+    b: FunctionBuilder<'b>,
+    options: TranslateOptions,
+    pow: PowRefs,
+    bases: Vec<Value>,
+    values: Vec<Option<Repr>>,
+    loop_vals: Vec<Option<Value>>,
+    accs: Vec<Option<AccRepr>>,
+    wide: Option<WideCtx>,
+    /// Constant added to a loop's index value (lane offsets inside a vector step).
+    wide_offset: Vec<i64>,
+    parallel: Option<(LoopId, Value, Value)>,
+}
+
+type Result<T> = std::result::Result<T, CodegenError>;
+
+impl<'b> Translator<'_, 'b> {
+    fn internal<T>(&self, message: impl Into<String>) -> Result<T> {
+        Err(CodegenError::Internal {
+            kernel: self.k.name.clone(),
+            message: message.into(),
+        })
+    }
+
+    fn math(&mut self) -> MathEmitter<'_, 'b> {
+        MathEmitter {
+            b: &mut self.b,
+            fma: self.options.fma,
+        }
+    }
+
+    fn repr(&self, v: ValueId) -> Result<Repr> {
+        match self.values.get(v.index()).cloned().flatten() {
+            Some(r) => Ok(r),
+            None => self.internal(format!("value %{v} used before its definition")),
+        }
+    }
+
+    fn scalar(&self, v: ValueId) -> Result<Value> {
+        match self.repr(v)? {
+            Repr::Scalar(x) => Ok(x),
+            Repr::Wide(_) => {
+                self.internal(format!("value %{v} is a vector where a scalar is needed"))
+            }
+        }
+    }
+
+    fn ty(&self, v: ValueId) -> ScalarType {
+        self.k.values[v]
+    }
+
+    fn stmts(&mut self, stmts: &[Stmt]) -> Result<()> {
+        for s in stmts {
+            match s {
+                Stmt::Let { result, inst } => {
+                    let r = self.inst(self.k.values[*result], inst)?;
+                    self.values[result.index()] = Some(r);
+                }
+                Stmt::Store { target, value } => self.store(target, *value)?,
+                Stmt::DeclareAcc(a) => self.declare_acc(*a),
+                Stmt::Reduce { acc, value, index } => self.reduce(*acc, *value, *index)?,
+                Stmt::Loop { loop_id, body } => self.emit_loop(*loop_id, body)?,
+            }
+        }
+        Ok(())
+    }
+
+    // ----- constants, addresses, memory -------------------------------------------------
+
+    fn constant(&mut self, c: ScalarValue) -> Value {
+        match c {
+            ScalarValue::F32(x) => self.b.ins().f32const(x),
+            ScalarValue::F64(x) => self.b.ins().f64const(x),
+            ScalarValue::I32(x) => self.b.ins().iconst(types::I32, i64::from(x)),
+            ScalarValue::I64(x) => self.b.ins().iconst(types::I64, x),
+            ScalarValue::Bool(x) => self.b.ins().iconst(types::I8, i64::from(x)),
+        }
+    }
+
+    /// The value of `e` with each loop at its current index plus `lane` on the vector loop.
+    fn affine(&mut self, e: &weft_ir::loop_ir::AffineExpr, lane: i64) -> Result<Value> {
+        let mut constant = e.offset();
+        let mut sum: Option<Value> = None;
+        for &(l, c) in e.terms() {
+            let Some(x) = self.loop_vals.get(l.index()).copied().flatten() else {
+                return self.internal(format!("loop %{l} used outside its body"));
+            };
+            let mut offset = self.wide_offset[l.index()];
+            if self.wide.is_some_and(|w| w.loop_id == l) {
+                offset += lane;
+            }
+            constant = constant.wrapping_add(c.wrapping_mul(offset));
+            let term = if c == 1 {
+                x
+            } else {
+                self.b.ins().imul_imm_s(x, c)
+            };
+            sum = Some(match sum {
+                Some(s) => self.b.ins().iadd(s, term),
+                None => term,
+            });
+        }
+        Ok(match sum {
+            Some(s) if constant == 0 => s,
+            Some(s) => self.b.ins().iadd_imm_s(s, constant),
+            None => self.b.ins().iconst(types::I64, constant),
+        })
+    }
+
+    fn address(&mut self, access: &BufferAccessExpr, index: Value) -> Value {
+        let size = self.k.buffers[access.buffer].ty.size_in_bytes() as i64;
+        let offset = self.b.ins().imul_imm_s(index, size);
+        self.b.ins().iadd(self.bases[access.buffer.index()], offset)
+    }
+
+    /// One element, honouring the mask (masked-out lanes load index 0 and yield zero).
+    fn scalar_load(&mut self, access: &BufferAccessExpr, lane: i64) -> Result<Value> {
+        let decl = &self.k.buffers[access.buffer];
+        let (ty, len) = (decl.ty, decl.len);
+        let cty = clif_type(ty);
+        let zero_value = self.constant(ty.zero());
+        if !access.mask.is_empty() && len == 0 {
+            return Ok(zero_value);
+        }
+        let mut index = self.affine(&access.index, lane)?;
+        let mut valid: Option<Value> = None;
+        for m in &access.mask {
+            let e = self.affine(&m.expr, lane)?;
+            let ge = self
+                .b
+                .ins()
+                .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, e, m.lo);
+            let lt = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, e, m.hi);
+            let both = self.b.ins().band(ge, lt);
+            valid = Some(match valid {
+                Some(v) => self.b.ins().band(v, both),
+                None => both,
+            });
+        }
+        if let Some(valid) = valid {
+            let zero = self.b.ins().iconst(types::I64, 0);
+            index = self.b.ins().select(valid, index, zero);
+        }
+        let addr = self.address(access, index);
+        let mut x = self.b.ins().load(cty, MemFlagsData::trusted(), addr, 0);
+        if ty == ScalarType::Bool {
+            x = self.b.ins().icmp_imm_s(IntCC::NotEqual, x, 0);
+        }
+        Ok(match valid {
+            Some(valid) => self.b.ins().select(valid, x, zero_value),
+            None => x,
+        })
+    }
+
+    fn load(&mut self, access: &BufferAccessExpr) -> Result<Repr> {
+        let Some(w) = self.wide.filter(|w| depends_on(access, w.loop_id)) else {
+            return Ok(Repr::Scalar(self.scalar_load(access, 0)?));
+        };
+        let mut parts = Vec::with_capacity(w.parts as usize);
+        if access.mask.is_empty() && access.index.coefficient(w.loop_id) == 1 {
+            let index = self.affine(&access.index, 0)?;
+            let addr = self.address(access, index);
+            let size = w.float.size_in_bytes() as i32;
+            for u in 0..w.parts {
+                let offset = (u * w.lanes) as i32 * size;
+                parts.push(self.b.ins().load(
+                    w.vec_ty,
+                    MemFlagsData::new().with_notrap(),
+                    addr,
+                    offset,
+                ));
+            }
+        } else {
+            for u in 0..w.parts {
+                let mut vector = None;
+                for lane in 0..w.lanes {
+                    let x = self.scalar_load(access, i64::from(u * w.lanes + lane))?;
+                    vector = Some(match vector {
+                        None => self.b.ins().splat(w.vec_ty, x),
+                        Some(v) => self.b.ins().insertlane(v, x, lane as u8),
+                    });
+                }
+                parts.extend(vector);
+            }
+        }
+        Ok(Repr::Wide(parts))
+    }
+
+    fn lane_of(&mut self, r: &Repr, part: u32, lane: u32) -> Value {
+        match r {
+            Repr::Scalar(x) => *x,
+            Repr::Wide(parts) => self.b.ins().extractlane(parts[part as usize], lane as u8),
+        }
+    }
+
+    fn part_of(&mut self, r: &Repr, part: u32, vec_ty: Type) -> Value {
+        match r {
+            Repr::Scalar(x) => self.b.ins().splat(vec_ty, *x),
+            Repr::Wide(parts) => parts[part as usize],
+        }
+    }
+
+    fn store(&mut self, target: &BufferAccessExpr, value: ValueId) -> Result<()> {
+        let r = self.repr(value)?;
+        let ty = self.k.buffers[target.buffer].ty;
+        let w = self
+            .wide
+            .filter(|w| depends_on(target, w.loop_id) || matches!(r, Repr::Wide(_)));
+        let Some(w) = w else {
+            let x = self.scalar(value)?;
+            let index = self.affine(&target.index, 0)?;
+            let addr = self.address(target, index);
+            self.b.ins().store(MemFlagsData::trusted(), x, addr, 0);
+            return Ok(());
+        };
+        if target.index.coefficient(w.loop_id) == 1 && ty == w.float {
+            let index = self.affine(&target.index, 0)?;
+            let addr = self.address(target, index);
+            let size = w.float.size_in_bytes() as i32;
+            for u in 0..w.parts {
+                let v = self.part_of(&r, u, w.vec_ty);
+                let offset = (u * w.lanes) as i32 * size;
+                self.b
+                    .ins()
+                    .store(MemFlagsData::new().with_notrap(), v, addr, offset);
+            }
+        } else {
+            for u in 0..w.parts {
+                for lane in 0..w.lanes {
+                    let x = self.lane_of(&r, u, lane);
+                    let index = self.affine(&target.index, i64::from(u * w.lanes + lane))?;
+                    let addr = self.address(target, index);
+                    self.b.ins().store(MemFlagsData::trusted(), x, addr, 0);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    // ----- accumulators ------------------------------------------------------------------
+
+    fn identity(&mut self, kind: ReduceKind, ty: ScalarType) -> Value {
+        let c = weft_ir::loop_ir::semantics::reduce_identity(kind, ty);
+        self.constant(c)
+    }
+
+    fn declare_acc(&mut self, a: AccId) {
+        let decl = self.k.accs[a].clone();
+        let init = self.identity(decl.kind, decl.ty);
+        let repr = match self.wide {
+            Some(w) => {
+                let v = self.b.ins().splat(w.vec_ty, init);
+                AccRepr::Wide(
+                    (0..w.parts)
+                        .map(|_| {
+                            let var = self.b.declare_var(w.vec_ty);
+                            self.b.def_var(var, v);
+                            var
+                        })
+                        .collect(),
+                )
+            }
+            None => {
+                let value = self.b.declare_var(clif_type(decl.ty));
+                self.b.def_var(value, init);
+                let index = decl.kind.has_index().then(|| {
+                    let var = self.b.declare_var(types::I64);
+                    let zero = self.b.ins().iconst(types::I64, 0);
+                    self.b.def_var(var, zero);
+                    var
+                });
+                AccRepr::Scalar { value, index }
+            }
+        };
+        self.accs[a.index()] = Some(repr);
+    }
+
+    /// `acc ⊕ x` for a non-arg reduction on scalars or float vectors.
+    fn combine(&mut self, kind: ReduceKind, ty: ScalarType, acc: Value, x: Value) -> Value {
+        let op = match kind {
+            ReduceKind::Sum => BinaryOp::Add,
+            ReduceKind::Prod => BinaryOp::Mul,
+            ReduceKind::Max | ReduceKind::ArgMax => BinaryOp::Max,
+            ReduceKind::Min | ReduceKind::ArgMin => BinaryOp::Min,
+        };
+        self.binary_value(op, ty, acc, x)
+    }
+
+    fn reduce(&mut self, a: AccId, value: ValueId, index: Option<ValueId>) -> Result<()> {
+        let decl = self.k.accs[a].clone();
+        let Some(repr) = self.accs[a.index()].clone() else {
+            return self.internal(format!("accumulator %{a} used before its declaration"));
+        };
+        let r = self.repr(value)?;
+        match repr {
+            AccRepr::Wide(vars) => {
+                let Some(w) = self.wide else {
+                    return self.internal(format!("vector accumulator %{a} outside its loop"));
+                };
+                for (u, var) in vars.iter().enumerate() {
+                    let x = self.part_of(&r, u as u32, w.vec_ty);
+                    let cur = self.b.use_var(*var);
+                    let next = self.combine(decl.kind, decl.ty, cur, x);
+                    self.b.def_var(*var, next);
+                }
+            }
+            AccRepr::Scalar {
+                value: var,
+                index: index_var,
+            } => {
+                let x = self.scalar(value)?;
+                let cur = self.b.use_var(var);
+                match (decl.kind, index_var, index) {
+                    (ReduceKind::ArgMax | ReduceKind::ArgMin, Some(ivar), Some(i)) => {
+                        let i = self.scalar(i)?;
+                        let op = if decl.kind == ReduceKind::ArgMax {
+                            CompareOp::Gt
+                        } else {
+                            CompareOp::Lt
+                        };
+                        let better = self.compare_value(op, decl.ty, x, cur);
+                        let next = self.b.ins().select(better, x, cur);
+                        let cur_i = self.b.use_var(ivar);
+                        let next_i = self.b.ins().select(better, i, cur_i);
+                        self.b.def_var(var, next);
+                        self.b.def_var(ivar, next_i);
+                    }
+                    (ReduceKind::ArgMax | ReduceKind::ArgMin, _, _) => {
+                        return self.internal(format!("arg-reduction into %{a} without an index"))
+                    }
+                    _ => {
+                        let next = self.combine(decl.kind, decl.ty, cur, x);
+                        self.b.def_var(var, next);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    // ----- instructions ------------------------------------------------------------------
+
+    fn inst(&mut self, ty: ScalarType, inst: &Inst) -> Result<Repr> {
+        Ok(match inst {
+            Inst::Const(c) => Repr::Scalar(self.constant(*c)),
+            Inst::Index(l) => {
+                let Some(x) = self.loop_vals.get(l.index()).copied().flatten() else {
+                    return self.internal(format!("loop %{l} used outside its body"));
+                };
+                let offset = self.wide_offset[l.index()];
+                Repr::Scalar(if offset == 0 {
+                    x
+                } else {
+                    self.b.ins().iadd_imm_s(x, offset)
+                })
+            }
+            Inst::Load(access) => self.load(access)?,
+            Inst::AccValue(a) | Inst::AccIndex(a) => {
+                let Some(repr) = self.accs[a.index()].clone() else {
+                    return self.internal(format!("accumulator %{a} read before its declaration"));
+                };
+                match (repr, inst) {
+                    (AccRepr::Wide(vars), Inst::AccValue(_)) => {
+                        Repr::Wide(vars.iter().map(|v| self.b.use_var(*v)).collect())
+                    }
+                    (AccRepr::Scalar { value, .. }, Inst::AccValue(_)) => {
+                        Repr::Scalar(self.b.use_var(value))
+                    }
+                    (AccRepr::Scalar { index: Some(i), .. }, _) => Repr::Scalar(self.b.use_var(i)),
+                    _ => return self.internal(format!("accumulator %{a} has no index")),
+                }
+            }
+            Inst::Unary(op, x) => {
+                let rx = self.repr(*x)?;
+                self.map_wide(&[rx], |t, xs| t.unary_value(*op, ty, xs[0]))?
+            }
+            Inst::Binary(op, x, y) => {
+                let (rx, ry) = (self.repr(*x)?, self.repr(*y)?);
+                self.map_wide(&[rx, ry], |t, xs| t.binary_value(*op, ty, xs[0], xs[1]))?
+            }
+            Inst::Compare(op, x, y) => {
+                let operand_ty = self.ty(*x);
+                let (x, y) = (self.scalar(*x)?, self.scalar(*y)?);
+                Repr::Scalar(self.compare_value(*op, operand_ty, x, y))
+            }
+            Inst::Select {
+                cond,
+                if_true,
+                if_false,
+            } => {
+                let c = self.scalar(*cond)?;
+                let (rt, rf) = (self.repr(*if_true)?, self.repr(*if_false)?);
+                self.map_wide(&[rt, rf], |t, xs| t.b.ins().select(c, xs[0], xs[1]))?
+            }
+            Inst::Convert(x) => {
+                let from = self.ty(*x);
+                let rx = self.repr(*x)?;
+                if from == ty {
+                    rx
+                } else {
+                    let x = match rx {
+                        Repr::Scalar(x) => x,
+                        Repr::Wide(_) => return self.internal("vector conversion between types"),
+                    };
+                    Repr::Scalar(self.convert(x, from, ty))
+                }
+            }
+        })
+    }
+
+    /// Applies `f` to scalars if every operand is scalar, else part by part on vectors.
+    fn map_wide(
+        &mut self,
+        operands: &[Repr],
+        f: impl Fn(&mut Self, &[Value]) -> Value,
+    ) -> Result<Repr> {
+        if let Some(scalars) = operands
+            .iter()
+            .map(|r| match r {
+                Repr::Scalar(x) => Some(*x),
+                Repr::Wide(_) => None,
+            })
+            .collect::<Option<Vec<_>>>()
+        {
+            return Ok(Repr::Scalar(f(self, &scalars)));
+        }
+        let Some(w) = self.wide else {
+            return self.internal("vector value outside a vector loop");
+        };
+        let parts = (0..w.parts)
+            .map(|u| {
+                let xs: Vec<Value> = operands
+                    .iter()
+                    .map(|r| self.part_of(r, u, w.vec_ty))
+                    .collect();
+                f(self, &xs)
+            })
+            .collect();
+        Ok(Repr::Wide(parts))
+    }
+
+    fn fconst_like(&mut self, x: Value, c: f64) -> Value {
+        let ty = self.b.func.dfg.value_type(x);
+        self.math().fconst(ty, c)
+    }
+
+    /// A unary operator on a scalar of type `ty`, or on a vector of `ty` lanes.
+    fn unary_value(&mut self, op: UnaryOp, ty: ScalarType, x: Value) -> Value {
+        if ty.is_float() {
+            match op {
+                UnaryOp::Neg => self.b.ins().fneg(x),
+                UnaryOp::Abs => self.b.ins().fabs(x),
+                UnaryOp::Sqrt => self.b.ins().sqrt(x),
+                UnaryOp::Square => self.b.ins().fmul(x, x),
+                UnaryOp::Reciprocal => {
+                    let one = self.fconst_like(x, 1.0);
+                    self.b.ins().fdiv(one, x)
+                }
+                UnaryOp::Sign => {
+                    let (zero, one, minus_one) = (
+                        self.fconst_like(x, 0.0),
+                        self.fconst_like(x, 1.0),
+                        self.fconst_like(x, -1.0),
+                    );
+                    let pos = self.b.ins().fcmp(FloatCC::GreaterThan, x, zero);
+                    let neg = self.b.ins().fcmp(FloatCC::LessThan, x, zero);
+                    let mut m = self.math();
+                    let r = m.select(neg, minus_one, x);
+                    m.select(pos, one, r)
+                }
+                UnaryOp::Relu => {
+                    let zero = self.fconst_like(x, 0.0);
+                    self.b.ins().fmax(x, zero)
+                }
+                UnaryOp::Exp => self.math().exp(x),
+                UnaryOp::Log => self.math().log(x),
+                UnaryOp::Tanh => self.math().tanh(x),
+                UnaryOp::Sigmoid => self.math().sigmoid(x),
+                UnaryOp::Sin => self.math().sin(x),
+                UnaryOp::Cos => self.math().cos(x),
+                UnaryOp::Not => x,
+            }
+        } else if ty == ScalarType::Bool {
+            self.b.ins().bxor_imm_s(x, 1)
+        } else {
+            let cty = clif_type(ty);
+            match op {
+                UnaryOp::Neg => self.b.ins().ineg(x),
+                UnaryOp::Abs => self.b.ins().iabs(x),
+                UnaryOp::Square => self.b.ins().imul(x, x),
+                UnaryOp::Sign => {
+                    let one = self.b.ins().iconst(cty, 1);
+                    let minus_one = self.b.ins().iconst(cty, -1);
+                    let r = self.b.ins().smin(x, one);
+                    self.b.ins().smax(r, minus_one)
+                }
+                UnaryOp::Relu => {
+                    let zero = self.b.ins().iconst(cty, 0);
+                    self.b.ins().smax(x, zero)
+                }
+                _ => x,
+            }
+        }
+    }
+
+    /// A binary operator on scalars of type `ty`, or on vectors of `ty` lanes.
+    fn binary_value(&mut self, op: BinaryOp, ty: ScalarType, x: Value, y: Value) -> Value {
+        if ty.is_float() {
+            match op {
+                BinaryOp::Add => self.b.ins().fadd(x, y),
+                BinaryOp::Sub => self.b.ins().fsub(x, y),
+                BinaryOp::Mul => self.b.ins().fmul(x, y),
+                BinaryOp::Div => self.b.ins().fdiv(x, y),
+                BinaryOp::Max => self.b.ins().fmax(x, y),
+                BinaryOp::Min => self.b.ins().fmin(x, y),
+                BinaryOp::Pow => self.pow(ty, x, y),
+                BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => x,
+            }
+        } else {
+            match op {
+                BinaryOp::Add => self.b.ins().iadd(x, y),
+                BinaryOp::Sub => self.b.ins().isub(x, y),
+                BinaryOp::Mul => self.b.ins().imul(x, y),
+                BinaryOp::Div => {
+                    // Never trap: x / 0 = 0 and x / -1 = -x (wrapping) are handled by select;
+                    // the hardware divide sees a divisor of 1 in both cases.
+                    let cty = clif_type(ty);
+                    let zero = self.b.ins().iconst(cty, 0);
+                    let one = self.b.ins().iconst(cty, 1);
+                    let is_zero = self.b.ins().icmp_imm_s(IntCC::Equal, y, 0);
+                    let is_minus_one = self.b.ins().icmp_imm_s(IntCC::Equal, y, -1);
+                    let special = self.b.ins().bor(is_zero, is_minus_one);
+                    let safe = self.b.ins().select(special, one, y);
+                    let q = self.b.ins().sdiv(x, safe);
+                    let neg = self.b.ins().ineg(x);
+                    let q = self.b.ins().select(is_minus_one, neg, q);
+                    self.b.ins().select(is_zero, zero, q)
+                }
+                BinaryOp::Max => self.b.ins().smax(x, y),
+                BinaryOp::Min => self.b.ins().smin(x, y),
+                BinaryOp::And => self.b.ins().band(x, y),
+                BinaryOp::Or => self.b.ins().bor(x, y),
+                BinaryOp::Xor => self.b.ins().bxor(x, y),
+                BinaryOp::Pow => x,
+            }
+        }
+    }
+
+    /// `pow` through the imported scalar function, lane by lane for vectors.
+    fn pow(&mut self, ty: ScalarType, x: Value, y: Value) -> Value {
+        let f = if ty == ScalarType::F32 {
+            self.pow.f32
+        } else {
+            self.pow.f64
+        };
+        let vty = self.b.func.dfg.value_type(x);
+        if !vty.is_vector() {
+            let call = self.b.ins().call(f, &[x, y]);
+            return self.b.inst_results(call)[0];
+        }
+        let mut out = x;
+        for lane in 0..vty.lane_count() as u8 {
+            let a = self.b.ins().extractlane(x, lane);
+            let e = self.b.ins().extractlane(y, lane);
+            let call = self.b.ins().call(f, &[a, e]);
+            let r = self.b.inst_results(call)[0];
+            out = self.b.ins().insertlane(out, r, lane);
+        }
+        out
+    }
+
+    fn compare_value(&mut self, op: CompareOp, ty: ScalarType, x: Value, y: Value) -> Value {
+        if ty.is_float() {
+            let cc = match op {
+                CompareOp::Eq => FloatCC::Equal,
+                CompareOp::Ne => FloatCC::NotEqual,
+                CompareOp::Lt => FloatCC::LessThan,
+                CompareOp::Le => FloatCC::LessThanOrEqual,
+                CompareOp::Gt => FloatCC::GreaterThan,
+                CompareOp::Ge => FloatCC::GreaterThanOrEqual,
+            };
+            self.b.ins().fcmp(cc, x, y)
+        } else {
+            let cc = match op {
+                CompareOp::Eq => IntCC::Equal,
+                CompareOp::Ne => IntCC::NotEqual,
+                CompareOp::Lt => IntCC::SignedLessThan,
+                CompareOp::Le => IntCC::SignedLessThanOrEqual,
+                CompareOp::Gt => IntCC::SignedGreaterThan,
+                CompareOp::Ge => IntCC::SignedGreaterThanOrEqual,
+            };
+            self.b.ins().icmp(cc, x, y)
+        }
+    }
+
+    fn convert(&mut self, x: Value, from: ScalarType, to: ScalarType) -> Value {
+        use ScalarType as T;
+        let cto = clif_type(to);
+        match (from, to) {
+            (T::F32, T::F64) => self.b.ins().fpromote(cto, x),
+            (T::F64, T::F32) => self.b.ins().fdemote(cto, x),
+            (T::F32 | T::F64, T::I32 | T::I64) => self.b.ins().fcvt_to_sint_sat(cto, x),
+            (T::I32 | T::I64, T::F32 | T::F64) => self.b.ins().fcvt_from_sint(cto, x),
+            (T::I32, T::I64) => self.b.ins().sextend(cto, x),
+            (T::I64, T::I32) => self.b.ins().ireduce(cto, x),
+            (T::F32 | T::F64, T::Bool) => {
+                let zero = self.fconst_like(x, 0.0);
+                self.b.ins().fcmp(FloatCC::NotEqual, x, zero)
+            }
+            (T::I32 | T::I64, T::Bool) => self.b.ins().icmp_imm_s(IntCC::NotEqual, x, 0),
+            (T::Bool, T::I32 | T::I64) => self.b.ins().uextend(cto, x),
+            (T::Bool, T::F32 | T::F64) => {
+                let wide = self.b.ins().uextend(types::I32, x);
+                self.b.ins().fcvt_from_sint(cto, wide)
+            }
+            _ => x,
+        }
+    }
+
+    // ----- loops -------------------------------------------------------------------------
+
+    fn loop_range(&mut self, l: LoopId) -> (Value, Value) {
+        match self.parallel {
+            Some((p, lo, hi)) if p == l => (lo, hi),
+            _ => {
+                let extent = self.k.loops[l].extent as i64;
+                (
+                    self.b.ins().iconst(types::I64, 0),
+                    self.b.ins().iconst(types::I64, extent),
+                )
+            }
+        }
+    }
+
+    fn emit_loop(&mut self, l: LoopId, body: &[Stmt]) -> Result<()> {
+        let annotations = self.k.loops[l].annotations;
+        let (start, end) = self.loop_range(l);
+        let counter = self.b.declare_var(types::I64);
+        self.b.def_var(counter, start);
+        let wide_plan = if annotations.vectorize && self.options.vectorize && self.wide.is_none() {
+            plan(self.k, l, body)
+        } else {
+            None
+        };
+        match wide_plan {
+            Some(p) => self.emit_wide_steps(l, body, counter, end, &p)?,
+            None => {
+                if annotations.unroll > 1 {
+                    self.emit_steps(l, body, counter, end, annotations.unroll)?;
+                }
+            }
+        }
+        self.emit_steps(l, body, counter, end, 1)?;
+        self.loop_vals[l.index()] = None;
+        Ok(())
+    }
+
+    /// `while counter + step <= end { body × step; counter += step }`.
+    fn emit_steps(
+        &mut self,
+        l: LoopId,
+        body: &[Stmt],
+        counter: Variable,
+        end: Value,
+        step: u32,
+    ) -> Result<()> {
+        let header = self.b.create_block();
+        let body_block = self.b.create_block();
+        let exit = self.b.create_block();
+        let limit = self.b.ins().iadd_imm_s(end, -(i64::from(step) - 1));
+        self.b.ins().jump(header, &[]);
+        self.b.switch_to_block(header);
+        let i = self.b.use_var(counter);
+        let go = self.b.ins().icmp(IntCC::SignedLessThan, i, limit);
+        self.b.ins().brif(go, body_block, &[], exit, &[]);
+        self.b.switch_to_block(body_block);
+        self.loop_vals[l.index()] = Some(i);
+        for u in 0..step {
+            self.wide_offset[l.index()] = i64::from(u);
+            self.stmts(body)?;
+        }
+        self.wide_offset[l.index()] = 0;
+        let next = self.b.ins().iadd_imm_s(i, i64::from(step));
+        self.b.def_var(counter, next);
+        self.b.ins().jump(header, &[]);
+        self.b.switch_to_block(exit);
+        Ok(())
+    }
+
+    /// Vector steps of `lanes × parts` iterations; leaves the remainder to a scalar tail.
+    fn emit_wide_steps(
+        &mut self,
+        l: LoopId,
+        body: &[Stmt],
+        counter: Variable,
+        end: Value,
+        plan: &WidePlan,
+    ) -> Result<()> {
+        let Some(vec_ty) = clif_type(plan.float).by(plan.lanes) else {
+            return self.internal(format!("no vector type of {} x {}", plan.lanes, plan.float));
+        };
+        let ctx = WideCtx {
+            loop_id: l,
+            float: plan.float,
+            lanes: plan.lanes,
+            parts: plan.parts,
+            vec_ty,
+        };
+        // Partial vector accumulators for reductions into accumulators declared outside.
+        let mut saved = Vec::new();
+        for &a in &plan.outer_accs {
+            let Some(scalar) = self.accs[a.index()].clone() else {
+                return self.internal(format!("accumulator %{a} reduced before its declaration"));
+            };
+            let decl = self.k.accs[a].clone();
+            let init = self.identity(decl.kind, decl.ty);
+            let v = self.b.ins().splat(vec_ty, init);
+            let vars: Vec<Variable> = (0..plan.parts)
+                .map(|_| {
+                    let var = self.b.declare_var(vec_ty);
+                    self.b.def_var(var, v);
+                    var
+                })
+                .collect();
+            self.accs[a.index()] = Some(AccRepr::Wide(vars.clone()));
+            saved.push((a, scalar, vars));
+        }
+        let step = plan.lanes * plan.parts;
+        self.wide = Some(ctx);
+        let result = self.emit_steps_wide(l, body, counter, end, step);
+        self.wide = None;
+        result?;
+        // Combine the partial accumulators into the scalar ones.
+        for (a, scalar, vars) in saved {
+            let decl = self.k.accs[a].clone();
+            let mut v = self.b.use_var(vars[0]);
+            for var in &vars[1..] {
+                let x = self.b.use_var(*var);
+                v = self.combine(decl.kind, decl.ty, v, x);
+            }
+            let mut s = self.b.ins().extractlane(v, 0);
+            for lane in 1..plan.lanes {
+                let x = self.b.ins().extractlane(v, lane as u8);
+                s = self.combine(decl.kind, decl.ty, s, x);
+            }
+            if let AccRepr::Scalar { value, .. } = scalar {
+                let cur = self.b.use_var(value);
+                let next = self.combine(decl.kind, decl.ty, cur, s);
+                self.b.def_var(value, next);
+            }
+            self.accs[a.index()] = Some(scalar);
+        }
+        Ok(())
+    }
+
+    fn emit_steps_wide(
+        &mut self,
+        l: LoopId,
+        body: &[Stmt],
+        counter: Variable,
+        end: Value,
+        step: u32,
+    ) -> Result<()> {
+        let header = self.b.create_block();
+        let body_block = self.b.create_block();
+        let exit = self.b.create_block();
+        let limit = self.b.ins().iadd_imm_s(end, -(i64::from(step) - 1));
+        self.b.ins().jump(header, &[]);
+        self.b.switch_to_block(header);
+        let i = self.b.use_var(counter);
+        let go = self.b.ins().icmp(IntCC::SignedLessThan, i, limit);
+        self.b.ins().brif(go, body_block, &[], exit, &[]);
+        self.b.switch_to_block(body_block);
+        self.loop_vals[l.index()] = Some(i);
+        self.stmts(body)?;
+        let next = self.b.ins().iadd_imm_s(i, i64::from(step));
+        self.b.def_var(counter, next);
+        self.b.ins().jump(header, &[]);
+        self.b.switch_to_block(exit);
+        Ok(())
+    }
+}

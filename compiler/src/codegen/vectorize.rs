@@ -1,0 +1,180 @@
+//! Whether, and how, a loop annotated `vectorize` runs in SIMD lanes.
+//!
+//! Assumes a verified kernel. Guarantees: a returned [`WidePlan`] describes a body that the
+//! translator can run `lanes × parts` iterations at a time with the same results as the scalar
+//! loop (up to float reduction order): every value that varies with the loop is of one float
+//! type, and no operation needs per-lane control flow. Otherwise the loop stays scalar — the
+//! annotation is a request, not a promise. A value is *varying* if it depends on the vectorised
+//! loop's index (through a load, `index`, an accumulator declared inside, or an operand);
+//! everything else is *uniform* and computed once per vector step as a scalar.
+
+use weft_ir::arena::EntityRef;
+use weft_ir::loop_ir::{
+    AccId, BinaryOp, BufferAccessExpr, Inst, Kernel, LoopId, ScalarType, Stmt, UnaryOp,
+};
+
+/// How to run a vectorised loop.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct WidePlan {
+    /// The float type of every varying value.
+    pub float: ScalarType,
+    /// Lanes per vector (4 for `f32`, 2 for `f64`: 128-bit vectors).
+    pub lanes: u32,
+    /// Vectors per step (the loop's unroll factor): independent accumulators per reduction.
+    pub parts: u32,
+    /// Accumulators declared outside the loop and reduced inside: they get `parts` vector
+    /// partial sums, combined into the scalar accumulator after the vector steps.
+    pub outer_accs: Vec<AccId>,
+    /// Per value: whether it varies with the loop.
+    pub varying: Vec<bool>,
+}
+
+/// Whether `access` touches different elements for different indices of `l`.
+pub(crate) fn depends_on(access: &BufferAccessExpr, l: LoopId) -> bool {
+    access.index.coefficient(l) != 0 || access.mask.iter().any(|m| m.expr.coefficient(l) != 0)
+}
+
+fn collect(body: &[Stmt], declared: &mut Vec<AccId>, reduced: &mut Vec<AccId>) {
+    for s in body {
+        match s {
+            Stmt::DeclareAcc(a) => declared.push(*a),
+            Stmt::Reduce { acc, .. } => reduced.push(*acc),
+            Stmt::Loop { body, .. } => collect(body, declared, reduced),
+            _ => {}
+        }
+    }
+}
+
+/// The plan for vectorising loop `l` with body `body`, or `None` if it must stay scalar.
+pub(crate) fn plan(k: &Kernel, l: LoopId, body: &[Stmt]) -> Option<WidePlan> {
+    let (mut declared, mut reduced) = (Vec::new(), Vec::new());
+    collect(body, &mut declared, &mut reduced);
+    let mut outer_accs: Vec<AccId> = reduced
+        .iter()
+        .copied()
+        .filter(|a| !declared.contains(a))
+        .collect();
+    outer_accs.sort();
+    outer_accs.dedup();
+    let mut walker = Walker {
+        k,
+        l,
+        declared,
+        outer_accs,
+        varying: vec![false; k.values.len()],
+        float: None,
+    };
+    walker.walk(body)?;
+    let float = walker.float?;
+    for &a in walker.declared.iter().chain(&walker.outer_accs) {
+        let decl = k.accs.get(a)?;
+        if decl.kind.has_index() || decl.ty != float {
+            return None;
+        }
+    }
+    Some(WidePlan {
+        float,
+        lanes: if float == ScalarType::F32 { 4 } else { 2 },
+        parts: k.loops.get(l)?.annotations.unroll.max(1),
+        outer_accs: walker.outer_accs,
+        varying: walker.varying,
+    })
+}
+
+struct Walker<'a> {
+    k: &'a Kernel,
+    l: LoopId,
+    declared: Vec<AccId>,
+    outer_accs: Vec<AccId>,
+    varying: Vec<bool>,
+    float: Option<ScalarType>,
+}
+
+impl Walker<'_> {
+    fn is_varying(&self, v: weft_ir::loop_ir::ValueId) -> bool {
+        self.varying.get(v.index()).copied().unwrap_or(false)
+    }
+
+    fn require_float(&mut self, ty: ScalarType) -> Option<()> {
+        if !ty.is_float() {
+            return None;
+        }
+        match self.float {
+            None => self.float = Some(ty),
+            Some(f) if f != ty => return None,
+            Some(_) => {}
+        }
+        Some(())
+    }
+
+    fn walk(&mut self, body: &[Stmt]) -> Option<()> {
+        for s in body {
+            match s {
+                Stmt::Let { result, inst } => {
+                    let ty = *self.k.values.get(*result)?;
+                    let varying = match inst {
+                        Inst::Const(_) => false,
+                        Inst::Index(l) => *l == self.l,
+                        Inst::Load(access) => depends_on(access, self.l),
+                        Inst::AccValue(a) => {
+                            if self.outer_accs.contains(a) {
+                                return None;
+                            }
+                            self.declared.contains(a)
+                        }
+                        Inst::AccIndex(a) => {
+                            if self.outer_accs.contains(a) || self.declared.contains(a) {
+                                return None;
+                            }
+                            false
+                        }
+                        Inst::Unary(op, x) => {
+                            let v = self.is_varying(*x);
+                            if v && *op == UnaryOp::Not {
+                                return None;
+                            }
+                            v
+                        }
+                        Inst::Binary(op, x, y) => {
+                            let v = self.is_varying(*x) || self.is_varying(*y);
+                            if v && matches!(op, BinaryOp::And | BinaryOp::Or | BinaryOp::Xor) {
+                                return None;
+                            }
+                            v
+                        }
+                        Inst::Compare(_, x, y) => {
+                            if self.is_varying(*x) || self.is_varying(*y) {
+                                return None;
+                            }
+                            false
+                        }
+                        Inst::Select {
+                            cond,
+                            if_true,
+                            if_false,
+                        } => {
+                            if self.is_varying(*cond) {
+                                return None;
+                            }
+                            self.is_varying(*if_true) || self.is_varying(*if_false)
+                        }
+                        Inst::Convert(x) => {
+                            let v = self.is_varying(*x);
+                            if v && self.k.values.get(*x) != Some(&ty) {
+                                return None;
+                            }
+                            v
+                        }
+                    };
+                    if varying {
+                        self.require_float(ty)?;
+                    }
+                    *self.varying.get_mut(result.index())? = varying;
+                }
+                Stmt::Loop { body, .. } => self.walk(body)?,
+                Stmt::Store { .. } | Stmt::DeclareAcc(_) | Stmt::Reduce { .. } => {}
+            }
+        }
+        Some(())
+    }
+}

@@ -1,0 +1,530 @@
+//! Code generation against the loop-IR interpreter: each hand-written kernel runs through the
+//! JIT (vectorised and scalar, single-threaded and on thread pools) and through
+//! `weft_ir::loop_ir::interpret` on the same pseudo-random inputs. Integers and `bool` must
+//! match exactly; floats within a tolerance covering polynomial error and reduction order.
+
+use std::sync::Arc;
+
+use weft_compiler::codegen::{CodegenOptions, JitCompiler};
+use weft_ir::loop_ir::{interpret, parse_kernel, BufferData, Kernel, ScalarType};
+use weft_runtime::{DeviceBufferReference, DeviceBufferStorage, ThreadPool};
+
+/// A small deterministic generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+fn random_buffer(rng: &mut Rng, ty: ScalarType, len: usize, range: f64) -> BufferData {
+    let mut f = || (rng.unit() * 2.0 - 1.0) * range;
+    match ty {
+        ScalarType::F32 => BufferData::F32((0..len).map(|_| f() as f32).collect()),
+        ScalarType::F64 => BufferData::F64((0..len).map(|_| f()).collect()),
+        ScalarType::I32 => BufferData::I32((0..len).map(|_| f().round() as i32).collect()),
+        ScalarType::I64 => BufferData::I64((0..len).map(|_| f().round() as i64).collect()),
+        ScalarType::Bool => BufferData::Bool((0..len).map(|_| f() > 0.0).collect()),
+    }
+}
+
+fn to_storage(data: &BufferData) -> Arc<DeviceBufferStorage> {
+    match data {
+        BufferData::F32(v) => DeviceBufferStorage::from_slice(v),
+        BufferData::F64(v) => DeviceBufferStorage::from_slice(v),
+        BufferData::I32(v) => DeviceBufferStorage::from_slice(v),
+        BufferData::I64(v) => DeviceBufferStorage::from_slice(v),
+        BufferData::Bool(v) => DeviceBufferStorage::from_slice(v),
+    }
+    .expect("storage")
+}
+
+fn from_storage(ty: ScalarType, s: &DeviceBufferStorage) -> BufferData {
+    match ty {
+        ScalarType::F32 => BufferData::F32(s.to_vec().unwrap()),
+        ScalarType::F64 => BufferData::F64(s.to_vec().unwrap()),
+        ScalarType::I32 => BufferData::I32(s.to_vec().unwrap()),
+        ScalarType::I64 => BufferData::I64(s.to_vec().unwrap()),
+        ScalarType::Bool => BufferData::Bool(s.to_vec().unwrap()),
+    }
+}
+
+fn close(a: f64, b: f64, rel: f64) -> bool {
+    (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= rel * a.abs().max(b.abs()).max(1.0)
+}
+
+fn assert_same(name: &str, label: &str, expected: &BufferData, actual: &BufferData) {
+    let mismatch = |i: usize, e: String, a: String| {
+        panic!("{name} [{label}]: element {i}: interpreter {e}, compiled {a}")
+    };
+    match (expected, actual) {
+        (BufferData::F32(e), BufferData::F32(a)) => {
+            for (i, (x, y)) in e.iter().zip(a).enumerate() {
+                if !close(f64::from(*x), f64::from(*y), 2e-5) {
+                    mismatch(i, x.to_string(), y.to_string());
+                }
+            }
+        }
+        (BufferData::F64(e), BufferData::F64(a)) => {
+            for (i, (x, y)) in e.iter().zip(a).enumerate() {
+                if !close(*x, *y, 1e-12) {
+                    mismatch(i, x.to_string(), y.to_string());
+                }
+            }
+        }
+        _ => assert_eq!(expected, actual, "{name} [{label}]"),
+    }
+}
+
+/// Runs `text` on random inputs (values in `[-range, range]`) in every configuration.
+fn check_kernel(text: &str, range: f64) -> Kernel {
+    let kernel = parse_kernel("test", text).unwrap_or_else(|e| panic!("{e}"));
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ kernel.name.len() as u64);
+    let inputs: Vec<BufferData> = kernel
+        .buffers
+        .values()
+        .map(|b| random_buffer(&mut rng, b.ty, b.len as usize, range))
+        .collect();
+    let mut expected = inputs.clone();
+    interpret(&kernel, &mut expected).unwrap_or_else(|e| panic!("{e}"));
+    let pools = [ThreadPool::new(1), ThreadPool::new(2), ThreadPool::new(3)];
+    for vectorize in [true, false] {
+        let compiler = JitCompiler::with_options(CodegenOptions {
+            vectorize,
+            ..CodegenOptions::default()
+        })
+        .unwrap();
+        let compiled = compiler.compile(&kernel).unwrap_or_else(|e| panic!("{e}"));
+        for pool in [None].into_iter().chain(pools.iter().map(Some)) {
+            let storages: Vec<_> = inputs.iter().map(to_storage).collect();
+            let refs: Vec<DeviceBufferReference> = storages
+                .iter()
+                .map(|s| DeviceBufferReference::to_storage("b", Arc::clone(s)))
+                .collect();
+            let ref_list: Vec<&DeviceBufferReference> = refs.iter().collect();
+            match pool {
+                Some(p) => compiled.call_on(p, &ref_list).unwrap(),
+                None => compiled.call(&ref_list).unwrap(),
+            }
+            let label = format!(
+                "vectorize={vectorize}, threads={}",
+                pool.map_or(0, |p| p.threads())
+            );
+            for ((decl, e), s) in kernel.buffers.values().zip(&expected).zip(&storages) {
+                assert_same(&kernel.name, &label, e, &from_storage(decl.ty, s));
+            }
+        }
+    }
+    kernel
+}
+
+#[test]
+fn softmax_rows_in_one_kernel() {
+    for (rows, cols) in [(3, 5), (1, 1), (4, 4), (7, 19)] {
+        let text = format!(
+            "kernel @softmax {{
+  buffer %x: f32[{n}] read
+  buffer %y: f32[{n}] write
+  loop %r in 0..{rows} parallel {{
+    acc %m: max f32
+    loop %j in 0..{cols} vectorize unroll(2) {{
+      %xj: f32 = load %x[{cols}*%r + %j]
+      reduce %m, %xj
+    }}
+    %max: f32 = acc.value %m
+    acc %s: sum f32
+    loop %k in 0..{cols} vectorize unroll(4) {{
+      %xk: f32 = load %x[{cols}*%r + %k]
+      %d: f32 = sub %xk, %max
+      %e: f32 = exp %d
+      reduce %s, %e
+    }}
+    %sum: f32 = acc.value %s
+    %inv: f32 = reciprocal %sum
+    loop %n in 0..{cols} vectorize {{
+      %xn: f32 = load %x[{cols}*%r + %n]
+      %dn: f32 = sub %xn, %max
+      %en: f32 = exp %dn
+      %out: f32 = mul %en, %inv
+      store %y[{cols}*%r + %n], %out
+    }}
+  }}
+}}",
+            n = rows * cols
+        );
+        check_kernel(&text, 5.0);
+    }
+}
+
+#[test]
+fn elementwise_broadcast_reversed_and_padded() {
+    for ty in ["f32", "f64"] {
+        let text = format!(
+            "kernel @elementwise {{
+  buffer %x: {ty}[8] read
+  buffer %b: {ty}[3] read
+  buffer %c: {ty}[2] read
+  buffer %y: {ty}[10] write
+  loop %i in 0..2 {{
+    loop %j in 0..5 vectorize unroll(2) {{
+      %xv: {ty} = load %x[4*%i - %j + 3] mask(0 <= %j < 4)
+      %bv: {ty} = load %b[%j - 1] mask(0 <= %j - 1 < 3)
+      %cv: {ty} = load %c[%i]
+      %s: {ty} = add %xv, %bv
+      %t: {ty} = mul %s, %cv
+      %u: {ty} = relu %t
+      store %y[5*%i + %j], %u
+    }}
+  }}
+}}"
+        );
+        check_kernel(&text, 3.0);
+    }
+}
+
+#[test]
+fn several_accumulators_over_odd_lengths() {
+    for len in [1u64, 3, 4, 5, 8, 17, 33] {
+        for ty in ["f32", "f64"] {
+            let text = format!(
+                "kernel @stats {{
+  buffer %x: {ty}[{len}] read
+  buffer %out: {ty}[4] write
+  acc %sum: sum {ty}
+  acc %prod: prod {ty}
+  acc %max: max {ty}
+  acc %min: min {ty}
+  loop %i in 0..{len} vectorize unroll(4) {{
+    %v: {ty} = load %x[%i]
+    reduce %sum, %v
+    %one: {ty} = const 1.0
+    %p: {ty} = add %v, %one
+    reduce %prod, %p
+    reduce %max, %v
+    reduce %min, %v
+  }}
+  %s: {ty} = acc.value %sum
+  store %out[0], %s
+  %q: {ty} = acc.value %prod
+  store %out[1], %q
+  %mx: {ty} = acc.value %max
+  store %out[2], %mx
+  %mn: {ty} = acc.value %min
+  store %out[3], %mn
+}}"
+            );
+            check_kernel(&text, 0.9);
+        }
+    }
+}
+
+#[test]
+fn argmax_and_argmin_rows() {
+    let text = "kernel @argmax {
+  buffer %x: f32[21] read
+  buffer %hi: i64[3] write
+  buffer %lo: i64[3] write
+  buffer %best: f32[3] write
+  loop %r in 0..3 parallel {
+    acc %am: argmax f32
+    acc %an: argmin f32
+    loop %j in 0..7 vectorize {
+      %v: f32 = load %x[7*%r + %j]
+      %idx: i64 = index %j
+      reduce %am, %v, %idx
+      reduce %an, %v, %idx
+    }
+    %i: i64 = acc.index %am
+    store %hi[%r], %i
+    %k: i64 = acc.index %an
+    store %lo[%r], %k
+    %b: f32 = acc.value %am
+    store %best[%r], %b
+  }
+}";
+    check_kernel(text, 10.0);
+}
+
+#[test]
+fn matmul_with_register_blocking() {
+    // C[8, 13] = A[8, 5] · B[5, 13]: 4 rows × (2 vectors) of accumulators per k loop.
+    let (m, n, k) = (8, 13, 5);
+    let mut text = format!(
+        "kernel @matmul {{
+  buffer %a: f32[{ak}] read
+  buffer %b: f32[{bk}] read
+  buffer %c: f32[{ck}] write
+  loop %ib in 0..{mb} parallel {{
+    loop %j in 0..{n} vectorize unroll(2) {{
+      acc %s0: sum f32
+      acc %s1: sum f32
+      acc %s2: sum f32
+      acc %s3: sum f32
+      loop %p in 0..{k} {{
+        %bv: f32 = load %b[{n}*%p + %j]
+",
+        ak = m * k,
+        bk = k * n,
+        ck = m * n,
+        mb = m / 4
+    );
+    for r in 0..4 {
+        text += &format!(
+            "        %a{r}: f32 = load %a[{rk}*%ib + %p + {off}]\n        %m{r}: f32 = mul %a{r}, %bv\n        reduce %s{r}, %m{r}\n",
+            rk = 4 * k,
+            off = k * r
+        );
+    }
+    text += "      }\n";
+    for r in 0..4 {
+        text += &format!(
+            "      %c{r}: f32 = acc.value %s{r}\n      store %c[{rn}*%ib + %j + {off}], %c{r}\n",
+            rn = 4 * n,
+            off = n * r
+        );
+    }
+    text += "    }\n  }\n}\n";
+    let kernel = check_kernel(&text, 1.0);
+    let clif = JitCompiler::new().unwrap().clif_text(&kernel).unwrap();
+    assert!(clif.contains("f32x4"), "the j loop is vectorised:\n{clif}");
+}
+
+#[test]
+fn integer_and_bool_operations() {
+    for ty in ["i32", "i64"] {
+        let text = format!(
+            "kernel @ints {{
+  buffer %p: {ty}[11] read
+  buffer %q: {ty}[11] read
+  buffer %quot: {ty}[11] write
+  buffer %misc: {ty}[66] write
+  buffer %flags: bool[33] write
+  buffer %conv: f64[22] write
+  loop %i in 0..11 {{
+    %a: {ty} = load %p[%i]
+    %b: {ty} = load %q[%i]
+    %d: {ty} = div %a, %b
+    store %quot[%i], %d
+    %s: {ty} = add %a, %b
+    store %misc[6*%i], %s
+    %m: {ty} = mul %a, %b
+    store %misc[6*%i + 1], %m
+    %n: {ty} = neg %a
+    %sg: {ty} = sign %n
+    store %misc[6*%i + 2], %sg
+    %r: {ty} = relu %a
+    %sq: {ty} = square %r
+    store %misc[6*%i + 3], %sq
+    %mx: {ty} = max %a, %b
+    %ab: {ty} = abs %mx
+    store %misc[6*%i + 4], %ab
+    %lt: bool = lt %a, %b
+    %eq: bool = eq %a, %b
+    %nz: bool = convert %b
+    %both: bool = and %lt, %nz
+    %either: bool = or %both, %eq
+    %not: bool = not %either
+    store %flags[3*%i], %lt
+    store %flags[3*%i + 1], %either
+    store %flags[3*%i + 2], %not
+    %pick: {ty} = select %lt, %a, %b
+    store %misc[6*%i + 5], %pick
+    %f: f64 = convert %a
+    store %conv[2*%i], %f
+    %fb: f64 = convert %not
+    store %conv[2*%i + 1], %fb
+  }}
+}}"
+        );
+        check_kernel(&text, 3.0);
+    }
+}
+
+#[test]
+fn integer_division_edge_cases_never_trap() {
+    let compiler = JitCompiler::new().unwrap();
+    let kernel = parse_kernel(
+        "div",
+        "kernel @div {
+  buffer %p: i32[4] read
+  buffer %q: i32[4] read
+  buffer %r: i32[4] write
+  loop %i in 0..4 {
+    %a: i32 = load %p[%i]
+    %b: i32 = load %q[%i]
+    %d: i32 = div %a, %b
+    store %r[%i], %d
+  }
+}",
+    )
+    .unwrap();
+    let compiled = compiler.compile(&kernel).unwrap();
+    let p = DeviceBufferStorage::from_slice(&[7i32, i32::MIN, -7, 0]).unwrap();
+    let q = DeviceBufferStorage::from_slice(&[0i32, -1, 2, 0]).unwrap();
+    let r = DeviceBufferStorage::new(ScalarType::I32, 4).unwrap();
+    let refs = [p, q, Arc::clone(&r)].map(|s| DeviceBufferReference::to_storage("b", s));
+    compiled.call(&[&refs[0], &refs[1], &refs[2]]).unwrap();
+    assert_eq!(r.to_vec::<i32>().unwrap(), vec![0, i32::MIN, -3, 0]);
+}
+
+#[test]
+fn float_conversions_saturate() {
+    let text = "kernel @conv {
+  buffer %x: f32[9] read
+  buffer %i: i32[9] write
+  buffer %l: i64[9] write
+  buffer %d: f64[9] write
+  buffer %b: bool[9] write
+  loop %k in 0..9 {
+    %v: f32 = load %x[%k]
+    %big: f32 = const 3e9
+    %w: f32 = mul %v, %big
+    %vi: i32 = convert %w
+    store %i[%k], %vi
+    %vl: i64 = convert %w
+    store %l[%k], %vl
+    %vd: f64 = convert %v
+    store %d[%k], %vd
+    %vb: bool = convert %v
+    store %b[%k], %vb
+  }
+}";
+    check_kernel(text, 2.0);
+}
+
+fn unary_kernel(op: &str, ty: &str, len: usize) -> String {
+    format!(
+        "kernel @{op}_{ty} {{
+  buffer %x: {ty}[{len}] read
+  buffer %y: {ty}[{len}] write
+  loop %i in 0..{len} vectorize unroll(2) {{
+    %v: {ty} = load %x[%i]
+    %r: {ty} = {op} %v
+    store %y[%i], %r
+  }}
+}}"
+    )
+}
+
+#[test]
+fn float_unary_operations() {
+    for ty in ["f32", "f64"] {
+        for op in [
+            "neg",
+            "abs",
+            "sqrt",
+            "square",
+            "reciprocal",
+            "sign",
+            "relu",
+            "exp",
+            "tanh",
+            "sigmoid",
+            "sin",
+            "cos",
+        ] {
+            check_kernel(&unary_kernel(op, ty, 37), 6.0);
+        }
+        // log on positive inputs (the kernel squares first) and its special cases.
+        let text = format!(
+            "kernel @log_{ty} {{
+  buffer %x: {ty}[23] read
+  buffer %y: {ty}[23] write
+  loop %i in 0..23 vectorize {{
+    %v: {ty} = load %x[%i]
+    %s: {ty} = square %v
+    %l: {ty} = log %s
+    store %y[%i], %l
+  }}
+}}"
+        );
+        check_kernel(&text, 30.0);
+    }
+}
+
+#[test]
+fn float_binary_operations() {
+    for ty in ["f32", "f64"] {
+        for op in ["add", "sub", "mul", "div", "max", "min", "pow"] {
+            let text = format!(
+                "kernel @{op}_{ty} {{
+  buffer %x: {ty}[13] read
+  buffer %z: {ty}[13] read
+  buffer %y: {ty}[13] write
+  loop %i in 0..13 vectorize {{
+    %a: {ty} = load %x[%i]
+    %b: {ty} = load %z[%i]
+    %aa: {ty} = abs %a
+    %r: {ty} = {op} %aa, %b
+    store %y[%i], %r
+  }}
+}}"
+            );
+            check_kernel(&text, 4.0);
+        }
+    }
+}
+
+#[test]
+fn special_float_values_follow_the_semantics() {
+    let compiler = JitCompiler::new().unwrap();
+    for op in [
+        "exp", "log", "tanh", "sigmoid", "sin", "cos", "relu", "sign",
+    ] {
+        let kernel = parse_kernel("special", &unary_kernel(op, "f32", 8)).unwrap();
+        let inputs = [
+            0.0f32,
+            -0.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            1e-40,
+            -1e-40,
+            100.0,
+        ];
+        let mut expected = vec![
+            BufferData::F32(inputs.to_vec()),
+            BufferData::F32(vec![0.0; 8]),
+        ];
+        interpret(&kernel, &mut expected).unwrap();
+        let compiled = compiler.compile(&kernel).unwrap();
+        let x = DeviceBufferStorage::from_slice(&inputs).unwrap();
+        let y = DeviceBufferStorage::new(ScalarType::F32, 8).unwrap();
+        let refs = [x, Arc::clone(&y)].map(|s| DeviceBufferReference::to_storage("b", s));
+        compiled.call(&[&refs[0], &refs[1]]).unwrap();
+        let BufferData::F32(want) = &expected[1] else {
+            unreachable!()
+        };
+        let got = y.to_vec::<f32>().unwrap();
+        for (i, (w, g)) in want.iter().zip(&got).enumerate() {
+            let ok = (w.is_nan() && g.is_nan())
+                || (w == g && w.is_sign_negative() == g.is_sign_negative())
+                || (w.is_finite() && (w - g).abs() <= 1e-6 * w.abs().max(1e-30))
+                // sin/cos of ±inf: both NaN is required; tiny subnormal results may flush.
+                || (w.abs() < 1e-37 && g.abs() < 1e-37);
+            assert!(ok, "{op}({}) = {w} expected, got {g}", inputs[i]);
+        }
+    }
+}
+
+#[test]
+fn listing_exposes_clif_and_disassembly() {
+    let compiler = JitCompiler::with_options(CodegenOptions {
+        disassemble: true,
+        ..CodegenOptions::default()
+    })
+    .unwrap();
+    let kernel = parse_kernel("exp", &unary_kernel("exp", "f32", 16)).unwrap();
+    let (compiled, listing) = compiler.compile_with_listing(&kernel).unwrap();
+    assert!(listing.clif.contains("f32x4"));
+    assert!(listing.code_size > 0);
+    assert_eq!(compiled.code_size(), listing.code_size);
+    assert!(!listing.disassembly.unwrap_or_default().is_empty());
+}

@@ -1,0 +1,195 @@
+//! Interval bounds of affine expressions over loop ranges: the arithmetic behind the verifier's
+//! proof that every load and store stays inside its buffer.
+//!
+//! Assumes each loop variable lies in a closed interval (`0..=extent-1` for a loop in scope).
+//! Guarantees: [`access_range`] returns an interval containing every index the access can
+//! read or write, or `None` when it provably touches no memory (an empty loop range, or a mask
+//! that can never hold). Computation is in `i128`, so no `i64` input can overflow it.
+
+use super::{AffineExpr, LoopId, MaskBound};
+
+/// A closed interval `[lo, hi]` of `i128`; empty when `lo > hi`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Interval {
+    /// Smallest value.
+    pub lo: i128,
+    /// Largest value.
+    pub hi: i128,
+}
+
+impl Interval {
+    /// Whether the interval holds no value.
+    pub fn is_empty(self) -> bool {
+        self.lo > self.hi
+    }
+
+    fn intersect(self, other: Interval) -> Interval {
+        Interval {
+            lo: self.lo.max(other.lo),
+            hi: self.hi.min(other.hi),
+        }
+    }
+}
+
+/// The range of `expr` when each loop `l` ranges over `range_of(l)`; `None` if some loop has
+/// no range (it is not in scope).
+pub fn expr_range(
+    expr: &AffineExpr,
+    range_of: &impl Fn(LoopId) -> Option<Interval>,
+) -> Option<Interval> {
+    let c0 = i128::from(expr.offset());
+    let mut out = Interval { lo: c0, hi: c0 };
+    for &(l, c) in expr.terms() {
+        let r = range_of(l)?;
+        let c = i128::from(c);
+        let (a, b) = (c * r.lo, c * r.hi);
+        out.lo += a.min(b);
+        out.hi += a.max(b);
+    }
+    Some(out)
+}
+
+/// The range of indices an access `index` guarded by `mask` can touch (see module docs).
+/// `range_of` gives the range of each loop in scope; `Err(l)` names a loop out of scope.
+pub fn access_range(
+    index: &AffineExpr,
+    mask: &[MaskBound],
+    range_of: &impl Fn(LoopId) -> Option<Interval>,
+) -> Result<Option<Interval>, LoopId> {
+    let mut tightened: Vec<(LoopId, Interval)> = Vec::new();
+    for term in index
+        .terms()
+        .iter()
+        .chain(mask.iter().flat_map(|m| m.expr.terms()))
+    {
+        let l = term.0;
+        let r = range_of(l).ok_or(l)?;
+        if !tightened.iter().any(|&(t, _)| t == l) {
+            tightened.push((l, r));
+        }
+    }
+    // Single-loop mask bounds restrict that loop's range.
+    for m in mask {
+        if let [(l, c)] = *m.expr.terms() {
+            let (k, c) = (i128::from(m.expr.offset()), i128::from(c));
+            let (lo, hi) = (i128::from(m.lo), i128::from(m.hi) - 1);
+            let allowed = if c > 0 {
+                Interval {
+                    lo: div_ceil(lo - k, c),
+                    hi: div_floor(hi - k, c),
+                }
+            } else {
+                Interval {
+                    lo: div_ceil(k - hi, -c),
+                    hi: div_floor(k - lo, -c),
+                }
+            };
+            if let Some(entry) = tightened.iter_mut().find(|(t, _)| *t == l) {
+                entry.1 = entry.1.intersect(allowed);
+            }
+        }
+    }
+    if tightened.iter().any(|(_, r)| r.is_empty()) {
+        return Ok(None);
+    }
+    let lookup = |l: LoopId| tightened.iter().find(|(t, _)| *t == l).map(|&(_, r)| r);
+    let Some(mut range) = expr_range(index, &lookup) else {
+        return Ok(None);
+    };
+    for m in mask {
+        let bound = Interval {
+            lo: i128::from(m.lo),
+            hi: i128::from(m.hi) - 1,
+        };
+        let Some(possible) = expr_range(&m.expr, &lookup) else {
+            return Ok(None);
+        };
+        if possible.intersect(bound).is_empty() {
+            return Ok(None);
+        }
+        if m.expr == *index {
+            range = range.intersect(bound);
+        }
+    }
+    Ok(if range.is_empty() { None } else { Some(range) })
+}
+
+fn div_floor(a: i128, b: i128) -> i128 {
+    let q = a / b;
+    if (a % b != 0) && ((a < 0) != (b < 0)) {
+        q - 1
+    } else {
+        q
+    }
+}
+
+fn div_ceil(a: i128, b: i128) -> i128 {
+    -div_floor(-a, b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arena::EntityRef;
+
+    fn l(i: usize) -> LoopId {
+        LoopId::new(i)
+    }
+
+    #[test]
+    fn negative_strides_and_broadcast() {
+        let ranges = |x: LoopId| {
+            Some(Interval {
+                lo: 0,
+                hi: if x == l(0) { 3 } else { 4 },
+            })
+        };
+        let e = AffineExpr::new([(l(0), -5), (l(1), 1)], 15);
+        assert_eq!(expr_range(&e, &ranges), Some(Interval { lo: 0, hi: 19 }));
+    }
+
+    #[test]
+    fn single_loop_mask_tightens_the_range() {
+        // x[i - 1] for i in 0..5, valid where 0 <= i - 1 < 3.
+        let ranges = |_| Some(Interval { lo: 0, hi: 4 });
+        let index = AffineExpr::new([(l(0), 1)], -1);
+        let mask = [MaskBound {
+            expr: index.clone(),
+            lo: 0,
+            hi: 3,
+        }];
+        assert_eq!(
+            access_range(&index, &mask, &ranges),
+            Ok(Some(Interval { lo: 0, hi: 2 }))
+        );
+        let never = [MaskBound {
+            expr: index.clone(),
+            lo: 10,
+            hi: 12,
+        }];
+        assert_eq!(access_range(&index, &never, &ranges), Ok(None));
+    }
+
+    #[test]
+    fn negative_mask_coefficient() {
+        // 2 - i in [0, 2) with i in 0..=4 means i in {1, 2}.
+        let ranges = |_| Some(Interval { lo: 0, hi: 4 });
+        let index = AffineExpr::new([(l(0), 1)], 0);
+        let mask = [MaskBound {
+            expr: AffineExpr::new([(l(0), -1)], 2),
+            lo: 0,
+            hi: 2,
+        }];
+        assert_eq!(
+            access_range(&index, &mask, &ranges),
+            Ok(Some(Interval { lo: 1, hi: 2 }))
+        );
+    }
+
+    #[test]
+    fn out_of_scope_loop_is_reported() {
+        let ranges = |_| None;
+        let index = AffineExpr::var(l(3));
+        assert_eq!(access_range(&index, &[], &ranges), Err(l(3)));
+    }
+}

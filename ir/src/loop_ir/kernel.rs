@@ -1,0 +1,277 @@
+//! The loop-IR kernel: buffers, loops, values and accumulators in typed arenas, and a body of
+//! statements.
+//!
+//! A kernel is a function of a table of buffer base pointers. Its body is a sequence of
+//! statements; loops nest and contain sequences, so several inner loops can run one after the
+//! other inside an outer loop. Values are single-assignment scalars visible from their
+//! definition to the end of the enclosing statement sequence (including nested loops).
+//! Accumulators are the only mutable state besides buffers. Nothing here is checked: a kernel
+//! is well formed only once [`super::verify`] accepts it.
+
+use super::{
+    AffineExpr, BinaryOp, CompareOp, MaskBound, ReduceKind, ScalarType, ScalarValue, UnaryOp,
+};
+use crate::arena::PrimaryMap;
+use crate::entity_impl;
+
+/// A buffer parameter of a kernel: index into the kernel's pointer table.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct BufferId(u32);
+entity_impl!(BufferId, "b");
+
+/// A loop (and its index variable).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct LoopId(u32);
+entity_impl!(LoopId, "i");
+
+/// A single-assignment scalar value.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct ValueId(u32);
+entity_impl!(ValueId, "v");
+
+/// A reduction accumulator.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct AccId(u32);
+entity_impl!(AccId, "a");
+
+/// How a kernel uses a buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BufferAccess {
+    /// Only loaded from.
+    Read,
+    /// Only stored to.
+    Write,
+    /// Loaded from and stored to.
+    ReadWrite,
+}
+
+impl BufferAccess {
+    /// Whether loads are allowed.
+    pub fn can_read(self) -> bool {
+        matches!(self, Self::Read | Self::ReadWrite)
+    }
+    /// Whether stores are allowed.
+    pub fn can_write(self) -> bool {
+        matches!(self, Self::Write | Self::ReadWrite)
+    }
+    /// The text spelling: `read`, `write`, `readwrite`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Read => "read",
+            Self::Write => "write",
+            Self::ReadWrite => "readwrite",
+        }
+    }
+}
+
+/// A buffer parameter: a named, typed, fixed-length array of elements.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BufferDecl {
+    /// Name, unique in the kernel; printed as `%name`.
+    pub name: String,
+    /// Element type.
+    pub ty: ScalarType,
+    /// Length in elements (the minimum size of the storage bound at call time).
+    pub len: u64,
+    /// Whether the kernel loads, stores or both.
+    pub access: BufferAccess,
+}
+
+/// Execution hints of a loop. They never change results except for the order of floating-point
+/// reduction (vectorize/unroll) — see docs/loop-ir.md.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LoopAnnotations {
+    /// Run iterations in SIMD lanes. Asserts that iterations are independent except through
+    /// accumulators.
+    pub vectorize: bool,
+    /// Emit this many copies of the body per step (1 = no unrolling); with `vectorize`, the
+    /// number of vectors per step and of independent accumulators per reduction.
+    pub unroll: u32,
+    /// Split the iteration range across threads. Asserts that iterations are independent.
+    pub parallel: bool,
+}
+
+impl Default for LoopAnnotations {
+    fn default() -> Self {
+        Self {
+            vectorize: false,
+            unroll: 1,
+            parallel: false,
+        }
+    }
+}
+
+/// A loop: its index variable runs over `0..extent`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoopDecl {
+    /// Number of iterations.
+    pub extent: u64,
+    /// Execution hints.
+    pub annotations: LoopAnnotations,
+}
+
+/// A reduction accumulator; it starts at the identity of `kind` where it is declared.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AccDecl {
+    /// The reduction.
+    pub kind: ReduceKind,
+    /// Type of the reduced values.
+    pub ty: ScalarType,
+}
+
+/// A memory location: an affine element index into a buffer, optionally masked.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BufferAccessExpr {
+    /// The buffer.
+    pub buffer: BufferId,
+    /// Element index.
+    pub index: AffineExpr,
+    /// Conditions that must all hold for the memory to be read; otherwise the load yields 0.
+    /// Always empty for stores.
+    pub mask: Vec<MaskBound>,
+}
+
+/// The computation that defines a value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Inst {
+    /// A constant of the result type.
+    Const(ScalarValue),
+    /// The current index of a loop, as `i64`.
+    Index(LoopId),
+    /// An element of a readable buffer (zero where the mask fails).
+    Load(BufferAccessExpr),
+    /// The current value of an accumulator.
+    AccValue(AccId),
+    /// The current index (`i64`) of an `argmax`/`argmin` accumulator.
+    AccIndex(AccId),
+    /// A unary operator.
+    Unary(UnaryOp, ValueId),
+    /// A binary operator.
+    Binary(BinaryOp, ValueId, ValueId),
+    /// A comparison yielding `bool`.
+    Compare(CompareOp, ValueId, ValueId),
+    /// `cond ? if_true : if_false`.
+    Select {
+        /// The `bool` condition.
+        cond: ValueId,
+        /// Result when true.
+        if_true: ValueId,
+        /// Result when false.
+        if_false: ValueId,
+    },
+    /// Conversion to the result type: floats to integers truncate and saturate (NaN → 0),
+    /// integers wrap, `x → bool` is `x != 0`, `bool → x` is 0 or 1.
+    Convert(ValueId),
+}
+
+/// A statement of a kernel body.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stmt {
+    /// Defines `result` (of the declared type) as the result of `inst`.
+    Let {
+        /// The defined value.
+        result: ValueId,
+        /// Its computation.
+        inst: Inst,
+    },
+    /// Writes `value` to a writable buffer (the access's mask must be empty).
+    Store {
+        /// Where to write.
+        target: BufferAccessExpr,
+        /// What to write; its type is the buffer's.
+        value: ValueId,
+    },
+    /// Starts an accumulator at its identity; its scope is the rest of the sequence.
+    DeclareAcc(AccId),
+    /// Combines `value` (and, for arg-reductions, the `i64` `index`) into an accumulator.
+    Reduce {
+        /// The accumulator.
+        acc: AccId,
+        /// The reduced value.
+        value: ValueId,
+        /// The candidate index for `argmax`/`argmin`; `None` for other kinds.
+        index: Option<ValueId>,
+    },
+    /// Runs `body` for each index of `loop_id`.
+    Loop {
+        /// The loop.
+        loop_id: LoopId,
+        /// The statements run per iteration.
+        body: Vec<Stmt>,
+    },
+}
+
+/// A loop-IR kernel.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Kernel {
+    /// Name, for diagnostics and symbols.
+    pub name: String,
+    /// Buffer parameters, in pointer-table order.
+    pub buffers: PrimaryMap<BufferId, BufferDecl>,
+    /// Loops.
+    pub loops: PrimaryMap<LoopId, LoopDecl>,
+    /// Value types.
+    pub values: PrimaryMap<ValueId, ScalarType>,
+    /// Accumulators.
+    pub accs: PrimaryMap<AccId, AccDecl>,
+    /// Top-level statements.
+    pub body: Vec<Stmt>,
+}
+
+impl Kernel {
+    /// An empty kernel called `name`.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Declares the next buffer parameter.
+    pub fn add_buffer(
+        &mut self,
+        name: impl Into<String>,
+        ty: ScalarType,
+        len: u64,
+        access: BufferAccess,
+    ) -> BufferId {
+        self.buffers.push(BufferDecl {
+            name: name.into(),
+            ty,
+            len,
+            access,
+        })
+    }
+
+    /// Declares a loop over `0..extent`.
+    pub fn add_loop(&mut self, extent: u64, annotations: LoopAnnotations) -> LoopId {
+        self.loops.push(LoopDecl {
+            extent,
+            annotations,
+        })
+    }
+
+    /// Declares an accumulator.
+    pub fn add_acc(&mut self, kind: ReduceKind, ty: ScalarType) -> AccId {
+        self.accs.push(AccDecl { kind, ty })
+    }
+
+    /// Creates a value of type `ty` defined by `inst`, returning it and its defining statement.
+    pub fn define(&mut self, ty: ScalarType, inst: Inst) -> (ValueId, Stmt) {
+        let result = self.values.push(ty);
+        (result, Stmt::Let { result, inst })
+    }
+
+    /// The loop annotated `parallel` that is the kernel's only top-level statement, if any
+    /// (the verifier rejects `parallel` anywhere else).
+    pub fn parallel_loop(&self) -> Option<LoopId> {
+        match self.body.as_slice() {
+            [Stmt::Loop { loop_id, .. }] => self
+                .loops
+                .get(*loop_id)
+                .filter(|l| l.annotations.parallel)
+                .map(|_| *loop_id),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! The scalar operators of the loop IR and the reductions of its accumulators.
+//!
+//! Guarantees: each operator has one text spelling (its `name`) that `from_name` reads back, and
+//! states which operand types it accepts. Semantics (shared by the interpreter and code
+//! generation) are documented per variant.
+
+use super::ScalarType;
+
+macro_rules! named_enum {
+    ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident = $text:literal,)* }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $($(#[$vmeta])* $variant,)*
+        }
+        impl $name {
+            /// Every operator of this kind.
+            pub const ALL: &'static [$name] = &[$($name::$variant,)*];
+            /// The text spelling.
+            pub fn name(self) -> &'static str {
+                match self { $($name::$variant => $text,)* }
+            }
+            /// The operator spelled `text`, if any.
+            pub fn from_name(text: &str) -> Option<Self> {
+                Self::ALL.iter().copied().find(|op| op.name() == text)
+            }
+        }
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+    };
+}
+
+named_enum! {
+    /// A one-operand operator; the result has the operand's type.
+    UnaryOp {
+        /// `-x`; wraps for integers.
+        Neg = "neg",
+        /// `|x|`; wraps for the most negative integer.
+        Abs = "abs",
+        /// `e^x` (floats).
+        Exp = "exp",
+        /// Natural logarithm (floats).
+        Log = "log",
+        /// Square root (floats).
+        Sqrt = "sqrt",
+        /// `x * x`; wraps for integers.
+        Square = "square",
+        /// `1 / x` (floats).
+        Reciprocal = "reciprocal",
+        /// -1, 0 or 1; for floats `±0` and NaN are returned unchanged.
+        Sign = "sign",
+        /// Hyperbolic tangent (floats).
+        Tanh = "tanh",
+        /// `1 / (1 + e^-x)` (floats).
+        Sigmoid = "sigmoid",
+        /// Sine (floats).
+        Sin = "sin",
+        /// Cosine (floats).
+        Cos = "cos",
+        /// `max(x, 0)` with the NaN rule of [`BinaryOp::Max`].
+        Relu = "relu",
+        /// Logical negation (`bool`).
+        Not = "not",
+    }
+}
+
+impl UnaryOp {
+    /// Whether the operator accepts an operand of type `ty`.
+    pub fn accepts(self, ty: ScalarType) -> bool {
+        match self {
+            Self::Neg | Self::Abs | Self::Square | Self::Sign | Self::Relu => ty.is_numeric(),
+            Self::Not => ty == ScalarType::Bool,
+            Self::Exp
+            | Self::Log
+            | Self::Sqrt
+            | Self::Reciprocal
+            | Self::Tanh
+            | Self::Sigmoid
+            | Self::Sin
+            | Self::Cos => ty.is_float(),
+        }
+    }
+}
+
+named_enum! {
+    /// A two-operand operator over operands of one type; the result has that type.
+    BinaryOp {
+        /// Sum; wraps for integers.
+        Add = "add",
+        /// Difference; wraps for integers.
+        Sub = "sub",
+        /// Product; wraps for integers.
+        Mul = "mul",
+        /// Quotient. Integers: truncating, `x / 0 == 0` and `MIN / -1 == MIN` (never traps).
+        Div = "div",
+        /// Larger operand. Floats: NaN if either is NaN, and `-0.0 < 0.0`.
+        Max = "max",
+        /// Smaller operand. Floats: NaN if either is NaN, and `-0.0 < 0.0`.
+        Min = "min",
+        /// `x^y` (floats), as C's `pow`.
+        Pow = "pow",
+        /// Logical and (`bool`).
+        And = "and",
+        /// Logical or (`bool`).
+        Or = "or",
+        /// Logical exclusive or (`bool`).
+        Xor = "xor",
+    }
+}
+
+impl BinaryOp {
+    /// Whether the operator accepts operands of type `ty`.
+    pub fn accepts(self, ty: ScalarType) -> bool {
+        match self {
+            Self::Add | Self::Sub | Self::Mul | Self::Div | Self::Max | Self::Min => {
+                ty.is_numeric()
+            }
+            Self::Pow => ty.is_float(),
+            Self::And | Self::Or | Self::Xor => ty == ScalarType::Bool,
+        }
+    }
+}
+
+named_enum! {
+    /// A comparison of two operands of one type; the result is `bool`. Ordered float
+    /// comparisons are false when an operand is NaN; `ne` is then true.
+    CompareOp {
+        /// Equal.
+        Eq = "eq",
+        /// Not equal.
+        Ne = "ne",
+        /// Less than.
+        Lt = "lt",
+        /// Less than or equal.
+        Le = "le",
+        /// Greater than.
+        Gt = "gt",
+        /// Greater than or equal.
+        Ge = "ge",
+    }
+}
+
+impl CompareOp {
+    /// Whether the comparison accepts operands of type `ty` (`bool` only for `eq`/`ne`).
+    pub fn accepts(self, ty: ScalarType) -> bool {
+        match self {
+            Self::Eq | Self::Ne => true,
+            _ => ty.is_numeric(),
+        }
+    }
+}
+
+named_enum! {
+    /// How an accumulator combines the values reduced into it. Every accumulator starts at
+    /// the kind's identity.
+    ReduceKind {
+        /// Sum; identity 0.
+        Sum = "sum",
+        /// Product; identity 1.
+        Prod = "prod",
+        /// Maximum with the NaN rule of [`BinaryOp::Max`]; identity -inf (integers: MIN).
+        Max = "max",
+        /// Minimum with the NaN rule of [`BinaryOp::Min`]; identity +inf (integers: MAX).
+        Min = "min",
+        /// Value and `i64` index of the first strictly greatest value; starts at (-inf, 0).
+        ArgMax = "argmax",
+        /// Value and `i64` index of the first strictly smallest value; starts at (+inf, 0).
+        ArgMin = "argmin",
+    }
+}
+
+impl ReduceKind {
+    /// Whether the accumulator also carries an index (`argmax`, `argmin`).
+    pub fn has_index(self) -> bool {
+        matches!(self, Self::ArgMax | Self::ArgMin)
+    }
+
+    /// Whether an accumulator of this kind may hold values of type `ty` (numeric types only).
+    pub fn accepts(self, ty: ScalarType) -> bool {
+        ty.is_numeric()
+    }
+}
