@@ -1,1 +1,9 @@
-//! c
+//! weft-compiler: the graph passes (simplify, fusion, layout, view folding, storage sharing)
+//! that turn an axes-labelled graph into a [`CompiledPlan`] of fused kernels over planned
+//! buffers, and the Cranelift code generation that follows them.
+
+pub mod passes;
+pub mod pipeline;
+
+pub use passes::{NodeMap, PassError};
+pub use pipeline::{compile_plan, CompiledPlan, PlanOptions};
