@@ -111,3 +111,86 @@ fn views_fold_into_loads() {
     }
     insta::assert_snapshot!(p.display());
 }
+
+#[path = "common/exec.rs"]
+mod exec;
+
+fn inputs(g: &weft_ir::Graph, seed: u64) -> std::collections::HashMap<String, Vec<f64>> {
+    let mut s = seed;
+    let mut next = move || {
+        s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        ((s >> 33) as f64 / (1u64 << 31) as f64) * 2.0 - 1.0
+    };
+    g.placeholders()
+        .into_iter()
+        .map(|p| {
+            let n = g.node(p);
+            let len: usize = g.shape_of(&n.axes).unwrap().iter().product();
+            (n.name.clone().unwrap(), (0..len).map(|_| next()).collect())
+        })
+        .collect()
+}
+
+fn close(a: &[Vec<f64>], b: &[Vec<f64>]) {
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(b) {
+        assert_eq!(x.len(), y.len());
+        for (p, q) in x.iter().zip(y) {
+            assert!((p - q).abs() <= 1e-9 * (1.0 + p.abs()), "{p} vs {q}");
+        }
+    }
+}
+
+#[test]
+fn fused_and_unfused_plans_compute_the_same() {
+    let unfused = PlanOptions {
+        fused: false,
+        ..PlanOptions::default()
+    };
+    for g in [
+        common::l2_sum(9),
+        common::l2_dot(9),
+        common::softmax(3, 5),
+        common::layernorm(4, 6),
+        common::mlp(8, 5),
+        common::views(),
+    ] {
+        let a = compile_plan(&g, &fused()).unwrap();
+        let b = compile_plan(&g, &unfused).unwrap();
+        let ins = inputs(&g, 7);
+        close(&exec::run(&a, &ins), &exec::run(&b, &ins));
+    }
+}
+
+#[test]
+fn softmax_rows_sum_to_one() {
+    let g = common::softmax(3, 5);
+    let p = compile_plan(&g, &fused()).unwrap();
+    let out = &exec::run(&p, &inputs(&g, 3))[0];
+    for r in 0..3 {
+        let s: f64 = out[r * 5..r * 5 + 5].iter().sum();
+        assert!((s - 1.0).abs() < 1e-12, "row {r} sums to {s}");
+    }
+}
+
+#[test]
+fn views_read_the_right_elements() {
+    let g = common::views();
+    let p = compile_plan(&g, &fused()).unwrap();
+    let ins = inputs(&g, 11);
+    let out = exec::run(&p, &ins);
+    let x = &ins["x"];
+    // pp[a', b'] = exp(p)·p with p = pad(x[5 - 2a', b, 2], B: 1 before, 2 after).
+    for a in 0..3 {
+        for b in 0..7 {
+            let p = if (1..5).contains(&b) { x[(5 - 2 * a) * 12 + (b - 1) * 3 + 2] } else { 0.0 };
+            let want = p.exp() * p;
+            assert!((out[0][a * 7 + b] - want).abs() < 1e-12);
+        }
+    }
+    // fs = flatten(x) unchanged; neg = −concat(constant 1..4, z).
+    assert_eq!(out[1], *x);
+    let z = &ins["z"];
+    let want: Vec<f64> = [1.0, 2.0, 3.0, 4.0].iter().chain(z.iter()).map(|v| -v).collect();
+    assert_eq!(out[2], want);
+}
