@@ -71,7 +71,7 @@ fn mlp_uses_two_scratch_buffers_whatever_its_depth() {
             if n.name.as_deref().is_some_and(|s| s.starts_with('h') && s != "h0") {
                 assert!(matches!(
                     b.reason,
-                    BoundaryReason::DifferentIterationSpace | BoundaryReason::GraphOutput
+                    BoundaryReason::DotOperand | BoundaryReason::GraphOutput
                 ));
             }
         }
@@ -193,4 +193,74 @@ fn views_read_the_right_elements() {
     let z = &ins["z"];
     let want: Vec<f64> = [1.0, 2.0, 3.0, 4.0].iter().chain(z.iter()).map(|v| -v).collect();
     assert_eq!(out[2], want);
+}
+
+#[test]
+fn dot_operands_read_many_times_are_stored() {
+    let g = weft_ir::graph::GraphBuilder::new();
+    let m = g.axis("M", 3).unwrap();
+    let k = g.axis("K", 4).unwrap();
+    let n = g.axis("N", 5).unwrap();
+    let a = g.placeholder("a", &[m, k], weft_ir::DType::F32).unwrap();
+    let b = g.placeholder("b", &[k, n], weft_ir::DType::F32).unwrap();
+    let v = g.placeholder("v", &[k], weft_ir::DType::F32).unwrap();
+    let ra = a.relu().unwrap().named("ra").unwrap();
+    // ra is read N times by the matmul: stored. (a − 1) is read once per element by the
+    // matrix-vector product: inline.
+    ra.dot(b).unwrap().named("mm").unwrap().output().unwrap();
+    let one = g.scalar(1.0, weft_ir::DType::F32).unwrap();
+    let am = (a - one).unwrap().named("am").unwrap();
+    am.dot(v).unwrap().named("mv").unwrap().output().unwrap();
+    let graph = g.finish();
+    let p = compile_plan(&graph, &fused()).unwrap();
+    let gg = &p.simplified.graph;
+    let ra = gg.find("ra").unwrap();
+    let am = gg.find("am").unwrap();
+    assert_eq!(p.fusion.groups.iter().find(|x| x.stages.iter().any(|s| s.node == ra)).unwrap().stages[0].reason,
+        weft_compiler::passes::fusion::StageReason::DotOperand);
+    assert!(p.fusion.is_stored(ra));
+    assert!(!p.fusion.is_stored(am));
+    insta::assert_snapshot!(p.fusion.display(gg));
+    let unfused = PlanOptions { fused: false, ..PlanOptions::default() };
+    let ins = inputs(&graph, 5);
+    close(&exec::run(&p, &ins), &exec::run(&compile_plan(&graph, &unfused).unwrap(), &ins));
+}
+
+#[test]
+fn expensive_producers_are_computed_once() {
+    let g = weft_ir::graph::GraphBuilder::new();
+    let n = g.axis("N", 4).unwrap();
+    let c = g.axis("C", 3).unwrap();
+    let x = g.placeholder("x", &[n], weft_ir::DType::F64).unwrap();
+    let y = g.placeholder("y", &[n, c], weft_ir::DType::F64).unwrap();
+    // Read through a broadcast: one exp per N, not per (N, C); same kernel.
+    let e = x.exp().unwrap().named("e").unwrap();
+    (e + y).unwrap().named("out").unwrap().output().unwrap();
+    // Read by two kernels: stored once.
+    let t = x.tanh().unwrap().named("t").unwrap();
+    t.sum(&[n]).unwrap().named("s").unwrap().output().unwrap();
+    let u = t.exp().unwrap().named("u").unwrap();
+    u.sum(&[n]).unwrap().named("v").unwrap().output().unwrap();
+    u.max(&[n]).unwrap().named("w").unwrap().output().unwrap();
+    let graph = g.finish();
+    let p = compile_plan(&graph, &fused()).unwrap();
+    let gg = &p.simplified.graph;
+    use weft_compiler::passes::fusion::StageReason;
+    let e = gg.find("e").unwrap();
+    let ge = p.fusion.group_of(e).unwrap();
+    assert_eq!(p.fusion.groups[ge].stages.len(), 2);
+    assert_eq!(p.fusion.groups[ge].stages[0].reason, StageReason::BroadcastExpensive);
+    assert!(!p.fusion.is_stored(e));
+    let t = gg.find("t").unwrap();
+    assert_eq!(
+        p.fusion.boundaries.iter().find(|b| b.node == t).unwrap().reason,
+        BoundaryReason::ConsumersInSeveralGroups
+    );
+    // u = exp(t), read by two kernels, is written over t, dead after u's kernel.
+    let u = gg.find("u").unwrap();
+    assert_eq!(p.buffers.in_place, vec![(u, t)], "{}", p.display());
+    insta::assert_snapshot!(p.display());
+    let unfused = PlanOptions { fused: false, ..PlanOptions::default() };
+    let ins = inputs(&graph, 9);
+    close(&exec::run(&p, &ins), &exec::run(&compile_plan(&graph, &unfused).unwrap(), &ins));
 }

@@ -68,6 +68,9 @@ pub enum BoundaryReason {
     /// The reader sees it through a view that moves along the shared outer axes (a slice, pad,
     /// transpose... of a row axis), so it is not available at the reader's outer point.
     ViewOfOuterAxes,
+    /// An operand a dot reads many times: stored so the dot kernel reads plain memory (and can
+    /// block its loops) instead of a per-row scratch.
+    DotOperand,
     /// Unfused mode.
     Unfused,
 }
@@ -106,6 +109,7 @@ display_names!(BoundaryReason {
     ConsumersInSeveralGroups => "consumers in several groups",
     DifferentIterationSpace => "different iteration space",
     ViewOfOuterAxes => "read through a view of the outer axes",
+    DotOperand => "dot operand",
     Unfused => "unfused",
 });
 
@@ -389,6 +393,8 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
             Some(BoundaryReason::Unfused)
         } else if readers.len() != 1 {
             Some(BoundaryReason::ConsumersInSeveralGroups)
+        } else if groups[p].stages.iter().any(|s| s.1 == StageReason::DotOperand) {
+            Some(BoundaryReason::DotOperand)
         } else {
             let q = *readers.iter().next().unwrap_or(&p);
             let shared: Vec<IterAxis> = groups[q]
