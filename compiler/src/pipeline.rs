@@ -101,7 +101,13 @@ pub fn compile_plan_with(
                 .ok_or_else(|| PassError::Internal(format!("requested output {o} was removed")))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let fusion = fuse(g, &outputs, FusionOptions { fused: options.fused })?;
+    let fusion = fuse(
+        g,
+        &outputs,
+        FusionOptions {
+            fused: options.fused,
+        },
+    )?;
     let mut kernels = build_programs(g, &fusion)?;
     let layouts = assign_layouts(g, &fusion, &mut kernels)?;
     let buffers = plan_buffers(g, &fusion, &kernels, &layouts, options.fused)?;

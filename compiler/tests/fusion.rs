@@ -44,7 +44,10 @@ fn softmax_is_one_row_kernel() {
     // exp is computed once per element into a row scratch, not recomputed.
     let e = p.simplified.graph.find("e").unwrap();
     let k = &p.kernels[0];
-    assert!(k.stages.iter().any(|s| s.node == e && s.local && !s.loops.is_empty()));
+    assert!(k
+        .stages
+        .iter()
+        .any(|s| s.node == e && s.local && !s.loops.is_empty()));
     insta::assert_snapshot!(p.display());
 }
 
@@ -68,7 +71,10 @@ fn mlp_uses_two_scratch_buffers_whatever_its_depth() {
         assert!(p.buffers.arena_bytes < p.buffers.unshared_bytes || layers <= 3);
         for b in &p.fusion.boundaries {
             let n = p.simplified.graph.node(b.node);
-            if n.name.as_deref().is_some_and(|s| s.starts_with('h') && s != "h0") {
+            if n.name
+                .as_deref()
+                .is_some_and(|s| s.starts_with('h') && s != "h0")
+            {
                 assert!(matches!(
                     b.reason,
                     BoundaryReason::DotOperand | BoundaryReason::GraphOutput
@@ -118,7 +124,9 @@ mod exec;
 fn inputs(g: &weft_ir::Graph, seed: u64) -> std::collections::HashMap<String, Vec<f64>> {
     let mut s = seed;
     let mut next = move || {
-        s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         ((s >> 33) as f64 / (1u64 << 31) as f64) * 2.0 - 1.0
     };
     g.placeholders()
@@ -183,7 +191,11 @@ fn views_read_the_right_elements() {
     // pp[a', b'] = exp(p)·p with p = pad(x[5 - 2a', b, 2], B: 1 before, 2 after).
     for a in 0..3 {
         for b in 0..7 {
-            let p = if (1..5).contains(&b) { x[(5 - 2 * a) * 12 + (b - 1) * 3 + 2] } else { 0.0 };
+            let p = if (1..5).contains(&b) {
+                x[(5 - 2 * a) * 12 + (b - 1) * 3 + 2]
+            } else {
+                0.0
+            };
             let want = p.exp() * p;
             assert!((out[0][a * 7 + b] - want).abs() < 1e-12);
         }
@@ -191,7 +203,11 @@ fn views_read_the_right_elements() {
     // fs = flatten(x) unchanged; neg = −concat(constant 1..4, z).
     assert_eq!(out[1], *x);
     let z = &ins["z"];
-    let want: Vec<f64> = [1.0, 2.0, 3.0, 4.0].iter().chain(z.iter()).map(|v| -v).collect();
+    let want: Vec<f64> = [1.0, 2.0, 3.0, 4.0]
+        .iter()
+        .chain(z.iter())
+        .map(|v| -v)
+        .collect();
     assert_eq!(out[2], want);
 }
 
@@ -216,14 +232,28 @@ fn dot_operands_read_many_times_are_stored() {
     let gg = &p.simplified.graph;
     let ra = gg.find("ra").unwrap();
     let am = gg.find("am").unwrap();
-    assert_eq!(p.fusion.groups.iter().find(|x| x.stages.iter().any(|s| s.node == ra)).unwrap().stages[0].reason,
-        weft_compiler::passes::fusion::StageReason::DotOperand);
+    assert_eq!(
+        p.fusion
+            .groups
+            .iter()
+            .find(|x| x.stages.iter().any(|s| s.node == ra))
+            .unwrap()
+            .stages[0]
+            .reason,
+        weft_compiler::passes::fusion::StageReason::DotOperand
+    );
     assert!(p.fusion.is_stored(ra));
     assert!(!p.fusion.is_stored(am));
     insta::assert_snapshot!(p.fusion.display(gg));
-    let unfused = PlanOptions { fused: false, ..PlanOptions::default() };
+    let unfused = PlanOptions {
+        fused: false,
+        ..PlanOptions::default()
+    };
     let ins = inputs(&graph, 5);
-    close(&exec::run(&p, &ins), &exec::run(&compile_plan(&graph, &unfused).unwrap(), &ins));
+    close(
+        &exec::run(&p, &ins),
+        &exec::run(&compile_plan(&graph, &unfused).unwrap(), &ins),
+    );
 }
 
 #[test]
@@ -249,18 +279,32 @@ fn expensive_producers_are_computed_once() {
     let e = gg.find("e").unwrap();
     let ge = p.fusion.group_of(e).unwrap();
     assert_eq!(p.fusion.groups[ge].stages.len(), 2);
-    assert_eq!(p.fusion.groups[ge].stages[0].reason, StageReason::BroadcastExpensive);
+    assert_eq!(
+        p.fusion.groups[ge].stages[0].reason,
+        StageReason::BroadcastExpensive
+    );
     assert!(!p.fusion.is_stored(e));
     let t = gg.find("t").unwrap();
     assert_eq!(
-        p.fusion.boundaries.iter().find(|b| b.node == t).unwrap().reason,
+        p.fusion
+            .boundaries
+            .iter()
+            .find(|b| b.node == t)
+            .unwrap()
+            .reason,
         BoundaryReason::ConsumersInSeveralGroups
     );
     // u = exp(t), read by two kernels, is written over t, dead after u's kernel.
     let u = gg.find("u").unwrap();
     assert_eq!(p.buffers.in_place, vec![(u, t)], "{}", p.display());
     insta::assert_snapshot!(p.display());
-    let unfused = PlanOptions { fused: false, ..PlanOptions::default() };
+    let unfused = PlanOptions {
+        fused: false,
+        ..PlanOptions::default()
+    };
     let ins = inputs(&graph, 9);
-    close(&exec::run(&p, &ins), &exec::run(&compile_plan(&graph, &unfused).unwrap(), &ins));
+    close(
+        &exec::run(&p, &ins),
+        &exec::run(&compile_plan(&graph, &unfused).unwrap(), &ins),
+    );
 }

@@ -22,8 +22,16 @@ fn listing(g: &Graph) -> String {
             } => format!(" data {d:?}"),
             _ => String::new(),
         };
-        let name = n.name.as_deref().map(|x| format!(" {x}")).unwrap_or_default();
-        let out = if g.outputs().contains(&id) { " -> output" } else { "" };
+        let name = n
+            .name
+            .as_deref()
+            .map(|x| format!(" {x}"))
+            .unwrap_or_default();
+        let out = if g.outputs().contains(&id) {
+            " -> output"
+        } else {
+            ""
+        };
         s += &format!(
             "{id}{name} = {}({}){init} {} {}{out}\n",
             n.op.name(),
@@ -55,27 +63,78 @@ fn peepholes_keep_axes_and_exactness() {
     let i = g.placeholder("i", &[a], DType::I32).unwrap();
     let ones = g.filled(&[a, b], DType::F32, Scalar::Float(1.0)).unwrap();
     // x·1 over (A, B): x broadcast to (A, B), the axes of the product.
-    (x * ones).unwrap().named("x_times_ones").unwrap().output().unwrap();
+    (x * ones)
+        .unwrap()
+        .named("x_times_ones")
+        .unwrap()
+        .output()
+        .unwrap();
     // Floats: x + 0.0 stays (−0 + 0 = +0); x + (−0.0) and x − 0.0 go.
     let zero = g.scalar(0.0, DType::F32).unwrap();
     let neg_zero = g.scalar(-0.0, DType::F32).unwrap();
-    (x + zero).unwrap().named("x_plus_zero").unwrap().output().unwrap();
-    (x + neg_zero).unwrap().named("x_plus_neg_zero").unwrap().output().unwrap();
-    (x - zero).unwrap().named("x_minus_zero").unwrap().output().unwrap();
+    (x + zero)
+        .unwrap()
+        .named("x_plus_zero")
+        .unwrap()
+        .output()
+        .unwrap();
+    (x + neg_zero)
+        .unwrap()
+        .named("x_plus_neg_zero")
+        .unwrap()
+        .output()
+        .unwrap();
+    (x - zero)
+        .unwrap()
+        .named("x_minus_zero")
+        .unwrap()
+        .output()
+        .unwrap();
     // Floats: x·0 stays (NaN, inf, −0); integers: i·0 is 0.
-    (x * zero).unwrap().named("x_times_zero").unwrap().output().unwrap();
+    (x * zero)
+        .unwrap()
+        .named("x_times_zero")
+        .unwrap()
+        .output()
+        .unwrap();
     let izero = g.scalar(0.0, DType::I32).unwrap();
-    (i * izero).unwrap().named("i_times_zero").unwrap().output().unwrap();
+    (i * izero)
+        .unwrap()
+        .named("i_times_zero")
+        .unwrap()
+        .output()
+        .unwrap();
     let iz = g.scalar(0.0, DType::I32).unwrap();
-    (i + iz).unwrap().named("i_plus_zero").unwrap().output().unwrap();
+    (i + iz)
+        .unwrap()
+        .named("i_plus_zero")
+        .unwrap()
+        .output()
+        .unwrap();
     // −(−x) is x; log(exp x) only when inexact rewrites are allowed.
-    x.negative().unwrap().negative().unwrap().named("negneg").unwrap().output().unwrap();
-    x.exp().unwrap().log().unwrap().named("logexp").unwrap().output().unwrap();
+    x.negative()
+        .unwrap()
+        .negative()
+        .unwrap()
+        .named("negneg")
+        .unwrap()
+        .output()
+        .unwrap();
+    x.exp()
+        .unwrap()
+        .log()
+        .unwrap()
+        .named("logexp")
+        .unwrap()
+        .output()
+        .unwrap();
     let graph = g.finish();
     let (out, text) = before_after(&graph, &SimplifyOptions::default());
     insta::assert_snapshot!(text);
     // Every output keeps its axes, order included, and dtype.
-    let map = simplify(&graph, &SimplifyOptions::default(), None).unwrap().map;
+    let map = simplify(&graph, &SimplifyOptions::default(), None)
+        .unwrap()
+        .map;
     for o in graph.outputs() {
         let n = map.get(*o).unwrap();
         assert_eq!(graph.node(*o).axes, out.node(n).axes);
@@ -167,13 +226,20 @@ fn requested_outputs_assigns_and_state_survive() {
     .unwrap();
     assert!(s.map.get(r).is_some());
     assert!(s.graph.find("unused").is_some());
-    assert!(s.graph.nodes().any(|(_, n)| matches!(n.op, Op::Assign { .. })));
+    assert!(s
+        .graph
+        .nodes()
+        .any(|(_, n)| matches!(n.op, Op::Assign { .. })));
     assert_eq!(s.stats.dead, 0);
 }
 
 #[test]
 fn workloads_are_left_alone() {
-    for g in [common::softmax(2, 3), common::layernorm(2, 3), common::mlp(3, 4)] {
+    for g in [
+        common::softmax(2, 3),
+        common::layernorm(2, 3),
+        common::mlp(3, 4),
+    ] {
         let s = simplify(&g, &SimplifyOptions::default(), None).unwrap();
         assert_eq!(s.graph, g);
     }

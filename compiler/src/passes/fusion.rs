@@ -27,7 +27,7 @@ use super::views::{expand_axes, IterAxis};
 use super::PassError;
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
-use weft_ir::{Graph, NodeId, Op, TensorInit, TensorKind, UnaryOp, BinaryOp};
+use weft_ir::{BinaryOp, Graph, NodeId, Op, TensorInit, TensorKind, UnaryOp};
 
 /// Why a node is computed once, as a stage, rather than inline in its readers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -170,7 +170,11 @@ pub struct FusionGroup {
 impl FusionGroup {
     /// The stages whose values are written to memory (the group's roots).
     pub fn roots(&self) -> Vec<NodeId> {
-        self.stages.iter().filter(|s| s.stored).map(|s| s.node).collect()
+        self.stages
+            .iter()
+            .filter(|s| s.stored)
+            .map(|s| s.node)
+            .collect()
     }
 }
 
@@ -202,7 +206,12 @@ impl FusionPlan {
         let mut s = String::new();
         for grp in &self.groups {
             let outer: Vec<String> = grp.outer.iter().map(|a| a.display(g)).collect();
-            s += &format!("group {} {:?} outer ({})\n", grp.id, grp.kind, outer.join(", "));
+            s += &format!(
+                "group {} {:?} outer ({})\n",
+                grp.id,
+                grp.kind,
+                outer.join(", ")
+            );
             for st in &grp.stages {
                 s += &format!(
                     "  stage {} = {}{} [{}]\n",
@@ -243,7 +252,12 @@ pub fn is_expensive(op: &Op) -> bool {
     match op {
         Op::Unary(u, _) => matches!(
             u,
-            UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Sigmoid | UnaryOp::Sin | UnaryOp::Cos
+            UnaryOp::Exp
+                | UnaryOp::Log
+                | UnaryOp::Tanh
+                | UnaryOp::Sigmoid
+                | UnaryOp::Sin
+                | UnaryOp::Cos
         ),
         Op::Binary(BinaryOp::Power, _, _) => true,
         Op::Reduce { .. } | Op::Dot(..) => true,
@@ -300,7 +314,11 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
         for r in &readers[i] {
             let rn = g.node(*r);
             let inline_reader = stage[idx(*r)].is_none();
-            uses[i] += if inline_reader { uses[idx(*r)].max(1) } else { 1 };
+            uses[i] += if inline_reader {
+                uses[idx(*r)].max(1)
+            } else {
+                1
+            };
             let mut w = match &rn.op {
                 Op::Broadcast(_) | Op::ExpandDims { .. } => true,
                 Op::Binary(..) | Op::Compare(..) | Op::Select(..) => {
@@ -387,13 +405,19 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
     for p in (0..groups.len()).rev() {
         let stages: Vec<NodeId> = groups[p].stages.iter().map(|s| s.0).collect();
         let readers: BTreeSet<usize> = (0..groups.len())
-            .filter(|q| groups[*q].alive && *q != p && stages.iter().any(|s| groups[*q].reads.contains(s)))
+            .filter(|q| {
+                groups[*q].alive && *q != p && stages.iter().any(|s| groups[*q].reads.contains(s))
+            })
             .collect();
         let why_not = if !opts.fused {
             Some(BoundaryReason::Unfused)
         } else if readers.len() != 1 {
             Some(BoundaryReason::ConsumersInSeveralGroups)
-        } else if groups[p].stages.iter().any(|s| s.1 == StageReason::DotOperand) {
+        } else if groups[p]
+            .stages
+            .iter()
+            .any(|s| s.1 == StageReason::DotOperand)
+        {
             Some(BoundaryReason::DotOperand)
         } else {
             let q = *readers.iter().next().unwrap_or(&p);
@@ -522,7 +546,9 @@ fn reads_keep_outer(
         let node = g.node(*n);
         let reads_stage = node.op.inputs().iter().any(|i| stages.contains(i))
             || node.op.inputs().iter().any(|i| {
-                stage[i.as_u32() as usize].is_none() && q.nodes.contains(i) && reads_from(g, *i, stages, q)
+                stage[i.as_u32() as usize].is_none()
+                    && q.nodes.contains(i)
+                    && reads_from(g, *i, stages, q)
             });
         if !reads_stage {
             continue;
@@ -547,7 +573,10 @@ fn reads_keep_outer(
 /// True if inline node `n` of `q` reads (through inline nodes) a node of `stages`.
 fn reads_from(g: &Graph, n: NodeId, stages: &[NodeId], q: &Draft) -> bool {
     g.node(n).op.inputs().iter().any(|i| {
-        stages.contains(i) || (q.nodes.contains(i) && !q.stages.iter().any(|s| s.0 == *i) && reads_from(g, *i, stages, q))
+        stages.contains(i)
+            || (q.nodes.contains(i)
+                && !q.stages.iter().any(|s| s.0 == *i)
+                && reads_from(g, *i, stages, q))
     })
 }
 

@@ -15,10 +15,14 @@
 //! - after [`super::layout`], every load and store also carries its [`StridedView`].
 
 use super::fusion::{is_immediate, FusionGroup, FusionPlan};
-use super::views::{env_keys, expand_axes, AffineExpr, IndexEnv, IterAxis, StridedView, ValidRange};
+use super::views::{
+    env_keys, expand_axes, AffineExpr, IndexEnv, IterAxis, StridedView, ValidRange,
+};
 use super::PassError;
 use std::collections::{BTreeSet, HashMap};
-use weft_ir::{BinaryOp, CompareOp, DType, Graph, NodeId, Op, ReduceOp, Scalar, TensorInit, UnaryOp};
+use weft_ir::{
+    BinaryOp, CompareOp, DType, Graph, NodeId, Op, ReduceOp, Scalar, TensorInit, UnaryOp,
+};
 
 /// A value of a stage body: the index of the instruction computing it.
 pub type Value = usize;
@@ -137,7 +141,9 @@ impl KernelProgram {
         self.stages
             .iter()
             .filter(|s| s.local && !s.loops.is_empty())
-            .map(|s| s.loops.iter().map(|a| a.len).product::<usize>() * g.node(s.node).dtype.size_bytes())
+            .map(|s| {
+                s.loops.iter().map(|a| a.len).product::<usize>() * g.node(s.node).dtype.size_bytes()
+            })
             .sum()
     }
 
@@ -147,18 +153,30 @@ impl KernelProgram {
         let mut s = format!("kernel {} for ({}):\n", self.group, outer.join(", "));
         for st in &self.stages {
             let loops: Vec<String> = st.loops.iter().map(|a| a.display(g)).collect();
-            s += &format!("  stage {} loops ({})", g.node_label(st.node), loops.join(", "));
+            s += &format!(
+                "  stage {} loops ({})",
+                g.node_label(st.node),
+                loops.join(", ")
+            );
             if let Some(r) = &st.reduction {
                 let ax: Vec<String> = r.axes.iter().map(|a| a.display(g)).collect();
                 s += &format!(" {} over ({})", r.op.name(), ax.join(", "));
             }
             s += "\n";
             for (i, inst) in st.body.iter().enumerate() {
-                s += &format!("    v{i}: {} = {}\n", inst.dtype, instr_text(g, &inst.instr));
+                s += &format!(
+                    "    v{i}: {} = {}\n",
+                    inst.dtype,
+                    instr_text(g, &inst.instr)
+                );
             }
             let mut dest = Vec::new();
             if st.local {
-                dest.push(if st.loops.is_empty() { "register".to_string() } else { "row scratch".to_string() });
+                dest.push(if st.loops.is_empty() {
+                    "register".to_string()
+                } else {
+                    "row scratch".to_string()
+                });
             }
             if let Some(t) = &st.store {
                 dest.push(match &t.view {
@@ -173,9 +191,19 @@ impl KernelProgram {
 }
 
 fn instr_text(g: &Graph, i: &Instr) -> String {
-    let idx = |v: &[AffineExpr]| v.iter().map(|e| e.display(g)).collect::<Vec<_>>().join(", ");
+    let idx = |v: &[AffineExpr]| {
+        v.iter()
+            .map(|e| e.display(g))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     match i {
-        Instr::Load { tensor, index, valid, view } => {
+        Instr::Load {
+            tensor,
+            index,
+            valid,
+            view,
+        } => {
             let mut s = match view {
                 Some(v) => format!("load {}", v.display(g)),
                 None => format!("load {}[{}]", g.node_label(*tensor), idx(index)),
@@ -197,19 +225,31 @@ fn instr_text(g: &Graph, i: &Instr) -> String {
             format!("v{value} if {} else 0", v.join(" && "))
         }
         Instr::Choose { parts } => {
-            let v: Vec<String> = parts.iter().map(|(r, x)| format!("v{x} if {}", r.display(g))).collect();
+            let v: Vec<String> = parts
+                .iter()
+                .map(|(r, x)| format!("v{x} if {}", r.display(g)))
+                .collect();
             format!("choose {}", v.join("; "))
         }
-        Instr::ReadLocal { node, index } => format!("local {}[{}]", g.node_label(*node), idx(index)),
+        Instr::ReadLocal { node, index } => {
+            format!("local {}[{}]", g.node_label(*node), idx(index))
+        }
     }
 }
 
 /// Writes every group of `plan` out as a [`KernelProgram`], in schedule order.
 pub fn build_programs(g: &Graph, plan: &FusionPlan) -> Result<Vec<KernelProgram>, PassError> {
-    plan.groups.iter().map(|grp| build_program(g, plan, grp)).collect()
+    plan.groups
+        .iter()
+        .map(|grp| build_program(g, plan, grp))
+        .collect()
 }
 
-fn build_program(g: &Graph, plan: &FusionPlan, grp: &FusionGroup) -> Result<KernelProgram, PassError> {
+fn build_program(
+    g: &Graph,
+    plan: &FusionPlan,
+    grp: &FusionGroup,
+) -> Result<KernelProgram, PassError> {
     let outer_keys: Vec<_> = grp.outer.iter().map(|a| a.axis).collect();
     let mut stages: Vec<StageProgram> = Vec::new();
     let mut done: Vec<NodeId> = Vec::new();
@@ -217,7 +257,11 @@ fn build_program(g: &Graph, plan: &FusionPlan, grp: &FusionGroup) -> Result<Kern
     for st in &grp.stages {
         let node = g.node(st.node);
         let space = expand_axes(g, &node.axes)?;
-        let loops: Vec<IterAxis> = space.iter().filter(|a| !outer_keys.contains(&a.axis)).copied().collect();
+        let loops: Vec<IterAxis> = space
+            .iter()
+            .filter(|a| !outer_keys.contains(&a.axis))
+            .copied()
+            .collect();
         let keys: Vec<_> = space.iter().map(|a| a.axis).collect();
         let env0 = IndexEnv::identity(&keys);
         let mut e = Emitter {
@@ -261,7 +305,8 @@ fn build_program(g: &Graph, plan: &FusionPlan, grp: &FusionGroup) -> Result<Kern
                     if lp.len() != rp.len() {
                         return Err(PassError::Unsupported {
                             node: g.node_label(st.node),
-                            reason: "contracts a flattened axis with an axis of another shape".into(),
+                            reason: "contracts a flattened axis with an axis of another shape"
+                                .into(),
                         });
                     }
                     for (a, b) in lp.iter().zip(rp) {
@@ -273,7 +318,13 @@ fn build_program(g: &Graph, plan: &FusionPlan, grp: &FusionGroup) -> Result<Kern
                 let lv = e.emit(*l, &lenv, &[])?;
                 let rv = e.emit(*r, &renv, &[])?;
                 let v = e.push(Instr::Binary(BinaryOp::Multiply, lv, rv), node.dtype);
-                (v, Some(Reduction { op: ReduceOp::Sum, axes: red }))
+                (
+                    v,
+                    Some(Reduction {
+                        op: ReduceOp::Sum,
+                        axes: red,
+                    }),
+                )
             }
             Op::Assign { value, .. } => (e.emit(*value, &env0, &[])?, None),
             _ => (e.emit_op(st.node, &env0, &[])?, None),
@@ -330,7 +381,12 @@ impl Emitter<'_> {
     }
 
     /// The value of `n` at index `env`, read only under `valid`.
-    fn emit(&mut self, n: NodeId, env: &IndexEnv, valid: &[ValidRange]) -> Result<Value, PassError> {
+    fn emit(
+        &mut self,
+        n: NodeId,
+        env: &IndexEnv,
+        valid: &[ValidRange],
+    ) -> Result<Value, PassError> {
         let g = self.g;
         let node = g.node(n);
         let env = env.restrict(g, n, &env_keys(g, &node.axes))?;
@@ -356,7 +412,11 @@ impl Emitter<'_> {
                 .collect::<Result<_, _>>()?;
             self.push(Instr::ReadLocal { node: n, index }, node.dtype)
         } else if is_immediate(&node.op) {
-            let Op::Tensor { init: Some(TensorInit::Fill(s)), .. } = &node.op else {
+            let Op::Tensor {
+                init: Some(TensorInit::Fill(s)),
+                ..
+            } = &node.op
+            else {
                 return Err(PassError::Internal("immediate without a fill".into()));
             };
             self.push(Instr::Immediate(*s), node.dtype)
@@ -379,7 +439,12 @@ impl Emitter<'_> {
     }
 
     /// The value of `n`'s own op at `env` (operands through [`Emitter::emit`]).
-    fn emit_op(&mut self, n: NodeId, env: &IndexEnv, valid: &[ValidRange]) -> Result<Value, PassError> {
+    fn emit_op(
+        &mut self,
+        n: NodeId,
+        env: &IndexEnv,
+        valid: &[ValidRange],
+    ) -> Result<Value, PassError> {
         let g = self.g;
         let node = g.node(n);
         let dt = node.dtype;
@@ -425,7 +490,13 @@ impl Emitter<'_> {
                 if o.valid.is_empty() {
                     x
                 } else {
-                    self.push(Instr::Guard { valid: o.valid, value: x }, dt)
+                    self.push(
+                        Instr::Guard {
+                            valid: o.valid,
+                            value: x,
+                        },
+                        dt,
+                    )
                 }
             }
             _ => {

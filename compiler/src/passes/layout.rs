@@ -79,7 +79,10 @@ pub fn assign_layouts(
         let mut strides = vec![0i64; axes.len()];
         let mut s = 1i64;
         for a in order.iter().rev() {
-            let k = node.axes.position(*a).ok_or_else(|| PassError::Internal("layout order".into()))?;
+            let k = node
+                .axes
+                .position(*a)
+                .ok_or_else(|| PassError::Internal("layout order".into()))?;
             strides[k] = s;
             s *= shape[k] as i64;
         }
@@ -103,7 +106,13 @@ pub fn assign_layouts(
                 space.extend(r.axes.iter().copied());
             }
             for inst in &mut st.body {
-                if let Instr::Load { tensor, index, view, .. } = &mut inst.instr {
+                if let Instr::Load {
+                    tensor,
+                    index,
+                    view,
+                    ..
+                } = &mut inst.instr
+                {
                     *view = Some(view_of(&layouts, *tensor, index, &space)?);
                 }
             }

@@ -91,7 +91,11 @@ pub fn add_like(g: &mut Graph, node: &Node, keep_name: bool) -> Result<NodeId, P
     let axes: Vec<_> = node.axes.iter().copied().collect();
     let id = match &node.op {
         Op::Tensor { kind, init } => {
-            let name = if keep_name { node.name.as_deref() } else { None };
+            let name = if keep_name {
+                node.name.as_deref()
+            } else {
+                None
+            };
             return Ok(g.tensor(*kind, name, &axes, node.dtype, init.clone())?);
         }
         Op::Unary(u, x) => g.unary(*u, *x)?,
@@ -130,7 +134,12 @@ pub fn add_like(g: &mut Graph, node: &Node, keep_name: bool) -> Result<NodeId, P
 /// `id` viewed with exactly `axes`: itself if it has them, else an `axes_with_order` (same set)
 /// or a `broadcast` (a superset) of it. A rewrite that would lose axes or change the dtype is a
 /// bug in the pass, reported as [`PassError::Internal`].
-pub fn coerce_axes(g: &mut Graph, id: NodeId, axes: &Axes, dtype: DType) -> Result<NodeId, PassError> {
+pub fn coerce_axes(
+    g: &mut Graph,
+    id: NodeId,
+    axes: &Axes,
+    dtype: DType,
+) -> Result<NodeId, PassError> {
     let n = g.node(id);
     if n.dtype != dtype {
         return Err(PassError::Internal(format!(
@@ -156,7 +165,10 @@ pub fn coerce_axes(g: &mut Graph, id: NodeId, axes: &Axes, dtype: DType) -> Resu
 }
 
 /// `op` with every operand `x` replaced by `f(x)`.
-pub fn remap_op(op: &Op, mut f: impl FnMut(NodeId) -> Result<NodeId, PassError>) -> Result<Op, PassError> {
+pub fn remap_op(
+    op: &Op,
+    mut f: impl FnMut(NodeId) -> Result<NodeId, PassError>,
+) -> Result<Op, PassError> {
     Ok(match op {
         Op::Tensor { .. } => op.clone(),
         Op::Unary(u, x) => Op::Unary(*u, f(*x)?),

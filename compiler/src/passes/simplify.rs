@@ -21,7 +21,9 @@
 use super::rebuild::{add_like, coerce_axes, empty_like, remap_op, NodeMap};
 use super::PassError;
 use std::collections::HashMap;
-use weft_ir::{BinaryOp, Graph, HostArray, Node, NodeId, Op, Scalar, TensorInit, TensorKind, UnaryOp};
+use weft_ir::{
+    BinaryOp, Graph, HostArray, Node, NodeId, Op, Scalar, TensorInit, TensorKind, UnaryOp,
+};
 
 /// What [`simplify`] may do.
 #[derive(Clone, Debug)]
@@ -174,10 +176,7 @@ impl Simplifier<'_> {
             map.get(x)
                 .ok_or_else(|| PassError::Internal(format!("operand {x} was removed")))
         })?;
-        let node = Node {
-            op,
-            ..node.clone()
-        };
+        let node = Node { op, ..node.clone() };
         if let Some(r) = self.peephole(&node)? {
             self.stats.peepholes += 1;
             return coerce_axes(&mut self.out, r, &node.axes, node.dtype);
@@ -317,7 +316,12 @@ impl Simplifier<'_> {
             .with_axes_order(&node.axes)
             .ok_or_else(|| PassError::Internal("folded value has other axes".into()))?;
         let (_, _, data) = ordered.into_parts();
-        Ok(Some(self.out.constant(None, &axes, node.dtype, TensorInit::Data(data))?))
+        Ok(Some(self.out.constant(
+            None,
+            &axes,
+            node.dtype,
+            TensorInit::Data(data),
+        )?))
     }
 }
 

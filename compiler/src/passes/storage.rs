@@ -99,7 +99,10 @@ pub struct BufferPlan {
 impl BufferPlan {
     /// The number of shared (arena) buffers.
     pub fn scratch_buffers(&self) -> usize {
-        self.buffers.iter().filter(|b| b.arena_offset.is_some()).count()
+        self.buffers
+            .iter()
+            .filter(|b| b.arena_offset.is_some())
+            .count()
     }
     /// The tensor entry of `node`.
     pub fn tensor_of(&self, node: NodeId) -> Option<&PlannedTensor> {
@@ -113,7 +116,12 @@ impl BufferPlan {
         };
         let mut s = String::new();
         for t in self.tensors.iter().filter(|t| t.buffer.is_none()) {
-            s += &format!("{} {:?} {} bytes (not allocated by the plan)\n", name(t), t.role, t.bytes);
+            s += &format!(
+                "{} {:?} {} bytes (not allocated by the plan)\n",
+                name(t),
+                t.role,
+                t.bytes
+            );
         }
         for (i, b) in self.buffers.iter().enumerate() {
             let place = match b.arena_offset {
@@ -123,7 +131,14 @@ impl BufferPlan {
             s += &format!("buffer {i} {} bytes {place}:", b.bytes);
             for t in &b.tensors {
                 let t = &self.tensors[*t];
-                s += &format!(" {} {:?} [{}..{}] {}B;", name(t), t.role, t.first, t.last, t.bytes);
+                s += &format!(
+                    " {} {:?} [{}..{}] {}B;",
+                    name(t),
+                    t.role,
+                    t.first,
+                    t.last,
+                    t.bytes
+                );
             }
             s += "\n";
         }
@@ -155,7 +170,11 @@ pub fn plan_buffers(
 ) -> Result<BufferPlan, PassError> {
     let end = programs.len().saturating_sub(1);
     let mut tensors = Vec::new();
-    let writer = |n: NodeId| programs.iter().position(|p| p.stages.iter().any(|s| s.node == n && s.store.is_some()));
+    let writer = |n: NodeId| {
+        programs
+            .iter()
+            .position(|p| p.stages.iter().any(|s| s.node == n && s.store.is_some()))
+    };
     let last_reader = |n: NodeId| {
         programs
             .iter()
@@ -176,10 +195,24 @@ pub fn plan_buffers(
             .layouts
             .get(&b.node)
             .map(|l| l.bytes)
-            .ok_or_else(|| PassError::Internal(format!("{} has no layout", g.node_label(b.node))))?;
+            .ok_or_else(|| {
+                PassError::Internal(format!("{} has no layout", g.node_label(b.node)))
+            })?;
         let role = match (&node.op, b.reason) {
-            (Op::Tensor { kind: TensorKind::Placeholder, .. }, _) => TensorRole::Input,
-            (Op::Tensor { kind: TensorKind::Constant, .. }, _) => TensorRole::Constant,
+            (
+                Op::Tensor {
+                    kind: TensorKind::Placeholder,
+                    ..
+                },
+                _,
+            ) => TensorRole::Input,
+            (
+                Op::Tensor {
+                    kind: TensorKind::Constant,
+                    ..
+                },
+                _,
+            ) => TensorRole::Constant,
             (Op::Tensor { .. }, _) => TensorRole::State,
             (_, BoundaryReason::GraphOutput) => TensorRole::Output,
             (_, BoundaryReason::AssignTarget) => TensorRole::AssignValue,
@@ -212,7 +245,11 @@ pub fn plan_buffers(
             });
         }
     }
-    let in_place = if share { in_place_pairs(programs, &tensors) } else { Vec::new() };
+    let in_place = if share {
+        in_place_pairs(programs, &tensors)
+    } else {
+        Vec::new()
+    };
     let mut buffers: Vec<Buffer> = Vec::new();
     // Dedicated buffers first, in node order.
     for (i, t) in tensors.iter_mut().enumerate() {
@@ -226,7 +263,12 @@ pub fn plan_buffers(
         }
     }
     let mut shared: Vec<usize> = (0..tensors.len())
-        .filter(|i| matches!(tensors[*i].role, TensorRole::Scratch | TensorRole::RowScratch))
+        .filter(|i| {
+            matches!(
+                tensors[*i].role,
+                TensorRole::Scratch | TensorRole::RowScratch
+            )
+        })
         .collect();
     let unshared_bytes = shared.iter().map(|i| align(tensors[*i].bytes)).sum();
     shared.sort_by_key(|i| (std::cmp::Reverse(tensors[*i].bytes), tensors[*i].first));
@@ -241,8 +283,12 @@ pub fn plan_buffers(
                         x.last < y.first
                             || y.last < x.first
                             || in_place.iter().any(|(w, v)| {
-                                (x.what == Planned::Node(*w) && y.what == Planned::Node(*v) && y.last == x.first)
-                                    || (y.what == Planned::Node(*w) && x.what == Planned::Node(*v) && x.last == y.first)
+                                (x.what == Planned::Node(*w)
+                                    && y.what == Planned::Node(*v)
+                                    && y.last == x.first)
+                                    || (y.what == Planned::Node(*w)
+                                        && x.what == Planned::Node(*v)
+                                        && x.last == y.first)
                             })
                     })
             })
@@ -277,8 +323,14 @@ pub fn plan_buffers(
     let used: Vec<(NodeId, NodeId)> = in_place
         .into_iter()
         .filter(|(w, o)| {
-            let tw = tensors.iter().find(|t| t.what == Planned::Node(*w)).and_then(|t| t.buffer);
-            let to = tensors.iter().find(|t| t.what == Planned::Node(*o)).and_then(|t| t.buffer);
+            let tw = tensors
+                .iter()
+                .find(|t| t.what == Planned::Node(*w))
+                .and_then(|t| t.buffer);
+            let to = tensors
+                .iter()
+                .find(|t| t.what == Planned::Node(*o))
+                .and_then(|t| t.buffer);
             tw.is_some() && tw == to
         })
         .collect();
@@ -312,10 +364,20 @@ fn in_place_pairs(programs: &[KernelProgram], tensors: &[PlannedTensor]) -> Vec<
             .body
             .iter()
             .filter_map(|i| match &i.instr {
-                Instr::Load { tensor, valid, view, .. } => Some((*tensor, valid.is_empty() && *view == store.view.clone().map(|mut v| {
-                    v.tensor = *tensor;
-                    v
-                }))),
+                Instr::Load {
+                    tensor,
+                    valid,
+                    view,
+                    ..
+                } => Some((
+                    *tensor,
+                    valid.is_empty()
+                        && *view
+                            == store.view.clone().map(|mut v| {
+                                v.tensor = *tensor;
+                                v
+                            }),
+                )),
                 _ => None,
             })
             .collect();

@@ -217,10 +217,16 @@ impl IndexEnv {
 
     /// The index of each axis of a tensor with `axes` (a flattened axis from its parts' indices,
     /// first part major).
-    pub fn per_axis(&self, g: &Graph, node: NodeId, axes: &Axes) -> Result<Vec<AffineExpr>, PassError> {
+    pub fn per_axis(
+        &self,
+        g: &Graph,
+        node: NodeId,
+        axes: &Axes,
+    ) -> Result<Vec<AffineExpr>, PassError> {
         let mut out = Vec::new();
         let keys = env_keys(g, axes);
-        let expanded = keys.len() != axes.len() || keys.iter().zip(axes.iter()).any(|(a, b)| a != b);
+        let expanded =
+            keys.len() != axes.len() || keys.iter().zip(axes.iter()).any(|(a, b)| a != b);
         for a in axes {
             if let (true, Some(e)) = (!expanded, self.map.get(a)) {
                 out.push(e.clone());
@@ -252,7 +258,11 @@ impl IndexEnv {
             }
             Op::CastAxes(x) => {
                 let from = &g.node(*x).axes;
-                simple(self.positional(g, node, from.iter().copied().zip(n.axes.iter().copied()))?)
+                simple(self.positional(
+                    g,
+                    node,
+                    from.iter().copied().zip(n.axes.iter().copied()),
+                )?)
             }
             Op::Transpose(x) => {
                 let from = &g.node(*x).axes;
@@ -278,11 +288,13 @@ impl IndexEnv {
                         }
                         Some((_, AxisSlice::Range(r))) => {
                             let len = g.resolve_len(*a)?;
-                            let res = r.resolve(len).map_err(|message| weft_ir::GraphError::Range {
-                                op: "slice".into(),
-                                axis: g.axis_name(*a),
-                                message,
-                            })?;
+                            let res =
+                                r.resolve(len)
+                                    .map_err(|message| weft_ir::GraphError::Range {
+                                        op: "slice".into(),
+                                        axis: g.axis_name(*a),
+                                        message,
+                                    })?;
                             let s = *out_axes.next().ok_or_else(|| mismatch(g, node))?;
                             self.get(g, node, s)?.scale_add(res.step, res.first as i64)
                         }
@@ -317,7 +329,9 @@ impl IndexEnv {
             }
             Op::Concat(parts) => {
                 let first = &g.node(parts[0].0).axes;
-                let pos = first.position(parts[0].1).ok_or_else(|| mismatch(g, node))?;
+                let pos = first
+                    .position(parts[0].1)
+                    .ok_or_else(|| mismatch(g, node))?;
                 let cat = n.axes[pos];
                 let ce = self.get(g, node, cat)?.clone();
                 let mut start = 0i64;
@@ -380,7 +394,10 @@ impl IndexEnv {
 }
 
 fn mismatch(g: &Graph, node: NodeId) -> PassError {
-    PassError::Internal(format!("{}: view axes do not match its operand", g.node_label(node)))
+    PassError::Internal(format!(
+        "{}: view axes do not match its operand",
+        g.node_label(node)
+    ))
 }
 
 /// Sets the index of operand axis `a` to `e`; a flattened axis whose parts are keys of the operand
@@ -401,7 +418,9 @@ fn insert_axis(
     // can only recover them if `e` is the row-major combination of the parts' own keys.
     let mut rebuilt = AffineExpr::constant(0);
     for p in &parts {
-        rebuilt = rebuilt.scale_add(g.resolve_len(*p)? as i64, 0).add(&AffineExpr::var(*p));
+        rebuilt = rebuilt
+            .scale_add(g.resolve_len(*p)? as i64, 0)
+            .add(&AffineExpr::var(*p));
     }
     if rebuilt == e {
         for p in parts {
@@ -438,7 +457,12 @@ impl StridedView {
             .zip(&self.strides)
             .map(|(a, s)| format!("{}*{s}", a.display(g)))
             .collect();
-        format!("{}[{}; {}]", g.node_label(self.tensor), self.offset, dims.join(", "))
+        format!(
+            "{}[{}; {}]",
+            g.node_label(self.tensor),
+            self.offset,
+            dims.join(", ")
+        )
     }
 }
 

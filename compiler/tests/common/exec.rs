@@ -48,7 +48,9 @@ pub fn run(plan: &CompiledPlan, inputs: &HashMap<String, Vec<f64>>) -> Vec<Vec<f
                 Home::External(match init {
                     None => inputs[node.name.as_ref().unwrap()].clone(),
                     Some(TensorInit::Fill(s)) => vec![s.as_f64(); len],
-                    Some(TensorInit::Data(d)) => (0..d.len()).map(|i| d.get(i).unwrap().as_f64()).collect(),
+                    Some(TensorInit::Data(d)) => {
+                        (0..d.len()).map(|i| d.get(i).unwrap().as_f64()).collect()
+                    }
                 })
             }
             _ => panic!("{} has no storage", g.node_label(n)),
@@ -95,7 +97,12 @@ fn points(shape: &[usize]) -> Vec<Vec<usize>> {
 }
 
 fn addr(v: &StridedView, at: &HashMap<Axis, i64>) -> i64 {
-    v.offset + v.axes.iter().zip(&v.strides).map(|(a, s)| at[&a.axis] * s).sum::<i64>()
+    v.offset
+        + v.axes
+            .iter()
+            .zip(&v.strides)
+            .map(|(a, s)| at[&a.axis] * s)
+            .sum::<i64>()
 }
 
 fn run_kernel(
@@ -108,7 +115,12 @@ fn run_kernel(
     let g = &plan.simplified.graph;
     let lens: Vec<usize> = k.outer.iter().map(|a| a.len).collect();
     for o in points(&lens) {
-        let mut at: HashMap<Axis, i64> = k.outer.iter().zip(&o).map(|(a, i)| (a.axis, *i as i64)).collect();
+        let mut at: HashMap<Axis, i64> = k
+            .outer
+            .iter()
+            .zip(&o)
+            .map(|(a, i)| (a.axis, *i as i64))
+            .collect();
         let mut locals: HashMap<NodeId, (Vec<IterAxis>, Vec<f64>)> = HashMap::new();
         for st in &k.stages {
             let ls: Vec<usize> = st.loops.iter().map(|a| a.len).collect();
@@ -157,7 +169,9 @@ fn run_kernel(
                 row.push(v);
                 if let Some(t) = &st.store {
                     let view = t.view.as_ref().unwrap();
-                    let Home::Arena(b) = homes[&st.node] else { panic!("store to external") };
+                    let Home::Arena(b) = homes[&st.node] else {
+                        panic!("store to external")
+                    };
                     mem[b + addr(view, &at) as usize * size(st.node)] = v;
                 }
             }
@@ -180,9 +194,15 @@ fn eval(
     for inst in &st.body {
         let int = inst.dtype.is_int();
         let x = match &inst.instr {
-            Instr::Load { tensor, valid, view, .. } => {
+            Instr::Load {
+                tensor,
+                valid,
+                view,
+                ..
+            } => {
                 let ok = valid.iter().all(|r| {
-                    let i = r.index.constant + r.index.terms.iter().map(|(a, k)| at[a] * k).sum::<i64>();
+                    let i = r.index.constant
+                        + r.index.terms.iter().map(|(a, k)| at[a] * k).sum::<i64>();
                     r.lo <= i && i < r.hi
                 });
                 if !ok {
@@ -206,7 +226,15 @@ fn eval(
                     UnaryOp::Sqrt => a.sqrt(),
                     UnaryOp::Square => a * a,
                     UnaryOp::Reciprocal => 1.0 / a,
-                    UnaryOp::Sign => if a > 0.0 { 1.0 } else if a < 0.0 { -1.0 } else { 0.0 },
+                    UnaryOp::Sign => {
+                        if a > 0.0 {
+                            1.0
+                        } else if a < 0.0 {
+                            -1.0
+                        } else {
+                            0.0
+                        }
+                    }
                     UnaryOp::Tanh => a.tanh(),
                     UnaryOp::Sigmoid => 1.0 / (1.0 + (-a).exp()),
                     UnaryOp::Sin => a.sin(),
@@ -220,7 +248,13 @@ fn eval(
                     BinaryOp::Add => x + y,
                     BinaryOp::Subtract => x - y,
                     BinaryOp::Multiply => x * y,
-                    BinaryOp::Divide if int => if y == 0.0 { 0.0 } else { (x / y).trunc() },
+                    BinaryOp::Divide if int => {
+                        if y == 0.0 {
+                            0.0
+                        } else {
+                            (x / y).trunc()
+                        }
+                    }
                     BinaryOp::Divide => x / y,
                     BinaryOp::Maximum => x.max(y),
                     BinaryOp::Minimum => x.min(y),
@@ -239,7 +273,13 @@ fn eval(
                 };
                 r as u8 as f64
             }
-            Instr::Select(c, x, y) => if v[*c] != 0.0 { v[*x] } else { v[*y] },
+            Instr::Select(c, x, y) => {
+                if v[*c] != 0.0 {
+                    v[*x]
+                } else {
+                    v[*y]
+                }
+            }
             Instr::Convert(x) => match inst.dtype {
                 DType::Bool => (v[*x] != 0.0) as u8 as f64,
                 d if d.is_int() => v[*x].trunc(),
@@ -247,15 +287,21 @@ fn eval(
             },
             Instr::Guard { valid, value } => {
                 let ok = valid.iter().all(|r| {
-                    let i = r.index.constant + r.index.terms.iter().map(|(a, k)| at[a] * k).sum::<i64>();
+                    let i = r.index.constant
+                        + r.index.terms.iter().map(|(a, k)| at[a] * k).sum::<i64>();
                     r.lo <= i && i < r.hi
                 });
-                if ok { v[*value] } else { 0.0 }
+                if ok {
+                    v[*value]
+                } else {
+                    0.0
+                }
             }
             Instr::Choose { parts } => {
                 let mut out = f64::NAN;
                 for (r, x) in parts {
-                    let i = r.index.constant + r.index.terms.iter().map(|(a, k)| at[a] * k).sum::<i64>();
+                    let i = r.index.constant
+                        + r.index.terms.iter().map(|(a, k)| at[a] * k).sum::<i64>();
                     if r.lo <= i && i < r.hi {
                         out = v[*x];
                         break;

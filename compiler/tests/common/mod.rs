@@ -52,7 +52,13 @@ pub fn layernorm(n: usize, c: usize) -> Graph {
     let bias = g.placeholder("bias", &[ca], DType::F32).unwrap();
     let mean = x.mean(&[ca]).unwrap().named("mean").unwrap();
     let xc = (x - mean).unwrap().named("xc").unwrap();
-    let var = xc.square().unwrap().mean(&[ca]).unwrap().named("var").unwrap();
+    let var = xc
+        .square()
+        .unwrap()
+        .mean(&[ca])
+        .unwrap()
+        .named("var")
+        .unwrap();
     let eps = g.scalar(1e-5, DType::F32).unwrap();
     let den = (var + eps).unwrap().sqrt().unwrap();
     let out = ((xc / den).unwrap() * gain).unwrap();
@@ -114,7 +120,12 @@ pub fn views() -> Graph {
     let out = (p.exp().unwrap() * p).unwrap().named("pp").unwrap();
     out.output().unwrap();
     (f.sum(&[]).unwrap()).named("fs").unwrap().output().unwrap();
-    cat.negative().unwrap().named("neg").unwrap().output().unwrap();
+    cat.negative()
+        .unwrap()
+        .named("neg")
+        .unwrap()
+        .output()
+        .unwrap();
     let _ = TensorInit::Fill(weft_ir::Scalar::Float(0.0));
     g.finish()
 }
