@@ -308,3 +308,52 @@ fn expensive_producers_are_computed_once() {
         &exec::run(&compile_plan(&graph, &unfused).unwrap(), &ins),
     );
 }
+
+#[test]
+fn a_row_value_read_at_another_row_is_stored() {
+    let g = weft_ir::graph::GraphBuilder::new();
+    let n = g.axis("N", 4).unwrap();
+    let c = g.axis("C", 3).unwrap();
+    let x = g.placeholder("x", &[n, c], weft_ir::DType::F32).unwrap();
+    let m = x.max(&[c]).unwrap().named("m").unwrap();
+    // Row n reads the max of row N − 1 − n.
+    let r = m
+        .slice(&[(
+            n,
+            weft_ir::AxisSlice::Range(weft_ir::SliceRange::reversed()),
+        )])
+        .unwrap()
+        .cast_axes(&[n])
+        .unwrap();
+    (x - r).unwrap().named("out").unwrap().output().unwrap();
+    let graph = g.finish();
+    let p = compile_plan(&graph, &fused()).unwrap();
+    let m = p.simplified.graph.find("m").unwrap();
+    assert_eq!(
+        p.fusion
+            .boundaries
+            .iter()
+            .find(|b| b.node == m)
+            .unwrap()
+            .reason,
+        BoundaryReason::ViewOfOuterAxes
+    );
+    let unfused = PlanOptions {
+        fused: false,
+        ..PlanOptions::default()
+    };
+    let ins = inputs(&graph, 2);
+    let out = exec::run(&p, &ins);
+    close(
+        &out,
+        &exec::run(&compile_plan(&graph, &unfused).unwrap(), &ins),
+    );
+    let x = &ins["x"];
+    let max3 = |row: usize| {
+        x[row * 3..row * 3 + 3]
+            .iter()
+            .cloned()
+            .fold(f64::MIN, f64::max)
+    };
+    assert_eq!(out[0][0], x[0] - max3(3));
+}

@@ -429,7 +429,7 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
                 .collect();
             if shared.is_empty() && !(groups[p].outer.is_empty() && groups[q].outer.is_empty()) {
                 Some(BoundaryReason::DifferentIterationSpace)
-            } else if !reads_keep_outer(g, &groups[q], &stages, &shared, &stage) {
+            } else if !reads_keep_outer(g, &groups[q], &stages, &shared) {
                 Some(BoundaryReason::ViewOfOuterAxes)
             } else {
                 let pd = std::mem::take(&mut groups[p]);
@@ -528,13 +528,7 @@ struct Draft {
 /// True if every path inside `q` from a node of `stages` to its reader maps each `shared`
 /// outer axis to itself: only elementwise ops and views that leave those axes alone
 /// (broadcast, axes_with_order, expand_dims, or slice/pad/flatten/unflatten/concat of other axes).
-fn reads_keep_outer(
-    g: &Graph,
-    q: &Draft,
-    stages: &[NodeId],
-    shared: &[IterAxis],
-    stage: &[Option<StageReason>],
-) -> bool {
+fn reads_keep_outer(g: &Graph, q: &Draft, stages: &[NodeId], shared: &[IterAxis]) -> bool {
     let touches = |axes: &[weft_ir::Axis]| -> bool {
         axes.iter().any(|a| {
             expand_axes(g, &weft_ir::Axes::new([*a]).unwrap_or_default())
@@ -542,15 +536,12 @@ fn reads_keep_outer(
                 .unwrap_or(true)
         })
     };
-    for n in q.nodes.iter().chain(q.stages.iter().map(|s| &s.0)) {
+    // Nodes of `q` are in topological (id) order; a node is tainted if it is inline and reads
+    // a stage of `p` directly or through tainted nodes.
+    let mut tainted: std::collections::HashSet<NodeId> = stages.iter().copied().collect();
+    for n in &q.nodes {
         let node = g.node(*n);
-        let reads_stage = node.op.inputs().iter().any(|i| stages.contains(i))
-            || node.op.inputs().iter().any(|i| {
-                stage[i.as_u32() as usize].is_none()
-                    && q.nodes.contains(i)
-                    && reads_from(g, *i, stages, q)
-            });
-        if !reads_stage {
+        if !node.op.inputs().iter().any(|i| tainted.contains(i)) {
             continue;
         }
         let ok = match &node.op {
@@ -566,18 +557,11 @@ fn reads_keep_outer(
         if !ok {
             return false;
         }
+        if !q.stages.iter().any(|s| s.0 == *n) {
+            tainted.insert(*n);
+        }
     }
     true
-}
-
-/// True if inline node `n` of `q` reads (through inline nodes) a node of `stages`.
-fn reads_from(g: &Graph, n: NodeId, stages: &[NodeId], q: &Draft) -> bool {
-    g.node(n).op.inputs().iter().any(|i| {
-        stages.contains(i)
-            || (q.nodes.contains(i)
-                && !q.stages.iter().any(|s| s.0 == *i)
-                && reads_from(g, *i, stages, q))
-    })
 }
 
 /// A topological order of the groups (Kahn's algorithm, earliest first stage first).
