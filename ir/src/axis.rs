@@ -157,7 +157,8 @@ impl SliceRange {
             if stop <= start {
                 return Err(format!("{self} is empty for length {len}"));
             }
-            let count = (stop - start + self.step - 1) / self.step;
+            // Written so that no step, however large, overflows.
+            let count = (stop - start - 1) / self.step + 1;
             Ok(ResolvedSlice {
                 first: start as usize,
                 step: self.step,
@@ -173,8 +174,7 @@ impl SliceRange {
             if stop >= start {
                 return Err(format!("{self} is empty for length {len}"));
             }
-            let s = -self.step;
-            let count = (start - stop + s - 1) / s;
+            let count = (start - stop - 1) as u64 / self.step.unsigned_abs() + 1;
             Ok(ResolvedSlice {
                 first: start as usize,
                 step: self.step,

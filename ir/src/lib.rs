@@ -6,6 +6,7 @@ pub mod axis;
 pub mod dtype;
 pub mod graph;
 pub mod host;
+pub mod shape;
 
 pub use axis::{Axes, AxesError, Axis, AxisDef, AxisId, Role, SliceRange};
 pub use dtype::DType;

@@ -1,0 +1,144 @@
+//! `dot`: for each result element, the sum over every contracted index tuple of the product of
+//! the paired left and right elements, by explicit loops.
+//!
+//! The pairs are [`Graph::dot_pairs`](weft_ir::Graph::dot_pairs): every axis both operands
+//! share and every dual pair (`A^((k+1)*)` left with `A^(k*)` right). The result axes are the
+//! left operand's unpaired axes, then the right's. Floats multiply and accumulate in f64 and
+//! round once; integers in i64 with wrapping, then wrap to the result width.
+
+use super::index::{at, for_each_index, strides};
+use weft_ir::{ArrayData, Axes, Axis};
+
+/// Index arithmetic of one `dot`: result element `k` and contraction tuple `j` read
+/// `left[left_bases[k] + left_offsets[j]]` and `right[right_bases[k] + right_offsets[j]]`.
+pub(crate) struct DotIndex {
+    left_bases: Vec<usize>,
+    right_bases: Vec<usize>,
+    left_offsets: Vec<usize>,
+    right_offsets: Vec<usize>,
+}
+
+impl DotIndex {
+    /// The index arithmetic for operands over `left`/`right` with shapes `left_shape`/
+    /// `right_shape`, contracting `pairs` (left axis, right axis), giving a result over `out`.
+    pub(crate) fn new(
+        left: &Axes,
+        left_shape: &[usize],
+        right: &Axes,
+        right_shape: &[usize],
+        pairs: &[(Axis, Axis)],
+        out: &Axes,
+    ) -> Result<DotIndex, String> {
+        let (ls, rs) = (strides(left_shape), strides(right_shape));
+        let pos = |axes: &Axes, a: Axis| {
+            axes.position(a)
+                .ok_or_else(|| format!("axis {a:?} is not an operand axis"))
+        };
+        // Contraction loops: one per pair, with the left axis's length.
+        let mut pair_shape = Vec::new();
+        let (mut lp, mut rp) = (Vec::new(), Vec::new());
+        for (l, r) in pairs {
+            let (i, j) = (pos(left, *l)?, pos(right, *r)?);
+            let (n, m) = (at(left_shape, i)?, at(right_shape, j)?);
+            if n != m {
+                return Err(format!("paired axes have lengths {n} and {m}"));
+            }
+            pair_shape.push(n);
+            lp.push(at(&ls, i)?);
+            rp.push(at(&rs, j)?);
+        }
+        // Result loops: each result axis is an unpaired axis of the left operand (first) or of
+        // the right one.
+        let left_rest: Vec<Axis> = left
+            .iter()
+            .copied()
+            .filter(|a| !pairs.iter().any(|(l, _)| l == a))
+            .collect();
+        let right_rest: Vec<Axis> = right
+            .iter()
+            .copied()
+            .filter(|a| !pairs.iter().any(|(_, r)| r == a))
+            .collect();
+        if out.len() != left_rest.len() + right_rest.len()
+            || out
+                .iter()
+                .zip(left_rest.iter().chain(&right_rest))
+                .any(|(a, b)| a != b)
+        {
+            return Err("result axes are not the left then right unpaired axes".into());
+        }
+        let mut out_shape = Vec::new();
+        let (mut lo, mut ro) = (Vec::new(), Vec::new());
+        for a in &left_rest {
+            let i = pos(left, *a)?;
+            out_shape.push(at(left_shape, i)?);
+            lo.push(at(&ls, i)?);
+            ro.push(0);
+        }
+        for a in &right_rest {
+            let j = pos(right, *a)?;
+            out_shape.push(at(right_shape, j)?);
+            lo.push(0);
+            ro.push(at(&rs, j)?);
+        }
+        let linear = |shape: &[usize], s: &[usize]| {
+            let mut v = Vec::new();
+            for_each_index(shape, |idx| {
+                v.push(idx.iter().zip(s).map(|(i, s)| i * s).sum());
+                Ok::<(), String>(())
+            })?;
+            Ok::<Vec<usize>, String>(v)
+        };
+        Ok(DotIndex {
+            left_bases: linear(&out_shape, &lo)?,
+            right_bases: linear(&out_shape, &ro)?,
+            left_offsets: linear(&pair_shape, &lp)?,
+            right_offsets: linear(&pair_shape, &rp)?,
+        })
+    }
+
+    /// `Σ_j mul(left[..], right[..])` folded with `add` from `zero`, for every result element.
+    fn contract<T: Copy, A: Copy>(
+        &self,
+        left: &[T],
+        right: &[T],
+        zero: A,
+        mul_add: impl Fn(A, T, T) -> A,
+    ) -> Result<Vec<A>, String> {
+        let mut out = Vec::with_capacity(self.left_bases.len());
+        for (&lb, &rb) in self.left_bases.iter().zip(&self.right_bases) {
+            let mut acc = zero;
+            for (&lo, &ro) in self.left_offsets.iter().zip(&self.right_offsets) {
+                acc = mul_add(acc, at(left, lb + lo)?, at(right, rb + ro)?);
+            }
+            out.push(acc);
+        }
+        Ok(out)
+    }
+}
+
+/// The dot product of `x` and `y` under `index`.
+pub(crate) fn dot(x: &ArrayData, y: &ArrayData, index: &DotIndex) -> Result<ArrayData, String> {
+    use ArrayData as D;
+    let fma = |acc: f64, a: f64, b: f64| acc + a * b;
+    let ima = |acc: i64, a: i64, b: i64| acc.wrapping_add(a.wrapping_mul(b));
+    Ok(match (x, y) {
+        (D::F32(a), D::F32(b)) => D::F32(
+            index
+                .contract(a, b, 0.0f64, |acc, p, q| fma(acc, p as f64, q as f64))?
+                .into_iter()
+                .map(|v| v as f32)
+                .collect(),
+        ),
+        (D::F64(a), D::F64(b)) => D::F64(index.contract(a, b, 0.0f64, fma)?),
+        (D::I32(a), D::I32(b)) => D::I32(
+            index
+                .contract(a, b, 0i64, |acc, p, q| ima(acc, p as i64, q as i64))?
+                .into_iter()
+                .map(|v| v as i32)
+                .collect(),
+        ),
+        (D::I64(a), D::I64(b)) => D::I64(index.contract(a, b, 0i64, ima)?),
+        _ => return Err(format!("dot on {} and {}", x.dtype(), y.dtype())),
+    })
+}

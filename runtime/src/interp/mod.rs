@@ -1,0 +1,389 @@
+//! The reference interpreter: evaluates every op of a graph directly, element by element, with
+//! bounds-checked indexing and no cleverness. It is the correctness oracle for every other
+//! backend, so it favours being obviously right over being fast.
+//!
+//! Values are [`HostArray`]s, row-major in their node's axes order. A run evaluates the nodes a
+//! [`Plan`] needs, in creation (topological) order; views are index maps evaluated element by
+//! element (`views.rs`), `dot` is explicit loops over the contracted pairs (`dot.rs`).
+//!
+//! # Numeric conventions
+//!
+//! These are the semantics every backend must reproduce (docs/interpreter.md says the same):
+//!
+//! - **Floats.** Elementwise ops on f32 are computed in f64 from the widened operands and
+//!   rounded once to f32; f64 ops are computed in f64. `power` is `powf`; `sigmoid` is
+//!   `1 / (1 + exp(−x))`; `sign` gives ±1, and zeros and NaN are their own sign; `relu` gives
+//!   `x` for `x > 0` and NaN, else +0.
+//! - **NaN.** `maximum`/`minimum` (and the `max`/`min` reductions) propagate NaN like numpy's
+//!   `maximum`; on a tie (including −0 against +0) they give the left (earlier) operand.
+//!   `argmax`/`argmin` give the index of the first NaN if there is one. Comparisons follow IEEE
+//!   754: everything but `not_equal` is false with a NaN operand.
+//! - **Integers.** i32 and i64 ops are computed in i64 with wrapping arithmetic and wrapped to
+//!   the result width (two's-complement, identical to wrapping at that width). Division
+//!   truncates toward zero; division by zero gives 0; `power` with a negative exponent gives 1
+//!   for base 1, ±1 for base −1 and 0 otherwise; `0^0 = 1`.
+//! - **Bools.** Compare as `false < true`; `max` is "any", `min` is "all".
+//! - **Reductions.** Elements are visited in row-major order over the reduction axes as listed
+//!   in the op. Floats accumulate in f64 (sum, prod) and round once; `mean` is the f64 sum
+//!   divided by the count. Integers accumulate in i64, wrapping. `argmax`/`argmin` return the
+//!   i64 flat index over the reduction axes in that order; the first occurrence wins. No
+//!   reduction axes: every result element is its one input element (argmax/argmin: 0).
+//! - **dot.** For floats, each product is taken in f64 and summed in f64 in row-major order
+//!   over the contracted pairs (in left-operand order), then rounded once; integers multiply
+//!   and add in i64, wrapping.
+//! - **convert.** Rust `as`: floats to integers truncate toward zero and saturate (NaN → 0);
+//!   i64 → i32 wraps; to f32 rounds to nearest; to bool is `≠ 0` (NaN → true); bool → 0 or 1.
+//! - **assign.** An `assign` node's value is its value operand in the target's axes order.
+//!   Reads of a variable during a run see the value from before the run; after a successful
+//!   run, each evaluated `assign` stores its value (if two assign one target, the later node
+//!   wins). A failed run changes no state.
+
+mod dot;
+mod elementwise;
+mod index;
+mod reduce;
+mod views;
+
+use crate::error::RunError;
+use crate::executable::Executable;
+use crate::plan::Plan;
+use crate::state::{stored_value, State};
+use index::IndexMap;
+use std::sync::Arc;
+use weft_ir::arena::EntityRef;
+use weft_ir::{Axes, Graph, HostArray, Node, NodeId, Op, TensorKind};
+
+/// A computation prepared for the reference interpreter: the graph, the plan and every
+/// evaluated node's shape.
+#[derive(Clone, Debug)]
+pub struct Interpreter {
+    graph: Arc<Graph>,
+    plan: Plan,
+    shapes: Vec<Option<Vec<usize>>>,
+}
+
+impl Interpreter {
+    /// Prepares the computation of `outputs` given `placeholders`. The graph's axes must be
+    /// bound (see [`Graph::verify`]).
+    pub fn new(
+        graph: Arc<Graph>,
+        outputs: &[NodeId],
+        placeholders: &[NodeId],
+    ) -> Result<Interpreter, RunError> {
+        let plan = Plan::new(&graph, outputs, placeholders)?;
+        let mut shapes = vec![None; graph.len()];
+        for (id, node) in graph.nodes() {
+            if plan.is_needed(id) {
+                shapes[id.index()] = Some(graph.shape_of(&node.axes)?);
+            }
+        }
+        Ok(Interpreter {
+            graph,
+            plan,
+            shapes,
+        })
+    }
+
+    /// The graph.
+    pub fn graph(&self) -> &Graph {
+        &self.graph
+    }
+
+    /// The plan.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+}
+
+impl Executable for Interpreter {
+    fn outputs(&self) -> &[NodeId] {
+        self.plan.outputs()
+    }
+
+    fn placeholders(&self) -> &[NodeId] {
+        self.plan.placeholders()
+    }
+
+    fn run(&self, inputs: &[HostArray], state: &mut State) -> Result<Vec<HostArray>, RunError> {
+        let g = &*self.graph;
+        if inputs.len() != self.plan.placeholders().len() {
+            return Err(RunError::InputCount {
+                expected: self.plan.placeholders().len(),
+                got: inputs.len(),
+            });
+        }
+        let mut values: Vec<Option<HostArray>> = vec![None; g.len()];
+        for (p, input) in self.plan.placeholders().iter().zip(inputs) {
+            let node = g.node(*p);
+            let shape = g.shape_of(&node.axes)?;
+            if input.axes() != &node.axes || input.shape() != shape || input.dtype() != node.dtype {
+                return Err(RunError::Input {
+                    placeholder: g.node_label(*p),
+                    message: format!(
+                        "expected axes {} with shape {shape:?} and dtype {}, got {} with shape \
+                         {:?} and dtype {}",
+                        g.axes_name(&node.axes),
+                        node.dtype,
+                        g.axes_name(input.axes()),
+                        input.shape(),
+                        input.dtype()
+                    ),
+                });
+            }
+            values[p.index()] = Some(input.clone());
+        }
+        let mut assigned: Vec<(NodeId, HostArray)> = Vec::new();
+        for (id, node) in g.nodes() {
+            if !self.plan.is_needed(id) || values[id.index()].is_some() {
+                continue;
+            }
+            let value = self.eval(id, node, &values, state)?;
+            if let Op::Assign { target, .. } = node.op {
+                assigned.push((target, value.clone()));
+            }
+            values[id.index()] = Some(value);
+        }
+        let outputs = self
+            .plan
+            .outputs()
+            .iter()
+            .map(|o| {
+                values[o.index()]
+                    .clone()
+                    .ok_or_else(|| RunError::Malformed {
+                        node: g.node_label(*o),
+                        op: g.node(*o).op.name(),
+                        message: "output was not evaluated".into(),
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        // Commit only once everything succeeded, so a failed run leaves the state untouched.
+        let mut next = state.clone();
+        for (target, value) in assigned {
+            next.set(g, target, value)?;
+        }
+        *state = next;
+        Ok(outputs)
+    }
+}
+
+impl Interpreter {
+    /// The value of node `id`, whose operands are in `values`.
+    fn eval(
+        &self,
+        id: NodeId,
+        node: &Node,
+        values: &[Option<HostArray>],
+        state: &State,
+    ) -> Result<HostArray, RunError> {
+        let g = &*self.graph;
+        let malformed = |message: String| RunError::Malformed {
+            node: g.node_label(id),
+            op: node.op.name(),
+            message,
+        };
+        let operand = |x: NodeId| -> Result<&HostArray, RunError> {
+            values
+                .get(x.index())
+                .and_then(|v| v.as_ref())
+                .ok_or_else(|| malformed(format!("operand {} was not evaluated", g.node_label(x))))
+        };
+        let out_axes = &node.axes;
+        let out_shape: &[usize] = self
+            .shapes
+            .get(id.index())
+            .and_then(|s| s.as_deref())
+            .ok_or_else(|| malformed("shape not prepared".into()))?;
+        // The flat index into operand `x` of every result element, `x` broadcast by axis.
+        let broadcast_index = |x: &HostArray| -> Result<Vec<usize>, RunError> {
+            views::by_identity(x.axes(), x.shape(), out_axes)
+                .and_then(|m| m.covering_all(out_shape))
+                .map_err(malformed)
+        };
+        let gather_view = |x: &HostArray, map: Result<IndexMap, String>| {
+            map.and_then(|m| index::gather(x.data(), &m.flat_all(out_shape)?))
+                .map_err(malformed)
+        };
+        let data = match &node.op {
+            Op::Tensor { kind, .. } => match kind {
+                TensorKind::Constant => return stored_value(g, id),
+                TensorKind::Variable | TensorKind::PersistentTensor => {
+                    return state.get(id).cloned().ok_or_else(|| RunError::State {
+                        tensor: g.node_label(id),
+                        message: "no value in the transformer's state".into(),
+                    })
+                }
+                TensorKind::Placeholder => {
+                    return Err(malformed("placeholder without an input".into()))
+                }
+            },
+            Op::Unary(op, x) => elementwise::unary(*op, operand(*x)?.data()).map_err(malformed)?,
+            Op::Binary(op, x, y) => {
+                let (x, y) = (operand(*x)?, operand(*y)?);
+                let (ix, iy) = (broadcast_index(x)?, broadcast_index(y)?);
+                elementwise::binary(*op, x.data(), &ix, y.data(), &iy).map_err(malformed)?
+            }
+            Op::Compare(op, x, y) => {
+                let (x, y) = (operand(*x)?, operand(*y)?);
+                let (ix, iy) = (broadcast_index(x)?, broadcast_index(y)?);
+                elementwise::compare_arrays(*op, x.data(), &ix, y.data(), &iy).map_err(malformed)?
+            }
+            Op::Select(c, x, y) => {
+                let (c, x, y) = (operand(*c)?, operand(*x)?, operand(*y)?);
+                let (ic, ix, iy) = (
+                    broadcast_index(c)?,
+                    broadcast_index(x)?,
+                    broadcast_index(y)?,
+                );
+                elementwise::select(c.data(), &ic, x.data(), &ix, y.data(), &iy)
+                    .map_err(malformed)?
+            }
+            Op::Convert(x) => elementwise::convert(operand(*x)?.data(), node.dtype),
+            Op::Reduce { op, input, axes } => {
+                let x = operand(*input)?;
+                let positions = |axes: &Axes| {
+                    axes.iter()
+                        .map(|a| {
+                            x.axes()
+                                .position(*a)
+                                .ok_or_else(|| malformed(format!("axis {a:?} not in the input")))
+                        })
+                        .collect::<Result<Vec<_>, _>>()
+                };
+                let groups =
+                    reduce::Groups::new(x.shape(), &positions(out_axes)?, &positions(axes)?)
+                        .map_err(malformed)?;
+                reduce::reduce(*op, x.data(), &groups).map_err(malformed)?
+            }
+            Op::Dot(x, y) => {
+                let (x, y) = (operand(*x)?, operand(*y)?);
+                let pairs = g.dot_pairs(&g.node_label(id), x.axes(), y.axes())?;
+                let index =
+                    dot::DotIndex::new(x.axes(), x.shape(), y.axes(), y.shape(), &pairs, out_axes)
+                        .map_err(malformed)?;
+                dot::dot(x.data(), y.data(), &index).map_err(malformed)?
+            }
+            Op::Broadcast(x) | Op::AxesWithOrder(x) => {
+                let x = operand(*x)?;
+                gather_view(x, views::by_identity(x.axes(), x.shape(), out_axes))?
+            }
+            Op::ExpandDims { input, .. } => {
+                let x = operand(*input)?;
+                gather_view(x, views::by_identity(x.axes(), x.shape(), out_axes))?
+            }
+            Op::CastAxes(x) => {
+                let x = operand(*x)?;
+                gather_view(x, views::by_position(x.shape()))?
+            }
+            Op::Transpose(x) => {
+                let x = operand(*x)?;
+                gather_view(x, views::reversed(x.shape()))?
+            }
+            Op::Slice { input, slices } => {
+                let x = operand(*input)?;
+                gather_view(x, views::slice(g, x.axes(), x.shape(), slices))?
+            }
+            Op::Flatten { input, axes } => {
+                let x = operand(*input)?;
+                gather_view(x, views::flatten(x.axes(), x.shape(), axes, out_axes))?
+            }
+            Op::Unflatten { input, axis } => {
+                let x = operand(*input)?;
+                gather_view(
+                    x,
+                    views::unflatten(g, x.axes(), x.shape(), *axis, out_axes, out_shape),
+                )?
+            }
+            Op::Pad { input, pads } => {
+                let x = operand(*input)?;
+                gather_view(x, views::pad(x.axes(), x.shape(), pads))?
+            }
+            Op::Concat(parts) => {
+                let first = parts.first().ok_or_else(|| malformed("no parts".into()))?;
+                let cat_pos = operand(first.0)?
+                    .axes()
+                    .position(first.1)
+                    .ok_or_else(|| malformed("the first part lacks its axis".into()))?;
+                let arrays = parts
+                    .iter()
+                    .map(|(n, a)| {
+                        let v = operand(*n)?;
+                        Ok(views::Part {
+                            data: v.data(),
+                            axes: v.axes(),
+                            shape: v.shape(),
+                            axis: *a,
+                        })
+                    })
+                    .collect::<Result<Vec<_>, RunError>>()?;
+                views::concat(&arrays, out_axes, out_shape, cat_pos).map_err(malformed)?
+            }
+            Op::Assign { value, .. } => {
+                let v = operand(*value)?;
+                v.with_axes_order(out_axes)
+                    .ok_or_else(|| malformed("value axes are not the target's".into()))?
+                    .into_parts()
+                    .2
+            }
+        };
+        Ok(HostArray::new(out_axes.clone(), out_shape.to_vec(), data)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use weft_ir::{ArrayData, DType, TensorInit};
+
+    /// v(N=2) starts at [1, 2]; `assign(v, v · x)` for a placeholder x.
+    fn scaled() -> (Arc<Graph>, NodeId, NodeId, NodeId, weft_ir::Axis) {
+        let mut g = Graph::new();
+        let n = g.axis("N", 2).unwrap();
+        let v = g
+            .variable(
+                "v",
+                &[n],
+                DType::I32,
+                TensorInit::Data(ArrayData::I32(vec![1, 2])),
+            )
+            .unwrap();
+        let x = g.placeholder("x", &[n], DType::I32).unwrap();
+        let prod = g.multiply(v, x).unwrap();
+        let upd = g.assign(v, prod).unwrap();
+        (Arc::new(g), v, x, upd, n)
+    }
+
+    #[test]
+    fn runs_commit_assigns_and_check_their_inputs() {
+        let (g, v, x, upd, n) = scaled();
+        let mut state = State::initial(&g).unwrap();
+        let exe = Interpreter::new(Arc::clone(&g), &[v, upd], &[x]).unwrap();
+        let axes = weft_ir::Axes::new([n]).unwrap();
+        let xs = HostArray::from_vec(axes.clone(), vec![2], vec![3i32, 4]).unwrap();
+        let out = exe.run(std::slice::from_ref(&xs), &mut state).unwrap();
+        assert_eq!(out[0].to_vec::<i32>().unwrap(), vec![1, 2]);
+        assert_eq!(out[1].to_vec::<i32>().unwrap(), vec![3, 8]);
+        assert_eq!(state.get(v).unwrap().to_vec::<i32>().unwrap(), vec![3, 8]);
+        // Inputs that do not match exactly, or too few, are refused and change nothing.
+        let wrong = HostArray::from_vec(axes, vec![2], vec![3i64, 4]).unwrap();
+        let err = exe.run(&[wrong], &mut state).unwrap_err();
+        assert!(matches!(err, RunError::Input { ref placeholder, .. } if placeholder == "x"));
+        let err = exe.run(&[], &mut state).unwrap_err();
+        assert!(matches!(
+            err,
+            RunError::InputCount {
+                expected: 1,
+                got: 0
+            }
+        ));
+        assert_eq!(state.get(v).unwrap().to_vec::<i32>().unwrap(), vec![3, 8]);
+    }
+
+    #[test]
+    fn a_missing_state_value_is_an_error_naming_the_tensor() {
+        let (g, v, _x, _upd, _n) = scaled();
+        let exe = Interpreter::new(Arc::clone(&g), &[v], &[]).unwrap();
+        let err = exe.run(&[], &mut State::default()).unwrap_err();
+        assert!(matches!(err, RunError::State { ref tensor, .. } if tensor == "v"));
+    }
+}

@@ -1,0 +1,76 @@
+//! weft's error type: everything the public API can refuse, each naming the op, axis, tensor or
+//! placeholder at fault.
+
+use weft_ir::{DType, GraphError, HostError};
+use weft_runtime::RunError;
+
+/// An error from building, compiling or calling a computation.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The graph is malformed or not ready (e.g. an axis without a length).
+    #[error(transparent)]
+    Graph(#[from] GraphError),
+    /// A host array or `.npy` file is malformed.
+    #[error(transparent)]
+    Host(#[from] HostError),
+    /// Planning or running a computation failed.
+    #[error(transparent)]
+    Run(#[from] RunError),
+    /// A call with more or fewer input arrays than the computation has placeholders.
+    #[error("the computation takes {expected} input arrays (one per placeholder, in order: {placeholders}) but {got} were given")]
+    InputCount {
+        /// Number of placeholders.
+        expected: usize,
+        /// Number of arrays given.
+        got: usize,
+        /// The placeholders, by name.
+        placeholders: String,
+    },
+    /// An array whose axes are not the tensor's (as a set).
+    #[error(
+        "`{tensor}`: the array has axes {got} but the tensor has axes {expected} (in any order)"
+    )]
+    InputAxes {
+        /// The placeholder, variable or persistent tensor.
+        tensor: String,
+        /// The tensor's axes.
+        expected: String,
+        /// The array's axes.
+        got: String,
+    },
+    /// An array whose length along an axis is not the axis's.
+    #[error(
+        "`{tensor}`: the array has length {got} along axis `{axis}`, which has length {expected}"
+    )]
+    InputLength {
+        /// The placeholder, variable or persistent tensor.
+        tensor: String,
+        /// The axis.
+        axis: String,
+        /// The axis's length.
+        expected: usize,
+        /// The array's length along it.
+        got: usize,
+    },
+    /// An array of another dtype than the tensor's.
+    #[error("`{tensor}`: the array has dtype {got} but the tensor has dtype {expected}")]
+    InputDType {
+        /// The placeholder, variable or persistent tensor.
+        tensor: String,
+        /// The tensor's dtype.
+        expected: DType,
+        /// The array's dtype.
+        got: DType,
+    },
+    /// `value_of`/`set_value` on a node that holds no state.
+    #[error("`{node}` is a {kind}, not a variable or persistent tensor")]
+    NotStateful {
+        /// The node.
+        node: String,
+        /// What it is.
+        kind: &'static str,
+    },
+}
+
+/// `Result` with weft's [`enum@Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

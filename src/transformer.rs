@@ -1,0 +1,146 @@
+//! Transformers (seed 003: "make a transformer, ask it for a computation of some outputs given
+//! some placeholders, call it with host arrays, get host arrays back").
+//!
+//! A [`Transformer`] owns a verified graph, a [`Backend`] and the values of the graph's
+//! variables and persistent tensors. Those values are shared by every computation the
+//! transformer hands out, as in ngraph: an `assign` run by a training computation is seen by an
+//! evaluation computation. The state sits behind a mutex, so transformers and computations are
+//! `Send + Sync` and calls are serialised.
+
+use crate::computation::{conform, Computation};
+use crate::error::{Error, Result};
+use std::sync::{Arc, Mutex, MutexGuard};
+use weft_ir::{Graph, HostArray, NodeId};
+use weft_runtime::{Executable, Interpreter, State};
+
+/// What runs a transformer's computations.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// The reference interpreter ([`weft_runtime::interp`]): slow, simple and obviously right.
+    #[default]
+    Interpreter,
+}
+
+impl Backend {
+    /// Prepares the computation of `outputs` given `placeholders` on this backend.
+    fn prepare(
+        self,
+        graph: &Arc<Graph>,
+        outputs: &[NodeId],
+        placeholders: &[NodeId],
+    ) -> Result<Box<dyn Executable>> {
+        match self {
+            Backend::Interpreter => Ok(Box::new(Interpreter::new(
+                Arc::clone(graph),
+                outputs,
+                placeholders,
+            )?)),
+        }
+    }
+}
+
+/// What a transformer shares with its computations.
+pub(crate) struct Shared {
+    pub(crate) graph: Arc<Graph>,
+    state: Mutex<State>,
+}
+
+impl Shared {
+    /// The state, locked. A panic in another thread while it held the lock cannot leave the
+    /// state half-updated (runs commit all at once), so a poisoned lock is still usable.
+    pub(crate) fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A graph prepared to run on a backend, with the state of its variables and persistent
+/// tensors.
+pub struct Transformer {
+    shared: Arc<Shared>,
+    backend: Backend,
+}
+
+impl Transformer {
+    /// A transformer for `graph` on `backend`. Binds nothing itself: every axis length must be
+    /// bound already; [`Graph::verify`] runs here, and an unbound axis is an error naming it.
+    /// Variables and persistent tensors start from their initial values.
+    pub fn new(graph: Graph, backend: Backend) -> Result<Transformer> {
+        graph.verify()?;
+        let state = State::initial(&graph)?;
+        Ok(Transformer {
+            shared: Arc::new(Shared {
+                graph: Arc::new(graph),
+                state: Mutex::new(state),
+            }),
+            backend,
+        })
+    }
+
+    /// The graph.
+    pub fn graph(&self) -> &Graph {
+        &self.shared.graph
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// A computation of `outputs` given `placeholders`: each call takes one array per
+    /// placeholder, in this order, and returns one array per output, in this order. Every
+    /// placeholder an output depends on must be listed.
+    pub fn computation(&self, outputs: &[NodeId], placeholders: &[NodeId]) -> Result<Computation> {
+        let executable = self
+            .backend
+            .prepare(&self.shared.graph, outputs, placeholders)?;
+        Ok(Computation::new(Arc::clone(&self.shared), executable))
+    }
+
+    /// The current value of a variable or persistent tensor, in its axes order.
+    pub fn value_of(&self, node: NodeId) -> Result<HostArray> {
+        self.check_stateful(node)?;
+        let state = self.shared.state();
+        state
+            .get(node)
+            .cloned()
+            .ok_or_else(|| self.not_stateful(node))
+    }
+
+    /// Replaces the value of a variable or persistent tensor. The array's axes must be the
+    /// tensor's as a set (any order), with the same lengths and dtype.
+    pub fn set_value(&self, node: NodeId, value: &HostArray) -> Result<()> {
+        self.check_stateful(node)?;
+        let value = conform(&self.shared.graph, node, value)?;
+        self.shared.state().set(&self.shared.graph, node, value)?;
+        Ok(())
+    }
+
+    fn check_stateful(&self, node: NodeId) -> Result<()> {
+        if self.shared.graph.get(node).is_none() {
+            return Err(Error::Run(weft_runtime::RunError::ForeignNode(format!(
+                "node {node}"
+            ))));
+        }
+        if !self.shared.state().holds(node) {
+            return Err(self.not_stateful(node));
+        }
+        Ok(())
+    }
+
+    fn not_stateful(&self, node: NodeId) -> Error {
+        let g = &self.shared.graph;
+        Error::NotStateful {
+            node: g.node_label(node),
+            kind: g.get(node).map(|n| n.op.name()).unwrap_or("foreign node"),
+        }
+    }
+}
+
+impl std::fmt::Debug for Transformer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transformer")
+            .field("backend", &self.backend)
+            .field("nodes", &self.shared.graph.len())
+            .finish()
+    }
+}

@@ -1,0 +1,397 @@
+//! Every error case of building, compiling and calling: each is a typed error (never a panic)
+//! whose message names the op, axis or placeholder at fault.
+
+mod common;
+use common::*;
+use weft::prelude::*;
+use weft::{GraphError, ReduceOp, RunError};
+
+/// Asserts `msg` contains every one of `parts`.
+fn names(msg: impl std::fmt::Display, parts: &[&str]) {
+    let msg = msg.to_string();
+    for p in parts {
+        assert!(msg.contains(p), "`{msg}` does not mention `{p}`");
+    }
+}
+
+struct Fixture {
+    g: Graph,
+    a: Axis,
+    b: Axis,
+    x: NodeId,
+}
+
+/// A = 2, B = 3 and a named f32 placeholder x(A, B).
+fn fixture() -> Fixture {
+    let mut g = Graph::new();
+    let a = g.axis("A", 2).unwrap();
+    let b = g.axis("B", 3).unwrap();
+    let x = g.placeholder("x", &[a, b], DType::F32).unwrap();
+    Fixture { g, a, b, x }
+}
+
+#[test]
+fn duplicate_axis() {
+    let mut f = fixture();
+    let err =
+        f.g.placeholder("y", &[f.a, f.b, f.a], DType::F32)
+            .unwrap_err();
+    assert!(matches!(err, GraphError::DuplicateAxis { .. }));
+    names(&err, &["placeholder y", "`A`", "(A, B, A)"]);
+    let err = f.g.broadcast(f.x, &[f.b, f.b]).unwrap_err();
+    assert!(matches!(err, GraphError::DuplicateAxis { .. }));
+    names(&err, &["broadcast(x)", "`B`"]);
+}
+
+#[test]
+fn dtype_mismatch() {
+    let mut f = fixture();
+    let y = f.g.placeholder("y", &[f.b], DType::F64).unwrap();
+    let err = f.g.add(f.x, y).unwrap_err();
+    assert!(matches!(
+        err,
+        GraphError::DTypeMismatch {
+            left: DType::F32,
+            right: DType::F64,
+            ..
+        }
+    ));
+    names(&err, &["add(x, y)", "f32", "f64"]);
+    let err = f.g.dot(f.x, y).unwrap_err();
+    names(&err, &["dot(x, y)"]);
+    let c = f.g.placeholder("c", &[f.a], DType::Bool).unwrap();
+    let err = f.g.select(c, f.x, y).unwrap_err();
+    assert!(matches!(err, GraphError::DTypeMismatch { .. }));
+    names(&err, &["select"]);
+}
+
+#[test]
+fn unsupported_dtype() {
+    let mut f = fixture();
+    let i = f.g.placeholder("i", &[f.a], DType::I32).unwrap();
+    let bl = f.g.placeholder("bl", &[f.a], DType::Bool).unwrap();
+    let cases = [
+        (f.g.exp(i).unwrap_err(), "exp(i)"),
+        (f.g.reciprocal(i).unwrap_err(), "reciprocal(i)"),
+        (f.g.negative(bl).unwrap_err(), "negative(bl)"),
+        (f.g.add(bl, bl).unwrap_err(), "add(bl, bl)"),
+        (f.g.sum(bl, &[f.a]).unwrap_err(), "sum(bl)"),
+        (f.g.mean(i, &[f.a]).unwrap_err(), "mean(i)"),
+        (f.g.dot(bl, bl).unwrap_err(), "dot(bl, bl)"),
+        (f.g.select(i, i, i).unwrap_err(), "select(i, i, i)"),
+    ];
+    for (err, op) in cases {
+        assert!(matches!(err, GraphError::UnsupportedDType { .. }), "{err}");
+        names(&err, &[op]);
+    }
+}
+
+#[test]
+fn broadcast_to_axes_that_are_not_a_superset() {
+    let mut f = fixture();
+    let c = f.g.axis("C", 4).unwrap();
+    let err = f.g.broadcast(f.x, &[f.a, c]).unwrap_err();
+    assert!(matches!(err, GraphError::Axes { .. }));
+    names(&err, &["broadcast(x)", "missing (B)"]);
+}
+
+#[test]
+fn axes_with_order_that_is_not_a_permutation() {
+    let mut f = fixture();
+    let c = f.g.axis("C", 4).unwrap();
+    for axes in [vec![f.a], vec![f.b, c], vec![f.b, f.a, c]] {
+        let err = f.g.axes_with_order(f.x, &axes).unwrap_err();
+        assert!(matches!(err, GraphError::Axes { .. }));
+        names(&err, &["axes_with_order(x)", "not a reordering", "(A, B)"]);
+    }
+}
+
+#[test]
+fn cast_axes_with_other_lengths_or_rank() {
+    let mut f = fixture();
+    let c = f.g.axis("C", 4).unwrap();
+    let d = f.g.axis("D", 3).unwrap();
+    let err = f.g.cast_axes(f.x, &[c, d]).unwrap_err();
+    assert!(matches!(
+        err,
+        GraphError::LengthMismatch {
+            left_len: 2,
+            right_len: 4,
+            ..
+        }
+    ));
+    names(&err, &["cast_axes(x)", "`A`", "`C`"]);
+    let err = f.g.cast_axes(f.x, &[d]).unwrap_err();
+    assert!(matches!(err, GraphError::Axes { .. }));
+    names(&err, &["cast_axes(x)"]);
+    // Bound late: the mismatch is caught when the transformer verifies the graph.
+    let e = f.g.axis_unbound("E");
+    let cast = f.g.cast_axes(f.x, &[e, d]).unwrap();
+    f.g.bind(e, 5).unwrap();
+    let _ = cast;
+    let err = Transformer::new(f.g, Backend::Interpreter).unwrap_err();
+    assert!(matches!(
+        err,
+        weft::Error::Graph(GraphError::LengthMismatch { .. })
+    ));
+    names(&err, &["cast_axes", "`E`"]);
+}
+
+#[test]
+fn reduction_axis_missing_and_bad_out_axes() {
+    let mut f = fixture();
+    let c = f.g.axis("C", 4).unwrap();
+    let err = f.g.sum(f.x, &[c]).unwrap_err();
+    assert!(matches!(err, GraphError::Axes { .. }));
+    names(&err, &["sum(x)", "`C`", "(A, B)"]);
+    let err =
+        f.g.reduce(ReduceOp::Max, f.x, &[f.a], Some(&[c]))
+            .unwrap_err();
+    assert!(matches!(err, GraphError::Axes { .. }));
+    names(&err, &["max(x)", "out_axes (C)", "(B)"]);
+    let err =
+        f.g.reduce(ReduceOp::Max, f.x, &[f.a], Some(&[f.a, f.b]))
+            .unwrap_err();
+    names(&err, &["out_axes (A, B)"]);
+    let err =
+        f.g.reduce(ReduceOp::Sum, f.x, &[f.a, f.a], None)
+            .unwrap_err();
+    assert!(matches!(err, GraphError::DuplicateAxis { .. }));
+}
+
+#[test]
+fn slices_out_of_range_empty_or_with_step_zero() {
+    let mut f = fixture();
+    let r = |start, stop, step| {
+        AxisSlice::Range(SliceRange {
+            start: Some(start),
+            stop: Some(stop),
+            step,
+        })
+    };
+    let cases = [
+        (r(0, 4, 1), "out of range"),
+        (r(-4, 2, 1), "out of range"),
+        (r(2, 2, 1), "empty"),
+        (r(1, 2, -1), "empty"),
+        (r(0, 2, 0), "step is 0"),
+        (AxisSlice::Index(3), "index 3 is out of range"),
+        (AxisSlice::Index(-4), "out of range"),
+    ];
+    for (s, what) in cases {
+        let err = f.g.slice(f.x, &[(f.b, s)]).unwrap_err();
+        assert!(matches!(err, GraphError::Range { .. }), "{err}");
+        names(&err, &["slice(x)", "`B`", what]);
+    }
+    let c = f.g.axis("C", 4).unwrap();
+    let err = f.g.slice(f.x, &[(c, AxisSlice::Index(0))]).unwrap_err();
+    names(&err, &["slice(x)", "`C`"]);
+    // Bound late: caught by the transformer.
+    let e = f.g.axis_unbound("E");
+    let y = f.g.placeholder("y", &[e], DType::F32).unwrap();
+    f.g.slice(y, &[(e, r(0, 3, 1))]).unwrap();
+    f.g.bind(e, 2).unwrap();
+    let err = Transformer::new(f.g, Backend::Interpreter).unwrap_err();
+    assert!(matches!(err, weft::Error::Graph(GraphError::Range { .. })));
+    names(&err, &["slice", "`E`", "out of range"]);
+}
+
+#[test]
+fn unflatten_of_an_axis_that_is_not_flattened() {
+    let mut f = fixture();
+    let err = f.g.unflatten(f.x, f.a).unwrap_err();
+    assert!(matches!(err, GraphError::Axes { .. }));
+    names(&err, &["unflatten(x)", "`A` is not a flattened axis"]);
+    let err = f.g.flatten(f.x, &[f.a]).unwrap_err();
+    names(&err, &["flatten(x)", "at least two"]);
+}
+
+#[test]
+fn assign_to_something_that_holds_no_state() {
+    let mut f = fixture();
+    let y = f.g.placeholder("y", &[f.a, f.b], DType::F32).unwrap();
+    let err = f.g.assign(f.x, y).unwrap_err();
+    assert!(matches!(err, GraphError::AssignTarget { .. }));
+    names(&err, &["assign", "`x`", "placeholder"]);
+    let k =
+        f.g.constant(
+            Some("k"),
+            &[f.a, f.b],
+            DType::F32,
+            TensorInit::Fill(Scalar::Float(1.0)),
+        )
+        .unwrap();
+    let err = f.g.assign(k, y).unwrap_err();
+    names(&err, &["`k`", "constant"]);
+    let v =
+        f.g.variable(
+            "v",
+            &[f.a],
+            DType::F32,
+            TensorInit::Fill(Scalar::Float(0.0)),
+        )
+        .unwrap();
+    let err = f.g.assign(v, y).unwrap_err();
+    assert!(matches!(err, GraphError::Axes { .. }));
+    names(&err, &["assign(v, y)", "(A, B)", "(A)"]);
+}
+
+#[test]
+fn unbound_axis_at_transformer_creation() {
+    let mut g = Graph::new();
+    let h = g.axis_unbound("height");
+    let x = g.placeholder("x", &[h], DType::F32).unwrap();
+    g.exp(x).unwrap();
+    let err = Transformer::new(g, Backend::Interpreter).unwrap_err();
+    assert!(matches!(
+        err,
+        weft::Error::Graph(GraphError::UnboundAxis { ref axis }) if axis == "height"
+    ));
+    names(&err, &["`height`", "bind"]);
+}
+
+/// A transformer and a computation of x + y given x(A, B) and y(B); C has B's length.
+fn callable() -> (Transformer, Computation, Axis, Axis, Axis) {
+    let g = GraphBuilder::new();
+    let a = g.axis("A", 2).unwrap();
+    let b = g.axis("B", 3).unwrap();
+    let c = g.axis("C", 3).unwrap();
+    let x = g.placeholder("x", &[a, b], DType::F32).unwrap();
+    let y = g.placeholder("y", &[b], DType::F32).unwrap();
+    let z = (x + y).unwrap().id();
+    let (x, y) = (x.id(), y.id());
+    let t = Transformer::new(g.finish(), Backend::Interpreter).unwrap();
+    let comp = t.computation(&[z], &[x, y]).unwrap();
+    (t, comp, a, b, c)
+}
+
+#[test]
+fn inputs_with_wrong_axes_lengths_dtype_or_count() {
+    let (_t, c, a, b, other) = callable();
+    let ys = arr(&[b], &[3], vec![0f32; 3]);
+    // Wrong axes: too few, or another axis of the same length in B's place.
+    let err = c
+        .call(&[arr(&[b], &[3], vec![0f32; 3]), ys.clone()])
+        .unwrap_err();
+    assert!(matches!(err, weft::Error::InputAxes { ref tensor, .. } if tensor == "x"));
+    names(&err, &["`x`", "(B)", "(A, B)"]);
+    let err = c
+        .call(&[arr(&[a, other], &[2, 3], vec![0f32; 6]), ys.clone()])
+        .unwrap_err();
+    assert!(matches!(err, weft::Error::InputAxes { .. }));
+    names(&err, &["`x`", "(A, C)", "(A, B)"]);
+    let err = c.call(&[
+        arr(&[a, b], &[2, 3], vec![0f32; 6]),
+        arr(&[other], &[3], vec![0f32; 3]),
+    ]);
+    names(err.unwrap_err(), &["`y`", "(C)", "(B)"]);
+    // Wrong length along an axis, in either axis order.
+    let err = c
+        .call(&[arr(&[a, b], &[2, 4], vec![0f32; 8]), ys.clone()])
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        weft::Error::InputLength { ref tensor, ref axis, expected: 3, got: 4 }
+            if tensor == "x" && axis == "B"
+    ));
+    names(&err, &["`x`", "`B`", "3", "4"]);
+    let err = c
+        .call(&[arr(&[b, a], &[3, 1], vec![0f32; 3]), ys.clone()])
+        .unwrap_err();
+    assert!(matches!(err, weft::Error::InputLength { ref axis, .. } if axis == "A"));
+    // Wrong dtype.
+    let err = c
+        .call(&[arr(&[a, b], &[2, 3], vec![0f64; 6]), ys.clone()])
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        weft::Error::InputDType { ref tensor, expected: DType::F32, got: DType::F64 } if tensor == "x"
+    ));
+    names(&err, &["`x`", "f64", "f32"]);
+    let err = c
+        .call(&[
+            arr(&[a, b], &[2, 3], vec![0f32; 6]),
+            arr(&[b], &[3], vec![0i32; 3]),
+        ])
+        .unwrap_err();
+    names(&err, &["`y`", "i32"]);
+    // Missing and extra inputs.
+    let xs = arr(&[a, b], &[2, 3], vec![0f32; 6]);
+    let err = c.call(std::slice::from_ref(&xs)).unwrap_err();
+    assert!(matches!(
+        err,
+        weft::Error::InputCount {
+            expected: 2,
+            got: 1,
+            ..
+        }
+    ));
+    names(&err, &["(x, y)"]);
+    let err = c.call(&[xs.clone(), ys.clone(), ys.clone()]).unwrap_err();
+    assert!(matches!(
+        err,
+        weft::Error::InputCount {
+            expected: 2,
+            got: 3,
+            ..
+        }
+    ));
+    assert!(c.call(&[xs, ys]).is_ok());
+}
+
+#[test]
+fn computations_with_bad_placeholder_lists() {
+    let g = GraphBuilder::new();
+    let a = g.axis("A", 2).unwrap();
+    let x = g.placeholder("x", &[a], DType::F32).unwrap();
+    let y = g.placeholder("y", &[a], DType::F32).unwrap();
+    let z = (x + y).unwrap().named("z").unwrap();
+    let (x, y, z) = (x.id(), y.id(), z.id());
+    let t = Transformer::new(g.finish(), Backend::Interpreter).unwrap();
+    let err = t.computation(&[z], &[x]).unwrap_err();
+    assert!(matches!(
+        err,
+        weft::Error::Run(RunError::MissingPlaceholder { .. })
+    ));
+    names(&err, &["`z`", "`y`"]);
+    let err = t.computation(&[z], &[x, y, x]).unwrap_err();
+    assert!(matches!(
+        err,
+        weft::Error::Run(RunError::DuplicatePlaceholder { .. })
+    ));
+    names(&err, &["`x`"]);
+    let err = t.computation(&[z], &[x, y, z]).unwrap_err();
+    assert!(matches!(
+        err,
+        weft::Error::Run(RunError::NotAPlaceholder { .. })
+    ));
+    names(&err, &["`z`", "add"]);
+    let foreign = NodeId::from_u32(1000);
+    let err = t.computation(&[foreign], &[]).unwrap_err();
+    assert!(matches!(err, weft::Error::Run(RunError::ForeignNode(_))));
+}
+
+#[test]
+fn value_of_and_set_value_refuse_what_holds_no_state_or_does_not_fit() {
+    let g = GraphBuilder::new();
+    let a = g.axis("A", 2).unwrap();
+    let x = g.placeholder("x", &[a], DType::F32).unwrap();
+    let v = g
+        .variable("v", &[a], DType::F32, TensorInit::Fill(Scalar::Float(1.0)))
+        .unwrap();
+    let (x, v) = (x.id(), v.id());
+    let t = Transformer::new(g.finish(), Backend::Interpreter).unwrap();
+    let err = t.value_of(x).unwrap_err();
+    assert!(matches!(err, weft::Error::NotStateful { .. }));
+    names(&err, &["`x`", "placeholder"]);
+    let err = t.set_value(x, &arr(&[a], &[2], vec![0f32; 2])).unwrap_err();
+    assert!(matches!(err, weft::Error::NotStateful { .. }));
+    let err = t.set_value(v, &arr(&[a], &[2], vec![0i64; 2])).unwrap_err();
+    assert!(matches!(err, weft::Error::InputDType { ref tensor, .. } if tensor == "v"));
+    let err = t.set_value(v, &arr(&[a], &[3], vec![0f32; 3])).unwrap_err();
+    assert!(matches!(err, weft::Error::InputLength { .. }));
+    let err = t.set_value(v, &HostArray::scalar(0f32)).unwrap_err();
+    assert!(matches!(err, weft::Error::InputAxes { .. }));
+    // Nothing changed.
+    assert_eq!(f32s(&t.value_of(v).unwrap()), vec![1.0, 1.0]);
+}
