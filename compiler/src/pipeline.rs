@@ -9,7 +9,9 @@
 use crate::passes::fusion::{fuse, FusionOptions, FusionPlan};
 use crate::passes::kernel::{build_programs, KernelProgram};
 use crate::passes::layout::{assign_layouts, LayoutPlan};
-use crate::passes::simplify::{simplify, ConstantEvaluator, Simplified, SimplifyOptions};
+use crate::passes::simplify::{
+    interpreter_evaluator, simplify, ConstantEvaluator, Simplified, SimplifyOptions,
+};
 use crate::passes::storage::{plan_buffers, BufferPlan};
 use crate::passes::{NodeMap, PassError};
 use weft_ir::{Graph, NodeId};
@@ -122,7 +124,7 @@ pub fn compile_plan_with(
     })
 }
 
-/// Runs the passes on `graph` without an evaluator for constant folding.
+/// Runs the passes on `graph`, folding constant-only subgraphs with the reference interpreter.
 pub fn compile_plan(graph: &Graph, options: &PlanOptions) -> Result<CompiledPlan, PassError> {
-    compile_plan_with(graph, options, None)
+    compile_plan_with(graph, options, Some(&interpreter_evaluator))
 }

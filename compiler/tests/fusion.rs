@@ -357,3 +357,67 @@ fn a_row_value_read_at_another_row_is_stored() {
     };
     assert_eq!(out[0][0], x[0] - max3(3));
 }
+
+#[path = "common/oracle.rs"]
+mod oracle;
+
+/// The plan, run by the test executor, matches the interpreter on the original graph.
+fn matches_interpreter(g: &weft_ir::Graph, fused_mode: bool) {
+    let opts = PlanOptions {
+        fused: fused_mode,
+        ..PlanOptions::default()
+    };
+    let p = compile_plan(g, &opts).unwrap();
+    for seed in 0..2 {
+        let ins = oracle::random_inputs(g, seed);
+        let want = oracle::interpret(g, g.outputs(), &ins);
+        let by_name = g
+            .placeholders()
+            .iter()
+            .zip(&ins)
+            .map(|(p, a)| {
+                let v = (0..a.len())
+                    .map(|i| a.data().get(i).unwrap().as_f64())
+                    .collect();
+                (g.node(*p).name.clone().unwrap(), v)
+            })
+            .collect();
+        let got = exec::run(&p, &by_name);
+        let outs: Vec<_> = g
+            .outputs()
+            .iter()
+            .map(|o| p.map().get(*o).unwrap())
+            .collect();
+        for (w, o) in want.iter().zip(&outs) {
+            let k = p
+                .simplified
+                .graph
+                .outputs()
+                .iter()
+                .position(|x| x == o)
+                .unwrap();
+            for (i, x) in got[k].iter().enumerate() {
+                let y = w.data().get(i).unwrap().as_f64();
+                assert!(
+                    (x - y).abs() <= 1e-5 * (1.0 + y.abs()),
+                    "output {k}[{i}]: {x} vs {y}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn plans_match_the_interpreter() {
+    for g in [
+        common::l2_sum(9),
+        common::l2_dot(9),
+        common::softmax(3, 5),
+        common::layernorm(4, 6),
+        common::mlp(8, 5),
+        common::views(),
+    ] {
+        matches_interpreter(&g, true);
+        matches_interpreter(&g, false);
+    }
+}

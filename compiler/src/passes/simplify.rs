@@ -24,6 +24,7 @@ use std::collections::HashMap;
 use weft_ir::{
     BinaryOp, Graph, HostArray, Node, NodeId, Op, Scalar, TensorInit, TensorKind, UnaryOp,
 };
+use weft_runtime::{Executable, Interpreter, State};
 
 /// What [`simplify`] may do.
 #[derive(Clone, Debug)]
@@ -316,8 +317,9 @@ impl Simplifier<'_> {
             .with_axes_order(&node.axes)
             .ok_or_else(|| PassError::Internal("folded value has other axes".into()))?;
         let (_, _, data) = ordered.into_parts();
+        let name = node.name.as_deref().filter(|n| self.out.find(n).is_none());
         Ok(Some(self.out.constant(
-            None,
+            name,
             &axes,
             node.dtype,
             TensorInit::Data(data),
@@ -333,4 +335,29 @@ fn cse_key(node: &Node) -> Option<String> {
         Op::Assign { .. } => None,
         op => Some(format!("{op:?}|{:?}|{:?}", node.axes, node.dtype)),
     }
+}
+
+/// Evaluates node `id` of `g` (whose operands are constants) with the reference interpreter, the
+/// oracle, on a small graph holding only the node and its operands. `None` if the interpreter
+/// refuses (the node is then left unfolded).
+pub fn interpreter_evaluator(g: &Graph, id: NodeId) -> Option<HostArray> {
+    let mut small = empty_like(g).ok()?;
+    let node = g.node(id);
+    let mut map = NodeMap::new(g.len());
+    for i in node.op.inputs() {
+        if map.get(i).is_none() {
+            let n = add_like(&mut small, g.node(i), false).ok()?;
+            map.set(i, n);
+        }
+    }
+    let op = remap_op(&node.op, |x| {
+        map.get(x)
+            .ok_or_else(|| PassError::Internal("operand".into()))
+    })
+    .ok()?;
+    let target = add_like(&mut small, &Node { op, ..node.clone() }, false).ok()?;
+    let state_graph = std::sync::Arc::new(small);
+    let interp = Interpreter::new(state_graph.clone(), &[target], &[]).ok()?;
+    let mut state = State::initial(&state_graph).ok()?;
+    interp.run(&[], &mut state).ok()?.pop()
 }
