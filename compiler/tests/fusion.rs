@@ -421,3 +421,30 @@ fn plans_match_the_interpreter() {
         matches_interpreter(&g, false);
     }
 }
+
+#[test]
+fn outputs_that_are_stored_tensors_or_constants_need_no_kernel() {
+    let g = weft_ir::graph::GraphBuilder::new();
+    let a = g.axis("A", 3).unwrap();
+    let x = g.placeholder("x", &[a], weft_ir::DType::I32).unwrap();
+    let zero = g.scalar(0.0, weft_ir::DType::I32).unwrap();
+    let one = g.scalar(1.0, weft_ir::DType::I32).unwrap();
+    // x·1 is x itself; x·0 is a uniform constant; x transposed is a copy kernel.
+    (x * one).unwrap().output().unwrap();
+    (x * zero).unwrap().output().unwrap();
+    x.transpose()
+        .unwrap()
+        .named("xt")
+        .unwrap()
+        .output()
+        .unwrap();
+    let graph = g.finish();
+    let p = compile_plan(&graph, &fused()).unwrap();
+    assert_eq!(p.kernels.len(), 1, "{}", p.display());
+    for o in p.simplified.graph.outputs() {
+        assert!(p.fusion.is_stored(*o));
+        assert!(p.layouts.layouts.contains_key(o));
+    }
+    matches_interpreter(&graph, true);
+    matches_interpreter(&graph, false);
+}

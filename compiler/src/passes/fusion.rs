@@ -183,7 +183,7 @@ impl FusionGroup {
 pub struct FusionPlan {
     /// Groups in execution order.
     pub groups: Vec<FusionGroup>,
-    /// Every stored value (tensors, stored stages) and why it is stored, in node order.
+    /// Every stored value (tensors, stored stages) and why it is stored, sorted by node.
     pub boundaries: Vec<Boundary>,
     /// The nodes that stages and outputs depend on; nodes outside are not computed.
     pub live: Vec<bool>,
@@ -199,7 +199,9 @@ impl FusionPlan {
     }
     /// True if `node` exists in memory: a stored tensor or a stored stage.
     pub fn is_stored(&self, node: NodeId) -> bool {
-        self.boundaries.iter().any(|b| b.node == node)
+        self.boundaries
+            .binary_search_by_key(&node, |b| b.node)
+            .is_ok()
     }
     /// A readable listing: one block per group with its stages and reasons, then the boundaries.
     pub fn display(&self, g: &Graph) -> String {
@@ -397,7 +399,12 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
     }
     let mut boundary: HashMap<NodeId, BoundaryReason> = HashMap::new();
     for (id, node) in g.nodes() {
-        if live[idx(id)] && matches!(node.op, Op::Tensor { .. }) && !is_immediate(&node.op) {
+        // A uniform constant is an immediate in its readers; it exists in memory only when it
+        // is itself an output (the executable materialises it like any constant).
+        if live[idx(id)]
+            && matches!(node.op, Op::Tensor { .. })
+            && (!is_immediate(&node.op) || is_out(id))
+        {
             boundary.insert(id, BoundaryReason::Stored);
         }
     }
