@@ -103,14 +103,26 @@ pub fn compile_plan_with(
                 .ok_or_else(|| PassError::Internal(format!("requested output {o} was removed")))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let fusion = fuse(
-        g,
-        &outputs,
-        FusionOptions {
-            fused: options.fused,
-        },
-    )?;
-    let mut kernels = build_programs(g, &fusion)?;
+    // Storing a node a reader would index per part of an axis it iterates whole avoids a
+    // div/mod index; each retry stores one more node, so this ends.
+    let mut force_stored = Vec::new();
+    let (fusion, mut kernels) = loop {
+        let fusion = fuse(
+            g,
+            &outputs,
+            FusionOptions {
+                fused: options.fused,
+                force_stored: force_stored.clone(),
+            },
+        )?;
+        match build_programs(g, &fusion) {
+            Ok(k) => break (fusion, k),
+            Err(PassError::SplitIndex { node, .. }) if !force_stored.contains(&node) => {
+                force_stored.push(node)
+            }
+            Err(e) => return Err(e),
+        }
+    };
     let layouts = assign_layouts(g, &fusion, &mut kernels)?;
     let buffers = plan_buffers(g, &fusion, &kernels, &layouts, options.fused)?;
     Ok(CompiledPlan {

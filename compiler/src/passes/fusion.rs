@@ -49,6 +49,9 @@ pub enum StageReason {
     AssignValue,
     /// Unfused mode: every op is a stage of its own group.
     Unfused,
+    /// Its reader iterates a flattened axis whole while it is computed per part: stored, so the
+    /// reader indexes it whole without div/mod (see `views.rs`).
+    SplitIndex,
 }
 
 /// Why a value is stored to memory between groups (a group boundary).
@@ -73,6 +76,8 @@ pub enum BoundaryReason {
     DotOperand,
     /// Unfused mode.
     Unfused,
+    /// Stored to avoid a div/mod index ([`StageReason::SplitIndex`]).
+    SplitIndex,
 }
 
 macro_rules! display_names {
@@ -100,6 +105,7 @@ display_names!(StageReason {
     GraphOutput => "graph output",
     AssignValue => "assigned value",
     Unfused => "unfused",
+    SplitIndex => "flattened axis iterated whole by its reader",
 });
 
 display_names!(BoundaryReason {
@@ -111,6 +117,7 @@ display_names!(BoundaryReason {
     ViewOfOuterAxes => "read through a view of the outer axes",
     DotOperand => "dot operand",
     Unfused => "unfused",
+    SplitIndex => "flattened axis iterated whole by its reader",
 });
 
 /// A value stored to memory, and why.
@@ -243,10 +250,12 @@ impl FusionPlan {
 }
 
 /// How fusion runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct FusionOptions {
     /// Fuse (true) or one group per op with every intermediate stored (false).
     pub fused: bool,
+    /// Nodes to store whatever their op ([`StageReason::SplitIndex`]).
+    pub force_stored: Vec<NodeId>,
 }
 
 /// True for the ops weft treats as expensive to recompute.
@@ -352,6 +361,7 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
         stage[i] = match &node.op {
             Op::Tensor { .. } => None,
             _ if is_out(id) => Some(StageReason::GraphOutput),
+            _ if opts.force_stored.contains(&id) => Some(StageReason::SplitIndex),
             Op::Assign { .. } => Some(StageReason::AssignValue),
             _ if node.op.is_view() || matches!(node.op, Op::Concat(_)) => None,
             _ if !opts.fused => Some(StageReason::Unfused),
@@ -418,6 +428,8 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
             .collect();
         let why_not = if !opts.fused {
             Some(BoundaryReason::Unfused)
+        } else if stages.iter().any(|s| opts.force_stored.contains(s)) {
+            Some(BoundaryReason::SplitIndex)
         } else if readers.len() != 1 {
             Some(BoundaryReason::ConsumersInSeveralGroups)
         } else if groups[p]
@@ -460,7 +472,7 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
                     Some(BoundaryReason::GraphOutput)
                 } else if matches!(g.node(*s).op, Op::Assign { .. }) {
                     Some(BoundaryReason::AssignTarget)
-                } else if read_outside {
+                } else if read_outside || opts.force_stored.contains(s) {
                     Some(why)
                 } else {
                     None

@@ -7,7 +7,8 @@
 //! - every value a stage reads is an [`Instr::Load`] of a stored tensor (with one affine index per
 //!   axis of that tensor and the validity ranges under which it may be read; outside them the
 //!   load must not touch memory), an [`Instr::Immediate`] (uniform constants), or an
-//!   [`Instr::ReadLocal`] of an earlier stage of the same group at the same outer point;
+//!   [`Instr::ReadLocal`] of an earlier stage of the same group at the same outer point (also
+//!   with validity ranges);
 //! - a body is in evaluation order (operands before users) and evaluates each (node, index)
 //!   pair once;
 //! - pad becomes an [`Instr::Guard`] (zero outside the valid region) and concat an
@@ -16,9 +17,10 @@
 
 use super::fusion::{is_immediate, FusionGroup, FusionPlan};
 use super::views::{
-    env_keys, expand_axes, AffineExpr, IndexEnv, IterAxis, StridedView, ValidRange,
+    env_keys, expand_axes, leaves_under, AffineExpr, IndexEnv, IterAxis, StridedView, ValidRange,
 };
 use super::PassError;
+use std::collections::BTreeMap;
 use std::collections::{BTreeSet, HashMap};
 use weft_ir::{
     BinaryOp, CompareOp, DType, Graph, NodeId, Op, ReduceOp, Scalar, TensorInit, UnaryOp,
@@ -73,6 +75,8 @@ pub enum Instr {
         node: NodeId,
         /// The index along each of its loops.
         index: Vec<AffineExpr>,
+        /// Read only where all hold (inside a pad or a concat part); zero elsewhere.
+        valid: Vec<ValidRange>,
     },
 }
 
@@ -231,8 +235,13 @@ fn instr_text(g: &Graph, i: &Instr) -> String {
                 .collect();
             format!("choose {}", v.join("; "))
         }
-        Instr::ReadLocal { node, index } => {
-            format!("local {}[{}]", g.node_label(*node), idx(index))
+        Instr::ReadLocal { node, index, valid } => {
+            let mut s = format!("local {}[{}]", g.node_label(*node), idx(index));
+            if !valid.is_empty() {
+                let v: Vec<String> = valid.iter().map(|r| r.display(g)).collect();
+                s += &format!(" if {}", v.join(" && "));
+            }
+            s
         }
     }
 }
@@ -275,48 +284,78 @@ fn build_program(
         };
         let (result, reduction) = match &node.op {
             Op::Reduce { op, input, axes } => {
-                let red = expand_axes(g, axes)?;
-                let mut env = env0.clone();
-                for a in &red {
-                    env.map.insert(a.axis, AffineExpr::var(a.axis));
+                // The input's index in its own frame: the result's axes, then the reduced ones
+                // (whole or by parts, as the input's frame has them).
+                let in_leaves = env_keys(g, &g.node(*input).axes);
+                let mut map = BTreeMap::new();
+                for a in &node.axes {
+                    env0.pass_axis(g, *input, *a, &in_leaves, &mut map)?;
                 }
-                let v = e.emit(*input, &env, &[])?;
+                let mut red = Vec::new();
+                for r in axes {
+                    for k in leaves_under(g, *r, &in_leaves) {
+                        map.insert(k, AffineExpr::var(k));
+                        red.push(IterAxis {
+                            axis: k,
+                            len: g.resolve_len(k)?,
+                        });
+                    }
+                }
+                let v = e.emit(*input, &IndexEnv { map }, &[])?;
                 (v, Some(Reduction { op: *op, axes: red }))
             }
             Op::Dot(l, r) => {
                 let (ln, rn) = (g.node(*l), g.node(*r));
                 let pairs = g.dot_pairs(&g.node_label(st.node), &ln.axes, &rn.axes)?;
-                let mut lenv = IndexEnv::default();
-                let mut renv = IndexEnv::default();
-                let mut red = Vec::new();
-                for k in env_keys(g, &ln.axes) {
-                    if let Some(x) = env0.map.get(&k) {
-                        lenv.map.insert(k, x.clone());
+                let (l_leaves, r_leaves) = (env_keys(g, &ln.axes), env_keys(g, &rn.axes));
+                let mut lmap = BTreeMap::new();
+                let mut rmap = BTreeMap::new();
+                // Free axes keep the dot's index, in each operand's frame.
+                for a in &ln.axes {
+                    if !pairs.iter().any(|p| p.0 == *a) {
+                        env0.pass_axis(g, *l, *a, &l_leaves, &mut lmap)?;
                     }
                 }
-                for k in env_keys(g, &rn.axes) {
-                    if let Some(x) = env0.map.get(&k) {
-                        renv.map.insert(k, x.clone());
+                for a in &rn.axes {
+                    if !pairs.iter().any(|p| p.1 == *a) {
+                        env0.pass_axis(g, *r, *a, &r_leaves, &mut rmap)?;
                     }
                 }
+                // Contracted pairs loop over the left axis as the left frame has it, unless a
+                // key is already a loop of this stage (then whole).
+                let mut red: Vec<IterAxis> = Vec::new();
                 for (pl, pr) in &pairs {
-                    let lp = expand_axes(g, &weft_ir::Axes::new([*pl]).unwrap_or_default())?;
-                    let rp = env_keys(g, &weft_ir::Axes::new([*pr]).unwrap_or_default());
-                    if lp.len() != rp.len() {
-                        return Err(PassError::Unsupported {
-                            node: g.node_label(st.node),
-                            reason: "contracts a flattened axis with an axis of another shape"
-                                .into(),
-                        });
+                    let lk = leaves_under(g, *pl, &l_leaves);
+                    let clash = lk
+                        .iter()
+                        .any(|k| env0.map.contains_key(k) || red.iter().any(|x| x.axis == *k));
+                    let keys = if clash { vec![*pl] } else { lk };
+                    let mut lens = Vec::new();
+                    let mut whole = AffineExpr::constant(0);
+                    for k in &keys {
+                        let len = g.resolve_len(*k)?;
+                        lens.push(len);
+                        whole = whole.scale_add(len as i64, 0).add(&AffineExpr::var(*k));
+                        lmap.insert(*k, AffineExpr::var(*k));
+                        red.push(IterAxis { axis: *k, len });
                     }
-                    for (a, b) in lp.iter().zip(rp) {
-                        lenv.map.insert(a.axis, AffineExpr::var(a.axis));
-                        renv.map.insert(b, AffineExpr::var(a.axis));
-                        red.push(*a);
+                    let rk = leaves_under(g, *pr, &r_leaves);
+                    let alike = rk.len() == keys.len()
+                        && rk.len() > 1
+                        && rk
+                            .iter()
+                            .zip(&lens)
+                            .all(|(p, n)| g.resolve_len(*p).ok() == Some(*n));
+                    if alike {
+                        for (p, k) in rk.iter().zip(&keys) {
+                            rmap.insert(*p, AffineExpr::var(*k));
+                        }
+                    } else {
+                        rmap.insert(*pr, whole);
                     }
                 }
-                let lv = e.emit(*l, &lenv, &[])?;
-                let rv = e.emit(*r, &renv, &[])?;
+                let lv = e.emit(*l, &IndexEnv { map: lmap }, &[])?;
+                let rv = e.emit(*r, &IndexEnv { map: rmap }, &[])?;
                 let v = e.push(Instr::Binary(BinaryOp::Multiply, lv, rv), node.dtype);
                 (
                     v,
@@ -380,7 +419,8 @@ impl Emitter<'_> {
         self.body.len() - 1
     }
 
-    /// The value of `n` at index `env`, read only under `valid`.
+    /// The value of `n` at index `env` (an environment covering `n`'s axes, in any frame), read
+    /// only under `valid`.
     fn emit(
         &mut self,
         n: NodeId,
@@ -389,12 +429,58 @@ impl Emitter<'_> {
     ) -> Result<Value, PassError> {
         let g = self.g;
         let node = g.node(n);
-        let env = env.restrict(g, n, &env_keys(g, &node.axes))?;
+        let dt = node.dtype;
+        if is_immediate(&node.op) {
+            let Op::Tensor {
+                init: Some(TensorInit::Fill(s)),
+                ..
+            } = &node.op
+            else {
+                return Err(PassError::Internal("immediate without a fill".into()));
+            };
+            let key = (n, IndexEnv::default(), Vec::new());
+            if let Some(v) = self.memo.get(&key) {
+                return Ok(*v);
+            }
+            let v = self.push(Instr::Immediate(*s), dt);
+            self.memo.insert(key, v);
+            return Ok(v);
+        }
+        let earlier = self.earlier.iter().position(|s| *s == n);
+        if earlier.is_none() && self.plan.is_stored(n) {
+            // A stored tensor is addressed per axis, each axis taken whole.
+            let index = env.per_axis(g, n, &node.axes)?;
+            let key_env = IndexEnv {
+                map: node
+                    .axes
+                    .iter()
+                    .copied()
+                    .zip(index.iter().cloned())
+                    .collect(),
+            };
+            let key = (n, key_env, valid.to_vec());
+            if let Some(v) = self.memo.get(&key) {
+                return Ok(*v);
+            }
+            let v = self.push(
+                Instr::Load {
+                    tensor: n,
+                    index,
+                    valid: valid.to_vec(),
+                    view: None,
+                },
+                dt,
+            );
+            self.memo.insert(key, v);
+            return Ok(v);
+        }
+        // Computed here (inline) or by an earlier stage: indexed in its own frame.
+        let env = env.for_node(g, n, &node.axes)?;
         let key = (n, env.clone(), valid.to_vec());
         if let Some(v) = self.memo.get(&key) {
             return Ok(*v);
         }
-        let v = if let Some(k) = self.earlier.iter().position(|s| *s == n) {
+        let v = if let Some(k) = earlier {
             for o in self.outer {
                 if let Some(e) = env.map.get(o) {
                     if *e != AffineExpr::var(*o) {
@@ -410,26 +496,13 @@ impl Emitter<'_> {
                 .iter()
                 .map(|a| env.get(g, n, a.axis).cloned())
                 .collect::<Result<_, _>>()?;
-            self.push(Instr::ReadLocal { node: n, index }, node.dtype)
-        } else if is_immediate(&node.op) {
-            let Op::Tensor {
-                init: Some(TensorInit::Fill(s)),
-                ..
-            } = &node.op
-            else {
-                return Err(PassError::Internal("immediate without a fill".into()));
-            };
-            self.push(Instr::Immediate(*s), node.dtype)
-        } else if self.plan.is_stored(n) {
-            let index = env.per_axis(g, n, &node.axes)?;
             self.push(
-                Instr::Load {
-                    tensor: n,
+                Instr::ReadLocal {
+                    node: n,
                     index,
                     valid: valid.to_vec(),
-                    view: None,
                 },
-                node.dtype,
+                dt,
             )
         } else {
             self.emit_op(n, &env, valid)?

@@ -28,6 +28,18 @@ pub enum PassError {
         /// Why it cannot be compiled.
         reason: String,
     },
+    /// Node `node` would be read per part of a flattened axis that its reader iterates whole
+    /// (a div/mod index); the pipeline stores the node instead. Escapes only if storing it does
+    /// not help.
+    #[error("cannot compile {label}: axis `{axis}` is indexed through a flattened axis iterated whole (needs div/mod)")]
+    SplitIndex {
+        /// The node to store.
+        node: weft_ir::NodeId,
+        /// The node, by label.
+        label: String,
+        /// The axis without an index.
+        axis: String,
+    },
     /// A pass broke one of its own guarantees (a bug in weft, not in the graph).
     #[error("internal compiler error: {0}")]
     Internal(String),

@@ -9,8 +9,10 @@
 //!   major), so flatten and unflatten are identities on indices and a flattened index never needs
 //!   a division: storage of a tensor with a flattened axis is addressed affinely from the parts
 //!   ([`expand_axes`]). Only when expansion would repeat an axis (a tensor holding both `A·B` and
-//!   `A`) is the flattened axis iterated whole; reading per-part through it then needs div/mod and
-//!   is refused with a [`PassError::Unsupported`] naming the node;
+//!   `A`), or a cast/transpose pairs a flattened axis with an axis of other parts, is an axis
+//!   iterated whole; computing per part through it would need div/mod, so the index maps report
+//!   [`PassError::SplitIndex`] naming the node, and the pipeline stores that node (its producer
+//!   iterates its parts, its reader indexes it whole) — the reason is recorded;
 //! - [`IndexEnv::through_view`] maps the index of every axis of a view to affine indices of its
 //!   operand's axes, plus the validity ranges under which the operand is read at all (pad);
 //! - [`view_index_map`] gives, for a chain of simple views over a stored tensor of known
@@ -37,31 +39,24 @@ impl IterAxis {
     }
 }
 
-/// The atomic parts of `axis`: its flatten parts (recursively, dual degree shifted by `axis`'s),
-/// or itself.
-fn parts_of(g: &Graph, axis: Axis, out: &mut Vec<Axis>) {
+/// The immediate parts of a flattened axis (dual degree shifted by `axis`'s), or nothing.
+fn immediate_parts(g: &Graph, axis: Axis) -> Vec<Axis> {
     match &g.axis_data(axis.id).def {
-        AxisDef::Flatten(parts) => {
-            for p in parts {
-                parts_of(
-                    g,
-                    Axis {
-                        id: p.id,
-                        dual: p.dual + axis.dual,
-                    },
-                    out,
-                );
-            }
-        }
-        _ => out.push(axis),
+        AxisDef::Flatten(parts) => parts
+            .iter()
+            .map(|p| Axis {
+                id: p.id,
+                dual: p.dual + axis.dual,
+            })
+            .collect(),
+        _ => Vec::new(),
     }
 }
 
-/// The iteration axes of a tensor with `axes`: flattened axes replaced by their parts, unless
-/// that would repeat an axis (then the axes as they are). Lengths resolved.
+/// The iteration axes of a tensor with `axes`: its index keys ([`env_keys`]) with lengths.
 pub fn expand_axes(g: &Graph, axes: &Axes) -> Result<Vec<IterAxis>, PassError> {
-    let keys = env_keys(g, axes);
-    keys.into_iter()
+    env_keys(g, axes)
+        .into_iter()
         .map(|a| {
             Ok(IterAxis {
                 axis: a,
@@ -71,18 +66,43 @@ pub fn expand_axes(g: &Graph, axes: &Axes) -> Result<Vec<IterAxis>, PassError> {
         .collect()
 }
 
-/// The index keys of a tensor with `axes` (see [`expand_axes`]).
+/// The index keys of a tensor with `axes` (its *frame*): flattened axes replaced by their parts,
+/// recursively, left to right, except where a part would repeat an axis already in the tree
+/// (then that flattened axis stays whole).
 pub fn env_keys(g: &Graph, axes: &Axes) -> Vec<Axis> {
-    let mut v = Vec::new();
-    for a in axes {
-        parts_of(g, *a, &mut v);
+    let mut used: std::collections::HashSet<Axis> = axes.iter().copied().collect();
+    let mut keys: Vec<Axis> = axes.iter().copied().collect();
+    loop {
+        let mut changed = false;
+        let mut next = Vec::new();
+        for k in keys {
+            let ps = immediate_parts(g, k);
+            let distinct = ps.iter().collect::<std::collections::HashSet<_>>().len() == ps.len();
+            if !ps.is_empty() && distinct && ps.iter().all(|p| !used.contains(p)) {
+                used.extend(ps.iter().copied());
+                next.extend(ps);
+                changed = true;
+            } else {
+                next.push(k);
+            }
+        }
+        keys = next;
+        if !changed {
+            return keys;
+        }
     }
-    let mut seen = std::collections::HashSet::new();
-    if v.iter().all(|a| seen.insert(*a)) {
-        v
-    } else {
-        axes.iter().copied().collect()
+}
+
+/// The keys under axis `a` in a frame with leaf keys `leaves`: `a` itself if it is a leaf (or
+/// not flattened), else the keys under its parts.
+pub fn leaves_under(g: &Graph, a: Axis, leaves: &[Axis]) -> Vec<Axis> {
+    let ps = immediate_parts(g, a);
+    if leaves.contains(&a) || ps.is_empty() {
+        return vec![a];
     }
+    ps.into_iter()
+        .flat_map(|p| leaves_under(g, p, leaves))
+        .collect()
 }
 
 /// An affine index: `constant + Σ coefficient · index(axis)` over iteration axes.
@@ -187,6 +207,14 @@ pub struct OperandIndex {
     pub valid: Vec<ValidRange>,
 }
 
+fn split_index(g: &Graph, node: NodeId, a: Axis) -> PassError {
+    PassError::SplitIndex {
+        node,
+        label: g.node_label(node),
+        axis: g.axis_name(a),
+    }
+}
+
 impl IndexEnv {
     /// The identity environment over `keys`.
     pub fn identity(keys: &[Axis]) -> IndexEnv {
@@ -195,92 +223,139 @@ impl IndexEnv {
         }
     }
 
-    /// The index of key `a`, or why it has none.
+    /// The index of key `a`; its absence means `node` would need a div/mod index.
     pub fn get(&self, g: &Graph, node: NodeId, a: Axis) -> Result<&AffineExpr, PassError> {
-        self.map.get(&a).ok_or_else(|| PassError::Unsupported {
-            node: g.node_label(node),
-            reason: format!(
-                "axis `{}` is indexed through a flattened axis iterated whole (needs div/mod)",
-                g.axis_name(a)
-            ),
-        })
+        self.map.get(&a).ok_or_else(|| split_index(g, node, a))
     }
 
-    /// This environment restricted to `keys`.
-    pub fn restrict(&self, g: &Graph, node: NodeId, keys: &[Axis]) -> Result<IndexEnv, PassError> {
+    /// The index of axis `a` taken whole: its own entry, or the row-major combination of its
+    /// parts' indices (always affine).
+    pub fn whole(&self, g: &Graph, node: NodeId, a: Axis) -> Result<AffineExpr, PassError> {
+        if let Some(e) = self.map.get(&a) {
+            return Ok(e.clone());
+        }
+        let ps = immediate_parts(g, a);
+        if ps.is_empty() {
+            return Err(split_index(g, node, a));
+        }
+        let mut e = AffineExpr::constant(0);
+        for p in ps {
+            let len = g.resolve_len(p)? as i64;
+            e = e.scale_add(len, 0).add(&self.whole(g, node, p)?);
+        }
+        Ok(e)
+    }
+
+    /// Puts the index of axis `a` into `map` in the frame whose leaf keys are `leaves`: whole if
+    /// `a` is a leaf, else part by part. Parts of an axis this environment indexes whole would
+    /// need div/mod: an error naming `node`.
+    pub fn axis_in_frame(
+        &self,
+        g: &Graph,
+        node: NodeId,
+        a: Axis,
+        leaves: &[Axis],
+        map: &mut BTreeMap<Axis, AffineExpr>,
+    ) -> Result<(), PassError> {
+        let ps = immediate_parts(g, a);
+        if leaves.contains(&a) || ps.is_empty() {
+            map.insert(a, self.whole(g, node, a)?);
+            return Ok(());
+        }
+        if self.map.contains_key(&a) {
+            return Err(split_index(g, node, a));
+        }
+        for p in ps {
+            self.axis_in_frame(g, node, p, leaves, map)?;
+        }
+        Ok(())
+    }
+
+    /// Like [`IndexEnv::axis_in_frame`], but keeps an axis this environment indexes whole as a
+    /// whole entry instead of failing: views pass such entries on, and the reader decides (a
+    /// stored operand is addressed by whole axes; a computed one then needs div/mod).
+    pub fn pass_axis(
+        &self,
+        g: &Graph,
+        node: NodeId,
+        a: Axis,
+        leaves: &[Axis],
+        map: &mut BTreeMap<Axis, AffineExpr>,
+    ) -> Result<(), PassError> {
+        let ps = immediate_parts(g, a);
+        if leaves.contains(&a) || ps.is_empty() || self.map.contains_key(&a) {
+            map.insert(a, self.whole(g, node, a)?);
+            return Ok(());
+        }
+        for p in ps {
+            self.pass_axis(g, node, p, leaves, map)?;
+        }
+        Ok(())
+    }
+
+    /// This environment in the frame of `node` with `axes` (axes indexed here, whole or by parts).
+    pub fn for_node(&self, g: &Graph, node: NodeId, axes: &Axes) -> Result<IndexEnv, PassError> {
+        let leaves = env_keys(g, axes);
         let mut map = BTreeMap::new();
-        for k in keys {
-            map.insert(*k, self.get(g, node, *k)?.clone());
+        for a in axes {
+            self.axis_in_frame(g, node, *a, &leaves, &mut map)?;
         }
         Ok(IndexEnv { map })
     }
 
-    /// The index of each axis of a tensor with `axes` (a flattened axis from its parts' indices,
-    /// first part major).
+    /// The index of each axis of a stored tensor with `axes`, each taken whole.
     pub fn per_axis(
         &self,
         g: &Graph,
         node: NodeId,
         axes: &Axes,
     ) -> Result<Vec<AffineExpr>, PassError> {
-        let mut out = Vec::new();
-        let keys = env_keys(g, axes);
-        let expanded =
-            keys.len() != axes.len() || keys.iter().zip(axes.iter()).any(|(a, b)| a != b);
-        for a in axes {
-            if let (true, Some(e)) = (!expanded, self.map.get(a)) {
-                out.push(e.clone());
-                continue;
-            }
-            let mut parts = Vec::new();
-            parts_of(g, *a, &mut parts);
-            let mut e = AffineExpr::constant(0);
-            for p in parts {
-                let len = g.resolve_len(p)? as i64;
-                e = e.scale_add(len, 0).add(self.get(g, node, p)?);
-            }
-            out.push(e);
-        }
-        Ok(out)
+        axes.iter().map(|a| self.whole(g, node, *a)).collect()
     }
 
     /// How view `node` (a simple or complex view, or concat) reads each operand, given the
-    /// index environment of `node`. One entry per operand, in operand order.
+    /// index environment of `node` in its own frame. One entry per operand, in operand order,
+    /// each in the operand's frame (or with whole entries a computed operand cannot use).
     pub fn through_view(&self, g: &Graph, node: NodeId) -> Result<Vec<OperandIndex>, PassError> {
         let n = g.node(node);
         let simple = |env: IndexEnv| Ok(vec![OperandIndex { env, valid: vec![] }]);
         match &n.op {
-            Op::Broadcast(x) | Op::AxesWithOrder(x) | Op::ExpandDims { input: x, .. } => {
-                simple(self.restrict(g, node, &env_keys(g, &g.node(*x).axes))?)
-            }
-            Op::Flatten { input: x, .. } | Op::Unflatten { input: x, .. } => {
-                simple(self.restrict(g, node, &env_keys(g, &g.node(*x).axes))?)
+            Op::Broadcast(x)
+            | Op::AxesWithOrder(x)
+            | Op::ExpandDims { input: x, .. }
+            | Op::Flatten { input: x, .. }
+            | Op::Unflatten { input: x, .. } => {
+                let leaves = env_keys(g, &g.node(*x).axes);
+                let mut map = BTreeMap::new();
+                for a in &g.node(*x).axes {
+                    self.pass_axis(g, *x, *a, &leaves, &mut map)?;
+                }
+                simple(IndexEnv { map })
             }
             Op::CastAxes(x) => {
                 let from = &g.node(*x).axes;
-                simple(self.positional(
-                    g,
-                    node,
-                    from.iter().copied().zip(n.axes.iter().copied()),
-                )?)
+                simple(self.positional(g, *x, from.iter().copied().zip(n.axes.iter().copied()))?)
             }
             Op::Transpose(x) => {
                 let from = &g.node(*x).axes;
                 simple(self.positional(
                     g,
-                    node,
+                    *x,
                     from.iter().copied().zip(n.axes.iter().rev().copied()),
                 )?)
             }
             Op::Slice { input, slices } => {
+                let x = *input;
+                let leaves = env_keys(g, &g.node(x).axes);
                 let mut map = BTreeMap::new();
                 // Kept axes appear in the result in the operand's order, ranges as derived axes.
                 let mut out_axes = n.axes.iter();
-                for a in &g.node(*input).axes {
+                for a in &g.node(x).axes {
                     let e = match slices.iter().find(|s| s.0 == *a) {
                         None => {
                             out_axes.next();
-                            self.get(g, node, *a)?.clone()
+                            self.pass_axis(g, x, *a, &leaves, &mut map)?;
+                            continue;
                         }
                         Some((_, AxisSlice::Index(i))) => {
                             let len = g.resolve_len(*a)? as i64;
@@ -296,31 +371,33 @@ impl IndexEnv {
                                         message,
                                     })?;
                             let s = *out_axes.next().ok_or_else(|| mismatch(g, node))?;
-                            self.get(g, node, s)?.scale_add(res.step, res.first as i64)
+                            self.whole(g, node, s)?
+                                .scale_add(res.step, res.first as i64)
                         }
                     };
-                    insert_axis(g, &mut map, *a, e)?;
+                    map.insert(*a, e);
                 }
                 simple(IndexEnv { map })
             }
             Op::Pad { input, pads } => {
+                let x = *input;
+                let leaves = env_keys(g, &g.node(x).axes);
                 let mut map = BTreeMap::new();
                 let mut valid = Vec::new();
-                for (a, p) in g.node(*input).axes.iter().zip(n.axes.iter()) {
-                    let e = match pads.iter().find(|p| p.0 == *a) {
-                        None => self.get(g, node, *a)?.clone(),
+                for (a, p) in g.node(x).axes.iter().zip(n.axes.iter()) {
+                    match pads.iter().find(|p| p.0 == *a) {
+                        None => self.pass_axis(g, x, *a, &leaves, &mut map)?,
                         Some((_, before, _)) => {
-                            let e = self.get(g, node, *p)?.clone();
+                            let e = self.whole(g, node, *p)?;
                             let len = g.resolve_len(*a)? as i64;
                             valid.push(ValidRange {
                                 index: e.clone(),
                                 lo: *before as i64,
                                 hi: *before as i64 + len,
                             });
-                            e.scale_add(1, -(*before as i64))
+                            map.insert(*a, e.scale_add(1, -(*before as i64)));
                         }
-                    };
-                    insert_axis(g, &mut map, *a, e)?;
+                    }
                 }
                 Ok(vec![OperandIndex {
                     env: IndexEnv { map },
@@ -332,20 +409,19 @@ impl IndexEnv {
                 let pos = first
                     .position(parts[0].1)
                     .ok_or_else(|| mismatch(g, node))?;
-                let cat = n.axes[pos];
-                let ce = self.get(g, node, cat)?.clone();
+                let ce = self.whole(g, node, n.axes[pos])?;
                 let mut start = 0i64;
                 let mut out = Vec::new();
                 for (part, axis) in parts {
+                    let leaves = env_keys(g, &g.node(*part).axes);
                     let len = g.resolve_len(*axis)? as i64;
                     let mut map = BTreeMap::new();
                     for a in &g.node(*part).axes {
-                        let e = if a == axis {
-                            ce.scale_add(1, -start)
+                        if a == axis {
+                            map.insert(*a, ce.scale_add(1, -start));
                         } else {
-                            self.get(g, node, *a)?.clone()
-                        };
-                        insert_axis(g, &mut map, *a, e)?;
+                            self.pass_axis(g, *part, *a, &leaves, &mut map)?;
+                        }
                     }
                     out.push(OperandIndex {
                         env: IndexEnv { map },
@@ -366,27 +442,42 @@ impl IndexEnv {
         }
     }
 
-    /// The operand environment of a positional relabelling: operand axis `from` takes the index
-    /// of view axis `to`, part by part.
+    /// The keys under `a` in this environment: `a` if indexed whole (or not flattened), else
+    /// the keys under its parts.
+    fn keys_under(&self, g: &Graph, a: Axis) -> Vec<Axis> {
+        let ps = immediate_parts(g, a);
+        if self.map.contains_key(&a) || ps.is_empty() {
+            return vec![a];
+        }
+        ps.into_iter().flat_map(|p| self.keys_under(g, p)).collect()
+    }
+
+    /// The environment of operand `x` of a positional relabelling: operand axis `from` takes the
+    /// index of view axis `to` — part by part when both are split alike, else whole.
     fn positional(
         &self,
         g: &Graph,
-        node: NodeId,
+        x: NodeId,
         pairs: impl Iterator<Item = (Axis, Axis)>,
     ) -> Result<IndexEnv, PassError> {
+        let leaves = env_keys(g, &g.node(x).axes);
         let mut map = BTreeMap::new();
         for (from, to) in pairs {
-            let (mut fp, mut tp) = (Vec::new(), Vec::new());
-            parts_of(g, from, &mut fp);
-            parts_of(g, to, &mut tp);
-            let to_e = self.map.contains_key(&to);
-            if fp.len() == tp.len() && !to_e {
-                for (f, t) in fp.iter().zip(tp.iter()) {
-                    map.insert(*f, self.get(g, node, *t)?.clone());
+            let fl = leaves_under(g, from, &leaves);
+            let tl = self.keys_under(g, to);
+            let alike = fl.len() == tl.len()
+                && fl.len() > 1
+                && tl.iter().all(|t| self.map.contains_key(t))
+                && fl
+                    .iter()
+                    .zip(&tl)
+                    .all(|(f, t)| g.resolve_len(*f).ok() == g.resolve_len(*t).ok());
+            if alike {
+                for (f, t) in fl.iter().zip(&tl) {
+                    map.insert(*f, self.get(g, x, *t)?.clone());
                 }
             } else {
-                let e = self.get(g, node, to)?.clone();
-                insert_axis(g, &mut map, from, e)?;
+                map.insert(from, self.whole(g, x, to)?);
             }
         }
         Ok(IndexEnv { map })
@@ -398,39 +489,6 @@ fn mismatch(g: &Graph, node: NodeId) -> PassError {
         "{}: view axes do not match its operand",
         g.node_label(node)
     ))
-}
-
-/// Sets the index of operand axis `a` to `e`; a flattened axis whose parts are keys of the operand
-/// is split only when `e` is a single part-aligned term (otherwise div/mod would be needed).
-fn insert_axis(
-    g: &Graph,
-    map: &mut BTreeMap<Axis, AffineExpr>,
-    a: Axis,
-    e: AffineExpr,
-) -> Result<(), PassError> {
-    let mut parts = Vec::new();
-    parts_of(g, a, &mut parts);
-    if parts.len() == 1 {
-        map.insert(a, e);
-        return Ok(());
-    }
-    // `e` is already the flattened index of the parts when it came from the parts themselves; we
-    // can only recover them if `e` is the row-major combination of the parts' own keys.
-    let mut rebuilt = AffineExpr::constant(0);
-    for p in &parts {
-        rebuilt = rebuilt
-            .scale_add(g.resolve_len(*p)? as i64, 0)
-            .add(&AffineExpr::var(*p));
-    }
-    if rebuilt == e {
-        for p in parts {
-            map.insert(p, AffineExpr::var(p));
-        }
-        Ok(())
-    } else {
-        map.insert(a, e);
-        Ok(())
-    }
 }
 
 /// A simple view of stored memory: element `index` of the view (one index per entry of `axes`)

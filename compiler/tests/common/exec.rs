@@ -309,7 +309,16 @@ fn eval(
                 }
                 out
             }
-            Instr::ReadLocal { node, index } => {
+            Instr::ReadLocal { valid, .. }
+                if !valid.iter().all(|r| {
+                    let i = r.index.constant
+                        + r.index.terms.iter().map(|(a, k)| at[a] * k).sum::<i64>();
+                    r.lo <= i && i < r.hi
+                }) =>
+            {
+                0.0
+            }
+            Instr::ReadLocal { node, index, .. } => {
                 let (loops, row) = &locals[node];
                 let mut flat = 0usize;
                 for (a, e) in loops.iter().zip(index) {
