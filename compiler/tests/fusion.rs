@@ -448,3 +448,28 @@ fn outputs_that_are_stored_tensors_or_constants_need_no_kernel() {
     matches_interpreter(&graph, true);
     matches_interpreter(&graph, false);
 }
+
+#[test]
+fn a_value_computed_by_parts_but_read_whole_is_stored() {
+    let g = weft_ir::graph::GraphBuilder::new();
+    let a = g.axis("A", 3).unwrap();
+    let b = g.axis("B", 2).unwrap();
+    let x = g.placeholder("x", &[a, b], weft_ir::DType::F64).unwrap();
+    let z = g.placeholder("z", &[a], weft_ir::DType::F64).unwrap();
+    // out has axes (A·B, A): it iterates A·B whole, since splitting it would repeat A, while
+    // exp(flatten(x)) is computed over A and B: stored rather than indexed with div/mod.
+    let e = x.flatten(&[a, b]).unwrap().exp().unwrap().named("e").unwrap();
+    (e * z).unwrap().named("out").unwrap().output().unwrap();
+    let graph = g.finish();
+    let p = compile_plan(&graph, &fused()).unwrap();
+    let e = p.simplified.graph.find("e").unwrap();
+    assert_eq!(
+        p.fusion.boundaries.iter().find(|x| x.node == e).unwrap().reason,
+        BoundaryReason::SplitIndex,
+        "{}",
+        p.display()
+    );
+    insta::assert_snapshot!(p.display());
+    matches_interpreter(&graph, true);
+    matches_interpreter(&graph, false);
+}
