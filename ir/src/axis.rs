@@ -39,21 +39,21 @@ impl Axis {
     pub fn dual(self) -> Axis {
         Axis {
             id: self.id,
-            dual: self.dual + 1,
+            dual: self.dual.saturating_add(1),
         }
     }
     /// The axis whose dual is this one (degree − 1).
     pub fn undual(self) -> Axis {
         Axis {
             id: self.id,
-            dual: self.dual - 1,
+            dual: self.dual.saturating_sub(1),
         }
     }
     /// The axis a transpose turns this one into: `A^(k*)` → `A^((1-k)*)`.
     pub fn transposed(self) -> Axis {
         Axis {
             id: self.id,
-            dual: 1 - self.dual,
+            dual: 1i32.saturating_sub(self.dual),
         }
     }
 }

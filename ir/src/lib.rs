@@ -8,6 +8,11 @@ pub mod graph;
 pub mod host;
 pub mod shape;
 
+// The text format, and random graphs for property tests.
+#[cfg(feature = "testing")]
+pub mod testing;
+pub mod text;
+
 pub use axis::{Axes, AxesError, Axis, AxisDef, AxisId, Role, SliceRange};
 pub use dtype::DType;
 pub use graph::{

@@ -97,7 +97,8 @@ impl Graph {
                     });
                 }
                 if let Ok(shape) = self.shape_of(&axes) {
-                    let n: usize = shape.iter().product();
+                    // Saturating: absurd lengths must report a mismatch, not overflow.
+                    let n = shape.iter().fold(1usize, |a, b| a.saturating_mul(*b));
                     if n != d.len() {
                         return Err(GraphError::Init {
                             tensor,

@@ -527,7 +527,10 @@ impl Graph {
                     })?
                     .len
             }
-            AxisDef::Pad { of, before, after } => self.resolve_len(*of)? + before + after,
+            AxisDef::Pad { of, before, after } => self
+                .resolve_len(*of)?
+                .saturating_add(*before)
+                .saturating_add(*after),
             AxisDef::Flatten(parts) => {
                 let mut p = 1usize;
                 for a in parts {

@@ -16,7 +16,8 @@ impl Graph {
                     init: Some(TensorInit::Data(d)),
                     ..
                 } => {
-                    let n: usize = shape.iter().product();
+                    // Saturating: absurd lengths must report a mismatch, not overflow.
+                    let n = shape.iter().fold(1usize, |a, b| a.saturating_mul(*b));
                     if n != d.len() {
                         return Err(GraphError::Init {
                             tensor: label,

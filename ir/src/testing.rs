@@ -1,0 +1,780 @@
+//! Random graphs for property tests (feature `testing`), shared by the text-format round trip
+//! and, later, the compiler's differential tests.
+//!
+//! A graph is drawn from a stream of `u32` choices ([`graph_from_choices`]), so proptest shrinks
+//! it by shortening and lowering the stream; a spent stream reads as zeros, which always ends
+//! the graph. Every op is built through the builder API with arguments chosen to be valid:
+//! axis lengths 1..=7 (including 1 and lengths that are not multiples of 4), stored tensors of
+//! every kind and dtype, and chains of every op kind — elementwise, compare, select, convert,
+//! reductions with and without `out_axes`, dot (with dual pairs), every view (negative-step and
+//! negative-bound slices, pinned indices, pads, flatten/unflatten, concat, expand_dims,
+//! transpose, cast_axes, axes_with_order, broadcast) and assign.
+//!
+//! Guarantees: with [`GraphConfig::compilable`] every axis is bound and the graph passes
+//! [`Graph::verify`]. The rare draw the builder still rejects (e.g. flattening into an axis the
+//! tensor already has) is skipped; the graph then keeps the derived axis the attempt interned,
+//! which is itself a graph the API can build.
+
+use crate::axis::{Axis, AxisDef, AxisId, Role, SliceRange};
+use crate::dtype::DType;
+use crate::graph::{
+    AxisSlice, BinaryOp, CompareOp, Graph, GraphError, NodeId, Op, ReduceOp, TensorInit,
+    TensorKind, UnaryOp,
+};
+use crate::host::{ArrayData, Scalar};
+use proptest::prelude::*;
+use std::collections::HashMap;
+
+/// What random graphs may contain.
+#[derive(Clone, Debug)]
+pub struct GraphConfig {
+    /// At most this many declared axes (at least one is declared).
+    pub max_axes: usize,
+    /// At most this many node-making steps.
+    pub max_nodes: usize,
+    /// Leave some axis lengths unbound.
+    pub unbound_axes: bool,
+    /// Use awkward names: duplicate, empty, keyword-like, quoted or unnamed axes and tensors.
+    pub odd_names: bool,
+    /// Use NaN, infinities, −0, subnormals and integer extremes as values.
+    pub special_values: bool,
+    /// Include `assign` ops.
+    pub assigns: bool,
+}
+
+impl Default for GraphConfig {
+    /// Everything the API allows: the text round trip's configuration.
+    fn default() -> GraphConfig {
+        GraphConfig {
+            max_axes: 5,
+            max_nodes: 24,
+            unbound_axes: true,
+            odd_names: true,
+            special_values: true,
+            assigns: true,
+        }
+    }
+}
+
+impl GraphConfig {
+    /// Graphs that can be compiled and run as drawn: every axis bound, plain names.
+    pub fn compilable() -> GraphConfig {
+        GraphConfig {
+            unbound_axes: false,
+            odd_names: false,
+            ..GraphConfig::default()
+        }
+    }
+}
+
+/// Random graphs with everything the API allows ([`GraphConfig::default`]).
+pub fn arb_graph() -> impl Strategy<Value = Graph> {
+    arb_graph_with(GraphConfig::default())
+}
+
+/// Random graphs drawn with `config`.
+pub fn arb_graph_with(config: GraphConfig) -> impl Strategy<Value = Graph> {
+    proptest::collection::vec(any::<u32>(), 0..1536)
+        .prop_map(move |choices| graph_from_choices(&choices, &config))
+}
+
+/// The graph a choice stream draws (deterministic).
+pub fn graph_from_choices(choices: &[u32], config: &GraphConfig) -> Graph {
+    draw(choices, config).0
+}
+
+/// The op kinds the generator draws, by name (as [`Op::name`] for ops; `tensor` for stored
+/// tensors of any kind).
+pub const OP_KINDS: [&str; 19] = [
+    "tensor",
+    "unary",
+    "binary",
+    "compare",
+    "select",
+    "convert",
+    "reduce",
+    "dot",
+    "broadcast",
+    "axes_with_order",
+    "cast_axes",
+    "transpose",
+    "slice",
+    "flatten",
+    "unflatten",
+    "pad",
+    "concat",
+    "expand_dims",
+    "assign",
+];
+
+/// Per op kind (index into [`OP_KINDS`]): draws the builder accepted, draws it rejected.
+#[derive(Clone, Debug, Default)]
+pub struct DrawStats {
+    /// Accepted draws per kind.
+    pub built: [usize; 19],
+    /// Rejected draws per kind.
+    pub rejected: [usize; 19],
+}
+
+/// The graph a choice stream draws, with how many draws of each kind the builder accepted.
+pub fn draw(choices: &[u32], config: &GraphConfig) -> (Graph, DrawStats) {
+    let mut gen = Gen {
+        g: Graph::new(),
+        c: Choices {
+            data: choices,
+            at: 0,
+        },
+        cfg: config.clone(),
+        lens: HashMap::new(),
+        pool: Vec::new(),
+        names: 0,
+        stats: DrawStats::default(),
+    };
+    gen.run();
+    (gen.g, gen.stats)
+}
+
+struct Choices<'a> {
+    data: &'a [u32],
+    at: usize,
+}
+
+impl Choices<'_> {
+    fn next(&mut self) -> u32 {
+        let v = self.data.get(self.at).copied().unwrap_or(0);
+        self.at += 1;
+        v
+    }
+    /// A number in `0..n` (0 if `n` is 0).
+    fn below(&mut self, n: usize) -> usize {
+        if n == 0 {
+            0
+        } else {
+            self.next() as usize % n
+        }
+    }
+    fn chance(&mut self, percent: u32) -> bool {
+        self.next() % 100 < percent
+    }
+    fn pick<T: Clone>(&mut self, v: &[T]) -> T {
+        v[self.below(v.len())].clone()
+    }
+    /// A random subset of `v` in random order, of size `min..=max` (clamped to `v.len()`).
+    fn subset<T: Clone>(&mut self, v: &[T], min: usize, max: usize) -> Vec<T> {
+        let mut rest: Vec<T> = v.to_vec();
+        let max = max.min(rest.len());
+        let min = min.min(max);
+        let k = min + self.below(max - min + 1);
+        (0..k)
+            .map(|_| rest.remove(self.below(rest.len())))
+            .collect()
+    }
+}
+
+struct Gen<'a> {
+    g: Graph,
+    c: Choices<'a>,
+    cfg: GraphConfig,
+    /// Intended lengths of declared axes, bound or not.
+    lens: HashMap<AxisId, usize>,
+    pool: Vec<NodeId>,
+    names: usize,
+    stats: DrawStats,
+}
+
+const AXIS_NAMES: [&str; 6] = ["N", "C", "H", "W", "B", "K"];
+const ODD_AXIS_NAMES: [&str; 9] = [
+    "",
+    "axis",
+    "my axis",
+    "H*",
+    "q\"uo\\te\n",
+    "é",
+    "H@1",
+    "%3",
+    "1x",
+];
+const ODD_NODE_NAMES: [&str; 10] = [
+    "x",
+    "output",
+    "axis",
+    "two words",
+    "\"q\"",
+    "%1",
+    "",
+    "f32",
+    "nan",
+    "a\tb",
+];
+
+impl Gen<'_> {
+    fn run(&mut self) {
+        let n_axes = 1 + self.c.below(self.cfg.max_axes.max(1));
+        for _ in 0..n_axes {
+            self.declare_axis();
+        }
+        let n_nodes = self.c.below(self.cfg.max_nodes + 1);
+        for _ in 0..n_nodes {
+            let kind = if self.pool.is_empty() || self.c.chance(15) {
+                0
+            } else {
+                1 + self.c.below(OP_KINDS.len() - 1)
+            };
+            if kind == 18 && !self.cfg.assigns {
+                continue;
+            }
+            let Some(result) = self.draw_op(kind) else {
+                continue;
+            };
+            match result {
+                Ok(id) => {
+                    self.stats.built[kind] += 1;
+                    if kind != 0 && self.c.chance(30) {
+                        if let Some(name) = self.node_name() {
+                            let _ = self.g.set_name(id, &name);
+                        }
+                    }
+                    // Keep ranks small so that the graphs stay cheap to evaluate.
+                    if self.g.node(id).axes.len() <= 4 {
+                        self.pool.push(id);
+                    }
+                }
+                Err(_) => self.stats.rejected[kind] += 1,
+            }
+            if self.cfg.odd_names && self.c.chance(3) {
+                let id = AxisId::from_u32(self.c.below(self.g.axis_table().len()) as u32);
+                let name = self.axis_name();
+                self.g.rename_axis(id, &name);
+            }
+        }
+        let n_out = self.c.below(4);
+        for _ in 0..n_out.min(self.g.len()) {
+            let id = NodeId::from_u32(self.c.below(self.g.len()) as u32);
+            let _ = self.g.mark_output(id);
+        }
+    }
+
+    // ---- names -----------------------------------------------------------------------------
+
+    fn axis_name(&mut self) -> String {
+        if self.cfg.odd_names && self.c.chance(30) {
+            self.c.pick(&ODD_AXIS_NAMES).to_string()
+        } else if self.cfg.odd_names {
+            self.c.pick(&AXIS_NAMES).to_string()
+        } else {
+            format!("A{}", self.g.axis_table().len())
+        }
+    }
+
+    /// A fresh node name, or `None` for an unnamed node.
+    fn node_name(&mut self) -> Option<String> {
+        self.names += 1;
+        let name = if self.cfg.odd_names && self.c.chance(25) {
+            if self.c.chance(40) {
+                return None;
+            }
+            self.c.pick(&ODD_NODE_NAMES).to_string()
+        } else {
+            format!("t{}", self.names)
+        };
+        if self.g.find(&name).is_some() {
+            return Some(format!("t{}", self.names));
+        }
+        Some(name)
+    }
+
+    // ---- axes ------------------------------------------------------------------------------
+
+    fn declare_axis(&mut self) {
+        let name = self.axis_name();
+        let len = 1 + self.c.below(7);
+        let roles: Vec<Role> = (0..self.c.below(3))
+            .map(|_| match self.c.below(8) {
+                0 => Role::Height,
+                1 => Role::Width,
+                2 => Role::Channel,
+                3 => Role::Time,
+                4 => Role::User("user_role".into()),
+                5 if self.cfg.odd_names => Role::User("Height".into()),
+                6 if self.cfg.odd_names => Role::User("odd role".into()),
+                _ => Role::Depth,
+            })
+            .collect();
+        let bound = !self.cfg.unbound_axes || self.c.chance(75);
+        if let Ok(a) = self.g.axis_with_roles(&name, bound.then_some(len), roles) {
+            self.lens.insert(a.id, len);
+        }
+    }
+
+    /// The intended length of an axis (declared lengths may be unbound in the graph).
+    fn len(&self, a: Axis) -> usize {
+        match &self.g.axis_data(a.id).def {
+            AxisDef::Base { .. } => self.lens.get(&a.id).copied().unwrap_or(1),
+            AxisDef::Slice { of, range } => {
+                range.resolve(self.len(*of)).map(|r| r.len).unwrap_or(1)
+            }
+            AxisDef::Pad { of, before, after } => self.len(*of) + before + after,
+            AxisDef::Flatten(parts) => parts.iter().map(|p| self.len(*p)).product(),
+            AxisDef::Concat(parts) => parts.iter().map(|p| self.len(*p)).sum(),
+        }
+    }
+
+    /// Any axis of the table, mostly plain, sometimes a dual.
+    fn any_axis(&mut self) -> Axis {
+        let id = AxisId::from_u32(self.c.below(self.g.axis_table().len()) as u32);
+        let dual = match self.c.below(10) {
+            0 => 1,
+            1 => -1,
+            2 => 2,
+            _ => 0,
+        };
+        Axis { id, dual }
+    }
+
+    /// Up to `max` distinct axes, keeping tensors small.
+    fn some_axes(&mut self, max: usize) -> Vec<Axis> {
+        let mut v: Vec<Axis> = Vec::new();
+        let count = if self.c.chance(15) {
+            0
+        } else {
+            1 + self.c.below(max)
+        };
+        for _ in 0..count {
+            let a = self.any_axis();
+            if !v.contains(&a) && self.len(a) <= 12 {
+                v.push(a);
+            }
+        }
+        v
+    }
+
+    // ---- values ----------------------------------------------------------------------------
+
+    fn f64_value(&mut self) -> f64 {
+        if self.cfg.special_values && self.c.chance(20) {
+            self.c.pick(&[
+                f64::NAN,
+                f64::INFINITY,
+                f64::NEG_INFINITY,
+                -0.0,
+                f64::MIN_POSITIVE,
+                5e-324,
+                1e300,
+                f64::MAX,
+                0.1,
+            ])
+        } else if self.cfg.special_values && self.c.chance(30) {
+            let bits = ((self.c.next() as u64) << 32) | self.c.next() as u64;
+            f64::from_bits(bits)
+        } else {
+            (self.c.below(2001) as f64 - 1000.0) / 64.0
+        }
+    }
+
+    fn f32_value(&mut self) -> f32 {
+        if self.cfg.special_values && self.c.chance(30) {
+            f32::from_bits(self.c.next())
+        } else {
+            self.f64_value() as f32
+        }
+    }
+
+    fn i64_value(&mut self, dtype: DType) -> i64 {
+        let extreme = self.cfg.special_values && self.c.chance(20);
+        match (dtype, extreme) {
+            (DType::I32, true) => self.c.pick(&[i32::MIN as i64, i32::MAX as i64, -1]),
+            (DType::I32, false) => self.c.below(41) as i64 - 20,
+            (_, true) => {
+                let wide = ((self.c.next() as i64) << 32) - 7;
+                self.c.pick(&[i64::MIN, i64::MAX, wide])
+            }
+            (_, false) => self.c.below(41) as i64 - 20,
+        }
+    }
+
+    fn scalar(&mut self, dtype: DType) -> Scalar {
+        match dtype {
+            DType::F32 => Scalar::Float(self.f32_value() as f64),
+            DType::F64 => Scalar::Float(self.f64_value()),
+            DType::I32 | DType::I64 => Scalar::Int(self.i64_value(dtype)),
+            DType::Bool => Scalar::Bool(self.c.chance(50)),
+        }
+    }
+
+    fn data(&mut self, dtype: DType, n: usize) -> ArrayData {
+        match dtype {
+            DType::F32 => ArrayData::F32((0..n).map(|_| self.f32_value()).collect()),
+            DType::F64 => ArrayData::F64((0..n).map(|_| self.f64_value()).collect()),
+            DType::I32 => ArrayData::I32((0..n).map(|_| self.i64_value(dtype) as i32).collect()),
+            DType::I64 => ArrayData::I64((0..n).map(|_| self.i64_value(dtype)).collect()),
+            DType::Bool => ArrayData::Bool((0..n).map(|_| self.c.chance(50)).collect()),
+        }
+    }
+
+    // ---- ops -------------------------------------------------------------------------------
+
+    fn pick_node(&mut self, ok: impl Fn(&Graph, NodeId) -> bool) -> Option<NodeId> {
+        let candidates: Vec<NodeId> = self
+            .pool
+            .iter()
+            .copied()
+            .filter(|n| ok(&self.g, *n))
+            .collect();
+        if candidates.is_empty() {
+            None
+        } else {
+            Some(self.c.pick(&candidates))
+        }
+    }
+
+    fn dtype_of(&self, n: NodeId) -> DType {
+        self.g.node(n).dtype
+    }
+
+    fn axes_of(&self, n: NodeId) -> Vec<Axis> {
+        self.g.node(n).axes.as_slice().to_vec()
+    }
+
+    /// Draws one node of kind `OP_KINDS[kind]`; `None` if the pool has no suitable operands.
+    fn draw_op(&mut self, kind: usize) -> Option<Result<NodeId, GraphError>> {
+        Some(match OP_KINDS[kind] {
+            "tensor" => self.tensor(),
+            "unary" => {
+                let x = self.pick_node(|g, n| g.node(n).dtype.is_numeric())?;
+                let float = self.dtype_of(x).is_float();
+                let ops: Vec<UnaryOp> = UnaryOp::ALL
+                    .iter()
+                    .copied()
+                    .filter(|u| {
+                        float
+                            || matches!(
+                                u,
+                                UnaryOp::Negative
+                                    | UnaryOp::Abs
+                                    | UnaryOp::Square
+                                    | UnaryOp::Sign
+                                    | UnaryOp::Relu
+                            )
+                    })
+                    .collect();
+                let op = self.c.pick(&ops);
+                self.g.unary(op, x)
+            }
+            "binary" => {
+                let x = self.pick_node(|g, n| g.node(n).dtype.is_numeric())?;
+                let d = self.dtype_of(x);
+                let y = self.pick_node(|g, n| g.node(n).dtype == d)?;
+                let op = self.c.pick(BinaryOp::ALL);
+                self.g.binary(op, x, y)
+            }
+            "compare" => {
+                let x = self.pick_node(|_, _| true)?;
+                let d = self.dtype_of(x);
+                let y = self.pick_node(|g, n| g.node(n).dtype == d)?;
+                let op = self.c.pick(CompareOp::ALL);
+                self.g.compare(op, x, y)
+            }
+            "select" => {
+                let cond = self.pick_node(|g, n| g.node(n).dtype == DType::Bool)?;
+                let a = self.pick_node(|_, _| true)?;
+                let d = self.dtype_of(a);
+                let b = self.pick_node(|g, n| g.node(n).dtype == d)?;
+                self.g.select(cond, a, b)
+            }
+            "convert" => {
+                let x = self.pick_node(|_, _| true)?;
+                let d = self.c.pick(&DType::ALL);
+                self.g.convert(x, d)
+            }
+            "reduce" => {
+                let x = self.pick_node(|_, _| true)?;
+                let d = self.dtype_of(x);
+                let ops: Vec<ReduceOp> = ReduceOp::ALL
+                    .iter()
+                    .copied()
+                    .filter(|r| match r {
+                        ReduceOp::Sum | ReduceOp::Prod => d.is_numeric(),
+                        ReduceOp::Mean => d.is_float(),
+                        _ => true,
+                    })
+                    .collect();
+                let op = self.c.pick(&ops);
+                let axes = self.axes_of(x);
+                let red = self.c.subset(&axes, 0, axes.len());
+                let out = if self.c.chance(40) {
+                    let rest: Vec<Axis> =
+                        axes.iter().copied().filter(|a| !red.contains(a)).collect();
+                    Some(self.c.subset(&rest, rest.len(), rest.len()))
+                } else {
+                    None
+                };
+                self.g.reduce(op, x, &red, out.as_deref())
+            }
+            "dot" => {
+                let x = self.pick_node(|g, n| g.node(n).dtype.is_numeric())?;
+                let d = self.dtype_of(x);
+                let y = self.pick_node(|g, n| g.node(n).dtype == d)?;
+                let (l, r) = (self.g.node(x).axes.clone(), self.g.node(y).axes.clone());
+                self.g.dot_pairs("dot", &l, &r).ok()?;
+                self.g.dot(x, y)
+            }
+            "broadcast" => {
+                let x = self.pick_node(|_, _| true)?;
+                let mut axes = self.axes_of(x);
+                for a in self.some_axes(2) {
+                    if !axes.contains(&a) {
+                        axes.push(a);
+                    }
+                }
+                let axes = self.c.subset(&axes, axes.len(), axes.len());
+                self.g.broadcast(x, &axes)
+            }
+            "axes_with_order" => {
+                let x = self.pick_node(|_, _| true)?;
+                let axes = self.axes_of(x);
+                let axes = self.c.subset(&axes, axes.len(), axes.len());
+                self.g.axes_with_order(x, &axes)
+            }
+            "cast_axes" => {
+                let x = self.pick_node(|_, _| true)?;
+                let table: Vec<Axis> = self
+                    .g
+                    .axis_table()
+                    .flat_map(|(id, _)| [Axis::new(id), Axis::new(id).dual()])
+                    .collect();
+                let mut out: Vec<Axis> = Vec::new();
+                for a in self.axes_of(x) {
+                    let len = self.len(a);
+                    let mut same: Vec<Axis> = table
+                        .iter()
+                        .copied()
+                        .filter(|b| self.len(*b) == len && !out.contains(b))
+                        .collect();
+                    if !out.contains(&a) {
+                        same.push(a);
+                    }
+                    if same.is_empty() {
+                        return None;
+                    }
+                    out.push(self.c.pick(&same));
+                }
+                self.g.cast_axes(x, &out)
+            }
+            "transpose" => {
+                let x = self.pick_node(|_, _| true)?;
+                self.g.transpose(x)
+            }
+            "slice" => {
+                let x = self.pick_node(|g, n| !g.node(n).axes.is_empty())?;
+                let axes = self.axes_of(x);
+                let chosen = self.c.subset(&axes, 1, 2);
+                let slices: Vec<(Axis, AxisSlice)> = chosen
+                    .into_iter()
+                    .map(|a| {
+                        let len = self.len(a);
+                        let s = if self.c.chance(25) {
+                            AxisSlice::Index(self.c.below(2 * len) as i64 - len as i64)
+                        } else {
+                            AxisSlice::Range(self.range(len))
+                        };
+                        (a, s)
+                    })
+                    .collect();
+                self.g.slice(x, &slices)
+            }
+            "flatten" => {
+                let x = self.pick_node(|g, n| g.node(n).axes.len() >= 2)?;
+                let axes = self.axes_of(x);
+                let group = self.c.subset(&axes, 2, 3);
+                self.g.flatten(x, &group)
+            }
+            "unflatten" => {
+                // A flattened axis whose parts are not already among the tensor's axes.
+                let splittable = |g: &Graph, n: NodeId, a: &Axis| {
+                    let axes = &g.node(n).axes;
+                    a.dual == 0
+                        && matches!(&g.axis_data(a.id).def,
+                            AxisDef::Flatten(parts) if parts.iter().all(|p| !axes.contains(*p)))
+                };
+                let x =
+                    self.pick_node(|g, n| g.node(n).axes.iter().any(|a| splittable(g, n, a)))?;
+                let flat: Vec<Axis> = self
+                    .axes_of(x)
+                    .into_iter()
+                    .filter(|a| splittable(&self.g, x, a))
+                    .collect();
+                let a = self.c.pick(&flat);
+                self.g.unflatten(x, a)
+            }
+            "pad" => {
+                let x = self.pick_node(|g, n| !g.node(n).axes.is_empty())?;
+                let axes = self.axes_of(x);
+                let chosen = self.c.subset(&axes, 1, 2);
+                let pads: Vec<(Axis, usize, usize)> = chosen
+                    .into_iter()
+                    .map(|a| (a, self.c.below(3), self.c.below(3)))
+                    .collect();
+                self.g.pad(x, &pads)
+            }
+            "concat" => {
+                let x = self.pick_node(|g, n| !g.node(n).axes.is_empty())?;
+                let axes = self.axes_of(x);
+                let a = self.c.pick(&axes);
+                let d = self.dtype_of(x);
+                let rest = self
+                    .g
+                    .node(x)
+                    .axes
+                    .difference(&crate::axis::Axes::new([a]).ok()?);
+                let mut candidates: Vec<(NodeId, Axis)> = Vec::new();
+                for &y in &self.pool {
+                    let node = self.g.node(y);
+                    if node.dtype != d {
+                        continue;
+                    }
+                    for b in node.axes.iter() {
+                        let others: Vec<Axis> =
+                            node.axes.iter().copied().filter(|c| c != b).collect();
+                        if crate::axis::Axes::new(others).is_ok_and(|o| o.is_equal_set(&rest)) {
+                            candidates.push((y, *b));
+                        }
+                    }
+                }
+                let mut parts = vec![(x, a)];
+                let extra = if candidates.is_empty() {
+                    0
+                } else {
+                    self.c.below(3)
+                };
+                for _ in 0..extra {
+                    parts.push(self.c.pick(&candidates));
+                }
+                self.g.concat(&parts)
+            }
+            "expand_dims" => {
+                let x = self.pick_node(|_, _| true)?;
+                let a = self.any_axis();
+                if self.len(a) > 12 || self.g.node(x).axes.contains(a) {
+                    return None;
+                }
+                let pos = self.c.below(self.g.node(x).axes.len() + 1);
+                self.g.expand_dims(x, a, pos)
+            }
+            "assign" => {
+                let t = self.pick_node(|g, n| {
+                    matches!(
+                        g.node(n).op,
+                        Op::Tensor {
+                            kind: TensorKind::Variable | TensorKind::PersistentTensor,
+                            ..
+                        }
+                    )
+                })?;
+                let (axes, d) = (self.g.node(t).axes.clone(), self.dtype_of(t));
+                let v = self
+                    .pick_node(|g, n| g.node(n).dtype == d && g.node(n).axes.is_equal_set(&axes))?;
+                self.g.assign(t, v)
+            }
+            other => unreachable!("OP_KINDS has no draw for {other}"),
+        })
+    }
+
+    fn tensor(&mut self) -> Result<NodeId, GraphError> {
+        let kind = self.c.pick(&[
+            TensorKind::Placeholder,
+            TensorKind::Placeholder,
+            TensorKind::Constant,
+            TensorKind::Variable,
+            TensorKind::PersistentTensor,
+        ]);
+        let axes = self.some_axes(3);
+        let dtype = self.c.pick(&DType::ALL);
+        let n: usize = axes.iter().map(|a| self.len(*a)).product();
+        let init = match kind {
+            TensorKind::Placeholder => None,
+            TensorKind::PersistentTensor if self.c.chance(40) => None,
+            _ if self.c.chance(50) => Some(TensorInit::Fill(self.scalar(dtype))),
+            _ => Some(TensorInit::Data(self.data(dtype, n))),
+        };
+        let name = if kind == TensorKind::Constant && self.c.chance(50) {
+            None
+        } else {
+            self.node_name()
+        };
+        self.g.tensor(kind, name.as_deref(), &axes, dtype, init)
+    }
+
+    /// A valid, non-empty range over an axis of length `len`, written in one of the ways that
+    /// select it (negative bounds, omitted bounds, negative steps).
+    fn range(&mut self, len: usize) -> SliceRange {
+        let n = len as i64;
+        let step = self.c.pick(&[1i64, 1, 2, 3, -1, -2]);
+        let first = self.c.below(len) as i64;
+        let max_count = if step > 0 {
+            (n - 1 - first) / step + 1
+        } else {
+            first / -step + 1
+        };
+        let count = 1 + self.c.below(max_count as usize) as i64;
+        let last = first + (count - 1) * step;
+        let default_first = if step > 0 { 0 } else { n - 1 };
+        let start = match self.c.below(3) {
+            0 if first == default_first => None,
+            1 => Some(first - n),
+            _ => Some(first),
+        };
+        let stop_index = if step > 0 { last + 1 } else { last - 1 };
+        let stop = if stop_index == n || stop_index == -1 {
+            if stop_index == n && self.c.chance(50) {
+                Some(n)
+            } else {
+                None
+            }
+        } else if self.c.chance(50) {
+            Some(stop_index - n)
+        } else {
+            Some(stop_index)
+        };
+        SliceRange { start, stop, step }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::strategy::ValueTree;
+
+    #[test]
+    fn every_op_kind_is_drawn_and_rarely_rejected() {
+        let mut total = DrawStats::default();
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let strategy = proptest::collection::vec(any::<u32>(), 1536);
+        for _ in 0..300 {
+            let choices = strategy.new_tree(&mut runner).unwrap().current();
+            let (_, stats) = draw(&choices, &GraphConfig::default());
+            for k in 0..OP_KINDS.len() {
+                total.built[k] += stats.built[k];
+                total.rejected[k] += stats.rejected[k];
+            }
+        }
+        for (k, name) in OP_KINDS.iter().enumerate() {
+            assert!(total.built[k] > 0, "{name} never built: {total:?}");
+            assert!(
+                total.rejected[k] * 10 <= total.built[k],
+                "{name} rejected too often: {total:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn compilable_graphs_are_bound_and_verify() {
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let strategy = arb_graph_with(GraphConfig::compilable());
+        for _ in 0..200 {
+            let g = strategy.new_tree(&mut runner).unwrap().current();
+            if let Err(e) = g.verify() {
+                panic!("{e}\n{g}");
+            }
+        }
+    }
+}

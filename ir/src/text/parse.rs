@@ -1,0 +1,820 @@
+//! The `.weft` parser: recursive descent over the lexer's tokens, building the graph through
+//! the builder API statement by statement, so every check the API makes applies and its errors
+//! are reported at the statement's position.
+//!
+//! Axis handles (`name` or `name@N`) and node handles (names or `%N` labels) are local to the
+//! source: `%N` and `@N` need not match arena indices. Derived axes made by an op without a
+//! declaration can be referred to by their generated names (e.g. `"H[1:3]"`).
+
+use super::lexer::{tokenize, Tok, Token};
+use super::{ParseError, SourcePos, KEYWORDS};
+use crate::axis::{Axis, AxisDef, AxisId, Role, SliceRange};
+use crate::dtype::DType;
+use crate::graph::{
+    AxisSlice, BinaryOp, CompareOp, Graph, GraphError, NodeId, ReduceOp, TensorInit, TensorKind,
+    UnaryOp,
+};
+use crate::host::{ArrayData, Scalar};
+use std::collections::{HashMap, HashSet};
+
+/// Parses `.weft` source; `file` names it in error positions.
+pub fn parse(source: &str, file: &str) -> Result<Graph, ParseError> {
+    let toks = tokenize(source, file)?;
+    let mut p = Parser {
+        toks,
+        at: 0,
+        file,
+        graph: Graph::new(),
+        labels: HashMap::new(),
+        axes: HashMap::new(),
+        declared_axes: HashSet::new(),
+        synced_axes: 0,
+    };
+    p.run()?;
+    Ok(p.graph)
+}
+
+/// How source text names an axis-table entry: a name and an optional `@N` tag.
+type AxisKey = (String, Option<u64>);
+
+/// How source text names a node.
+enum NodeHandle {
+    Name(String),
+    Label(u32),
+}
+
+struct Parser<'s> {
+    toks: Vec<Token>,
+    at: usize,
+    file: &'s str,
+    graph: Graph,
+    labels: HashMap<u32, NodeId>,
+    axes: HashMap<AxisKey, AxisId>,
+    declared_axes: HashSet<AxisId>,
+    synced_axes: usize,
+}
+
+type PResult<T> = Result<T, ParseError>;
+
+impl Parser<'_> {
+    // ---- tokens ----------------------------------------------------------------------------
+
+    fn peek(&self) -> &Tok {
+        &self.toks[self.at].tok
+    }
+
+    fn pos_of(&self, i: usize) -> SourcePos {
+        let t = &self.toks[i.min(self.toks.len() - 1)];
+        SourcePos {
+            file: self.file.to_string(),
+            line: t.line,
+            col: t.col,
+        }
+    }
+
+    fn next(&mut self) -> Tok {
+        let t = self.toks[self.at].tok.clone();
+        if self.at + 1 < self.toks.len() {
+            self.at += 1;
+        }
+        t
+    }
+
+    fn error_at<T>(&self, i: usize, expected: impl Into<String>, found: String) -> PResult<T> {
+        Err(ParseError::Expected {
+            pos: self.pos_of(i),
+            expected: expected.into(),
+            found,
+        })
+    }
+
+    fn expected<T>(&self, expected: impl Into<String>) -> PResult<T> {
+        self.error_at(self.at, expected, self.peek().describe())
+    }
+
+    fn graph_err(&self, i: usize) -> impl Fn(GraphError) -> ParseError + '_ {
+        move |source| ParseError::Graph {
+            pos: self.pos_of(i),
+            source: Box::new(source),
+        }
+    }
+
+    fn is_punct(&self, c: char) -> bool {
+        *self.peek() == Tok::Punct(c)
+    }
+
+    fn eat(&mut self, c: char) -> bool {
+        if self.is_punct(c) {
+            self.next();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn expect(&mut self, c: char) -> PResult<()> {
+        if self.eat(c) {
+            Ok(())
+        } else {
+            self.expected(format!("`{c}`"))
+        }
+    }
+
+    fn end_of_statement(&mut self) -> PResult<()> {
+        match self.peek() {
+            Tok::Newline => {
+                self.next();
+                Ok(())
+            }
+            Tok::Eof => Ok(()),
+            _ => self.expected("end of line"),
+        }
+    }
+
+    // ---- statements ------------------------------------------------------------------------
+
+    fn run(&mut self) -> PResult<()> {
+        loop {
+            match self.peek().clone() {
+                Tok::Eof => return Ok(()),
+                Tok::Newline => {
+                    self.next();
+                    continue;
+                }
+                Tok::Ident(w) if w == "axis" => {
+                    self.next();
+                    self.axis_decl()?;
+                }
+                Tok::Ident(w) if w == "output" => {
+                    self.next();
+                    self.outputs()?;
+                }
+                Tok::Ident(w) if KEYWORDS.contains(&w.as_str()) => {
+                    let kind = match w.as_str() {
+                        "constant" => TensorKind::Constant,
+                        "placeholder" => TensorKind::Placeholder,
+                        "variable" => TensorKind::Variable,
+                        _ => TensorKind::PersistentTensor,
+                    };
+                    self.next();
+                    self.tensor_decl(kind)?;
+                }
+                _ => self.op_statement()?,
+            }
+            self.end_of_statement()?;
+            self.sync_axes();
+        }
+    }
+
+    /// Makes derived axes created by ops referable by their generated names.
+    fn sync_axes(&mut self) {
+        let table: Vec<(AxisId, String)> = self
+            .graph
+            .axis_table()
+            .skip(self.synced_axes)
+            .map(|(id, d)| (id, d.name.clone()))
+            .collect();
+        self.synced_axes += table.len();
+        for (id, name) in table {
+            if !self.declared_axes.contains(&id) {
+                self.axes.entry((name, None)).or_insert(id);
+            }
+        }
+    }
+
+    fn axis_decl(&mut self) -> PResult<()> {
+        let handle_at = self.at;
+        let key = self.axis_handle()?;
+        if self.axes.contains_key(&key) {
+            return self.error_at(
+                handle_at,
+                "a new axis name",
+                format!(
+                    "{}, which is already declared",
+                    self.toks[handle_at].tok.describe()
+                ),
+            );
+        }
+        let mut len = None;
+        let mut def = None;
+        if self.eat('=') {
+            match self.peek().clone() {
+                Tok::Num(_) => len = Some(self.usize_lit("an axis length")?),
+                Tok::Ident(w) if ["slice", "pad", "flatten", "concat"].contains(&w.as_str()) => {
+                    def = Some(self.derivation()?)
+                }
+                _ => {
+                    return self
+                        .expected("an axis length or a derivation (slice, pad, flatten or concat)")
+                }
+            }
+        }
+        let mut roles = Vec::new();
+        if self.eat(':') {
+            loop {
+                let at = self.at;
+                roles.push(match self.next() {
+                    Tok::Ident(s) => Role::parse(&s),
+                    Tok::Str(s) => Role::User(s),
+                    other => return self.error_at(at, "a role", other.describe()),
+                });
+                if !self.eat(',') {
+                    break;
+                }
+            }
+        }
+        let id = match def {
+            None => {
+                self.graph
+                    .axis_with_roles(&key.0, len, roles)
+                    .map_err(self.graph_err(handle_at))?
+                    .id
+            }
+            Some(def) => {
+                let before = self.graph.axis_table().len();
+                let axis = self.graph.derived_axis(def);
+                if self.graph.axis_table().len() == before && self.declared_axes.contains(&axis.id)
+                {
+                    return self.error_at(
+                        handle_at,
+                        "an axis derived in a new way",
+                        format!(
+                            "the derivation of `{}`, declared before",
+                            self.graph.axis_name(axis)
+                        ),
+                    );
+                }
+                self.graph.rename_axis(axis.id, &key.0);
+                self.graph.add_roles(axis.id, &roles);
+                axis.id
+            }
+        };
+        self.declared_axes.insert(id);
+        self.axes.insert(key, id);
+        Ok(())
+    }
+
+    fn derivation(&mut self) -> PResult<AxisDef> {
+        let at = self.at;
+        let kind = match self.next() {
+            Tok::Ident(k) => k,
+            other => return self.error_at(at, "a derivation", other.describe()),
+        };
+        self.expect('(')?;
+        let def = match kind.as_str() {
+            "slice" => {
+                let of = self.axis_ref()?;
+                self.expect(',')?;
+                AxisDef::Slice {
+                    of,
+                    range: self.range()?,
+                }
+            }
+            "pad" => {
+                let of = self.axis_ref()?;
+                self.expect(',')?;
+                let before = self.usize_lit("a padding width")?;
+                self.expect(',')?;
+                let after = self.usize_lit("a padding width")?;
+                AxisDef::Pad { of, before, after }
+            }
+            "flatten" => AxisDef::Flatten(self.axis_seq(')', false)?),
+            _ => AxisDef::Concat(self.axis_seq(')', false)?),
+        };
+        self.expect(')')?;
+        Ok(def)
+    }
+
+    fn tensor_decl(&mut self, kind: TensorKind) -> PResult<()> {
+        let kw_at = self.at - 1;
+        let (handle, handle_at) = self.new_node_handle()?;
+        self.expect(':')?;
+        let dtype = self.dtype()?;
+        let axes = if self.eat('[') {
+            let a = self.axis_seq(']', true)?;
+            self.expect(']')?;
+            a
+        } else {
+            Vec::new()
+        };
+        let init = if self.eat('=') {
+            Some(self.init(dtype)?)
+        } else {
+            None
+        };
+        let name = match &handle {
+            NodeHandle::Name(n) => Some(n.as_str()),
+            NodeHandle::Label(_) => None,
+        };
+        let id = self
+            .graph
+            .tensor(kind, name, &axes, dtype, init)
+            .map_err(self.graph_err(kw_at))?;
+        self.bind_handle(handle, id, handle_at)
+    }
+
+    fn init(&mut self, dtype: DType) -> PResult<TensorInit> {
+        if !self.eat('[') {
+            return Ok(TensorInit::Fill(self.literal(dtype)?));
+        }
+        let mut data = match dtype {
+            DType::F32 => ArrayData::F32(Vec::new()),
+            DType::F64 => ArrayData::F64(Vec::new()),
+            DType::I32 => ArrayData::I32(Vec::new()),
+            DType::I64 => ArrayData::I64(Vec::new()),
+            DType::Bool => ArrayData::Bool(Vec::new()),
+        };
+        while !self.is_punct(']') {
+            let at = self.at;
+            let text = self.literal_text()?;
+            match &mut data {
+                ArrayData::F32(v) => v.push(self.f32_of(&text, at)?),
+                ArrayData::F64(v) => v.push(self.f64_of(&text, at)?),
+                ArrayData::I32(v) => v.push(self.int_of(&text, at, DType::I32)? as i32),
+                ArrayData::I64(v) => v.push(self.int_of(&text, at, DType::I64)?),
+                ArrayData::Bool(v) => v.push(self.bool_of(&text, at)?),
+            }
+            if !self.eat(',') {
+                break;
+            }
+        }
+        self.expect(']')?;
+        Ok(TensorInit::Data(data))
+    }
+
+    fn outputs(&mut self) -> PResult<()> {
+        loop {
+            let at = self.at;
+            let id = self.node_ref()?;
+            self.graph.mark_output(id).map_err(self.graph_err(at))?;
+            if !self.eat(',') {
+                return Ok(());
+            }
+        }
+    }
+
+    fn op_statement(&mut self) -> PResult<()> {
+        let (handle, handle_at) = self.new_node_handle()?;
+        self.expect('=')?;
+        let op_at = self.at;
+        let op = match self.next() {
+            Tok::Ident(op) => op,
+            other => return self.error_at(op_at, "an op name", other.describe()),
+        };
+        self.expect('(')?;
+        let id = self.op_call(&op, op_at)?;
+        self.expect(')')?;
+        self.bind_handle(handle, id, handle_at)
+    }
+
+    fn op_call(&mut self, op: &str, op_at: usize) -> PResult<NodeId> {
+        let built = if let Some(u) = UnaryOp::from_name(op) {
+            let x = self.node_ref()?;
+            self.graph.unary(u, x)
+        } else if let Some(b) = BinaryOp::from_name(op) {
+            let (x, y) = self.two_nodes()?;
+            self.graph.binary(b, x, y)
+        } else if let Some(c) = CompareOp::from_name(op) {
+            let (x, y) = self.two_nodes()?;
+            self.graph.compare(c, x, y)
+        } else if let Some(r) = ReduceOp::from_name(op) {
+            let x = self.node_ref()?;
+            let axes = self.comma_axis_list()?;
+            let out = if self.eat(',') {
+                let at = self.at;
+                match self.next() {
+                    Tok::Ident(w) if w == "out" => {}
+                    other => return self.error_at(at, "`out=[...]`", other.describe()),
+                }
+                self.expect('=')?;
+                Some(self.axis_list()?)
+            } else {
+                None
+            };
+            self.graph.reduce(r, x, &axes, out.as_deref())
+        } else {
+            match op {
+                "select" => {
+                    let c = self.node_ref()?;
+                    self.expect(',')?;
+                    let (a, b) = self.two_nodes()?;
+                    self.graph.select(c, a, b)
+                }
+                "convert" => {
+                    let x = self.node_ref()?;
+                    self.expect(',')?;
+                    let d = self.dtype()?;
+                    self.graph.convert(x, d)
+                }
+                "dot" => {
+                    let (x, y) = self.two_nodes()?;
+                    self.graph.dot(x, y)
+                }
+                "broadcast" => {
+                    let x = self.node_ref()?;
+                    let a = self.comma_axis_list()?;
+                    self.graph.broadcast(x, &a)
+                }
+                "axes_with_order" => {
+                    let x = self.node_ref()?;
+                    let a = self.comma_axis_list()?;
+                    self.graph.axes_with_order(x, &a)
+                }
+                "cast_axes" => {
+                    let x = self.node_ref()?;
+                    let a = self.comma_axis_list()?;
+                    self.graph.cast_axes(x, &a)
+                }
+                "transpose" => {
+                    let x = self.node_ref()?;
+                    self.graph.transpose(x)
+                }
+                "slice" => {
+                    let x = self.node_ref()?;
+                    let mut slices = Vec::new();
+                    while self.eat(',') {
+                        let a = self.axis_ref()?;
+                        self.expect('=')?;
+                        slices.push((a, self.axis_slice()?));
+                    }
+                    self.graph.slice(x, &slices)
+                }
+                "flatten" => {
+                    let x = self.node_ref()?;
+                    let a = self.comma_axis_list()?;
+                    self.graph.flatten(x, &a)
+                }
+                "unflatten" => {
+                    let x = self.node_ref()?;
+                    self.expect(',')?;
+                    let a = self.axis_ref()?;
+                    self.graph.unflatten(x, a)
+                }
+                "pad" => {
+                    let x = self.node_ref()?;
+                    let mut pads = Vec::new();
+                    while self.eat(',') {
+                        let a = self.axis_ref()?;
+                        self.expect('=')?;
+                        self.expect('(')?;
+                        let before = self.usize_lit("a padding width")?;
+                        self.expect(',')?;
+                        let after = self.usize_lit("a padding width")?;
+                        self.expect(')')?;
+                        pads.push((a, before, after));
+                    }
+                    self.graph.pad(x, &pads)
+                }
+                "concat" => {
+                    let mut parts = Vec::new();
+                    loop {
+                        let x = self.node_ref()?;
+                        self.expect(':')?;
+                        parts.push((x, self.axis_ref()?));
+                        if !self.eat(',') {
+                            break;
+                        }
+                    }
+                    self.graph.concat(&parts)
+                }
+                "expand_dims" => {
+                    let x = self.node_ref()?;
+                    self.expect(',')?;
+                    let a = self.axis_ref()?;
+                    self.expect(',')?;
+                    let pos = self.usize_lit("a position")?;
+                    self.graph.expand_dims(x, a, pos)
+                }
+                "assign" => {
+                    let (t, v) = self.two_nodes()?;
+                    self.graph.assign(t, v)
+                }
+                _ => {
+                    return self.error_at(
+                        op_at,
+                        "an op name (e.g. add, dot, sum, slice; see docs/text-format.md)",
+                        format!("`{op}`"),
+                    )
+                }
+            }
+        };
+        built.map_err(self.graph_err(op_at))
+    }
+
+    // ---- nodes -----------------------------------------------------------------------------
+
+    fn new_node_handle(&mut self) -> PResult<(NodeHandle, usize)> {
+        let at = self.at;
+        let handle = match self.next() {
+            Tok::Ident(s) if !KEYWORDS.contains(&s.as_str()) => NodeHandle::Name(s),
+            Tok::Str(s) => NodeHandle::Name(s),
+            Tok::Label(n) => NodeHandle::Label(n),
+            other => {
+                return self.error_at(
+                    at,
+                    "a statement (axis, a tensor declaration, `name = op(...)` or output)",
+                    other.describe(),
+                )
+            }
+        };
+        let taken = match &handle {
+            NodeHandle::Name(n) => self.graph.find(n).is_some(),
+            NodeHandle::Label(n) => self.labels.contains_key(n),
+        };
+        if taken {
+            return self.error_at(
+                at,
+                "a new tensor name",
+                format!(
+                    "{}, which is already declared",
+                    self.toks[at].tok.describe()
+                ),
+            );
+        }
+        Ok((handle, at))
+    }
+
+    fn bind_handle(&mut self, handle: NodeHandle, id: NodeId, at: usize) -> PResult<()> {
+        match handle {
+            NodeHandle::Name(n) => {
+                if self.graph.node(id).name.as_deref() != Some(n.as_str()) {
+                    self.graph.set_name(id, &n).map_err(self.graph_err(at))?;
+                }
+            }
+            NodeHandle::Label(n) => {
+                self.labels.insert(n, id);
+            }
+        }
+        Ok(())
+    }
+
+    fn node_ref(&mut self) -> PResult<NodeId> {
+        let at = self.at;
+        let found = match self.next() {
+            Tok::Ident(s) | Tok::Str(s) => self.graph.find(&s),
+            Tok::Label(n) => self.labels.get(&n).copied(),
+            other => return self.error_at(at, "a tensor", other.describe()),
+        };
+        match found {
+            Some(id) => Ok(id),
+            None => self.error_at(
+                at,
+                "a declared tensor",
+                format!("{}, which is not declared", self.toks[at].tok.describe()),
+            ),
+        }
+    }
+
+    fn two_nodes(&mut self) -> PResult<(NodeId, NodeId)> {
+        let x = self.node_ref()?;
+        self.expect(',')?;
+        Ok((x, self.node_ref()?))
+    }
+
+    // ---- axes ------------------------------------------------------------------------------
+
+    fn axis_handle(&mut self) -> PResult<AxisKey> {
+        let at = self.at;
+        let name = match self.next() {
+            Tok::Ident(s) | Tok::Str(s) => s,
+            other => return self.error_at(at, "an axis name", other.describe()),
+        };
+        let tag = if self.eat('@') {
+            let at = self.at;
+            match self.next() {
+                Tok::Num(n) if n.bytes().all(|b| b.is_ascii_digit()) => match n.parse::<u64>() {
+                    Ok(v) => Some(v),
+                    Err(_) => return self.error_at(at, "an axis tag", format!("`{n}`")),
+                },
+                other => return self.error_at(at, "an axis tag", other.describe()),
+            }
+        } else {
+            None
+        };
+        Ok((name, tag))
+    }
+
+    fn axis_ref(&mut self) -> PResult<Axis> {
+        let at = self.at;
+        let key = self.axis_handle()?;
+        let Some(id) = self.axes.get(&key).copied() else {
+            let shown = match &key.1 {
+                Some(t) => format!("{}@{t}", self.toks[at].tok.describe()),
+                None => self.toks[at].tok.describe(),
+            };
+            return self.error_at(
+                at,
+                "a declared axis",
+                format!("{shown}, which is not declared"),
+            );
+        };
+        let mut dual = 0i32;
+        if self.eat('^') {
+            let neg = self.eat('-');
+            let k_at = self.at;
+            let k = match self.next() {
+                Tok::Num(n) => n
+                    .parse::<i64>()
+                    .ok()
+                    .and_then(|k| i32::try_from(if neg { -k } else { k }).ok()),
+                _ => None,
+            };
+            let Some(k) = k else {
+                return self.error_at(k_at, "a dual degree", self.toks[k_at].tok.describe());
+            };
+            dual = k;
+            self.expect('*')?;
+        } else {
+            while self.eat('*') {
+                dual += 1;
+            }
+        }
+        Ok(Axis { id, dual })
+    }
+
+    /// Axes separated by commas up to `close` (not consumed); `distinct` rejects repeats.
+    fn axis_seq(&mut self, close: char, distinct: bool) -> PResult<Vec<Axis>> {
+        let mut v: Vec<Axis> = Vec::new();
+        while !self.is_punct(close) {
+            let at = self.at;
+            let a = self.axis_ref()?;
+            if distinct && v.contains(&a) {
+                return self.error_at(
+                    at,
+                    "an axis not already in the list",
+                    format!("`{}` again", self.graph.axis_name(a)),
+                );
+            }
+            v.push(a);
+            if !self.eat(',') {
+                break;
+            }
+        }
+        Ok(v)
+    }
+
+    /// `[A, B, ...]`.
+    fn axis_list(&mut self) -> PResult<Vec<Axis>> {
+        self.expect('[')?;
+        let v = self.axis_seq(']', true)?;
+        self.expect(']')?;
+        Ok(v)
+    }
+
+    /// `, [A, B, ...]`.
+    fn comma_axis_list(&mut self) -> PResult<Vec<Axis>> {
+        self.expect(',')?;
+        self.axis_list()
+    }
+
+    fn axis_slice(&mut self) -> PResult<AxisSlice> {
+        let start = self.opt_int()?;
+        if !self.is_punct(':') {
+            return match start {
+                Some(i) => Ok(AxisSlice::Index(i)),
+                None => self.expected("an index or a range `start:stop:step`"),
+            };
+        }
+        Ok(AxisSlice::Range(self.range_after(start)?))
+    }
+
+    fn range(&mut self) -> PResult<SliceRange> {
+        let start = self.opt_int()?;
+        if !self.is_punct(':') {
+            return self.expected("`:` in a range `start:stop:step`");
+        }
+        self.range_after(start)
+    }
+
+    /// The rest of a range after its optional start, at the first `:`.
+    fn range_after(&mut self, start: Option<i64>) -> PResult<SliceRange> {
+        self.expect(':')?;
+        let stop = self.opt_int()?;
+        let step = if self.eat(':') {
+            let at = self.at;
+            match self.opt_int()? {
+                Some(0) => return self.error_at(at, "a non-zero step", "`0`".into()),
+                Some(s) => s,
+                None => return self.expected("a step"),
+            }
+        } else {
+            1
+        };
+        Ok(SliceRange { start, stop, step })
+    }
+
+    // ---- literals --------------------------------------------------------------------------
+
+    fn dtype(&mut self) -> PResult<DType> {
+        let at = self.at;
+        match self.next() {
+            Tok::Ident(s) => match s.parse::<DType>() {
+                Ok(d) => Ok(d),
+                Err(_) => {
+                    self.error_at(at, "a dtype (f32, f64, i32, i64 or bool)", format!("`{s}`"))
+                }
+            },
+            other => self.error_at(at, "a dtype (f32, f64, i32, i64 or bool)", other.describe()),
+        }
+    }
+
+    fn usize_lit(&mut self, what: &str) -> PResult<usize> {
+        let at = self.at;
+        match self.next() {
+            Tok::Num(n) => match n.parse::<usize>() {
+                Ok(v) => Ok(v),
+                Err(_) => self.error_at(at, format!("{what} (a whole number)"), format!("`{n}`")),
+            },
+            other => self.error_at(at, format!("{what} (a whole number)"), other.describe()),
+        }
+    }
+
+    /// An optional signed integer.
+    fn opt_int(&mut self) -> PResult<Option<i64>> {
+        let at = self.at;
+        let neg = self.eat('-');
+        match self.peek().clone() {
+            Tok::Num(n) => {
+                self.next();
+                let text = if neg { format!("-{n}") } else { n };
+                Ok(Some(self.int_of(&text, at, DType::I64)?))
+            }
+            _ if neg => self.expected("a number"),
+            _ => Ok(None),
+        }
+    }
+
+    /// A literal as written: an optional `-` then a number, `nan`, `inf`, `true` or `false`.
+    fn literal_text(&mut self) -> PResult<String> {
+        let neg = self.eat('-');
+        let sign = if neg { "-" } else { "" };
+        match self.peek().clone() {
+            Tok::Num(n) => {
+                self.next();
+                Ok(format!("{sign}{n}"))
+            }
+            Tok::Ident(w)
+                if w == "nan" || w == "inf" || (!neg && (w == "true" || w == "false")) =>
+            {
+                self.next();
+                Ok(format!("{sign}{w}"))
+            }
+            _ => self.expected("a value (a number, nan, inf, true or false)"),
+        }
+    }
+
+    fn literal(&mut self, dtype: DType) -> PResult<Scalar> {
+        let at = self.at;
+        let text = self.literal_text()?;
+        Ok(match dtype {
+            DType::F32 => Scalar::Float(self.f32_of(&text, at)? as f64),
+            DType::F64 => Scalar::Float(self.f64_of(&text, at)?),
+            DType::I32 | DType::I64 => Scalar::Int(self.int_of(&text, at, dtype)?),
+            DType::Bool => Scalar::Bool(self.bool_of(&text, at)?),
+        })
+    }
+
+    fn f64_of(&self, text: &str, at: usize) -> PResult<f64> {
+        match text.trim_start_matches('-') {
+            "nan" => Ok(f64::NAN),
+            "true" | "false" => self.error_at(at, "a float", format!("`{text}`")),
+            _ => text
+                .parse::<f64>()
+                .or_else(|_| self.error_at(at, "a float", format!("`{text}`"))),
+        }
+    }
+
+    fn f32_of(&self, text: &str, at: usize) -> PResult<f32> {
+        match text.trim_start_matches('-') {
+            "nan" => Ok(f32::NAN),
+            "true" | "false" => self.error_at(at, "a float", format!("`{text}`")),
+            _ => text
+                .parse::<f32>()
+                .or_else(|_| self.error_at(at, "a float", format!("`{text}`"))),
+        }
+    }
+
+    fn int_of(&self, text: &str, at: usize, dtype: DType) -> PResult<i64> {
+        let v = text.parse::<i64>().ok();
+        let fits = match (dtype, v) {
+            (DType::I32, Some(v)) => i32::try_from(v).is_ok(),
+            (_, v) => v.is_some(),
+        };
+        match v {
+            Some(v) if fits => Ok(v),
+            _ => self.error_at(
+                at,
+                format!("an integer in {dtype} range"),
+                format!("`{text}`"),
+            ),
+        }
+    }
+
+    fn bool_of(&self, text: &str, at: usize) -> PResult<bool> {
+        match text {
+            "true" => Ok(true),
+            "false" => Ok(false),
+            _ => self.error_at(at, "true or false", format!("`{text}`")),
+        }
+    }
+}
