@@ -35,7 +35,7 @@ impl DType {
         self != DType::Bool
     }
     /// Bytes per element in a buffer.
-    pub fn size_in_bytes(self) -> usize {
+    pub fn size_bytes(self) -> usize {
         match self {
             DType::F32 | DType::I32 => 4,
             DType::F64 | DType::I64 => 8,

@@ -17,12 +17,12 @@ pub trait Element: Copy + sealed::Sealed + Send + Sync + 'static {
     /// Reads one element.
     ///
     /// # Safety
-    /// `ptr` must be valid for reading `DTYPE.size_in_bytes()` bytes (no alignment needed).
+    /// `ptr` must be valid for reading `DTYPE.size_bytes()` bytes (no alignment needed).
     unsafe fn read_from(ptr: *const u8) -> Self;
     /// Writes one element.
     ///
     /// # Safety
-    /// `ptr` must be valid for writing `DTYPE.size_in_bytes()` bytes (no alignment needed).
+    /// `ptr` must be valid for writing `DTYPE.size_bytes()` bytes (no alignment needed).
     unsafe fn write_to(self, ptr: *mut u8);
 }
 

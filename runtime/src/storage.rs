@@ -44,7 +44,7 @@ impl DeviceBufferStorage {
         let failed = || RuntimeError::AllocationFailed { dtype, len };
         let bytes = usize::try_from(len)
             .ok()
-            .and_then(|n| n.checked_mul(dtype.size_in_bytes()))
+            .and_then(|n| n.checked_mul(dtype.size_bytes()))
             .ok_or_else(failed)?;
         let layout = Layout::from_size_align(bytes.max(STORAGE_ALIGNMENT), STORAGE_ALIGNMENT)
             .map_err(|_| failed())?;
@@ -117,7 +117,7 @@ impl DeviceBufferStorage {
     pub fn copy_from_slice<T: Element>(&self, data: &[T]) -> Result<(), RuntimeError> {
         self.check::<T>("copy into storage", data.len())?;
         let _borrow = self.try_borrow(true).ok_or_else(Self::busy)?;
-        let size = T::DTYPE.size_in_bytes();
+        let size = T::DTYPE.size_bytes();
         for (i, x) in data.iter().enumerate() {
             // SAFETY: `i < len`, so the element lies inside the allocation; we hold the
             // exclusive borrow.
@@ -130,7 +130,7 @@ impl DeviceBufferStorage {
     pub fn copy_to_slice<T: Element>(&self, out: &mut [T]) -> Result<(), RuntimeError> {
         self.check::<T>("copy out of storage", out.len())?;
         let _borrow = self.try_borrow(false).ok_or_else(Self::busy)?;
-        let size = T::DTYPE.size_in_bytes();
+        let size = T::DTYPE.size_bytes();
         for (i, x) in out.iter_mut().enumerate() {
             // SAFETY: `i < len`, so the element lies inside the allocation; we hold a shared
             // borrow, so nobody writes concurrently.

@@ -251,7 +251,7 @@ impl<'b> Translator<'_, 'b> {
     }
 
     fn address(&mut self, access: &BufferAccessExpr, index: Value) -> Value {
-        let size = self.k.buffers[access.buffer].ty.size_in_bytes() as i64;
+        let size = self.k.buffers[access.buffer].ty.size_bytes() as i64;
         let offset = self.b.ins().imul_imm_s(index, size);
         self.b.ins().iadd(self.bases[access.buffer.index()], offset)
     }
@@ -303,7 +303,7 @@ impl<'b> Translator<'_, 'b> {
         if access.mask.is_empty() && access.index.coefficient(w.loop_id) == 1 {
             let index = self.affine(&access.index, 0)?;
             let addr = self.address(access, index);
-            let size = w.float.size_in_bytes() as i32;
+            let size = w.float.size_bytes() as i32;
             for u in 0..w.parts {
                 let offset = (u * w.lanes) as i32 * size;
                 parts.push(self.b.ins().load(
@@ -359,7 +359,7 @@ impl<'b> Translator<'_, 'b> {
         if target.index.coefficient(w.loop_id) == 1 && ty == w.float {
             let index = self.affine(&target.index, 0)?;
             let addr = self.address(target, index);
-            let size = w.float.size_in_bytes() as i32;
+            let size = w.float.size_bytes() as i32;
             for u in 0..w.parts {
                 let v = self.part_of(&r, u, w.vec_ty);
                 let offset = (u * w.lanes) as i32 * size;

@@ -5,7 +5,7 @@
 
 use std::fmt;
 
-/// The element type of a loop-IR value or buffer: the graph's [`DType`], so lowering needs no
+/// The element type of a loop-IR value or buffer: the graph's [`DType`](crate::DType), so lowering needs no
 /// translation and there is one list of element types in weft.
 pub use crate::dtype::DType as ScalarType;
 

@@ -123,7 +123,7 @@ impl Verifier<'_> {
             {
                 self.error(format!("buffer %{} is declared twice", b.name));
             }
-            let bytes = u128::from(b.len) * b.ty.size_in_bytes() as u128;
+            let bytes = u128::from(b.len) * b.ty.size_bytes() as u128;
             if bytes > isize::MAX as u128 {
                 self.error(format!(
                     "buffer %{} of {} elements is not addressable",
