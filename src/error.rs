@@ -19,6 +19,9 @@ pub enum Error {
     /// Planning or running a computation failed.
     #[error(transparent)]
     Run(#[from] RunError),
+    /// The JIT could not compile a computation (names the pass, kernel or node at fault).
+    #[error("JIT: {0}")]
+    Compile(#[from] weft_compiler::JitError),
     /// A call with more or fewer input arrays than the computation has placeholders.
     #[error("the computation takes {expected} input arrays (one per placeholder, in order: {placeholders}) but {got} were given")]
     InputCount {

@@ -10,14 +10,21 @@
 use crate::computation::{conform, Computation};
 use crate::error::{Error, Result};
 use std::sync::{Arc, Mutex, MutexGuard};
+use weft_compiler::{JitExecutable, JitOptions};
 use weft_ir::{Graph, HostArray, NodeId};
 use weft_runtime::{Executable, Interpreter, State};
 
 /// What runs a transformer's computations.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Backend {
-    /// The reference interpreter ([`weft_runtime::interp`]): slow, simple and obviously right.
+    /// Native kernels compiled once by the JIT ([`weft_compiler::JitExecutable`]): fused
+    /// kernels over shared buffers. The default.
     #[default]
+    Jit,
+    /// The JIT with fusion and storage sharing off: one kernel per op, every intermediate
+    /// materialised in a buffer of its own (the baseline that shows what fusion buys).
+    JitUnfused,
+    /// The reference interpreter ([`weft_runtime::interp`]): slow, simple and obviously right.
     Interpreter,
 }
 
@@ -30,6 +37,19 @@ impl Backend {
         placeholders: &[NodeId],
     ) -> Result<Box<dyn Executable>> {
         match self {
+            Backend::Jit | Backend::JitUnfused => {
+                let options = if self == Backend::Jit {
+                    JitOptions::default()
+                } else {
+                    JitOptions::unfused()
+                };
+                Ok(Box::new(JitExecutable::new(
+                    Arc::clone(graph),
+                    outputs,
+                    placeholders,
+                    &options,
+                )?))
+            }
             Backend::Interpreter => Ok(Box::new(Interpreter::new(
                 Arc::clone(graph),
                 outputs,

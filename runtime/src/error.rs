@@ -64,6 +64,9 @@ pub enum RunError {
         /// What is wrong.
         message: String,
     },
+    /// A device buffer or kernel call failed (a compiled backend's runtime).
+    #[error(transparent)]
+    Device(#[from] crate::RuntimeError),
     /// A graph that the builders could not have made (operand dtypes or axes disagree with the
     /// node). Never expected; reported instead of panicking.
     #[error("node `{node}` ({op}): {message}")]

@@ -60,6 +60,10 @@ fn parse_input(s: &str) -> Result<InputFile, String> {
 /// Which backend `weft run` evaluates with.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BackendArg {
+    /// Fused native kernels (the default).
+    Jit,
+    /// Native kernels, one per op, every intermediate stored (the unfused baseline).
+    Unfused,
     /// The reference interpreter.
     Interp,
 }
@@ -67,6 +71,8 @@ pub enum BackendArg {
 impl From<BackendArg> for Backend {
     fn from(b: BackendArg) -> Backend {
         match b {
+            BackendArg::Jit => Backend::Jit,
+            BackendArg::Unfused => Backend::JitUnfused,
             BackendArg::Interp => Backend::Interpreter,
         }
     }
@@ -107,7 +113,7 @@ enum Command {
         #[arg(long)]
         output_dir: Option<PathBuf>,
         /// The backend to evaluate with.
-        #[arg(long, value_enum, default_value_t = BackendArg::Interp)]
+        #[arg(long, value_enum, default_value_t = BackendArg::Jit)]
         backend: BackendArg,
     },
     /// Run every bundled example (examples/*.weft) and print its outputs.
@@ -257,9 +263,43 @@ fn demo(dir: &Path) -> Result<(), Error> {
     for file in files {
         println!("== {}", file.display());
         let graph = load(&file, &[])?;
-        let outputs = run_graph(&graph, &[], 0, Backend::Interpreter)?;
+        let outputs = run_graph(&graph, &[], 0, Backend::Jit)?;
         print_outputs(&graph, &outputs, None)?;
+        let reference = run_graph(&graph, &[], 0, Backend::Interpreter)?;
+        for ((id, jit), (_, interp)) in outputs.iter().zip(&reference) {
+            let (abs, rel) = max_errors(jit, interp);
+            println!(
+                "  {} vs interpreter: max abs error {abs:.3e}, max rel error {rel:.3e}",
+                graph.node_label(*id)
+            );
+        }
         println!();
     }
     Ok(())
+}
+
+/// The largest absolute and relative (to the interpreter's magnitude, at least 1e-30) difference
+/// between two arrays of the same shape; infinite where one is NaN and the other is not.
+fn max_errors(a: &HostArray, b: &HostArray) -> (f64, f64) {
+    let (mut abs, mut rel) = (0f64, 0f64);
+    for i in 0..a.len().min(b.len()) {
+        let (Some(x), Some(y)) = (a.data().get(i), b.data().get(i)) else {
+            continue;
+        };
+        let (x, y) = (x.as_f64(), y.as_f64());
+        let d = if x.is_nan() && y.is_nan() || x == y {
+            0.0
+        } else if x.is_nan() || y.is_nan() {
+            f64::INFINITY
+        } else {
+            (x - y).abs()
+        };
+        abs = abs.max(d);
+        rel = rel.max(d / y.abs().max(1e-30));
+    }
+    if a.len() != b.len() {
+        abs = f64::INFINITY;
+        rel = f64::INFINITY;
+    }
+    (abs, rel)
 }

@@ -1,0 +1,507 @@
+//! The JIT executable: a computation compiled once into native kernels over planned device
+//! buffers, run by calling the kernels in schedule order.
+//!
+//! Assumes: a graph `Graph::verify` accepts and a valid [`Plan`] of outputs and placeholders.
+//! Guarantees:
+//! - compilation: the graph is first restricted to what the requested outputs need (so an
+//!   `assign` runs only when an output depends on it, as in the interpreter), then runs the pass
+//!   pipeline ([`compile_plan`]), [`lower_plan`] (every kernel verified) and Cranelift, once;
+//!   anything it cannot compile is a typed [`JitError`] naming what;
+//! - storage: each planned buffer becomes one 64-byte-aligned [`DeviceBufferStorage`] per
+//!   element type it holds (storages are typed; tensors of one type still share); placeholders,
+//!   variables, persistent tensors and constants get storages of their own in their row-major
+//!   layout; row scratch is private to its kernel;
+//! - a run copies inputs and the current state in, calls the kernels in schedule order (a
+//!   kernel with a `parallel` loop is split across the shared thread pool; each outer point is
+//!   computed by exactly one thread, so results do not depend on the thread count), copies the
+//!   outputs out and, only when everything succeeded, writes assigned values into the state;
+//! - a set of storages (a *workspace*) is used by one run at a time; concurrent runs take
+//!   different workspaces (created on demand, then reused), so the executable is `Send + Sync`
+//!   and a steady-state run allocates no device memory.
+
+use crate::codegen::{CodegenError, CodegenOptions, JitCompiler};
+use crate::lower::{lower_plan, BufferBinding, LowerError, LowerOptions, LoweredKernel};
+use crate::passes::rebuild::{add_like, empty_like, remap_op};
+use crate::passes::storage::{Planned, TensorRole};
+use crate::passes::PassError;
+use crate::pipeline::{compile_plan, CompiledPlan, PlanOptions};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use weft_ir::arena::EntityRef;
+use weft_ir::{ArrayData, DType, Graph, HostArray, NodeId, Op};
+use weft_runtime::state::stored_value;
+use weft_runtime::{
+    CompiledKernel, DeviceBufferReference, DeviceBufferStorage, Executable, Plan, RunError,
+    RuntimeError, State, ThreadPool,
+};
+
+/// Why a computation could not be compiled for the JIT.
+#[derive(Debug, thiserror::Error)]
+pub enum JitError {
+    /// The computation's signature is invalid (see [`Plan::new`]).
+    #[error(transparent)]
+    Plan(#[from] RunError),
+    /// A pass refused the graph.
+    #[error(transparent)]
+    Pass(#[from] PassError),
+    /// A kernel program could not be lowered to the loop IR.
+    #[error(transparent)]
+    Lower(#[from] LowerError),
+    /// Code generation failed.
+    #[error(transparent)]
+    Codegen(#[from] CodegenError),
+}
+
+/// How to compile a JIT executable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JitOptions {
+    /// Fusion and storage sharing (off: one kernel per op, every intermediate stored).
+    pub fused: bool,
+    /// Lowering switches.
+    pub lower: LowerOptions,
+    /// Code generation switches.
+    pub codegen: CodegenOptions,
+}
+
+impl Default for JitOptions {
+    fn default() -> Self {
+        JitOptions {
+            fused: true,
+            lower: LowerOptions::default(),
+            codegen: CodegenOptions::default(),
+        }
+    }
+}
+
+impl JitOptions {
+    /// The unfused baseline: one kernel per op, every intermediate in a buffer of its own.
+    pub fn unfused() -> Self {
+        JitOptions {
+            fused: false,
+            ..JitOptions::default()
+        }
+    }
+}
+
+/// Where a value read after the run lives.
+#[derive(Clone, Copy, Debug)]
+struct Home {
+    /// Index into a workspace's storages.
+    storage: usize,
+    /// The simplified-graph node (for its layout).
+    node: NodeId,
+}
+
+/// The storages of one run.
+struct Workspace {
+    storages: Vec<Arc<DeviceBufferStorage>>,
+    references: Vec<DeviceBufferReference>,
+}
+
+/// A computation compiled into native kernels.
+pub struct JitExecutable {
+    graph: Arc<Graph>,
+    plan: Plan,
+    compiled: CompiledPlan,
+    kernels: Vec<(CompiledKernel, Vec<usize>)>,
+    lowered: Vec<LoweredKernel>,
+    /// Storage specs: dtype and length, and the constant data to fill it with.
+    specs: Vec<(DType, u64, Option<ArrayData>)>,
+    /// Per placeholder (in plan order): the storage it is copied into, if it is used.
+    inputs: Vec<Option<usize>>,
+    /// `(source node, storage)` of every variable or persistent tensor read.
+    state_in: Vec<(NodeId, usize)>,
+    /// Per output: where its value is.
+    outputs: Vec<Home>,
+    /// `(source target, value)` per assign, in node order.
+    assigns: Vec<(NodeId, Home)>,
+    workspaces: Mutex<Vec<Workspace>>,
+}
+
+impl std::fmt::Debug for JitExecutable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JitExecutable")
+            .field("kernels", &self.kernels.len())
+            .field("storages", &self.specs.len())
+            .finish()
+    }
+}
+
+/// The thread pool parallel kernels share: one per process, as many threads as the host has
+/// (at most 8).
+pub fn shared_pool() -> &'static ThreadPool {
+    static POOL: OnceLock<ThreadPool> = OnceLock::new();
+    POOL.get_or_init(|| {
+        let n = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .min(8);
+        ThreadPool::new(n)
+    })
+}
+
+/// `graph` restricted to the nodes `plan` evaluates (plus every listed placeholder), with the
+/// outputs marked; and the map from `graph`'s nodes to it.
+fn restrict(graph: &Graph, plan: &Plan) -> Result<(Graph, Vec<Option<NodeId>>), PassError> {
+    let mut out = empty_like(graph)?;
+    let mut map: Vec<Option<NodeId>> = vec![None; graph.len()];
+    for (id, node) in graph.nodes() {
+        if !plan.is_needed(id) && !plan.placeholders().contains(&id) {
+            continue;
+        }
+        let op = remap_op(&node.op, |n| {
+            map[n.index()].ok_or_else(|| PassError::Internal(format!("{n} is not restricted")))
+        })?;
+        let mut copy = node.clone();
+        copy.op = op;
+        let new = add_like(&mut out, &copy, true)?;
+        map[id.index()] = Some(new);
+    }
+    for o in plan.outputs() {
+        let n = map[o.index()].ok_or_else(|| PassError::Internal("output dropped".into()))?;
+        out.mark_output(n)?;
+    }
+    Ok((out, map))
+}
+
+impl JitExecutable {
+    /// Compiles the computation of `outputs` given `placeholders` of `graph`.
+    pub fn new(
+        graph: Arc<Graph>,
+        outputs: &[NodeId],
+        placeholders: &[NodeId],
+        options: &JitOptions,
+    ) -> Result<JitExecutable, JitError> {
+        let plan = Plan::new(&graph, outputs, placeholders)?;
+        let (restricted, to_restricted) = restrict(&graph, &plan)?;
+        let compiled = compile_plan(
+            &restricted,
+            &PlanOptions {
+                fused: options.fused,
+                outputs: Vec::new(),
+            },
+        )?;
+        let to_simplified = |src: NodeId| -> Option<NodeId> {
+            to_restricted
+                .get(src.index())
+                .copied()
+                .flatten()
+                .and_then(|r| compiled.map().get(r))
+        };
+        let g = &compiled.simplified.graph;
+        // Source node of every simplified placeholder / variable.
+        let mut source_of: HashMap<NodeId, NodeId> = HashMap::new();
+        for (id, node) in graph.nodes() {
+            if matches!(node.op, Op::Tensor { .. }) {
+                if let Some(s) = to_simplified(id) {
+                    source_of.entry(s).or_insert(id);
+                }
+            }
+        }
+        // One storage per (planned buffer, dtype), one per unplanned stored tensor.
+        let mut specs: Vec<(DType, u64, Option<ArrayData>)> = Vec::new();
+        let mut storage_of: HashMap<NodeId, usize> = HashMap::new();
+        let mut shared: HashMap<(usize, DType), usize> = HashMap::new();
+        let mut state_in = Vec::new();
+        for t in &compiled.buffers.tensors {
+            let Planned::Node(n) = t.what else { continue };
+            let node = g.node(n);
+            let elements = compiled
+                .layouts
+                .layouts
+                .get(&n)
+                .map(|l| l.elements as u64)
+                .ok_or_else(|| PassError::Internal(format!("{} has no layout", g.node_label(n))))?;
+            let s = match t.buffer {
+                Some(b) => {
+                    let k = *shared.entry((b, node.dtype)).or_insert_with(|| {
+                        specs.push((node.dtype, 0, None));
+                        specs.len() - 1
+                    });
+                    specs[k].1 = specs[k].1.max(elements);
+                    k
+                }
+                None => {
+                    let data = match t.role {
+                        TensorRole::Constant => Some(
+                            stored_value(g, n)
+                                .map_err(|e| PassError::Internal(e.to_string()))?
+                                .data()
+                                .clone(),
+                        ),
+                        _ => None,
+                    };
+                    if t.role == TensorRole::State {
+                        let src = source_of.get(&n).copied().ok_or_else(|| {
+                            PassError::Internal(format!("{} has no source", g.node_label(n)))
+                        })?;
+                        state_in.push((src, specs.len()));
+                    }
+                    specs.push((node.dtype, elements, data));
+                    specs.len() - 1
+                }
+            };
+            storage_of.insert(n, s);
+        }
+        let lowered = lower_plan(&compiled, &options.lower)?;
+        let compiler = JitCompiler::with_options(options.codegen)?;
+        let mut kernels = Vec::new();
+        for lk in &lowered {
+            let mut args = Vec::new();
+            for b in &lk.bindings {
+                match b {
+                    BufferBinding::Tensor(n) => {
+                        let s = storage_of.get(n).copied().ok_or_else(|| {
+                            PassError::Internal(format!("{} has no storage", g.node_label(*n)))
+                        })?;
+                        args.push(s);
+                    }
+                    BufferBinding::RowScratch(_) => {
+                        let decl =
+                            &lk.kernel.buffers.values().nth(args.len()).ok_or_else(|| {
+                                PassError::Internal("scratch binding without a buffer".into())
+                            })?;
+                        specs.push((decl.ty, decl.len, None));
+                        args.push(specs.len() - 1);
+                    }
+                }
+            }
+            kernels.push((compiler.compile(&lk.kernel)?, args));
+        }
+        let home = |n: NodeId| -> Result<Home, PassError> {
+            Ok(Home {
+                storage: storage_of.get(&n).copied().ok_or_else(|| {
+                    PassError::Internal(format!("{} is not stored", g.node_label(n)))
+                })?,
+                node: n,
+            })
+        };
+        let inputs = plan
+            .placeholders()
+            .iter()
+            .map(|p| to_simplified(*p).and_then(|s| storage_of.get(&s).copied()))
+            .collect();
+        let outputs = plan
+            .outputs()
+            .iter()
+            .map(|o| {
+                to_simplified(*o)
+                    .ok_or_else(|| PassError::Internal(format!("output {o} was removed")))
+                    .and_then(home)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut assigns = Vec::new();
+        for (id, node) in g.nodes() {
+            if let Op::Assign { target, .. } = node.op {
+                let src = source_of.get(&target).copied().ok_or_else(|| {
+                    PassError::Internal(format!("assign target {} has no source", target))
+                })?;
+                assigns.push((src, home(id)?));
+            }
+        }
+        Ok(JitExecutable {
+            graph,
+            plan,
+            compiled,
+            kernels,
+            lowered,
+            specs,
+            inputs,
+            state_in,
+            outputs,
+            assigns,
+            workspaces: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The compiled plan (passes' results) behind this executable.
+    pub fn compiled_plan(&self) -> &CompiledPlan {
+        &self.compiled
+    }
+
+    /// The loop-IR kernels, in schedule order.
+    pub fn lowered(&self) -> &[LoweredKernel] {
+        &self.lowered
+    }
+
+    fn workspace(&self) -> Result<Workspace, RuntimeError> {
+        if let Some(w) = self
+            .workspaces
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pop()
+        {
+            return Ok(w);
+        }
+        let mut storages = Vec::new();
+        let mut references = Vec::new();
+        for (i, (dtype, len, data)) in self.specs.iter().enumerate() {
+            let s = DeviceBufferStorage::new(*dtype, *len)?;
+            if let Some(d) = data {
+                copy_in(&s, d)?;
+            }
+            references.push(DeviceBufferReference::to_storage(
+                format!("s{i}"),
+                Arc::clone(&s),
+            ));
+            storages.push(s);
+        }
+        Ok(Workspace {
+            storages,
+            references,
+        })
+    }
+
+    fn read(&self, w: &Workspace, h: Home) -> Result<HostArray, RunError> {
+        let g = &self.compiled.simplified.graph;
+        let node = g.node(h.node);
+        let layout =
+            self.compiled
+                .layouts
+                .layouts
+                .get(&h.node)
+                .ok_or_else(|| RunError::Malformed {
+                    node: g.node_label(h.node),
+                    op: node.op.name(),
+                    message: "no layout".into(),
+                })?;
+        let shape = g.shape_of(&node.axes)?;
+        let s = &w.storages[h.storage];
+        // Element k (row-major over the node's axes) is at Σ index·stride in storage.
+        let mut positions = Vec::with_capacity(layout.elements);
+        let mut idx = vec![0usize; shape.len()];
+        for _ in 0..layout.elements {
+            let p: i64 = idx
+                .iter()
+                .zip(&layout.strides)
+                .map(|(i, s)| *i as i64 * s)
+                .sum();
+            positions.push(p as usize);
+            for d in (0..shape.len()).rev() {
+                idx[d] += 1;
+                if idx[d] < shape[d] {
+                    break;
+                }
+                idx[d] = 0;
+            }
+        }
+        fn pick<T: Copy>(v: Vec<T>, p: &[usize]) -> Vec<T> {
+            p.iter().map(|i| v[*i]).collect()
+        }
+        let data = match node.dtype {
+            DType::F32 => ArrayData::F32(pick(s.to_vec::<f32>()?, &positions)),
+            DType::F64 => ArrayData::F64(pick(s.to_vec::<f64>()?, &positions)),
+            DType::I32 => ArrayData::I32(pick(s.to_vec::<i32>()?, &positions)),
+            DType::I64 => ArrayData::I64(pick(s.to_vec::<i64>()?, &positions)),
+            DType::Bool => ArrayData::Bool(pick(s.to_vec::<bool>()?, &positions)),
+        };
+        Ok(HostArray::new(node.axes.clone(), shape, data)?)
+    }
+
+    fn run_in(
+        &self,
+        w: &Workspace,
+        inputs: &[HostArray],
+        state: &State,
+    ) -> Result<(Vec<HostArray>, Vec<(NodeId, HostArray)>), RunError> {
+        let g = &*self.graph;
+        if inputs.len() != self.plan.placeholders().len() {
+            return Err(RunError::InputCount {
+                expected: self.plan.placeholders().len(),
+                got: inputs.len(),
+            });
+        }
+        for ((p, input), slot) in self
+            .plan
+            .placeholders()
+            .iter()
+            .zip(inputs)
+            .zip(&self.inputs)
+        {
+            let node = g.node(*p);
+            let shape = g.shape_of(&node.axes)?;
+            if input.axes() != &node.axes || input.shape() != shape || input.dtype() != node.dtype {
+                return Err(RunError::Input {
+                    placeholder: g.node_label(*p),
+                    message: format!(
+                        "expected axes {} with shape {shape:?} and dtype {}",
+                        g.axes_name(&node.axes),
+                        node.dtype
+                    ),
+                });
+            }
+            if let Some(s) = slot {
+                copy_in(&w.storages[*s], input.data())?;
+            }
+        }
+        for (src, s) in &self.state_in {
+            let v = state.get(*src).ok_or_else(|| RunError::State {
+                tensor: g.node_label(*src),
+                message: "has no value in the state".into(),
+            })?;
+            copy_in(&w.storages[*s], v.data())?;
+        }
+        let pool = shared_pool();
+        let mut refs: Vec<&DeviceBufferReference> = Vec::new();
+        for (k, args) in &self.kernels {
+            refs.clear();
+            refs.extend(args.iter().map(|a| &w.references[*a]));
+            if k.signature().parallel_extent.is_some() && pool.threads() > 1 {
+                k.call_on(pool, &refs)?;
+            } else {
+                k.call(&refs)?;
+            }
+        }
+        let outputs = self
+            .outputs
+            .iter()
+            .map(|h| self.read(w, *h))
+            .collect::<Result<Vec<_>, _>>()?;
+        let assigned = self
+            .assigns
+            .iter()
+            .map(|(t, h)| Ok((*t, self.read(w, *h)?)))
+            .collect::<Result<Vec<_>, RunError>>()?;
+        Ok((outputs, assigned))
+    }
+}
+
+fn copy_in(s: &DeviceBufferStorage, d: &ArrayData) -> Result<(), RuntimeError> {
+    match d {
+        ArrayData::F32(v) => s.copy_from_slice(v),
+        ArrayData::F64(v) => s.copy_from_slice(v),
+        ArrayData::I32(v) => s.copy_from_slice(v),
+        ArrayData::I64(v) => s.copy_from_slice(v),
+        ArrayData::Bool(v) => s.copy_from_slice(v),
+    }
+}
+
+impl Executable for JitExecutable {
+    fn outputs(&self) -> &[NodeId] {
+        self.plan.outputs()
+    }
+
+    fn placeholders(&self) -> &[NodeId] {
+        self.plan.placeholders()
+    }
+
+    fn run(&self, inputs: &[HostArray], state: &mut State) -> Result<Vec<HostArray>, RunError> {
+        let w = self.workspace()?;
+        let result = self.run_in(&w, inputs, state);
+        self.workspaces
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(w);
+        let (outputs, assigned) = result?;
+        let g = &*self.graph;
+        if !assigned.is_empty() {
+            // Validate every new value before committing any, so a failed run changes nothing.
+            let mut next = state.clone();
+            for (t, v) in assigned {
+                next.set(g, t, v)?;
+            }
+            *state = next;
+        }
+        Ok(outputs)
+    }
+}

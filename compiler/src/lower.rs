@@ -1,0 +1,1143 @@
+//! lowering: each kernel program of a [`CompiledPlan`] becomes one loop-IR [`Kernel`].
+//!
+//! Assumes: a complete plan (every load and store carries its strided view, every stored tensor
+//! has a layout).
+//! Guarantees:
+//! - one kernel per program, in schedule order; its buffer parameters are the stored tensors it
+//!   loads or stores (each once, in order of first use, with the tensor's element count and
+//!   dtype) and one row scratch per stage kept locally over loops; [`LoweredKernel::bindings`]
+//!   says what each parameter is bound to. Every tensor starts at element 0 of its storage;
+//! - the outer loops enclose the stages in order; each stage is its loops, then (for a
+//!   reduction) an accumulator declared inside the innermost stage loop and the reduction loops;
+//!   every value is computed at the shallowest loop level its indices allow (loop-invariant
+//!   code motion), so uniform operands are not recomputed per element;
+//! - the innermost loop of each nest is annotated `vectorize` (with `unroll(2)` or `unroll(4)`
+//!   for long loops: several independent vector accumulators for reductions); the outermost
+//!   loop of a kernel with enough work is annotated `parallel` — its iterations are independent
+//!   because each outer point computes and stores only its own elements, and row scratch is then
+//!   indexed by the parallel loop too, so threads never share it;
+//! - pad becomes masked loads plus a select where a guarded value is not already a masked load;
+//!   concat a chain of selects over masked loads; dot a reduction loop nest of products;
+//!   mean a sum divided by the count; float argmax/argmin a second accumulator finding the first
+//!   NaN (the interpreter's rule); bool max/min/argmax/argmin run on `i32` 0/1; integer power is
+//!   square-and-multiply over the exponent's bits, unrolled;
+//! - every lowered kernel passes [`verify`] (checked here; a failure is a typed error).
+
+use crate::passes::kernel::{Instr, KernelProgram, StageProgram};
+use crate::passes::layout::LayoutPlan;
+use crate::passes::views::{AffineExpr as PassAffine, IterAxis, StridedView, ValidRange};
+use crate::pipeline::CompiledPlan;
+use std::collections::HashMap;
+use weft_ir::loop_ir::{
+    verify, AccId, AffineExpr, BinaryOp as LBinary, BufferAccess, BufferAccessExpr, BufferId,
+    CompareOp as LCompare, Inst, Kernel, LoopAnnotations, LoopId, MaskBound, ReduceKind,
+    ScalarValue, Stmt, UnaryOp as LUnary, ValueId,
+};
+use weft_ir::{Axis, BinaryOp, CompareOp, DType, Graph, NodeId, ReduceOp, Scalar, UnaryOp};
+
+/// What a kernel buffer parameter is bound to at call time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BufferBinding {
+    /// The storage of a stored tensor (a node of the simplified graph).
+    Tensor(NodeId),
+    /// The row scratch of a stage kept locally over loops (private to the kernel).
+    RowScratch(NodeId),
+}
+
+/// One lowered kernel program.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoweredKernel {
+    /// The schedule index of the program.
+    pub group: usize,
+    /// The verified loop-IR kernel.
+    pub kernel: Kernel,
+    /// What each buffer parameter is bound to, in parameter order.
+    pub bindings: Vec<BufferBinding>,
+}
+
+/// Tuning of the lowering.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LowerOptions {
+    /// Annotate the outermost loop `parallel` when the kernel evaluates at least this many
+    /// scalar points (0: never).
+    pub parallel_min_points: u64,
+    /// Never make row scratch larger than this many elements to parallelise a kernel.
+    pub parallel_scratch_limit: u64,
+    /// Annotate innermost loops `vectorize`.
+    pub vectorize: bool,
+}
+
+impl Default for LowerOptions {
+    fn default() -> Self {
+        LowerOptions {
+            parallel_min_points: 1 << 16,
+            parallel_scratch_limit: 1 << 20,
+            vectorize: true,
+        }
+    }
+}
+
+/// Why a program could not be lowered.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LowerError {
+    /// A construct lowering does not handle, naming the kernel and the node.
+    #[error("cannot lower kernel {kernel}: {reason}")]
+    Unsupported {
+        /// The kernel (schedule index).
+        kernel: usize,
+        /// What cannot be lowered.
+        reason: String,
+    },
+    /// The lowered kernel failed verification (a lowering bug).
+    #[error("lowered kernel {kernel} fails verification: {errors}")]
+    Verify {
+        /// The kernel (schedule index).
+        kernel: usize,
+        /// The verifier's report.
+        errors: String,
+    },
+    /// A guarantee of an earlier pass does not hold (a bug in weft).
+    #[error("internal lowering error in kernel {kernel}: {message}")]
+    Internal {
+        /// The kernel (schedule index).
+        kernel: usize,
+        /// What broke.
+        message: String,
+    },
+}
+
+/// Lowers every kernel program of `plan`, in schedule order, verifying each.
+pub fn lower_plan(
+    plan: &CompiledPlan,
+    options: &LowerOptions,
+) -> Result<Vec<LoweredKernel>, LowerError> {
+    plan.kernels
+        .iter()
+        .map(|p| lower_program(&plan.simplified.graph, &plan.layouts, p, options))
+        .collect()
+}
+
+/// Lowers one kernel program and verifies the result.
+pub fn lower_program(
+    g: &Graph,
+    layouts: &LayoutPlan,
+    program: &KernelProgram,
+    options: &LowerOptions,
+) -> Result<LoweredKernel, LowerError> {
+    let mut l = Lowerer::new(g, layouts, program, options)?;
+    l.lower()?;
+    let lowered = LoweredKernel {
+        group: program.group,
+        kernel: l.k,
+        bindings: l.bindings,
+    };
+    verify(&lowered.kernel).map_err(|e| LowerError::Verify {
+        kernel: program.group,
+        errors: e.to_string(),
+    })?;
+    Ok(lowered)
+}
+
+/// A row scratch: its buffer, the strides of the stage's loops in it, and the row length.
+#[derive(Clone, Debug)]
+struct Scratch {
+    buffer: BufferId,
+    strides: Vec<i64>,
+    row: i64,
+}
+
+struct Lowerer<'a> {
+    g: &'a Graph,
+    p: &'a KernelProgram,
+    options: &'a LowerOptions,
+    k: Kernel,
+    bindings: Vec<BufferBinding>,
+    buffers: HashMap<BufferBinding, BufferId>,
+    outer_loops: Vec<LoopId>,
+    parallel: bool,
+    registers: HashMap<NodeId, ValueId>,
+    scratch: HashMap<NodeId, Scratch>,
+}
+
+/// Where statements of one stage go while it is built: per loop depth, the statements before
+/// the next inner loop and those after it.
+struct Levels {
+    before: Vec<Vec<Stmt>>,
+    after: Vec<Vec<Stmt>>,
+    loops: Vec<LoopId>,
+}
+
+impl Levels {
+    fn new(loops: Vec<LoopId>) -> Levels {
+        let n = loops.len() + 1;
+        Levels {
+            before: vec![Vec::new(); n],
+            after: vec![Vec::new(); n],
+            loops,
+        }
+    }
+    /// The statements of depth 0, with every deeper level nested in its loop.
+    fn build(mut self) -> Vec<Stmt> {
+        let mut inner: Option<Stmt> = None;
+        for d in (0..self.before.len()).rev() {
+            let mut body = std::mem::take(&mut self.before[d]);
+            if let Some(s) = inner.take() {
+                body.push(s);
+            }
+            body.append(&mut self.after[d]);
+            if d == 0 {
+                return body;
+            }
+            inner = Some(Stmt::Loop {
+                loop_id: self.loops[d - 1],
+                body,
+            });
+        }
+        Vec::new()
+    }
+}
+
+fn sanitize(label: &str) -> String {
+    let s: String = label
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if s.is_empty() {
+        "t".into()
+    } else {
+        s
+    }
+}
+
+fn scalar_value(s: Scalar, dtype: DType) -> ScalarValue {
+    match (dtype, s) {
+        (DType::F32, s) => ScalarValue::F32(s.as_f64() as f32),
+        (DType::F64, s) => ScalarValue::F64(s.as_f64()),
+        (DType::I32, Scalar::Int(v)) => ScalarValue::I32(v as i32),
+        (DType::I64, Scalar::Int(v)) => ScalarValue::I64(v),
+        (DType::I32, s) => ScalarValue::I32(s.as_f64() as i32),
+        (DType::I64, s) => ScalarValue::I64(s.as_f64() as i64),
+        (DType::Bool, s) => ScalarValue::Bool(s.as_f64() != 0.0),
+    }
+}
+
+fn lunary(u: UnaryOp) -> LUnary {
+    match u {
+        UnaryOp::Negative => LUnary::Neg,
+        UnaryOp::Abs => LUnary::Abs,
+        UnaryOp::Exp => LUnary::Exp,
+        UnaryOp::Log => LUnary::Log,
+        UnaryOp::Sqrt => LUnary::Sqrt,
+        UnaryOp::Square => LUnary::Square,
+        UnaryOp::Reciprocal => LUnary::Reciprocal,
+        UnaryOp::Sign => LUnary::Sign,
+        UnaryOp::Tanh => LUnary::Tanh,
+        UnaryOp::Sigmoid => LUnary::Sigmoid,
+        UnaryOp::Sin => LUnary::Sin,
+        UnaryOp::Cos => LUnary::Cos,
+        UnaryOp::Relu => LUnary::Relu,
+    }
+}
+
+fn lbinary(b: BinaryOp) -> LBinary {
+    match b {
+        BinaryOp::Add => LBinary::Add,
+        BinaryOp::Subtract => LBinary::Sub,
+        BinaryOp::Multiply => LBinary::Mul,
+        BinaryOp::Divide => LBinary::Div,
+        BinaryOp::Maximum => LBinary::Max,
+        BinaryOp::Minimum => LBinary::Min,
+        BinaryOp::Power => LBinary::Pow,
+    }
+}
+
+fn lcompare(c: CompareOp) -> LCompare {
+    match c {
+        CompareOp::Equal => LCompare::Eq,
+        CompareOp::NotEqual => LCompare::Ne,
+        CompareOp::Less => LCompare::Lt,
+        CompareOp::LessEqual => LCompare::Le,
+        CompareOp::Greater => LCompare::Gt,
+        CompareOp::GreaterEqual => LCompare::Ge,
+    }
+}
+
+/// Unroll factor for a vectorised innermost loop of `extent` iterations.
+fn unroll_for(extent: usize, reduction: bool) -> u32 {
+    match (reduction, extent) {
+        (true, e) if e >= 32 => 4,
+        (_, e) if e >= 16 => 2,
+        _ => 1,
+    }
+}
+
+impl<'a> Lowerer<'a> {
+    fn new(
+        g: &'a Graph,
+        layouts: &'a LayoutPlan,
+        p: &'a KernelProgram,
+        options: &'a LowerOptions,
+    ) -> Result<Lowerer<'a>, LowerError> {
+        let mut k = Kernel::new(format!("k{}", p.group));
+        let mut bindings = Vec::new();
+        let mut buffers = HashMap::new();
+        // Stored tensors, in order of first use, with how they are used.
+        let mut order: Vec<NodeId> = Vec::new();
+        let mut use_of: HashMap<NodeId, (bool, bool)> = HashMap::new();
+        for st in &p.stages {
+            for inst in &st.body {
+                if let Instr::Load { tensor, .. } = &inst.instr {
+                    if !use_of.contains_key(tensor) {
+                        order.push(*tensor);
+                    }
+                    use_of.entry(*tensor).or_default().0 = true;
+                }
+            }
+            if st.store.is_some() {
+                if !use_of.contains_key(&st.node) {
+                    order.push(st.node);
+                }
+                use_of.entry(st.node).or_default().1 = true;
+            }
+        }
+        let mut names: Vec<String> = Vec::new();
+        let mut unique = |base: String, id: NodeId| {
+            let name = if names.contains(&base) {
+                format!("{base}_{}", id.as_u32())
+            } else {
+                base
+            };
+            names.push(name.clone());
+            name
+        };
+        for t in order {
+            let layout = layouts
+                .layouts
+                .get(&t)
+                .ok_or_else(|| LowerError::Internal {
+                    kernel: p.group,
+                    message: format!("{} is stored but has no layout", g.node_label(t)),
+                })?;
+            let access = match use_of[&t] {
+                (true, true) => BufferAccess::ReadWrite,
+                (false, true) => BufferAccess::Write,
+                _ => BufferAccess::Read,
+            };
+            let name = unique(sanitize(&g.node_label(t)), t);
+            let id = k.add_buffer(name, g.node(t).dtype, layout.elements as u64, access);
+            bindings.push(BufferBinding::Tensor(t));
+            buffers.insert(BufferBinding::Tensor(t), id);
+        }
+        // Parallel: the outermost loop, when there is enough work and scratch stays small.
+        let outer_points: u64 = p.outer.iter().map(|a| a.len as u64).product();
+        let stage_points: u64 = p
+            .stages
+            .iter()
+            .map(|s| {
+                let l: u64 = s.loops.iter().map(|a| a.len as u64).product();
+                let r: u64 = s
+                    .reduction
+                    .as_ref()
+                    .map(|r| r.axes.iter().map(|a| a.len as u64).product())
+                    .unwrap_or(1);
+                l.saturating_mul(r)
+            })
+            .fold(0u64, |a, b| a.saturating_add(b));
+        let row_total: u64 = p
+            .stages
+            .iter()
+            .filter(|s| s.local && !s.loops.is_empty())
+            .map(|s| s.loops.iter().map(|a| a.len as u64).product::<u64>())
+            .sum();
+        let par_extent = p.outer.first().map(|a| a.len as u64).unwrap_or(0);
+        let parallel = options.parallel_min_points > 0
+            && par_extent >= 2
+            && outer_points.saturating_mul(stage_points) >= options.parallel_min_points
+            && row_total.saturating_mul(par_extent) <= options.parallel_scratch_limit;
+        let all_flat = p
+            .stages
+            .iter()
+            .all(|s| s.loops.is_empty() && s.reduction.is_none());
+        let mut outer_loops = Vec::new();
+        for (i, a) in p.outer.iter().enumerate() {
+            let innermost = i + 1 == p.outer.len() && all_flat;
+            let vectorize = options.vectorize && innermost && a.len >= 4;
+            outer_loops.push(k.add_loop(
+                a.len as u64,
+                LoopAnnotations {
+                    vectorize,
+                    unroll: if vectorize {
+                        unroll_for(a.len, false)
+                    } else {
+                        1
+                    },
+                    parallel: parallel && i == 0,
+                },
+            ));
+        }
+        // Row scratch per stage kept locally over loops.
+        let mut scratch = HashMap::new();
+        for st in p.stages.iter().filter(|s| s.local && !s.loops.is_empty()) {
+            let row: i64 = st.loops.iter().map(|a| a.len as i64).product();
+            let mut strides = vec![0i64; st.loops.len()];
+            let mut s = 1i64;
+            for (i, a) in st.loops.iter().enumerate().rev() {
+                strides[i] = s;
+                s *= a.len as i64;
+            }
+            let rows = if parallel { par_extent as i64 } else { 1 };
+            let dtype = g.node(st.node).dtype;
+            let name = unique(
+                format!("rows_{}", sanitize(&g.node_label(st.node))),
+                st.node,
+            );
+            let id = k.add_buffer(name, dtype, (row * rows) as u64, BufferAccess::ReadWrite);
+            bindings.push(BufferBinding::RowScratch(st.node));
+            buffers.insert(BufferBinding::RowScratch(st.node), id);
+            scratch.insert(
+                st.node,
+                Scratch {
+                    buffer: id,
+                    strides,
+                    row,
+                },
+            );
+        }
+        Ok(Lowerer {
+            g,
+            p,
+            options,
+            k,
+            bindings,
+            buffers,
+            outer_loops,
+            parallel,
+            registers: HashMap::new(),
+            scratch,
+        })
+    }
+
+    fn internal(&self, message: impl Into<String>) -> LowerError {
+        LowerError::Internal {
+            kernel: self.p.group,
+            message: message.into(),
+        }
+    }
+
+    fn lower(&mut self) -> Result<(), LowerError> {
+        let mut body = Vec::new();
+        for st in &self.p.stages {
+            body.extend(self.lower_stage(st)?);
+        }
+        for l in self.outer_loops.iter().rev() {
+            body = vec![Stmt::Loop { loop_id: *l, body }];
+        }
+        self.k.body = body;
+        Ok(())
+    }
+
+    fn lower_stage(&mut self, st: &StageProgram) -> Result<Vec<Stmt>, LowerError> {
+        let g = self.g;
+        let nl = st.loops.len();
+        let red_axes: Vec<IterAxis> = st
+            .reduction
+            .as_ref()
+            .map(|r| r.axes.clone())
+            .unwrap_or_default();
+        let nr = red_axes.len();
+        // Depth 0 is the outer body; stage loops 1..=nl; reduction loops nl+1..=nl+nr.
+        let mut scope = Scope::default();
+        for (a, l) in self.p.outer.iter().zip(&self.outer_loops) {
+            scope.insert(a.axis, *l, 0);
+        }
+        let mut loops = Vec::new();
+        let all: Vec<IterAxis> = st.loops.iter().chain(&red_axes).copied().collect();
+        for (i, a) in all.iter().enumerate() {
+            let innermost = i + 1 == all.len();
+            let vectorize = self.options.vectorize && innermost && a.len >= 4;
+            let l = self.k.add_loop(
+                a.len as u64,
+                LoopAnnotations {
+                    vectorize,
+                    unroll: if vectorize {
+                        unroll_for(a.len, nr > 0)
+                    } else {
+                        1
+                    },
+                    parallel: false,
+                },
+            );
+            scope.insert(a.axis, l, i + 1);
+            loops.push(l);
+        }
+        let mut lv = Levels::new(loops.clone());
+        let mut vals: Vec<(ValueId, usize)> = Vec::with_capacity(st.body.len());
+        for inst in &st.body {
+            let v = self.lower_inst(inst, st, &vals, &scope, &mut lv)?;
+            vals.push(v);
+        }
+        let (result, rlevel) = *vals
+            .get(st.result)
+            .ok_or_else(|| self.internal("stage result out of range"))?;
+        let rdtype = st.body[st.result].dtype;
+        let node_dtype = g.node(st.node).dtype;
+        let (value, at_after) = match &st.reduction {
+            None => (result, false),
+            Some(r) => {
+                let v = self.lower_reduction(
+                    r.op, result, rlevel, rdtype, node_dtype, &red_axes, &loops, nl, &mut lv,
+                )?;
+                (v, true)
+            }
+        };
+        let tail_level = nl;
+        let mut tail = Vec::new();
+        if let Some(t) = &st.store {
+            let view = t
+                .view
+                .as_ref()
+                .ok_or_else(|| self.internal("store without a view"))?;
+            let buffer = self.buffers[&BufferBinding::Tensor(st.node)];
+            let index = self.view_index(view, &scope)?;
+            tail.push(Stmt::Store {
+                target: BufferAccessExpr {
+                    buffer,
+                    index,
+                    mask: Vec::new(),
+                },
+                value,
+            });
+        }
+        if st.local {
+            if nl == 0 {
+                self.registers.insert(st.node, value);
+            } else {
+                let sc = self.scratch[&st.node].clone();
+                let mut terms: Vec<(LoopId, i64)> = loops[..nl]
+                    .iter()
+                    .zip(&sc.strides)
+                    .map(|(l, s)| (*l, *s))
+                    .collect();
+                if self.parallel {
+                    terms.push((self.outer_loops[0], sc.row));
+                }
+                tail.push(Stmt::Store {
+                    target: BufferAccessExpr {
+                        buffer: sc.buffer,
+                        index: AffineExpr::new(terms, 0),
+                        mask: Vec::new(),
+                    },
+                    value,
+                });
+            }
+        }
+        if at_after {
+            lv.after[tail_level].extend(tail);
+        } else {
+            lv.before[tail_level].extend(tail);
+        }
+        Ok(lv.build())
+    }
+
+    fn define(&mut self, lv: &mut Levels, level: usize, ty: DType, inst: Inst) -> ValueId {
+        let (v, s) = self.k.define(ty, inst);
+        lv.before[level].push(s);
+        v
+    }
+
+    fn define_after(&mut self, lv: &mut Levels, level: usize, ty: DType, inst: Inst) -> ValueId {
+        let (v, s) = self.k.define(ty, inst);
+        lv.after[level].push(s);
+        v
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn lower_reduction(
+        &mut self,
+        op: ReduceOp,
+        value: ValueId,
+        vlevel: usize,
+        in_dtype: DType,
+        out_dtype: DType,
+        red: &[IterAxis],
+        loops: &[LoopId],
+        nl: usize,
+        lv: &mut Levels,
+    ) -> Result<ValueId, LowerError> {
+        let inner = nl + red.len();
+        let bool_in = in_dtype == DType::Bool;
+        // Bools reduce as i32 0/1 (max = any, min = all).
+        let (value, ty) = if bool_in {
+            let v = self.define(lv, vlevel, DType::I32, Inst::Convert(value));
+            (v, DType::I32)
+        } else {
+            (value, in_dtype)
+        };
+        let kind = match op {
+            ReduceOp::Sum | ReduceOp::Mean => ReduceKind::Sum,
+            ReduceOp::Prod => ReduceKind::Prod,
+            ReduceOp::Max => ReduceKind::Max,
+            ReduceOp::Min => ReduceKind::Min,
+            ReduceOp::ArgMax => ReduceKind::ArgMax,
+            ReduceOp::ArgMin => ReduceKind::ArgMin,
+        };
+        let acc = self.k.add_acc(kind, ty);
+        lv.before[nl].push(Stmt::DeclareAcc(acc));
+        let arg = kind.has_index();
+        let index = if arg {
+            Some(self.flat_index(red, &loops[nl..], inner, lv))
+        } else {
+            None
+        };
+        // Float arg-reductions: the first NaN wins, found by a second accumulator.
+        let nan_acc: Option<AccId> = if arg && ty.is_float() {
+            let a = self.k.add_acc(ReduceKind::ArgMax, DType::I32);
+            lv.before[nl].push(Stmt::DeclareAcc(a));
+            let is_nan = self.define(
+                lv,
+                vlevel,
+                DType::Bool,
+                Inst::Compare(LCompare::Ne, value, value),
+            );
+            let as_int = self.define(lv, vlevel, DType::I32, Inst::Convert(is_nan));
+            lv.before[inner].push(Stmt::Reduce {
+                acc: a,
+                value: as_int,
+                index,
+            });
+            Some(a)
+        } else {
+            None
+        };
+        lv.before[inner].push(Stmt::Reduce { acc, value, index });
+        let out = if arg {
+            let i = self.define_after(lv, nl, DType::I64, Inst::AccIndex(acc));
+            match nan_acc {
+                None => i,
+                Some(a) => {
+                    let any = self.define_after(lv, nl, DType::I32, Inst::AccValue(a));
+                    let zero =
+                        self.define_after(lv, nl, DType::I32, Inst::Const(ScalarValue::I32(0)));
+                    let has = self.define_after(
+                        lv,
+                        nl,
+                        DType::Bool,
+                        Inst::Compare(LCompare::Gt, any, zero),
+                    );
+                    let ni = self.define_after(lv, nl, DType::I64, Inst::AccIndex(a));
+                    self.define_after(
+                        lv,
+                        nl,
+                        DType::I64,
+                        Inst::Select {
+                            cond: has,
+                            if_true: ni,
+                            if_false: i,
+                        },
+                    )
+                }
+            }
+        } else {
+            let v = self.define_after(lv, nl, ty, Inst::AccValue(acc));
+            if op == ReduceOp::Mean {
+                let count: usize = red.iter().map(|a| a.len).product();
+                let c = self.define_after(
+                    lv,
+                    nl,
+                    ty,
+                    Inst::Const(scalar_value(Scalar::Float(count as f64), ty)),
+                );
+                self.define_after(lv, nl, ty, Inst::Binary(LBinary::Div, v, c))
+            } else if bool_in {
+                self.define_after(lv, nl, DType::Bool, Inst::Convert(v))
+            } else {
+                v
+            }
+        };
+        if self.k.values[out] != out_dtype {
+            return Err(self.internal(format!(
+                "reduction {} gives {} but the node is {}",
+                op.name(),
+                self.k.values[out],
+                out_dtype
+            )));
+        }
+        Ok(out)
+    }
+
+    /// The row-major flat index (i64) over the reduction loops, at the innermost level.
+    fn flat_index(
+        &mut self,
+        red: &[IterAxis],
+        loops: &[LoopId],
+        level: usize,
+        lv: &mut Levels,
+    ) -> ValueId {
+        let mut acc: Option<ValueId> = None;
+        for (a, l) in red.iter().zip(loops) {
+            let i = self.define(lv, level, DType::I64, Inst::Index(*l));
+            acc = Some(match acc {
+                None => i,
+                Some(prev) => {
+                    let n = self.define(
+                        lv,
+                        level,
+                        DType::I64,
+                        Inst::Const(ScalarValue::I64(a.len as i64)),
+                    );
+                    let m = self.define(lv, level, DType::I64, Inst::Binary(LBinary::Mul, prev, n));
+                    self.define(lv, level, DType::I64, Inst::Binary(LBinary::Add, m, i))
+                }
+            });
+        }
+        match acc {
+            Some(v) => v,
+            None => self.define(lv, level, DType::I64, Inst::Const(ScalarValue::I64(0))),
+        }
+    }
+
+    fn affine(&self, e: &PassAffine, scope: &Scope) -> Result<(AffineExpr, usize), LowerError> {
+        let mut terms = Vec::new();
+        let mut level = 0;
+        for (a, k) in &e.terms {
+            let (l, d) = scope.get(*a).ok_or_else(|| {
+                self.internal(format!("axis {} has no loop", self.g.axis_name(*a)))
+            })?;
+            terms.push((l, *k));
+            level = level.max(d);
+        }
+        Ok((AffineExpr::new(terms, e.constant), level))
+    }
+
+    fn view_index(&self, v: &StridedView, scope: &Scope) -> Result<AffineExpr, LowerError> {
+        Ok(self.view_index_level(v, scope)?.0)
+    }
+
+    fn view_index_level(
+        &self,
+        v: &StridedView,
+        scope: &Scope,
+    ) -> Result<(AffineExpr, usize), LowerError> {
+        let mut terms = Vec::new();
+        let mut level = 0;
+        for (a, s) in v.axes.iter().zip(&v.strides) {
+            if *s == 0 {
+                continue;
+            }
+            let (l, d) = scope.get(a.axis).ok_or_else(|| {
+                self.internal(format!("axis {} has no loop", self.g.axis_name(a.axis)))
+            })?;
+            terms.push((l, *s));
+            level = level.max(d);
+        }
+        Ok((AffineExpr::new(terms, v.offset), level))
+    }
+
+    fn masks(
+        &self,
+        valid: &[ValidRange],
+        scope: &Scope,
+    ) -> Result<(Vec<MaskBound>, usize), LowerError> {
+        let mut out = Vec::new();
+        let mut level = 0;
+        for r in valid {
+            let (expr, d) = self.affine(&r.index, scope)?;
+            level = level.max(d);
+            out.push(MaskBound {
+                expr,
+                lo: r.lo,
+                hi: r.hi,
+            });
+        }
+        Ok((out, level))
+    }
+
+    /// A bool value: every range of `valid` holds.
+    fn condition(
+        &mut self,
+        valid: &[ValidRange],
+        scope: &Scope,
+        lv: &mut Levels,
+    ) -> Result<(ValueId, usize), LowerError> {
+        let mut cond: Option<ValueId> = None;
+        let mut level = 0;
+        for r in valid {
+            let (_, d) = self.affine(&r.index, scope)?;
+            level = level.max(d);
+        }
+        for r in valid {
+            let idx = self.affine_value(&r.index, scope, level, lv)?;
+            let lo = self.define(lv, level, DType::I64, Inst::Const(ScalarValue::I64(r.lo)));
+            let hi = self.define(lv, level, DType::I64, Inst::Const(ScalarValue::I64(r.hi)));
+            let a = self.define(lv, level, DType::Bool, Inst::Compare(LCompare::Ge, idx, lo));
+            let b = self.define(lv, level, DType::Bool, Inst::Compare(LCompare::Lt, idx, hi));
+            let both = self.define(lv, level, DType::Bool, Inst::Binary(LBinary::And, a, b));
+            cond = Some(match cond {
+                None => both,
+                Some(c) => self.define(lv, level, DType::Bool, Inst::Binary(LBinary::And, c, both)),
+            });
+        }
+        match cond {
+            Some(c) => Ok((c, level)),
+            None => Ok((
+                self.define(lv, 0, DType::Bool, Inst::Const(ScalarValue::Bool(true))),
+                0,
+            )),
+        }
+    }
+
+    /// The i64 value of an affine index at `level`.
+    fn affine_value(
+        &mut self,
+        e: &PassAffine,
+        scope: &Scope,
+        level: usize,
+        lv: &mut Levels,
+    ) -> Result<ValueId, LowerError> {
+        let mut acc = self.define(
+            lv,
+            level,
+            DType::I64,
+            Inst::Const(ScalarValue::I64(e.constant)),
+        );
+        for (a, k) in &e.terms {
+            let (l, _) = scope.get(*a).ok_or_else(|| {
+                self.internal(format!("axis {} has no loop", self.g.axis_name(*a)))
+            })?;
+            let i = self.define(lv, level, DType::I64, Inst::Index(l));
+            let c = self.define(lv, level, DType::I64, Inst::Const(ScalarValue::I64(*k)));
+            let m = self.define(lv, level, DType::I64, Inst::Binary(LBinary::Mul, i, c));
+            acc = self.define(lv, level, DType::I64, Inst::Binary(LBinary::Add, acc, m));
+        }
+        Ok(acc)
+    }
+
+    fn lower_inst(
+        &mut self,
+        inst: &crate::passes::kernel::Inst,
+        st: &StageProgram,
+        vals: &[(ValueId, usize)],
+        scope: &Scope,
+        lv: &mut Levels,
+    ) -> Result<(ValueId, usize), LowerError> {
+        let ty = inst.dtype;
+        let get = |v: usize| -> Result<(ValueId, usize), LowerError> {
+            vals.get(v).copied().ok_or_else(|| LowerError::Internal {
+                kernel: self.p.group,
+                message: format!("operand v{v} used before it is defined"),
+            })
+        };
+        Ok(match &inst.instr {
+            Instr::Load {
+                tensor,
+                valid,
+                view,
+                ..
+            } => {
+                let view = view
+                    .as_ref()
+                    .ok_or_else(|| self.internal("load without a view"))?;
+                let (index, l1) = self.view_index_level(view, scope)?;
+                let (mask, l2) = self.masks(valid, scope)?;
+                let level = l1.max(l2);
+                let buffer = *self
+                    .buffers
+                    .get(&BufferBinding::Tensor(*tensor))
+                    .ok_or_else(|| self.internal("load of an unbound tensor"))?;
+                let v = self.define(
+                    lv,
+                    level,
+                    ty,
+                    Inst::Load(BufferAccessExpr {
+                        buffer,
+                        index,
+                        mask,
+                    }),
+                );
+                (v, level)
+            }
+            Instr::Immediate(s) => (self.define(lv, 0, ty, Inst::Const(scalar_value(*s, ty))), 0),
+            Instr::Unary(u, a) => {
+                let (a, l) = get(*a)?;
+                (self.define(lv, l, ty, Inst::Unary(lunary(*u), a)), l)
+            }
+            Instr::Binary(BinaryOp::Power, x, y) if ty.is_int() => {
+                let ((x, lx), (y, ly)) = (get(*x)?, get(*y)?);
+                let l = lx.max(ly);
+                (self.int_power(x, y, ty, l, lv), l)
+            }
+            Instr::Binary(b, x, y) => {
+                let ((x, lx), (y, ly)) = (get(*x)?, get(*y)?);
+                let l = lx.max(ly);
+                (self.define(lv, l, ty, Inst::Binary(lbinary(*b), x, y)), l)
+            }
+            Instr::Compare(c, x, y) => {
+                let ((mut x, lx), (mut y, ly)) = (get(*x)?, get(*y)?);
+                let l = lx.max(ly);
+                let ordered = !matches!(c, CompareOp::Equal | CompareOp::NotEqual);
+                if ordered && self.k.values[x] == DType::Bool {
+                    x = self.define(lv, l, DType::I32, Inst::Convert(x));
+                    y = self.define(lv, l, DType::I32, Inst::Convert(y));
+                }
+                (self.define(lv, l, ty, Inst::Compare(lcompare(*c), x, y)), l)
+            }
+            Instr::Select(c, x, y) => {
+                let ((c, lc), (x, lx), (y, ly)) = (get(*c)?, get(*x)?, get(*y)?);
+                let l = lc.max(lx).max(ly);
+                (
+                    self.define(
+                        lv,
+                        l,
+                        ty,
+                        Inst::Select {
+                            cond: c,
+                            if_true: x,
+                            if_false: y,
+                        },
+                    ),
+                    l,
+                )
+            }
+            Instr::Convert(x) => {
+                let (x, l) = get(*x)?;
+                (self.define(lv, l, ty, Inst::Convert(x)), l)
+            }
+            Instr::Guard { valid, value } => {
+                let (v, l) = get(*value)?;
+                // A masked load under the same (or stricter) ranges is already zero outside.
+                let covered = match st.body.get(*value).map(|i| &i.instr) {
+                    Some(Instr::Load { valid: inner, .. }) => {
+                        valid.iter().all(|r| inner.contains(r))
+                    }
+                    _ => false,
+                };
+                if covered {
+                    (v, l)
+                } else {
+                    let (c, lc) = self.condition(valid, scope, lv)?;
+                    let level = l.max(lc);
+                    let z = self.define(lv, 0, ty, Inst::Const(ty.zero()));
+                    (
+                        self.define(
+                            lv,
+                            level,
+                            ty,
+                            Inst::Select {
+                                cond: c,
+                                if_true: v,
+                                if_false: z,
+                            },
+                        ),
+                        level,
+                    )
+                }
+            }
+            Instr::Choose { parts } => {
+                let Some(((_, last), rest)) = parts.split_last() else {
+                    return Err(self.internal("concat without parts"));
+                };
+                let (mut acc, mut level) = get(*last)?;
+                for (r, x) in rest.iter().rev() {
+                    let (x, lx) = get(*x)?;
+                    let (c, lc) = self.condition(std::slice::from_ref(r), scope, lv)?;
+                    level = level.max(lx).max(lc);
+                    acc = self.define(
+                        lv,
+                        level,
+                        ty,
+                        Inst::Select {
+                            cond: c,
+                            if_true: x,
+                            if_false: acc,
+                        },
+                    );
+                }
+                (acc, level)
+            }
+            Instr::ReadLocal { node, index, valid } => {
+                if let Some(v) = self.registers.get(node).copied() {
+                    if valid.is_empty() {
+                        (v, 0)
+                    } else {
+                        let (c, lc) = self.condition(valid, scope, lv)?;
+                        let z = self.define(lv, 0, ty, Inst::Const(ty.zero()));
+                        (
+                            self.define(
+                                lv,
+                                lc,
+                                ty,
+                                Inst::Select {
+                                    cond: c,
+                                    if_true: v,
+                                    if_false: z,
+                                },
+                            ),
+                            lc,
+                        )
+                    }
+                } else {
+                    let sc = self.scratch.get(node).cloned().ok_or_else(|| {
+                        self.internal(format!(
+                            "{} is read locally but kept nowhere",
+                            self.g.node_label(*node)
+                        ))
+                    })?;
+                    let mut expr = AffineExpr::constant(0);
+                    let mut level = 0;
+                    for (e, s) in index.iter().zip(&sc.strides) {
+                        let (a, d) = self.affine(&e.scale_add(*s, 0), scope)?;
+                        expr = add_affine(&expr, &a);
+                        level = level.max(d);
+                    }
+                    if self.parallel {
+                        expr =
+                            add_affine(&expr, &AffineExpr::new([(self.outer_loops[0], sc.row)], 0));
+                    }
+                    let (mask, lm) = self.masks(valid, scope)?;
+                    level = level.max(lm);
+                    (
+                        self.define(
+                            lv,
+                            level,
+                            ty,
+                            Inst::Load(BufferAccessExpr {
+                                buffer: sc.buffer,
+                                index: expr,
+                                mask,
+                            }),
+                        ),
+                        level,
+                    )
+                }
+            }
+        })
+    }
+
+    /// `x^y` for integers, wrapping: square-and-multiply over the exponent's bits (unrolled),
+    /// and for a negative exponent 1 (base 1), ±1 (base −1) or 0.
+    fn int_power(
+        &mut self,
+        x: ValueId,
+        y: ValueId,
+        ty: DType,
+        l: usize,
+        lv: &mut Levels,
+    ) -> ValueId {
+        let c = |v: i64| {
+            if ty == DType::I32 {
+                ScalarValue::I32(v as i32)
+            } else {
+                ScalarValue::I64(v)
+            }
+        };
+        let bits = if ty == DType::I32 { 31 } else { 63 };
+        let zero = self.define(lv, l, ty, Inst::Const(c(0)));
+        let one = self.define(lv, l, ty, Inst::Const(c(1)));
+        let two = self.define(lv, l, ty, Inst::Const(c(2)));
+        let minus_one = self.define(lv, l, ty, Inst::Const(c(-1)));
+        let mut acc = one;
+        let mut base = x;
+        let mut q = y;
+        for i in 0..bits {
+            let half = self.define(lv, l, ty, Inst::Binary(LBinary::Div, q, two));
+            let twice = self.define(lv, l, ty, Inst::Binary(LBinary::Mul, half, two));
+            let bit = self.define(lv, l, ty, Inst::Binary(LBinary::Sub, q, twice));
+            let set = self.define(lv, l, DType::Bool, Inst::Compare(LCompare::Ne, bit, zero));
+            let times = self.define(lv, l, ty, Inst::Binary(LBinary::Mul, acc, base));
+            acc = self.define(
+                lv,
+                l,
+                ty,
+                Inst::Select {
+                    cond: set,
+                    if_true: times,
+                    if_false: acc,
+                },
+            );
+            if i + 1 < bits {
+                base = self.define(lv, l, ty, Inst::Binary(LBinary::Mul, base, base));
+            }
+            q = half;
+        }
+        // Negative exponent: 1 for base 1, ±1 for base −1 (by parity), else 0.
+        let neg = self.define(lv, l, DType::Bool, Inst::Compare(LCompare::Lt, y, zero));
+        let is_one = self.define(lv, l, DType::Bool, Inst::Compare(LCompare::Eq, x, one));
+        let is_m1 = self.define(
+            lv,
+            l,
+            DType::Bool,
+            Inst::Compare(LCompare::Eq, x, minus_one),
+        );
+        let yh = self.define(lv, l, ty, Inst::Binary(LBinary::Div, y, two));
+        let y2 = self.define(lv, l, ty, Inst::Binary(LBinary::Mul, yh, two));
+        let even = self.define(lv, l, DType::Bool, Inst::Compare(LCompare::Eq, y, y2));
+        let pm = self.define(
+            lv,
+            l,
+            ty,
+            Inst::Select {
+                cond: even,
+                if_true: one,
+                if_false: minus_one,
+            },
+        );
+        let m1 = self.define(
+            lv,
+            l,
+            ty,
+            Inst::Select {
+                cond: is_m1,
+                if_true: pm,
+                if_false: zero,
+            },
+        );
+        let small = self.define(
+            lv,
+            l,
+            ty,
+            Inst::Select {
+                cond: is_one,
+                if_true: one,
+                if_false: m1,
+            },
+        );
+        self.define(
+            lv,
+            l,
+            ty,
+            Inst::Select {
+                cond: neg,
+                if_true: small,
+                if_false: acc,
+            },
+        )
+    }
+}
+
+fn add_affine(a: &AffineExpr, b: &AffineExpr) -> AffineExpr {
+    AffineExpr::new(
+        a.terms().iter().chain(b.terms()).copied(),
+        a.offset().wrapping_add(b.offset()),
+    )
+}
+
+/// The loops in scope: axis → (loop, depth).
+#[derive(Default, Clone)]
+struct Scope {
+    map: HashMap<Axis, (LoopId, usize)>,
+}
+
+impl Scope {
+    fn insert(&mut self, a: Axis, l: LoopId, depth: usize) {
+        self.map.insert(a, (l, depth));
+    }
+    fn get(&self, a: Axis) -> Option<(LoopId, usize)> {
+        self.map.get(&a).copied()
+    }
+}
