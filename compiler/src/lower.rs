@@ -128,7 +128,7 @@ pub fn lower_program(
     l.lower()?;
     let lowered = LoweredKernel {
         group: program.group,
-        kernel: l.k,
+        kernel: renumber(l.k),
         bindings: l.bindings,
     };
     verify(&lowered.kernel).map_err(|e| LowerError::Verify {
@@ -1140,4 +1140,72 @@ impl Scope {
     fn get(&self, a: Axis) -> Option<(LoopId, usize)> {
         self.map.get(&a).copied()
     }
+}
+
+/// `k` with its values numbered in textual order (hoisting defines them out of order), so the
+/// printed form reads naturally and is stable.
+fn renumber(mut k: Kernel) -> Kernel {
+    fn walk(body: &[Stmt], order: &mut Vec<ValueId>) {
+        for s in body {
+            match s {
+                Stmt::Let { result, .. } => order.push(*result),
+                Stmt::Loop { body, .. } => walk(body, order),
+                _ => {}
+            }
+        }
+    }
+    let mut order = Vec::new();
+    walk(&k.body, &mut order);
+    let mut new_of: HashMap<ValueId, ValueId> = HashMap::new();
+    let mut values = weft_ir::arena::PrimaryMap::new();
+    for v in &order {
+        new_of.insert(*v, values.push(k.values[*v]));
+    }
+    let m = |v: &mut ValueId| {
+        if let Some(n) = new_of.get(v) {
+            *v = *n;
+        }
+    };
+    fn apply(body: &mut [Stmt], m: &dyn Fn(&mut ValueId)) {
+        for s in body {
+            match s {
+                Stmt::Let { result, inst } => {
+                    m(result);
+                    match inst {
+                        Inst::Unary(_, a) | Inst::Convert(a) => m(a),
+                        Inst::Binary(_, a, b) | Inst::Compare(_, a, b) => {
+                            m(a);
+                            m(b);
+                        }
+                        Inst::Select {
+                            cond,
+                            if_true,
+                            if_false,
+                        } => {
+                            m(cond);
+                            m(if_true);
+                            m(if_false);
+                        }
+                        Inst::Const(_)
+                        | Inst::Index(_)
+                        | Inst::Load(_)
+                        | Inst::AccValue(_)
+                        | Inst::AccIndex(_) => {}
+                    }
+                }
+                Stmt::Store { value, .. } => m(value),
+                Stmt::Reduce { value, index, .. } => {
+                    m(value);
+                    if let Some(i) = index {
+                        m(i);
+                    }
+                }
+                Stmt::Loop { body, .. } => apply(body, m),
+                Stmt::DeclareAcc(_) => {}
+            }
+        }
+    }
+    apply(&mut k.body, &m);
+    k.values = values;
+    k
 }

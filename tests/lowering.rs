@@ -1,0 +1,51 @@
+//! The loop IR the JIT compiles for the bundled examples (snapshots), and the properties the
+//! issue asks of it: L2, softmax and layernorm are one kernel each, and L2 stores no `x − y`.
+
+use std::path::Path;
+use weft_compiler::{compile_plan, lower_plan, LowerOptions, PlanOptions};
+use weft_ir::Graph;
+
+fn example(name: &str) -> Graph {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples")
+        .join(format!("{name}.weft"));
+    let src = std::fs::read_to_string(&path).unwrap();
+    weft_ir::text::parse(&src, &path.display().to_string()).unwrap()
+}
+
+/// The lowered kernels of an example as text, after checking it is one kernel.
+fn one_kernel(name: &str) -> String {
+    let g = example(name);
+    let plan = compile_plan(&g, &PlanOptions::default()).unwrap();
+    let kernels = lower_plan(&plan, &LowerOptions::default()).unwrap();
+    assert_eq!(kernels.len(), 1, "{name} should be one kernel");
+    let text = kernels[0].kernel.to_string();
+    // The printed form reads back as the same kernel.
+    let back = weft_ir::loop_ir::parse_kernel(name, &text).unwrap();
+    assert_eq!(back.to_string(), text);
+    text
+}
+
+#[test]
+fn l2_is_one_kernel_with_no_buffer_for_x_minus_y() {
+    let g = example("l2");
+    let plan = compile_plan(&g, &PlanOptions::default()).unwrap();
+    let t = g.find("t").unwrap();
+    let t = plan.map().get(t);
+    assert!(
+        t.is_none() || plan.buffers.tensor_of(t.unwrap()).is_none(),
+        "x - y must not be stored:\n{}",
+        plan.buffers.display(&plan.simplified.graph)
+    );
+    insta::assert_snapshot!(one_kernel("l2"));
+}
+
+#[test]
+fn softmax_is_one_kernel() {
+    insta::assert_snapshot!(one_kernel("softmax"));
+}
+
+#[test]
+fn layernorm_is_one_kernel() {
+    insta::assert_snapshot!(one_kernel("layernorm"));
+}
