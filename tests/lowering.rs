@@ -49,3 +49,24 @@ fn softmax_is_one_kernel() {
 fn layernorm_is_one_kernel() {
     insta::assert_snapshot!(one_kernel("layernorm"));
 }
+
+#[test]
+fn large_row_kernels_are_parallel_with_per_row_scratch() {
+    let src = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/softmax.weft"),
+    )
+    .unwrap();
+    let mut g = weft_ir::text::parse(&src, "softmax.weft").unwrap();
+    let (r, c) = (g.find_axis("R").unwrap(), g.find_axis("C").unwrap());
+    g.bind(r, 256).unwrap();
+    g.bind(c, 300).unwrap();
+    let plan = compile_plan(&g, &PlanOptions::default()).unwrap();
+    let k = &lower_plan(&plan, &LowerOptions::default()).unwrap()[0].kernel;
+    let par = k.parallel_loop().expect("a parallel outer loop");
+    assert_eq!(k.loops[par].extent, 256);
+    // The row scratch holds one row per parallel iteration.
+    assert!(k
+        .buffers
+        .values()
+        .any(|b| b.name.starts_with("rows_") && b.len == 256 * 300));
+}

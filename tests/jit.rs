@@ -1,0 +1,327 @@
+//! The JIT (fused and unfused) against the interpreter on every example and on hand-written
+//! graphs covering every op and dtype, lengths 1 and non-multiples of the vector width, views
+//! (slices with negative steps, pads, concat), large kernels (vectorised, parallel, with row
+//! scratch), variables with assign across calls, and concurrent calls of one computation.
+
+mod jit_common;
+
+use jit_common::{compare, random_inputs, run};
+use std::path::Path;
+use std::sync::Arc;
+use weft::prelude::*;
+use weft::{BinaryOp, CompareOp, ReduceOp, UnaryOp};
+
+const BACKENDS: [Backend; 2] = [Backend::Jit, Backend::JitUnfused];
+
+/// Runs `outputs` of `g` on both JIT modes and the interpreter (`calls` calls) and compares.
+fn agree(g: &Graph, outputs: &[NodeId], calls: usize) {
+    let ps = g.placeholders();
+    for seed in [1u64, 2] {
+        let inputs = random_inputs(g, &ps, seed);
+        let interp = run(g, outputs, &ps, &inputs, calls, Backend::Interpreter).unwrap();
+        for b in BACKENDS {
+            let jit = run(g, outputs, &ps, &inputs, calls, b)
+                .unwrap_or_else(|e| panic!("{b:?} cannot run the graph: {e}"));
+            if let Err(m) = compare(&jit, &interp) {
+                panic!("{b:?} differs: {m}\n{}", weft::ir::text::print(g));
+            }
+        }
+    }
+}
+
+#[test]
+fn every_example_matches_the_interpreter() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "weft") {
+            let src = std::fs::read_to_string(&p).unwrap();
+            let g = weft::ir::text::parse(&src, &p.display().to_string()).unwrap();
+            agree(&g, &g.outputs().to_vec(), 1);
+            n += 1;
+        }
+    }
+    assert!(n >= 5);
+}
+
+/// One placeholder per dtype over axes of lengths `lens`.
+fn inputs_of(g: &mut Graph, lens: &[usize], dtype: DType, k: usize) -> Vec<NodeId> {
+    let axes: Vec<Axis> = lens
+        .iter()
+        .enumerate()
+        .map(|(i, n)| g.axis(&format!("A{i}"), *n).unwrap())
+        .collect();
+    (0..k)
+        .map(|i| g.placeholder(&format!("x{i}"), &axes, dtype).unwrap())
+        .collect()
+}
+
+#[test]
+fn every_elementwise_op_and_dtype() {
+    for lens in [vec![1], vec![7], vec![3, 13]] {
+        for dtype in DType::ALL {
+            let mut g = Graph::new();
+            let x = inputs_of(&mut g, &lens, dtype, 3);
+            let mut outs = Vec::new();
+            for u in UnaryOp::ALL {
+                if let Ok(n) = g.unary(*u, x[0]) {
+                    outs.push(n);
+                }
+            }
+            for b in BinaryOp::ALL {
+                if let Ok(n) = g.binary(*b, x[0], x[1]) {
+                    outs.push(n);
+                }
+            }
+            for c in CompareOp::ALL {
+                outs.push(g.compare(*c, x[0], x[1]).unwrap());
+            }
+            let cond = g.compare(CompareOp::Less, x[1], x[2]).unwrap();
+            outs.push(g.select(cond, x[0], x[2]).unwrap());
+            for to in DType::ALL {
+                outs.push(g.convert(x[0], to).unwrap());
+            }
+            agree(&g, &outs, 1);
+        }
+    }
+}
+
+#[test]
+fn integer_power_with_negative_and_large_exponents() {
+    for dtype in [DType::I32, DType::I64] {
+        let mut g = Graph::new();
+        let a = g.axis("N", 9).unwrap();
+        let data = |v: Vec<i64>| match dtype {
+            DType::I32 => ArrayData::I32(v.into_iter().map(|x| x as i32).collect()),
+            _ => ArrayData::I64(v),
+        };
+        let base = g
+            .constant(
+                None,
+                &[a],
+                dtype,
+                TensorInit::Data(data(vec![1, -1, -1, 2, 3, 0, -2, 5, 7])),
+            )
+            .unwrap();
+        let exp = g
+            .constant(
+                None,
+                &[a],
+                dtype,
+                TensorInit::Data(data(vec![-5, -3, -4, -1, 40, 0, 31, 3, 1000])),
+            )
+            .unwrap();
+        let p = g.placeholder("p", &[a], dtype).unwrap();
+        let base = g.binary(BinaryOp::Add, base, p).unwrap();
+        let out = g.binary(BinaryOp::Power, base, exp).unwrap();
+        agree(&g, &[out], 1);
+    }
+}
+
+#[test]
+fn every_reduction_and_dtype() {
+    for lens in [vec![1, 1], vec![5, 7], vec![3, 17]] {
+        for dtype in DType::ALL {
+            let mut g = Graph::new();
+            let x = inputs_of(&mut g, &lens, dtype, 1)[0];
+            let axes: Vec<Axis> = g.node(x).axes.iter().copied().collect();
+            let mut outs = Vec::new();
+            for op in ReduceOp::ALL {
+                for red in [
+                    vec![axes[1]],
+                    vec![axes[0], axes[1]],
+                    vec![axes[1], axes[0]],
+                    vec![],
+                ] {
+                    if let Ok(n) = g.reduce(*op, x, &red, None) {
+                        outs.push(n);
+                    }
+                }
+            }
+            agree(&g, &outs, 1);
+        }
+    }
+}
+
+#[test]
+fn arg_reductions_find_the_first_nan() {
+    let mut g = Graph::new();
+    let a = g.axis("N", 6).unwrap();
+    let c = g
+        .constant(
+            None,
+            &[a],
+            DType::F32,
+            TensorInit::Data(ArrayData::F32(vec![
+                1.0,
+                9.0,
+                f32::NAN,
+                9.0,
+                f32::NAN,
+                -3.0,
+            ])),
+        )
+        .unwrap();
+    let p = g.placeholder("p", &[a], DType::F32).unwrap();
+    let x = g.binary(BinaryOp::Add, c, p).unwrap();
+    let outs: Vec<NodeId> = [
+        ReduceOp::ArgMax,
+        ReduceOp::ArgMin,
+        ReduceOp::Max,
+        ReduceOp::Min,
+    ]
+    .iter()
+    .map(|op| g.reduce(*op, x, &[a], None).unwrap())
+    .collect();
+    agree(&g, &outs, 1);
+}
+
+#[test]
+fn dot_products_of_every_numeric_dtype() {
+    for dtype in [DType::F32, DType::F64, DType::I32, DType::I64] {
+        for (m, k, n) in [(1, 1, 1), (3, 5, 7), (17, 9, 6)] {
+            let mut g = Graph::new();
+            let (am, ak, an) = (
+                g.axis("M", m).unwrap(),
+                g.axis("K", k).unwrap(),
+                g.axis("N", n).unwrap(),
+            );
+            let x = g.placeholder("x", &[am, ak], dtype).unwrap();
+            let y = g.placeholder("y", &[ak, an], dtype).unwrap();
+            let d = g.dot(x, y).unwrap();
+            let r = g.unary(UnaryOp::Relu, d).unwrap();
+            agree(&g, &[r, d], 1);
+        }
+    }
+}
+
+#[test]
+fn views_slices_pads_and_concat() {
+    let mut g = Graph::new();
+    let a = g.axis("A", 7).unwrap();
+    let b = g.axis("B", 5).unwrap();
+    let x = g.placeholder("x", &[a, b], DType::F32).unwrap();
+    let y = g.placeholder("y", &[b], DType::F32).unwrap();
+    let rev = g
+        .slice(
+            x,
+            &[(
+                a,
+                AxisSlice::Range(SliceRange {
+                    start: Some(-1),
+                    stop: None,
+                    step: -2,
+                }),
+            )],
+        )
+        .unwrap();
+    let picked = g.slice(x, &[(b, AxisSlice::Index(-2))]).unwrap();
+    let padded = g.pad(x, &[(a, 2, 1), (b, 0, 3)]).unwrap();
+    let padded_exp = g.unary(UnaryOp::Exp, padded).unwrap();
+    let t = g.transpose(x).unwrap();
+    let f = g.flatten(x, &[a, b]).unwrap();
+    let fs = g.unary(UnaryOp::Negative, f).unwrap();
+    let cat = g.concat(&[(y, b), (y, b)]).unwrap();
+    let cat_sq = g.unary(UnaryOp::Square, cat).unwrap();
+    let e = g.expand_dims(y, a, 0).unwrap();
+    let sum = g.binary(BinaryOp::Add, e, x).unwrap();
+    let pa = g.node(padded_exp).axes.iter().next().copied().unwrap();
+    let red = g.reduce(ReduceOp::Sum, padded_exp, &[pa], None).unwrap();
+    agree(
+        &g,
+        &[
+            rev, picked, padded, padded_exp, t, fs, cat, cat_sq, sum, red,
+        ],
+        1,
+    );
+}
+
+#[test]
+fn large_kernels_vectorise_and_run_in_parallel() {
+    let mut g = Graph::new();
+    let r = g.axis("R", 300).unwrap();
+    let c = g.axis("C", 301).unwrap();
+    let x = g.placeholder("x", &[r, c], DType::F32).unwrap();
+    // softmax over C: row scratch, parallel over R.
+    let m = g.reduce(ReduceOp::Max, x, &[c], None).unwrap();
+    let s = g.binary(BinaryOp::Subtract, x, m).unwrap();
+    let e = g.unary(UnaryOp::Exp, s).unwrap();
+    let t = g.reduce(ReduceOp::Sum, e, &[c], None).unwrap();
+    let sm = g.binary(BinaryOp::Divide, e, t).unwrap();
+    // a long elementwise chain.
+    let th = g.unary(UnaryOp::Tanh, x).unwrap();
+    let sg = g.unary(UnaryOp::Sigmoid, th).unwrap();
+    let ch = g.binary(BinaryOp::Multiply, sg, x).unwrap();
+    let am = g.reduce(ReduceOp::ArgMax, x, &[c], None).unwrap();
+    agree(&g, &[sm, ch, am], 1);
+}
+
+#[test]
+fn variables_and_assign_persist_across_calls() {
+    let mut g = Graph::new();
+    let n = g.axis("N", 5).unwrap();
+    let w = g
+        .variable("w", &[n], DType::F32, TensorInit::Fill(Scalar::Float(0.5)))
+        .unwrap();
+    let k = g.persistent_tensor("k", &[n], DType::I32, None).unwrap();
+    let x = g.placeholder("x", &[n], DType::F32).unwrap();
+    let w1 = g.binary(BinaryOp::Add, w, x).unwrap();
+    let aw = g.assign(w, w1).unwrap();
+    let one = g.scalar(Scalar::Int(1), DType::I32).unwrap();
+    let k1 = g.binary(BinaryOp::Add, k, one).unwrap();
+    let ak = g.assign(k, k1).unwrap();
+    let read = g.binary(BinaryOp::Multiply, w, x).unwrap();
+    agree(&g, &[aw, ak, read], 3);
+    // Without asking for the assign, it does not run.
+    agree(&g, &[read], 2);
+    let t = Transformer::new(g.clone(), Backend::Jit).unwrap();
+    let c = t.computation(&[aw], &[x]).unwrap();
+    let xs = HostArray::from_vec(Axes::new([n]).unwrap(), vec![5], vec![1f32; 5]).unwrap();
+    c.call(std::slice::from_ref(&xs)).unwrap();
+    c.call(&[xs]).unwrap();
+    assert_eq!(
+        t.value_of(w).unwrap().to_vec::<f32>().unwrap(),
+        vec![2.5f32; 5]
+    );
+}
+
+#[test]
+fn a_computation_is_send_sync_and_correct_from_several_threads() {
+    fn is_send_sync<T: Send + Sync>() {}
+    is_send_sync::<Computation>();
+    let mut g = Graph::new();
+    let r = g.axis("R", 64).unwrap();
+    let c = g.axis("C", 333).unwrap();
+    let x = g.placeholder("x", &[r, c], DType::F32).unwrap();
+    let m = g.reduce(ReduceOp::Mean, x, &[c], None).unwrap();
+    let d = g.binary(BinaryOp::Subtract, x, m).unwrap();
+    let out = g.unary(UnaryOp::Exp, d).unwrap();
+    let ps = g.placeholders();
+    let t = Transformer::new(g.clone(), Backend::Jit).unwrap();
+    let comp = Arc::new(t.computation(&[out], &ps).unwrap());
+    let handles: Vec<_> = (0..4u64)
+        .map(|seed| {
+            let comp = Arc::clone(&comp);
+            let g = g.clone();
+            let ps = ps.clone();
+            std::thread::spawn(move || {
+                let inputs = random_inputs(&g, &ps, seed);
+                let expected = run(&g, &[out], &ps, &inputs, 1, Backend::Jit).unwrap();
+                for _ in 0..20 {
+                    let got = comp.call(&inputs).unwrap();
+                    assert!(jit_common::mismatch(&got[0], &expected.0[0][0]).is_none());
+                    assert_eq!(got[0], expected.0[0][0], "bitwise deterministic");
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+}
+
+#[test]
+fn the_default_backend_is_the_jit() {
+    assert_eq!(Backend::default(), Backend::Jit);
+}
