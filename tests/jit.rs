@@ -38,7 +38,7 @@ fn every_example_matches_the_interpreter() {
         if p.extension().is_some_and(|x| x == "weft") {
             let src = std::fs::read_to_string(&p).unwrap();
             let g = weft::ir::text::parse(&src, &p.display().to_string()).unwrap();
-            agree(&g, &g.outputs().to_vec(), 1);
+            agree(&g, g.outputs(), 1);
             n += 1;
         }
     }

@@ -92,6 +92,9 @@ struct Home {
     node: NodeId,
 }
 
+/// The outputs of a run and the values assigned to `(source target)` state.
+type RunResult = (Vec<HostArray>, Vec<(NodeId, HostArray)>);
+
 /// The storages of one run.
 struct Workspace {
     storages: Vec<Arc<DeviceBufferStorage>>,
@@ -403,7 +406,7 @@ impl JitExecutable {
         w: &Workspace,
         inputs: &[HostArray],
         state: &State,
-    ) -> Result<(Vec<HostArray>, Vec<(NodeId, HostArray)>), RunError> {
+    ) -> Result<RunResult, RunError> {
         let g = &*self.graph;
         if inputs.len() != self.plan.placeholders().len() {
             return Err(RunError::InputCount {
