@@ -325,3 +325,47 @@ fn a_computation_is_send_sync_and_correct_from_several_threads() {
 fn the_default_backend_is_the_jit() {
     assert_eq!(Backend::default(), Backend::Jit);
 }
+
+#[test]
+fn sin_and_cos_of_huge_arguments_match_libm() {
+    for dtype in [DType::F32, DType::F64] {
+        let mut g = Graph::new();
+        let n = g.axis("N", 9).unwrap();
+        let v = vec![
+            1e300,
+            -1e300,
+            3e38,
+            1e6,
+            -2e5,
+            123456.7,
+            0.5,
+            f64::INFINITY,
+            99999.0,
+        ];
+        let data = match dtype {
+            DType::F32 => ArrayData::F32(v.iter().map(|x| *x as f32).collect()),
+            _ => ArrayData::F64(v),
+        };
+        let c = g
+            .constant(None, &[n], dtype, TensorInit::Data(data))
+            .unwrap();
+        let p = g.placeholder("p", &[n], dtype).unwrap();
+        let z = g.binary(BinaryOp::Multiply, p, p).unwrap();
+        let zero = g.binary(BinaryOp::Subtract, z, z).unwrap();
+        let x = g.binary(BinaryOp::Add, c, zero).unwrap();
+        let s = g.unary(UnaryOp::Sin, x).unwrap();
+        let co = g.unary(UnaryOp::Cos, x).unwrap();
+        agree(&g, &[s, co], 1);
+    }
+}
+
+#[test]
+fn a_reduction_over_a_part_of_a_flattened_result_axis_gets_its_own_loop() {
+    // t6 keeps the flattened axis A2·A3*·A0 and reduces A0: the result is iterated whole so the
+    // reduction has a loop over A0 of its own (found by jit_props).
+    let src = "axis A0 = 5\naxis A2 = 1\naxis A3 = 5\naxis \"A2*A3**A0\" = flatten(A2, A3*, A0)\n\
+               placeholder t1: i32[A2, A3*, A0]\nt3 = flatten(t1, [A2, A3*, A0])\n\
+               t5 = broadcast(t3, [\"A2*A3**A0\", A0])\nt6 = sum(t5, [A0])\noutput t6\n";
+    let g = weft::ir::text::parse(src, "flat.weft").unwrap();
+    agree(&g, g.outputs(), 1);
+}

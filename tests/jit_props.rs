@@ -34,8 +34,12 @@ fn check(g: &Graph, seed: u64) -> Result<(), TestCaseError> {
         Err(_) => return Ok(()),
     };
     for backend in [Backend::Jit, Backend::JitUnfused] {
-        let jit = run(g, &outputs, &ps, &inputs, 2, backend)
-            .map_err(|e| TestCaseError::fail(format!("{backend:?} failed: {e}")))?;
+        let jit = run(g, &outputs, &ps, &inputs, 2, backend).map_err(|e| {
+            TestCaseError::fail(format!(
+                "{backend:?} failed: {e}\n{}",
+                weft_ir::text::print(g)
+            ))
+        })?;
         compare(&jit, &interp).map_err(|m| {
             TestCaseError::fail(format!(
                 "{backend:?} differs from the interpreter: {m}\n{}",

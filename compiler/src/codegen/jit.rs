@@ -77,6 +77,22 @@ extern "C" fn weft_pow_f64(x: f64, y: f64) -> f64 {
     x.powf(y)
 }
 
+extern "C" fn weft_sin_f32(x: f32) -> f32 {
+    x.sin()
+}
+
+extern "C" fn weft_sin_f64(x: f64) -> f64 {
+    x.sin()
+}
+
+extern "C" fn weft_cos_f32(x: f32) -> f32 {
+    x.cos()
+}
+
+extern "C" fn weft_cos_f64(x: f64) -> f64 {
+    x.cos()
+}
+
 /// Keeps a kernel's JIT module (and so its code) alive; frees the code on drop.
 struct JitCode {
     module: Mutex<Option<JITModule>>,
@@ -134,6 +150,10 @@ impl JitCompiler {
         let mut builder = JITBuilder::with_isa(self.isa.clone(), default_libcall_names());
         builder.symbol("weft_pow_f32", weft_pow_f32 as *const u8);
         builder.symbol("weft_pow_f64", weft_pow_f64 as *const u8);
+        builder.symbol("weft_sin_f32", weft_sin_f32 as *const u8);
+        builder.symbol("weft_sin_f64", weft_sin_f64 as *const u8);
+        builder.symbol("weft_cos_f32", weft_cos_f32 as *const u8);
+        builder.symbol("weft_cos_f64", weft_cos_f64 as *const u8);
         JITModule::new(builder)
     }
 
@@ -167,11 +187,30 @@ impl JitCompiler {
         let pow_f64 = module
             .declare_function("weft_pow_f64", Linkage::Import, &pow_sig(types::F64))
             .map_err(module_error)?;
+        let unary_sig = |ty| {
+            let mut s = Signature::new(call_conv);
+            s.params.push(AbiParam::new(ty));
+            s.returns.push(AbiParam::new(ty));
+            s
+        };
+        let mut import = |name: &str, ty| {
+            module
+                .declare_function(name, Linkage::Import, &unary_sig(ty))
+                .map_err(module_error)
+        };
+        let sin_f32 = import("weft_sin_f32", types::F32)?;
+        let sin_f64 = import("weft_sin_f64", types::F64)?;
+        let cos_f32 = import("weft_cos_f32", types::F32)?;
+        let cos_f64 = import("weft_cos_f64", types::F64)?;
         ctx.func.signature = sig;
         ctx.func.name = UserFuncName::user(0, id.as_u32());
         let pow = PowRefs {
             f32: module.declare_func_in_func(pow_f32, &mut ctx.func),
             f64: module.declare_func_in_func(pow_f64, &mut ctx.func),
+            sin_f32: module.declare_func_in_func(sin_f32, &mut ctx.func),
+            sin_f64: module.declare_func_in_func(sin_f64, &mut ctx.func),
+            cos_f32: module.declare_func_in_func(cos_f32, &mut ctx.func),
+            cos_f64: module.declare_func_in_func(cos_f64, &mut ctx.func),
         };
         let mut fctx = FunctionBuilderContext::new();
         translate(

@@ -55,11 +55,16 @@ pub(crate) struct TranslateOptions {
     pub vectorize: bool,
 }
 
-/// Imported scalar `pow` functions (`f32`, `f64`).
+/// Imported scalar functions: `pow` (`f32`, `f64`), and `sin`/`cos` for arguments too large
+/// for the polynomials' range reduction.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct PowRefs {
     pub f32: FuncRef,
     pub f64: FuncRef,
+    pub sin_f32: FuncRef,
+    pub sin_f64: FuncRef,
+    pub cos_f32: FuncRef,
+    pub cos_f64: FuncRef,
 }
 
 #[derive(Clone, Debug)]
@@ -619,8 +624,7 @@ impl<'b> Translator<'_, 'b> {
                 UnaryOp::Log => self.math().log(x),
                 UnaryOp::Tanh => self.math().tanh(x),
                 UnaryOp::Sigmoid => self.math().sigmoid(x),
-                UnaryOp::Sin => self.math().sin(x),
-                UnaryOp::Cos => self.math().cos(x),
+                UnaryOp::Sin | UnaryOp::Cos => self.trig(op, ty, x),
                 UnaryOp::Not => x,
             }
         } else if ty == ScalarType::Bool {
@@ -687,6 +691,53 @@ impl<'b> Translator<'_, 'b> {
                 BinaryOp::Pow => x,
             }
         }
+    }
+
+    /// `sin`/`cos`: the polynomial, unless some lane's `|x|` is beyond where its Cody–Waite
+    /// range reduction is exact (then every lane goes through the imported libm function, a
+    /// rare slow path kept out of line).
+    fn trig(&mut self, op: UnaryOp, ty: ScalarType, x: Value) -> Value {
+        let poly = if op == UnaryOp::Sin {
+            self.math().sin(x)
+        } else {
+            self.math().cos(x)
+        };
+        let (limit, f) = match (ty, op) {
+            (ScalarType::F32, UnaryOp::Sin) => (1e5, self.pow.sin_f32),
+            (ScalarType::F32, _) => (1e5, self.pow.cos_f32),
+            (_, UnaryOp::Sin) => (1e7, self.pow.sin_f64),
+            _ => (1e7, self.pow.cos_f64),
+        };
+        let vty = self.b.func.dfg.value_type(x);
+        let lim = self.fconst_like(x, limit);
+        let ax = self.b.ins().fabs(x);
+        let big = self.b.ins().fcmp(FloatCC::GreaterThan, ax, lim);
+        let any = if vty.is_vector() {
+            self.b.ins().vany_true(big)
+        } else {
+            big
+        };
+        let slow = self.b.create_block();
+        let join = self.b.create_block();
+        self.b.append_block_param(join, vty);
+        self.b.ins().brif(any, slow, &[], join, &[poly.into()]);
+        self.b.switch_to_block(slow);
+        let r = if vty.is_vector() {
+            let mut out = x;
+            for lane in 0..vty.lane_count() as u8 {
+                let a = self.b.ins().extractlane(x, lane);
+                let call = self.b.ins().call(f, &[a]);
+                let r = self.b.inst_results(call)[0];
+                out = self.b.ins().insertlane(out, r, lane);
+            }
+            out
+        } else {
+            let call = self.b.ins().call(f, &[x]);
+            self.b.inst_results(call)[0]
+        };
+        self.b.ins().jump(join, &[r.into()]);
+        self.b.switch_to_block(join);
+        self.b.block_params(join)[0]
     }
 
     /// `pow` through the imported scalar function, lane by lane for vectors.

@@ -23,7 +23,7 @@
 //! In unfused mode (the nGraph-python CPU baseline) every non-view op is its own group and every
 //! intermediate is stored; views still fold into their readers.
 
-use super::views::{expand_axes, IterAxis};
+use super::views::{expand_axes, node_space, IterAxis};
 use super::PassError;
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
@@ -381,7 +381,7 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
     let mut groups: Vec<Draft> = Vec::new();
     for (id, node) in g.nodes() {
         if let (true, Some(reason)) = (live[idx(id)], stage[idx(id)]) {
-            let outer = expand_axes(g, &node.axes)?;
+            let outer = node_space(g, id)?;
             let mut reads = BTreeSet::new();
             let mut nodes = BTreeSet::new();
             nodes.insert(id);
@@ -634,7 +634,7 @@ fn kind_of(g: &Graph, d: &Draft) -> GroupKind {
             let row_after = d.stages[r..].iter().any(|(s, _)| {
                 let node = g.node(*s);
                 !matches!(node.op, Op::Reduce { .. })
-                    && expand_axes(g, &node.axes).map(|a| a.len()).unwrap_or(0) > d.outer.len()
+                    && node_space(g, *s).map(|a| a.len()).unwrap_or(0) > d.outer.len()
             });
             if row_after {
                 GroupKind::RowReduction

@@ -17,7 +17,7 @@
 
 use super::fusion::{is_immediate, FusionGroup, FusionPlan};
 use super::views::{
-    env_keys, expand_axes, leaves_under, AffineExpr, IndexEnv, IterAxis, StridedView, ValidRange,
+    env_keys, leaves_under, node_space, AffineExpr, IndexEnv, IterAxis, StridedView, ValidRange,
 };
 use super::PassError;
 use std::collections::BTreeMap;
@@ -265,7 +265,7 @@ fn build_program(
     let mut local_reads = BTreeSet::new();
     for st in &grp.stages {
         let node = g.node(st.node);
-        let space = expand_axes(g, &node.axes)?;
+        let space = node_space(g, st.node)?;
         let loops: Vec<IterAxis> = space
             .iter()
             .filter(|a| !outer_keys.contains(&a.axis))

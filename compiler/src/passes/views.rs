@@ -66,6 +66,32 @@ pub fn expand_axes(g: &Graph, axes: &Axes) -> Result<Vec<IterAxis>, PassError> {
         .collect()
 }
 
+/// The iteration axes of node `n`'s own loops: [`expand_axes`] of its axes, except that for a
+/// reduction a flattened result axis stays whole where expanding it would repeat a reduction
+/// axis (a result over `A·B` reducing `B`): the reduction needs its own loop over `B`.
+pub fn node_space(g: &Graph, n: NodeId) -> Result<Vec<IterAxis>, PassError> {
+    let node = g.node(n);
+    let Op::Reduce { axes: red, .. } = &node.op else {
+        return expand_axes(g, &node.axes);
+    };
+    let mut all: Vec<Axis> = node.axes.iter().copied().collect();
+    all.extend(red.iter().copied());
+    let Ok(combined) = Axes::new(all) else {
+        return expand_axes(g, &node.axes);
+    };
+    let keys = env_keys(g, &combined);
+    node.axes
+        .iter()
+        .flat_map(|a| leaves_under(g, *a, &keys))
+        .map(|a| {
+            Ok(IterAxis {
+                axis: a,
+                len: g.resolve_len(a)?,
+            })
+        })
+        .collect()
+}
+
 /// The index keys of a tensor with `axes` (its *frame*): flattened axes replaced by their parts,
 /// recursively, left to right, except where a part would repeat an axis already in the tree
 /// (then that flattened axis stays whole).
