@@ -369,3 +369,21 @@ fn a_reduction_over_a_part_of_a_flattened_result_axis_gets_its_own_loop() {
     let g = weft::ir::text::parse(src, "flat.weft").unwrap();
     agree(&g, g.outputs(), 1);
 }
+
+#[test]
+fn a_dot_whose_flattened_result_axis_contains_a_contracted_axis() {
+    // Found by jit_props: t12's result axis A0·A0* holds the contracted A0.
+    let src = "axis A0 = 3\naxis \"A0*A0*\" = flatten(A0, A0*)\n\
+               placeholder t1: f32[A0**, A0]\nt2 = cast_axes(t1, [A0, A0*])\n\
+               t3 = flatten(t2, [A0, A0*])\nt9 = add(t1, t3)\nt12 = dot(t1, t9)\noutput t12\n";
+    let g = weft::ir::text::parse(src, "dot.weft").unwrap();
+    agree(&g, g.outputs(), 1);
+}
+
+#[test]
+fn f32_products_accumulate_without_overflowing_early() {
+    let src = "axis N = 6\nvariable t1: f32[N] = [7.421138e-20, 1.07591795e24, 4.2617677e33, -0.0, 0.0, -15.625]\n\
+               t2 = prod(t1, [N])\noutput t2\n";
+    let g = weft::ir::text::parse(src, "prod.weft").unwrap();
+    agree(&g, g.outputs(), 1);
+}

@@ -19,7 +19,8 @@
 //! - pad becomes masked loads plus a select where a guarded value is not already a masked load;
 //!   concat a chain of selects over masked loads; dot a reduction loop nest of products;
 //!   mean a sum divided by the count; float argmax/argmin a second accumulator finding the first
-//!   NaN (the interpreter's rule); bool max/min/argmax/argmin run on `i32` 0/1; integer power is
+//!   NaN (the interpreter's rule); bool max/min/argmax/argmin run on `i32` 0/1; f32 products
+//!   accumulate in f64 (as the interpreter's); integer power is
 //!   square-and-multiply over the exponent's bits, unrolled;
 //! - every lowered kernel passes [`verify`] (checked here; a failure is a typed error).
 
@@ -572,10 +573,15 @@ impl<'a> Lowerer<'a> {
     ) -> Result<ValueId, LowerError> {
         let inner = nl + red.len();
         let bool_in = in_dtype == DType::Bool;
-        // Bools reduce as i32 0/1 (max = any, min = all).
+        // Bools reduce as i32 0/1 (max = any, min = all); f32 products accumulate in f64 as
+        // the interpreter's do (partial products overflow f32 long before f64).
+        let widen = op == ReduceOp::Prod && in_dtype == DType::F32;
         let (value, ty) = if bool_in {
             let v = self.define(lv, vlevel, DType::I32, Inst::Convert(value));
             (v, DType::I32)
+        } else if widen {
+            let v = self.define(lv, vlevel, DType::F64, Inst::Convert(value));
+            (v, DType::F64)
         } else {
             (value, in_dtype)
         };
@@ -656,6 +662,8 @@ impl<'a> Lowerer<'a> {
                 self.define_after(lv, nl, ty, Inst::Binary(LBinary::Div, v, c))
             } else if bool_in {
                 self.define_after(lv, nl, DType::Bool, Inst::Convert(v))
+            } else if widen {
+                self.define_after(lv, nl, DType::F32, Inst::Convert(v))
             } else {
                 v
             }

@@ -67,15 +67,25 @@ pub fn expand_axes(g: &Graph, axes: &Axes) -> Result<Vec<IterAxis>, PassError> {
 }
 
 /// The iteration axes of node `n`'s own loops: [`expand_axes`] of its axes, except that for a
-/// reduction a flattened result axis stays whole where expanding it would repeat a reduction
-/// axis (a result over `A·B` reducing `B`): the reduction needs its own loop over `B`.
+/// reduction or dot a flattened result axis stays whole where expanding it would repeat a
+/// reduced or contracted axis (a result over `A·B` reducing `B`): that needs its own loop.
 pub fn node_space(g: &Graph, n: NodeId) -> Result<Vec<IterAxis>, PassError> {
     let node = g.node(n);
-    let Op::Reduce { axes: red, .. } = &node.op else {
-        return expand_axes(g, &node.axes);
+    let red: Vec<Axis> = match &node.op {
+        Op::Reduce { axes, .. } => axes.iter().copied().collect(),
+        Op::Dot(l, r) => g
+            .dot_pairs(&g.node_label(n), &g.node(*l).axes, &g.node(*r).axes)?
+            .into_iter()
+            .flat_map(|(a, b)| [a, b])
+            .collect(),
+        _ => return expand_axes(g, &node.axes),
     };
     let mut all: Vec<Axis> = node.axes.iter().copied().collect();
-    all.extend(red.iter().copied());
+    for a in red {
+        if !all.contains(&a) {
+            all.push(a);
+        }
+    }
     let Ok(combined) = Axes::new(all) else {
         return expand_axes(g, &node.axes);
     };
