@@ -40,7 +40,7 @@ fn check(g: &Graph, seed: u64) -> Result<(), TestCaseError> {
                 weft_ir::text::print(g)
             ))
         })?;
-        compare(&jit, &interp).map_err(|m| {
+        compare(&jit, &interp, jit_common::rtol(g)).map_err(|m| {
             TestCaseError::fail(format!(
                 "{backend:?} differs from the interpreter: {m}\n{}",
                 weft_ir::text::print(g)

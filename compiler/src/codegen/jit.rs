@@ -78,7 +78,8 @@ extern "C" fn weft_pow_f64(x: f64, y: f64) -> f64 {
 }
 
 extern "C" fn weft_sin_f32(x: f32) -> f32 {
-    x.sin()
+    // In f64 and rounded once, as the interpreter computes f32 ops.
+    (x as f64).sin() as f32
 }
 
 extern "C" fn weft_sin_f64(x: f64) -> f64 {
@@ -86,7 +87,7 @@ extern "C" fn weft_sin_f64(x: f64) -> f64 {
 }
 
 extern "C" fn weft_cos_f32(x: f32) -> f32 {
-    x.cos()
+    (x as f64).cos() as f32
 }
 
 extern "C" fn weft_cos_f64(x: f64) -> f64 {
