@@ -59,10 +59,15 @@ impl CompiledPlan {
     pub fn map(&self) -> &NodeMap {
         &self.simplified.map
     }
-    /// Every stage as text: simplify stats, fusion, layouts, kernels, buffers.
+    /// Every stage as text: the simplified graph (text format) and what simplify did, fusion,
+    /// layouts, kernels, buffers.
     pub fn display(&self) -> String {
         let g = &self.simplified.graph;
-        let mut s = format!("== simplify\n{:?}\n== fusion\n", self.simplified.stats);
+        let mut s = format!(
+            "== simplify\n{:?}\n{}== fusion\n",
+            self.simplified.stats,
+            weft_ir::text::print(g)
+        );
         s += &self.fusion.display(g);
         s += "== layout\n";
         s += &self.layouts.display(g);

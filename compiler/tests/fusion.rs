@@ -458,13 +458,24 @@ fn a_value_computed_by_parts_but_read_whole_is_stored() {
     let z = g.placeholder("z", &[a], weft_ir::DType::F64).unwrap();
     // out has axes (A·B, A): it iterates A·B whole, since splitting it would repeat A, while
     // exp(flatten(x)) is computed over A and B: stored rather than indexed with div/mod.
-    let e = x.flatten(&[a, b]).unwrap().exp().unwrap().named("e").unwrap();
+    let e = x
+        .flatten(&[a, b])
+        .unwrap()
+        .exp()
+        .unwrap()
+        .named("e")
+        .unwrap();
     (e * z).unwrap().named("out").unwrap().output().unwrap();
     let graph = g.finish();
     let p = compile_plan(&graph, &fused()).unwrap();
     let e = p.simplified.graph.find("e").unwrap();
     assert_eq!(
-        p.fusion.boundaries.iter().find(|x| x.node == e).unwrap().reason,
+        p.fusion
+            .boundaries
+            .iter()
+            .find(|x| x.node == e)
+            .unwrap()
+            .reason,
         BoundaryReason::SplitIndex,
         "{}",
         p.display()
