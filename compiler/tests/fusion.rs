@@ -103,6 +103,7 @@ fn unfused_mode_stores_every_intermediate() {
     // Every intermediate has a buffer of its own.
     assert_eq!(p.buffers.scratch_buffers(), 4);
     assert_eq!(p.buffers.arena_bytes, p.buffers.unshared_bytes);
+    assert!(p.buffers.peak_live_bytes <= p.buffers.arena_bytes);
     insta::assert_snapshot!(p.fusion.display(&p.simplified.graph));
 }
 

@@ -80,6 +80,25 @@ fn check(g: &Graph, seed: u64) -> Result<(), TestCaseError> {
             }
         }
     }
+    // Buffer sharing: tensors in one buffer have disjoint lives, except a write in place.
+    for p in &plans {
+        let b = &p.buffers;
+        prop_assert!(b.peak_live_bytes <= b.arena_bytes);
+        for buf in &b.buffers {
+            for (i, x) in buf.tensors.iter().enumerate() {
+                for y in &buf.tensors[i + 1..] {
+                    let (x, y) = (&b.tensors[*x], &b.tensors[*y]);
+                    let disjoint = x.last < y.first || y.last < x.first;
+                    let in_place = b.in_place.iter().any(|(w, o)| {
+                        use weft_compiler::passes::storage::Planned::Node;
+                        (x.what == Node(*o) && y.what == Node(*w))
+                            || (y.what == Node(*o) && x.what == Node(*w))
+                    });
+                    prop_assert!(disjoint || in_place, "{x:?} and {y:?} share a buffer");
+                }
+            }
+        }
+    }
     if work(&plans[1]) > MAX_WORK {
         return Ok(());
     }
