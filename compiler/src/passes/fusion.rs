@@ -1,0 +1,646 @@
+//! fusion: partitions a graph's computation into kernels (fusion groups) and says why each
+//! stored intermediate is stored.
+//!
+//! Assumes: a verified graph (every length bound), normally simplified first.
+//! Guarantees:
+//! - every non-view, non-stored node that some kept value depends on is computed by exactly one
+//!   group, either once as a *stage* (reductions, dots, expensive ops with several uses, outputs,
+//!   assigns, dot operands that would otherwise be recomputed) or inline, recomputed wherever a
+//!   stage reads it (cheap elementwise ops and every view: views never copy);
+//! - an expensive producer (exp, log, tanh, sigmoid, sin, cos, power, dot, reductions) is never
+//!   inlined where it would be evaluated more than once per element: it is a stage;
+//! - a group is a loop over its *outer* axes holding its stages in order; a stage computes its
+//!   node for every outer point, looping over the node's remaining axes (and its reduction or
+//!   contraction axes). Stages of one group read each other only at the same outer point, so
+//!   their values live in registers or a per-row scratch, never in a whole tensor;
+//! - in fused mode a producer group merges into its consumer when that consumer is its only
+//!   reader and the two share outer axes, so softmax and layernorm over a row axis become one
+//!   group (a loop over rows holding the reduction loops and the output loop), and
+//!   `dot(transpose(x − y), x − y)` is one group with no stored `x − y`;
+//! - every value that crosses groups or leaves the computation has a [`Boundary`] naming why;
+//! - `groups` is a topological schedule: a group only reads values of earlier groups.
+//!
+//! In unfused mode (the nGraph-python CPU baseline) every non-view op is its own group and every
+//! intermediate is stored; views still fold into their readers.
+
+use super::views::{expand_axes, IterAxis};
+use super::PassError;
+use std::collections::{BTreeSet, HashMap};
+use std::fmt;
+use weft_ir::{BinaryOp, Graph, NodeId, Op, TensorInit, TensorKind, UnaryOp};
+
+/// Why a node is computed once, as a stage, rather than inline in its readers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StageReason {
+    /// A reduction: its loop over the reduced axes is computed once per result element.
+    Reduction,
+    /// A dot: a contraction, computed once per result element.
+    Dot,
+    /// An expensive op read by several consumers (or twice by one).
+    MultipleConsumersExpensive,
+    /// An expensive op read through a broadcast: inline, it would be recomputed per repeat.
+    BroadcastExpensive,
+    /// An operand of a dot whose elements the dot reads many times (once per element of the other
+    /// operand's free axes): inline, it would be recomputed each time.
+    DotOperand,
+    /// A value the computation returns.
+    GraphOutput,
+    /// The new value of a variable or persistent tensor.
+    AssignValue,
+    /// Unfused mode: every op is a stage of its own group.
+    Unfused,
+    /// Its reader iterates a flattened axis whole while it is computed per part: stored, so the
+    /// reader indexes it whole without div/mod (see `views.rs`).
+    SplitIndex,
+}
+
+/// Why a value is stored to memory between groups (a group boundary).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BoundaryReason {
+    /// A placeholder, variable, persistent tensor or constant: it exists before the call.
+    Stored,
+    /// A value the computation returns.
+    GraphOutput,
+    /// The new value of a variable or persistent tensor, copied into it after the call.
+    AssignTarget,
+    /// Read by several groups.
+    ConsumersInSeveralGroups,
+    /// Its group and its reader's group share no outer axis (e.g. one MLP layer's output read by
+    /// the next layer's dot), so they cannot be one loop.
+    DifferentIterationSpace,
+    /// The reader sees it through a view that moves along the shared outer axes (a slice, pad,
+    /// transpose... of a row axis), so it is not available at the reader's outer point.
+    ViewOfOuterAxes,
+    /// An operand a dot reads many times: stored so the dot kernel reads plain memory (and can
+    /// block its loops) instead of a per-row scratch.
+    DotOperand,
+    /// Unfused mode.
+    Unfused,
+    /// Stored to avoid a div/mod index ([`StageReason::SplitIndex`]).
+    SplitIndex,
+}
+
+macro_rules! display_names {
+    ($t:ty { $($v:ident => $s:literal),* $(,)? }) => {
+        impl $t {
+            /// A short name for listings (`weft explain`).
+            pub fn name(self) -> &'static str {
+                match self { $(<$t>::$v => $s),* }
+            }
+        }
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+    };
+}
+
+display_names!(StageReason {
+    Reduction => "reduction",
+    Dot => "dot",
+    MultipleConsumersExpensive => "expensive, several consumers",
+    BroadcastExpensive => "expensive, read through a broadcast",
+    DotOperand => "dot operand read many times",
+    GraphOutput => "graph output",
+    AssignValue => "assigned value",
+    Unfused => "unfused",
+    SplitIndex => "flattened axis iterated whole by its reader",
+});
+
+display_names!(BoundaryReason {
+    Stored => "stored tensor",
+    GraphOutput => "graph output",
+    AssignTarget => "assign target",
+    ConsumersInSeveralGroups => "consumers in several groups",
+    DifferentIterationSpace => "different iteration space",
+    ViewOfOuterAxes => "read through a view of the outer axes",
+    DotOperand => "dot operand",
+    Unfused => "unfused",
+    SplitIndex => "flattened axis iterated whole by its reader",
+});
+
+/// A value stored to memory, and why.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Boundary {
+    /// The stored node.
+    pub node: NodeId,
+    /// Why it is stored.
+    pub reason: BoundaryReason,
+}
+
+/// What a group computes, for choosing a lowering strategy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GroupKind {
+    /// Elementwise work (and views) only: one loop nest over the outer axes.
+    Elementwise,
+    /// Reductions, possibly with elementwise work per result element.
+    Reduction,
+    /// Reductions over a row followed by elementwise work over the same row (softmax, layernorm):
+    /// a loop over rows holding the reduction loops and the output loop.
+    RowReduction,
+    /// A contraction (dot), possibly with elementwise work before and after.
+    Dot,
+}
+
+/// A stage of a group: a node computed once per point of the group's outer axes times the
+/// stage's own loops.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stage {
+    /// The node computed.
+    pub node: NodeId,
+    /// Why it is a stage.
+    pub reason: StageReason,
+    /// True if the value is written to the node's tensor (read by another group or returned);
+    /// otherwise it lives only in a register or a per-row scratch of the group.
+    pub stored: bool,
+}
+
+/// A fused kernel: a loop over `outer` holding `stages` in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FusionGroup {
+    /// The group's index in [`FusionPlan::groups`] (its place in the schedule).
+    pub id: usize,
+    /// What it computes.
+    pub kind: GroupKind,
+    /// The outer iteration space (flattened axes expanded into their parts).
+    pub outer: Vec<IterAxis>,
+    /// The stages, in evaluation order.
+    pub stages: Vec<Stage>,
+    /// Every node the group evaluates: its stages and the inline nodes (views, cheap
+    /// elementwise ops) they read, in topological order.
+    pub nodes: Vec<NodeId>,
+    /// The stored values it reads (tensors and other groups' stored stages), in node order.
+    pub inputs: Vec<NodeId>,
+}
+
+impl FusionGroup {
+    /// The stages whose values are written to memory (the group's roots).
+    pub fn roots(&self) -> Vec<NodeId> {
+        self.stages
+            .iter()
+            .filter(|s| s.stored)
+            .map(|s| s.node)
+            .collect()
+    }
+}
+
+/// The result of fusion: groups in a topological schedule, and why each stored value is stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FusionPlan {
+    /// Groups in execution order.
+    pub groups: Vec<FusionGroup>,
+    /// Every stored value (tensors, stored stages) and why it is stored, sorted by node.
+    pub boundaries: Vec<Boundary>,
+    /// The nodes that stages and outputs depend on; nodes outside are not computed.
+    pub live: Vec<bool>,
+}
+
+impl FusionPlan {
+    /// The group computing `node` as a stage, if any.
+    pub fn group_of(&self, node: NodeId) -> Option<usize> {
+        self.groups
+            .iter()
+            .find(|g| g.stages.iter().any(|s| s.node == node))
+            .map(|g| g.id)
+    }
+    /// True if `node` exists in memory: a stored tensor or a stored stage.
+    pub fn is_stored(&self, node: NodeId) -> bool {
+        self.boundaries
+            .binary_search_by_key(&node, |b| b.node)
+            .is_ok()
+    }
+    /// A readable listing: one block per group with its stages and reasons, then the boundaries.
+    pub fn display(&self, g: &Graph) -> String {
+        let mut s = String::new();
+        for grp in &self.groups {
+            let outer: Vec<String> = grp.outer.iter().map(|a| a.display(g)).collect();
+            s += &format!(
+                "group {} {:?} outer ({})\n",
+                grp.id,
+                grp.kind,
+                outer.join(", ")
+            );
+            for st in &grp.stages {
+                s += &format!(
+                    "  stage {} = {}{} [{}]\n",
+                    g.node_label(st.node),
+                    g.node(st.node).op.name(),
+                    if st.stored { " -> stored" } else { "" },
+                    st.reason
+                );
+            }
+            let inline: Vec<String> = grp
+                .nodes
+                .iter()
+                .filter(|n| !grp.stages.iter().any(|st| st.node == **n))
+                .map(|n| format!("{}={}", g.node_label(*n), g.node(*n).op.name()))
+                .collect();
+            if !inline.is_empty() {
+                s += &format!("  inline {}\n", inline.join(" "));
+            }
+            let inputs: Vec<String> = grp.inputs.iter().map(|n| g.node_label(*n)).collect();
+            s += &format!("  reads {}\n", inputs.join(" "));
+        }
+        for b in &self.boundaries {
+            s += &format!("boundary {}: {}\n", g.node_label(b.node), b.reason);
+        }
+        s
+    }
+}
+
+/// How fusion runs.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct FusionOptions {
+    /// Fuse (true) or one group per op with every intermediate stored (false).
+    pub fused: bool,
+    /// Nodes to store whatever their op ([`StageReason::SplitIndex`]).
+    pub force_stored: Vec<NodeId>,
+}
+
+/// True for the ops weft treats as expensive to recompute.
+pub fn is_expensive(op: &Op) -> bool {
+    match op {
+        Op::Unary(u, _) => matches!(
+            u,
+            UnaryOp::Exp
+                | UnaryOp::Log
+                | UnaryOp::Tanh
+                | UnaryOp::Sigmoid
+                | UnaryOp::Sin
+                | UnaryOp::Cos
+        ),
+        Op::Binary(BinaryOp::Power, _, _) => true,
+        Op::Reduce { .. } | Op::Dot(..) => true,
+        _ => false,
+    }
+}
+
+/// A uniform constant: evaluated as an immediate, never stored.
+pub fn is_immediate(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Tensor {
+            kind: TensorKind::Constant,
+            init: Some(TensorInit::Fill(_))
+        }
+    )
+}
+
+/// Partitions `g` (verified) into fusion groups; `keep` are requested outputs besides the graph's.
+pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPlan, PassError> {
+    g.verify()?;
+    let n = g.len();
+    let idx = |id: NodeId| id.as_u32() as usize;
+    let is_out = |id: NodeId| g.outputs().contains(&id) || keep.contains(&id);
+    // Liveness and readers.
+    let mut live = vec![false; n];
+    for (id, node) in g.nodes() {
+        if is_out(id) || matches!(node.op, Op::Assign { .. }) {
+            live[idx(id)] = true;
+        }
+    }
+    let mut readers: Vec<Vec<NodeId>> = vec![Vec::new(); n];
+    for (id, node) in g.nodes().rev() {
+        if live[idx(id)] {
+            for i in node.op.inputs() {
+                live[idx(i)] = true;
+                readers[idx(i)].push(id);
+            }
+        }
+    }
+    // Dispositions, consumers first: `stage[i]` is why node i is a stage, `None` if inline or
+    // a stored tensor.
+    let mut stage: Vec<Option<StageReason>> = vec![None; n];
+    // uses[i]: how many times node i is evaluated per element of its value if inline;
+    // widened[i]: whether an inline evaluation happens for more elements than it has.
+    let mut uses = vec![0usize; n];
+    let mut widened = vec![false; n];
+    let mut dot_widened = vec![false; n];
+    for (id, node) in g.nodes().rev() {
+        let i = idx(id);
+        if !live[i] {
+            continue;
+        }
+        for r in &readers[i] {
+            let rn = g.node(*r);
+            let inline_reader = stage[idx(*r)].is_none();
+            uses[i] += if inline_reader {
+                uses[idx(*r)].max(1)
+            } else {
+                1
+            };
+            let mut w = match &rn.op {
+                Op::Broadcast(_) | Op::ExpandDims { .. } => true,
+                Op::Binary(..) | Op::Compare(..) | Op::Select(..) => {
+                    !node.axes.is_super_set(&rn.axes)
+                }
+                _ => false,
+            };
+            if let Op::Dot(l, rr) = &rn.op {
+                let other = if *l == id { *rr } else { *l };
+                let pairs = g.dot_pairs("dot", &g.node(*l).axes, &g.node(*rr).axes)?;
+                let other_axes = &g.node(other).axes;
+                let free = other_axes
+                    .iter()
+                    .filter(|a| !pairs.iter().any(|(p, q)| *p == **a || *q == **a))
+                    .map(|a| g.resolve_len(*a))
+                    .try_fold(1usize, |acc, l| l.map(|l| acc * l))?;
+                if free > 1 {
+                    dot_widened[i] = true;
+                }
+            }
+            if inline_reader {
+                w |= widened[idx(*r)];
+                if rn.op.is_view() || matches!(rn.op, Op::Concat(_)) {
+                    dot_widened[i] |= dot_widened[idx(*r)];
+                }
+            }
+            widened[i] |= w;
+        }
+        stage[i] = match &node.op {
+            Op::Tensor { .. } => None,
+            _ if is_out(id) => Some(StageReason::GraphOutput),
+            _ if opts.force_stored.contains(&id) => Some(StageReason::SplitIndex),
+            Op::Assign { .. } => Some(StageReason::AssignValue),
+            _ if node.op.is_view() || matches!(node.op, Op::Concat(_)) => None,
+            _ if !opts.fused => Some(StageReason::Unfused),
+            Op::Reduce { .. } => Some(StageReason::Reduction),
+            Op::Dot(..) => Some(StageReason::Dot),
+            _ if dot_widened[i] => Some(StageReason::DotOperand),
+            op if is_expensive(op) && uses[i] > 1 => Some(StageReason::MultipleConsumersExpensive),
+            op if is_expensive(op) && widened[i] => Some(StageReason::BroadcastExpensive),
+            _ => None,
+        };
+        if stage[i].is_some() {
+            // A stage is evaluated once per element whatever reads it.
+            widened[i] = false;
+        }
+    }
+    // One group per stage, with the stored values and stages its inline closure reads.
+    let mut groups: Vec<Draft> = Vec::new();
+    for (id, node) in g.nodes() {
+        if let (true, Some(reason)) = (live[idx(id)], stage[idx(id)]) {
+            let outer = expand_axes(g, &node.axes)?;
+            let mut reads = BTreeSet::new();
+            let mut nodes = BTreeSet::new();
+            nodes.insert(id);
+            let mut todo = node.op.inputs();
+            while let Some(x) = todo.pop() {
+                let xn = g.node(x);
+                if stage[idx(x)].is_some() || matches!(xn.op, Op::Tensor { .. }) {
+                    if !is_immediate(&xn.op) {
+                        reads.insert(x);
+                    } else {
+                        nodes.insert(x);
+                    }
+                } else if nodes.insert(x) {
+                    todo.extend(xn.op.inputs());
+                }
+            }
+            groups.push(Draft {
+                outer,
+                stages: vec![(id, reason)],
+                nodes,
+                reads,
+                alive: true,
+            });
+        }
+    }
+    let mut boundary: HashMap<NodeId, BoundaryReason> = HashMap::new();
+    for (id, node) in g.nodes() {
+        // A uniform constant is an immediate in its readers; it exists in memory only when it
+        // is itself an output (the executable materialises it like any constant).
+        if live[idx(id)]
+            && matches!(node.op, Op::Tensor { .. })
+            && (!is_immediate(&node.op) || is_out(id))
+        {
+            boundary.insert(id, BoundaryReason::Stored);
+        }
+    }
+    // Merge producers into their only reader, last producer first.
+    for p in (0..groups.len()).rev() {
+        let stages: Vec<NodeId> = groups[p].stages.iter().map(|s| s.0).collect();
+        let readers: BTreeSet<usize> = (0..groups.len())
+            .filter(|q| {
+                groups[*q].alive && *q != p && stages.iter().any(|s| groups[*q].reads.contains(s))
+            })
+            .collect();
+        let why_not = if !opts.fused {
+            Some(BoundaryReason::Unfused)
+        } else if stages.iter().any(|s| opts.force_stored.contains(s)) {
+            Some(BoundaryReason::SplitIndex)
+        } else if readers.len() != 1 {
+            Some(BoundaryReason::ConsumersInSeveralGroups)
+        } else if groups[p]
+            .stages
+            .iter()
+            .any(|s| s.1 == StageReason::DotOperand)
+        {
+            Some(BoundaryReason::DotOperand)
+        } else {
+            let q = *readers.iter().next().unwrap_or(&p);
+            let shared: Vec<IterAxis> = groups[q]
+                .outer
+                .iter()
+                .filter(|a| groups[p].outer.contains(a))
+                .copied()
+                .collect();
+            if shared.is_empty() && !(groups[p].outer.is_empty() && groups[q].outer.is_empty()) {
+                Some(BoundaryReason::DifferentIterationSpace)
+            } else if !reads_keep_outer(g, &groups[q], &stages, &shared) {
+                Some(BoundaryReason::ViewOfOuterAxes)
+            } else {
+                let pd = std::mem::take(&mut groups[p]);
+                let qd = &mut groups[q];
+                qd.outer = shared;
+                let mut st = pd.stages;
+                st.append(&mut qd.stages);
+                qd.stages = st;
+                qd.nodes.extend(pd.nodes);
+                qd.reads.extend(pd.reads);
+                for s in &stages {
+                    qd.reads.remove(s);
+                }
+                None
+            }
+        };
+        if let Some(why) = why_not {
+            for s in &stages {
+                let read_outside = (0..groups.len()).any(|q| q != p && groups[q].reads.contains(s));
+                let reason = if is_out(*s) {
+                    Some(BoundaryReason::GraphOutput)
+                } else if matches!(g.node(*s).op, Op::Assign { .. }) {
+                    Some(BoundaryReason::AssignTarget)
+                } else if read_outside || opts.force_stored.contains(s) {
+                    Some(why)
+                } else {
+                    None
+                };
+                if let Some(r) = reason {
+                    boundary.insert(*s, r);
+                }
+            }
+        } else {
+            for s in &stages {
+                if is_out(*s) {
+                    boundary.insert(*s, BoundaryReason::GraphOutput);
+                }
+            }
+        }
+    }
+    for d in &groups {
+        if !d.alive {
+            continue;
+        }
+        for (s, _) in &d.stages {
+            if is_out(*s) {
+                boundary.insert(*s, BoundaryReason::GraphOutput);
+            } else if matches!(g.node(*s).op, Op::Assign { .. }) {
+                boundary.insert(*s, BoundaryReason::AssignTarget);
+            }
+        }
+    }
+    let drafts: Vec<Draft> = groups.into_iter().filter(|d| d.alive).collect();
+    let order = schedule(&drafts);
+    let mut out = Vec::new();
+    for (k, di) in order.into_iter().enumerate() {
+        let d = &drafts[di];
+        out.push(FusionGroup {
+            id: k,
+            kind: kind_of(g, d),
+            outer: d.outer.clone(),
+            stages: d
+                .stages
+                .iter()
+                .map(|(s, r)| Stage {
+                    node: *s,
+                    reason: *r,
+                    stored: boundary.contains_key(s),
+                })
+                .collect(),
+            nodes: d.nodes.iter().copied().collect(),
+            inputs: d.reads.iter().copied().collect(),
+        });
+    }
+    let mut boundaries: Vec<Boundary> = boundary
+        .into_iter()
+        .map(|(node, reason)| Boundary { node, reason })
+        .collect();
+    boundaries.sort_by_key(|b| b.node);
+    Ok(FusionPlan {
+        groups: out,
+        boundaries,
+        live,
+    })
+}
+
+#[derive(Default)]
+struct Draft {
+    outer: Vec<IterAxis>,
+    stages: Vec<(NodeId, StageReason)>,
+    nodes: BTreeSet<NodeId>,
+    reads: BTreeSet<NodeId>,
+    alive: bool,
+}
+
+/// True if every path inside `q` from a node of `stages` to its reader maps each `shared`
+/// outer axis to itself: only elementwise ops and views that leave those axes alone
+/// (broadcast, axes_with_order, expand_dims, or slice/pad/flatten/unflatten/concat of other axes).
+fn reads_keep_outer(g: &Graph, q: &Draft, stages: &[NodeId], shared: &[IterAxis]) -> bool {
+    let touches = |axes: &[weft_ir::Axis]| -> bool {
+        axes.iter().any(|a| {
+            expand_axes(g, &weft_ir::Axes::new([*a]).unwrap_or_default())
+                .map(|v| v.iter().any(|x| shared.iter().any(|s| s.axis == x.axis)))
+                .unwrap_or(true)
+        })
+    };
+    // Nodes of `q` are in topological (id) order; a node is tainted if it is inline and reads
+    // a stage of `p` directly or through tainted nodes.
+    let mut tainted: std::collections::HashSet<NodeId> = stages.iter().copied().collect();
+    for n in &q.nodes {
+        let node = g.node(*n);
+        if !node.op.inputs().iter().any(|i| tainted.contains(i)) {
+            continue;
+        }
+        let ok = match &node.op {
+            Op::Broadcast(_) | Op::AxesWithOrder(_) | Op::ExpandDims { .. } => true,
+            Op::Slice { slices, .. } => !touches(&slices.iter().map(|s| s.0).collect::<Vec<_>>()),
+            Op::Pad { pads, .. } => !touches(&pads.iter().map(|s| s.0).collect::<Vec<_>>()),
+            Op::Flatten { axes, .. } => !touches(axes),
+            Op::Unflatten { axis, .. } => !touches(&[*axis]),
+            Op::Concat(parts) => !touches(&parts.iter().map(|s| s.1).collect::<Vec<_>>()),
+            Op::CastAxes(_) | Op::Transpose(_) => false,
+            _ => true,
+        };
+        if !ok {
+            return false;
+        }
+        if !q.stages.iter().any(|s| s.0 == *n) {
+            tainted.insert(*n);
+        }
+    }
+    true
+}
+
+/// A topological order of the groups (Kahn's algorithm, earliest first stage first).
+fn schedule(d: &[Draft]) -> Vec<usize> {
+    let owner: HashMap<NodeId, usize> = d
+        .iter()
+        .enumerate()
+        .flat_map(|(i, g)| g.stages.iter().map(move |s| (s.0, i)))
+        .collect();
+    let deps: Vec<BTreeSet<usize>> = d
+        .iter()
+        .enumerate()
+        .map(|(i, g)| {
+            g.reads
+                .iter()
+                .filter_map(|r| owner.get(r).copied())
+                .filter(|o| *o != i)
+                .collect()
+        })
+        .collect();
+    let mut done = vec![false; d.len()];
+    let mut order = Vec::new();
+    while order.len() < d.len() {
+        let next = (0..d.len())
+            .filter(|i| !done[*i] && deps[*i].iter().all(|x| done[*x]))
+            .min_by_key(|i| d[*i].stages[0].0);
+        match next {
+            Some(i) => {
+                done[i] = true;
+                order.push(i);
+            }
+            // Merging never makes a cycle (see the module docs); fall back to creation order.
+            None => {
+                order.extend((0..d.len()).filter(|i| !done[*i]));
+                break;
+            }
+        }
+    }
+    order
+}
+
+fn kind_of(g: &Graph, d: &Draft) -> GroupKind {
+    let ops: Vec<&Op> = d.stages.iter().map(|(s, _)| &g.node(*s).op).collect();
+    if ops.iter().any(|o| matches!(o, Op::Dot(..))) {
+        return GroupKind::Dot;
+    }
+    let first_reduce = ops.iter().position(|o| matches!(o, Op::Reduce { .. }));
+    match first_reduce {
+        None => GroupKind::Elementwise,
+        Some(r) => {
+            let row_after = d.stages[r..].iter().any(|(s, _)| {
+                let node = g.node(*s);
+                !matches!(node.op, Op::Reduce { .. })
+                    && expand_axes(g, &node.axes).map(|a| a.len()).unwrap_or(0) > d.outer.len()
+            });
+            if row_after {
+                GroupKind::RowReduction
+            } else {
+                GroupKind::Reduction
+            }
+        }
+    }
+}

@@ -1,0 +1,584 @@
+//! Kernel programs: each fusion group written out as what lowering to the loop IR consumes —
+//! the outer loops, then per stage its loops, reduction, straight-line body of scalar ops over
+//! loads whose views have been folded into affine indices, and where the result goes.
+//!
+//! Assumes: a [`FusionPlan`] of a verified graph.
+//! Guarantees:
+//! - every value a stage reads is an [`Instr::Load`] of a stored tensor (with one affine index per
+//!   axis of that tensor and the validity ranges under which it may be read; outside them the
+//!   load must not touch memory), an [`Instr::Immediate`] (uniform constants), or an
+//!   [`Instr::ReadLocal`] of an earlier stage of the same group at the same outer point (also
+//!   with validity ranges);
+//! - a body is in evaluation order (operands before users) and evaluates each (node, index)
+//!   pair once;
+//! - pad becomes an [`Instr::Guard`] (zero outside the valid region) and concat an
+//!   [`Instr::Choose`] (the part whose range holds the index): seed 000's complex views;
+//! - after [`super::layout`], every load and store also carries its [`StridedView`].
+
+use super::fusion::{is_immediate, FusionGroup, FusionPlan};
+use super::views::{
+    env_keys, expand_axes, leaves_under, AffineExpr, IndexEnv, IterAxis, StridedView, ValidRange,
+};
+use super::PassError;
+use std::collections::BTreeMap;
+use std::collections::{BTreeSet, HashMap};
+use weft_ir::{
+    BinaryOp, CompareOp, DType, Graph, NodeId, Op, ReduceOp, Scalar, TensorInit, UnaryOp,
+};
+
+/// A value of a stage body: the index of the instruction computing it.
+pub type Value = usize;
+
+/// One scalar operation of a stage body, evaluated at every point of the stage's iteration space.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Instr {
+    /// An element of a stored tensor.
+    Load {
+        /// The stored tensor.
+        tensor: NodeId,
+        /// The index along each of its axes (in the node's axes order).
+        index: Vec<AffineExpr>,
+        /// Read only where all hold (inside a pad or a concat part); zero elsewhere.
+        valid: Vec<ValidRange>,
+        /// The address, once layouts are known.
+        view: Option<StridedView>,
+    },
+    /// A constant.
+    Immediate(Scalar),
+    /// An elementwise unary op.
+    Unary(UnaryOp, Value),
+    /// An elementwise binary op.
+    Binary(BinaryOp, Value, Value),
+    /// A comparison.
+    Compare(CompareOp, Value, Value),
+    /// `select(cond, a, b)`.
+    Select(Value, Value, Value),
+    /// Conversion to this instruction's dtype.
+    Convert(Value),
+    /// `value` where every range holds, zero elsewhere (pad). `value`'s loads carry the same
+    /// ranges, so nothing outside is read.
+    Guard {
+        /// The valid region.
+        valid: Vec<ValidRange>,
+        /// The value inside it.
+        value: Value,
+    },
+    /// The value of the first part whose range holds (concat).
+    Choose {
+        /// `(range, value)` per part, in order.
+        parts: Vec<(ValidRange, Value)>,
+    },
+    /// The value an earlier stage of this group computed for `node`, at this outer point and the
+    /// given index along each of that stage's loops.
+    ReadLocal {
+        /// The earlier stage's node.
+        node: NodeId,
+        /// The index along each of its loops.
+        index: Vec<AffineExpr>,
+        /// Read only where all hold (inside a pad or a concat part); zero elsewhere.
+        valid: Vec<ValidRange>,
+    },
+}
+
+/// An instruction and the dtype of its value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Inst {
+    /// What is computed.
+    pub instr: Instr,
+    /// The result dtype.
+    pub dtype: DType,
+}
+
+/// A reduction a stage performs over its innermost loops.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reduction {
+    /// The reduction (a dot is a `Sum` of products).
+    pub op: ReduceOp,
+    /// The reduced axes, in the op's order (argmax/argmin's flat index is row-major over them).
+    pub axes: Vec<IterAxis>,
+}
+
+/// Where a stage's result is written in memory.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoreTarget {
+    /// The index along each axis of the node.
+    pub index: Vec<AffineExpr>,
+    /// The address, once layouts are known.
+    pub view: Option<StridedView>,
+}
+
+/// One stage of a kernel: for every outer point, for every point of `loops`, evaluate `body`
+/// (reducing over `reduction`'s axes if any) and keep/store the result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StageProgram {
+    /// The node computed.
+    pub node: NodeId,
+    /// The stage's own loops (the node's axes outside the group's outer axes), outer first.
+    pub loops: Vec<IterAxis>,
+    /// The reduction performed innermost, if any.
+    pub reduction: Option<Reduction>,
+    /// The body, in evaluation order.
+    pub body: Vec<Inst>,
+    /// The body value that is reduced or is the result.
+    pub result: Value,
+    /// Later stages read the result: keep it in a register (no loops) or a per-row scratch over
+    /// `loops`, row-major.
+    pub local: bool,
+    /// The result is also written to the node's tensor.
+    pub store: Option<StoreTarget>,
+}
+
+/// A fusion group written out for lowering.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelProgram {
+    /// The group's index in the schedule.
+    pub group: usize,
+    /// The outer loops, outermost first.
+    pub outer: Vec<IterAxis>,
+    /// The stages, in order.
+    pub stages: Vec<StageProgram>,
+}
+
+impl KernelProgram {
+    /// Bytes of per-row scratch the kernel needs (the sum over stages kept locally with loops).
+    pub fn scratch_bytes(&self, g: &Graph) -> usize {
+        self.stages
+            .iter()
+            .filter(|s| s.local && !s.loops.is_empty())
+            .map(|s| {
+                s.loops.iter().map(|a| a.len).product::<usize>() * g.node(s.node).dtype.size_bytes()
+            })
+            .sum()
+    }
+
+    /// A readable listing of the kernel.
+    pub fn display(&self, g: &Graph) -> String {
+        let outer: Vec<String> = self.outer.iter().map(|a| a.display(g)).collect();
+        let mut s = format!("kernel {} for ({}):\n", self.group, outer.join(", "));
+        for st in &self.stages {
+            let loops: Vec<String> = st.loops.iter().map(|a| a.display(g)).collect();
+            s += &format!(
+                "  stage {} loops ({})",
+                g.node_label(st.node),
+                loops.join(", ")
+            );
+            if let Some(r) = &st.reduction {
+                let ax: Vec<String> = r.axes.iter().map(|a| a.display(g)).collect();
+                s += &format!(" {} over ({})", r.op.name(), ax.join(", "));
+            }
+            s += "\n";
+            for (i, inst) in st.body.iter().enumerate() {
+                s += &format!(
+                    "    v{i}: {} = {}\n",
+                    inst.dtype,
+                    instr_text(g, &inst.instr)
+                );
+            }
+            let mut dest = Vec::new();
+            if st.local {
+                dest.push(if st.loops.is_empty() {
+                    "register".to_string()
+                } else {
+                    "row scratch".to_string()
+                });
+            }
+            if let Some(t) = &st.store {
+                dest.push(match &t.view {
+                    Some(v) => format!("store {}", v.display(g)),
+                    None => format!("store {}", g.node_label(st.node)),
+                });
+            }
+            s += &format!("    result v{} -> {}\n", st.result, dest.join(", "));
+        }
+        s
+    }
+}
+
+fn instr_text(g: &Graph, i: &Instr) -> String {
+    let idx = |v: &[AffineExpr]| {
+        v.iter()
+            .map(|e| e.display(g))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match i {
+        Instr::Load {
+            tensor,
+            index,
+            valid,
+            view,
+        } => {
+            let mut s = match view {
+                Some(v) => format!("load {}", v.display(g)),
+                None => format!("load {}[{}]", g.node_label(*tensor), idx(index)),
+            };
+            if !valid.is_empty() {
+                let v: Vec<String> = valid.iter().map(|r| r.display(g)).collect();
+                s += &format!(" if {}", v.join(" && "));
+            }
+            s
+        }
+        Instr::Immediate(x) => format!("{x}"),
+        Instr::Unary(u, a) => format!("{} v{a}", u.name()),
+        Instr::Binary(b, x, y) => format!("{} v{x} v{y}", b.name()),
+        Instr::Compare(c, x, y) => format!("{} v{x} v{y}", c.name()),
+        Instr::Select(c, x, y) => format!("select v{c} v{x} v{y}"),
+        Instr::Convert(x) => format!("convert v{x}"),
+        Instr::Guard { valid, value } => {
+            let v: Vec<String> = valid.iter().map(|r| r.display(g)).collect();
+            format!("v{value} if {} else 0", v.join(" && "))
+        }
+        Instr::Choose { parts } => {
+            let v: Vec<String> = parts
+                .iter()
+                .map(|(r, x)| format!("v{x} if {}", r.display(g)))
+                .collect();
+            format!("choose {}", v.join("; "))
+        }
+        Instr::ReadLocal { node, index, valid } => {
+            let mut s = format!("local {}[{}]", g.node_label(*node), idx(index));
+            if !valid.is_empty() {
+                let v: Vec<String> = valid.iter().map(|r| r.display(g)).collect();
+                s += &format!(" if {}", v.join(" && "));
+            }
+            s
+        }
+    }
+}
+
+/// Writes every group of `plan` out as a [`KernelProgram`], in schedule order.
+pub fn build_programs(g: &Graph, plan: &FusionPlan) -> Result<Vec<KernelProgram>, PassError> {
+    plan.groups
+        .iter()
+        .map(|grp| build_program(g, plan, grp))
+        .collect()
+}
+
+fn build_program(
+    g: &Graph,
+    plan: &FusionPlan,
+    grp: &FusionGroup,
+) -> Result<KernelProgram, PassError> {
+    let outer_keys: Vec<_> = grp.outer.iter().map(|a| a.axis).collect();
+    let mut stages: Vec<StageProgram> = Vec::new();
+    let mut done: Vec<NodeId> = Vec::new();
+    let mut local_reads = BTreeSet::new();
+    for st in &grp.stages {
+        let node = g.node(st.node);
+        let space = expand_axes(g, &node.axes)?;
+        let loops: Vec<IterAxis> = space
+            .iter()
+            .filter(|a| !outer_keys.contains(&a.axis))
+            .copied()
+            .collect();
+        let keys: Vec<_> = space.iter().map(|a| a.axis).collect();
+        let env0 = IndexEnv::identity(&keys);
+        let mut e = Emitter {
+            g,
+            plan,
+            outer: &outer_keys,
+            earlier: &done,
+            stage_loops: &stages,
+            body: Vec::new(),
+            memo: HashMap::new(),
+        };
+        let (result, reduction) = match &node.op {
+            Op::Reduce { op, input, axes } => {
+                // The input's index in its own frame: the result's axes, then the reduced ones
+                // (whole or by parts, as the input's frame has them).
+                let in_leaves = env_keys(g, &g.node(*input).axes);
+                let mut map = BTreeMap::new();
+                for a in &node.axes {
+                    env0.pass_axis(g, *input, *a, &in_leaves, &mut map)?;
+                }
+                let mut red = Vec::new();
+                for r in axes {
+                    for k in leaves_under(g, *r, &in_leaves) {
+                        map.insert(k, AffineExpr::var(k));
+                        red.push(IterAxis {
+                            axis: k,
+                            len: g.resolve_len(k)?,
+                        });
+                    }
+                }
+                let v = e.emit(*input, &IndexEnv { map }, &[])?;
+                (v, Some(Reduction { op: *op, axes: red }))
+            }
+            Op::Dot(l, r) => {
+                let (ln, rn) = (g.node(*l), g.node(*r));
+                let pairs = g.dot_pairs(&g.node_label(st.node), &ln.axes, &rn.axes)?;
+                let (l_leaves, r_leaves) = (env_keys(g, &ln.axes), env_keys(g, &rn.axes));
+                let mut lmap = BTreeMap::new();
+                let mut rmap = BTreeMap::new();
+                // Free axes keep the dot's index, in each operand's frame.
+                for a in &ln.axes {
+                    if !pairs.iter().any(|p| p.0 == *a) {
+                        env0.pass_axis(g, *l, *a, &l_leaves, &mut lmap)?;
+                    }
+                }
+                for a in &rn.axes {
+                    if !pairs.iter().any(|p| p.1 == *a) {
+                        env0.pass_axis(g, *r, *a, &r_leaves, &mut rmap)?;
+                    }
+                }
+                // Contracted pairs loop over the left axis as the left frame has it, unless a
+                // key is already a loop of this stage (then whole).
+                let mut red: Vec<IterAxis> = Vec::new();
+                for (pl, pr) in &pairs {
+                    let lk = leaves_under(g, *pl, &l_leaves);
+                    let clash = lk
+                        .iter()
+                        .any(|k| env0.map.contains_key(k) || red.iter().any(|x| x.axis == *k));
+                    let keys = if clash { vec![*pl] } else { lk };
+                    let mut lens = Vec::new();
+                    let mut whole = AffineExpr::constant(0);
+                    for k in &keys {
+                        let len = g.resolve_len(*k)?;
+                        lens.push(len);
+                        whole = whole.scale_add(len as i64, 0).add(&AffineExpr::var(*k));
+                        lmap.insert(*k, AffineExpr::var(*k));
+                        red.push(IterAxis { axis: *k, len });
+                    }
+                    let rk = leaves_under(g, *pr, &r_leaves);
+                    let alike = rk.len() == keys.len()
+                        && rk.len() > 1
+                        && rk
+                            .iter()
+                            .zip(&lens)
+                            .all(|(p, n)| g.resolve_len(*p).ok() == Some(*n));
+                    if alike {
+                        for (p, k) in rk.iter().zip(&keys) {
+                            rmap.insert(*p, AffineExpr::var(*k));
+                        }
+                    } else {
+                        rmap.insert(*pr, whole);
+                    }
+                }
+                let lv = e.emit(*l, &IndexEnv { map: lmap }, &[])?;
+                let rv = e.emit(*r, &IndexEnv { map: rmap }, &[])?;
+                let v = e.push(Instr::Binary(BinaryOp::Multiply, lv, rv), node.dtype);
+                (
+                    v,
+                    Some(Reduction {
+                        op: ReduceOp::Sum,
+                        axes: red,
+                    }),
+                )
+            }
+            Op::Assign { value, .. } => (e.emit(*value, &env0, &[])?, None),
+            _ => (e.emit_op(st.node, &env0, &[])?, None),
+        };
+        for inst in &e.body {
+            if let Instr::ReadLocal { node, .. } = &inst.instr {
+                local_reads.insert(*node);
+            }
+        }
+        let store = if st.stored {
+            Some(StoreTarget {
+                index: env0.per_axis(g, st.node, &node.axes)?,
+                view: None,
+            })
+        } else {
+            None
+        };
+        let body = e.body;
+        stages.push(StageProgram {
+            node: st.node,
+            loops,
+            reduction,
+            body,
+            result,
+            local: false,
+            store,
+        });
+        done.push(st.node);
+    }
+    for s in &mut stages {
+        s.local = local_reads.contains(&s.node);
+    }
+    Ok(KernelProgram {
+        group: grp.id,
+        outer: grp.outer.clone(),
+        stages,
+    })
+}
+
+struct Emitter<'a> {
+    g: &'a Graph,
+    plan: &'a FusionPlan,
+    outer: &'a [weft_ir::Axis],
+    earlier: &'a [NodeId],
+    stage_loops: &'a [StageProgram],
+    body: Vec<Inst>,
+    memo: HashMap<(NodeId, IndexEnv, Vec<ValidRange>), Value>,
+}
+
+impl Emitter<'_> {
+    fn push(&mut self, instr: Instr, dtype: DType) -> Value {
+        self.body.push(Inst { instr, dtype });
+        self.body.len() - 1
+    }
+
+    /// The value of `n` at index `env` (an environment covering `n`'s axes, in any frame), read
+    /// only under `valid`.
+    fn emit(
+        &mut self,
+        n: NodeId,
+        env: &IndexEnv,
+        valid: &[ValidRange],
+    ) -> Result<Value, PassError> {
+        let g = self.g;
+        let node = g.node(n);
+        let dt = node.dtype;
+        if is_immediate(&node.op) {
+            let Op::Tensor {
+                init: Some(TensorInit::Fill(s)),
+                ..
+            } = &node.op
+            else {
+                return Err(PassError::Internal("immediate without a fill".into()));
+            };
+            let key = (n, IndexEnv::default(), Vec::new());
+            if let Some(v) = self.memo.get(&key) {
+                return Ok(*v);
+            }
+            let v = self.push(Instr::Immediate(*s), dt);
+            self.memo.insert(key, v);
+            return Ok(v);
+        }
+        let earlier = self.earlier.iter().position(|s| *s == n);
+        if earlier.is_none() && self.plan.is_stored(n) {
+            // A stored tensor is addressed per axis, each axis taken whole.
+            let index = env.per_axis(g, n, &node.axes)?;
+            let key_env = IndexEnv {
+                map: node
+                    .axes
+                    .iter()
+                    .copied()
+                    .zip(index.iter().cloned())
+                    .collect(),
+            };
+            let key = (n, key_env, valid.to_vec());
+            if let Some(v) = self.memo.get(&key) {
+                return Ok(*v);
+            }
+            let v = self.push(
+                Instr::Load {
+                    tensor: n,
+                    index,
+                    valid: valid.to_vec(),
+                    view: None,
+                },
+                dt,
+            );
+            self.memo.insert(key, v);
+            return Ok(v);
+        }
+        // Computed here (inline) or by an earlier stage: indexed in its own frame.
+        let env = env.for_node(g, n, &node.axes)?;
+        let key = (n, env.clone(), valid.to_vec());
+        if let Some(v) = self.memo.get(&key) {
+            return Ok(*v);
+        }
+        let v = if let Some(k) = earlier {
+            for o in self.outer {
+                if let Some(e) = env.map.get(o) {
+                    if *e != AffineExpr::var(*o) {
+                        return Err(PassError::Internal(format!(
+                            "{} is read at another outer point than it is computed",
+                            g.node_label(n)
+                        )));
+                    }
+                }
+            }
+            let index = self.stage_loops[k]
+                .loops
+                .iter()
+                .map(|a| env.get(g, n, a.axis).cloned())
+                .collect::<Result<_, _>>()?;
+            self.push(
+                Instr::ReadLocal {
+                    node: n,
+                    index,
+                    valid: valid.to_vec(),
+                },
+                dt,
+            )
+        } else {
+            self.emit_op(n, &env, valid)?
+        };
+        self.memo.insert(key, v);
+        Ok(v)
+    }
+
+    /// The value of `n`'s own op at `env` (operands through [`Emitter::emit`]).
+    fn emit_op(
+        &mut self,
+        n: NodeId,
+        env: &IndexEnv,
+        valid: &[ValidRange],
+    ) -> Result<Value, PassError> {
+        let g = self.g;
+        let node = g.node(n);
+        let dt = node.dtype;
+        Ok(match &node.op {
+            Op::Unary(u, x) => {
+                let a = self.emit(*x, env, valid)?;
+                self.push(Instr::Unary(*u, a), dt)
+            }
+            Op::Binary(b, x, y) => {
+                let (a, c) = (self.emit(*x, env, valid)?, self.emit(*y, env, valid)?);
+                self.push(Instr::Binary(*b, a, c), dt)
+            }
+            Op::Compare(cmp, x, y) => {
+                let (a, c) = (self.emit(*x, env, valid)?, self.emit(*y, env, valid)?);
+                self.push(Instr::Compare(*cmp, a, c), dt)
+            }
+            Op::Select(c, x, y) => {
+                let c = self.emit(*c, env, valid)?;
+                let (a, b) = (self.emit(*x, env, valid)?, self.emit(*y, env, valid)?);
+                self.push(Instr::Select(c, a, b), dt)
+            }
+            Op::Convert(x) => {
+                let a = self.emit(*x, env, valid)?;
+                self.push(Instr::Convert(a), dt)
+            }
+            Op::Concat(parts) => {
+                let ops = env.through_view(g, n)?;
+                let mut out = Vec::new();
+                for ((part, _), o) in parts.iter().zip(ops) {
+                    let mut v = valid.to_vec();
+                    v.extend(o.valid.iter().cloned());
+                    let x = self.emit(*part, &o.env, &v)?;
+                    out.push((o.valid[0].clone(), x));
+                }
+                self.push(Instr::Choose { parts: out }, dt)
+            }
+            op if op.is_view() => {
+                let mut ops = env.through_view(g, n)?;
+                let o = ops.remove(0);
+                let mut v = valid.to_vec();
+                v.extend(o.valid.iter().cloned());
+                let x = self.emit(op.inputs()[0], &o.env, &v)?;
+                if o.valid.is_empty() {
+                    x
+                } else {
+                    self.push(
+                        Instr::Guard {
+                            valid: o.valid,
+                            value: x,
+                        },
+                        dt,
+                    )
+                }
+            }
+            _ => {
+                return Err(PassError::Internal(format!(
+                    "{} ({}) is neither stored, a stage of its reader's group nor inline",
+                    g.node_label(n),
+                    node.op.name()
+                )))
+            }
+        })
+    }
+}

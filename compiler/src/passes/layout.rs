@@ -1,0 +1,204 @@
+//! layout assignment: element strides for every tensor that exists in memory.
+//!
+//! Assumes: kernel programs built from a fusion plan (loads carry per-axis affine indices).
+//! Guarantees:
+//! - placeholders, variables, persistent tensors, constants, graph outputs and assigned values
+//!   are row-major in their declared axes order (the caller's and the interpreter's layout),
+//!   except placeholders and outputs for which the caller asks for another axis order;
+//! - every other stored intermediate is dense (no gaps), its axes ordered major to minor by how
+//!   deep in its first reader's loop nest they are walked (outer loops major, innermost loop
+//!   minor), so that reader walks it contiguously; ties keep the declared order;
+//! - afterwards every load and store of every kernel program carries its [`StridedView`]
+//!   (strides per loop axis of its stage: outer loops, stage loops, reduction loops).
+
+use super::fusion::FusionPlan;
+use super::kernel::{Instr, KernelProgram};
+use super::views::{strided, AffineExpr, IterAxis, StridedView};
+use super::PassError;
+use std::collections::BTreeMap;
+use weft_ir::{Axis, Graph, NodeId, Op};
+
+/// How one stored tensor is laid out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// The node's axes, major to minor.
+    pub order: Vec<Axis>,
+    /// Element strides, one per axis of the node in the node's axes order.
+    pub strides: Vec<i64>,
+    /// The number of elements stored.
+    pub elements: usize,
+    /// Bytes stored (elements × dtype size).
+    pub bytes: usize,
+}
+
+/// The layout of every stored tensor.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct LayoutPlan {
+    /// Stored node → layout.
+    pub layouts: BTreeMap<NodeId, Layout>,
+}
+
+impl LayoutPlan {
+    /// A readable listing.
+    pub fn display(&self, g: &Graph) -> String {
+        let mut s = String::new();
+        for (n, l) in &self.layouts {
+            let order: Vec<String> = l.order.iter().map(|a| g.axis_name(*a)).collect();
+            s += &format!(
+                "{} {} order ({}) strides {:?} {} bytes\n",
+                g.node_label(*n),
+                g.axes_name(&g.node(*n).axes),
+                order.join(", "),
+                l.strides,
+                l.bytes
+            );
+        }
+        s
+    }
+}
+
+/// Chooses layouts for every stored tensor of `plan` and writes the strided views into
+/// `programs`.
+/// `requested` gives, for some placeholders and outputs, the axis order (major to minor) the
+/// caller will supply or wants; it must be a reordering of the node's axes.
+pub fn assign_layouts(
+    g: &Graph,
+    plan: &FusionPlan,
+    programs: &mut [KernelProgram],
+    requested: &BTreeMap<NodeId, Vec<Axis>>,
+) -> Result<LayoutPlan, PassError> {
+    let mut layouts = BTreeMap::new();
+    for b in &plan.boundaries {
+        let node = g.node(b.node);
+        let axes: Vec<Axis> = node.axes.iter().copied().collect();
+        if let Some(order) = requested.get(&b.node) {
+            let is_input = matches!(
+                node.op,
+                Op::Tensor {
+                    kind: weft_ir::TensorKind::Placeholder,
+                    ..
+                }
+            );
+            let reorder = order.len() == axes.len() && order.iter().all(|a| axes.contains(a));
+            if !(is_input || g.outputs().contains(&b.node)) || !reorder {
+                return Err(PassError::Unsupported {
+                    node: g.node_label(b.node),
+                    reason: format!(
+                        "a layout order can be asked only for a placeholder or an output, as a \
+                         reordering of its axes {}",
+                        g.axes_name(&node.axes)
+                    ),
+                });
+            }
+        }
+        let fixed = matches!(node.op, Op::Tensor { .. } | Op::Assign { .. })
+            || g.outputs().contains(&b.node)
+            || b.reason == super::fusion::BoundaryReason::GraphOutput;
+        let order = if let Some(order) = requested.get(&b.node) {
+            order.clone()
+        } else if fixed {
+            axes.clone()
+        } else {
+            reader_order(g, b.node, programs).unwrap_or(axes.clone())
+        };
+        let shape = g.shape_of(&node.axes)?;
+        let mut strides = vec![0i64; axes.len()];
+        let mut s = 1i64;
+        for a in order.iter().rev() {
+            let k = node
+                .axes
+                .position(*a)
+                .ok_or_else(|| PassError::Internal("layout order".into()))?;
+            strides[k] = s;
+            s *= shape[k] as i64;
+        }
+        let elements: usize = shape.iter().product();
+        layouts.insert(
+            b.node,
+            Layout {
+                order,
+                strides,
+                elements,
+                bytes: elements * node.dtype.size_bytes(),
+            },
+        );
+    }
+    for p in programs.iter_mut() {
+        let outer = p.outer.clone();
+        for st in &mut p.stages {
+            let mut space: Vec<IterAxis> = outer.clone();
+            space.extend(st.loops.iter().copied());
+            if let Some(r) = &st.reduction {
+                space.extend(r.axes.iter().copied());
+            }
+            for inst in &mut st.body {
+                if let Instr::Load {
+                    tensor,
+                    index,
+                    view,
+                    ..
+                } = &mut inst.instr
+                {
+                    *view = Some(view_of(&layouts, *tensor, index, &space)?);
+                }
+            }
+            if let Some(t) = &mut st.store {
+                let mut space: Vec<IterAxis> = outer.clone();
+                space.extend(st.loops.iter().copied());
+                t.view = Some(view_of(&layouts, st.node, &t.index, &space)?);
+            }
+        }
+    }
+    Ok(LayoutPlan { layouts })
+}
+
+fn view_of(
+    layouts: &BTreeMap<NodeId, Layout>,
+    t: NodeId,
+    index: &[AffineExpr],
+    space: &[IterAxis],
+) -> Result<StridedView, PassError> {
+    let l = layouts
+        .get(&t)
+        .ok_or_else(|| PassError::Internal(format!("{t} is read but has no layout")))?;
+    let mut v = strided(t, index, &l.strides, space);
+    // Keep only the axes that move the address: the view's shape is what the load walks.
+    let keep: Vec<usize> = (0..v.axes.len()).filter(|i| v.strides[*i] != 0).collect();
+    v.axes = keep.iter().map(|i| v.axes[*i]).collect();
+    v.strides = keep.iter().map(|i| v.strides[*i]).collect();
+    Ok(v)
+}
+
+/// The axes of stored `t` ordered by loop depth in its first reader (outer loops first).
+fn reader_order(g: &Graph, t: NodeId, programs: &[KernelProgram]) -> Option<Vec<Axis>> {
+    for p in programs {
+        for st in &p.stages {
+            let mut depth: Vec<Axis> = p.outer.iter().map(|a| a.axis).collect();
+            depth.extend(st.loops.iter().map(|a| a.axis));
+            if let Some(r) = &st.reduction {
+                depth.extend(r.axes.iter().map(|a| a.axis));
+            }
+            for inst in &st.body {
+                if let Instr::Load { tensor, index, .. } = &inst.instr {
+                    if *tensor != t {
+                        continue;
+                    }
+                    let axes: Vec<Axis> = g.node(t).axes.iter().copied().collect();
+                    let key = |k: usize| -> i64 {
+                        index[k]
+                            .terms
+                            .iter()
+                            .filter_map(|(a, _)| depth.iter().position(|d| d == a))
+                            .max()
+                            .map(|d| d as i64)
+                            .unwrap_or(-1)
+                    };
+                    let mut ks: Vec<usize> = (0..axes.len()).collect();
+                    ks.sort_by_key(|k| key(*k));
+                    return Some(ks.into_iter().map(|k| axes[k]).collect());
+                }
+            }
+        }
+    }
+    None
+}

@@ -1,0 +1,46 @@
+//! The graph-level passes, in pipeline order: [`simplify`], [`fusion`], [`layout`],
+//! [`views`] (view folding into per-kernel programs of loads with index maps) and [`storage`].
+//! Each file opens with what its pass assumes and guarantees; docs/passes.md has examples.
+
+pub mod fusion;
+pub mod kernel;
+pub mod layout;
+pub mod rebuild;
+pub mod simplify;
+pub mod storage;
+pub mod views;
+
+pub use rebuild::NodeMap;
+
+use weft_ir::GraphError;
+
+/// An error of a pass: a graph the passes cannot compile, named, or a broken pass invariant.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PassError {
+    /// The graph is malformed or not fully bound (from `Graph::verify` or a builder).
+    #[error(transparent)]
+    Graph(#[from] GraphError),
+    /// A construct the passes do not compile, naming the node and why.
+    #[error("cannot compile {node}: {reason}")]
+    Unsupported {
+        /// The node at fault, by label.
+        node: String,
+        /// Why it cannot be compiled.
+        reason: String,
+    },
+    /// Node `node` would be read per part of a flattened axis that its reader iterates whole
+    /// (a div/mod index); the pipeline stores the node instead. Escapes only if storing it does
+    /// not help.
+    #[error("cannot compile {label}: axis `{axis}` is indexed through a flattened axis iterated whole (needs div/mod)")]
+    SplitIndex {
+        /// The node to store.
+        node: weft_ir::NodeId,
+        /// The node, by label.
+        label: String,
+        /// The axis without an index.
+        axis: String,
+    },
+    /// A pass broke one of its own guarantees (a bug in weft, not in the graph).
+    #[error("internal compiler error: {0}")]
+    Internal(String),
+}

@@ -1,0 +1,363 @@
+//! simplify: dead-code elimination, common-subexpression elimination, constant folding and
+//! algebraic peepholes, as one rebuild of the graph.
+//!
+//! Assumes: a graph whose nodes were made by `Graph`'s builders (any graph that passed
+//! construction; lengths are only needed for folding, which is skipped for unbound shapes).
+//! Guarantees:
+//! - every graph output, every requested output ([`SimplifyOptions::keep`]) and every `assign`
+//!   survives, with the same axes (in the same order) and dtype; the [`NodeMap`] says what each
+//!   old node became;
+//! - placeholders and variables/persistent tensors all survive (they are the caller's inputs and
+//!   state), constants only if used;
+//! - with [`SimplifyOptions::inexact`] off, every surviving value is bit-for-bit what the
+//!   interpreter computes for the input graph: peepholes apply only where IEEE-754 arithmetic
+//!   agrees exactly. `x·0 → 0` is applied to integers only: for floats `NaN·0` and `inf·0` are
+//!   NaN and `−1·0` is `−0`. `x + 0 → x` for floats only with `−0.0` (`−0 + +0` is `+0`), and
+//!   `x − 0 → x` with `+0.0`. `log(exp x) → x` is inexact (rounding; `exp` overflows to inf
+//!   past ≈88.7 in f32) and runs only with `inexact`;
+//! - a peephole that drops a broadcasting operand keeps the result axes: the kept operand is
+//!   wrapped in `broadcast`/`axes_with_order` to the replaced node's axes.
+
+use super::rebuild::{add_like, coerce_axes, empty_like, remap_op, NodeMap};
+use super::PassError;
+use std::collections::HashMap;
+use weft_ir::{
+    BinaryOp, Graph, HostArray, Node, NodeId, Op, Scalar, TensorInit, TensorKind, UnaryOp,
+};
+use weft_runtime::{Executable, Interpreter, State};
+
+/// What [`simplify`] may do.
+#[derive(Clone, Debug)]
+pub struct SimplifyOptions {
+    /// Nodes to keep besides the graph's outputs and assigns (a computation's requested outputs).
+    pub keep: Vec<NodeId>,
+    /// Allows peepholes that change results by rounding (`log(exp x) → x`).
+    pub inexact: bool,
+    /// Folds a constant-only subgraph only if its result has at most this many elements (folding
+    /// a broadcast of a scalar to a huge shape would bloat the graph).
+    pub fold_limit: usize,
+}
+
+impl Default for SimplifyOptions {
+    fn default() -> Self {
+        SimplifyOptions {
+            keep: Vec::new(),
+            inexact: false,
+            fold_limit: 1 << 16,
+        }
+    }
+}
+
+/// The rewrites [`simplify`] made, by kind.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SimplifyStats {
+    /// Nodes removed because nothing kept depends on them.
+    pub dead: usize,
+    /// Nodes merged into an identical earlier node.
+    pub common: usize,
+    /// Nodes replaced by a constant.
+    pub folded: usize,
+    /// Algebraic peepholes applied.
+    pub peepholes: usize,
+}
+
+/// The result of [`simplify`].
+#[derive(Clone, Debug)]
+pub struct Simplified {
+    /// The simplified graph.
+    pub graph: Graph,
+    /// Old node → new node.
+    pub map: NodeMap,
+    /// What was done.
+    pub stats: SimplifyStats,
+}
+
+/// A function evaluating node `id` of a graph whose operands are all constants; `None` when it
+/// cannot (the node is then kept as it is).
+pub type ConstantEvaluator<'a> = &'a dyn Fn(&Graph, NodeId) -> Option<HostArray>;
+
+/// Simplifies `g`; see the module documentation for what is guaranteed. Constant-only
+/// subgraphs whose values are not uniform are folded only when `evaluate` is given.
+pub fn simplify(
+    g: &Graph,
+    opts: &SimplifyOptions,
+    evaluate: Option<ConstantEvaluator<'_>>,
+) -> Result<Simplified, PassError> {
+    let live = live_nodes(g, &opts.keep);
+    let mut s = Simplifier {
+        out: empty_like(g)?,
+        map: NodeMap::new(g.len()),
+        cse: HashMap::new(),
+        stats: SimplifyStats::default(),
+        opts,
+        evaluate,
+    };
+    for (id, node) in g.nodes() {
+        if !live[id.as_u32() as usize] {
+            s.stats.dead += 1;
+            continue;
+        }
+        let new = s.node(node)?;
+        s.map.set(id, new);
+    }
+    for o in g.outputs() {
+        let n = s.map.get(*o).ok_or_else(|| lost(g, *o))?;
+        s.out.mark_output(n)?;
+    }
+    // Folding and peepholes leave orphans behind (the operands they bypassed); one more
+    // dead-code sweep removes them.
+    let keep: Vec<NodeId> = opts.keep.iter().filter_map(|k| s.map.get(*k)).collect();
+    let (graph, sweep) = eliminate_dead(&s.out, &keep)?;
+    Ok(Simplified {
+        graph,
+        map: s.map.then(&sweep),
+        stats: s.stats,
+    })
+}
+
+fn lost(g: &Graph, id: NodeId) -> PassError {
+    PassError::Internal(format!("simplify lost kept node {}", g.node_label(id)))
+}
+
+/// Marks the nodes that outputs, `keep`, assigns and stored non-constant tensors depend on.
+fn live_nodes(g: &Graph, keep: &[NodeId]) -> Vec<bool> {
+    let mut live = vec![false; g.len()];
+    for (id, n) in g.nodes() {
+        let root = match &n.op {
+            Op::Assign { .. } => true,
+            Op::Tensor { kind, .. } => *kind != TensorKind::Constant,
+            _ => false,
+        };
+        if root || g.outputs().contains(&id) || keep.contains(&id) {
+            live[id.as_u32() as usize] = true;
+        }
+    }
+    for (id, n) in g.nodes().rev() {
+        if live[id.as_u32() as usize] {
+            for i in n.op.inputs() {
+                live[i.as_u32() as usize] = true;
+            }
+        }
+    }
+    live
+}
+
+/// Dead-code elimination alone: a rebuild keeping what outputs, `keep` and assigns need.
+pub fn eliminate_dead(g: &Graph, keep: &[NodeId]) -> Result<(Graph, NodeMap), PassError> {
+    let live = live_nodes(g, keep);
+    let mut out = empty_like(g)?;
+    let mut map = NodeMap::new(g.len());
+    for (id, node) in g.nodes() {
+        if !live[id.as_u32() as usize] {
+            continue;
+        }
+        let op = remap_op(&node.op, |x| map.get(x).ok_or_else(|| lost(g, x)))?;
+        let n = add_like(&mut out, &Node { op, ..node.clone() }, true)?;
+        map.set(id, n);
+    }
+    for o in g.outputs() {
+        out.mark_output(map.get(*o).ok_or_else(|| lost(g, *o))?)?;
+    }
+    Ok((out, map))
+}
+
+struct Simplifier<'a> {
+    out: Graph,
+    map: NodeMap,
+    cse: HashMap<String, NodeId>,
+    stats: SimplifyStats,
+    opts: &'a SimplifyOptions,
+    evaluate: Option<ConstantEvaluator<'a>>,
+}
+
+impl Simplifier<'_> {
+    fn node(&mut self, node: &Node) -> Result<NodeId, PassError> {
+        let map = &self.map;
+        let op = remap_op(&node.op, |x| {
+            map.get(x)
+                .ok_or_else(|| PassError::Internal(format!("operand {x} was removed")))
+        })?;
+        let node = Node { op, ..node.clone() };
+        if let Some(r) = self.peephole(&node)? {
+            self.stats.peepholes += 1;
+            return coerce_axes(&mut self.out, r, &node.axes, node.dtype);
+        }
+        let key = cse_key(&node);
+        if let Some(k) = &key {
+            if let Some(prev) = self.cse.get(k) {
+                self.stats.common += 1;
+                return Ok(*prev);
+            }
+        }
+        let id = match self.fold(&node)? {
+            Some(c) => {
+                self.stats.folded += 1;
+                c
+            }
+            None => add_like(&mut self.out, &node, true)?,
+        };
+        if let Some(k) = key {
+            self.cse.insert(k, id);
+        }
+        Ok(id)
+    }
+
+    /// The uniform value of a constant, if `id` is one filled with a single value.
+    fn fill(&self, id: NodeId) -> Option<Scalar> {
+        match &self.out.node(id).op {
+            Op::Tensor {
+                kind: TensorKind::Constant,
+                init: Some(TensorInit::Fill(s)),
+            } => Some(*s),
+            _ => None,
+        }
+    }
+
+    /// An existing node equal to `node`'s value, by an algebraic identity.
+    fn peephole(&mut self, node: &Node) -> Result<Option<NodeId>, PassError> {
+        let is = |s: Option<Scalar>, v: f64| s.is_some_and(|s| s.as_f64() == v);
+        let int = node.dtype.is_int();
+        let neg_zero = |s: Option<Scalar>| matches!(s, Some(Scalar::Float(v)) if v == 0.0 && v.is_sign_negative());
+        let pos_zero = |s: Option<Scalar>| match s {
+            Some(Scalar::Float(v)) => v == 0.0 && v.is_sign_positive(),
+            Some(Scalar::Int(v)) => v == 0,
+            _ => false,
+        };
+        Ok(match &node.op {
+            Op::Binary(op, x, y) => {
+                let (fx, fy) = (self.fill(*x), self.fill(*y));
+                match op {
+                    BinaryOp::Add if (int && is(fy, 0.0)) || neg_zero(fy) => Some(*x),
+                    BinaryOp::Add if (int && is(fx, 0.0)) || neg_zero(fx) => Some(*y),
+                    BinaryOp::Subtract if pos_zero(fy) => Some(*x),
+                    BinaryOp::Multiply | BinaryOp::Divide if is(fy, 1.0) => Some(*x),
+                    BinaryOp::Multiply if is(fx, 1.0) => Some(*y),
+                    BinaryOp::Multiply if int && (is(fx, 0.0) || is(fy, 0.0)) => {
+                        let axes: Vec<_> = node.axes.iter().copied().collect();
+                        Some(self.out.constant(
+                            None,
+                            &axes,
+                            node.dtype,
+                            TensorInit::Fill(Scalar::Int(0)),
+                        )?)
+                    }
+                    _ => None,
+                }
+            }
+            Op::Unary(UnaryOp::Negative, x) => match &self.out.node(*x).op {
+                Op::Unary(UnaryOp::Negative, inner) => Some(*inner),
+                _ => None,
+            },
+            Op::Unary(UnaryOp::Log, x) if self.opts.inexact => match &self.out.node(*x).op {
+                Op::Unary(UnaryOp::Exp, inner) => Some(*inner),
+                _ => None,
+            },
+            Op::Convert(x) if self.out.node(*x).dtype == node.dtype => Some(*x),
+            Op::AxesWithOrder(x) | Op::Broadcast(x) if self.out.node(*x).axes == node.axes => {
+                Some(*x)
+            }
+            _ => None,
+        })
+    }
+
+    /// A constant replacing `node` if all its operands are constants.
+    fn fold(&mut self, node: &Node) -> Result<Option<NodeId>, PassError> {
+        let inputs = node.op.inputs();
+        if inputs.is_empty() || matches!(node.op, Op::Assign { .. }) {
+            return Ok(None);
+        }
+        let all_const = inputs.iter().all(|i| {
+            matches!(
+                self.out.node(*i).op,
+                Op::Tensor {
+                    kind: TensorKind::Constant,
+                    ..
+                }
+            )
+        });
+        if !all_const {
+            return Ok(None);
+        }
+        let axes: Vec<_> = node.axes.iter().copied().collect();
+        // A view of a uniform constant is the same uniform constant over the view's axes; no
+        // evaluation needed and no size limit (the result stays one value).
+        let uniform_view = matches!(
+            node.op,
+            Op::Broadcast(_)
+                | Op::AxesWithOrder(_)
+                | Op::CastAxes(_)
+                | Op::Transpose(_)
+                | Op::Slice { .. }
+                | Op::Flatten { .. }
+                | Op::Unflatten { .. }
+                | Op::ExpandDims { .. }
+        );
+        if uniform_view {
+            if let Some(s) = self.fill(inputs[0]) {
+                let c = self
+                    .out
+                    .constant(None, &axes, node.dtype, TensorInit::Fill(s))?;
+                return Ok(Some(c));
+            }
+        }
+        let Some(evaluate) = self.evaluate else {
+            return Ok(None);
+        };
+        let Ok(shape) = self.out.shape_of(&node.axes) else {
+            return Ok(None);
+        };
+        if shape.iter().product::<usize>() > self.opts.fold_limit {
+            return Ok(None);
+        }
+        let tmp = add_like(&mut self.out, node, false)?;
+        let Some(value) = evaluate(&self.out, tmp) else {
+            return Ok(None);
+        };
+        let ordered = value
+            .with_axes_order(&node.axes)
+            .ok_or_else(|| PassError::Internal("folded value has other axes".into()))?;
+        let (_, _, data) = ordered.into_parts();
+        let name = node.name.as_deref().filter(|n| self.out.find(n).is_none());
+        Ok(Some(self.out.constant(
+            name,
+            &axes,
+            node.dtype,
+            TensorInit::Data(data),
+        )?))
+    }
+}
+
+/// The key under which `node` is interchangeable with any node of the same key, or `None` for
+/// nodes that must stay distinct (stored non-constant tensors, assigns).
+fn cse_key(node: &Node) -> Option<String> {
+    match &node.op {
+        Op::Tensor { kind, .. } if *kind != TensorKind::Constant => None,
+        Op::Assign { .. } => None,
+        op => Some(format!("{op:?}|{:?}|{:?}", node.axes, node.dtype)),
+    }
+}
+
+/// Evaluates node `id` of `g` (whose operands are constants) with the reference interpreter, the
+/// oracle, on a small graph holding only the node and its operands. `None` if the interpreter
+/// refuses (the node is then left unfolded).
+pub fn interpreter_evaluator(g: &Graph, id: NodeId) -> Option<HostArray> {
+    let mut small = empty_like(g).ok()?;
+    let node = g.node(id);
+    let mut map = NodeMap::new(g.len());
+    for i in node.op.inputs() {
+        if map.get(i).is_none() {
+            let n = add_like(&mut small, g.node(i), false).ok()?;
+            map.set(i, n);
+        }
+    }
+    let op = remap_op(&node.op, |x| {
+        map.get(x)
+            .ok_or_else(|| PassError::Internal("operand".into()))
+    })
+    .ok()?;
+    let target = add_like(&mut small, &Node { op, ..node.clone() }, false).ok()?;
+    let state_graph = std::sync::Arc::new(small);
+    let interp = Interpreter::new(state_graph.clone(), &[target], &[]).ok()?;
+    let mut state = State::initial(&state_graph).ok()?;
+    interp.run(&[], &mut state).ok()?.pop()
+}

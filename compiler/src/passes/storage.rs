@@ -1,0 +1,419 @@
+//! storage sharing: liveness over the kernel schedule, then buffer assignment so that tensors
+//! whose lives do not overlap share storage, in place where safe.
+//!
+//! Assumes: kernel programs with layouts (every load and store has its strided view).
+//! Guarantees:
+//! - placeholders, variables, persistent tensors and constants get no buffer (the caller or the
+//!   executable owns them); graph outputs and assigned values each get a buffer of their own
+//!   that no other tensor shares (they outlive the call or are copied into state after it);
+//! - every other stored intermediate, and every kernel's per-row scratch, lives from the kernel
+//!   that writes it to the last kernel that reads it (inclusive) and gets a slot in one arena of
+//!   shared buffers, each 64-byte aligned: two tensors share a buffer only if their lives are
+//!   disjoint, or if the later one is written in place over the earlier — only when a kernel's
+//!   single elementwise stage reads the dead tensor element by element at exactly the address it
+//!   writes (same strided view, no mask, same size) and nothing else in that kernel reads it;
+//! - assignment is greedy by size, largest first, best fit among compatible buffers (growing the
+//!   largest compatible one when none is big enough), so a chain like an MLP needs two scratch
+//!   buffers whatever its depth.
+
+use super::fusion::{BoundaryReason, FusionPlan};
+use super::kernel::{Instr, KernelProgram};
+use super::layout::LayoutPlan;
+use super::PassError;
+use weft_ir::{Graph, NodeId, Op, TensorKind};
+
+/// Alignment of every buffer and arena offset, in bytes.
+pub const ALIGN: usize = 64;
+
+/// What a planned tensor is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TensorRole {
+    /// A placeholder: the caller's array.
+    Input,
+    /// A variable or persistent tensor: held by the executable across calls.
+    State,
+    /// A constant with data: held by the executable.
+    Constant,
+    /// A graph output: its own buffer, handed to the caller.
+    Output,
+    /// The new value of a variable or persistent tensor: its own buffer, copied after the call.
+    AssignValue,
+    /// An intermediate stored between kernels: shared.
+    Scratch,
+    /// A kernel's per-row scratch for stages kept locally: shared.
+    RowScratch,
+}
+
+/// What a planned tensor holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Planned {
+    /// A node's value.
+    Node(NodeId),
+    /// The per-row scratch of the kernel at this schedule index.
+    RowScratch(usize),
+}
+
+/// A tensor of the buffer plan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedTensor {
+    /// What it holds.
+    pub what: Planned,
+    /// Its role.
+    pub role: TensorRole,
+    /// Its size in bytes.
+    pub bytes: usize,
+    /// Schedule index of the kernel writing it (0 for tensors existing before the call).
+    pub first: usize,
+    /// Schedule index of the last kernel reading it.
+    pub last: usize,
+    /// The buffer holding it, if the plan allocates it.
+    pub buffer: Option<usize>,
+}
+
+/// A buffer: a 64-byte-aligned region of the arena (shared) or a dedicated allocation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Buffer {
+    /// Size in bytes (a multiple of [`ALIGN`]).
+    pub bytes: usize,
+    /// Offset in the arena for shared buffers; `None` for a dedicated buffer.
+    pub arena_offset: Option<usize>,
+    /// Indices into [`BufferPlan::tensors`] of the tensors it holds, in order of life.
+    pub tensors: Vec<usize>,
+}
+
+/// The storage of a compiled plan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BufferPlan {
+    /// Every tensor that exists in memory, with its life and buffer.
+    pub tensors: Vec<PlannedTensor>,
+    /// The buffers the executable allocates.
+    pub buffers: Vec<Buffer>,
+    /// Bytes of the shared arena (the sum of shared buffers).
+    pub arena_bytes: usize,
+    /// Bytes the shared tensors would take with one buffer each (aligned).
+    pub unshared_bytes: usize,
+    /// The most bytes of shared tensors alive at once during the schedule (aligned; a tensor
+    /// overwritten in place ends as its successor starts): the floor no assignment goes below.
+    pub peak_live_bytes: usize,
+    /// `(written, overwritten)`: a tensor written in place over a dead one.
+    pub in_place: Vec<(NodeId, NodeId)>,
+}
+
+impl BufferPlan {
+    /// The number of shared (arena) buffers.
+    pub fn scratch_buffers(&self) -> usize {
+        self.buffers
+            .iter()
+            .filter(|b| b.arena_offset.is_some())
+            .count()
+    }
+    /// The tensor entry of `node`.
+    pub fn tensor_of(&self, node: NodeId) -> Option<&PlannedTensor> {
+        self.tensors.iter().find(|t| t.what == Planned::Node(node))
+    }
+    /// A readable listing: buffers with their tensors and lives, then the totals.
+    pub fn display(&self, g: &Graph) -> String {
+        let name = |t: &PlannedTensor| match t.what {
+            Planned::Node(n) => g.node_label(n),
+            Planned::RowScratch(k) => format!("rows#{k}"),
+        };
+        let mut s = String::new();
+        for t in self.tensors.iter().filter(|t| t.buffer.is_none()) {
+            s += &format!(
+                "{} {:?} {} bytes (not allocated by the plan)\n",
+                name(t),
+                t.role,
+                t.bytes
+            );
+        }
+        for (i, b) in self.buffers.iter().enumerate() {
+            let place = match b.arena_offset {
+                Some(o) => format!("arena @{o}"),
+                None => "dedicated".to_string(),
+            };
+            s += &format!("buffer {i} {} bytes {place}:", b.bytes);
+            for t in &b.tensors {
+                let t = &self.tensors[*t];
+                s += &format!(
+                    " {} {:?} [{}..{}] {}B;",
+                    name(t),
+                    t.role,
+                    t.first,
+                    t.last,
+                    t.bytes
+                );
+            }
+            s += "\n";
+        }
+        for (w, o) in &self.in_place {
+            s += &format!("in place: {} over {}\n", g.node_label(*w), g.node_label(*o));
+        }
+        s += &format!(
+            "arena {} bytes in {} buffers (peak live {}); {} bytes with one buffer per tensor\n",
+            self.arena_bytes,
+            self.scratch_buffers(),
+            self.peak_live_bytes,
+            self.unshared_bytes
+        );
+        s
+    }
+}
+
+fn align(n: usize) -> usize {
+    n.div_ceil(ALIGN).max(1) * ALIGN
+}
+
+/// Plans the storage of `programs` (in schedule order). With `share` off every intermediate gets
+/// a buffer of its own (unfused mode).
+pub fn plan_buffers(
+    g: &Graph,
+    plan: &FusionPlan,
+    programs: &[KernelProgram],
+    layouts: &LayoutPlan,
+    share: bool,
+) -> Result<BufferPlan, PassError> {
+    let end = programs.len().saturating_sub(1);
+    let mut tensors = Vec::new();
+    let writer = |n: NodeId| {
+        programs
+            .iter()
+            .position(|p| p.stages.iter().any(|s| s.node == n && s.store.is_some()))
+    };
+    let last_reader = |n: NodeId| {
+        programs
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| {
+                p.stages.iter().any(|s| {
+                    s.body
+                        .iter()
+                        .any(|i| matches!(&i.instr, Instr::Load { tensor, .. } if *tensor == n))
+                })
+            })
+            .map(|(k, _)| k)
+            .max()
+    };
+    for b in &plan.boundaries {
+        let node = g.node(b.node);
+        let bytes = layouts
+            .layouts
+            .get(&b.node)
+            .map(|l| l.bytes)
+            .ok_or_else(|| {
+                PassError::Internal(format!("{} has no layout", g.node_label(b.node)))
+            })?;
+        let role = match (&node.op, b.reason) {
+            (
+                Op::Tensor {
+                    kind: TensorKind::Placeholder,
+                    ..
+                },
+                _,
+            ) => TensorRole::Input,
+            (
+                Op::Tensor {
+                    kind: TensorKind::Constant,
+                    ..
+                },
+                _,
+            ) => TensorRole::Constant,
+            (Op::Tensor { .. }, _) => TensorRole::State,
+            (_, BoundaryReason::GraphOutput) => TensorRole::Output,
+            (_, BoundaryReason::AssignTarget) => TensorRole::AssignValue,
+            _ => TensorRole::Scratch,
+        };
+        let first = writer(b.node).unwrap_or(0);
+        let last = match role {
+            TensorRole::Scratch => last_reader(b.node).unwrap_or(first).max(first),
+            _ => end,
+        };
+        tensors.push(PlannedTensor {
+            what: Planned::Node(b.node),
+            role,
+            bytes,
+            first,
+            last,
+            buffer: None,
+        });
+    }
+    for (k, p) in programs.iter().enumerate() {
+        let bytes = p.scratch_bytes(g);
+        if bytes > 0 {
+            tensors.push(PlannedTensor {
+                what: Planned::RowScratch(k),
+                role: TensorRole::RowScratch,
+                bytes,
+                first: k,
+                last: k,
+                buffer: None,
+            });
+        }
+    }
+    let in_place = if share {
+        in_place_pairs(programs, &tensors)
+    } else {
+        Vec::new()
+    };
+    let mut buffers: Vec<Buffer> = Vec::new();
+    // Dedicated buffers first, in node order.
+    for (i, t) in tensors.iter_mut().enumerate() {
+        if matches!(t.role, TensorRole::Output | TensorRole::AssignValue) {
+            t.buffer = Some(buffers.len());
+            buffers.push(Buffer {
+                bytes: align(t.bytes),
+                arena_offset: None,
+                tensors: vec![i],
+            });
+        }
+    }
+    let mut shared: Vec<usize> = (0..tensors.len())
+        .filter(|i| {
+            matches!(
+                tensors[*i].role,
+                TensorRole::Scratch | TensorRole::RowScratch
+            )
+        })
+        .collect();
+    let unshared_bytes = shared.iter().map(|i| align(tensors[*i].bytes)).sum();
+    shared.sort_by_key(|i| (std::cmp::Reverse(tensors[*i].bytes), tensors[*i].first));
+    let first_shared = buffers.len();
+    for i in shared {
+        let need = align(tensors[i].bytes);
+        let compatible: Vec<usize> = (first_shared..buffers.len())
+            .filter(|b| {
+                share
+                    && buffers[*b].tensors.iter().all(|o| {
+                        let (x, y) = (&tensors[i], &tensors[*o]);
+                        x.last < y.first
+                            || y.last < x.first
+                            || in_place.iter().any(|(w, v)| {
+                                (x.what == Planned::Node(*w)
+                                    && y.what == Planned::Node(*v)
+                                    && y.last == x.first)
+                                    || (y.what == Planned::Node(*w)
+                                        && x.what == Planned::Node(*v)
+                                        && x.last == y.first)
+                            })
+                    })
+            })
+            .collect();
+        let fit = compatible
+            .iter()
+            .filter(|b| buffers[**b].bytes >= need)
+            .min_by_key(|b| buffers[**b].bytes)
+            .or_else(|| compatible.iter().max_by_key(|b| buffers[**b].bytes))
+            .copied();
+        let b = match fit {
+            Some(b) => b,
+            None => {
+                buffers.push(Buffer {
+                    bytes: 0,
+                    arena_offset: Some(0),
+                    tensors: Vec::new(),
+                });
+                buffers.len() - 1
+            }
+        };
+        buffers[b].bytes = buffers[b].bytes.max(need);
+        buffers[b].tensors.push(i);
+        tensors[i].buffer = Some(b);
+    }
+    let mut offset = 0;
+    for b in buffers.iter_mut().skip(first_shared) {
+        b.arena_offset = Some(offset);
+        offset += b.bytes;
+        b.tensors.sort_by_key(|t| tensors[*t].first);
+    }
+    let used: Vec<(NodeId, NodeId)> = in_place
+        .into_iter()
+        .filter(|(w, o)| {
+            let tw = tensors
+                .iter()
+                .find(|t| t.what == Planned::Node(*w))
+                .and_then(|t| t.buffer);
+            let to = tensors
+                .iter()
+                .find(|t| t.what == Planned::Node(*o))
+                .and_then(|t| t.buffer);
+            tw.is_some() && tw == to
+        })
+        .collect();
+    let peak_live_bytes = (0..programs.len())
+        .map(|k| {
+            tensors
+                .iter()
+                .filter(|t| matches!(t.role, TensorRole::Scratch | TensorRole::RowScratch))
+                .filter(|t| {
+                    // A tensor overwritten in place dies as its successor is born.
+                    let over = used.iter().any(|(_, o)| t.what == Planned::Node(*o));
+                    let last = if over {
+                        t.last.saturating_sub(1)
+                    } else {
+                        t.last
+                    };
+                    t.first <= k && k <= last
+                })
+                .map(|t| align(t.bytes))
+                .sum::<usize>()
+        })
+        .max()
+        .unwrap_or(0);
+    Ok(BufferPlan {
+        tensors,
+        buffers,
+        arena_bytes: offset,
+        unshared_bytes,
+        peak_live_bytes,
+        in_place: used,
+    })
+}
+
+/// `(written, overwritten)` pairs where a kernel may write a scratch tensor over a dead one.
+fn in_place_pairs(programs: &[KernelProgram], tensors: &[PlannedTensor]) -> Vec<(NodeId, NodeId)> {
+    let scratch = |n: NodeId| {
+        tensors
+            .iter()
+            .find(|t| t.what == Planned::Node(n) && t.role == TensorRole::Scratch)
+    };
+    let mut out = Vec::new();
+    for (k, p) in programs.iter().enumerate() {
+        if p.stages.len() != 1 {
+            continue;
+        }
+        let st = &p.stages[0];
+        let (Some(store), None) = (&st.store, &st.reduction) else {
+            continue;
+        };
+        let Some(w) = scratch(st.node) else { continue };
+        let loads: Vec<_> = st
+            .body
+            .iter()
+            .filter_map(|i| match &i.instr {
+                Instr::Load {
+                    tensor,
+                    valid,
+                    view,
+                    ..
+                } => Some((
+                    *tensor,
+                    valid.is_empty()
+                        && *view
+                            == store.view.clone().map(|mut v| {
+                                v.tensor = *tensor;
+                                v
+                            }),
+                )),
+                _ => None,
+            })
+            .collect();
+        for (t, same) in &loads {
+            let Some(r) = scratch(*t) else { continue };
+            let all_same = loads.iter().filter(|(x, _)| x == t).all(|(_, s)| *s);
+            if *same && all_same && r.last == k && r.bytes == w.bytes && *t != st.node {
+                out.push((st.node, *t));
+                break;
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,163 @@
+//! The pass pipeline: simplify → fusion → kernel programs → layout → storage, keeping every
+//! stage's result so it can be dumped (`weft explain`) and tested.
+//!
+//! Assumes: a graph that `Graph::verify` accepts (every length bound).
+//! Guarantees: [`compile_plan`] either returns a complete [`CompiledPlan`] — kernels in a
+//! topological schedule, every load and store addressed through a strided view, every stored
+//! intermediate in a planned buffer — or a [`PassError`] naming what it cannot compile.
+
+use crate::passes::fusion::{fuse, FusionOptions, FusionPlan};
+use crate::passes::kernel::{build_programs, KernelProgram};
+use crate::passes::layout::{assign_layouts, LayoutPlan};
+use crate::passes::simplify::{
+    interpreter_evaluator, simplify, ConstantEvaluator, Simplified, SimplifyOptions,
+};
+use crate::passes::storage::{plan_buffers, BufferPlan};
+use crate::passes::{NodeMap, PassError};
+use std::collections::BTreeMap;
+use weft_ir::{Axis, Graph, NodeId};
+
+/// How to compile.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlanOptions {
+    /// Fuse and share storage (true), or one kernel per op with every intermediate stored in a
+    /// buffer of its own (false: the unfused baseline).
+    pub fused: bool,
+    /// Requested outputs besides the graph's marked outputs.
+    pub outputs: Vec<NodeId>,
+    /// Axis orders (major to minor) the caller asks for some placeholders and outputs, by node of
+    /// the source graph; the others are row-major in their declared axes order.
+    pub layouts: Vec<(NodeId, Vec<Axis>)>,
+}
+
+impl Default for PlanOptions {
+    fn default() -> Self {
+        PlanOptions {
+            fused: true,
+            outputs: Vec::new(),
+            layouts: Vec::new(),
+        }
+    }
+}
+
+/// Every stage of compilation, in order.
+#[derive(Clone, Debug)]
+pub struct CompiledPlan {
+    /// The input graph.
+    pub source: Graph,
+    /// The simplified graph and the map from source nodes to its nodes.
+    pub simplified: Simplified,
+    /// The requested outputs, as nodes of the simplified graph.
+    pub outputs: Vec<NodeId>,
+    /// Fusion groups and boundaries (over the simplified graph).
+    pub fusion: FusionPlan,
+    /// Layouts of stored tensors.
+    pub layouts: LayoutPlan,
+    /// One program per group, in schedule order, with strided views.
+    pub kernels: Vec<KernelProgram>,
+    /// Buffers.
+    pub buffers: BufferPlan,
+}
+
+impl CompiledPlan {
+    /// Source node → simplified node.
+    pub fn map(&self) -> &NodeMap {
+        &self.simplified.map
+    }
+    /// Every stage as text: the simplified graph (text format) and what simplify did, fusion,
+    /// layouts, kernels, buffers.
+    pub fn display(&self) -> String {
+        let g = &self.simplified.graph;
+        let mut s = format!(
+            "== simplify\n{:?}\n{}== fusion\n",
+            self.simplified.stats,
+            weft_ir::text::print(g)
+        );
+        s += &self.fusion.display(g);
+        s += "== layout\n";
+        s += &self.layouts.display(g);
+        s += "== kernels\n";
+        for k in &self.kernels {
+            s += &k.display(g);
+        }
+        s += "== buffers\n";
+        s += &self.buffers.display(g);
+        s
+    }
+}
+
+/// Runs the passes on `graph`. `evaluate` folds constant-only subgraphs (the reference
+/// interpreter); without it only uniform constants fold.
+pub fn compile_plan_with(
+    graph: &Graph,
+    options: &PlanOptions,
+    evaluate: Option<ConstantEvaluator<'_>>,
+) -> Result<CompiledPlan, PassError> {
+    graph.verify()?;
+    let simplified = simplify(
+        graph,
+        &SimplifyOptions {
+            keep: options.outputs.clone(),
+            ..SimplifyOptions::default()
+        },
+        evaluate,
+    )?;
+    let g = &simplified.graph;
+    let outputs = options
+        .outputs
+        .iter()
+        .map(|o| {
+            simplified
+                .map
+                .get(*o)
+                .ok_or_else(|| PassError::Internal(format!("requested output {o} was removed")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    // Storing a node a reader would index per part of an axis it iterates whole avoids a
+    // div/mod index; each retry stores one more node, so this ends.
+    let mut force_stored = Vec::new();
+    let (fusion, mut kernels) = loop {
+        let fusion = fuse(
+            g,
+            &outputs,
+            FusionOptions {
+                fused: options.fused,
+                force_stored: force_stored.clone(),
+            },
+        )?;
+        match build_programs(g, &fusion) {
+            Ok(k) => break (fusion, k),
+            Err(PassError::SplitIndex { node, .. }) if !force_stored.contains(&node) => {
+                force_stored.push(node)
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    let mut requested = BTreeMap::new();
+    for (n, order) in &options.layouts {
+        let m = simplified
+            .map
+            .get(*n)
+            .ok_or_else(|| PassError::Unsupported {
+                node: graph.node_label(*n),
+                reason: "a layout was asked for a node the computation does not keep".into(),
+            })?;
+        requested.insert(m, order.clone());
+    }
+    let layouts = assign_layouts(g, &fusion, &mut kernels, &requested)?;
+    let buffers = plan_buffers(g, &fusion, &kernels, &layouts, options.fused)?;
+    Ok(CompiledPlan {
+        source: graph.clone(),
+        outputs,
+        fusion,
+        layouts,
+        kernels,
+        buffers,
+        simplified,
+    })
+}
+
+/// Runs the passes on `graph`, folding constant-only subgraphs with the reference interpreter.
+pub fn compile_plan(graph: &Graph, options: &PlanOptions) -> Result<CompiledPlan, PassError> {
+    compile_plan_with(graph, options, Some(&interpreter_evaluator))
+}

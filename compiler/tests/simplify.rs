@@ -1,0 +1,310 @@
+//! simplify: before/after listings and the exactness rules of each peephole.
+
+mod common;
+
+use weft_compiler::passes::simplify::{simplify, SimplifyOptions};
+use weft_ir::graph::GraphBuilder;
+use weft_ir::{DType, Graph, Op, Scalar, TensorInit};
+
+/// The graph in the text format.
+fn listing(g: &Graph) -> String {
+    weft_ir::text::print(g)
+}
+
+fn before_after(g: &Graph, opts: &SimplifyOptions) -> (Graph, String) {
+    let s = simplify(g, opts, None).unwrap();
+    let text = format!(
+        "-- before\n{}-- after ({:?})\n{}",
+        listing(g),
+        s.stats,
+        listing(&s.graph)
+    );
+    (s.graph, text)
+}
+
+#[test]
+fn peepholes_keep_axes_and_exactness() {
+    let g = GraphBuilder::new();
+    let a = g.axis("A", 3).unwrap();
+    let b = g.axis("B", 2).unwrap();
+    let x = g.placeholder("x", &[a], DType::F32).unwrap();
+    let i = g.placeholder("i", &[a], DType::I32).unwrap();
+    let ones = g.filled(&[a, b], DType::F32, Scalar::Float(1.0)).unwrap();
+    // x·1 over (A, B): x broadcast to (A, B), the axes of the product.
+    (x * ones)
+        .unwrap()
+        .named("x_times_ones")
+        .unwrap()
+        .output()
+        .unwrap();
+    // Floats: x + 0.0 stays (−0 + 0 = +0); x + (−0.0) and x − 0.0 go.
+    let zero = g.scalar(0.0, DType::F32).unwrap();
+    let neg_zero = g.scalar(-0.0, DType::F32).unwrap();
+    (x + zero)
+        .unwrap()
+        .named("x_plus_zero")
+        .unwrap()
+        .output()
+        .unwrap();
+    (x + neg_zero)
+        .unwrap()
+        .named("x_plus_neg_zero")
+        .unwrap()
+        .output()
+        .unwrap();
+    (x - zero)
+        .unwrap()
+        .named("x_minus_zero")
+        .unwrap()
+        .output()
+        .unwrap();
+    // Floats: x·0 stays (NaN, inf, −0); integers: i·0 is 0.
+    (x * zero)
+        .unwrap()
+        .named("x_times_zero")
+        .unwrap()
+        .output()
+        .unwrap();
+    let izero = g.scalar(0.0, DType::I32).unwrap();
+    (i * izero)
+        .unwrap()
+        .named("i_times_zero")
+        .unwrap()
+        .output()
+        .unwrap();
+    let iz = g.scalar(0.0, DType::I32).unwrap();
+    (i + iz)
+        .unwrap()
+        .named("i_plus_zero")
+        .unwrap()
+        .output()
+        .unwrap();
+    // −(−x) is x; log(exp x) only when inexact rewrites are allowed.
+    x.negative()
+        .unwrap()
+        .negative()
+        .unwrap()
+        .named("negneg")
+        .unwrap()
+        .output()
+        .unwrap();
+    x.exp()
+        .unwrap()
+        .log()
+        .unwrap()
+        .named("logexp")
+        .unwrap()
+        .output()
+        .unwrap();
+    let graph = g.finish();
+    let (out, text) = before_after(&graph, &SimplifyOptions::default());
+    insta::assert_snapshot!(text);
+    // Every output keeps its axes, order included, and dtype.
+    let map = simplify(&graph, &SimplifyOptions::default(), None)
+        .unwrap()
+        .map;
+    for o in graph.outputs() {
+        let n = map.get(*o).unwrap();
+        assert_eq!(graph.node(*o).axes, out.node(n).axes);
+        assert_eq!(graph.node(*o).dtype, out.node(n).dtype);
+    }
+    let kept_logexp = out
+        .outputs()
+        .iter()
+        .any(|o| matches!(out.node(*o).op, Op::Unary(weft_ir::UnaryOp::Log, _)));
+    assert!(kept_logexp);
+    let inexact = simplify(
+        &graph,
+        &SimplifyOptions {
+            inexact: true,
+            ..SimplifyOptions::default()
+        },
+        None,
+    )
+    .unwrap();
+    assert!(!inexact
+        .graph
+        .nodes()
+        .any(|(_, n)| matches!(n.op, Op::Unary(weft_ir::UnaryOp::Log, _))));
+}
+
+#[test]
+fn common_subexpressions_merge_and_dead_code_goes() {
+    let g = GraphBuilder::new();
+    let a = g.axis("A", 3).unwrap();
+    let x = g.placeholder("x", &[a], DType::F64).unwrap();
+    let y = g.placeholder("y", &[a], DType::F64).unwrap();
+    let d1 = (x - y).unwrap();
+    let d2 = (x - y).unwrap();
+    let unused = (x * y).unwrap().exp().unwrap();
+    let _ = unused;
+    let two = g.scalar(2.0, DType::F64).unwrap();
+    let two_again = g.scalar(2.0, DType::F64).unwrap();
+    let s = ((d1 * two).unwrap() + (d2 * two_again).unwrap()).unwrap();
+    s.named("s").unwrap().output().unwrap();
+    let graph = g.finish();
+    let (out, text) = before_after(&graph, &SimplifyOptions::default());
+    insta::assert_snapshot!(text);
+    let s = simplify(&graph, &SimplifyOptions::default(), None).unwrap();
+    assert_eq!(s.stats.common, 3);
+    assert_eq!(s.stats.dead, 2);
+    // x − y once, (x − y)·2 once, the sum of it with itself.
+    assert_eq!(out.len(), 6);
+    assert_eq!(out.node(out.find("s").unwrap()).op.name(), "add");
+}
+
+#[test]
+fn uniform_constants_fold_through_views() {
+    let g = GraphBuilder::new();
+    let a = g.axis("A", 3).unwrap();
+    let b = g.axis("B", 4).unwrap();
+    let x = g.placeholder("x", &[a, b], DType::F32).unwrap();
+    let c = g.scalar(3.0, DType::F32).unwrap();
+    let cb = c.broadcast(&[b, a]).unwrap().transpose().unwrap();
+    let cbt = cb.cast_axes(&[a, b]).unwrap();
+    (x * cbt).unwrap().named("y").unwrap().output().unwrap();
+    let graph = g.finish();
+    let (out, text) = before_after(&graph, &SimplifyOptions::default());
+    insta::assert_snapshot!(text);
+    assert!(!out.nodes().any(|(_, n)| n.op.is_view()));
+}
+
+#[test]
+fn requested_outputs_assigns_and_state_survive() {
+    let g = GraphBuilder::new();
+    let a = g.axis("A", 2).unwrap();
+    let x = g.placeholder("x", &[a], DType::F32).unwrap();
+    let unused_input = g.placeholder("unused", &[a], DType::F32).unwrap();
+    let _ = unused_input;
+    let v = g
+        .variable("v", &[a], DType::F32, TensorInit::Fill(Scalar::Float(0.0)))
+        .unwrap();
+    let t = (x + v).unwrap().named("t").unwrap();
+    v.assign(t).unwrap();
+    let r = x.exp().unwrap().named("requested").unwrap().id();
+    let graph = g.finish();
+    let s = simplify(
+        &graph,
+        &SimplifyOptions {
+            keep: vec![r],
+            ..SimplifyOptions::default()
+        },
+        None,
+    )
+    .unwrap();
+    assert!(s.map.get(r).is_some());
+    assert!(s.graph.find("unused").is_some());
+    assert!(s
+        .graph
+        .nodes()
+        .any(|(_, n)| matches!(n.op, Op::Assign { .. })));
+    assert_eq!(s.stats.dead, 0);
+}
+
+#[test]
+fn workloads_are_left_alone() {
+    for g in [
+        common::softmax(2, 3),
+        common::layernorm(2, 3),
+        common::mlp(3, 4),
+    ] {
+        let s = simplify(&g, &SimplifyOptions::default(), None).unwrap();
+        assert_eq!(s.graph, g);
+    }
+}
+
+#[path = "common/oracle.rs"]
+mod oracle;
+
+/// Simplify's exact mode changes no result: the interpreter gives the same bits before and after.
+fn assert_same_results(g: &Graph) {
+    let s = simplify(
+        g,
+        &SimplifyOptions::default(),
+        Some(&weft_compiler::passes::simplify::interpreter_evaluator),
+    )
+    .unwrap();
+    for seed in 0..3 {
+        let ins = oracle::random_inputs(g, seed);
+        let before = oracle::interpret(g, g.outputs(), &ins);
+        let outs: Vec<_> = g.outputs().iter().map(|o| s.map.get(*o).unwrap()).collect();
+        // Placeholders all survive, in order.
+        assert_eq!(s.graph.placeholders().len(), g.placeholders().len());
+        let after = oracle::interpret(&s.graph, &outs, &ins);
+        for (b, a) in before.iter().zip(&after) {
+            assert!(oracle::same_bits(b, a), "{b:?}\nvs\n{a:?}");
+        }
+    }
+}
+
+#[test]
+fn exact_simplification_keeps_every_result() {
+    assert_same_results(&common::softmax(3, 4));
+    assert_same_results(&common::layernorm(2, 5));
+    assert_same_results(&common::views());
+    let g = GraphBuilder::new();
+    let a = g.axis("A", 3).unwrap();
+    let b = g.axis("B", 2).unwrap();
+    let x = g.placeholder("x", &[a, b], DType::F32).unwrap();
+    let i = g.placeholder("i", &[b], DType::I64).unwrap();
+    let one = g.filled(&[b], DType::F32, Scalar::Float(1.0)).unwrap();
+    let nz = g.scalar(-0.0, DType::F32).unwrap();
+    let z = g.scalar(0.0, DType::F32).unwrap();
+    let iz = g.scalar(0.0, DType::I64).unwrap();
+    ((x * one).unwrap() + nz).unwrap().output().unwrap();
+    (x - z)
+        .unwrap()
+        .negative()
+        .unwrap()
+        .negative()
+        .unwrap()
+        .output()
+        .unwrap();
+    (i * iz).unwrap().output().unwrap();
+    (x * z).unwrap().output().unwrap();
+    let c = g
+        .constant(&[b], weft_ir::ArrayData::F32(vec![0.5, -1.5]))
+        .unwrap();
+    (x + c.exp().unwrap().sigmoid().unwrap())
+        .unwrap()
+        .output()
+        .unwrap();
+    assert_same_results(&g.finish());
+}
+
+#[test]
+fn constant_subgraphs_fold_with_the_interpreter() {
+    let g = GraphBuilder::new();
+    let a = g.axis("A", 3).unwrap();
+    let b = g.axis("B", 2).unwrap();
+    let x = g.placeholder("x", &[a, b], DType::F32).unwrap();
+    let c = g
+        .constant(&[b], weft_ir::ArrayData::F32(vec![0.25, 2.0]))
+        .unwrap();
+    let d = g.filled(&[a], DType::F32, Scalar::Float(3.0)).unwrap();
+    // (exp(c) + d) over (B, A) is constant: one data constant after folding.
+    let k = (c.exp().unwrap() + d).unwrap().named("k").unwrap();
+    (x * k).unwrap().named("y").unwrap().output().unwrap();
+    let graph = g.finish();
+    let s = simplify(
+        &graph,
+        &SimplifyOptions::default(),
+        Some(&weft_compiler::passes::simplify::interpreter_evaluator),
+    )
+    .unwrap();
+    assert_eq!(s.stats.folded, 2);
+    let text = format!(
+        "-- before\n{}-- after ({:?})\n{}",
+        listing(&graph),
+        s.stats,
+        listing(&s.graph)
+    );
+    insta::assert_snapshot!(text);
+    assert_same_results(&graph);
+    // The folded value is the interpreter's, to the bit.
+    let k_old = graph.find("k").unwrap();
+    let k_new = s.map.get(k_old).unwrap();
+    let want = oracle::interpret(&graph, &[k_old], &oracle::random_inputs(&graph, 0));
+    let got = oracle::interpret(&s.graph, &[k_new], &oracle::random_inputs(&s.graph, 0));
+    assert!(oracle::same_bits(&want[0], &got[0]));
+}
