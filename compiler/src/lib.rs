@@ -4,12 +4,8 @@
 //! Cranelift.
 
 pub mod codegen;
-pub mod executable;
-pub mod lower;
 pub mod passes;
 pub mod pipeline;
 
-pub use executable::{JitError, JitExecutable, JitOptions};
-pub use lower::{lower_plan, BufferBinding, LowerError, LowerOptions, LoweredKernel};
 pub use passes::{NodeMap, PassError};
 pub use pipeline::{compile_plan, CompiledPlan, PlanOptions};
