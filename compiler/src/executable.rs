@@ -181,7 +181,7 @@ impl JitExecutable {
             &restricted,
             &PlanOptions {
                 fused: options.fused,
-                outputs: Vec::new(),
+                ..PlanOptions::default()
             },
         )?;
         let to_simplified = |src: NodeId| -> Option<NodeId> {

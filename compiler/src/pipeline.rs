@@ -14,7 +14,8 @@ use crate::passes::simplify::{
 };
 use crate::passes::storage::{plan_buffers, BufferPlan};
 use crate::passes::{NodeMap, PassError};
-use weft_ir::{Graph, NodeId};
+use std::collections::BTreeMap;
+use weft_ir::{Axis, Graph, NodeId};
 
 /// How to compile.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -24,6 +25,9 @@ pub struct PlanOptions {
     pub fused: bool,
     /// Requested outputs besides the graph's marked outputs.
     pub outputs: Vec<NodeId>,
+    /// Axis orders (major to minor) the caller asks for some placeholders and outputs, by node of
+    /// the source graph; the others are row-major in their declared axes order.
+    pub layouts: Vec<(NodeId, Vec<Axis>)>,
 }
 
 impl Default for PlanOptions {
@@ -31,6 +35,7 @@ impl Default for PlanOptions {
         PlanOptions {
             fused: true,
             outputs: Vec::new(),
+            layouts: Vec::new(),
         }
     }
 }
@@ -59,10 +64,15 @@ impl CompiledPlan {
     pub fn map(&self) -> &NodeMap {
         &self.simplified.map
     }
-    /// Every stage as text: simplify stats, fusion, layouts, kernels, buffers.
+    /// Every stage as text: the simplified graph (text format) and what simplify did, fusion,
+    /// layouts, kernels, buffers.
     pub fn display(&self) -> String {
         let g = &self.simplified.graph;
-        let mut s = format!("== simplify\n{:?}\n== fusion\n", self.simplified.stats);
+        let mut s = format!(
+            "== simplify\n{:?}\n{}== fusion\n",
+            self.simplified.stats,
+            weft_ir::text::print(g)
+        );
         s += &self.fusion.display(g);
         s += "== layout\n";
         s += &self.layouts.display(g);
@@ -123,7 +133,18 @@ pub fn compile_plan_with(
             Err(e) => return Err(e),
         }
     };
-    let layouts = assign_layouts(g, &fusion, &mut kernels)?;
+    let mut requested = BTreeMap::new();
+    for (n, order) in &options.layouts {
+        let m = simplified
+            .map
+            .get(*n)
+            .ok_or_else(|| PassError::Unsupported {
+                node: graph.node_label(*n),
+                reason: "a layout was asked for a node the computation does not keep".into(),
+            })?;
+        requested.insert(m, order.clone());
+    }
+    let layouts = assign_layouts(g, &fusion, &mut kernels, &requested)?;
     let buffers = plan_buffers(g, &fusion, &kernels, &layouts, options.fused)?;
     Ok(CompiledPlan {
         source: graph.clone(),

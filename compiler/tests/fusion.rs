@@ -103,6 +103,7 @@ fn unfused_mode_stores_every_intermediate() {
     // Every intermediate has a buffer of its own.
     assert_eq!(p.buffers.scratch_buffers(), 4);
     assert_eq!(p.buffers.arena_bytes, p.buffers.unshared_bytes);
+    assert!(p.buffers.peak_live_bytes <= p.buffers.arena_bytes);
     insta::assert_snapshot!(p.fusion.display(&p.simplified.graph));
 }
 
@@ -483,4 +484,81 @@ fn a_value_computed_by_parts_but_read_whole_is_stored() {
     insta::assert_snapshot!(p.display());
     matches_interpreter(&graph, true);
     matches_interpreter(&graph, false);
+}
+
+#[test]
+fn callers_may_ask_for_column_major_inputs_and_outputs() {
+    let g = weft_ir::graph::GraphBuilder::new();
+    let a = g.axis("A", 2).unwrap();
+    let b = g.axis("B", 3).unwrap();
+    let x = g.placeholder("x", &[a, b], weft_ir::DType::F64).unwrap();
+    let y = x.exp().unwrap().named("y").unwrap();
+    y.output().unwrap();
+    let (xid, yid) = (x.id(), y.id());
+    let graph = g.finish();
+    let opts = PlanOptions {
+        layouts: vec![(xid, vec![b, a]), (yid, vec![b, a])],
+        ..PlanOptions::default()
+    };
+    let p = compile_plan(&graph, &opts).unwrap();
+    let m = p.map();
+    assert_eq!(p.layouts.layouts[&m.get(xid).unwrap()].strides, vec![1, 2]);
+    assert_eq!(p.layouts.layouts[&m.get(yid).unwrap()].strides, vec![1, 2]);
+    // Column-major data in, the same logical values out.
+    let row_major: Vec<f64> = (0..6).map(|i| i as f64 / 4.0).collect();
+    let col_major: Vec<f64> = (0..6).map(|k| row_major[(k % 2) * 3 + k / 2]).collect();
+    let out = exec::run(&p, &[("x".to_string(), col_major)].into_iter().collect());
+    let want: Vec<f64> = row_major.iter().map(|v| v.exp()).collect();
+    assert_eq!(out[0], want);
+    // Only placeholders and outputs take a requested order.
+    let bad = PlanOptions {
+        layouts: vec![(xid, vec![a])],
+        ..PlanOptions::default()
+    };
+    assert!(matches!(
+        compile_plan(&graph, &bad),
+        Err(weft_compiler::PassError::Unsupported { .. })
+    ));
+}
+
+#[test]
+fn a_chain_of_views_is_one_strided_view() {
+    use weft_compiler::passes::views::view_index_map;
+    let g = weft_ir::graph::GraphBuilder::new();
+    let a = g.axis("A", 5).unwrap();
+    let b = g.axis("B", 4).unwrap();
+    let c = g.axis("C", 3).unwrap();
+    let x = g.placeholder("x", &[a, b, c], weft_ir::DType::F32).unwrap();
+    // transpose, then B reversed with step 2, C pinned to 1, then A·... flattened away again.
+    let v = x
+        .transpose()
+        .unwrap()
+        .slice(&[
+            (
+                b.transposed(),
+                weft_ir::AxisSlice::Range(weft_ir::SliceRange {
+                    start: None,
+                    stop: None,
+                    step: -2,
+                }),
+            ),
+            (c.transposed(), weft_ir::AxisSlice::Index(1)),
+        ])
+        .unwrap()
+        .pad(&[(a.transposed(), 1, 0)])
+        .unwrap();
+    let (vid, xid) = (v.id(), x.id());
+    let graph = g.finish();
+    let strides = |n: weft_ir::NodeId| (n == xid).then(|| vec![12i64, 3, 1]);
+    let (view, mask) = view_index_map(&graph, vid, &strides).unwrap();
+    // View axes: B*[::-2] (2: b = 3, 1), A*+pad(1,0) (6: a = i − 1).
+    assert_eq!(
+        view.axes.iter().map(|x| x.len).collect::<Vec<_>>(),
+        vec![2, 6]
+    );
+    assert_eq!(view.strides, vec![-6, 12]);
+    // b = 3 → 9, c = 1 → 1, a = −1 (the pad) → −12.
+    assert_eq!(view.offset, 9 + 1 - 12);
+    assert_eq!(mask.len(), 1);
+    assert_eq!((mask[0].lo, mask[0].hi), (1, 6));
 }

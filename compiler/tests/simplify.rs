@@ -6,41 +6,9 @@ use weft_compiler::passes::simplify::{simplify, SimplifyOptions};
 use weft_ir::graph::GraphBuilder;
 use weft_ir::{DType, Graph, Op, Scalar, TensorInit};
 
-/// One line per node: `%3 name = op(%1, %2) (axes) dtype`.
+/// The graph in the text format.
 fn listing(g: &Graph) -> String {
-    let mut s = String::new();
-    for (id, n) in g.nodes() {
-        let args: Vec<String> = n.op.inputs().iter().map(|i| format!("{i}")).collect();
-        let init = match &n.op {
-            Op::Tensor {
-                init: Some(TensorInit::Fill(v)),
-                ..
-            } => format!(" fill {v}"),
-            Op::Tensor {
-                init: Some(TensorInit::Data(d)),
-                ..
-            } => format!(" data {d:?}"),
-            _ => String::new(),
-        };
-        let name = n
-            .name
-            .as_deref()
-            .map(|x| format!(" {x}"))
-            .unwrap_or_default();
-        let out = if g.outputs().contains(&id) {
-            " -> output"
-        } else {
-            ""
-        };
-        s += &format!(
-            "{id}{name} = {}({}){init} {} {}{out}\n",
-            n.op.name(),
-            args.join(", "),
-            g.axes_name(&n.axes),
-            n.dtype
-        );
-    }
-    s
+    weft_ir::text::print(g)
 }
 
 fn before_after(g: &Graph, opts: &SimplifyOptions) -> (Graph, String) {

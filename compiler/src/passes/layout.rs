@@ -3,7 +3,8 @@
 //! Assumes: kernel programs built from a fusion plan (loads carry per-axis affine indices).
 //! Guarantees:
 //! - placeholders, variables, persistent tensors, constants, graph outputs and assigned values
-//!   are row-major in their declared axes order (the caller's and the interpreter's layout);
+//!   are row-major in their declared axes order (the caller's and the interpreter's layout),
+//!   except placeholders and outputs for which the caller asks for another axis order;
 //! - every other stored intermediate is dense (no gaps), its axes ordered major to minor by how
 //!   deep in its first reader's loop nest they are walked (outer loops major, innermost loop
 //!   minor), so that reader walks it contiguously; ties keep the declared order;
@@ -58,19 +59,44 @@ impl LayoutPlan {
 
 /// Chooses layouts for every stored tensor of `plan` and writes the strided views into
 /// `programs`.
+/// `requested` gives, for some placeholders and outputs, the axis order (major to minor) the
+/// caller will supply or wants; it must be a reordering of the node's axes.
 pub fn assign_layouts(
     g: &Graph,
     plan: &FusionPlan,
     programs: &mut [KernelProgram],
+    requested: &BTreeMap<NodeId, Vec<Axis>>,
 ) -> Result<LayoutPlan, PassError> {
     let mut layouts = BTreeMap::new();
     for b in &plan.boundaries {
         let node = g.node(b.node);
         let axes: Vec<Axis> = node.axes.iter().copied().collect();
+        if let Some(order) = requested.get(&b.node) {
+            let is_input = matches!(
+                node.op,
+                Op::Tensor {
+                    kind: weft_ir::TensorKind::Placeholder,
+                    ..
+                }
+            );
+            let reorder = order.len() == axes.len() && order.iter().all(|a| axes.contains(a));
+            if !(is_input || g.outputs().contains(&b.node)) || !reorder {
+                return Err(PassError::Unsupported {
+                    node: g.node_label(b.node),
+                    reason: format!(
+                        "a layout order can be asked only for a placeholder or an output, as a \
+                         reordering of its axes {}",
+                        g.axes_name(&node.axes)
+                    ),
+                });
+            }
+        }
         let fixed = matches!(node.op, Op::Tensor { .. } | Op::Assign { .. })
             || g.outputs().contains(&b.node)
             || b.reason == super::fusion::BoundaryReason::GraphOutput;
-        let order = if fixed {
+        let order = if let Some(order) = requested.get(&b.node) {
+            order.clone()
+        } else if fixed {
             axes.clone()
         } else {
             reader_order(g, b.node, programs).unwrap_or(axes.clone())

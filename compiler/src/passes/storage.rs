@@ -92,6 +92,9 @@ pub struct BufferPlan {
     pub arena_bytes: usize,
     /// Bytes the shared tensors would take with one buffer each (aligned).
     pub unshared_bytes: usize,
+    /// The most bytes of shared tensors alive at once during the schedule (aligned; a tensor
+    /// overwritten in place ends as its successor starts): the floor no assignment goes below.
+    pub peak_live_bytes: usize,
     /// `(written, overwritten)`: a tensor written in place over a dead one.
     pub in_place: Vec<(NodeId, NodeId)>,
 }
@@ -146,9 +149,10 @@ impl BufferPlan {
             s += &format!("in place: {} over {}\n", g.node_label(*w), g.node_label(*o));
         }
         s += &format!(
-            "arena {} bytes in {} buffers; {} bytes with one buffer per tensor\n",
+            "arena {} bytes in {} buffers (peak live {}); {} bytes with one buffer per tensor\n",
             self.arena_bytes,
             self.scratch_buffers(),
+            self.peak_live_bytes,
             self.unshared_bytes
         );
         s
@@ -334,11 +338,32 @@ pub fn plan_buffers(
             tw.is_some() && tw == to
         })
         .collect();
+    let peak_live_bytes = (0..programs.len())
+        .map(|k| {
+            tensors
+                .iter()
+                .filter(|t| matches!(t.role, TensorRole::Scratch | TensorRole::RowScratch))
+                .filter(|t| {
+                    // A tensor overwritten in place dies as its successor is born.
+                    let over = used.iter().any(|(_, o)| t.what == Planned::Node(*o));
+                    let last = if over {
+                        t.last.saturating_sub(1)
+                    } else {
+                        t.last
+                    };
+                    t.first <= k && k <= last
+                })
+                .map(|t| align(t.bytes))
+                .sum::<usize>()
+        })
+        .max()
+        .unwrap_or(0);
     Ok(BufferPlan {
         tensors,
         buffers,
         arena_bytes: offset,
         unshared_bytes,
+        peak_live_bytes,
         in_place: used,
     })
 }

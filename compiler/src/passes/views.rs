@@ -356,10 +356,28 @@ impl IndexEnv {
         let n = g.node(node);
         let simple = |env: IndexEnv| Ok(vec![OperandIndex { env, valid: vec![] }]);
         match &n.op {
+            Op::Flatten {
+                input: x,
+                axes: merged,
+            } => {
+                // The merged axes are read as the parts of the flattened axis: if this frame
+                // indexes it whole, they need div/mod (an axis of the same identity elsewhere in
+                // the frame is another coordinate).
+                if let Some(f) = n.axes.iter().find(|a| immediate_parts(g, **a) == *merged) {
+                    if self.map.contains_key(f) {
+                        return Err(split_index(g, node, *f));
+                    }
+                }
+                let leaves = env_keys(g, &g.node(*x).axes);
+                let mut map = BTreeMap::new();
+                for a in &g.node(*x).axes {
+                    self.pass_axis(g, *x, *a, &leaves, &mut map)?;
+                }
+                simple(IndexEnv { map })
+            }
             Op::Broadcast(x)
             | Op::AxesWithOrder(x)
             | Op::ExpandDims { input: x, .. }
-            | Op::Flatten { input: x, .. }
             | Op::Unflatten { input: x, .. } => {
                 let leaves = env_keys(g, &g.node(*x).axes);
                 let mut map = BTreeMap::new();
