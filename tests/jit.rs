@@ -387,3 +387,15 @@ fn f32_products_accumulate_without_overflowing_early() {
     let g = weft::ir::text::parse(src, "prod.weft").unwrap();
     agree(&g, g.outputs(), 1);
 }
+
+#[test]
+fn f32_dots_overflow_where_the_interpreter_does() {
+    // Found by jit_props: f32 products beyond f32 range would give inf − inf = NaN; taken in
+    // f64 as the interpreter's, the sum is inf.
+    let src = "axis A = 2\naxis B = 3\n\
+               variable t1: f32[A, B] = [-15.625, -662.9258, -inf, 4.3995447, -7.7344905e37, 0.0]\n\
+               variable t2: f32[B] = [-7.7344905e37, -7.7344905e37, 2.0]\n\
+               t3 = dot(t1, t2)\noutput t3\n";
+    let g = weft::ir::text::parse(src, "dot_overflow.weft").unwrap();
+    agree(&g, g.outputs(), 1);
+}

@@ -19,8 +19,9 @@
 //! - pad becomes masked loads plus a select where a guarded value is not already a masked load;
 //!   concat a chain of selects over masked loads; dot a reduction loop nest of products;
 //!   mean a sum divided by the count; float argmax/argmin a second accumulator finding the first
-//!   NaN (the interpreter's rule); bool max/min/argmax/argmin run on `i32` 0/1; f32 products
-//!   accumulate in f64 (as the interpreter's); integer power is
+//!   NaN (the interpreter's rule); bool max/min/argmax/argmin run on `i32` 0/1; f32 sums, means,
+//!   dots and products accumulate in f64 as the interpreter's (see
+//!   [`LowerOptions::f64_accumulation`]); integer power is
 //!   square-and-multiply over the exponent's bits, unrolled;
 //! - every lowered kernel passes [`verify`] (checked here; a failure is a typed error).
 
@@ -66,6 +67,12 @@ pub struct LowerOptions {
     pub parallel_scratch_limit: u64,
     /// Annotate innermost loops `vectorize`.
     pub vectorize: bool,
+    /// Accumulate f32 sums, means and dots in f64 (each dot product taken in f64) and round
+    /// once, as the interpreter does: partial sums and products then overflow exactly where the
+    /// interpreter's do. Such loops run scalar (the vectoriser keeps one float type per loop);
+    /// off, they accumulate in f32 with several vector accumulators. Products always
+    /// accumulate in f64.
+    pub f64_accumulation: bool,
 }
 
 impl Default for LowerOptions {
@@ -74,6 +81,7 @@ impl Default for LowerOptions {
             parallel_min_points: 1 << 16,
             parallel_scratch_limit: 1 << 20,
             vectorize: true,
+            f64_accumulation: true,
         }
     }
 }
@@ -479,14 +487,36 @@ impl<'a> Lowerer<'a> {
         }
         let mut lv = Levels::new(loops.clone());
         let mut vals: Vec<(ValueId, usize)> = Vec::with_capacity(st.body.len());
-        for inst in &st.body {
-            let v = self.lower_inst(inst, st, &vals, &scope, &mut lv)?;
+        // A f32 dot's products are taken in f64 (as the interpreter's) when accumulating in f64.
+        let wide_dot = self.options.f64_accumulation
+            && matches!(g.node(st.node).op, weft_ir::Op::Dot(..))
+            && g.node(st.node).dtype == DType::F32;
+        for (i, inst) in st.body.iter().enumerate() {
+            let v = match &inst.instr {
+                Instr::Binary(BinaryOp::Multiply, x, y) if wide_dot && i == st.result => {
+                    let operand = |v: usize| {
+                        vals.get(v).copied().ok_or_else(|| LowerError::Internal {
+                            kernel: self.p.group,
+                            message: format!("operand v{v} used before it is defined"),
+                        })
+                    };
+                    let ((x, lx), (y, ly)) = (operand(*x)?, operand(*y)?);
+                    let l = lx.max(ly);
+                    let x = self.define(&mut lv, l, DType::F64, Inst::Convert(x));
+                    let y = self.define(&mut lv, l, DType::F64, Inst::Convert(y));
+                    (
+                        self.define(&mut lv, l, DType::F64, Inst::Binary(LBinary::Mul, x, y)),
+                        l,
+                    )
+                }
+                _ => self.lower_inst(inst, st, &vals, &scope, &mut lv)?,
+            };
             vals.push(v);
         }
         let (result, rlevel) = *vals
             .get(st.result)
             .ok_or_else(|| self.internal("stage result out of range"))?;
-        let rdtype = st.body[st.result].dtype;
+        let rdtype = self.k.values[result];
         let node_dtype = g.node(st.node).dtype;
         let (value, at_after) = match &st.reduction {
             None => (result, false),
@@ -575,7 +605,9 @@ impl<'a> Lowerer<'a> {
         let bool_in = in_dtype == DType::Bool;
         // Bools reduce as i32 0/1 (max = any, min = all); f32 products accumulate in f64 as
         // the interpreter's do (partial products overflow f32 long before f64).
-        let widen = op == ReduceOp::Prod && in_dtype == DType::F32;
+        let widen = in_dtype == DType::F32
+            && matches!(op, ReduceOp::Sum | ReduceOp::Mean | ReduceOp::Prod)
+            && (self.options.f64_accumulation || op == ReduceOp::Prod);
         let (value, ty) = if bool_in {
             let v = self.define(lv, vlevel, DType::I32, Inst::Convert(value));
             (v, DType::I32)
@@ -651,7 +683,7 @@ impl<'a> Lowerer<'a> {
             }
         } else {
             let v = self.define_after(lv, nl, ty, Inst::AccValue(acc));
-            if op == ReduceOp::Mean {
+            let v = if op == ReduceOp::Mean {
                 let count: usize = red.iter().map(|a| a.len).product();
                 let c = self.define_after(
                     lv,
@@ -660,10 +692,12 @@ impl<'a> Lowerer<'a> {
                     Inst::Const(scalar_value(Scalar::Float(count as f64), ty)),
                 );
                 self.define_after(lv, nl, ty, Inst::Binary(LBinary::Div, v, c))
-            } else if bool_in {
-                self.define_after(lv, nl, DType::Bool, Inst::Convert(v))
-            } else if widen {
-                self.define_after(lv, nl, DType::F32, Inst::Convert(v))
+            } else {
+                v
+            };
+            // Back from the accumulation type (i32 for bools, f64 for f32), rounding once.
+            if ty != out_dtype {
+                self.define_after(lv, nl, out_dtype, Inst::Convert(v))
             } else {
                 v
             }
