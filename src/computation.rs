@@ -47,13 +47,28 @@ impl Computation {
                 placeholders: format!("({})", names.join(", ")),
             });
         }
-        let inputs = placeholders
+        for (p, a) in placeholders.iter().zip(inputs) {
+            check(g, *p, a)?;
+        }
+        let in_order = placeholders
             .iter()
             .zip(inputs)
-            .map(|(p, a)| conform(g, *p, a))
-            .collect::<Result<Vec<_>>>()?;
+            .all(|(p, a)| a.axes() == &g.node(*p).axes);
+        // Arrays already in their placeholder's axes order go to the executable as they are;
+        // only permuted ones are transposed (a copy).
+        let permuted;
+        let inputs = if in_order {
+            inputs
+        } else {
+            permuted = placeholders
+                .iter()
+                .zip(inputs)
+                .map(|(p, a)| conform(g, *p, a))
+                .collect::<Result<Vec<_>>>()?;
+            &permuted[..]
+        };
         let mut state = self.shared.state();
-        Ok(self.executable.run(&inputs, &mut state)?)
+        Ok(self.executable.run(inputs, &mut state)?)
     }
 }
 
@@ -69,6 +84,20 @@ impl std::fmt::Debug for Computation {
 /// `array` as a value of tensor `node`: the same axes as a set, put in the node's order, with
 /// the node's lengths and dtype.
 pub(crate) fn conform(graph: &Graph, node: NodeId, array: &HostArray) -> Result<HostArray> {
+    check(graph, node, array)?;
+    let n = graph.node(node);
+    array
+        .with_axes_order(&n.axes)
+        .ok_or_else(|| Error::InputAxes {
+            tensor: graph.node_label(node),
+            expected: graph.axes_name(&n.axes),
+            got: graph.axes_name(array.axes()),
+        })
+}
+
+/// Checks that `array` can be a value of tensor `node`: the same axes as a set, the node's
+/// lengths and dtype.
+fn check(graph: &Graph, node: NodeId, array: &HostArray) -> Result<()> {
     let n = graph.node(node);
     let tensor = graph.node_label(node);
     if !array.axes().is_equal_set(&n.axes) {
@@ -96,11 +125,5 @@ pub(crate) fn conform(graph: &Graph, node: NodeId, array: &HostArray) -> Result<
             got: array.dtype(),
         });
     }
-    array
-        .with_axes_order(&n.axes)
-        .ok_or_else(|| Error::InputAxes {
-            tensor: graph.node_label(node),
-            expected: graph.axes_name(&n.axes),
-            got: graph.axes_name(array.axes()),
-        })
+    Ok(())
 }

@@ -399,3 +399,28 @@ fn f32_dots_overflow_where_the_interpreter_does() {
     let g = weft::ir::text::parse(src, "dot_overflow.weft").unwrap();
     agree(&g, g.outputs(), 1);
 }
+
+#[test]
+fn resident_runs_give_the_outputs_of_a_call_and_can_be_repeated() {
+    use weft::runtime::State;
+    use weft_compiler::executable::{JitExecutable, JitOptions};
+    let src = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/layernorm.weft"),
+    )
+    .unwrap();
+    let g = weft::ir::text::parse(&src, "layernorm.weft").unwrap();
+    let ps = g.placeholders();
+    let inputs = random_inputs(&g, &ps, 3);
+    let graph = Arc::new(g.clone());
+    let state = State::initial(&graph).unwrap();
+    for options in [JitOptions::default(), JitOptions::unfused()] {
+        let exe = JitExecutable::new(Arc::clone(&graph), g.outputs(), &ps, &options).unwrap();
+        let mut state_for_call = state.clone();
+        let called = weft::Executable::run(&exe, &inputs, &mut state_for_call).unwrap();
+        let mut run = exe.resident(&inputs, &state).unwrap();
+        assert_eq!(run.outputs().unwrap(), called);
+        run.execute().unwrap();
+        run.execute().unwrap();
+        assert_eq!(run.outputs().unwrap(), called);
+    }
+}

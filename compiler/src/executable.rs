@@ -370,6 +370,26 @@ impl JitExecutable {
                 })?;
         let shape = g.shape_of(&node.axes)?;
         let s = &w.storages[h.storage];
+        let row_major: Vec<i64> = weft_ir::host::row_major_strides(&shape)
+            .into_iter()
+            .map(|x| x as i64)
+            .collect();
+        if layout.strides == row_major {
+            // Row-major at the start of its storage: a prefix copy, no index arithmetic.
+            fn prefix<T: Copy>(mut v: Vec<T>, n: usize) -> Vec<T> {
+                v.truncate(n);
+                v
+            }
+            let n = layout.elements;
+            let data = match node.dtype {
+                DType::F32 => ArrayData::F32(prefix(s.to_vec::<f32>()?, n)),
+                DType::F64 => ArrayData::F64(prefix(s.to_vec::<f64>()?, n)),
+                DType::I32 => ArrayData::I32(prefix(s.to_vec::<i32>()?, n)),
+                DType::I64 => ArrayData::I64(prefix(s.to_vec::<i64>()?, n)),
+                DType::Bool => ArrayData::Bool(prefix(s.to_vec::<bool>()?, n)),
+            };
+            return Ok(HostArray::new(node.axes.clone(), shape, data)?);
+        }
         // Element k (row-major over the node's axes) is at Σ index·stride in storage.
         let mut positions = Vec::with_capacity(layout.elements);
         let mut idx = vec![0usize; shape.len()];
@@ -444,17 +464,7 @@ impl JitExecutable {
             })?;
             copy_in(&w.storages[*s], v.data())?;
         }
-        let pool = shared_pool();
-        let mut refs: Vec<&DeviceBufferReference> = Vec::new();
-        for (k, args) in &self.kernels {
-            refs.clear();
-            refs.extend(args.iter().map(|a| &w.references[*a]));
-            if k.signature().parallel_extent.is_some() && pool.threads() > 1 {
-                k.call_on(pool, &refs)?;
-            } else {
-                k.call(&refs)?;
-            }
-        }
+        self.execute(w)?;
         let outputs = self
             .outputs
             .iter()
@@ -466,6 +476,96 @@ impl JitExecutable {
             .map(|(t, h)| Ok((*t, self.read(w, *h)?)))
             .collect::<Result<Vec<_>, RunError>>()?;
         Ok((outputs, assigned))
+    }
+}
+
+impl JitExecutable {
+    /// Runs the kernels, in schedule order, over a workspace whose inputs are loaded.
+    fn execute(&self, w: &Workspace) -> Result<(), RunError> {
+        let pool = shared_pool();
+        let mut refs: Vec<&DeviceBufferReference> = Vec::new();
+        for (k, args) in &self.kernels {
+            refs.clear();
+            refs.extend(args.iter().map(|a| &w.references[*a]));
+            if k.signature().parallel_extent.is_some() && pool.threads() > 1 {
+                k.call_on(pool, &refs)?;
+            } else {
+                k.call(&refs)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Loads `inputs` and the state into device buffers and keeps them there, so the kernels
+    /// can be run again and again over resident data ([`ResidentRun::execute`]): what a
+    /// benchmark of kernel time (fused against unfused) measures, without host copies.
+    pub fn resident(
+        &self,
+        inputs: &[HostArray],
+        state: &State,
+    ) -> Result<ResidentRun<'_>, RunError> {
+        let w = self.workspace()?;
+        let run = ResidentRun {
+            exe: self,
+            workspace: Some(w),
+        };
+        let w = run
+            .workspace
+            .as_ref()
+            .ok_or_else(|| self.malformed("no workspace"))?;
+        self.run_in(w, inputs, state)?;
+        Ok(run)
+    }
+
+    fn malformed(&self, message: &str) -> RunError {
+        RunError::Malformed {
+            node: "executable".into(),
+            op: "run",
+            message: message.into(),
+        }
+    }
+}
+
+/// Device buffers of one executable loaded with one set of inputs; see
+/// [`JitExecutable::resident`]. The buffers return to the executable's pool when dropped.
+pub struct ResidentRun<'e> {
+    exe: &'e JitExecutable,
+    workspace: Option<Workspace>,
+}
+
+impl ResidentRun<'_> {
+    /// Runs every kernel once more over the resident buffers (state is not committed).
+    pub fn execute(&mut self) -> Result<(), RunError> {
+        let w = self
+            .workspace
+            .as_ref()
+            .ok_or_else(|| self.exe.malformed("no workspace"))?;
+        self.exe.execute(w)
+    }
+
+    /// The outputs as they stand in the buffers.
+    pub fn outputs(&self) -> Result<Vec<HostArray>, RunError> {
+        let w = self
+            .workspace
+            .as_ref()
+            .ok_or_else(|| self.exe.malformed("no workspace"))?;
+        self.exe
+            .outputs
+            .iter()
+            .map(|h| self.exe.read(w, *h))
+            .collect()
+    }
+}
+
+impl Drop for ResidentRun<'_> {
+    fn drop(&mut self) {
+        if let Some(w) = self.workspace.take() {
+            self.exe
+                .workspaces
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(w);
+        }
     }
 }
 
