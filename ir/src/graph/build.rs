@@ -38,6 +38,17 @@ impl Graph {
         })
     }
 
+    fn not_an_axis_of(&self, op: String, axis: Axis, axes: &Axes) -> GraphError {
+        self.axes_err(
+            op,
+            format!(
+                "axis `{}` is not an axis of the input {}",
+                self.axis_name(axis),
+                self.axes_name(axes)
+            ),
+        )
+    }
+
     fn axes_err(&self, op: String, message: String) -> GraphError {
         GraphError::Axes { op, message }
     }
@@ -539,14 +550,7 @@ impl Graph {
         }
         for (a, _) in slices {
             if !in_axes.contains(*a) {
-                return Err(self.axes_err(
-                    label,
-                    format!(
-                        "axis `{}` is not an axis of the input {}",
-                        self.axis_name(*a),
-                        self.axes_name(&in_axes)
-                    ),
-                ));
+                return Err(self.not_an_axis_of(label, *a, &in_axes));
             }
         }
         let axes = self.make_axes(&label, &out)?;
@@ -627,14 +631,7 @@ impl Graph {
             }
         };
         if !in_axes.contains(axis) {
-            return Err(self.axes_err(
-                label,
-                format!(
-                    "axis `{}` is not an axis of the input {}",
-                    self.axis_name(axis),
-                    self.axes_name(&in_axes)
-                ),
-            ));
+            return Err(self.not_an_axis_of(label, axis, &in_axes));
         }
         let mut out = Vec::new();
         for a in &in_axes {
@@ -657,14 +654,7 @@ impl Graph {
         self.make_axes(&label, &pads.iter().map(|(a, _, _)| *a).collect::<Vec<_>>())?;
         for (a, _, _) in pads {
             if !in_axes.contains(*a) {
-                return Err(self.axes_err(
-                    label,
-                    format!(
-                        "axis `{}` is not an axis of the input {}",
-                        self.axis_name(*a),
-                        self.axes_name(&in_axes)
-                    ),
-                ));
+                return Err(self.not_an_axis_of(label, *a, &in_axes));
             }
         }
         let mut out = Vec::new();
