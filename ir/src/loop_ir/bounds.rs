@@ -107,8 +107,13 @@ pub fn access_range(
         if possible.intersect(bound).is_empty() {
             return Ok(None);
         }
-        if m.expr == *index {
-            range = range.intersect(bound);
+        // The index is the masked expression plus a constant: the mask bounds it directly.
+        if m.expr.terms() == index.terms() {
+            let d = i128::from(index.offset()) - i128::from(m.expr.offset());
+            range = range.intersect(Interval {
+                lo: bound.lo + d,
+                hi: bound.hi + d,
+            });
         }
     }
     Ok(if range.is_empty() { None } else { Some(range) })
@@ -146,6 +151,29 @@ mod tests {
         };
         let e = AffineExpr::new([(l(0), -5), (l(1), 1)], 15);
         assert_eq!(expr_range(&e, &ranges), Some(Interval { lo: 0, hi: 19 }));
+    }
+
+    #[test]
+    fn a_mask_on_the_index_minus_a_constant_bounds_the_index() {
+        let (i, j) = (LoopId::from_u32(0), LoopId::from_u32(1));
+        let ranges = |l: LoopId| {
+            Some(if l == i {
+                Interval { lo: 0, hi: 1 }
+            } else {
+                Interval { lo: 0, hi: 2 }
+            })
+        };
+        // load t[i + j - 1] mask(1 <= i + j < 2): only index 0 is touched.
+        let index = AffineExpr::new([(i, 1), (j, 1)], -1);
+        let mask = [MaskBound {
+            expr: AffineExpr::new([(i, 1), (j, 1)], 0),
+            lo: 1,
+            hi: 2,
+        }];
+        assert_eq!(
+            access_range(&index, &mask, &ranges),
+            Ok(Some(Interval { lo: 0, hi: 0 }))
+        );
     }
 
     #[test]
