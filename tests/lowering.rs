@@ -50,23 +50,33 @@ fn layernorm_is_one_kernel() {
     insta::assert_snapshot!(one_kernel("layernorm"));
 }
 
-#[test]
-fn large_row_kernels_are_parallel_with_per_row_scratch() {
-    let src = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/softmax.weft"),
-    )
-    .unwrap();
-    let mut g = weft_ir::text::parse(&src, "softmax.weft").unwrap();
+/// The lowered kernel of softmax at `rows × cols`.
+fn softmax_kernel(rows: usize, cols: usize) -> weft_ir::loop_ir::Kernel {
+    let mut g = example("softmax");
     let (r, c) = (g.find_axis("R").unwrap(), g.find_axis("C").unwrap());
-    g.bind(r, 256).unwrap();
-    g.bind(c, 300).unwrap();
+    g.bind(r, rows).unwrap();
+    g.bind(c, cols).unwrap();
     let plan = compile_plan(&g, &PlanOptions::default()).unwrap();
-    let k = &lower_plan(&plan, &LowerOptions::default()).unwrap()[0].kernel;
-    let par = k.parallel_loop().expect("a parallel outer loop");
-    assert_eq!(k.loops[par].extent, 256);
-    // The row scratch holds one row per parallel iteration.
-    assert!(k
-        .buffers
-        .values()
-        .any(|b| b.name.starts_with("rows_") && b.len == 256 * 300));
+    let mut kernels = lower_plan(&plan, &LowerOptions::default()).unwrap();
+    assert_eq!(kernels.len(), 1);
+    kernels.remove(0).kernel
+}
+
+#[test]
+fn large_row_kernels_are_parallel_over_chunks_of_rows_with_one_scratch_row_each() {
+    // 256 rows: 64 parallel chunks of 4 rows; the row scratch holds one row per chunk.
+    for (rows, cols, chunks) in [(256, 300, 64), (4096, 4096, 64), (300, 301, 60), (6, 40000, 6)] {
+        let k = softmax_kernel(rows, cols);
+        let par = k.parallel_loop().expect("a parallel outer loop");
+        assert_eq!(k.loops[par].extent, chunks as u64, "{rows} x {cols}");
+        assert!(
+            k.buffers
+                .values()
+                .any(|b| b.name.starts_with("rows_") && b.len == (chunks * cols) as u64),
+            "{rows} x {cols}:\n{k}"
+        );
+    }
+    // A prime row count has no chunking: the kernel stays serial rather than take a scratch
+    // row per row.
+    assert!(softmax_kernel(4099, 4096).parallel_loop().is_none());
 }

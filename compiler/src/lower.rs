@@ -147,6 +147,10 @@ pub fn lower_program(
     Ok(lowered)
 }
 
+/// Most parallel chunks a kernel with row scratch is split into: enough to balance a few
+/// threads, few enough that the scratch (one row per chunk) stays in cache.
+const MAX_CHUNKS: u64 = 64;
+
 /// A row scratch: its buffer, the strides of the stage's loops in it, and the row length.
 #[derive(Clone, Debug)]
 struct Scratch {
@@ -162,7 +166,10 @@ struct Lowerer<'a> {
     k: Kernel,
     bindings: Vec<BufferBinding>,
     buffers: HashMap<BufferBinding, BufferId>,
+    /// Loops around the stages, outermost first (a chunked axis has two).
     outer_loops: Vec<LoopId>,
+    /// Each outer axis's index in terms of `outer_loops`.
+    outer_scope: Vec<(Axis, Vec<(LoopId, i64)>)>,
     parallel: bool,
     registers: HashMap<NodeId, ValueId>,
     scratch: HashMap<NodeId, Scratch>,
@@ -365,16 +372,42 @@ impl<'a> Lowerer<'a> {
             .map(|s| s.loops.iter().map(|a| a.len as u64).product::<u64>())
             .sum();
         let par_extent = p.outer.first().map(|a| a.len as u64).unwrap_or(0);
-        let parallel = options.parallel_min_points > 0
-            && par_extent >= 2
-            && outer_points.saturating_mul(stage_points) >= options.parallel_min_points
-            && row_total.saturating_mul(par_extent) <= options.parallel_scratch_limit;
+        // With row scratch, the outermost axis splits into `chunks` parallel chunks of rows
+        // (each chunk one scratch row, reused row after row, so scratch stays small and hot).
+        let chunks = if options.parallel_min_points == 0
+            || par_extent < 2
+            || outer_points.saturating_mul(stage_points) < options.parallel_min_points
+        {
+            None
+        } else if row_total == 0 {
+            Some(par_extent)
+        } else {
+            let most = (options.parallel_scratch_limit / row_total).min(MAX_CHUNKS);
+            (2..=most.min(par_extent))
+                .rev()
+                .find(|d| par_extent % d == 0)
+        };
+        let parallel = chunks.is_some();
         let all_flat = p
             .stages
             .iter()
             .all(|s| s.loops.is_empty() && s.reduction.is_none());
         let mut outer_loops = Vec::new();
+        let mut outer_scope = Vec::new();
         for (i, a) in p.outer.iter().enumerate() {
+            if let (0, Some(c)) = (i, chunks.filter(|c| *c < par_extent)) {
+                let q = par_extent / c;
+                let annotations = |parallel| LoopAnnotations {
+                    vectorize: false,
+                    unroll: 1,
+                    parallel,
+                };
+                let chunk = k.add_loop(c, annotations(true));
+                let row = k.add_loop(q, annotations(false));
+                outer_loops.extend([chunk, row]);
+                outer_scope.push((a.axis, vec![(chunk, q as i64), (row, 1)]));
+                continue;
+            }
             let innermost = i + 1 == p.outer.len() && all_flat;
             let vectorize = options.vectorize && innermost && a.len >= 4;
             outer_loops.push(k.add_loop(
@@ -389,6 +422,7 @@ impl<'a> Lowerer<'a> {
                     parallel: parallel && i == 0,
                 },
             ));
+            outer_scope.push((a.axis, vec![(*outer_loops.last().expect("pushed"), 1)]));
         }
         // Row scratch per stage kept locally over loops.
         let mut scratch = HashMap::new();
@@ -400,7 +434,7 @@ impl<'a> Lowerer<'a> {
                 strides[i] = s;
                 s *= a.len as i64;
             }
-            let rows = if parallel { par_extent as i64 } else { 1 };
+            let rows = chunks.unwrap_or(1) as i64;
             let dtype = g.node(st.node).dtype;
             let name = unique(
                 format!("rows_{}", sanitize(&g.node_label(st.node))),
@@ -426,6 +460,7 @@ impl<'a> Lowerer<'a> {
             bindings,
             buffers,
             outer_loops,
+            outer_scope,
             parallel,
             registers: HashMap::new(),
             scratch,
@@ -462,8 +497,8 @@ impl<'a> Lowerer<'a> {
         let nr = red_axes.len();
         // Depth 0 is the outer body; stage loops 1..=nl; reduction loops nl+1..=nl+nr.
         let mut scope = Scope::default();
-        for (a, l) in self.p.outer.iter().zip(&self.outer_loops) {
-            scope.insert(a.axis, *l, 0);
+        for (a, terms) in &self.outer_scope {
+            scope.insert_terms(*a, terms.clone(), 0);
         }
         let mut loops = Vec::new();
         let all: Vec<IterAxis> = st.loops.iter().chain(&red_axes).copied().collect();
@@ -748,10 +783,10 @@ impl<'a> Lowerer<'a> {
         let mut terms = Vec::new();
         let mut level = 0;
         for (a, k) in &e.terms {
-            let (l, d) = scope.get(*a).ok_or_else(|| {
+            let (ls, d) = scope.get(*a).ok_or_else(|| {
                 self.internal(format!("axis {} has no loop", self.g.axis_name(*a)))
             })?;
-            terms.push((l, *k));
+            terms.extend(ls.iter().map(|(l, m)| (*l, k * m)));
             level = level.max(d);
         }
         Ok((AffineExpr::new(terms, e.constant), level))
@@ -772,10 +807,10 @@ impl<'a> Lowerer<'a> {
             if *s == 0 {
                 continue;
             }
-            let (l, d) = scope.get(a.axis).ok_or_else(|| {
+            let (ls, d) = scope.get(a.axis).ok_or_else(|| {
                 self.internal(format!("axis {} has no loop", self.g.axis_name(a.axis)))
             })?;
-            terms.push((l, *s));
+            terms.extend(ls.iter().map(|(l, m)| (*l, s * m)));
             level = level.max(d);
         }
         Ok((AffineExpr::new(terms, v.offset), level))
@@ -849,13 +884,15 @@ impl<'a> Lowerer<'a> {
             Inst::Const(ScalarValue::I64(e.constant)),
         );
         for (a, k) in &e.terms {
-            let (l, _) = scope.get(*a).ok_or_else(|| {
+            let (ls, _) = scope.get(*a).ok_or_else(|| {
                 self.internal(format!("axis {} has no loop", self.g.axis_name(*a)))
             })?;
-            let i = self.define(lv, level, DType::I64, Inst::Index(l));
-            let c = self.define(lv, level, DType::I64, Inst::Const(ScalarValue::I64(*k)));
-            let m = self.define(lv, level, DType::I64, Inst::Binary(LBinary::Mul, i, c));
-            acc = self.define(lv, level, DType::I64, Inst::Binary(LBinary::Add, acc, m));
+            for (l, m) in ls.to_vec() {
+                let i = self.define(lv, level, DType::I64, Inst::Index(l));
+                let c = self.define(lv, level, DType::I64, Inst::Const(ScalarValue::I64(k * m)));
+                let m = self.define(lv, level, DType::I64, Inst::Binary(LBinary::Mul, i, c));
+                acc = self.define(lv, level, DType::I64, Inst::Binary(LBinary::Add, acc, m));
+            }
         }
         Ok(acc)
     }
@@ -1169,18 +1206,22 @@ fn add_affine(a: &AffineExpr, b: &AffineExpr) -> AffineExpr {
     )
 }
 
-/// The loops in scope: axis → (loop, depth).
+/// The loops in scope: axis → (its index as loops × coefficients, depth). An axis is one loop,
+/// except a chunked outer axis: `Q·chunk + row` over a parallel chunk loop and a row loop.
 #[derive(Default, Clone)]
 struct Scope {
-    map: HashMap<Axis, (LoopId, usize)>,
+    map: HashMap<Axis, (Vec<(LoopId, i64)>, usize)>,
 }
 
 impl Scope {
     fn insert(&mut self, a: Axis, l: LoopId, depth: usize) {
-        self.map.insert(a, (l, depth));
+        self.map.insert(a, (vec![(l, 1)], depth));
     }
-    fn get(&self, a: Axis) -> Option<(LoopId, usize)> {
-        self.map.get(&a).copied()
+    fn insert_terms(&mut self, a: Axis, terms: Vec<(LoopId, i64)>, depth: usize) {
+        self.map.insert(a, (terms, depth));
+    }
+    fn get(&self, a: Axis) -> Option<(&[(LoopId, i64)], usize)> {
+        self.map.get(&a).map(|(t, d)| (&t[..], *d))
     }
 }
 

@@ -528,3 +528,55 @@ fn listing_exposes_clif_and_disassembly() {
     assert_eq!(compiled.code_size(), listing.code_size);
     assert!(!listing.disassembly.unwrap_or_default().is_empty());
 }
+
+/// A loop mixing f32 and f64 (an f32 sum accumulated in f64, f64 results demoted back)
+/// steps four lanes at a time: f32 values in `f32x4`, f64 values in pairs of `f64x2`.
+fn widening_kernel(len: u64) -> String {
+    format!(
+        "kernel @widen {{
+  buffer %x: f32[{len}] read
+  buffer %y: f32[{len}] read
+  buffer %z: f64[{len}] read
+  buffer %w: f64[{len}] write
+  buffer %v: f32[{len}] write
+  buffer %r: f32[{n2}] write
+  buffer %out: f64[2] write
+  acc %sum: sum f64
+  acc %max: max f64
+  loop %i in 0..{len} vectorize unroll(2) {{
+    %xv: f32 = load %x[%i]
+    %yv: f32 = load %y[%i]
+    %d: f32 = sub %xv, %yv
+    %dw: f64 = convert %d
+    %sq: f64 = mul %dw, %dw
+    reduce %sum, %sq
+    %zv: f64 = load %z[%i]
+    %zs: f64 = load %z[%i - 1] mask(0 <= %i - 1 < {len})
+    %t: f64 = add %zv, %dw
+    %u: f64 = add %t, %zs
+    reduce %max, %u
+    store %w[%i], %u
+    %back: f32 = convert %u
+    store %v[%i], %back
+    store %r[2*%i], %back
+  }}
+  %s: f64 = acc.value %sum
+  store %out[0], %s
+  %m: f64 = acc.value %max
+  store %out[1], %m
+}}",
+        n2 = 2 * len
+    )
+}
+
+#[test]
+fn mixed_f32_and_f64_loops_vectorise_with_widening() {
+    for len in [1u64, 3, 4, 5, 8, 13, 33] {
+        check_kernel(&widening_kernel(len), 3.0);
+    }
+    let compiler = JitCompiler::new().unwrap();
+    let kernel = parse_kernel("widen", &widening_kernel(16)).unwrap();
+    let (_, listing) = compiler.compile_with_listing(&kernel).unwrap();
+    assert!(listing.clif.contains("fvpromote_low"), "{}", listing.clif);
+    assert!(listing.clif.contains("fvdemote"), "{}", listing.clif);
+}

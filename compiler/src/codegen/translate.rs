@@ -12,7 +12,8 @@
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
-    types, AbiParam, FuncRef, Function, InstBuilder, MemFlagsData, Signature, Type, Value,
+    types, AbiParam, ConstantData, Endianness, FuncRef, Function, InstBuilder, MemFlagsData,
+    Signature, Type, Value,
 };
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
@@ -82,13 +83,34 @@ enum AccRepr {
     Wide(Vec<Variable>),
 }
 
+/// The vector loop being emitted. A varying value of float type `t` is held in
+/// [`WideCtx::vectors`]`(t)` vectors of [`vector_type`]`(t)`, in lane order.
 #[derive(Clone, Copy, Debug)]
 struct WideCtx {
     loop_id: LoopId,
-    float: ScalarType,
     lanes: u32,
     parts: u32,
-    vec_ty: Type,
+}
+
+impl WideCtx {
+    /// 128-bit vectors holding one step (`lanes × parts` iterations) of a value of type `ty`.
+    fn vectors(&self, ty: ScalarType) -> u32 {
+        self.parts * (self.lanes / vector_lanes(ty)).max(1)
+    }
+}
+
+/// Lanes of `ty` in a 128-bit vector.
+fn vector_lanes(ty: ScalarType) -> u32 {
+    16 / ty.size_bytes() as u32
+}
+
+/// The 128-bit vector type of float `ty`.
+fn vector_type(ty: ScalarType) -> Type {
+    if ty == ScalarType::F64 {
+        types::F64X2
+    } else {
+        types::F32X4
+    }
 }
 
 /// Fills `func` (whose signature must be [`kernel_signature`]) with the code of `kernel`.
@@ -304,27 +326,27 @@ impl<'b> Translator<'_, 'b> {
         let Some(w) = self.wide.filter(|w| depends_on(access, w.loop_id)) else {
             return Ok(Repr::Scalar(self.scalar_load(access, 0)?));
         };
-        let mut parts = Vec::with_capacity(w.parts as usize);
+        let ty = self.k.buffers[access.buffer].ty;
+        let (count, vl, vec_ty) = (w.vectors(ty), vector_lanes(ty), vector_type(ty));
+        let mut parts = Vec::with_capacity(count as usize);
         if access.mask.is_empty() && access.index.coefficient(w.loop_id) == 1 {
             let index = self.affine(&access.index, 0)?;
             let addr = self.address(access, index);
-            let size = w.float.size_bytes() as i32;
-            for u in 0..w.parts {
-                let offset = (u * w.lanes) as i32 * size;
+            for j in 0..count {
                 parts.push(self.b.ins().load(
-                    w.vec_ty,
+                    vec_ty,
                     MemFlagsData::new().with_notrap(),
                     addr,
-                    offset,
+                    16 * j as i32,
                 ));
             }
         } else {
-            for u in 0..w.parts {
+            for j in 0..count {
                 let mut vector = None;
-                for lane in 0..w.lanes {
-                    let x = self.scalar_load(access, i64::from(u * w.lanes + lane))?;
+                for lane in 0..vl {
+                    let x = self.scalar_load(access, i64::from(j * vl + lane))?;
                     vector = Some(match vector {
-                        None => self.b.ins().splat(w.vec_ty, x),
+                        None => self.b.ins().splat(vec_ty, x),
                         Some(v) => self.b.ins().insertlane(v, x, lane as u8),
                     });
                 }
@@ -334,17 +356,24 @@ impl<'b> Translator<'_, 'b> {
         Ok(Repr::Wide(parts))
     }
 
-    fn lane_of(&mut self, r: &Repr, part: u32, lane: u32) -> Value {
+    /// Lane `lane` of the step (`0..lanes × parts`) of a value of type `ty`.
+    fn lane_of(&mut self, r: &Repr, ty: ScalarType, lane: u32) -> Value {
         match r {
             Repr::Scalar(x) => *x,
-            Repr::Wide(parts) => self.b.ins().extractlane(parts[part as usize], lane as u8),
+            Repr::Wide(parts) => {
+                let vl = vector_lanes(ty);
+                self.b
+                    .ins()
+                    .extractlane(parts[(lane / vl) as usize], (lane % vl) as u8)
+            }
         }
     }
 
-    fn part_of(&mut self, r: &Repr, part: u32, vec_ty: Type) -> Value {
+    /// Vector `j` of the step of a value of float type `ty` (a uniform value is splatted).
+    fn part_of(&mut self, r: &Repr, j: u32, ty: ScalarType) -> Value {
         match r {
-            Repr::Scalar(x) => self.b.ins().splat(vec_ty, *x),
-            Repr::Wide(parts) => parts[part as usize],
+            Repr::Scalar(x) => self.b.ins().splat(vector_type(ty), *x),
+            Repr::Wide(parts) => parts[j as usize],
         }
     }
 
@@ -361,25 +390,21 @@ impl<'b> Translator<'_, 'b> {
             self.b.ins().store(MemFlagsData::trusted(), x, addr, 0);
             return Ok(());
         };
-        if target.index.coefficient(w.loop_id) == 1 && ty == w.float {
+        if target.index.coefficient(w.loop_id) == 1 && ty.is_float() {
             let index = self.affine(&target.index, 0)?;
             let addr = self.address(target, index);
-            let size = w.float.size_bytes() as i32;
-            for u in 0..w.parts {
-                let v = self.part_of(&r, u, w.vec_ty);
-                let offset = (u * w.lanes) as i32 * size;
+            for j in 0..w.vectors(ty) {
+                let v = self.part_of(&r, j, ty);
                 self.b
                     .ins()
-                    .store(MemFlagsData::new().with_notrap(), v, addr, offset);
+                    .store(MemFlagsData::new().with_notrap(), v, addr, 16 * j as i32);
             }
         } else {
-            for u in 0..w.parts {
-                for lane in 0..w.lanes {
-                    let x = self.lane_of(&r, u, lane);
-                    let index = self.affine(&target.index, i64::from(u * w.lanes + lane))?;
-                    let addr = self.address(target, index);
-                    self.b.ins().store(MemFlagsData::trusted(), x, addr, 0);
-                }
+            for lane in 0..w.lanes * w.parts {
+                let x = self.lane_of(&r, ty, lane);
+                let index = self.affine(&target.index, i64::from(lane))?;
+                let addr = self.address(target, index);
+                self.b.ins().store(MemFlagsData::trusted(), x, addr, 0);
             }
         }
         Ok(())
@@ -397,11 +422,12 @@ impl<'b> Translator<'_, 'b> {
         let init = self.identity(decl.kind, decl.ty);
         let repr = match self.wide {
             Some(w) => {
-                let v = self.b.ins().splat(w.vec_ty, init);
+                let vec_ty = vector_type(decl.ty);
+                let v = self.b.ins().splat(vec_ty, init);
                 AccRepr::Wide(
-                    (0..w.parts)
+                    (0..w.vectors(decl.ty))
                         .map(|_| {
-                            let var = self.b.declare_var(w.vec_ty);
+                            let var = self.b.declare_var(vec_ty);
                             self.b.def_var(var, v);
                             var
                         })
@@ -442,11 +468,11 @@ impl<'b> Translator<'_, 'b> {
         let r = self.repr(value)?;
         match repr {
             AccRepr::Wide(vars) => {
-                let Some(w) = self.wide else {
+                if self.wide.is_none() {
                     return self.internal(format!("vector accumulator %{a} outside its loop"));
-                };
-                for (u, var) in vars.iter().enumerate() {
-                    let x = self.part_of(&r, u as u32, w.vec_ty);
+                }
+                for (j, var) in vars.iter().enumerate() {
+                    let x = self.part_of(&r, j as u32, decl.ty);
                     let cur = self.b.use_var(*var);
                     let next = self.combine(decl.kind, decl.ty, cur, x);
                     self.b.def_var(*var, next);
@@ -520,11 +546,13 @@ impl<'b> Translator<'_, 'b> {
             }
             Inst::Unary(op, x) => {
                 let rx = self.repr(*x)?;
-                self.map_wide(&[rx], |t, xs| t.unary_value(*op, ty, xs[0]))?
+                self.map_wide(ty, &[rx], |t, xs| t.unary_value(*op, ty, xs[0]))?
             }
             Inst::Binary(op, x, y) => {
                 let (rx, ry) = (self.repr(*x)?, self.repr(*y)?);
-                self.map_wide(&[rx, ry], |t, xs| t.binary_value(*op, ty, xs[0], xs[1]))?
+                self.map_wide(ty, &[rx, ry], |t, xs| {
+                    t.binary_value(*op, ty, xs[0], xs[1])
+                })?
             }
             Inst::Compare(op, x, y) => {
                 let operand_ty = self.ty(*x);
@@ -538,27 +566,69 @@ impl<'b> Translator<'_, 'b> {
             } => {
                 let c = self.scalar(*cond)?;
                 let (rt, rf) = (self.repr(*if_true)?, self.repr(*if_false)?);
-                self.map_wide(&[rt, rf], |t, xs| t.b.ins().select(c, xs[0], xs[1]))?
+                self.map_wide(ty, &[rt, rf], |t, xs| t.b.ins().select(c, xs[0], xs[1]))?
             }
             Inst::Convert(x) => {
                 let from = self.ty(*x);
                 let rx = self.repr(*x)?;
-                if from == ty {
-                    rx
-                } else {
-                    let x = match rx {
-                        Repr::Scalar(x) => x,
-                        Repr::Wide(_) => return self.internal("vector conversion between types"),
-                    };
-                    Repr::Scalar(self.convert(x, from, ty))
+                match rx {
+                    _ if from == ty => rx,
+                    Repr::Scalar(x) => Repr::Scalar(self.convert(x, from, ty)),
+                    Repr::Wide(xs) => Repr::Wide(self.convert_wide(&xs, from, ty)?),
                 }
             }
         })
     }
 
-    /// Applies `f` to scalars if every operand is scalar, else part by part on vectors.
+    /// Vectors of `from` (in lane order) converted to vectors of `to`: `f32x4 → 2 × f64x2` by
+    /// promoting each half, `2 × f64x2 → f32x4` by demoting both and joining the low halves.
+    fn convert_wide(
+        &mut self,
+        xs: &[Value],
+        from: ScalarType,
+        to: ScalarType,
+    ) -> Result<Vec<Value>> {
+        let le = MemFlagsData::new().with_endianness(Endianness::Little);
+        let mut out = Vec::with_capacity(xs.len() * 2);
+        match (from, to) {
+            (ScalarType::F32, ScalarType::F64) => {
+                // Lanes 2, 3 moved down to lanes 0, 1.
+                let high: Vec<u8> = (8..16).chain(8..16).collect();
+                let high = self.b.func.dfg.immediates.push(ConstantData::from(high));
+                for &x in xs {
+                    out.push(self.b.ins().fvpromote_low(x));
+                    let bytes = self.b.ins().bitcast(types::I8X16, le, x);
+                    let moved = self.b.ins().shuffle(bytes, bytes, high);
+                    let moved = self.b.ins().bitcast(types::F32X4, le, moved);
+                    out.push(self.b.ins().fvpromote_low(moved));
+                }
+            }
+            (ScalarType::F64, ScalarType::F32) => {
+                // The low halves of two demoted vectors, side by side.
+                let join: Vec<u8> = (0..8).chain(16..24).collect();
+                let join = self.b.func.dfg.immediates.push(ConstantData::from(join));
+                for pair in xs.chunks(2) {
+                    let [lo, hi] = pair else {
+                        return self.internal("f64 vectors of an odd count");
+                    };
+                    let lo = self.b.ins().fvdemote(*lo);
+                    let hi = self.b.ins().fvdemote(*hi);
+                    let lo = self.b.ins().bitcast(types::I8X16, le, lo);
+                    let hi = self.b.ins().bitcast(types::I8X16, le, hi);
+                    let both = self.b.ins().shuffle(lo, hi, join);
+                    out.push(self.b.ins().bitcast(types::F32X4, le, both));
+                }
+            }
+            _ => return self.internal(format!("vector conversion from {from} to {to}")),
+        }
+        Ok(out)
+    }
+
+    /// Applies `f` to scalars if every operand is scalar, else vector by vector (operands and
+    /// result of type `ty`).
     fn map_wide(
         &mut self,
+        ty: ScalarType,
         operands: &[Repr],
         f: impl Fn(&mut Self, &[Value]) -> Value,
     ) -> Result<Repr> {
@@ -575,12 +645,9 @@ impl<'b> Translator<'_, 'b> {
         let Some(w) = self.wide else {
             return self.internal("vector value outside a vector loop");
         };
-        let parts = (0..w.parts)
-            .map(|u| {
-                let xs: Vec<Value> = operands
-                    .iter()
-                    .map(|r| self.part_of(r, u, w.vec_ty))
-                    .collect();
+        let parts = (0..w.vectors(ty))
+            .map(|j| {
+                let xs: Vec<Value> = operands.iter().map(|r| self.part_of(r, j, ty)).collect();
                 f(self, &xs)
             })
             .collect();
@@ -890,15 +957,10 @@ impl<'b> Translator<'_, 'b> {
         end: Value,
         plan: &WidePlan,
     ) -> Result<()> {
-        let Some(vec_ty) = clif_type(plan.float).by(plan.lanes) else {
-            return self.internal(format!("no vector type of {} x {}", plan.lanes, plan.float));
-        };
         let ctx = WideCtx {
             loop_id: l,
-            float: plan.float,
             lanes: plan.lanes,
             parts: plan.parts,
-            vec_ty,
         };
         // Partial vector accumulators for reductions into accumulators declared outside.
         let mut saved = Vec::new();
@@ -908,8 +970,9 @@ impl<'b> Translator<'_, 'b> {
             };
             let decl = self.k.accs[a].clone();
             let init = self.identity(decl.kind, decl.ty);
+            let vec_ty = vector_type(decl.ty);
             let v = self.b.ins().splat(vec_ty, init);
-            let vars: Vec<Variable> = (0..plan.parts)
+            let vars: Vec<Variable> = (0..ctx.vectors(decl.ty))
                 .map(|_| {
                     let var = self.b.declare_var(vec_ty);
                     self.b.def_var(var, v);
@@ -933,7 +996,7 @@ impl<'b> Translator<'_, 'b> {
                 v = self.combine(decl.kind, decl.ty, v, x);
             }
             let mut s = self.b.ins().extractlane(v, 0);
-            for lane in 1..plan.lanes {
+            for lane in 1..vector_lanes(decl.ty) {
                 let x = self.b.ins().extractlane(v, lane as u8);
                 s = self.combine(decl.kind, decl.ty, s, x);
             }

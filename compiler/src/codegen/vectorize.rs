@@ -2,11 +2,15 @@
 //!
 //! Assumes a verified kernel. Guarantees: a returned [`WidePlan`] describes a body that the
 //! translator can run `lanes × parts` iterations at a time with the same results as the scalar
-//! loop (up to float reduction order): every value that varies with the loop is of one float
-//! type, and no operation needs per-lane control flow. Otherwise the loop stays scalar — the
+//! loop (up to float reduction order): every value that varies with the loop is `f32` or `f64`,
+//! and no operation needs per-lane control flow. Otherwise the loop stays scalar — the
 //! annotation is a request, not a promise. A value is *varying* if it depends on the vectorised
 //! loop's index (through a load, `index`, an accumulator declared inside, or an operand);
 //! everything else is *uniform* and computed once per vector step as a scalar.
+//!
+//! A loop may mix the two float types (an f32 sum accumulated in f64, say): it then steps four
+//! lanes at a time, an f32 value in one `f32x4` per part and an f64 value in two `f64x2` per
+//! part, with `convert` between them a promote of each half (or a demote and a join).
 
 use weft_ir::arena::EntityRef;
 use weft_ir::loop_ir::{
@@ -16,9 +20,8 @@ use weft_ir::loop_ir::{
 /// How to run a vectorised loop.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct WidePlan {
-    /// The float type of every varying value.
-    pub float: ScalarType,
-    /// Lanes per vector (4 for `f32`, 2 for `f64`: 128-bit vectors).
+    /// Lanes per part: 4 if any varying value is `f32`, else 2 (128-bit vectors; an `f64`
+    /// value of a 4-lane part takes two vectors).
     pub lanes: u32,
     /// Vectors per step (the loop's unroll factor): independent accumulators per reduction.
     pub parts: u32,
@@ -62,19 +65,21 @@ pub(crate) fn plan(k: &Kernel, l: LoopId, body: &[Stmt]) -> Option<WidePlan> {
         declared,
         outer_accs,
         varying: vec![false; k.values.len()],
-        float: None,
+        has_f32: false,
+        has_f64: false,
     };
     walker.walk(body)?;
-    let float = walker.float?;
+    if !walker.has_f32 && !walker.has_f64 {
+        return None;
+    }
     for &a in walker.declared.iter().chain(&walker.outer_accs) {
         let decl = k.accs.get(a)?;
-        if decl.kind.has_index() || decl.ty != float {
+        if decl.kind.has_index() || !decl.ty.is_float() {
             return None;
         }
     }
     Some(WidePlan {
-        float,
-        lanes: if float == ScalarType::F32 { 4 } else { 2 },
+        lanes: if walker.has_f32 { 4 } else { 2 },
         parts: k.loops.get(l)?.annotations.unroll.max(1),
         outer_accs: walker.outer_accs,
         varying: walker.varying,
@@ -87,7 +92,8 @@ struct Walker<'a> {
     declared: Vec<AccId>,
     outer_accs: Vec<AccId>,
     varying: Vec<bool>,
-    float: Option<ScalarType>,
+    has_f32: bool,
+    has_f64: bool,
 }
 
 impl Walker<'_> {
@@ -96,13 +102,10 @@ impl Walker<'_> {
     }
 
     fn require_float(&mut self, ty: ScalarType) -> Option<()> {
-        if !ty.is_float() {
-            return None;
-        }
-        match self.float {
-            None => self.float = Some(ty),
-            Some(f) if f != ty => return None,
-            Some(_) => {}
+        match ty {
+            ScalarType::F32 => self.has_f32 = true,
+            ScalarType::F64 => self.has_f64 = true,
+            _ => return None,
         }
         Some(())
     }
@@ -160,7 +163,7 @@ impl Walker<'_> {
                         }
                         Inst::Convert(x) => {
                             let v = self.is_varying(*x);
-                            if v && self.k.values.get(*x) != Some(&ty) {
+                            if v && !self.k.values.get(*x)?.is_float() {
                                 return None;
                             }
                             v
