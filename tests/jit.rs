@@ -180,7 +180,7 @@ fn arg_reductions_find_the_first_nan() {
 #[test]
 fn dot_products_of_every_numeric_dtype() {
     for dtype in [DType::F32, DType::F64, DType::I32, DType::I64] {
-        for (m, k, n) in [(1, 1, 1), (3, 5, 7), (17, 9, 6)] {
+        for (m, k, n) in [(1, 1, 1), (3, 5, 7), (17, 9, 6), (5, 33, 37)] {
             let mut g = Graph::new();
             let (am, ak, an) = (
                 g.axis("M", m).unwrap(),

@@ -80,3 +80,24 @@ fn large_row_kernels_are_parallel_over_chunks_of_rows_with_one_scratch_row_each(
     // row per row.
     assert!(softmax_kernel(4099, 4096).parallel_loop().is_none());
 }
+
+#[test]
+fn a_dot_contiguous_along_its_result_is_register_blocked_over_the_result() {
+    // X[B, I]·W[I, O]: W is contiguous along O, not along the contracted I, so the O loop is
+    // vectorised and unrolled (16 outputs in accumulators per step) around the I loop.
+    let src = "axis B = 8\naxis I = 64\naxis O = 64\nplaceholder x: f32[B, I]\n\
+               placeholder w: f32[I, O]\nh = dot(x, w)\noutput h\n";
+    let g = weft_ir::text::parse(src, "dot.weft").unwrap();
+    let plan = compile_plan(&g, &PlanOptions::default()).unwrap();
+    let k = &lower_plan(&plan, &LowerOptions::default()).unwrap()[0].kernel;
+    let text = k.to_string();
+    let blocked = text
+        .lines()
+        .position(|l| l.contains("in 0..64 vectorize unroll(4)"))
+        .unwrap_or_else(|| panic!("no blocked result loop:\n{text}"));
+    let reduction = text
+        .lines()
+        .position(|l| l.contains("loop") && l.contains("in 0..64 {"))
+        .unwrap_or_else(|| panic!("no scalar reduction loop:\n{text}"));
+    assert!(blocked < reduction, "the reduction runs inside the blocked loop:\n{text}");
+}

@@ -482,6 +482,9 @@ impl<'a> Lowerer<'a> {
         for l in self.outer_loops.iter().rev() {
             body = vec![Stmt::Loop { loop_id: *l, body }];
         }
+        if self.options.vectorize {
+            self.block_over_results(&body);
+        }
         self.k.body = body;
         Ok(())
     }
@@ -609,6 +612,85 @@ impl<'a> Lowerer<'a> {
             lv.before[tail_level].extend(tail);
         }
         Ok(lv.build())
+    }
+
+    /// Register blocking of reductions: a loop `P` whose body declares an accumulator and holds
+    /// the vectorised reduction loop `R` that feeds it is vectorised and unrolled instead of `R`
+    /// when fewer loads in `R` would be per-lane gathers (strided or masked) along `P` than
+    /// along `R` — a dot `X[b, i]·W[i, o]` over `i`, a sum over rows. Each vector step then keeps
+    /// `unroll × lanes` outputs in independent accumulators while `R` runs inside, each output
+    /// summed in order. Only when the vectoriser accepts `P`'s whole body, and never on the
+    /// parallel loop.
+    fn block_over_results(&mut self, body: &[Stmt]) {
+        fn loads<'s>(body: &'s [Stmt], out: &mut Vec<&'s BufferAccessExpr>) {
+            for s in body {
+                match s {
+                    Stmt::Let {
+                        inst: Inst::Load(a),
+                        ..
+                    } => out.push(a),
+                    Stmt::Loop { body, .. } => loads(body, out),
+                    _ => {}
+                }
+            }
+        }
+        for s in body {
+            let Stmt::Loop { loop_id: p, body } = s else {
+                continue;
+            };
+            self.block_over_results(body);
+            let declared: Vec<AccId> = body
+                .iter()
+                .filter_map(|s| match s {
+                    Stmt::DeclareAcc(a) => Some(*a),
+                    _ => None,
+                })
+                .collect();
+            let annotations = self.k.loops[*p].annotations;
+            if declared.is_empty() || annotations.vectorize || annotations.parallel {
+                continue;
+            }
+            let inner = body.iter().find_map(|s| match s {
+                Stmt::Loop { loop_id, body }
+                    if self.k.loops[*loop_id].annotations.vectorize
+                        && body.iter().any(|s| {
+                            matches!(s, Stmt::Reduce { acc, index: None, .. } if declared.contains(acc))
+                        }) =>
+                {
+                    Some((*loop_id, body))
+                }
+                _ => None,
+            });
+            let Some((r, inner)) = inner else {
+                continue;
+            };
+            let mut accesses = Vec::new();
+            loads(inner, &mut accesses);
+            let gathers = |l: LoopId| {
+                accesses
+                    .iter()
+                    .filter(|a| {
+                        let c = a.index.coefficient(l);
+                        let masked = a.mask.iter().any(|m| m.expr.coefficient(l) != 0);
+                        (c != 0 && c != 1) || masked
+                    })
+                    .count()
+            };
+            let extent = self.k.loops[*p].extent;
+            if extent < 4 || gathers(*p) >= gathers(r) {
+                continue;
+            }
+            let (saved_p, saved_r) = (annotations, self.k.loops[r].annotations);
+            self.k.loops[r].annotations.vectorize = false;
+            self.k.loops[r].annotations.unroll = 1;
+            let a = &mut self.k.loops[*p].annotations;
+            a.vectorize = true;
+            a.unroll = if extent >= 16 { 4 } else { 1 };
+            if crate::codegen::vectorize::plan(&self.k, *p, body).is_none() {
+                self.k.loops[*p].annotations = saved_p;
+                self.k.loops[r].annotations = saved_r;
+            }
+        }
     }
 
     fn define(&mut self, lv: &mut Levels, level: usize, ty: DType, inst: Inst) -> ValueId {

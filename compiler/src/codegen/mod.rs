@@ -11,7 +11,7 @@ mod host;
 mod jit;
 mod math;
 mod translate;
-mod vectorize;
+pub(crate) mod vectorize;
 
 pub use error::CodegenError;
 pub use host::HostFeatures;
