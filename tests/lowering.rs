@@ -65,7 +65,12 @@ fn softmax_kernel(rows: usize, cols: usize) -> weft_ir::loop_ir::Kernel {
 #[test]
 fn large_row_kernels_are_parallel_over_chunks_of_rows_with_one_scratch_row_each() {
     // 256 rows: 64 parallel chunks of 4 rows; the row scratch holds one row per chunk.
-    for (rows, cols, chunks) in [(256, 300, 64), (4096, 4096, 64), (300, 301, 60), (6, 40000, 6)] {
+    for (rows, cols, chunks) in [
+        (256, 300, 64),
+        (4096, 4096, 64),
+        (300, 301, 60),
+        (6, 40000, 6),
+    ] {
         let k = softmax_kernel(rows, cols);
         let par = k.parallel_loop().expect("a parallel outer loop");
         assert_eq!(k.loops[par].extent, chunks as u64, "{rows} x {cols}");
@@ -99,5 +104,8 @@ fn a_dot_contiguous_along_its_result_is_register_blocked_over_the_result() {
         .lines()
         .position(|l| l.contains("loop") && l.contains("in 0..64 {"))
         .unwrap_or_else(|| panic!("no scalar reduction loop:\n{text}"));
-    assert!(blocked < reduction, "the reduction runs inside the blocked loop:\n{text}");
+    assert!(
+        blocked < reduction,
+        "the reduction runs inside the blocked loop:\n{text}"
+    );
 }

@@ -12,10 +12,15 @@
 //!   every value is computed at the shallowest loop level its indices allow (loop-invariant
 //!   code motion), so uniform operands are not recomputed per element;
 //! - the innermost loop of each nest is annotated `vectorize` (with `unroll(2)` or `unroll(4)`
-//!   for long loops: several independent vector accumulators for reductions); the outermost
-//!   loop of a kernel with enough work is annotated `parallel` — its iterations are independent
-//!   because each outer point computes and stores only its own elements, and row scratch is then
-//!   indexed by the parallel loop too, so threads never share it;
+//!   for long loops: several independent vector accumulators for reductions), except that a
+//!   reduction whose loads would gather along its own loop but not along the result loop around
+//!   it is register-blocked: the result loop is vectorised and unrolled around the scalar
+//!   reduction loop (a dot `X[b, i]·W[i, o]`);
+//! - the outermost loop of a kernel with enough work is annotated `parallel` — its iterations
+//!   are independent because each outer point computes and stores only its own elements. A
+//!   kernel with row scratch splits its outermost axis into at most 64 parallel chunks of rows
+//!   (`Q·chunk + row`, the chunk count dividing the axis length); the scratch has one row per
+//!   chunk, indexed by the chunk loop, so threads never share a row and it stays in cache;
 //! - pad becomes masked loads plus a select where a guarded value is not already a masked load;
 //!   concat a chain of selects over masked loads; dot a reduction loop nest of products;
 //!   mean a sum divided by the count; float argmax/argmin a second accumulator finding the first
@@ -63,14 +68,15 @@ pub struct LowerOptions {
     /// Annotate the outermost loop `parallel` when the kernel evaluates at least this many
     /// scalar points (0: never).
     pub parallel_min_points: u64,
-    /// Never make row scratch larger than this many elements to parallelise a kernel.
+    /// Never make row scratch (one row per parallel chunk) larger than this many elements to
+    /// parallelise a kernel.
     pub parallel_scratch_limit: u64,
     /// Annotate innermost loops `vectorize`.
     pub vectorize: bool,
     /// Accumulate f32 sums, means and dots in f64 (each dot product taken in f64) and round
     /// once, as the interpreter does: partial sums and products then overflow exactly where the
-    /// interpreter's do. Such loops run scalar (the vectoriser keeps one float type per loop);
-    /// off, they accumulate in f32 with several vector accumulators. Products always
+    /// interpreter's do. Such loops still vectorise: four lanes per step, f32 values in `f32x4`
+    /// and f64 values in pairs of `f64x2`. Off, they accumulate in f32. Products always
     /// accumulate in f64.
     pub f64_accumulation: bool,
 }

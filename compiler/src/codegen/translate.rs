@@ -550,9 +550,7 @@ impl<'b> Translator<'_, 'b> {
             }
             Inst::Binary(op, x, y) => {
                 let (rx, ry) = (self.repr(*x)?, self.repr(*y)?);
-                self.map_wide(ty, &[rx, ry], |t, xs| {
-                    t.binary_value(*op, ty, xs[0], xs[1])
-                })?
+                self.map_wide(ty, &[rx, ry], |t, xs| t.binary_value(*op, ty, xs[0], xs[1]))?
             }
             Inst::Compare(op, x, y) => {
                 let operand_ty = self.ty(*x);
