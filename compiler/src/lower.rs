@@ -40,6 +40,7 @@ use weft_ir::loop_ir::{
     CompareOp as LCompare, Inst, Kernel, LoopAnnotations, LoopId, MaskBound, ReduceKind,
     ScalarValue, Stmt, UnaryOp as LUnary, ValueId,
 };
+use weft_ir::shape::{Shape, TiledShape};
 use weft_ir::{Axis, BinaryOp, CompareOp, DType, Graph, NodeId, ReduceOp, Scalar, UnaryOp};
 
 /// What a kernel buffer parameter is bound to at call time.
@@ -402,7 +403,18 @@ impl<'a> Lowerer<'a> {
         let mut outer_scope = Vec::new();
         for (i, a) in p.outer.iter().enumerate() {
             if let (0, Some(c)) = (i, chunks.filter(|c| *c < par_extent)) {
-                let q = par_extent / c;
+                // The axis as a uniform tiling (TensorWrapper's tiled shape): the grid is the
+                // parallel chunk loop, a tile the rows each chunk runs in order.
+                let tiling = Shape::new([a.len])
+                    .and_then(|s| TiledShape::uniform(&s, &[a.len / c as usize]))
+                    .map_err(|e| LowerError::Internal {
+                        kernel: p.group,
+                        message: format!("tiling the parallel axis: {e}"),
+                    })?;
+                let (c, q) = (
+                    tiling.grid().extents()[0] as u64,
+                    tiling.tile_lengths()[0][0] as u64,
+                );
                 let annotations = |parallel| LoopAnnotations {
                     vectorize: false,
                     unroll: 1,
