@@ -580,3 +580,27 @@ fn mixed_f32_and_f64_loops_vectorise_with_widening() {
     assert!(listing.clif.contains("fvpromote_low"), "{}", listing.clif);
     assert!(listing.clif.contains("fvdemote"), "{}", listing.clif);
 }
+
+#[test]
+fn an_f32_accumulator_in_an_f64_loop_takes_four_lanes() {
+    for len in [3u64, 8, 21] {
+        let text = format!(
+            "kernel @uniform_f32_sum {{
+  buffer %z: f64[{len}] read
+  buffer %w: f64[{len}] write
+  buffer %out: f32[1] write
+  acc %count: sum f32
+  loop %i in 0..{len} vectorize unroll(2) {{
+    %zv: f64 = load %z[%i]
+    %t: f64 = mul %zv, %zv
+    store %w[%i], %t
+    %one: f32 = const 1.0
+    reduce %count, %one
+  }}
+  %c: f32 = acc.value %count
+  store %out[0], %c
+}}"
+        );
+        check_kernel(&text, 2.0);
+    }
+}

@@ -72,11 +72,19 @@ pub(crate) fn plan(k: &Kernel, l: LoopId, body: &[Stmt]) -> Option<WidePlan> {
     if !walker.has_f32 && !walker.has_f64 {
         return None;
     }
-    for &a in walker.declared.iter().chain(&walker.outer_accs) {
-        let decl = k.accs.get(a)?;
-        if decl.kind.has_index() || !decl.ty.is_float() {
+    // Accumulators take their type's lanes too (an f32 sum of a uniform value in an otherwise
+    // f64 loop still needs four lanes per step).
+    for a in walker
+        .declared
+        .clone()
+        .iter()
+        .chain(&walker.outer_accs.clone())
+    {
+        let decl = k.accs.get(*a)?;
+        if decl.kind.has_index() {
             return None;
         }
+        walker.require_float(decl.ty)?;
     }
     Some(WidePlan {
         lanes: if walker.has_f32 { 4 } else { 2 },
