@@ -386,13 +386,13 @@ impl<'a> Lowerer<'a> {
             || outer_points.saturating_mul(stage_points) < options.parallel_min_points
         {
             None
-        } else if row_total == 0 {
-            Some(par_extent)
         } else {
-            let most = (options.parallel_scratch_limit / row_total).min(MAX_CHUNKS);
-            (2..=most.min(par_extent))
-                .rev()
-                .find(|d| par_extent % d == 0)
+            match options.parallel_scratch_limit.checked_div(row_total) {
+                None => Some(par_extent),
+                Some(most) => (2..=most.min(MAX_CHUNKS).min(par_extent))
+                    .rev()
+                    .find(|d| par_extent.is_multiple_of(*d)),
+            }
         };
         let parallel = chunks.is_some();
         let all_flat = p
@@ -987,7 +987,7 @@ impl<'a> Lowerer<'a> {
             let (ls, _) = scope.get(*a).ok_or_else(|| {
                 self.internal(format!("axis {} has no loop", self.g.axis_name(*a)))
             })?;
-            for (l, m) in ls.to_vec() {
+            for (l, m) in ls.iter().copied() {
                 let i = self.define(lv, level, DType::I64, Inst::Index(l));
                 let c = self.define(lv, level, DType::I64, Inst::Const(ScalarValue::I64(k * m)));
                 let m = self.define(lv, level, DType::I64, Inst::Binary(LBinary::Mul, i, c));
