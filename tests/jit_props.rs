@@ -1,7 +1,8 @@
 //! Random graphs (views, slices with negative steps, pads, concats, reductions, dots, every
 //! dtype, lengths 1 and non-multiples of the vector width, variables with assigns) run on the
 //! JIT, fused and unfused, and on the interpreter; results agree within the tolerances of
-//! docs/testing.md, across two calls (so assigned state is checked too).
+//! docs/testing.md, across two calls (so assigned state is checked too). A third JIT run forces
+//! every kernel parallel and row kernels into two chunks of rows.
 //! `PROPTEST_CASES=5000 cargo test --release --test jit_props` runs longer.
 
 mod jit_common;
@@ -9,7 +10,34 @@ mod jit_common;
 use jit_common::{compare, random_inputs, run};
 use proptest::prelude::*;
 use weft::prelude::*;
+use weft_compiler::{JitExecutable, JitOptions, LowerOptions};
 use weft_ir::testing::{arb_graph_with, GraphConfig};
+use weft_runtime::{Executable, State};
+
+/// Runs `outputs` twice on the JIT lowered so that every kernel with two or more outer
+/// iterations is parallel, and row kernels split into two chunks of rows (small random graphs
+/// never reach the default thresholds).
+fn run_forced_parallel(
+    g: &Graph,
+    outputs: &[NodeId],
+    ps: &[NodeId],
+    inputs: &[HostArray],
+) -> Result<Vec<Vec<HostArray>>, String> {
+    let options = JitOptions {
+        lower: LowerOptions {
+            parallel_min_points: 1,
+            parallel_max_chunks: 2,
+            ..LowerOptions::default()
+        },
+        ..JitOptions::default()
+    };
+    let exe = JitExecutable::new(std::sync::Arc::new(g.clone()), outputs, ps, &options)
+        .map_err(|e| e.to_string())?;
+    let mut state = State::initial(g).map_err(|e| e.to_string())?;
+    (0..2)
+        .map(|_| exe.run(inputs, &mut state).map_err(|e| e.to_string()))
+        .collect()
+}
 
 fn cases() -> u32 {
     std::env::var("PROPTEST_CASES")
@@ -47,6 +75,18 @@ fn check(g: &Graph, seed: u64) -> Result<(), TestCaseError> {
             ))
         })?;
     }
+    let forced = run_forced_parallel(g, &outputs, &ps, &inputs).map_err(|e| {
+        TestCaseError::fail(format!(
+            "forced-parallel JIT failed: {e}\n{}",
+            weft_ir::text::print(g)
+        ))
+    })?;
+    compare(&(forced, interp.1.clone()), &interp, jit_common::rtol(g)).map_err(|m| {
+        TestCaseError::fail(format!(
+            "forced-parallel JIT differs from the interpreter: {m}\n{}",
+            weft_ir::text::print(g)
+        ))
+    })?;
     Ok(())
 }
 

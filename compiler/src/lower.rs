@@ -72,6 +72,10 @@ pub struct LowerOptions {
     /// Never make row scratch (one row per parallel chunk) larger than this many elements to
     /// parallelise a kernel.
     pub parallel_scratch_limit: u64,
+    /// Most parallel chunks a kernel with row scratch splits its outermost axis into: enough
+    /// to balance a few threads, few enough that the scratch (one row per chunk) stays in
+    /// cache.
+    pub parallel_max_chunks: u64,
     /// Annotate innermost loops `vectorize`.
     pub vectorize: bool,
     /// Accumulate f32 sums, means and dots in f64 (each dot product taken in f64) and round
@@ -87,6 +91,7 @@ impl Default for LowerOptions {
         LowerOptions {
             parallel_min_points: 1 << 16,
             parallel_scratch_limit: 1 << 20,
+            parallel_max_chunks: 64,
             vectorize: true,
             f64_accumulation: true,
         }
@@ -153,10 +158,6 @@ pub fn lower_program(
     })?;
     Ok(lowered)
 }
-
-/// Most parallel chunks a kernel with row scratch is split into: enough to balance a few
-/// threads, few enough that the scratch (one row per chunk) stays in cache.
-const MAX_CHUNKS: u64 = 64;
 
 /// A row scratch: its buffer, the strides of the stage's loops in it, and the row length.
 #[derive(Clone, Debug)]
@@ -389,7 +390,7 @@ impl<'a> Lowerer<'a> {
         } else {
             match options.parallel_scratch_limit.checked_div(row_total) {
                 None => Some(par_extent),
-                Some(most) => (2..=most.min(MAX_CHUNKS).min(par_extent))
+                Some(most) => (2..=most.min(options.parallel_max_chunks).min(par_extent))
                     .rev()
                     .find(|d| par_extent.is_multiple_of(*d)),
             }

@@ -107,16 +107,46 @@ pub fn access_range(
         if possible.intersect(bound).is_empty() {
             return Ok(None);
         }
-        // The index is the masked expression plus a constant: the mask bounds it directly.
-        if m.expr.terms() == index.terms() {
-            let d = i128::from(index.offset()) - i128::from(m.expr.offset());
+        // The index is `k·m + rest` with the masked expression `m` sharing no loop with
+        // `rest`: the mask bounds that part directly (a padded axis split into chunks of rows
+        // is masked on `Q·chunk + row` and indexed by a multiple of it).
+        if let Some(k) = multiple_of(index, &m.expr) {
+            let part = possible.intersect(bound);
+            let (a, b) = (k * part.lo, k * part.hi);
+            let rest = AffineExpr::new(
+                index
+                    .terms()
+                    .iter()
+                    .copied()
+                    .filter(|(l, _)| m.expr.coefficient(*l) == 0),
+                index.offset(),
+            );
+            let Some(rest) = expr_range(&rest, &lookup) else {
+                return Ok(None);
+            };
+            let c = k * i128::from(m.expr.offset());
             range = range.intersect(Interval {
-                lo: bound.lo + d,
-                hi: bound.hi + d,
+                lo: a.min(b) + rest.lo - c,
+                hi: a.max(b) + rest.hi - c,
             });
         }
     }
     Ok(if range.is_empty() { None } else { Some(range) })
+}
+
+/// `k ≠ 0` such that every loop of `m` has `k` times its coefficient in `index`.
+fn multiple_of(index: &AffineExpr, m: &AffineExpr) -> Option<i128> {
+    let (&(l0, a0), others) = m.terms().split_first()?;
+    let c0 = i128::from(index.coefficient(l0));
+    let a0 = i128::from(a0);
+    if a0 == 0 || c0 == 0 || c0 % a0 != 0 {
+        return None;
+    }
+    let k = c0 / a0;
+    others
+        .iter()
+        .all(|&(l, a)| i128::from(index.coefficient(l)) == k * i128::from(a))
+        .then_some(k)
 }
 
 fn div_floor(a: i128, b: i128) -> i128 {
@@ -173,6 +203,41 @@ mod tests {
         assert_eq!(
             access_range(&index, &mask, &ranges),
             Ok(Some(Interval { lo: 0, hi: 0 }))
+        );
+    }
+
+    #[test]
+    fn a_mask_on_a_chunked_axis_bounds_a_multiple_of_it() {
+        // t[100·c + 25·r + j - 50], mask(2 <= 4·c + r < 6), c in 0..=1, r in 0..=3, j in 0..=24:
+        // 25·(4c + r) lies in [50, 125], so the index lies in [0, 99].
+        let (c, r, j) = (l(0), l(1), l(2));
+        let ranges = |x: LoopId| {
+            Some(Interval {
+                lo: 0,
+                hi: if x == c {
+                    1
+                } else if x == r {
+                    3
+                } else {
+                    24
+                },
+            })
+        };
+        let index = AffineExpr::new([(c, 100), (r, 25), (j, 1)], -50);
+        let mask = [MaskBound {
+            expr: AffineExpr::new([(c, 4), (r, 1)], 0),
+            lo: 2,
+            hi: 6,
+        }];
+        assert_eq!(
+            access_range(&index, &mask, &ranges),
+            Ok(Some(Interval { lo: 0, hi: 99 }))
+        );
+        // Coefficients not proportional: no such bound (the plain interval remains).
+        let skew = AffineExpr::new([(c, 100), (r, 24), (j, 1)], -50);
+        assert_eq!(
+            access_range(&skew, &mask, &ranges),
+            Ok(Some(Interval { lo: -50, hi: 146 }))
         );
     }
 
