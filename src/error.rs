@@ -68,6 +68,48 @@ pub enum Error {
         /// The array's dtype.
         got: DType,
     },
+    /// A `call_into` with more or fewer output arrays than the computation has outputs.
+    #[error("the computation has {expected} outputs (in order: {outputs}) but {got} output arrays were given")]
+    OutputCount {
+        /// Number of outputs.
+        expected: usize,
+        /// Number of arrays given.
+        got: usize,
+        /// The outputs, by name.
+        outputs: String,
+    },
+    /// An output array whose axes are not its output's, in the output's order.
+    #[error("output `{output}`: the array has axes {got} but the output has axes {expected} (in this order)")]
+    OutputAxes {
+        /// The output.
+        output: String,
+        /// The output's axes.
+        expected: String,
+        /// The array's axes.
+        got: String,
+    },
+    /// An output array whose length along an axis is not the axis's.
+    #[error("output `{output}`: the array has length {got} along axis `{axis}`, which has length {expected}")]
+    OutputLength {
+        /// The output.
+        output: String,
+        /// The axis.
+        axis: String,
+        /// The axis's length.
+        expected: usize,
+        /// The array's length along it.
+        got: usize,
+    },
+    /// An output array of another dtype than its output's.
+    #[error("output `{output}`: the array has dtype {got} but the output has dtype {expected}")]
+    OutputDType {
+        /// The output.
+        output: String,
+        /// The output's dtype.
+        expected: DType,
+        /// The array's dtype.
+        got: DType,
+    },
     /// A `.weft` file that does not parse.
     #[error(transparent)]
     Parse(#[from] weft_ir::text::ParseError),

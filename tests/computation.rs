@@ -228,3 +228,70 @@ fn transformers_and_computations_are_send_and_sync() {
     // Calls are serialised: no increment is lost.
     assert_eq!(i64s(&t.value_of(v).unwrap()), vec![100, 200]);
 }
+
+#[test]
+fn call_into_writes_caller_arrays_and_names_a_wrong_output() {
+    for backend in [Backend::Interpreter, Backend::Jit, Backend::JitUnfused] {
+        let g = GraphBuilder::new();
+        let h = g.axis("H", 2).unwrap();
+        let w = g.axis("W", 3).unwrap();
+        let x = g.placeholder("x", &[h, w], DType::F32).unwrap();
+        let y = g.placeholder("y", &[w], DType::F32).unwrap();
+        let z = (x + y).unwrap().named("z").unwrap();
+        let (x, y, z) = (x.id(), y.id(), z.id());
+        let t = Transformer::new(g.finish(), backend).unwrap();
+        let c = t.computation(&[z], &[x, y]).unwrap();
+        let xs = HostArray::from_vec(
+            Axes::new([h, w]).unwrap(),
+            vec![2, 3],
+            vec![0f32, 1., 2., 3., 4., 5.],
+        )
+        .unwrap();
+        let ys =
+            HostArray::from_vec(Axes::new([w]).unwrap(), vec![3], vec![10f32, 20., 30.]).unwrap();
+        let inputs = [xs, ys];
+        let mut out = c.output_arrays().unwrap();
+        c.call_into(&inputs, &mut out).unwrap();
+        assert_eq!(out, c.call(&inputs).unwrap(), "{backend:?}");
+        assert_eq!(
+            out[0].to_vec::<f32>().unwrap(),
+            vec![10., 21., 32., 13., 24., 35.]
+        );
+
+        let err = c.call_into(&inputs, &mut []).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::OutputCount {
+                    expected: 1,
+                    got: 0,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(err.to_string().contains("(z)"), "{err}");
+        // Axes in another order: the output's own order is required.
+        let mut permuted =
+            [HostArray::from_vec(Axes::new([w, h]).unwrap(), vec![3, 2], vec![0f32; 6]).unwrap()];
+        let err = c.call_into(&inputs, &mut permuted).unwrap_err();
+        assert!(
+            matches!(&err, Error::OutputAxes { output, .. } if output == "z"),
+            "{err}"
+        );
+        let mut short =
+            [HostArray::from_vec(Axes::new([h, w]).unwrap(), vec![2, 2], vec![0f32; 4]).unwrap()];
+        let err = c.call_into(&inputs, &mut short).unwrap_err();
+        assert!(
+            matches!(&err, Error::OutputLength { output, expected: 3, got: 2, .. } if output == "z"),
+            "{err}"
+        );
+        let mut ints =
+            [HostArray::from_vec(Axes::new([h, w]).unwrap(), vec![2, 3], vec![0i32; 6]).unwrap()];
+        let err = c.call_into(&inputs, &mut ints).unwrap_err();
+        assert!(
+            matches!(&err, Error::OutputDType { output, expected: DType::F32, got: DType::I32 } if output == "z"),
+            "{err}"
+        );
+    }
+}

@@ -32,7 +32,7 @@ use weft_ir::{ArrayData, DType, Graph, HostArray, NodeId, Op};
 use weft_runtime::state::stored_value;
 use weft_runtime::{
     CompiledKernel, DeviceBufferReference, DeviceBufferStorage, Executable, Plan, RunError,
-    RuntimeError, State, ThreadPool,
+    RuntimeError, State, ThreadPool, MAX_KERNEL_BUFFERS,
 };
 
 /// Why a computation could not be compiled for the JIT.
@@ -90,6 +90,9 @@ struct Home {
     storage: usize,
     /// The simplified-graph node (for its layout).
     node: NodeId,
+    /// Stored row-major in its node's axes order at the start of its storage, so reading it is
+    /// a prefix copy (always so for outputs and assigned values; see the compiler invariants).
+    row_major: bool,
 }
 
 /// The outputs of a run and the values assigned to `(source target)` state.
@@ -112,6 +115,10 @@ pub struct JitExecutable {
     specs: Vec<(DType, u64, Option<ArrayData>)>,
     /// Per placeholder (in plan order): the storage it is copied into, if it is used.
     inputs: Vec<Option<usize>>,
+    /// Per placeholder (in plan order): its lengths, so a run checks inputs without allocating.
+    input_shapes: Vec<Vec<usize>>,
+    /// Per output (in plan order): its lengths.
+    output_shapes: Vec<Vec<usize>>,
     /// `(source node, storage)` of every variable or persistent tensor read.
     state_in: Vec<(NodeId, usize)>,
     /// Per output: where its value is.
@@ -272,13 +279,39 @@ impl JitExecutable {
             kernels.push((compiler.compile(&lk.kernel)?, args));
         }
         let home = |n: NodeId| -> Result<Home, PassError> {
+            let storage = storage_of
+                .get(&n)
+                .copied()
+                .ok_or_else(|| PassError::Internal(format!("{} is not stored", g.node_label(n))))?;
+            let row_major = match (
+                compiled.layouts.layouts.get(&n),
+                g.shape_of(&g.node(n).axes),
+            ) {
+                (Some(layout), Ok(shape)) => {
+                    let strides = weft_ir::host::row_major_strides(&shape);
+                    layout.strides.len() == strides.len()
+                        && layout
+                            .strides
+                            .iter()
+                            .zip(&strides)
+                            .all(|(a, b)| *a == *b as i64)
+                }
+                _ => false,
+            };
             Ok(Home {
-                storage: storage_of.get(&n).copied().ok_or_else(|| {
-                    PassError::Internal(format!("{} is not stored", g.node_label(n)))
-                })?,
+                storage,
                 node: n,
+                row_major,
             })
         };
+        let shapes = |nodes: &[NodeId]| -> Result<Vec<Vec<usize>>, RunError> {
+            nodes
+                .iter()
+                .map(|n| Ok(graph.shape_of(&graph.node(*n).axes)?))
+                .collect()
+        };
+        let input_shapes = shapes(plan.placeholders())?;
+        let output_shapes = shapes(plan.outputs())?;
         let inputs = plan
             .placeholders()
             .iter()
@@ -299,7 +332,10 @@ impl JitExecutable {
                 let src = source_of.get(&target).copied().ok_or_else(|| {
                     PassError::Internal(format!("assign target {} has no source", target))
                 })?;
-                assigns.push((src, home(id)?));
+                let mut h = home(id)?;
+                // Committed in place only if stored exactly as the state holds it.
+                h.row_major &= graph.node(src).axes == node.axes;
+                assigns.push((src, h));
             }
         }
         Ok(JitExecutable {
@@ -310,6 +346,8 @@ impl JitExecutable {
             lowered,
             specs,
             inputs,
+            input_shapes,
+            output_shapes,
             state_in,
             outputs,
             assigns,
@@ -421,12 +459,9 @@ impl JitExecutable {
         Ok(HostArray::new(node.axes.clone(), shape, data)?)
     }
 
-    fn run_in(
-        &self,
-        w: &Workspace,
-        inputs: &[HostArray],
-        state: &State,
-    ) -> Result<RunResult, RunError> {
+    /// Checks `inputs` against the placeholders and copies them and the current state into
+    /// `w`'s storages. Allocates nothing unless it fails.
+    fn load(&self, w: &Workspace, inputs: &[HostArray], state: &State) -> Result<(), RunError> {
         let g = &*self.graph;
         if inputs.len() != self.plan.placeholders().len() {
             return Err(RunError::InputCount {
@@ -434,16 +469,19 @@ impl JitExecutable {
                 got: inputs.len(),
             });
         }
-        for ((p, input), slot) in self
+        for (((p, input), slot), shape) in self
             .plan
             .placeholders()
             .iter()
             .zip(inputs)
             .zip(&self.inputs)
+            .zip(&self.input_shapes)
         {
             let node = g.node(*p);
-            let shape = g.shape_of(&node.axes)?;
-            if input.axes() != &node.axes || input.shape() != shape || input.dtype() != node.dtype {
+            if input.axes() != &node.axes
+                || input.shape() != &shape[..]
+                || input.dtype() != node.dtype
+            {
                 return Err(RunError::Input {
                     placeholder: g.node_label(*p),
                     message: format!(
@@ -464,6 +502,16 @@ impl JitExecutable {
             })?;
             copy_in(&w.storages[*s], v.data())?;
         }
+        Ok(())
+    }
+
+    fn run_in(
+        &self,
+        w: &Workspace,
+        inputs: &[HostArray],
+        state: &State,
+    ) -> Result<RunResult, RunError> {
+        self.load(w, inputs, state)?;
         self.execute(w)?;
         let outputs = self
             .outputs
@@ -477,20 +525,118 @@ impl JitExecutable {
             .collect::<Result<Vec<_>, RunError>>()?;
         Ok((outputs, assigned))
     }
+
+    /// Checks that `outputs` are one array per output, each with its output node's axes in
+    /// order, lengths and dtype. Allocates nothing unless it fails.
+    fn check_outputs(&self, outputs: &[HostArray]) -> Result<(), RunError> {
+        let g = &*self.graph;
+        if outputs.len() != self.plan.outputs().len() {
+            return Err(RunError::OutputCount {
+                expected: self.plan.outputs().len(),
+                got: outputs.len(),
+            });
+        }
+        for ((o, array), shape) in self
+            .plan
+            .outputs()
+            .iter()
+            .zip(outputs)
+            .zip(&self.output_shapes)
+        {
+            let node = g.node(*o);
+            if array.axes() != &node.axes
+                || array.shape() != &shape[..]
+                || array.dtype() != node.dtype
+            {
+                return Err(RunError::Output {
+                    output: g.node_label(*o),
+                    message: format!(
+                        "expected axes {} with shape {shape:?} and dtype {}",
+                        g.axes_name(&node.axes),
+                        node.dtype
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs over workspace `w` writing the outputs into `outputs` (checked) and committing
+    /// assigned values to `state` in place. Allocates nothing in steady state.
+    fn run_into_in(
+        &self,
+        w: &Workspace,
+        inputs: &[HostArray],
+        outputs: &mut [HostArray],
+        state: &mut State,
+    ) -> Result<(), RunError> {
+        self.check_outputs(outputs)?;
+        self.load(w, inputs, state)?;
+        self.execute(w)?;
+        for (h, out) in self.outputs.iter().zip(outputs.iter_mut()) {
+            if h.row_major {
+                copy_out(&w.storages[h.storage], out)?;
+            } else {
+                // Not expected (outputs are stored row-major), but correct: gather, allocating.
+                *out = self.read(w, *h)?;
+            }
+        }
+        if self.assigns.is_empty() {
+            return Ok(());
+        }
+        if self.assigns.iter().all(|(_, h)| h.row_major) {
+            // Check every target before writing any, so a failed run changes nothing. After the
+            // checks no copy can fail: types and lengths match and this run owns `w`.
+            for (t, h) in &self.assigns {
+                let len = state.get(*t).map(|v| v.len());
+                let dtype = state.get(*t).map(|v| v.dtype());
+                let storage = &w.storages[h.storage];
+                if dtype != Some(storage.dtype()) || len.is_none_or(|n| n as u64 > storage.len()) {
+                    return Err(RunError::State {
+                        tensor: self.graph.node_label(*t),
+                        message: "the assigned value does not fit the state".into(),
+                    });
+                }
+            }
+            for (t, h) in &self.assigns {
+                commit_in_place(&w.storages[h.storage], state, *t)?;
+            }
+            return Ok(());
+        }
+        let assigned = self
+            .assigns
+            .iter()
+            .map(|(t, h)| Ok((*t, self.read(w, *h)?)))
+            .collect::<Result<Vec<_>, RunError>>()?;
+        commit(&self.graph, state, assigned)
+    }
 }
 
 impl JitExecutable {
     /// Runs the kernels, in schedule order, over a workspace whose inputs are loaded.
     fn execute(&self, w: &Workspace) -> Result<(), RunError> {
         let pool = shared_pool();
-        let mut refs: Vec<&DeviceBufferReference> = Vec::new();
-        for (k, args) in &self.kernels {
-            refs.clear();
-            refs.extend(args.iter().map(|a| &w.references[*a]));
-            if k.signature().parallel_extent.is_some() && pool.threads() > 1 {
-                k.call_on(pool, &refs)?;
+        let Some(first) = w.references.first() else {
+            return if self.kernels.is_empty() {
+                Ok(())
             } else {
-                k.call(&refs)?;
+                Err(self.malformed("kernels without storages"))
+            };
+        };
+        // The argument table on the stack: a run allocates nothing.
+        let mut table: [&DeviceBufferReference; MAX_KERNEL_BUFFERS] = [first; MAX_KERNEL_BUFFERS];
+        for (k, args) in &self.kernels {
+            if args.len() > MAX_KERNEL_BUFFERS {
+                return Err(self.malformed("a kernel with too many buffers"));
+            }
+            for (slot, a) in table.iter_mut().zip(args) {
+                *slot = &w.references[*a];
+            }
+            let refs = &table[..args.len()];
+            if k.signature().parallel_extent.is_some() && pool.threads() > 1 {
+                k.call_on(pool, refs)?;
+            } else {
+                k.call(refs)?;
             }
         }
         Ok(())
@@ -513,7 +659,8 @@ impl JitExecutable {
             .workspace
             .as_ref()
             .ok_or_else(|| self.malformed("no workspace"))?;
-        self.run_in(w, inputs, state)?;
+        self.load(w, inputs, state)?;
+        self.execute(w)?;
         Ok(run)
     }
 
@@ -569,6 +716,63 @@ impl Drop for ResidentRun<'_> {
     }
 }
 
+/// Copies the first `out.len()` elements of `s` into `out`.
+fn copy_out(s: &DeviceBufferStorage, out: &mut HostArray) -> Result<(), RunError> {
+    match out.dtype() {
+        DType::F32 => s.copy_prefix_to_slice(out.as_mut_slice::<f32>()?)?,
+        DType::F64 => s.copy_prefix_to_slice(out.as_mut_slice::<f64>()?)?,
+        DType::I32 => s.copy_prefix_to_slice(out.as_mut_slice::<i32>()?)?,
+        DType::I64 => s.copy_prefix_to_slice(out.as_mut_slice::<i64>()?)?,
+        DType::Bool => s.copy_prefix_to_slice(out.as_mut_slice::<bool>()?)?,
+    }
+    Ok(())
+}
+
+/// Copies the value assigned to `target` (row-major at the start of `s`) into the state.
+fn commit_in_place(
+    s: &DeviceBufferStorage,
+    state: &mut State,
+    target: NodeId,
+) -> Result<(), RunError> {
+    fn one<T: weft_runtime::Element + weft_ir::Element>(
+        s: &DeviceBufferStorage,
+        state: &mut State,
+        target: NodeId,
+    ) -> Result<(), RunError> {
+        match state.elements_mut::<T>(target) {
+            Some(out) => Ok(s.copy_prefix_to_slice(out)?),
+            None => Err(RunError::State {
+                tensor: format!("{target}"),
+                message: "the assigned value does not fit the state".into(),
+            }),
+        }
+    }
+    match s.dtype() {
+        DType::F32 => one::<f32>(s, state, target),
+        DType::F64 => one::<f64>(s, state, target),
+        DType::I32 => one::<i32>(s, state, target),
+        DType::I64 => one::<i64>(s, state, target),
+        DType::Bool => one::<bool>(s, state, target),
+    }
+}
+
+/// Commits assigned values: every new value is validated before any is written, so a failed
+/// run changes nothing. Allocates (a copy of the state).
+fn commit(
+    graph: &Graph,
+    state: &mut State,
+    assigned: Vec<(NodeId, HostArray)>,
+) -> Result<(), RunError> {
+    if !assigned.is_empty() {
+        let mut next = state.clone();
+        for (t, v) in assigned {
+            next.set(graph, t, v)?;
+        }
+        *state = next;
+    }
+    Ok(())
+}
+
 fn copy_in(s: &DeviceBufferStorage, d: &ArrayData) -> Result<(), RuntimeError> {
     match d {
         ArrayData::F32(v) => s.copy_from_slice(v),
@@ -596,15 +800,27 @@ impl Executable for JitExecutable {
             .unwrap_or_else(|p| p.into_inner())
             .push(w);
         let (outputs, assigned) = result?;
-        let g = &*self.graph;
-        if !assigned.is_empty() {
-            // Validate every new value before committing any, so a failed run changes nothing.
-            let mut next = state.clone();
-            for (t, v) in assigned {
-                next.set(g, t, v)?;
-            }
-            *state = next;
-        }
+        commit(&self.graph, state, assigned)?;
         Ok(outputs)
+    }
+
+    /// Allocates nothing in steady state: the workspace comes from the pool (a new one only
+    /// when every pooled one is in use), inputs and state are copied into its storages, the
+    /// kernels run with their argument tables on the stack (parallel ones through the shared
+    /// pool, whose dispatch does not allocate), the outputs are copied into the caller's
+    /// arrays and assigned values into the state's arrays in place.
+    fn run_into(
+        &self,
+        inputs: &[HostArray],
+        outputs: &mut [HostArray],
+        state: &mut State,
+    ) -> Result<(), RunError> {
+        let w = self.workspace()?;
+        let result = self.run_into_in(&w, inputs, outputs, state);
+        self.workspaces
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(w);
+        result
     }
 }

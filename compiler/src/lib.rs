@@ -3,6 +3,8 @@
 //! buffers, and the Cranelift code generation that follows them — the only crate that knows
 //! Cranelift.
 
+#![deny(unsafe_code)]
+
 pub mod codegen;
 pub mod executable;
 pub mod lower;

@@ -158,6 +158,8 @@ pub trait Element: Copy + 'static {
     fn wrap(v: Vec<Self>) -> ArrayData;
     /// The elements, if `d` holds this type.
     fn unwrap(d: &ArrayData) -> Option<&[Self]>;
+    /// The elements, mutably, if `d` holds this type.
+    fn unwrap_mut(d: &mut ArrayData) -> Option<&mut [Self]>;
 }
 
 macro_rules! element {
@@ -168,6 +170,12 @@ macro_rules! element {
                 ArrayData::$v(v)
             }
             fn unwrap(d: &ArrayData) -> Option<&[Self]> {
+                match d {
+                    ArrayData::$v(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn unwrap_mut(d: &mut ArrayData) -> Option<&mut [Self]> {
                 match d {
                     ArrayData::$v(v) => Some(v),
                     _ => None,
@@ -307,6 +315,15 @@ impl HostArray {
         T::unwrap(&self.data).ok_or(HostError::DType {
             requested: T::DTYPE,
             actual: self.dtype(),
+        })
+    }
+    /// The elements, mutably, if they are of type `T` (the length is fixed: axes and shape
+    /// stay as they are). Lets a caller-owned output array be overwritten in place.
+    pub fn as_mut_slice<T: Element>(&mut self) -> Result<&mut [T], HostError> {
+        let actual = self.dtype();
+        T::unwrap_mut(&mut self.data).ok_or(HostError::DType {
+            requested: T::DTYPE,
+            actual,
         })
     }
     /// The elements as a `Vec<T>`.

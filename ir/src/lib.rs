@@ -1,6 +1,8 @@
 //! weft-ir: the data weft compiles — axes, dtypes, host arrays, the axes-labelled op graph, its
 //! text form, the loop IR and TensorWrapper's shape algebra. It knows no backend.
 
+#![forbid(unsafe_code)]
+
 pub mod arena;
 pub mod axis;
 pub mod dtype;

@@ -89,4 +89,10 @@ pub enum RuntimeError {
         /// The limit, [`crate::MAX_KERNEL_BUFFERS`].
         max: usize,
     },
+    /// A code generator handed over code without an entry point.
+    #[error("kernel @{kernel}: the code generator gave no entry point")]
+    NullEntry {
+        /// The kernel.
+        kernel: String,
+    },
 }

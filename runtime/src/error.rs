@@ -47,6 +47,22 @@ pub enum RunError {
         /// Arrays given.
         got: usize,
     },
+    /// A call with more or fewer output arrays than the computation has outputs.
+    #[error("the computation has {expected} outputs but {got} output arrays were given")]
+    OutputCount {
+        /// Outputs of the computation.
+        expected: usize,
+        /// Arrays given.
+        got: usize,
+    },
+    /// An output array that does not match its output node exactly.
+    #[error("output array for `{output}`: {message}")]
+    Output {
+        /// The output node.
+        output: String,
+        /// What does not match.
+        message: String,
+    },
     /// An input array that does not match its placeholder exactly (an executable receives
     /// inputs already put in the placeholder's axes order).
     #[error("input for placeholder `{placeholder}`: {message}")]

@@ -23,4 +23,31 @@ pub trait Executable: Send + Sync {
     /// succeeds, writes the values `assign`s gave them back to it: within a run every read
     /// sees the value from before the run.
     fn run(&self, inputs: &[HostArray], state: &mut State) -> Result<Vec<HostArray>, RunError>;
+
+    /// Runs the computation like [`Executable::run`] but writes the outputs into `outputs`,
+    /// caller-owned arrays that the caller has already checked: one per output, each with its
+    /// output node's axes in that order, its lengths and dtype. On an error the outputs may
+    /// hold anything, but the state is unchanged.
+    ///
+    /// A backend that can run without allocating overrides this so that a steady-state call
+    /// allocates nothing (the JIT does). The default runs [`Executable::run`] and moves its
+    /// arrays into `outputs`: it allocates (the reference interpreter uses it).
+    fn run_into(
+        &self,
+        inputs: &[HostArray],
+        outputs: &mut [HostArray],
+        state: &mut State,
+    ) -> Result<(), RunError> {
+        if outputs.len() != self.outputs().len() {
+            return Err(RunError::OutputCount {
+                expected: self.outputs().len(),
+                got: outputs.len(),
+            });
+        }
+        let values = self.run(inputs, state)?;
+        for (slot, value) in outputs.iter_mut().zip(values) {
+            *slot = value;
+        }
+        Ok(())
+    }
 }

@@ -7,7 +7,6 @@
 //! plus element types and borrow conflicts, before entering the code. The call path allocates
 //! nothing: the pointer table and borrows live on the stack.
 
-use std::any::Any;
 use std::sync::Arc;
 
 use weft_ir::loop_ir::{BufferDecl, Kernel};
@@ -43,12 +42,26 @@ impl KernelSignature {
     }
 }
 
+/// The native code of one kernel, as a code generator hands it over: the entry point's
+/// address, the code's size, and ownership of the memory holding it — the code stays mapped
+/// while the value lives and may be freed when it is dropped. Implementing this is safe: the
+/// runtime turns the address into a callable [`KernelEntry`] only in the `unsafe`
+/// [`CompiledKernel::from_code`], whose caller vouches for the code.
+pub trait KernelCode: Send + Sync + 'static {
+    /// The address of the entry point, a function with the [`KernelEntry`] signature.
+    fn entry_address(&self) -> *const u8;
+    /// Size of the machine code in bytes.
+    fn code_size(&self) -> usize;
+}
+
 /// A native kernel, the metadata to call it safely, and the owner of its code.
 pub struct CompiledKernel {
     signature: KernelSignature,
     entry: KernelEntry,
     code_size: usize,
-    _owner: Box<dyn Any + Send + Sync>,
+    // Dropped after every call has returned: a `CompiledKernel` cannot be dropped while
+    // `call`/`call_on` borrows it, and the pool does not outlive a dispatch.
+    _code: Box<dyn KernelCode>,
 }
 
 impl std::fmt::Debug for CompiledKernel {
@@ -61,20 +74,22 @@ impl std::fmt::Debug for CompiledKernel {
 }
 
 impl CompiledKernel {
-    /// Wraps native code.
+    /// Wraps native code. This is the one point where a code generator vouches for the code it
+    /// made; everything after it (the checks of [`CompiledKernel::call`], the borrows, the
+    /// pointer table, the call) is the runtime's.
     ///
     /// # Safety
-    /// `entry` must stay callable while `owner` lives, and, for any table of pointers to
-    /// buffers of the declared types and at least the declared lengths, and any sub-range of
-    /// `0..parallel_extent` (or any range, without a parallel loop), it must only access those
-    /// buffers within their declared lengths — loads from buffers declared `read`, stores to
-    /// buffers declared `write`/`readwrite` — and be safe to run concurrently on disjoint
-    /// sub-ranges. Code generated from a verified loop-IR kernel has these properties.
-    pub unsafe fn from_raw_parts(
+    /// While `code` lives, `code.entry_address()` must be the address of a function with the C
+    /// signature [`KernelEntry`] on the host calling convention, and, for any table of pointers
+    /// to buffers of `signature`'s types and at least its lengths, and any sub-range of
+    /// `0..parallel_extent` (or any range, without a parallel loop), that function must only
+    /// access those buffers within their declared lengths — loads from buffers declared
+    /// `read`, stores to buffers declared `write`/`readwrite` — and be safe to run concurrently
+    /// on disjoint sub-ranges. Code generated from a verified loop-IR kernel has these
+    /// properties.
+    pub unsafe fn from_code(
         signature: KernelSignature,
-        entry: KernelEntry,
-        code_size: usize,
-        owner: Box<dyn Any + Send + Sync>,
+        code: Box<dyn KernelCode>,
     ) -> Result<Self, RuntimeError> {
         if signature.buffers.len() > MAX_KERNEL_BUFFERS {
             return Err(RuntimeError::TooManyBuffers {
@@ -83,11 +98,21 @@ impl CompiledKernel {
                 max: MAX_KERNEL_BUFFERS,
             });
         }
+        let address = code.entry_address();
+        if address.is_null() {
+            return Err(RuntimeError::NullEntry {
+                kernel: signature.name.clone(),
+            });
+        }
+        // SAFETY: a non-null code address; the caller guarantees (contract above) that it is a
+        // function of exactly this signature that stays mapped while `code` lives, and `code`
+        // is kept in the returned value next to the entry.
+        let entry = unsafe { std::mem::transmute::<*const u8, KernelEntry>(address) };
         Ok(Self {
             signature,
             entry,
-            code_size,
-            _owner: owner,
+            code_size: code.code_size(),
+            _code: code,
         })
     }
 
@@ -179,7 +204,7 @@ impl CompiledKernel {
             (Some(pool), Some(_)) => {
                 // SAFETY: every table entry points at a borrowed storage of the declared type
                 // and at least the declared length, held until after the call; the contract of
-                // `from_raw_parts` makes the entry safe on disjoint sub-ranges concurrently.
+                // `from_code` makes the entry safe on disjoint sub-ranges concurrently.
                 unsafe { pool.run(self.entry, table.as_ptr(), extent) }
             }
             _ => {

@@ -4,7 +4,7 @@
 //! correctness oracle for every other backend — and device buffers after seed 001 (storage,
 //! re-pointable references, tensor views) with compiled-kernel handles and their invocation
 //! across a thread pool. It depends on weft-ir only and knows no code generator: kernels arrive
-//! as plain function pointers with an owner object keeping their code alive.
+//! as [`KernelCode`]: an entry address and the owner of the memory holding the code.
 
 pub mod error;
 pub mod executable;
@@ -25,7 +25,7 @@ pub use element::Element;
 pub use error::RunError;
 pub use executable::Executable;
 pub use interp::Interpreter;
-pub use kernel::{CompiledKernel, KernelEntry, KernelSignature, MAX_KERNEL_BUFFERS};
+pub use kernel::{CompiledKernel, KernelCode, KernelEntry, KernelSignature, MAX_KERNEL_BUFFERS};
 pub use plan::Plan;
 pub use reference::DeviceBufferReference;
 pub use state::State;

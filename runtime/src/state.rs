@@ -36,6 +36,13 @@ impl State {
         self.values.get(&id)
     }
 
+    /// The elements of a variable or persistent tensor, mutably, if it is held here and of
+    /// element type `T`. The axes, shape and dtype cannot change through it, so executables can
+    /// commit an assigned value in place, without allocating.
+    pub fn elements_mut<T: weft_ir::Element>(&mut self, id: NodeId) -> Option<&mut [T]> {
+        self.values.get_mut(&id)?.as_mut_slice().ok()
+    }
+
     /// True if `id` is a variable or persistent tensor held here.
     pub fn holds(&self, id: NodeId) -> bool {
         self.values.contains_key(&id)

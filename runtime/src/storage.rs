@@ -138,6 +138,32 @@ impl DeviceBufferStorage {
         }
         Ok(())
     }
+    /// Copies the first `out.len()` elements into `out` (a storage shared by several tensors
+    /// is as long as the longest; a tensor stored at its start is a prefix). Allocates nothing.
+    pub fn copy_prefix_to_slice<T: Element>(&self, out: &mut [T]) -> Result<(), RuntimeError> {
+        if T::DTYPE != self.dtype {
+            return Err(RuntimeError::DTypeMismatch {
+                what: "copy out of storage".to_string(),
+                expected: self.dtype,
+                actual: T::DTYPE,
+            });
+        }
+        if out.len() as u64 > self.len {
+            return Err(RuntimeError::LengthMismatch {
+                what: "copy a prefix out of storage".to_string(),
+                expected: self.len,
+                actual: out.len() as u64,
+            });
+        }
+        let _borrow = self.try_borrow(false).ok_or_else(Self::busy)?;
+        let size = T::DTYPE.size_bytes();
+        for (i, x) in out.iter_mut().enumerate() {
+            // SAFETY: `i < out.len() <= len`, so the element lies inside the allocation; we
+            // hold a shared borrow, so nobody writes concurrently.
+            *x = unsafe { T::read_from(self.ptr.as_ptr().add(i * size)) };
+        }
+        Ok(())
+    }
 
     /// A copy of every element.
     pub fn to_vec<T: Element + Default>(&self) -> Result<Vec<T>, RuntimeError> {

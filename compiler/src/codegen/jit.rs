@@ -2,10 +2,9 @@
 //!
 //! Guarantees: every kernel is verified before translation; each compiled kernel lives in its
 //! own JIT module, owned by the returned handle and freed when it drops; the handle's entry
-//! point honours the contract of [`CompiledKernel::from_raw_parts`] because the translator
-//! emits only accesses the verifier proved in bounds.
-
-use std::sync::Mutex;
+//! point honours the contract of [`CompiledKernel::from_code`] because the translator emits
+//! only accesses the verifier proved in bounds. The hand-off itself is in `handoff.rs`, the
+//! crate's only `unsafe` code.
 
 use cranelift_codegen::ir::{types, AbiParam, Signature, UserFuncName};
 use cranelift_codegen::isa::OwnedTargetIsa;
@@ -14,8 +13,9 @@ use cranelift_frontend::FunctionBuilderContext;
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Linkage, Module};
 use weft_ir::loop_ir::{verify, Kernel};
-use weft_runtime::{CompiledKernel, KernelEntry, KernelSignature};
+use weft_runtime::CompiledKernel;
 
+use super::handoff::hand_over;
 use super::host::host_isa;
 use super::translate::{kernel_signature, translate, PowRefs, TranslateOptions};
 use super::{CodegenError, HostFeatures};
@@ -92,26 +92,6 @@ extern "C" fn weft_cos_f32(x: f32) -> f32 {
 
 extern "C" fn weft_cos_f64(x: f64) -> f64 {
     x.cos()
-}
-
-/// Keeps a kernel's JIT module (and so its code) alive; frees the code on drop.
-struct JitCode {
-    module: Mutex<Option<JITModule>>,
-}
-
-impl Drop for JitCode {
-    fn drop(&mut self) {
-        let module = self
-            .module
-            .get_mut()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        if let Some(module) = module {
-            // SAFETY: this owner is dropped only with the `CompiledKernel` holding the only
-            // copy of the entry pointer, so no code of the module runs or runs again.
-            unsafe { module.free_memory() };
-        }
-    }
 }
 
 impl JitCompiler {
@@ -265,24 +245,7 @@ impl JitCompiler {
             .finalize_definitions()
             .map_err(|e| cranelift_error(e.to_string()))?;
         let code = module.get_finalized_function(id);
-        let owner = JitCode {
-            module: Mutex::new(Some(module)),
-        };
-        // SAFETY: `code` is the finalized entry of a function with `kernel_signature`, which
-        // is the C ABI signature `KernelEntry` on the host call convention.
-        let entry = unsafe { std::mem::transmute::<*const u8, KernelEntry>(code) };
-        // SAFETY: the owner keeps the module's memory alive for the handle's lifetime; the
-        // code was generated from a kernel that passed `verify`, so it accesses only the
-        // declared buffers, within their lengths, per their access modes, and its parallel
-        // loop iterations are independent (the annotation's contract).
-        let compiled = unsafe {
-            CompiledKernel::from_raw_parts(
-                KernelSignature::of(kernel),
-                entry,
-                code_size,
-                Box::new(owner),
-            )
-        }?;
+        let compiled = hand_over(kernel, module, code, code_size)?;
         Ok((
             compiled,
             KernelListing {

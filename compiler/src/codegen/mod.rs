@@ -7,6 +7,7 @@
 //! and disassembly for debugging.
 
 mod error;
+mod handoff;
 mod host;
 mod jit;
 mod math;
