@@ -33,6 +33,8 @@ pub mod transformer;
 pub use computation::Computation;
 pub use error::{Error, Result};
 pub use transformer::{Backend, Transformer};
+pub use weft_compiler::codegen::CodegenOptions;
+pub use weft_compiler::{JitOptions, LowerOptions};
 pub use weft_ir::graph::{GraphBuilder, Tensor};
 pub use weft_ir::{
     ArrayData, Axes, AxesError, Axis, AxisSlice, BinaryOp, CompareOp, DType, Element, Graph,
@@ -42,6 +44,7 @@ pub use weft_ir::{
 pub use weft_runtime::{Executable, RunError};
 
 /// The crates weft is made of, for what the prelude does not cover.
+pub use weft_compiler as compiler;
 pub use weft_ir as ir;
 pub use weft_runtime as runtime;
 
@@ -49,7 +52,8 @@ pub use weft_runtime as runtime;
 pub mod prelude {
     pub use crate::{
         ArrayData, Axes, Axis, AxisSlice, Backend, Computation, DType, Error, Graph, GraphBuilder,
-        HostArray, NodeId, Scalar, SliceRange, Tensor, TensorInit, TensorKind, Transformer,
+        HostArray, JitOptions, NodeId, Scalar, SliceRange, Tensor, TensorInit, TensorKind,
+        Transformer,
     };
 }
 

@@ -35,13 +35,14 @@ impl Backend {
         graph: &Arc<Graph>,
         outputs: &[NodeId],
         placeholders: &[NodeId],
+        jit: Option<&JitOptions>,
     ) -> Result<Box<dyn Executable>> {
         match self {
             Backend::Jit | Backend::JitUnfused => {
-                let options = if self == Backend::Jit {
-                    JitOptions::default()
-                } else {
-                    JitOptions::unfused()
+                let options = match jit {
+                    Some(o) => o.clone(),
+                    None if self == Backend::Jit => JitOptions::default(),
+                    None => JitOptions::unfused(),
                 };
                 Ok(Box::new(JitExecutable::new(
                     Arc::clone(graph),
@@ -78,6 +79,8 @@ impl Shared {
 pub struct Transformer {
     shared: Arc<Shared>,
     backend: Backend,
+    /// The JIT's options when the caller chose them ([`Transformer::with_jit_options`]).
+    jit: Option<JitOptions>,
 }
 
 impl Transformer {
@@ -93,7 +96,23 @@ impl Transformer {
                 state: Mutex::new(state),
             }),
             backend,
+            jit: None,
         })
+    }
+
+    /// A transformer for `graph` on the JIT with the caller's options: fusion on or off, the
+    /// lowering's thresholds (parallelism, vectorisation, f64 accumulation), code generation
+    /// switches, and axis orders for placeholders and outputs (`JitOptions::layouts`: arrays
+    /// still go in and come out in their declared order).
+    pub fn with_jit_options(graph: Graph, options: JitOptions) -> Result<Transformer> {
+        let backend = if options.fused {
+            Backend::Jit
+        } else {
+            Backend::JitUnfused
+        };
+        let mut t = Transformer::new(graph, backend)?;
+        t.jit = Some(options);
+        Ok(t)
     }
 
     /// The graph.
@@ -110,9 +129,9 @@ impl Transformer {
     /// placeholder, in this order, and returns one array per output, in this order. Every
     /// placeholder an output depends on must be listed.
     pub fn computation(&self, outputs: &[NodeId], placeholders: &[NodeId]) -> Result<Computation> {
-        let executable = self
-            .backend
-            .prepare(&self.shared.graph, outputs, placeholders)?;
+        let executable =
+            self.backend
+                .prepare(&self.shared.graph, outputs, placeholders, self.jit.as_ref())?;
         Ok(Computation::new(Arc::clone(&self.shared), executable))
     }
 

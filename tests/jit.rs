@@ -424,3 +424,54 @@ fn resident_runs_give_the_outputs_of_a_call_and_can_be_repeated() {
         assert_eq!(run.outputs().unwrap(), called);
     }
 }
+
+#[test]
+fn requested_layouts_and_lowering_options_reach_the_jit_through_the_transformer() {
+    // x is stored C-major (transposed), the output R-major as declared; arrays go in and come
+    // out in their declared order either way. Every kernel is forced parallel in two chunks.
+    let mut g = Graph::new();
+    let r = g.axis("R", 6).unwrap();
+    let c = g.axis("C", 9).unwrap();
+    let x = g.placeholder("x", &[r, c], DType::F32).unwrap();
+    let m = g.reduce(ReduceOp::Max, x, &[c], None).unwrap();
+    let s = g.binary(BinaryOp::Subtract, x, m).unwrap();
+    let e = g.unary(UnaryOp::Exp, s).unwrap();
+    g.mark_output(e).unwrap();
+    let xs = HostArray::from_vec(
+        Axes::new([r, c]).unwrap(),
+        vec![6, 9],
+        (0..54).map(|i| (i as f32 * 0.37).sin()).collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let expected = Transformer::new(g.clone(), Backend::Interpreter)
+        .unwrap()
+        .computation(&[e], &[x])
+        .unwrap()
+        .call(std::slice::from_ref(&xs))
+        .unwrap();
+    for layouts in [
+        vec![(x, vec![c, r])],
+        vec![(x, vec![c, r]), (e, vec![c, r])],
+    ] {
+        let options = JitOptions {
+            layouts,
+            lower: weft::LowerOptions {
+                parallel_min_points: 1,
+                parallel_max_chunks: 2,
+                ..weft::LowerOptions::default()
+            },
+            ..JitOptions::default()
+        };
+        let t = Transformer::with_jit_options(g.clone(), options).unwrap();
+        let c = t.computation(&[e], &[x]).unwrap();
+        let got = c.call(std::slice::from_ref(&xs)).unwrap();
+        assert_eq!(got[0].axes(), expected[0].axes());
+        let (a, b) = (
+            got[0].to_vec::<f32>().unwrap(),
+            expected[0].to_vec::<f32>().unwrap(),
+        );
+        for (p, q) in a.iter().zip(&b) {
+            assert!((p - q).abs() <= 1e-6 * q.abs().max(1.0), "{a:?} vs {b:?}");
+        }
+    }
+}

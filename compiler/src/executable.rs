@@ -28,7 +28,7 @@ use crate::pipeline::{compile_plan, CompiledPlan, PlanOptions};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use weft_ir::arena::EntityRef;
-use weft_ir::{ArrayData, DType, Graph, HostArray, NodeId, Op};
+use weft_ir::{ArrayData, Axes, Axis, DType, Graph, HostArray, NodeId, Op};
 use weft_runtime::state::stored_value;
 use weft_runtime::{
     CompiledKernel, DeviceBufferReference, DeviceBufferStorage, Executable, Plan, RunError,
@@ -61,6 +61,12 @@ pub struct JitOptions {
     pub lower: LowerOptions,
     /// Code generation switches.
     pub codegen: CodegenOptions,
+    /// Axis orders (major to minor) for some placeholders and outputs, by node of the graph
+    /// handed to [`JitExecutable::new`]; the others are row-major in their declared axes order
+    /// ([`PlanOptions::layouts`]). Callers still pass and receive arrays in the declared order:
+    /// such an input is transposed into its layout on the way in (a copy that allocates), such
+    /// an output gathered on the way out.
+    pub layouts: Vec<(NodeId, Vec<Axis>)>,
 }
 
 impl Default for JitOptions {
@@ -69,6 +75,7 @@ impl Default for JitOptions {
             fused: true,
             lower: LowerOptions::default(),
             codegen: CodegenOptions::default(),
+            layouts: Vec::new(),
         }
     }
 }
@@ -115,6 +122,9 @@ pub struct JitExecutable {
     specs: Vec<(DType, u64, Option<ArrayData>)>,
     /// Per placeholder (in plan order): the storage it is copied into, if it is used.
     inputs: Vec<Option<usize>>,
+    /// Per placeholder (in plan order): the axis order it is stored in, when the caller asked
+    /// for another than its declared one.
+    input_orders: Vec<Option<Axes>>,
     /// Per placeholder (in plan order): its lengths, so a run checks inputs without allocating.
     input_shapes: Vec<Vec<usize>>,
     /// Per output (in plan order): its lengths.
@@ -188,6 +198,14 @@ impl JitExecutable {
             &restricted,
             &PlanOptions {
                 fused: options.fused,
+                layouts: options
+                    .layouts
+                    .iter()
+                    .filter_map(|(n, order)| {
+                        let r = to_restricted.get(n.index()).copied().flatten()?;
+                        Some((r, order.clone()))
+                    })
+                    .collect(),
                 ..PlanOptions::default()
             },
         )?;
@@ -317,6 +335,21 @@ impl JitExecutable {
             .iter()
             .map(|p| to_simplified(*p).and_then(|s| storage_of.get(&s).copied()))
             .collect();
+        let input_orders = plan
+            .placeholders()
+            .iter()
+            .map(|p| {
+                let requested = options.layouts.iter().find(|(n, _)| n == p);
+                match requested {
+                    Some((_, order)) if graph.node(*p).axes.iter().ne(order.iter()) => {
+                        Axes::new(order.iter().copied()).map(Some).map_err(|e| {
+                            PassError::Internal(format!("layout of {}: {e}", graph.node_label(*p)))
+                        })
+                    }
+                    _ => Ok(None),
+                }
+            })
+            .collect::<Result<Vec<_>, PassError>>()?;
         let outputs = plan
             .outputs()
             .iter()
@@ -346,6 +379,7 @@ impl JitExecutable {
             lowered,
             specs,
             inputs,
+            input_orders,
             input_shapes,
             output_shapes,
             state_in,
@@ -469,13 +503,14 @@ impl JitExecutable {
                 got: inputs.len(),
             });
         }
-        for (((p, input), slot), shape) in self
+        for (i, (((p, input), slot), shape)) in self
             .plan
             .placeholders()
             .iter()
             .zip(inputs)
             .zip(&self.inputs)
             .zip(&self.input_shapes)
+            .enumerate()
         {
             let node = g.node(*p);
             if input.axes() != &node.axes
@@ -492,7 +527,22 @@ impl JitExecutable {
                 });
             }
             if let Some(s) = slot {
-                copy_in(&w.storages[*s], input.data())?;
+                match &self.input_orders[i] {
+                    Some(order) => {
+                        let permuted =
+                            input
+                                .with_axes_order(order)
+                                .ok_or_else(|| RunError::Input {
+                                    placeholder: g.node_label(*p),
+                                    message: format!(
+                                        "cannot be put in order {}",
+                                        g.axes_name(order)
+                                    ),
+                                })?;
+                        copy_in(&w.storages[*s], permuted.data())?;
+                    }
+                    None => copy_in(&w.storages[*s], input.data())?,
+                }
             }
         }
         for (src, s) in &self.state_in {
