@@ -121,6 +121,17 @@ pub enum Error {
         /// The cause.
         source: std::io::Error,
     },
+    /// `--dump-pass` is not a regular expression.
+    #[error("--dump-pass `{pattern}`: {message}")]
+    DumpPattern {
+        /// The pattern given.
+        pattern: String,
+        /// What the regex parser said.
+        message: String,
+    },
+    /// The IR dump could not be written.
+    #[error(transparent)]
+    Dump(#[from] weft_compiler::dump::DumpError),
     /// `--bind` of an axis the graph does not declare.
     #[error("--bind: no declared axis is named `{name}` (declared: {declared})")]
     UnknownAxis {

@@ -50,6 +50,9 @@ pub enum JitError {
     /// Code generation failed.
     #[error(transparent)]
     Codegen(#[from] CodegenError),
+    /// The IR dump asked for could not be written.
+    #[error(transparent)]
+    Dump(#[from] crate::dump::DumpError),
 }
 
 /// How to compile a JIT executable.
@@ -67,6 +70,10 @@ pub struct JitOptions {
     /// such an input is transposed into its layout on the way in (a copy that allocates), such
     /// an output gathered on the way out.
     pub layouts: Vec<(NodeId, Vec<Axis>)>,
+    /// Write every stage's IR (crate::dump) into a numbered subfolder `cN` of this folder.
+    /// Unset, the `WEFT_DUMP` environment variable names the folder, for host programs that
+    /// cannot change their code.
+    pub dump: Option<std::path::PathBuf>,
 }
 
 impl Default for JitOptions {
@@ -76,6 +83,7 @@ impl Default for JitOptions {
             lower: LowerOptions::default(),
             codegen: CodegenOptions::default(),
             layouts: Vec::new(),
+            dump: None,
         }
     }
 }
@@ -136,6 +144,8 @@ pub struct JitExecutable {
     /// `(source target, value)` per assign, in node order.
     assigns: Vec<(NodeId, Home)>,
     workspaces: Mutex<Vec<Workspace>>,
+    /// The storages that hold the buffer plan's buffers and the row scratch.
+    planned: Vec<usize>,
 }
 
 impl std::fmt::Debug for JitExecutable {
@@ -274,6 +284,7 @@ impl JitExecutable {
         let lowered = lower_plan(&compiled, &options.lower)?;
         let compiler = JitCompiler::with_options(options.codegen)?;
         let mut kernels = Vec::new();
+        let mut row_scratch = Vec::new();
         for lk in &lowered {
             let mut args = Vec::new();
             for b in &lk.bindings {
@@ -290,6 +301,7 @@ impl JitExecutable {
                                 PassError::Internal("scratch binding without a buffer".into())
                             })?;
                         specs.push((decl.ty, decl.len, None));
+                        row_scratch.push(specs.len() - 1);
                         args.push(specs.len() - 1);
                     }
                 }
@@ -371,7 +383,7 @@ impl JitExecutable {
                 assigns.push((src, h));
             }
         }
-        Ok(JitExecutable {
+        let exe = JitExecutable {
             graph,
             plan,
             compiled,
@@ -386,12 +398,36 @@ impl JitExecutable {
             outputs,
             assigns,
             workspaces: Mutex::new(Vec::new()),
-        })
+            planned: shared.values().copied().chain(row_scratch).collect(),
+        };
+        let dump = options
+            .dump
+            .clone()
+            .or_else(|| std::env::var_os("WEFT_DUMP").map(std::path::PathBuf::from));
+        if let Some(dir) = dump {
+            let files = crate::dump::dump_stages(&exe.graph, &exe)?;
+            crate::dump::write_dump(&crate::dump::next_dump_dir(&dir), &files, |_| true)?;
+        }
+        Ok(exe)
     }
 
     /// The compiled plan (passes' results) behind this executable.
     pub fn compiled_plan(&self) -> &CompiledPlan {
         &self.compiled
+    }
+
+    /// Bytes a workspace allocates for the buffer plan's buffers and the kernels' row scratch
+    /// (each storage rounded up to its 64-byte alignment): what the plan's buffer sizes promise
+    /// when every buffer holds one element type and no row kernel is parallel (the plan counts
+    /// one scratch row; a parallel row kernel takes one per chunk, see `lower`).
+    pub fn planned_buffer_bytes(&self) -> usize {
+        self.planned
+            .iter()
+            .map(|&k| {
+                let (dtype, len, _) = &self.specs[k];
+                (*len as usize * dtype.size_bytes()).div_ceil(64) * 64
+            })
+            .sum()
     }
 
     /// The loop-IR kernels, in schedule order.

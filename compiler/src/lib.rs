@@ -6,6 +6,7 @@
 #![deny(unsafe_code)]
 
 pub mod codegen;
+pub mod dump;
 pub mod executable;
 pub mod lower;
 pub mod passes;

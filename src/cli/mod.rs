@@ -1,6 +1,7 @@
 //! The `weft` command line (clap). Every command reads a `.weft` file, binds axis lengths given
 //! with `--bind`, and reports errors on stderr with a non-zero exit and no backtrace.
 
+mod compile;
 mod inputs;
 mod summary;
 
@@ -116,6 +117,27 @@ enum Command {
         #[arg(long, value_enum, default_value_t = BackendArg::Jit)]
         backend: BackendArg,
     },
+    /// Compile a graph's outputs on the JIT and write every stage's IR into a folder: the
+    /// input graph, the graph after simplify (both `.weft`, runnable), fusion groups, kernel
+    /// programs, layouts, the buffer plan, and per kernel its loop IR, Cranelift IR and
+    /// disassembly, with an index.txt.
+    Compile {
+        /// The `.weft` file.
+        file: PathBuf,
+        /// Bind an axis length: AXIS=LEN (repeatable).
+        #[arg(long = "bind", value_parser = parse_binding)]
+        bind: Vec<Binding>,
+        /// The folder to write into (created if missing).
+        #[arg(long)]
+        dump_dir: PathBuf,
+        /// Only the stages whose name (input, simplify, fusion, kernels, layout, buffers,
+        /// loop-ir, clif, asm) or file name matches this regular expression.
+        #[arg(long)]
+        dump_pass: Option<String>,
+        /// Compile the unfused baseline (one kernel per op).
+        #[arg(long)]
+        unfused: bool,
+    },
     /// Run every bundled example (examples/*.weft) and print its outputs.
     Demo {
         /// The folder of examples.
@@ -160,6 +182,21 @@ fn run(cli: Cli) -> Result<(), Error> {
             let graph = load(&file, &bind)?;
             let outputs = run_graph(&graph, &input, seed, backend.into())?;
             print_outputs(&graph, &outputs, output_dir.as_deref())
+        }
+        Command::Compile {
+            file,
+            bind,
+            dump_dir,
+            dump_pass,
+            unfused,
+        } => {
+            let graph = load(&file, &bind)?;
+            let written =
+                compile::compile_and_dump(graph, &dump_dir, dump_pass.as_deref(), unfused)?;
+            for p in written {
+                println!("{}", p.display());
+            }
+            Ok(())
         }
         Command::Demo { dir } => demo(&dir),
     }

@@ -1,0 +1,223 @@
+//! IR dumps (`weft compile --dump-dir`, `JitOptions::dump`): every example dumps every stage;
+//! the dumped graphs re-parse and run to the same results; the buffer plan's buffers are what
+//! the executable allocates; the architecture-independent stages are snapshots (re-bless with
+//! `INSTA_UPDATE=always cargo test --test dump`, or `cargo insta review`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use weft::prelude::*;
+use weft_compiler::dump::dump_stages;
+use weft_compiler::JitExecutable;
+
+fn examples() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "weft"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn parse(path: &Path) -> Graph {
+    let src = std::fs::read_to_string(path).unwrap();
+    weft::ir::text::parse(&src, &path.display().to_string()).unwrap()
+}
+
+/// Every output, by name, as f64, run on the interpreter with inputs drawn by name.
+fn run_by_name(g: &Graph) -> Vec<(String, Vec<f64>)> {
+    let ps = g.placeholders();
+    let inputs: Vec<HostArray> = ps
+        .iter()
+        .map(|p| {
+            let n = g.node(*p);
+            let shape = g.shape_of(&n.axes).unwrap();
+            let len: usize = shape.iter().product();
+            let seed = g.node_label(*p).len() as f64;
+            let x = |i: usize| ((i as f64 + seed) * 0.731).sin();
+            let data = match n.dtype {
+                DType::F32 => ArrayData::F32((0..len).map(|i| x(i) as f32).collect()),
+                DType::F64 => ArrayData::F64((0..len).map(x).collect()),
+                DType::I32 => ArrayData::I32((0..len).map(|i| (x(i) * 5.0) as i32).collect()),
+                DType::I64 => ArrayData::I64((0..len).map(|i| (x(i) * 5.0) as i64).collect()),
+                DType::Bool => ArrayData::Bool((0..len).map(|i| x(i) > 0.0).collect()),
+            };
+            HostArray::new(n.axes.clone(), shape, data).unwrap()
+        })
+        .collect();
+    let t = Transformer::new(g.clone(), Backend::Interpreter).unwrap();
+    let c = t.computation(g.outputs(), &ps).unwrap();
+    let out = c.call(&inputs).unwrap();
+    g.outputs()
+        .iter()
+        .zip(out)
+        .map(|(o, a)| {
+            let d = a.data();
+            let v = (0..d.len()).map(|i| d.get(i).unwrap().as_f64()).collect();
+            (g.node_label(*o), v)
+        })
+        .collect()
+}
+
+#[test]
+fn every_example_dumps_every_stage_and_the_dumped_graphs_run_the_same() {
+    for path in examples() {
+        let dir = std::env::temp_dir().join(format!(
+            "weft-dump-{}-{}",
+            std::process::id(),
+            path.file_stem().unwrap().to_string_lossy()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        let out = Command::new(env!("CARGO_BIN_EXE_weft"))
+            .arg("compile")
+            .arg(&path)
+            .arg("--dump-dir")
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let index = std::fs::read_to_string(dir.join("index.txt")).unwrap();
+        let listed: Vec<&str> = index
+            .lines()
+            .skip(1)
+            .map(|l| l.split('\t').next().unwrap())
+            .collect();
+        for stage in [
+            "input", "simplify", "fusion", "kernels", "layout", "buffers",
+        ] {
+            assert!(index.contains(&format!("\t{stage}\n")), "{index}");
+        }
+        // One loop-IR, Cranelift and machine-code file per kernel (a graph folded to
+        // constants has none).
+        let count = |ext: &str| listed.iter().filter(|f| f.ends_with(ext)).count();
+        assert_eq!(count(".lir"), count(".clif"), "{index}");
+        assert_eq!(count(".lir"), count(".s"), "{index}");
+        for f in &listed {
+            let text = std::fs::read_to_string(dir.join(f)).unwrap();
+            assert!(!text.is_empty() || f.ends_with(".txt"), "{f} is empty");
+        }
+        // The dumped graphs re-parse and compute what the original computes.
+        let original = run_by_name(&parse(&path));
+        for f in listed.iter().filter(|f| f.ends_with(".weft")) {
+            let g = parse(&dir.join(f));
+            assert_eq!(run_by_name(&g), original, "{} {f}", path.display());
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[test]
+fn the_buffer_plans_arena_is_what_the_executable_allocates() {
+    for path in examples() {
+        let g = Arc::new(parse(&path));
+        for options in [JitOptions::default(), JitOptions::unfused()] {
+            let exe =
+                JitExecutable::new(g.clone(), g.outputs(), &g.placeholders(), &options).unwrap();
+            let plan = &exe.compiled_plan().buffers;
+            assert_eq!(
+                exe.planned_buffer_bytes(),
+                plan.buffers.iter().map(|b| b.bytes).sum::<usize>(),
+                "{}",
+                path.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn dump_pass_filters_stages_and_a_bad_pattern_is_an_error() {
+    let path = &examples()[0];
+    let dir = std::env::temp_dir().join(format!("weft-dump-filter-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let weft = |pattern: &str| {
+        Command::new(env!("CARGO_BIN_EXE_weft"))
+            .arg("compile")
+            .arg(path)
+            .args(["--unfused", "--dump-pass", pattern, "--dump-dir"])
+            .arg(&dir)
+            .output()
+            .unwrap()
+    };
+    let out = weft("^(loop-ir|buffers)$");
+    assert!(out.status.success());
+    let index = std::fs::read_to_string(dir.join("index.txt")).unwrap();
+    assert!(index
+        .lines()
+        .skip(1)
+        .all(|l| l.ends_with("\tloop-ir") || l.ends_with("\tbuffers")));
+    assert!(index.contains("\tbuffers"), "{index}");
+    let bad = weft("(");
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--dump-pass `(`"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_api_dump_option_writes_a_numbered_folder_per_computation() {
+    let dir = std::env::temp_dir().join(format!("weft-dump-api-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let g = parse(&examples()[0]);
+    let options = JitOptions {
+        dump: Some(dir.clone()),
+        ..JitOptions::default()
+    };
+    let t = Transformer::with_jit_options(g.clone(), options).unwrap();
+    t.computation(g.outputs(), &g.placeholders()).unwrap();
+    t.computation(g.outputs(), &g.placeholders()).unwrap();
+    let folders: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    assert_eq!(folders.len(), 2);
+    for f in folders {
+        assert!(f.unwrap().path().join("index.txt").exists());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn dumps_of_every_example_are_snapshots() {
+    for path in examples() {
+        let g = Arc::new(parse(&path));
+        let exe = JitExecutable::new(
+            g.clone(),
+            g.outputs(),
+            &g.placeholders(),
+            &JitOptions::default(),
+        )
+        .unwrap();
+        let files = dump_stages(&g, &exe).unwrap();
+        // Cranelift IR and machine code depend on the host's ISA flags: not snapshotted.
+        let text: String = files
+            .iter()
+            .filter(|f| f.stage != "clif" && f.stage != "asm")
+            .map(|f| format!("===== {}\n{}", f.name, f.contents))
+            .collect();
+        let name = path.file_stem().unwrap().to_string_lossy().to_string();
+        insta::assert_snapshot!(format!("dump_{name}"), text);
+    }
+}
+
+#[test]
+fn weft_dump_in_the_environment_dumps_without_code_changes() {
+    let dir = std::env::temp_dir().join(format!("weft-dump-env-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = Command::new(env!("CARGO_BIN_EXE_weft"))
+        .arg("run")
+        .arg(&examples()[0])
+        .env("WEFT_DUMP", &dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let index = std::fs::read_to_string(dir.join("c0").join("index.txt")).unwrap();
+    assert!(index.contains("\tbuffers"), "{index}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
