@@ -221,3 +221,31 @@ fn weft_dump_in_the_environment_dumps_without_code_changes() {
     assert!(index.contains("\tbuffers"), "{index}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn explanations_of_every_example_are_snapshots() {
+    for path in examples() {
+        let out = Command::new(env!("CARGO_BIN_EXE_weft"))
+            .arg("explain")
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(text.contains("# materialised tensors") && text.contains("# kernels"));
+        let name = path.file_stem().unwrap().to_string_lossy().to_string();
+        // The thread count is the machine's.
+        let text = text.replace(
+            &format!(
+                "over {} threads",
+                weft_compiler::executable::shared_pool().threads()
+            ),
+            "over N threads",
+        );
+        insta::assert_snapshot!(format!("explain_{name}"), text);
+    }
+}

@@ -8,6 +8,7 @@
 pub mod codegen;
 pub mod dump;
 pub mod executable;
+pub mod explain;
 pub mod lower;
 pub mod passes;
 pub mod pipeline;

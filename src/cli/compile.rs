@@ -2,6 +2,7 @@
 //! stage (weft_compiler::dump) into a folder, with an index.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use weft_compiler::dump::{dump_stages, write_dump};
 use weft_compiler::{JitExecutable, JitOptions};
@@ -25,6 +26,17 @@ pub fn compile_and_dump(
             })
         })
         .transpose()?;
+    let (graph, exe) = compile(graph, unfused)?;
+    let files = dump_stages(&graph, &exe)?;
+    Ok(write_dump(dir, &files, |f| {
+        filter
+            .as_ref()
+            .is_none_or(|r| r.is_match(&f.stage) || r.is_match(&f.name))
+    })?)
+}
+
+/// Compiles every marked output of `graph` given all its placeholders on the JIT.
+pub fn compile(graph: Graph, unfused: bool) -> Result<(Arc<Graph>, JitExecutable), Error> {
     graph.verify()?;
     if graph.outputs().is_empty() {
         return Err(Error::NoOutputs);
@@ -35,13 +47,8 @@ pub fn compile_and_dump(
         JitOptions::default()
     };
     let (outputs, placeholders) = (graph.outputs().to_vec(), graph.placeholders());
-    let graph = std::sync::Arc::new(graph);
+    let graph = Arc::new(graph);
     let exe = JitExecutable::new(graph.clone(), &outputs, &placeholders, &options)
         .map_err(Error::Compile)?;
-    let files = dump_stages(&graph, &exe)?;
-    Ok(write_dump(dir, &files, |f| {
-        filter
-            .as_ref()
-            .is_none_or(|r| r.is_match(&f.stage) || r.is_match(&f.name))
-    })?)
+    Ok((graph, exe))
 }

@@ -138,6 +138,18 @@ enum Command {
         #[arg(long)]
         unfused: bool,
     },
+    /// Explain a compilation: why each materialised tensor is stored, and per kernel its loops,
+    /// vector width, threads and bytes read and written.
+    Explain {
+        /// The `.weft` file.
+        file: PathBuf,
+        /// Bind an axis length: AXIS=LEN (repeatable).
+        #[arg(long = "bind", value_parser = parse_binding)]
+        bind: Vec<Binding>,
+        /// Explain the unfused baseline (one kernel per op).
+        #[arg(long)]
+        unfused: bool,
+    },
     /// Run every bundled example (examples/*.weft) and print its outputs.
     Demo {
         /// The folder of examples.
@@ -196,6 +208,15 @@ fn run(cli: Cli) -> Result<(), Error> {
             for p in written {
                 println!("{}", p.display());
             }
+            Ok(())
+        }
+        Command::Explain {
+            file,
+            bind,
+            unfused,
+        } => {
+            let (_, exe) = compile::compile(load(&file, &bind)?, unfused)?;
+            print!("{}", weft_compiler::explain::explain(&exe));
             Ok(())
         }
         Command::Demo { dir } => demo(&dir),

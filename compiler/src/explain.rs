@@ -1,0 +1,99 @@
+//! `weft explain`: why each materialised tensor is stored, and what each kernel does.
+//!
+//! Assumes a compiled [`JitExecutable`]. Guarantees: one line per tensor that exists in memory
+//! with the fusion pass's named reason ([`BoundaryReason`](crate::passes::fusion::BoundaryReason)),
+//! then per kernel its loop nest — extents, which loops run vectorised (lanes and vector
+//! types, as the code generator will actually emit them, or why not), unrolling, the parallel
+//! loop and its thread count — and the bytes it reads and writes in memory (row scratch, which
+//! stays in cache, counted apart).
+
+use std::fmt::Write;
+
+use weft_ir::loop_ir::{BufferAccess, Kernel, Stmt};
+
+use crate::codegen::vectorize;
+use crate::executable::{shared_pool, JitExecutable};
+use crate::lower::BufferBinding;
+
+/// The explanation of `exe` as text.
+pub fn explain(exe: &JitExecutable) -> String {
+    let plan = exe.compiled_plan();
+    let g = &plan.simplified.graph;
+    let mut s = String::from("# materialised tensors: why each is stored\n");
+    for b in &plan.fusion.boundaries {
+        let n = g.node(b.node);
+        let _ = writeln!(
+            s,
+            "{:<16} {:<10} {} {}: {}",
+            g.node_label(b.node),
+            n.op.name(),
+            n.dtype,
+            g.axes_name(&n.axes),
+            b.reason.name()
+        );
+    }
+    let _ = writeln!(s, "\n# kernels, in schedule order");
+    for lk in exe.lowered() {
+        let k = &lk.kernel;
+        let (mut read, mut written, mut scratch) = (0u64, 0u64, 0u64);
+        for ((_, decl), binding) in k.buffers.iter().zip(&lk.bindings) {
+            let bytes = decl.len * decl.ty.size_bytes() as u64;
+            if matches!(binding, BufferBinding::RowScratch(_)) {
+                scratch += bytes;
+                continue;
+            }
+            if matches!(decl.access, BufferAccess::Read | BufferAccess::ReadWrite) {
+                read += bytes;
+            }
+            if matches!(decl.access, BufferAccess::Write | BufferAccess::ReadWrite) {
+                written += bytes;
+            }
+        }
+        let _ = writeln!(
+            s,
+            "kernel @{}: reads {read} B, writes {written} B, row scratch {scratch} B",
+            k.name
+        );
+        loops(k, &k.body, 1, &mut s);
+    }
+    s
+}
+
+fn loops(k: &Kernel, body: &[Stmt], depth: usize, s: &mut String) {
+    for st in body {
+        let Stmt::Loop { loop_id, body } = st else {
+            continue;
+        };
+        let l = &k.loops[*loop_id];
+        let a = l.annotations;
+        let mut what = Vec::new();
+        if a.parallel {
+            what.push(format!("parallel over {} threads", shared_pool().threads()));
+        }
+        if a.vectorize {
+            match vectorize::plan(k, *loop_id, body) {
+                Some(p) if p.lanes == 4 => what.push(format!(
+                    "vectorised: 4 lanes (f32x4; f64 values as 2 x f64x2) x {} parts",
+                    p.parts
+                )),
+                Some(p) => what.push(format!("vectorised: 2 lanes (f64x2) x {} parts", p.parts)),
+                None => what.push(
+                    "scalar (vectorize refused: per-lane control flow, integers or arg-reduction)"
+                        .into(),
+                ),
+            }
+        } else if a.unroll > 1 {
+            what.push(format!("unrolled x{}", a.unroll));
+        }
+        let _ = writeln!(
+            s,
+            "{}loop %{} in 0..{}{}{}",
+            "  ".repeat(depth),
+            loop_id,
+            l.extent,
+            if what.is_empty() { "" } else { ": " },
+            what.join(", ")
+        );
+        loops(k, body, depth + 1, s);
+    }
+}
