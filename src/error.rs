@@ -129,6 +129,12 @@ pub enum Error {
         /// What the regex parser said.
         message: String,
     },
+    /// The graph could not be laid out as a picture.
+    #[error("weft graph: cannot draw the graph: {message}")]
+    Picture {
+        /// What the layout engine said.
+        message: String,
+    },
     /// The IR dump could not be written.
     #[error(transparent)]
     Dump(#[from] weft_compiler::dump::DumpError),

@@ -11,6 +11,7 @@ pub mod executable;
 pub mod explain;
 pub mod lower;
 pub mod passes;
+pub mod picture;
 pub mod pipeline;
 
 pub use executable::{JitError, JitExecutable, JitOptions};

@@ -2,6 +2,7 @@
 //! with `--bind`, and reports errors on stderr with a non-zero exit and no backtrace.
 
 mod compile;
+mod graph;
 mod inputs;
 mod summary;
 
@@ -150,6 +151,24 @@ enum Command {
         #[arg(long)]
         unfused: bool,
     },
+    /// Draw the graph: ops labelled with their axes, fusion groups as clusters, stored
+    /// tensors bold with their reason, inputs as houses, outputs double-bordered.
+    Graph {
+        /// The `.weft` file.
+        file: PathBuf,
+        /// Bind an axis length: AXIS=LEN (repeatable).
+        #[arg(long = "bind", value_parser = parse_binding)]
+        bind: Vec<Binding>,
+        /// DOT text or SVG.
+        #[arg(long, value_enum, default_value_t = graph::GraphFormat::Dot)]
+        format: graph::GraphFormat,
+        /// The graph as given, or simplified with its fusion groups.
+        #[arg(long, value_enum, default_value_t = graph::GraphStage::Fused)]
+        stage: graph::GraphStage,
+        /// Write here instead of standard output.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
     /// Run every bundled example (examples/*.weft) and print its outputs.
     Demo {
         /// The folder of examples.
@@ -218,6 +237,25 @@ fn run(cli: Cli) -> Result<(), Error> {
             let (_, exe) = compile::compile(load(&file, &bind)?, unfused)?;
             print!("{}", weft_compiler::explain::explain(&exe));
             Ok(())
+        }
+        Command::Graph {
+            file,
+            bind,
+            format,
+            stage,
+            output,
+        } => {
+            let text = graph::picture(load(&file, &bind)?, stage, format)?;
+            match output {
+                Some(path) => std::fs::write(&path, text).map_err(|source| Error::Io {
+                    path: path.display().to_string(),
+                    source,
+                }),
+                None => {
+                    print!("{text}");
+                    Ok(())
+                }
+            }
         }
         Command::Demo { dir } => demo(&dir),
     }

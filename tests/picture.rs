@@ -1,0 +1,86 @@
+//! `weft graph`: DOT with one cluster per fusion group and every node, and SVG without a
+//! system Graphviz, for every example at both stages.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use weft::prelude::*;
+use weft_compiler::JitExecutable;
+
+fn examples() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "weft"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn weft(args: &[&str], file: &Path) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_weft"))
+        .arg("graph")
+        .arg(file)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn dot_has_a_cluster_per_fusion_group_and_every_node() {
+    for path in examples() {
+        let src = std::fs::read_to_string(&path).unwrap();
+        let g = Arc::new(weft::ir::text::parse(&src, "x.weft").unwrap());
+        let exe = JitExecutable::new(
+            g.clone(),
+            g.outputs(),
+            &g.placeholders(),
+            &JitOptions::default(),
+        )
+        .unwrap();
+        let plan = exe.compiled_plan();
+        let dot = weft(&["--format", "dot"], &path);
+        assert!(dot.starts_with("digraph weft {") && dot.trim_end().ends_with('}'));
+        assert_eq!(
+            dot.matches("subgraph cluster_k").count(),
+            plan.fusion.groups.len(),
+            "{dot}"
+        );
+        let sg = &plan.simplified.graph;
+        for (id, _) in sg.nodes() {
+            assert!(dot.contains(&format!("  n{} [", id.as_u32())), "{dot}");
+        }
+        for b in &plan.fusion.boundaries {
+            assert!(
+                dot.contains(&format!("stored: {}", b.reason.name())),
+                "{dot}"
+            );
+        }
+        // The input stage: the graph as given, no clusters.
+        let input = weft(&["--stage", "input"], &path);
+        assert_eq!(input.matches("subgraph").count(), 0);
+        for (id, _) in g.nodes() {
+            assert!(input.contains(&format!("  n{} [", id.as_u32())));
+        }
+    }
+}
+
+#[test]
+fn svg_needs_no_graphviz() {
+    for path in examples() {
+        for stage in ["input", "fused"] {
+            let svg = weft(&["--format", "svg", "--stage", stage], &path);
+            assert!(svg.starts_with("<?xml") || svg.starts_with("<svg"), "{svg}");
+            assert!(svg.trim_end().ends_with("</svg>"));
+            assert!(svg.contains("<text"), "labels are drawn");
+        }
+    }
+}
