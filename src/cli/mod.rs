@@ -1,6 +1,7 @@
 //! The `weft` command line (clap). Every command reads a `.weft` file, binds axis lengths given
 //! with `--bind`, and reports errors on stderr with a non-zero exit and no backtrace.
 
+mod bench;
 mod compile;
 mod graph;
 mod inputs;
@@ -169,6 +170,27 @@ enum Command {
         #[arg(short, long)]
         output: Option<PathBuf>,
     },
+    /// Time fused JIT, unfused JIT and the interpreter, interleaved: median / min / max, GB/s,
+    /// GFLOP/s, the unfused/fused ratio, and compile time per stage.
+    Bench {
+        /// The `.weft` file.
+        file: PathBuf,
+        /// Bind an axis length: AXIS=LEN (repeatable).
+        #[arg(long = "bind", value_parser = parse_binding)]
+        bind: Vec<Binding>,
+        /// Timed rounds.
+        #[arg(long, default_value_t = 10)]
+        runs: usize,
+        /// Untimed rounds first (at least one).
+        #[arg(long, default_value_t = 2)]
+        warmup: usize,
+        /// Leave the interpreter out (slow on big graphs).
+        #[arg(long)]
+        skip_interp: bool,
+        /// JSON for scripts.
+        #[arg(long)]
+        json: bool,
+    },
     /// Run every bundled example (examples/*.weft) and print its outputs.
     Demo {
         /// The folder of examples.
@@ -256,6 +278,23 @@ fn run(cli: Cli) -> Result<(), Error> {
                     Ok(())
                 }
             }
+        }
+        Command::Bench {
+            file,
+            bind,
+            runs,
+            warmup,
+            skip_interp,
+            json,
+        } => {
+            let options = bench::BenchOptions {
+                runs,
+                warmup,
+                skip_interp,
+                json,
+            };
+            print!("{}", bench::bench(load(&file, &bind)?, options)?);
+            Ok(())
         }
         Command::Demo { dir } => demo(&dir),
     }

@@ -1,0 +1,235 @@
+//! `weft bench`: compiles a graph once per mode and times fused JIT, unfused JIT and the
+//! interpreter, interleaved round by round.
+//!
+//! What is timed: one whole `Computation::call_into` (input checks, host → device copies of
+//! inputs and state, the kernels, device → host copies of the outputs into arrays allocated
+//! once). Bytes that must move: every placeholder read plus every output written, once.
+//! FLOPs: one per element of each elementwise, compare, select or convert result, one per
+//! input element of each reduction, `2·(output elements)·K` per dot (`K` the contracted
+//! length, `√(|a|·|b| / |out|)`); views and tensors none.
+
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+use weft_compiler::codegen::JitCompiler;
+use weft_compiler::{compile_plan, lower_plan, JitOptions, LowerOptions, PlanOptions};
+use weft_ir::{Graph, HostArray, Op};
+
+use crate::{Backend, Error, Transformer};
+
+/// The options of `weft bench`.
+#[derive(Clone, Copy, Debug)]
+pub struct BenchOptions {
+    /// Timed rounds (each mode once per round).
+    pub runs: usize,
+    /// Untimed rounds first.
+    pub warmup: usize,
+    /// Leave the interpreter out (it is slow on big graphs).
+    pub skip_interp: bool,
+    /// Print JSON instead of a table.
+    pub json: bool,
+}
+
+fn bytes_and_flops(g: &Graph) -> Result<(u64, u64), Error> {
+    let elements = |id| -> Result<u64, Error> {
+        let n = g.node(id);
+        Ok(g.shape_of(&n.axes)?.iter().product::<usize>() as u64)
+    };
+    let mut bytes = 0u64;
+    for p in g.placeholders() {
+        bytes += elements(p)? * g.node(p).dtype.size_bytes() as u64;
+    }
+    for o in g.outputs() {
+        bytes += elements(*o)? * g.node(*o).dtype.size_bytes() as u64;
+    }
+    let mut flops = 0u64;
+    for (id, n) in g.nodes() {
+        flops += match &n.op {
+            Op::Unary(..) | Op::Binary(..) | Op::Compare(..) | Op::Select(..) | Op::Convert(_) => {
+                elements(id)?
+            }
+            Op::Reduce { input, .. } => elements(*input)?,
+            Op::Dot(a, b) => {
+                let out = elements(id)?.max(1);
+                let k = ((elements(*a)? as f64 * elements(*b)? as f64 / out as f64).sqrt()).round();
+                2 * out * k as u64
+            }
+            _ => 0,
+        };
+    }
+    Ok((bytes, flops))
+}
+
+fn inputs_for(g: &Graph) -> Result<Vec<HostArray>, Error> {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+    g.placeholders()
+        .iter()
+        .map(|p| {
+            let n = g.node(*p);
+            let shape = g.shape_of(&n.axes)?;
+            let len: usize = shape.iter().product();
+            let data = match n.dtype {
+                weft_ir::DType::F32 => {
+                    weft_ir::ArrayData::F32((0..len).map(|_| rng.random_range(-1.0..1.0)).collect())
+                }
+                weft_ir::DType::F64 => {
+                    weft_ir::ArrayData::F64((0..len).map(|_| rng.random_range(-1.0..1.0)).collect())
+                }
+                weft_ir::DType::I32 => {
+                    weft_ir::ArrayData::I32((0..len).map(|_| rng.random_range(-9..10)).collect())
+                }
+                weft_ir::DType::I64 => {
+                    weft_ir::ArrayData::I64((0..len).map(|_| rng.random_range(-9..10)).collect())
+                }
+                weft_ir::DType::Bool => {
+                    weft_ir::ArrayData::Bool((0..len).map(|_| rng.random_bool(0.5)).collect())
+                }
+            };
+            Ok(HostArray::new(n.axes.clone(), shape, data)?)
+        })
+        .collect()
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Runs the benchmark and returns its report (a table, or JSON).
+pub fn bench(graph: Graph, o: BenchOptions) -> Result<String, Error> {
+    graph.verify()?;
+    if graph.outputs().is_empty() {
+        return Err(Error::NoOutputs);
+    }
+    let runs = o.runs.max(1);
+    let (outputs, placeholders) = (graph.outputs().to_vec(), graph.placeholders());
+    // Compile time per stage (fused): passes, lowering, code generation.
+    let t = Instant::now();
+    let jit = |e: weft_compiler::JitError| Error::Compile(e);
+    let plan = compile_plan(&graph, &PlanOptions::default()).map_err(|e| jit(e.into()))?;
+    let passes = t.elapsed();
+    let t = Instant::now();
+    let lowered = lower_plan(&plan, &LowerOptions::default()).map_err(|e| jit(e.into()))?;
+    let lowering = t.elapsed();
+    let t = Instant::now();
+    let compiler = JitCompiler::new().map_err(|e| jit(e.into()))?;
+    for lk in &lowered {
+        compiler.compile(&lk.kernel).map_err(|e| jit(e.into()))?;
+    }
+    let codegen = t.elapsed();
+    let mut modes = vec![
+        (
+            "fused",
+            Transformer::with_jit_options(graph.clone(), JitOptions::default())?,
+        ),
+        (
+            "unfused",
+            Transformer::with_jit_options(graph.clone(), JitOptions::unfused())?,
+        ),
+    ];
+    if !o.skip_interp {
+        modes.push((
+            "interp",
+            Transformer::new(graph.clone(), Backend::Interpreter)?,
+        ));
+    }
+    let t = Instant::now();
+    let computations = modes
+        .iter()
+        .map(|(_, t)| t.computation(&outputs, &placeholders))
+        .collect::<Result<Vec<_>, _>>()?;
+    let compile_all = t.elapsed();
+    let inputs = inputs_for(&graph)?;
+    let mut arrays = computations
+        .iter()
+        .map(|c| c.output_arrays())
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut times: Vec<Vec<f64>> = vec![Vec::with_capacity(runs); modes.len()];
+    // One warm-up round also estimates the run time, for the progress bar.
+    let t = Instant::now();
+    for _ in 0..o.warmup.max(1) {
+        for (c, out) in computations.iter().zip(arrays.iter_mut()) {
+            c.call_into(&inputs, out)?;
+        }
+    }
+    let per_round = t.elapsed() / o.warmup.max(1) as u32;
+    let bar = (std::io::stderr().is_terminal() && per_round * runs as u32 > Duration::from_secs(1))
+        .then(|| indicatif::ProgressBar::new(runs as u64));
+    for _ in 0..runs {
+        for (i, (c, out)) in computations.iter().zip(arrays.iter_mut()).enumerate() {
+            let t = Instant::now();
+            c.call_into(&inputs, out)?;
+            times[i].push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        if let Some(b) = &bar {
+            b.inc(1);
+        }
+    }
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let (bytes, flops) = bytes_and_flops(&graph)?;
+    let stats: Vec<(&str, f64, f64, f64)> = modes
+        .iter()
+        .zip(times.iter_mut())
+        .map(|((name, _), t)| {
+            let min = t.iter().copied().fold(f64::INFINITY, f64::min);
+            let max = t.iter().copied().fold(0.0, f64::max);
+            (*name, median(t), min, max)
+        })
+        .collect();
+    let ratio = stats[1].1 / stats[0].1;
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    if o.json {
+        let modes: Vec<serde_json::Value> = stats
+            .iter()
+            .map(|(name, med, min, max)| {
+                serde_json::json!({
+                    "mode": name, "median_ms": med, "min_ms": min, "max_ms": max,
+                    "gb_per_s": bytes as f64 / (med * 1e6),
+                    "gflop_per_s": flops as f64 / (med * 1e6),
+                })
+            })
+            .collect();
+        let report = serde_json::json!({
+            "runs": runs, "warmup": o.warmup, "bytes": bytes, "flops": flops,
+            "modes": modes,
+            "unfused_over_fused": ratio,
+            "compile_ms": {
+                "passes": ms(passes), "lowering": ms(lowering), "codegen": ms(codegen),
+                "all_modes": ms(compile_all),
+            },
+        });
+        return Ok(format!("{report}\n"));
+    }
+    let mut s = format!(
+        "{runs} runs after {} warm-up, interleaved; a whole call_into each; {bytes} bytes must move, {flops} flop\n",
+        o.warmup
+    );
+    s += &format!(
+        "{:<8} {:>11} {:>11} {:>11} {:>9} {:>9}\n",
+        "mode", "median ms", "min ms", "max ms", "GB/s", "GFLOP/s"
+    );
+    for (name, med, min, max) in &stats {
+        s += &format!(
+            "{name:<8} {med:>11.4} {min:>11.4} {max:>11.4} {:>9.2} {:>9.2}\n",
+            bytes as f64 / (med * 1e6),
+            flops as f64 / (med * 1e6)
+        );
+    }
+    s += &format!("unfused / fused: {ratio:.2}x\n");
+    s += &format!(
+        "compile (fused): passes {:.2} ms, lowering {:.2} ms, codegen {:.2} ms; all modes {:.2} ms\n",
+        ms(passes),
+        ms(lowering),
+        ms(codegen),
+        ms(compile_all)
+    );
+    Ok(s)
+}
