@@ -395,9 +395,9 @@ fn demo(dir: &Path) -> Result<(), Error> {
             source: std::io::Error::new(std::io::ErrorKind::NotFound, "no .weft files here"),
         });
     }
-    for file in files {
+    for file in &files {
         println!("== {}", file.display());
-        let graph = load(&file, &[])?;
+        let graph = load(file, &[])?;
         let outputs = run_graph(&graph, &[], 0, Backend::Jit)?;
         print_outputs(&graph, &outputs, None)?;
         let reference = run_graph(&graph, &[], 0, Backend::Interpreter)?;
@@ -409,6 +409,57 @@ fn demo(dir: &Path) -> Result<(), Error> {
             );
         }
         println!();
+    }
+    println!(
+        "== fused vs unfused JIT (whole calls, median of 5 interleaved; each declared axis bound so \
+         the largest tensor has about 2^18 elements, or the declared lengths where the graph \
+         fixes them)"
+    );
+    for file in &files {
+        let graph = load(file, &[])?;
+        let rank = graph
+            .nodes()
+            .map(|(_, n)| n.axes.len())
+            .max()
+            .unwrap_or(1)
+            .max(1);
+        let len = (2f64.powf(18.0 / rank as f64)).round() as usize;
+        let scaled: Vec<Binding> = graph
+            .axis_table()
+            .filter(|(_, d)| matches!(d.def, weft_ir::AxisDef::Base { .. }))
+            .map(|(_, d)| Binding {
+                axis: d.name.clone(),
+                len,
+            })
+            .collect();
+        let options = bench::BenchOptions {
+            runs: 5,
+            warmup: 1,
+            skip_interp: true,
+            json: true,
+        };
+        let (report, bound) = match load(file, &scaled).and_then(|g| bench::bench(g, options)) {
+            Ok(r) => (r, format!("axes at {len}")),
+            Err(_) => (
+                bench::bench(graph, options)?,
+                "declared lengths".to_string(),
+            ),
+        };
+        let v: serde_json::Value = serde_json::from_str(&report).map_err(|e| Error::Io {
+            path: file.display().to_string(),
+            source: std::io::Error::other(e),
+        })?;
+        let median = |i: usize| v["modes"][i]["median_ms"].as_f64().unwrap_or(f64::NAN);
+        println!(
+            "  {:<24} {:<17} fused {:>9.3} ms   unfused {:>9.3} ms   unfused/fused {:.2}x",
+            file.file_name()
+                .map(|f| f.to_string_lossy())
+                .unwrap_or_default(),
+            bound,
+            median(0),
+            median(1),
+            v["unfused_over_fused"].as_f64().unwrap_or(f64::NAN)
+        );
     }
     Ok(())
 }
