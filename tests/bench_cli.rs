@@ -1,18 +1,13 @@
 //! `weft bench` on every example: its JSON report has every mode's median/min/max, throughput,
 //! the unfused/fused ratio of the medians, and compile times. (Speeds are never asserted.)
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::PathBuf;
 use std::process::Command;
 
 fn examples() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "weft"))
-        .collect();
-    v.sort();
-    v
+    common::example_paths()
 }
 
 #[test]

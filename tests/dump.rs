@@ -3,6 +3,8 @@
 //! the executable allocates; the architecture-independent stages are snapshots (re-bless with
 //! `INSTA_UPDATE=always cargo test --test dump`, or `cargo insta review`).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -12,14 +14,7 @@ use weft_compiler::dump::dump_stages;
 use weft_compiler::JitExecutable;
 
 fn examples() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "weft"))
-        .collect();
-    v.sort();
-    v
+    common::example_paths()
 }
 
 fn parse(path: &Path) -> Graph {

@@ -1,6 +1,8 @@
 //! `weft graph`: DOT with one cluster per fusion group and every node, and SVG without a
 //! system Graphviz, for every example at both stages.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -9,14 +11,7 @@ use weft::prelude::*;
 use weft_compiler::JitExecutable;
 
 fn examples() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "weft"))
-        .collect();
-    v.sort();
-    v
+    common::example_paths()
 }
 
 fn weft(args: &[&str], file: &Path) -> String {

@@ -61,3 +61,15 @@ pub fn assert_close(got: &[f64], want: &[f64], tol: f64) {
         );
     }
 }
+
+/// The bundled examples (`examples/*.weft`), sorted.
+pub fn example_paths() -> Vec<std::path::PathBuf> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let mut v: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "weft"))
+        .collect();
+    v.sort();
+    v
+}
