@@ -84,6 +84,14 @@ pub struct LowerOptions {
     /// and f64 values in pairs of `f64x2`. Off, they accumulate in f32. Products always
     /// accumulate in f64.
     pub f64_accumulation: bool,
+    /// Let f64 sums, means and dots run with several vector accumulators (reassociated). Off
+    /// (the default), each f64 result is summed in the interpreter's order — vectorised across
+    /// results where the kernel has them, never across its own terms — because f64 terms can
+    /// overflow: reordered, a sum like `1e308 + 1e308 − 1e308` gives a finite value where the
+    /// interpreter's order gives `inf`. f32 sums accumulated in f64 reassociate freely (f32
+    /// terms and their products cannot overflow f64, so order changes only rounding); products
+    /// never do (`0 · huge · huge` is 0 or NaN depending on order).
+    pub reassociate_f64_sums: bool,
 }
 
 impl Default for LowerOptions {
@@ -94,6 +102,7 @@ impl Default for LowerOptions {
             parallel_max_chunks: 64,
             vectorize: true,
             f64_accumulation: true,
+            reassociate_f64_sums: false,
         }
     }
 }
@@ -181,6 +190,10 @@ struct Lowerer<'a> {
     parallel: bool,
     registers: HashMap<NodeId, ValueId>,
     scratch: HashMap<NodeId, Scratch>,
+    /// Innermost reduction loops that must keep the interpreter's order
+    /// ([`LowerOptions::reassociate_f64_sums`]): never vectorised themselves, but register
+    /// blocking may still vectorise the result loop around them.
+    ordered_reductions: Vec<LoopId>,
 }
 
 /// Where statements of one stage go while it is built: per loop depth, the statements before
@@ -483,7 +496,20 @@ impl<'a> Lowerer<'a> {
             parallel,
             registers: HashMap::new(),
             scratch,
+            ordered_reductions: Vec::new(),
         })
+    }
+
+    /// Whether a `op` reduction producing `dtype` must add its terms in the interpreter's
+    /// order (see [`LowerOptions::reassociate_f64_sums`]).
+    fn keeps_order(&self, op: ReduceOp, dtype: DType) -> bool {
+        match op {
+            ReduceOp::Prod => dtype.is_float(),
+            ReduceOp::Sum | ReduceOp::Mean => {
+                dtype == DType::F64 && !self.options.reassociate_f64_sums
+            }
+            _ => false,
+        }
     }
 
     fn internal(&self, message: impl Into<String>) -> LowerError {
@@ -524,9 +550,14 @@ impl<'a> Lowerer<'a> {
         }
         let mut loops = Vec::new();
         let all: Vec<IterAxis> = st.loops.iter().chain(&red_axes).copied().collect();
+        let ordered = nr > 0
+            && st
+                .reduction
+                .as_ref()
+                .is_some_and(|r| self.keeps_order(r.op, g.node(st.node).dtype));
         for (i, a) in all.iter().enumerate() {
             let innermost = i + 1 == all.len();
-            let vectorize = self.options.vectorize && innermost && a.len >= 4;
+            let vectorize = self.options.vectorize && innermost && a.len >= 4 && !ordered;
             let l = self.k.add_loop(
                 a.len as u64,
                 LoopAnnotations {
@@ -541,6 +572,9 @@ impl<'a> Lowerer<'a> {
             );
             scope.insert(a.axis, l, i + 1);
             loops.push(l);
+            if ordered && innermost {
+                self.ordered_reductions.push(l);
+            }
         }
         let mut lv = Levels::new(loops.clone());
         let mut vals: Vec<(ValueId, usize)> = Vec::with_capacity(st.body.len());
@@ -638,8 +672,9 @@ impl<'a> Lowerer<'a> {
     /// when fewer loads in `R` would be per-lane gathers (strided or masked) along `P` than
     /// along `R` — a dot `X[b, i]·W[i, o]` over `i`, a sum over rows. Each vector step then keeps
     /// `unroll × lanes` outputs in independent accumulators while `R` runs inside, each output
-    /// summed in order. Only when the vectoriser accepts `P`'s whole body, and never on the
-    /// parallel loop.
+    /// summed in order. An ordered reduction (f64 sums, products: `LowerOptions::
+    /// reassociate_f64_sums`) is always blocked when it can be, since it would run scalar.
+    /// Only when the vectoriser accepts `P`'s whole body, and never on the parallel loop.
     fn block_over_results(&mut self, body: &[Stmt]) {
         fn loads<'s>(body: &'s [Stmt], out: &mut Vec<&'s BufferAccessExpr>) {
             for s in body {
@@ -671,7 +706,8 @@ impl<'a> Lowerer<'a> {
             }
             let inner = body.iter().find_map(|s| match s {
                 Stmt::Loop { loop_id, body }
-                    if self.k.loops[*loop_id].annotations.vectorize
+                    if (self.k.loops[*loop_id].annotations.vectorize
+                        || self.ordered_reductions.contains(loop_id))
                         && body.iter().any(|s| {
                             matches!(s, Stmt::Reduce { acc, index: None, .. } if declared.contains(acc))
                         }) =>
@@ -696,7 +732,9 @@ impl<'a> Lowerer<'a> {
                     .count()
             };
             let extent = self.k.loops[*p].extent;
-            if extent < 4 || gathers(*p) >= gathers(r) {
+            // An ordered reduction runs scalar otherwise, so blocking always pays.
+            let ordered = self.ordered_reductions.contains(&r);
+            if extent < 4 || (!ordered && gathers(*p) >= gathers(r)) {
                 continue;
             }
             let (saved_p, saved_r) = (annotations, self.k.loops[r].annotations);
@@ -753,6 +791,16 @@ impl<'a> Lowerer<'a> {
         } else {
             (value, in_dtype)
         };
+        if red.is_empty() && !matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) {
+            // Over no axes each result is its one term, as in the interpreter: folding it
+            // into the identity would turn a −0 sum into +0.
+            let v = if ty != out_dtype {
+                self.define_after(lv, nl, out_dtype, Inst::Convert(value))
+            } else {
+                value
+            };
+            return Ok(v);
+        }
         let kind = match op {
             ReduceOp::Sum | ReduceOp::Mean => ReduceKind::Sum,
             ReduceOp::Prod => ReduceKind::Prod,

@@ -67,8 +67,12 @@ pub(crate) fn plan(k: &Kernel, l: LoopId, body: &[Stmt]) -> Option<WidePlan> {
         varying: vec![false; k.values.len()],
         has_f32: false,
         has_f64: false,
+        accesses: Vec::new(),
     };
     walker.walk(body)?;
+    if !walker.lanes_independent() {
+        return None;
+    }
     if !walker.has_f32 && !walker.has_f64 {
         return None;
     }
@@ -102,9 +106,53 @@ struct Walker<'a> {
     varying: Vec<bool>,
     has_f32: bool,
     has_f64: bool,
+    /// Every load and store in the body, with whether a store's value varies.
+    accesses: Vec<Access<'a>>,
 }
 
-impl Walker<'_> {
+/// A load or store met while walking the body.
+struct Access<'a> {
+    expr: &'a BufferAccessExpr,
+    /// `Some(varying)` for a store, `None` for a load.
+    store: Option<bool>,
+}
+
+impl<'a> Walker<'a> {
+    /// Whether running the loop's iterations side by side in lanes keeps the scalar loop's
+    /// memory semantics. Two hazards break it: a varying value stored where every lane writes
+    /// the same element (the lanes race and the last one wins, where the scalar loop would
+    /// have each iteration read back its own value), and a buffer both stored and loaded in
+    /// the body unless every access to it is the same per-lane element (otherwise one lane
+    /// may read what another lane of the same step wrote, or was about to write). Row
+    /// scratch written inside a register-blocked result loop is the case that needs this.
+    fn lanes_independent(&self) -> bool {
+        let racing_store = self
+            .accesses
+            .iter()
+            .any(|a| a.store == Some(true) && a.expr.index.coefficient(self.l) == 0);
+        if racing_store {
+            return false;
+        }
+        self.accesses
+            .iter()
+            .filter(|a| a.store.is_some())
+            .all(|stored| self.only_own_element(stored.expr))
+    }
+
+    /// Whether every lane touches only its own element of `stored`'s buffer: the buffer is not
+    /// loaded in the body, or every access to it is `stored`'s index and mask, which moves with
+    /// the loop.
+    fn only_own_element(&self, stored: &BufferAccessExpr) -> bool {
+        let mut same = self
+            .accesses
+            .iter()
+            .filter(|a| a.expr.buffer == stored.buffer);
+        let loaded = same.clone().any(|a| a.store.is_none());
+        !loaded
+            || (stored.index.coefficient(self.l) != 0
+                && same.all(|a| a.expr.index == stored.index && a.expr.mask == stored.mask))
+    }
+
     fn is_varying(&self, v: weft_ir::loop_ir::ValueId) -> bool {
         self.varying.get(v.index()).copied().unwrap_or(false)
     }
@@ -118,7 +166,7 @@ impl Walker<'_> {
         Some(())
     }
 
-    fn walk(&mut self, body: &[Stmt]) -> Option<()> {
+    fn walk(&mut self, body: &'a [Stmt]) -> Option<()> {
         for s in body {
             match s {
                 Stmt::Let { result, inst } => {
@@ -126,7 +174,13 @@ impl Walker<'_> {
                     let varying = match inst {
                         Inst::Const(_) => false,
                         Inst::Index(l) => *l == self.l,
-                        Inst::Load(access) => depends_on(access, self.l),
+                        Inst::Load(access) => {
+                            self.accesses.push(Access {
+                                expr: access,
+                                store: None,
+                            });
+                            depends_on(access, self.l)
+                        }
                         Inst::AccValue(a) => {
                             if self.outer_accs.contains(a) {
                                 return None;
@@ -183,7 +237,14 @@ impl Walker<'_> {
                     *self.varying.get_mut(result.index())? = varying;
                 }
                 Stmt::Loop { body, .. } => self.walk(body)?,
-                Stmt::Store { .. } | Stmt::DeclareAcc(_) | Stmt::Reduce { .. } => {}
+                Stmt::Store { target, value } => {
+                    let varying = self.is_varying(*value);
+                    self.accesses.push(Access {
+                        expr: target,
+                        store: Some(varying),
+                    });
+                }
+                Stmt::DeclareAcc(_) | Stmt::Reduce { .. } => {}
             }
         }
         Some(())
