@@ -400,6 +400,53 @@ fn f32_dots_overflow_where_the_interpreter_does() {
     agree(&g, g.outputs(), 1);
 }
 
+/// A row of f64 terms whose partial sums overflow in the interpreter's order: `inf` there,
+/// finite if reassociated. 64 terms, so the reduction loop would vectorise with accumulators.
+fn overflowing_f64_rows(op: &str) -> String {
+    let mut v = Vec::new();
+    for r in 0..6 {
+        for i in 0..64 {
+            v.push(match (r + i) % 4 {
+                0 | 1 => "1e308".to_string(),
+                2 => "-1e308".to_string(),
+                _ => format!("{}.5", i),
+            });
+        }
+    }
+    format!(
+        "axis R = 6\naxis N = 64\nvariable x: f64[R, N] = [{}]\nvariable w: f64[N] = 1.0\n\
+         s = {op}\noutput s\n",
+        v.join(", ")
+    )
+}
+
+#[test]
+fn f64_sums_dots_and_means_keep_the_interpreter_order_for_overflow() {
+    for op in ["sum(x, [N])", "mean(x, [N])", "dot(x, w)", "sum(x, [R, N])"] {
+        let src = overflowing_f64_rows(op);
+        let g = weft::ir::text::parse(&src, "overflow.weft").unwrap();
+        agree(&g, g.outputs(), 1);
+    }
+}
+
+#[test]
+fn products_keep_the_interpreter_order() {
+    // In order, 1e200 · 1e200 overflows to inf and stays there; eight reassociated partial
+    // products (lanes × unroll) would each see 1e200 · 1e-200 · … = 1 instead.
+    let term = |i: usize| match i % 32 {
+        0 | 1 | 16 | 17 => "1e200",
+        8 | 9 | 24 | 25 => "1e-200",
+        _ => "1.0",
+    };
+    let terms: Vec<&str> = (0..64).map(term).collect();
+    let src = format!(
+        "axis R = 2\naxis N = 32\nvariable x: f64[R, N] = [{}]\np = prod(x, [N])\noutput p\n",
+        terms.join(", ")
+    );
+    let g = weft::ir::text::parse(&src, "prod_order.weft").unwrap();
+    agree(&g, g.outputs(), 1);
+}
+
 #[test]
 fn resident_runs_give_the_outputs_of_a_call_and_can_be_repeated() {
     use weft::runtime::State;

@@ -250,3 +250,81 @@ impl<'a> Walker<'a> {
         Some(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::plan;
+    use weft_ir::loop_ir::{parse_kernel, Kernel, LoopId, Stmt};
+
+    fn outer_loop(k: &Kernel) -> (LoopId, &[Stmt]) {
+        match &k.body[0] {
+            Stmt::Loop { loop_id, body } => (*loop_id, body),
+            other => panic!("expected a loop, got {other:?}"),
+        }
+    }
+
+    /// The fused `dot(dot(x, pad(y)), pad(y))` kernel: row scratch written and read back
+    /// inside the result loop, at an index that does not move with it.
+    const SHARED_SCRATCH: &str = "kernel @k {
+  buffer %x: f32[5] read
+  buffer %t: f32[5] write
+  buffer %rows: f32[6] readwrite
+  loop %i0 in 0..5 vectorize {
+    %v0: f32 = load %x[%i0]
+    loop %i1 in 0..6 {
+      store %rows[%i1], %v0
+    }
+    acc %a: sum f32
+    loop %i2 in 0..6 {
+      %v1: f32 = load %rows[%i2]
+      reduce %a, %v1
+    }
+    %v2: f32 = acc.value %a
+    store %t[%i0], %v2
+  }
+}";
+
+    #[test]
+    fn lanes_never_share_stored_memory() {
+        let k = parse_kernel("shared", SHARED_SCRATCH).unwrap();
+        let (l, body) = outer_loop(&k);
+        assert_eq!(plan(&k, l, body), None);
+    }
+
+    #[test]
+    fn a_buffer_read_back_at_its_own_index_still_vectorises() {
+        let text = "kernel @k {
+  buffer %x: f32[8] read
+  buffer %s: f32[8] readwrite
+  loop %i0 in 0..8 vectorize {
+    %v0: f32 = load %x[%i0]
+    store %s[%i0], %v0
+    %v1: f32 = load %s[%i0]
+    %v2: f32 = add %v1, %v0
+    store %s[%i0], %v2
+  }
+}";
+        let k = parse_kernel("own", text).unwrap();
+        let (l, body) = outer_loop(&k);
+        assert!(plan(&k, l, body).is_some());
+    }
+
+    #[test]
+    fn a_uniform_value_may_be_stored_by_every_lane() {
+        let text = "kernel @k {
+  buffer %x: f32[8] read
+  buffer %y: f32[1] read
+  buffer %s: f32[1] write
+  buffer %t: f32[8] write
+  loop %i0 in 0..8 vectorize {
+    %v0: f32 = load %y[0]
+    store %s[0], %v0
+    %v1: f32 = load %x[%i0]
+    store %t[%i0], %v1
+  }
+}";
+        let k = parse_kernel("uniform", text).unwrap();
+        let (l, body) = outer_loop(&k);
+        assert!(plan(&k, l, body).is_some());
+    }
+}
