@@ -395,3 +395,28 @@ fn value_of_and_set_value_refuse_what_holds_no_state_or_does_not_fit() {
     // Nothing changed.
     assert_eq!(f32s(&t.value_of(v).unwrap()), vec![1.0, 1.0]);
 }
+
+#[test]
+fn ambiguous_dot_pairings_are_errors_naming_the_axes() {
+    // T[H, H*]: the left H* could take the right H* (same axis) or H (its dual partner).
+    let mut g = Graph::new();
+    let h = g.axis("H", 3).unwrap();
+    let t = g.placeholder("T", &[h, h.dual()], DType::F32).unwrap();
+    let err = g.dot(t, t).unwrap_err();
+    assert!(matches!(err, GraphError::Axes { .. }), "{err}");
+    names(&err, &["dot(T, T)", "`H*`", "`H`", "ambiguous"]);
+    // x[A, A*]·y[A]: A by identity and A* as its dual both claim the right A.
+    let a = g.axis("A", 2).unwrap();
+    let x = g.placeholder("x", &[a, a.dual()], DType::F32).unwrap();
+    let y = g.placeholder("y", &[a], DType::F32).unwrap();
+    let err = g.dot(x, y).unwrap_err();
+    assert!(matches!(err, GraphError::Axes { .. }), "{err}");
+    names(&err, &["dot(x, y)", "right axis `A`", "`A*`"]);
+    // The same graph as text: the error carries file:line:col.
+    let src = "axis H = 3\nplaceholder T: f32[H, H*]\nd = dot(T, T)\noutput d\n";
+    let err = weft::ir::text::parse(src, "ambiguous.weft").unwrap_err();
+    names(&err, &["ambiguous.weft:3:", "ambiguous"]);
+    // An unambiguous pairing still contracts: the seed's L2, dot(yᵀ, y), pairs A* with A.
+    let tt = g.transpose(y).unwrap();
+    assert!(g.dot(tt, y).is_ok());
+}

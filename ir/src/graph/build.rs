@@ -386,7 +386,11 @@ impl Graph {
         Ok(self.push_op(Op::Dot(x, y), axes, l.dtype))
     }
 
-    /// The axis pairs `dot` contracts: `(left axis, right axis)`, in left order.
+    /// The axis pairs `dot` contracts: `(left axis, right axis)`, in left order. The rule
+    /// (docs/axes.md): a left axis `A^(k*)` pairs with the right operand's `A^(k*)` (the same
+    /// axis) or `A^((k-1)*)` (its dual partner, seed 001's `M*` with `M`). A pairing must be
+    /// unambiguous: a left axis with both partners in the right operand, or a right axis that
+    /// two left axes would claim, is an error naming the axes — never a silent choice.
     pub fn dot_pairs(
         &self,
         label: &str,
@@ -395,27 +399,35 @@ impl Graph {
     ) -> Result<Vec<(Axis, Axis)>, GraphError> {
         let mut pairs: Vec<(Axis, Axis)> = Vec::new();
         for a in left {
-            let partner = if right.contains(*a) {
-                Some(*a)
-            } else if right.contains(a.undual()) {
-                Some(a.undual())
-            } else {
-                None
-            };
-            if let Some(b) = partner {
-                if let Some((other, _)) = pairs.iter().find(|(_, p)| *p == b) {
+            let same = right.contains(*a).then_some(*a);
+            let dual = right.contains(a.undual()).then_some(a.undual());
+            let b = match (same, dual) {
+                (Some(s), Some(d)) => {
                     return Err(self.axes_err(
                         label.to_string(),
                         format!(
-                            "right axis `{}` would pair with both `{}` and `{}`",
-                            self.axis_name(b),
-                            self.axis_name(*other),
-                            self.axis_name(*a)
+                            "left axis `{}` could pair with right axis `{}` (the same axis) or `{}` (its dual partner): the pairing is ambiguous",
+                            self.axis_name(*a),
+                            self.axis_name(s),
+                            self.axis_name(d)
                         ),
-                    ));
+                    ))
                 }
-                pairs.push((*a, b));
+                (Some(b), None) | (None, Some(b)) => b,
+                (None, None) => continue,
+            };
+            if let Some((other, _)) = pairs.iter().find(|(_, p)| *p == b) {
+                return Err(self.axes_err(
+                    label.to_string(),
+                    format!(
+                        "right axis `{}` would pair with both `{}` and `{}`",
+                        self.axis_name(b),
+                        self.axis_name(*other),
+                        self.axis_name(*a)
+                    ),
+                ));
             }
+            pairs.push((*a, b));
         }
         Ok(pairs)
     }
