@@ -365,8 +365,8 @@ fn parse_errors_name_the_position_and_what_was_expected() {
             "bad.weft:2:6: expected a new axis name, found `N`, which is already declared",
         ),
         (
-            "axis N = 0\n",
-            "bad.weft:1:6: axis `N` would have length 0; every axis has length at least 1",
+            "axis N = 0\nplaceholder x: f32[N]\nm = argmin(x, [N])\n",
+            "bad.weft:3:5: argmin(x): reduction axis `N` has length 0, and argmin of nothing has no value",
         ),
         (
             "axis N = 2\nplaceholder x: f32[N]\ny = exp(z)\n",
@@ -437,12 +437,16 @@ fn parse_errors_carry_structured_positions() {
         }
         other => panic!("{other:?}"),
     }
-    let err = parse("axis N = 0\n", "q.weft").unwrap_err();
+    let err = parse(
+        "axis N = 0\nplaceholder x: f32[N]\nm = max(x, [N])\n",
+        "q.weft",
+    )
+    .unwrap_err();
     assert!(matches!(
         &err,
-        ParseError::Graph { source, .. } if matches!(**source, GraphError::ZeroLength { .. })
+        ParseError::Graph { source, .. } if matches!(**source, GraphError::EmptyReduction { .. })
     ));
-    assert_eq!(err.pos().line, 1);
+    assert_eq!(err.pos().line, 3);
 }
 
 #[test]

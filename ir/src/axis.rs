@@ -140,8 +140,9 @@ impl SliceRange {
     }
 
     /// Resolves the range against an axis of length `len`: the first index taken, the step and
-    /// the number of indices taken. Bounds outside the axis and empty ranges are errors (weft does
-    /// not clamp as Python does: an out-of-range slice is almost always a bug).
+    /// the number of indices taken. Bounds outside the axis are errors (weft does not clamp as
+    /// Python does: an out-of-range slice is almost always a bug); a range that takes nothing
+    /// (`2:2`, `3:1`, anything of an empty axis) is an empty slice, as in NumPy.
     pub fn resolve(&self, len: usize) -> Result<ResolvedSlice, String> {
         let n = len as i64;
         if self.step == 0 {
@@ -151,11 +152,11 @@ impl SliceRange {
         if self.step > 0 {
             let start = self.start.map(norm).unwrap_or(0);
             let stop = self.stop.map(norm).unwrap_or(n);
-            if start < 0 || start >= n || stop < 0 || stop > n {
+            if start < 0 || start > n || stop < 0 || stop > n {
                 return Err(format!("{self} is out of range for length {len}"));
             }
             if stop <= start {
-                return Err(format!("{self} is empty for length {len}"));
+                return Ok(ResolvedSlice::EMPTY);
             }
             // Written so that no step, however large, overflows.
             let count = (stop - start - 1) / self.step + 1;
@@ -168,11 +169,11 @@ impl SliceRange {
             let start = self.start.map(norm).unwrap_or(n - 1);
             // An explicit stop of -1 means the last element, as in Python; only `None` runs past 0.
             let stop = self.stop.map(norm).unwrap_or(-1);
-            if start < 0 || start >= n || stop < -1 || stop >= n {
+            if start < -1 || start >= n || stop < -1 || stop >= n {
                 return Err(format!("{self} is out of range for length {len}"));
             }
             if stop >= start {
-                return Err(format!("{self} is empty for length {len}"));
+                return Ok(ResolvedSlice::EMPTY);
             }
             let count = (start - stop - 1) as u64 / self.step.unsigned_abs() + 1;
             Ok(ResolvedSlice {
@@ -207,8 +208,17 @@ pub struct ResolvedSlice {
     pub first: usize,
     /// The source distance between consecutive slice indices.
     pub step: i64,
-    /// The number of indices in the slice (at least 1).
+    /// The number of indices in the slice (0 for an empty slice).
     pub len: usize,
+}
+
+impl ResolvedSlice {
+    /// A slice taking nothing (`2:2`, or anything of an empty axis).
+    pub const EMPTY: ResolvedSlice = ResolvedSlice {
+        first: 0,
+        step: 1,
+        len: 0,
+    };
 }
 
 /// How an axis came to be: declared by the user, or derived by a view op from other axes.

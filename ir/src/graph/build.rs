@@ -299,6 +299,7 @@ impl Graph {
                 ));
             }
         }
+        self.check_reduction_not_empty(&label, op, &red)?;
         let rest = in_axes.difference(&red);
         let axes = match out_axes {
             None => rest,
@@ -430,6 +431,27 @@ impl Graph {
             pairs.push((*a, b));
         }
         Ok(pairs)
+    }
+
+    /// `max`/`min`/`argmax`/`argmin` over an axis whose length is known to be 0 is an error
+    /// (checked again by [`Graph::verify`] for lengths bound later).
+    pub(crate) fn check_reduction_not_empty(
+        &self,
+        label: &str,
+        op: ReduceOp,
+        red: &Axes,
+    ) -> Result<(), GraphError> {
+        if matches!(op, ReduceOp::Sum | ReduceOp::Prod | ReduceOp::Mean) {
+            return Ok(());
+        }
+        match red.iter().find(|a| self.axis_len(**a) == Some(0)) {
+            Some(a) => Err(GraphError::EmptyReduction {
+                op: label.to_string(),
+                axis: self.axis_name(*a),
+                kind: op.name(),
+            }),
+            None => Ok(()),
+        }
     }
 
     fn check_same_len(&self, op: &str, a: Axis, b: Axis) -> Result<(), GraphError> {

@@ -64,11 +64,16 @@ pub enum GraphError {
         /// The unbound axis.
         axis: String,
     },
-    /// An axis bound or derived to length 0; weft tensors have no empty axes.
-    #[error("axis `{axis}` would have length 0; every axis has length at least 1")]
-    ZeroLength {
-        /// The axis.
+    /// A max, min, argmax or argmin over an axis of length 0: it has no value (sum, prod and
+    /// mean of nothing do: 0, 1 and NaN).
+    #[error("{op}: reduction axis `{axis}` has length 0, and {kind} of nothing has no value")]
+    EmptyReduction {
+        /// The op.
+        op: String,
+        /// The empty axis.
         axis: String,
+        /// The reduction (`max`, `argmin`, …).
+        kind: &'static str,
     },
     /// An axis that must be a declared axis is derived, or the reverse.
     #[error("axis `{axis}`: {message}")]

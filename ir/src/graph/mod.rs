@@ -397,10 +397,8 @@ impl Graph {
     // ---- axes ----------------------------------------------------------------------------
 
     /// Declares an axis with a known length (seed 003's `make_axis(length, name)`).
+    /// A length of 0 is allowed (an empty batch; NumPy's meanings, docs/axes.md).
     pub fn axis(&mut self, name: &str, len: usize) -> Result<Axis, GraphError> {
-        if len == 0 {
-            return Err(GraphError::ZeroLength { axis: name.into() });
-        }
         Ok(self.declare_axis(name, Some(len), Vec::new()))
     }
 
@@ -416,9 +414,6 @@ impl Graph {
         len: Option<usize>,
         roles: Vec<Role>,
     ) -> Result<Axis, GraphError> {
-        if len == Some(0) {
-            return Err(GraphError::ZeroLength { axis: name.into() });
-        }
         Ok(self.declare_axis(name, len, roles))
     }
 
@@ -455,9 +450,6 @@ impl Graph {
             .ok_or_else(|| GraphError::Foreign(name.clone()))?;
         match &mut entry.def {
             AxisDef::Base { len: l } => {
-                if len == 0 {
-                    return Err(GraphError::ZeroLength { axis: name });
-                }
                 *l = Some(len);
                 Ok(())
             }

@@ -35,6 +35,9 @@ impl Graph {
                         self.same_len(&format!("cast_axes {label}"), *a, *b)?;
                     }
                 }
+                Op::Reduce { op, axes, .. } => {
+                    self.check_reduction_not_empty(&label, *op, axes)?;
+                }
                 Op::Dot(x, y) => {
                     let pairs = self.dot_pairs(&label, &self.node(*x).axes, &self.node(*y).axes)?;
                     for (a, b) in pairs {

@@ -8,7 +8,8 @@
 //! - integers accumulate in i64 with wrapping (then wrap to i32 for i32);
 //! - bools: max is "any", min is "all", argmax/argmin the first true/false (0 if none).
 //!
-//! Every axis has length ≥ 1, so every fold sees at least one element; no reduction axes means
+//! An empty reduction axis gives an empty fold: sum 0, prod 1, mean 0/0 = NaN (max, min and the
+//! arg-reductions of nothing are refused when the graph is built or verified); no reduction axes means
 //! each result element is its one input element (argmax/argmin 0).
 
 use super::elementwise::{max_float, min_float};
