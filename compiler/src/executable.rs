@@ -74,6 +74,25 @@ pub struct JitOptions {
     /// Unset, the `WEFT_DUMP` environment variable names the folder, for host programs that
     /// cannot change their code.
     pub dump: Option<std::path::PathBuf>,
+    /// A memory budget in bytes: compilation fails with [`RunError::MemoryBudget`] when a run
+    /// would need more (its workspace — planned buffers at their peak sharing, inputs, state,
+    /// constants, outputs, row scratch — plus the outputs' host arrays), before anything of
+    /// that size is allocated. The default is the `WEFT_MAX_BYTES` environment variable (a
+    /// byte count), or no budget.
+    pub max_bytes: Option<u64>,
+}
+
+/// The memory budget from `WEFT_MAX_BYTES`, if set to a byte count (anything else is ignored
+/// with a warning on stderr, rather than silently).
+fn max_bytes_from_env() -> Option<u64> {
+    let v = std::env::var("WEFT_MAX_BYTES").ok()?;
+    match v.trim().parse() {
+        Ok(n) => Some(n),
+        Err(_) => {
+            eprintln!("weft: ignoring WEFT_MAX_BYTES={v:?}: not a byte count");
+            None
+        }
+    }
 }
 
 impl Default for JitOptions {
@@ -84,6 +103,7 @@ impl Default for JitOptions {
             codegen: CodegenOptions::default(),
             layouts: Vec::new(),
             dump: None,
+            max_bytes: max_bytes_from_env(),
         }
     }
 }
@@ -96,6 +116,41 @@ impl JitOptions {
             ..JitOptions::default()
         }
     }
+}
+
+/// Storage specs: dtype and length, and the constant data to fill it with.
+type Spec = (DType, u64, Option<ArrayData>);
+
+/// The bytes a storage of `spec` allocates: rounded up to its 64-byte alignment, saturating
+/// (a length past `u64` bytes is refused by the budget, and by the allocation).
+fn spec_bytes(spec: &Spec) -> u64 {
+    let (dtype, len, _) = spec;
+    len.saturating_mul(dtype.size_bytes() as u64)
+        .div_ceil(64)
+        .saturating_mul(64)
+}
+
+/// Checks what a run allocates — every storage of a workspace plus the outputs' host arrays —
+/// against `budget`.
+fn check_budget(graph: &Graph, plan: &Plan, specs: &[Spec], budget: u64) -> Result<(), RunError> {
+    let workspace = specs.iter().map(spec_bytes).fold(0u64, u64::saturating_add);
+    let mut outputs = 0u64;
+    for o in plan.outputs() {
+        outputs = outputs.saturating_add(graph.tensor_size(*o)?.bytes as u64);
+    }
+    let needed = workspace.saturating_add(outputs);
+    if needed <= budget {
+        return Ok(());
+    }
+    Err(RunError::MemoryBudget {
+        needed,
+        budget,
+        detail: format!(
+            "a workspace of {workspace} bytes in {} storages: planned buffers at their peak, \
+             inputs, state, constants, outputs, scratch; and {outputs} bytes of output arrays",
+            specs.len()
+        ),
+    })
 }
 
 /// Where a value read after the run lives.
@@ -127,7 +182,7 @@ pub struct JitExecutable {
     kernels: Vec<(CompiledKernel, Vec<usize>)>,
     lowered: Vec<LoweredKernel>,
     /// Storage specs: dtype and length, and the constant data to fill it with.
-    specs: Vec<(DType, u64, Option<ArrayData>)>,
+    specs: Vec<Spec>,
     /// Per placeholder (in plan order): the storage it is copied into, if it is used.
     inputs: Vec<Option<usize>>,
     /// Per placeholder (in plan order): the axis order it is stored in, when the caller asked
@@ -237,10 +292,11 @@ impl JitExecutable {
             }
         }
         // One storage per (planned buffer, dtype), one per unplanned stored tensor.
-        let mut specs: Vec<(DType, u64, Option<ArrayData>)> = Vec::new();
+        let mut specs: Vec<Spec> = Vec::new();
         let mut storage_of: HashMap<NodeId, usize> = HashMap::new();
         let mut shared: HashMap<(usize, DType), usize> = HashMap::new();
         let mut state_in = Vec::new();
+        let mut constants = Vec::new();
         for t in &compiled.buffers.tensors {
             let Planned::Node(n) = t.what else { continue };
             let node = g.node(n);
@@ -260,22 +316,17 @@ impl JitExecutable {
                     k
                 }
                 None => {
-                    let data = match t.role {
-                        TensorRole::Constant => Some(
-                            stored_value(g, n)
-                                .map_err(|e| PassError::Internal(e.to_string()))?
-                                .data()
-                                .clone(),
-                        ),
-                        _ => None,
-                    };
+                    // Constants are materialised once the memory budget is checked.
+                    if t.role == TensorRole::Constant {
+                        constants.push((specs.len(), n));
+                    }
                     if t.role == TensorRole::State {
                         let src = source_of.get(&n).copied().ok_or_else(|| {
                             PassError::Internal(format!("{} has no source", g.node_label(n)))
                         })?;
                         state_in.push((src, specs.len()));
                     }
-                    specs.push((node.dtype, elements, data));
+                    specs.push((node.dtype, elements, None));
                     specs.len() - 1
                 }
             };
@@ -307,6 +358,12 @@ impl JitExecutable {
                 }
             }
             kernels.push((compiler.compile(&lk.kernel)?, args));
+        }
+        if let Some(budget) = options.max_bytes {
+            check_budget(&graph, &plan, &specs, budget)?;
+        }
+        for (k, n) in constants {
+            specs[k].2 = Some(stored_value(g, n)?.data().clone());
         }
         let home = |n: NodeId| -> Result<Home, PassError> {
             let storage = storage_of
@@ -421,13 +478,12 @@ impl JitExecutable {
     /// when every buffer holds one element type and no row kernel is parallel (the plan counts
     /// one scratch row; a parallel row kernel takes one per chunk, see `lower`).
     pub fn planned_buffer_bytes(&self) -> usize {
-        self.planned
+        let bytes: u64 = self
+            .planned
             .iter()
-            .map(|&k| {
-                let (dtype, len, _) = &self.specs[k];
-                (*len as usize * dtype.size_bytes()).div_ceil(64) * 64
-            })
-            .sum()
+            .map(|&k| spec_bytes(&self.specs[k]))
+            .sum();
+        bytes as usize
     }
 
     /// The loop-IR kernels, in schedule order.

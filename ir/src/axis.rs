@@ -143,12 +143,21 @@ impl SliceRange {
     /// the number of indices taken. Bounds outside the axis and empty ranges are errors (weft does
     /// not clamp as Python does: an out-of-range slice is almost always a bug).
     pub fn resolve(&self, len: usize) -> Result<ResolvedSlice, String> {
-        let n = len as i64;
         if self.step == 0 {
             return Err("slice step is 0".into());
         }
-        let norm = |v: i64| if v < 0 { v + n } else { v };
-        if self.step > 0 {
+        // In i128, where every i64 bound, usize length and their sums fit: no bound, length or
+        // step, however large, overflows.
+        let n = len as i128;
+        let step = i128::from(self.step);
+        let norm = |v: i64| {
+            if v < 0 {
+                i128::from(v) + n
+            } else {
+                i128::from(v)
+            }
+        };
+        let (start, count) = if step > 0 {
             let start = self.start.map(norm).unwrap_or(0);
             let stop = self.stop.map(norm).unwrap_or(n);
             if start < 0 || start >= n || stop < 0 || stop > n {
@@ -157,13 +166,7 @@ impl SliceRange {
             if stop <= start {
                 return Err(format!("{self} is empty for length {len}"));
             }
-            // Written so that no step, however large, overflows.
-            let count = (stop - start - 1) / self.step + 1;
-            Ok(ResolvedSlice {
-                first: start as usize,
-                step: self.step,
-                len: count as usize,
-            })
+            (start, (stop - start - 1) / step + 1)
         } else {
             let start = self.start.map(norm).unwrap_or(n - 1);
             // An explicit stop of -1 means the last element, as in Python; only `None` runs past 0.
@@ -174,13 +177,15 @@ impl SliceRange {
             if stop >= start {
                 return Err(format!("{self} is empty for length {len}"));
             }
-            let count = (start - stop - 1) as u64 / self.step.unsigned_abs() + 1;
-            Ok(ResolvedSlice {
-                first: start as usize,
-                step: self.step,
-                len: count as usize,
-            })
-        }
+            (start, (start - stop - 1) / -step + 1)
+        };
+        // Both lie in 0..len, so they fit usize. A one-index slice never moves, so its step is
+        // 1: index arithmetic downstream (`step × stride`) cannot overflow on a huge step.
+        Ok(ResolvedSlice {
+            first: start as usize,
+            step: if count == 1 { 1 } else { self.step },
+            len: count as usize,
+        })
     }
 }
 
@@ -205,7 +210,8 @@ impl fmt::Display for SliceRange {
 pub struct ResolvedSlice {
     /// The source index of slice index 0.
     pub first: usize,
-    /// The source distance between consecutive slice indices.
+    /// The source distance between consecutive slice indices (1 when `len` is 1); at most the
+    /// sliced axis's length in magnitude otherwise.
     pub step: i64,
     /// The number of indices in the slice (at least 1).
     pub len: usize,

@@ -1,5 +1,6 @@
 //! Whole-graph verification once lengths are bound: every axis has a length, derived axes
-//! resolve, paired axes agree in length, and initial values fit their tensors.
+//! resolve, paired axes agree in length, initial values fit their tensors, and every tensor
+//! (and every dot's iteration space) is small enough to address (`crate::size`).
 
 use super::{Graph, GraphError, Op, TensorInit};
 use crate::axis::Axis;
@@ -9,25 +10,22 @@ impl Graph {
     /// can be evaluated without further shape errors.
     pub fn verify(&self) -> Result<(), GraphError> {
         for (id, node) in self.nodes() {
-            let shape = self.shape_of(&node.axes)?;
+            let size = self.tensor_size(id)?;
             let label = self.node_label(id);
             match &node.op {
                 Op::Tensor {
                     init: Some(TensorInit::Data(d)),
                     ..
-                } => {
-                    // Saturating: absurd lengths must report a mismatch, not overflow.
-                    let n = shape.iter().fold(1usize, |a, b| a.saturating_mul(*b));
-                    if n != d.len() {
-                        return Err(GraphError::Init {
-                            tensor: label,
-                            message: format!(
-                                "{} values given for axes {} of {n} elements",
-                                d.len(),
-                                self.axes_name(&node.axes)
-                            ),
-                        });
-                    }
+                } if size.elements != d.len() => {
+                    return Err(GraphError::Init {
+                        tensor: label,
+                        message: format!(
+                            "{} values given for axes {} of {} elements",
+                            d.len(),
+                            self.axes_name(&node.axes),
+                            size.elements
+                        ),
+                    });
                 }
                 Op::CastAxes(x) => {
                     let from = &self.node(*x).axes;
@@ -37,9 +35,10 @@ impl Graph {
                 }
                 Op::Dot(x, y) => {
                     let pairs = self.dot_pairs(&label, &self.node(*x).axes, &self.node(*y).axes)?;
-                    for (a, b) in pairs {
-                        self.same_len(&format!("dot {label}"), a, b)?;
+                    for (a, b) in &pairs {
+                        self.same_len(&format!("dot {label}"), *a, *b)?;
                     }
+                    self.dot_space_fits(&label, size.elements, &pairs)?;
                 }
                 Op::Slice { input, slices } => {
                     for (a, s) in slices {
@@ -60,6 +59,36 @@ impl Graph {
             }
         }
         Ok(())
+    }
+
+    /// A dot iterates over its result's elements times its contracted lengths; that count must
+    /// fit an i64 loop index as every tensor's does ([`crate::size`]).
+    fn dot_space_fits(
+        &self,
+        label: &str,
+        result_elements: usize,
+        pairs: &[(Axis, Axis)],
+    ) -> Result<(), GraphError> {
+        let mut lengths = vec![result_elements];
+        for (a, _) in pairs {
+            lengths.push(self.resolve_len(*a)?);
+        }
+        let fits = crate::size::element_count(&lengths)
+            .and_then(crate::size::to_i64)
+            .is_some();
+        if fits {
+            return Ok(());
+        }
+        let contracted: Vec<Axis> = pairs.iter().map(|(a, _)| *a).collect();
+        Err(GraphError::Axes {
+            op: format!("dot {label}"),
+            message: format!(
+                "its iteration space (the result's {result_elements} elements times contracted axes {} of lengths {:?}) has more than {} points",
+                self.axes_name(&crate::axis::Axes::new_unchecked(&contracted)),
+                &lengths[1..],
+                i64::MAX
+            ),
+        })
     }
 
     fn same_len(&self, op: &str, a: Axis, b: Axis) -> Result<(), GraphError> {
