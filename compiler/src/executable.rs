@@ -28,7 +28,7 @@ use crate::pipeline::{compile_plan, CompiledPlan, PlanOptions};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use weft_ir::arena::EntityRef;
-use weft_ir::{ArrayData, Axes, Axis, DType, Graph, HostArray, NodeId, Op};
+use weft_ir::{ArrayData, Axes, Axis, DType, Graph, HostArray, HostError, NodeId, Op};
 use weft_runtime::state::stored_value;
 use weft_runtime::{
     CompiledKernel, DeviceBufferReference, DeviceBufferStorage, Executable, Plan, RunError,
@@ -183,6 +183,8 @@ pub struct JitExecutable {
     lowered: Vec<LoweredKernel>,
     /// Storage specs: dtype and length, and the constant data to fill it with.
     specs: Vec<Spec>,
+    /// Per storage, the tensors it holds (names joined by "`, `"), for allocation errors.
+    holders: Vec<String>,
     /// Per placeholder (in plan order): the storage it is copied into, if it is used.
     inputs: Vec<Option<usize>>,
     /// Per placeholder (in plan order): the axis order it is stored in, when the caller asked
@@ -297,6 +299,16 @@ impl JitExecutable {
         let mut shared: HashMap<(usize, DType), usize> = HashMap::new();
         let mut state_in = Vec::new();
         let mut constants = Vec::new();
+        // The tensors each storage holds, to name in an allocation error, by their names in
+        // the caller's graph where they have one (simplified nodes are renumbered).
+        let mut holders: Vec<Vec<String>> = Vec::new();
+        let mut source_label: HashMap<NodeId, String> = HashMap::new();
+        for (id, _) in graph.nodes().rev() {
+            if let Some(s) = to_simplified(id) {
+                source_label.insert(s, graph.node_label(id));
+            }
+        }
+        let label = |n: NodeId| source_label.get(&n).cloned().unwrap_or(g.node_label(n));
         for t in &compiled.buffers.tensors {
             let Planned::Node(n) = t.what else { continue };
             let node = g.node(n);
@@ -310,9 +322,11 @@ impl JitExecutable {
                 Some(b) => {
                     let k = *shared.entry((b, node.dtype)).or_insert_with(|| {
                         specs.push((node.dtype, 0, None));
+                        holders.push(Vec::new());
                         specs.len() - 1
                     });
                     specs[k].1 = specs[k].1.max(elements);
+                    holders[k].push(label(n));
                     k
                 }
                 None => {
@@ -327,6 +341,7 @@ impl JitExecutable {
                         state_in.push((src, specs.len()));
                     }
                     specs.push((node.dtype, elements, None));
+                    holders.push(vec![label(n)]);
                     specs.len() - 1
                 }
             };
@@ -352,6 +367,7 @@ impl JitExecutable {
                                 PassError::Internal("scratch binding without a buffer".into())
                             })?;
                         specs.push((decl.ty, decl.len, None));
+                        holders.push(vec![format!("row scratch of kernel {}", kernels.len())]);
                         row_scratch.push(specs.len() - 1);
                         args.push(specs.len() - 1);
                     }
@@ -447,6 +463,7 @@ impl JitExecutable {
             kernels,
             lowered,
             specs,
+            holders: holders.into_iter().map(|h| h.join("`, `")).collect(),
             inputs,
             input_orders,
             input_shapes,
@@ -491,7 +508,7 @@ impl JitExecutable {
         &self.lowered
     }
 
-    fn workspace(&self) -> Result<Workspace, RuntimeError> {
+    fn workspace(&self) -> Result<Workspace, RunError> {
         if let Some(w) = self
             .workspaces
             .lock()
@@ -503,7 +520,15 @@ impl JitExecutable {
         let mut storages = Vec::new();
         let mut references = Vec::new();
         for (i, (dtype, len, data)) in self.specs.iter().enumerate() {
-            let s = DeviceBufferStorage::new(*dtype, *len)?;
+            let s = DeviceBufferStorage::new(*dtype, *len).map_err(|e| match e {
+                RuntimeError::AllocationFailed { .. } => RunError::Alloc {
+                    tensor: self.holders[i].clone(),
+                    source: HostError::Alloc {
+                        bytes: spec_bytes(&self.specs[i]) as usize,
+                    },
+                },
+                e => e.into(),
+            })?;
             if let Some(d) = data {
                 copy_in(&s, d)?;
             }
