@@ -343,3 +343,47 @@ fn folding_keeps_to_its_budget() {
         assert_eq!(v[0].to_vec::<f32>().unwrap(), vec![(1u32 << 18) as f32]);
     }
 }
+
+/// Runs `text` as a reproducer (every node, and the last node, requested on every backend).
+fn check_text(text: &str) -> Vec<String> {
+    let g = weft::ir::text::parse(text, "inline").expect("parses");
+    let mut errors = Vec::new();
+    for outputs in output_sets(&g) {
+        for backend in [Backend::Interpreter, Backend::Jit, Backend::JitUnfused] {
+            if let Outcome::Refused(e) = run(&g, &outputs, backend) {
+                errors.push(format!("{backend:?}: {e}"));
+            }
+        }
+    }
+    errors
+}
+
+#[test]
+fn many_huge_intermediates_do_not_overflow_the_buffer_plan() {
+    // Six stored tensors of 2^62 bytes each: each addressable, together past usize. The plan's
+    // byte totals saturate; running refuses to allocate, naming a tensor.
+    let errors = check_text(
+        "axis N = 1152921504606846976\n\
+         constant c: f32[] = 1.0\n\
+         b = broadcast(c, [N])\n\
+         e1 = exp(b)\ne2 = exp(e1)\ne3 = exp(e2)\ne4 = exp(e3)\ne5 = exp(e4)\n",
+    );
+    assert!(!errors.is_empty());
+    for e in &errors {
+        assert!(e.contains("cannot allocate"), "{e}");
+    }
+}
+
+#[test]
+fn a_dot_whose_iteration_space_passes_i64_is_refused() {
+    let errors = check_text(
+        "axis M = 1048576\naxis N = 1048576\naxis K = 16777216\n\
+         placeholder x: f32[M, K*]\nplaceholder y: f32[K, N]\n\
+         d = dot(x, y)\n",
+    );
+    assert_eq!(errors.len(), 6, "{errors:#?}");
+    for e in &errors {
+        assert!(e.contains("dot `d`") || e.contains("dot d"), "{e}");
+        assert!(e.contains("iteration space"), "{e}");
+    }
+}
