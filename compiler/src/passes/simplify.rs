@@ -243,11 +243,19 @@ impl Simplifier<'_> {
         else {
             return None;
         };
-        (!self.within_budget(node.axes.iter())).then_some(*v)
+        self.over_budget(node.axes.iter()).then_some(*v)
     }
 
-    /// True if a tensor over `axes` has at most `fold_limit` elements (false when unbound or
-    /// overflowing: such a tensor is never materialised).
+    /// True if a tensor over `axes` is known to have more than `fold_limit` elements (bound
+    /// lengths whose product is larger or overflows).
+    fn over_budget<'a>(&self, axes: impl IntoIterator<Item = &'a Axis>) -> bool {
+        let lengths: Result<Vec<usize>, _> =
+            axes.into_iter().map(|a| self.out.resolve_len(*a)).collect();
+        lengths.is_ok_and(|l| element_count(&l).is_none_or(|n| n > self.opts.fold_limit))
+    }
+
+    /// True if a tensor over `axes` is known to have at most `fold_limit` elements (false when
+    /// unbound: evaluation needs lengths).
     fn within_budget<'a>(&self, axes: impl IntoIterator<Item = &'a Axis>) -> bool {
         let lengths: Result<Vec<usize>, _> =
             axes.into_iter().map(|a| self.out.resolve_len(*a)).collect();
@@ -261,7 +269,7 @@ impl Simplifier<'_> {
     /// broadcast of a scalar fill constant, which kernels compute without a buffer of its size.
     fn uniform(&mut self, axes: &[Axis], dtype: DType, value: Scalar) -> Result<NodeId, PassError> {
         let fill = TensorInit::Fill(value);
-        if self.within_budget(axes) {
+        if !self.over_budget(axes) {
             return Ok(self.out.constant(None, axes, dtype, fill)?);
         }
         let scalar = self.out.constant(None, &[], dtype, fill)?;
