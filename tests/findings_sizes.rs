@@ -387,3 +387,27 @@ fn a_dot_whose_iteration_space_passes_i64_is_refused() {
         assert!(e.contains("iteration space"), "{e}");
     }
 }
+
+#[test]
+fn cli_refuses_inputs_too_large_to_draw() {
+    // `weft run` draws placeholder values before compiling: too large is a typed error there.
+    let dir = std::env::temp_dir().join(format!("weft-findings-sizes-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (len, needle) in [
+        ("9223372036854775807", "is larger than"),
+        ("1099511627776", "`x`: cannot allocate 4398046511104 bytes"),
+    ] {
+        let file = dir.join(format!("big_{len}.weft"));
+        let text = format!("axis N = {len}\nplaceholder x: f32[N]\ny = exp(x)\noutput y\n");
+        std::fs::write(&file, text).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_weft"))
+            .arg("run")
+            .arg(&file)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success());
+        assert!(stderr.contains(needle), "{stderr}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
