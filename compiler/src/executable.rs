@@ -559,6 +559,19 @@ impl JitExecutable {
                 })?;
         let shape = g.shape_of(&node.axes)?;
         let s = &w.storages[h.storage];
+        // Reading copies the storage to the host (and, when not row-major, gathers through a
+        // position per element): refuse sizes the system would not give, rather than abort.
+        let positions =
+            (layout.elements as u64).saturating_mul(std::mem::size_of::<usize>() as u64);
+        let bytes = spec_bytes(&self.specs[h.storage])
+            .saturating_mul(2)
+            .saturating_add(positions);
+        weft_ir::host::check_alloc(usize::try_from(bytes).unwrap_or(usize::MAX)).map_err(
+            |source| RunError::Alloc {
+                tensor: self.holders[h.storage].clone(),
+                source,
+            },
+        )?;
         let row_major: Vec<i64> = weft_ir::host::row_major_strides(&shape)
             .into_iter()
             .map(|x| x as i64)
