@@ -411,3 +411,38 @@ fn cli_refuses_inputs_too_large_to_draw() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn folding_a_dot_counts_its_contracted_lengths() {
+    use weft::compiler::passes::simplify::{interpreter_evaluator, simplify, SimplifyOptions};
+    // Operands and result within the 2^16 budget; the iteration space (m·n·k) decides.
+    let folded = |m: usize, k: usize, n: usize| {
+        let mut g = Graph::new();
+        let (ma, ka, na) = (
+            g.axis("M", m).unwrap(),
+            g.axis("K", k).unwrap(),
+            g.axis("N", n).unwrap(),
+        );
+        let data = |len: usize| TensorInit::Data(ArrayData::F32(vec![0.5; len]));
+        let x = g
+            .constant(
+                None,
+                &[ma, Axis::new(ka.id).dual()],
+                DType::F32,
+                data(m * k),
+            )
+            .unwrap();
+        let y = g
+            .constant(None, &[ka, na], DType::F32, data(k * n))
+            .unwrap();
+        let d = g.dot(x, y).unwrap();
+        g.mark_output(d).unwrap();
+        let opts = SimplifyOptions::default();
+        simplify(&g, &opts, Some(&interpreter_evaluator))
+            .unwrap()
+            .stats
+            .folded
+    };
+    assert_eq!(folded(8, 8, 8), 1);
+    assert_eq!(folded(200, 300, 200), 0);
+}

@@ -71,6 +71,25 @@ impl Graph {
     }
 }
 
+impl Graph {
+    /// The index points `dot` node `id` iterates over — its result's elements times the lengths
+    /// of the axes it contracts — or `None` when that count overflows `usize`. Needs lengths.
+    pub fn dot_points(&self, id: NodeId) -> Result<Option<usize>, GraphError> {
+        let node = self
+            .get(id)
+            .ok_or_else(|| GraphError::Foreign(format!("{id}")))?;
+        let crate::Op::Dot(x, y) = node.op else {
+            return Err(GraphError::Foreign(format!("{id} is not a dot")));
+        };
+        let pairs = self.dot_pairs(&self.node_label(id), &self.node(x).axes, &self.node(y).axes)?;
+        let mut lengths = self.shape_of(&node.axes)?;
+        for (a, _) in pairs {
+            lengths.push(self.resolve_len(a)?);
+        }
+        Ok(element_count(&lengths))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -246,23 +246,23 @@ impl Simplifier<'_> {
         self.over_budget(node.axes.iter()).then_some(*v)
     }
 
-    /// True if a tensor over `axes` is known to have more than `fold_limit` elements (bound
-    /// lengths whose product is larger or overflows).
-    fn over_budget<'a>(&self, axes: impl IntoIterator<Item = &'a Axis>) -> bool {
+    /// The elements of a tensor over `axes`: `None` while a length is unbound, `Some(None)`
+    /// when the count overflows.
+    fn elements_of<'a>(&self, axes: impl IntoIterator<Item = &'a Axis>) -> Option<Option<usize>> {
         let lengths: Result<Vec<usize>, _> =
             axes.into_iter().map(|a| self.out.resolve_len(*a)).collect();
-        lengths.is_ok_and(|l| element_count(&l).is_none_or(|n| n > self.opts.fold_limit))
+        Some(element_count(&lengths.ok()?))
+    }
+
+    /// True if a tensor over `axes` is known to have more than `fold_limit` elements.
+    fn over_budget<'a>(&self, axes: impl IntoIterator<Item = &'a Axis>) -> bool {
+        matches!(self.elements_of(axes), Some(n) if n.is_none_or(|n| n > self.opts.fold_limit))
     }
 
     /// True if a tensor over `axes` is known to have at most `fold_limit` elements (false when
     /// unbound: evaluation needs lengths).
     fn within_budget<'a>(&self, axes: impl IntoIterator<Item = &'a Axis>) -> bool {
-        let lengths: Result<Vec<usize>, _> =
-            axes.into_iter().map(|a| self.out.resolve_len(*a)).collect();
-        lengths
-            .ok()
-            .and_then(|l| element_count(&l))
-            .is_some_and(|n| n <= self.opts.fold_limit)
+        matches!(self.elements_of(axes), Some(Some(n)) if n <= self.opts.fold_limit)
     }
 
     /// A node holding `value` over `axes`: a fill constant within the folding budget, else the
@@ -362,6 +362,12 @@ impl Simplifier<'_> {
             return Ok(None);
         }
         let tmp = add_like(&mut self.out, node, false)?;
+        // A dot's budget also counts its contracted lengths (an unfolded `tmp` is swept as dead).
+        let dot_over = matches!(node.op, Op::Dot(..))
+            && !matches!(self.out.dot_points(tmp), Ok(Some(n)) if n <= self.opts.fold_limit);
+        if dot_over {
+            return Ok(None);
+        }
         let Some(value) = evaluate(&self.out, tmp) else {
             return Ok(None);
         };
@@ -380,34 +386,15 @@ impl Simplifier<'_> {
 }
 
 impl Simplifier<'_> {
-    /// True if evaluating `node` stays within the folding budget: its result, each operand and,
-    /// for `dot`, its iteration space (result × contracted lengths) have at most `fold_limit`
-    /// elements. The interpreter materialises all of them, so a scalar `sum` of a huge constant
-    /// must not be folded either.
+    /// True if evaluating `node` stays within the folding budget as far as its result and each
+    /// operand go: each has at most `fold_limit` elements (the interpreter materialises all
+    /// of them, so a scalar `sum` of a huge constant is not folded either). `fold` checks a
+    /// dot's iteration space too.
     fn evaluation_within_budget(&self, node: &Node, inputs: &[NodeId]) -> bool {
-        let g = &self.out;
-        if !self.within_budget(node.axes.iter())
-            || !inputs
+        self.within_budget(node.axes.iter())
+            && inputs
                 .iter()
-                .all(|i| self.within_budget(g.node(*i).axes.iter()))
-        {
-            return false;
-        }
-        let Op::Dot(x, y) = node.op else {
-            return true;
-        };
-        let label = g.node_label(x);
-        let Ok(pairs) = g.dot_pairs(&label, &g.node(x).axes, &g.node(y).axes) else {
-            return false;
-        };
-        let mut lengths = g.shape_of(&node.axes).unwrap_or_default();
-        for (a, _) in pairs {
-            match g.resolve_len(a) {
-                Ok(l) => lengths.push(l),
-                Err(_) => return false,
-            }
-        }
-        element_count(&lengths).is_some_and(|n| n <= self.opts.fold_limit)
+                .all(|i| self.within_budget(self.out.node(*i).axes.iter()))
     }
 }
 

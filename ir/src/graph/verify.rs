@@ -2,7 +2,7 @@
 //! resolve, paired axes agree in length, initial values fit their tensors, and every tensor
 //! (and every dot's iteration space) is small enough to address (`crate::size`).
 
-use super::{Graph, GraphError, Op, TensorInit};
+use super::{Graph, GraphError, NodeId, Op, TensorInit};
 use crate::axis::Axis;
 
 impl Graph {
@@ -38,7 +38,7 @@ impl Graph {
                     for (a, b) in &pairs {
                         self.same_len(&format!("dot {label}"), *a, *b)?;
                     }
-                    self.dot_space_fits(&label, size.elements, &pairs)?;
+                    self.dot_space_fits(id, &pairs)?;
                 }
                 Op::Slice { input, slices } => {
                     for (a, s) in slices {
@@ -63,29 +63,17 @@ impl Graph {
 
     /// A dot iterates over its result's elements times its contracted lengths; that count must
     /// fit an i64 loop index as every tensor's does ([`crate::size`]).
-    fn dot_space_fits(
-        &self,
-        label: &str,
-        result_elements: usize,
-        pairs: &[(Axis, Axis)],
-    ) -> Result<(), GraphError> {
-        let mut lengths = vec![result_elements];
-        for (a, _) in pairs {
-            lengths.push(self.resolve_len(*a)?);
-        }
-        let fits = crate::size::element_count(&lengths)
-            .and_then(crate::size::to_i64)
-            .is_some();
-        if fits {
+    fn dot_space_fits(&self, id: NodeId, pairs: &[(Axis, Axis)]) -> Result<(), GraphError> {
+        if self.dot_points(id)?.and_then(crate::size::to_i64).is_some() {
             return Ok(());
         }
-        let contracted: Vec<Axis> = pairs.iter().map(|(a, _)| *a).collect();
+        let contracted: Vec<String> = pairs.iter().map(|(a, _)| self.axis_name(*a)).collect();
         Err(GraphError::Axes {
-            op: format!("dot {label}"),
+            op: format!("dot {}", self.node_label(id)),
             message: format!(
-                "its iteration space (the result's {result_elements} elements times contracted axes {} of lengths {:?}) has more than {} points",
-                self.axes_name(&crate::axis::Axes::new_unchecked(&contracted)),
-                &lengths[1..],
+                "its iteration space (the result's elements times contracted axes ({})) has more \
+                 than {} points",
+                contracted.join(", "),
                 i64::MAX
             ),
         })
