@@ -419,3 +419,46 @@ impl std::ops::BitAnd for &Axes {
         self.intersection(rhs)
     }
 }
+
+#[cfg(test)]
+mod size_tests {
+    use super::*;
+
+    #[test]
+    fn slices_of_huge_lengths_and_steps_resolve_without_overflow() {
+        let huge = 1usize << 63;
+        let r = SliceRange::reversed().resolve(huge).unwrap();
+        assert_eq!((r.first, r.len), (huge - 1, huge));
+        let r = SliceRange {
+            start: None,
+            stop: None,
+            step: i64::MIN,
+        }
+        .resolve(4)
+        .unwrap();
+        // One index taken: its step is 1, so `step × stride` cannot overflow downstream.
+        assert_eq!((r.first, r.step, r.len), (3, 1, 1));
+        let r = SliceRange {
+            start: Some(2),
+            stop: Some(i64::MIN),
+            step: 1,
+        };
+        // The stop counts from an end past i64: 2^64 − 1 − 2^63 = 2^63 − 1.
+        assert_eq!(r.resolve(usize::MAX).unwrap().len, (1usize << 63) - 3);
+    }
+
+    #[test]
+    fn derived_lengths_that_overflow_are_errors_naming_the_axis() {
+        let mut g = crate::Graph::new();
+        let a = g.axis("A", usize::MAX).unwrap();
+        let p = g.derived_axis(AxisDef::Pad {
+            of: a,
+            before: 1,
+            after: 0,
+        });
+        let e = g.resolve_len(p).unwrap_err();
+        assert!(matches!(e, crate::GraphError::AxisTooLong { .. }), "{e}");
+        let f = g.derived_axis(AxisDef::Flatten(vec![a, a.dual()]));
+        assert!(g.resolve_len(f).is_err());
+    }
+}
