@@ -77,13 +77,12 @@ impl Computation {
             .map(|o| {
                 let n = g.node(*o);
                 let shape = g.shape_of(&n.axes)?;
-                let len = shape.iter().product();
+                let len = g.tensor_size(*o)?.elements;
                 let data =
-                    ArrayData::filled(n.dtype, Scalar::zero(n.dtype), len).map_err(|message| {
-                        RunError::Malformed {
-                            node: g.node_label(*o),
-                            op: "output",
-                            message,
+                    ArrayData::filled(n.dtype, Scalar::zero(n.dtype), len).map_err(|source| {
+                        RunError::Alloc {
+                            tensor: g.node_label(*o),
+                            source,
                         }
                     })?;
                 Ok(HostArray::new(n.axes.clone(), shape, data)?)

@@ -28,7 +28,7 @@ use crate::pipeline::{compile_plan, CompiledPlan, PlanOptions};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use weft_ir::arena::EntityRef;
-use weft_ir::{ArrayData, Axes, Axis, DType, Graph, HostArray, NodeId, Op};
+use weft_ir::{ArrayData, Axes, Axis, DType, Graph, HostArray, HostError, NodeId, Op};
 use weft_runtime::state::stored_value;
 use weft_runtime::{
     CompiledKernel, DeviceBufferReference, DeviceBufferStorage, Executable, Plan, RunError,
@@ -74,6 +74,25 @@ pub struct JitOptions {
     /// Unset, the `WEFT_DUMP` environment variable names the folder, for host programs that
     /// cannot change their code.
     pub dump: Option<std::path::PathBuf>,
+    /// A memory budget in bytes: compilation fails with [`RunError::MemoryBudget`] when a run
+    /// would need more (its workspace — planned buffers at their peak sharing, inputs, state,
+    /// constants, outputs, row scratch — plus the outputs' host arrays), before anything of
+    /// that size is allocated. The default is the `WEFT_MAX_BYTES` environment variable (a
+    /// byte count), or no budget.
+    pub max_bytes: Option<u64>,
+}
+
+/// The memory budget from `WEFT_MAX_BYTES`, if set to a byte count (anything else is ignored
+/// with a warning on stderr, rather than silently).
+fn max_bytes_from_env() -> Option<u64> {
+    let v = std::env::var("WEFT_MAX_BYTES").ok()?;
+    match v.trim().parse() {
+        Ok(n) => Some(n),
+        Err(_) => {
+            eprintln!("weft: ignoring WEFT_MAX_BYTES={v:?}: not a byte count");
+            None
+        }
+    }
 }
 
 impl Default for JitOptions {
@@ -84,6 +103,7 @@ impl Default for JitOptions {
             codegen: CodegenOptions::default(),
             layouts: Vec::new(),
             dump: None,
+            max_bytes: max_bytes_from_env(),
         }
     }
 }
@@ -96,6 +116,41 @@ impl JitOptions {
             ..JitOptions::default()
         }
     }
+}
+
+/// Storage specs: dtype and length, and the constant data to fill it with.
+type Spec = (DType, u64, Option<ArrayData>);
+
+/// The bytes a storage of `spec` allocates: rounded up to its 64-byte alignment, saturating
+/// (a length past `u64` bytes is refused by the budget, and by the allocation).
+fn spec_bytes(spec: &Spec) -> u64 {
+    let (dtype, len, _) = spec;
+    len.saturating_mul(dtype.size_bytes() as u64)
+        .div_ceil(64)
+        .saturating_mul(64)
+}
+
+/// Checks what a run allocates — every storage of a workspace plus the outputs' host arrays —
+/// against `budget`.
+fn check_budget(graph: &Graph, plan: &Plan, specs: &[Spec], budget: u64) -> Result<(), RunError> {
+    let workspace = specs.iter().map(spec_bytes).fold(0u64, u64::saturating_add);
+    let mut outputs = 0u64;
+    for o in plan.outputs() {
+        outputs = outputs.saturating_add(graph.tensor_size(*o)?.bytes as u64);
+    }
+    let needed = workspace.saturating_add(outputs);
+    if needed <= budget {
+        return Ok(());
+    }
+    Err(RunError::MemoryBudget {
+        needed,
+        budget,
+        detail: format!(
+            "a workspace of {workspace} bytes in {} storages: planned buffers at their peak, \
+             inputs, state, constants, outputs, scratch; and {outputs} bytes of output arrays",
+            specs.len()
+        ),
+    })
 }
 
 /// Where a value read after the run lives.
@@ -127,7 +182,9 @@ pub struct JitExecutable {
     kernels: Vec<(CompiledKernel, Vec<usize>)>,
     lowered: Vec<LoweredKernel>,
     /// Storage specs: dtype and length, and the constant data to fill it with.
-    specs: Vec<(DType, u64, Option<ArrayData>)>,
+    specs: Vec<Spec>,
+    /// Per storage, the tensors it holds (names joined by "`, `"), for allocation errors.
+    holders: Vec<String>,
     /// Per placeholder (in plan order): the storage it is copied into, if it is used.
     inputs: Vec<Option<usize>>,
     /// Per placeholder (in plan order): the axis order it is stored in, when the caller asked
@@ -237,10 +294,21 @@ impl JitExecutable {
             }
         }
         // One storage per (planned buffer, dtype), one per unplanned stored tensor.
-        let mut specs: Vec<(DType, u64, Option<ArrayData>)> = Vec::new();
+        let mut specs: Vec<Spec> = Vec::new();
         let mut storage_of: HashMap<NodeId, usize> = HashMap::new();
         let mut shared: HashMap<(usize, DType), usize> = HashMap::new();
         let mut state_in = Vec::new();
+        let mut constants = Vec::new();
+        // The tensors each storage holds, to name in an allocation error, by their names in
+        // the caller's graph where they have one (simplified nodes are renumbered).
+        let mut holders: Vec<Vec<String>> = Vec::new();
+        let mut source_label: HashMap<NodeId, String> = HashMap::new();
+        for (id, _) in graph.nodes().rev() {
+            if let Some(s) = to_simplified(id) {
+                source_label.insert(s, graph.node_label(id));
+            }
+        }
+        let label = |n: NodeId| source_label.get(&n).cloned().unwrap_or(g.node_label(n));
         for t in &compiled.buffers.tensors {
             let Planned::Node(n) = t.what else { continue };
             let node = g.node(n);
@@ -254,28 +322,26 @@ impl JitExecutable {
                 Some(b) => {
                     let k = *shared.entry((b, node.dtype)).or_insert_with(|| {
                         specs.push((node.dtype, 0, None));
+                        holders.push(Vec::new());
                         specs.len() - 1
                     });
                     specs[k].1 = specs[k].1.max(elements);
+                    holders[k].push(label(n));
                     k
                 }
                 None => {
-                    let data = match t.role {
-                        TensorRole::Constant => Some(
-                            stored_value(g, n)
-                                .map_err(|e| PassError::Internal(e.to_string()))?
-                                .data()
-                                .clone(),
-                        ),
-                        _ => None,
-                    };
+                    // Constants are materialised once the memory budget is checked.
+                    if t.role == TensorRole::Constant {
+                        constants.push((specs.len(), n));
+                    }
                     if t.role == TensorRole::State {
                         let src = source_of.get(&n).copied().ok_or_else(|| {
                             PassError::Internal(format!("{} has no source", g.node_label(n)))
                         })?;
                         state_in.push((src, specs.len()));
                     }
-                    specs.push((node.dtype, elements, data));
+                    specs.push((node.dtype, elements, None));
+                    holders.push(vec![label(n)]);
                     specs.len() - 1
                 }
             };
@@ -301,12 +367,19 @@ impl JitExecutable {
                                 PassError::Internal("scratch binding without a buffer".into())
                             })?;
                         specs.push((decl.ty, decl.len, None));
+                        holders.push(vec![format!("row scratch of kernel {}", kernels.len())]);
                         row_scratch.push(specs.len() - 1);
                         args.push(specs.len() - 1);
                     }
                 }
             }
             kernels.push((compiler.compile(&lk.kernel)?, args));
+        }
+        if let Some(budget) = options.max_bytes {
+            check_budget(&graph, &plan, &specs, budget)?;
+        }
+        for (k, n) in constants {
+            specs[k].2 = Some(stored_value(g, n)?.data().clone());
         }
         let home = |n: NodeId| -> Result<Home, PassError> {
             let storage = storage_of
@@ -390,6 +463,7 @@ impl JitExecutable {
             kernels,
             lowered,
             specs,
+            holders: holders.into_iter().map(|h| h.join("`, `")).collect(),
             inputs,
             input_orders,
             input_shapes,
@@ -421,13 +495,12 @@ impl JitExecutable {
     /// when every buffer holds one element type and no row kernel is parallel (the plan counts
     /// one scratch row; a parallel row kernel takes one per chunk, see `lower`).
     pub fn planned_buffer_bytes(&self) -> usize {
-        self.planned
+        let bytes: u64 = self
+            .planned
             .iter()
-            .map(|&k| {
-                let (dtype, len, _) = &self.specs[k];
-                (*len as usize * dtype.size_bytes()).div_ceil(64) * 64
-            })
-            .sum()
+            .map(|&k| spec_bytes(&self.specs[k]))
+            .sum();
+        bytes as usize
     }
 
     /// The loop-IR kernels, in schedule order.
@@ -435,7 +508,7 @@ impl JitExecutable {
         &self.lowered
     }
 
-    fn workspace(&self) -> Result<Workspace, RuntimeError> {
+    fn workspace(&self) -> Result<Workspace, RunError> {
         if let Some(w) = self
             .workspaces
             .lock()
@@ -447,7 +520,15 @@ impl JitExecutable {
         let mut storages = Vec::new();
         let mut references = Vec::new();
         for (i, (dtype, len, data)) in self.specs.iter().enumerate() {
-            let s = DeviceBufferStorage::new(*dtype, *len)?;
+            let s = DeviceBufferStorage::new(*dtype, *len).map_err(|e| match e {
+                RuntimeError::AllocationFailed { .. } => RunError::Alloc {
+                    tensor: self.holders[i].clone(),
+                    source: HostError::Alloc {
+                        bytes: spec_bytes(&self.specs[i]) as usize,
+                    },
+                },
+                e => e.into(),
+            })?;
             if let Some(d) = data {
                 copy_in(&s, d)?;
             }
@@ -478,6 +559,19 @@ impl JitExecutable {
                 })?;
         let shape = g.shape_of(&node.axes)?;
         let s = &w.storages[h.storage];
+        // Reading copies the storage to the host (and, when not row-major, gathers through a
+        // position per element): refuse sizes the system would not give, rather than abort.
+        let positions =
+            (layout.elements as u64).saturating_mul(std::mem::size_of::<usize>() as u64);
+        let bytes = spec_bytes(&self.specs[h.storage])
+            .saturating_mul(2)
+            .saturating_add(positions);
+        weft_ir::host::check_alloc(usize::try_from(bytes).unwrap_or(usize::MAX)).map_err(
+            |source| RunError::Alloc {
+                tensor: self.holders[h.storage].clone(),
+                source,
+            },
+        )?;
         let row_major: Vec<i64> = weft_ir::host::row_major_strides(&shape)
             .into_iter()
             .map(|x| x as i64)

@@ -372,26 +372,28 @@ impl<'a> Lowerer<'a> {
             buffers.insert(BufferBinding::Tensor(t), id);
         }
         // Parallel: the outermost loop, when there is enough work and scratch stays small.
-        let outer_points: u64 = p.outer.iter().map(|a| a.len as u64).product();
+        // Point counts saturate: they only choose whether to parallelise, and must not
+        // overflow however the lengths multiply.
+        let points = |loops: &[crate::passes::views::IterAxis]| -> u64 {
+            loops
+                .iter()
+                .fold(1u64, |n, a| n.saturating_mul(a.len as u64))
+        };
+        let outer_points = points(&p.outer);
         let stage_points: u64 = p
             .stages
             .iter()
             .map(|s| {
-                let l: u64 = s.loops.iter().map(|a| a.len as u64).product();
-                let r: u64 = s
-                    .reduction
-                    .as_ref()
-                    .map(|r| r.axes.iter().map(|a| a.len as u64).product())
-                    .unwrap_or(1);
-                l.saturating_mul(r)
+                let r = s.reduction.as_ref().map_or(1, |r| points(&r.axes));
+                points(&s.loops).saturating_mul(r)
             })
             .fold(0u64, |a, b| a.saturating_add(b));
         let row_total: u64 = p
             .stages
             .iter()
             .filter(|s| s.local && !s.loops.is_empty())
-            .map(|s| s.loops.iter().map(|a| a.len as u64).product::<u64>())
-            .sum();
+            .map(|s| points(&s.loops))
+            .fold(0u64, |a, b| a.saturating_add(b));
         let par_extent = p.outer.first().map(|a| a.len as u64).unwrap_or(0);
         // With row scratch, the outermost axis splits into `chunks` parallel chunks of rows
         // (each chunk one scratch row, reused row after row, so scratch stays small and hot).

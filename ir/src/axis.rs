@@ -144,12 +144,21 @@ impl SliceRange {
     /// Python does: an out-of-range slice is almost always a bug); a range that takes nothing
     /// (`2:2`, `3:1`, anything of an empty axis) is an empty slice, as in NumPy.
     pub fn resolve(&self, len: usize) -> Result<ResolvedSlice, String> {
-        let n = len as i64;
         if self.step == 0 {
             return Err("slice step is 0".into());
         }
-        let norm = |v: i64| if v < 0 { v + n } else { v };
-        if self.step > 0 {
+        // In i128, where every i64 bound, usize length and their sums fit: no bound, length or
+        // step, however large, overflows.
+        let n = len as i128;
+        let step = i128::from(self.step);
+        let norm = |v: i64| {
+            if v < 0 {
+                i128::from(v) + n
+            } else {
+                i128::from(v)
+            }
+        };
+        let (start, count) = if step > 0 {
             let start = self.start.map(norm).unwrap_or(0);
             let stop = self.stop.map(norm).unwrap_or(n);
             if start < 0 || start > n || stop < 0 || stop > n {
@@ -158,13 +167,7 @@ impl SliceRange {
             if stop <= start {
                 return Ok(ResolvedSlice::EMPTY);
             }
-            // Written so that no step, however large, overflows.
-            let count = (stop - start - 1) / self.step + 1;
-            Ok(ResolvedSlice {
-                first: start as usize,
-                step: self.step,
-                len: count as usize,
-            })
+            (start, (stop - start - 1) / step + 1)
         } else {
             let start = self.start.map(norm).unwrap_or(n - 1);
             // An explicit stop of -1 means the last element, as in Python; only `None` runs past 0.
@@ -175,13 +178,15 @@ impl SliceRange {
             if stop >= start {
                 return Ok(ResolvedSlice::EMPTY);
             }
-            let count = (start - stop - 1) as u64 / self.step.unsigned_abs() + 1;
-            Ok(ResolvedSlice {
-                first: start as usize,
-                step: self.step,
-                len: count as usize,
-            })
-        }
+            (start, (start - stop - 1) / -step + 1)
+        };
+        // Both lie in 0..len, so they fit usize. A one-index slice never moves, so its step is
+        // 1: index arithmetic downstream (`step × stride`) cannot overflow on a huge step.
+        Ok(ResolvedSlice {
+            first: start as usize,
+            step: if count == 1 { 1 } else { self.step },
+            len: count as usize,
+        })
     }
 }
 
@@ -206,7 +211,8 @@ impl fmt::Display for SliceRange {
 pub struct ResolvedSlice {
     /// The source index of slice index 0.
     pub first: usize,
-    /// The source distance between consecutive slice indices.
+    /// The source distance between consecutive slice indices (1 when `len` is 1); at most the
+    /// sliced axis's length in magnitude otherwise.
     pub step: i64,
     /// The number of indices in the slice (0 for an empty slice).
     pub len: usize,
@@ -421,5 +427,48 @@ impl std::ops::BitAnd for &Axes {
     type Output = Axes;
     fn bitand(self, rhs: &Axes) -> Axes {
         self.intersection(rhs)
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    use super::*;
+
+    #[test]
+    fn slices_of_huge_lengths_and_steps_resolve_without_overflow() {
+        let huge = 1usize << 63;
+        let r = SliceRange::reversed().resolve(huge).unwrap();
+        assert_eq!((r.first, r.len), (huge - 1, huge));
+        let r = SliceRange {
+            start: None,
+            stop: None,
+            step: i64::MIN,
+        }
+        .resolve(4)
+        .unwrap();
+        // One index taken: its step is 1, so `step × stride` cannot overflow downstream.
+        assert_eq!((r.first, r.step, r.len), (3, 1, 1));
+        let r = SliceRange {
+            start: Some(2),
+            stop: Some(i64::MIN),
+            step: 1,
+        };
+        // The stop counts from an end past i64: 2^64 − 1 − 2^63 = 2^63 − 1.
+        assert_eq!(r.resolve(usize::MAX).unwrap().len, (1usize << 63) - 3);
+    }
+
+    #[test]
+    fn derived_lengths_that_overflow_are_errors_naming_the_axis() {
+        let mut g = crate::Graph::new();
+        let a = g.axis("A", usize::MAX).unwrap();
+        let p = g.derived_axis(AxisDef::Pad {
+            of: a,
+            before: 1,
+            after: 0,
+        });
+        let e = g.resolve_len(p).unwrap_err();
+        assert!(matches!(e, crate::GraphError::AxisTooLong { .. }), "{e}");
+        let f = g.derived_axis(AxisDef::Flatten(vec![a, a.dual()]));
+        assert!(g.resolve_len(f).is_err());
     }
 }

@@ -115,14 +115,18 @@ impl ArrayData {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    /// `n` copies of `value`, which must fit `dtype` (see [`Scalar::to_dtype`]).
-    pub fn filled(dtype: DType, value: Scalar, n: usize) -> Result<ArrayData, String> {
-        Ok(match value.to_dtype(dtype)? {
-            Scalar::Float(v) if dtype == DType::F32 => ArrayData::F32(vec![v as f32; n]),
-            Scalar::Float(v) => ArrayData::F64(vec![v; n]),
-            Scalar::Int(v) if dtype == DType::I32 => ArrayData::I32(vec![v as i32; n]),
-            Scalar::Int(v) => ArrayData::I64(vec![v; n]),
-            Scalar::Bool(b) => ArrayData::Bool(vec![b; n]),
+    /// `n` copies of `value`, which must fit `dtype` (see [`Scalar::to_dtype`]). The allocation
+    /// is fallible: a size the system refuses is [`HostError::Alloc`], never an abort.
+    pub fn filled(dtype: DType, value: Scalar, n: usize) -> Result<ArrayData, HostError> {
+        let value = value
+            .to_dtype(dtype)
+            .map_err(|message| HostError::Value { message })?;
+        Ok(match value {
+            Scalar::Float(v) if dtype == DType::F32 => ArrayData::F32(try_vec(v as f32, n)?),
+            Scalar::Float(v) => ArrayData::F64(try_vec(v, n)?),
+            Scalar::Int(v) if dtype == DType::I32 => ArrayData::I32(try_vec(v as i32, n)?),
+            Scalar::Int(v) => ArrayData::I64(try_vec(v, n)?),
+            Scalar::Bool(b) => ArrayData::Bool(try_vec(b, n)?),
         })
     }
     /// Element `i` as a [`Scalar`], if in range.
@@ -148,6 +152,27 @@ impl ArrayData {
             ArrayData::Bool(v) => ArrayData::Bool(g(v, perm)),
         }
     }
+}
+
+/// `n` copies of `value`, allocated fallibly: [`HostError::Alloc`] when the bytes overflow or
+/// the system refuses them.
+pub fn try_vec<T: Clone>(value: T, n: usize) -> Result<Vec<T>, HostError> {
+    let bytes = n.saturating_mul(std::mem::size_of::<T>());
+    let mut v = Vec::new();
+    v.try_reserve_exact(n)
+        .map_err(|_| HostError::Alloc { bytes })?;
+    v.resize(n, value);
+    Ok(v)
+}
+
+/// Checks that `bytes` can be allocated now, by reserving and releasing them: for code that
+/// allocates through infallible paths (`collect`), so that a size the system refuses is
+/// [`HostError::Alloc`] rather than an abort. A check, not a reservation: memory may still run
+/// out later, as with any allocation.
+pub fn check_alloc(bytes: usize) -> Result<(), HostError> {
+    Vec::<u8>::new()
+        .try_reserve_exact(bytes)
+        .map_err(|_| HostError::Alloc { bytes })
 }
 
 /// A Rust element type that a host array can hold.
@@ -203,6 +228,24 @@ pub enum HostError {
         /// Values given.
         got: usize,
     },
+    /// A shape with more elements than `usize` counts.
+    #[error("shape {shape:?} has more elements than memory can address")]
+    Overflow {
+        /// The shape.
+        shape: Vec<usize>,
+    },
+    /// Memory for host data could not be allocated.
+    #[error("cannot allocate {bytes} bytes")]
+    Alloc {
+        /// The bytes requested.
+        bytes: usize,
+    },
+    /// A value that does not fit the dtype asked for.
+    #[error("{message}")]
+    Value {
+        /// What is wrong.
+        message: String,
+    },
     /// Shape and axes of different rank.
     #[error("{axes} axes but a shape of rank {rank} ({shape:?})")]
     Rank {
@@ -257,7 +300,9 @@ impl HostArray {
                 shape,
             });
         }
-        let expected: usize = shape.iter().product();
+        let Some(expected) = crate::size::element_count(&shape) else {
+            return Err(HostError::Overflow { shape });
+        };
         if expected != data.len() {
             return Err(HostError::Size {
                 shape,

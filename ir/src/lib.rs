@@ -10,6 +10,7 @@ pub mod graph;
 pub mod host;
 pub mod loop_ir;
 pub mod shape;
+pub mod size;
 
 // The text format, and random graphs for property tests.
 #[cfg(feature = "testing")]
@@ -23,3 +24,4 @@ pub use graph::{
     TensorInit, TensorKind, UnaryOp,
 };
 pub use host::{ArrayData, Element, HostArray, HostError, Scalar};
+pub use size::{TensorSize, MAX_TENSOR_BYTES};

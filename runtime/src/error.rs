@@ -80,6 +80,25 @@ pub enum RunError {
         /// What is wrong.
         message: String,
     },
+    /// A tensor's host memory could not be allocated (or is not a valid value of its dtype).
+    #[error("`{tensor}`: {source}")]
+    Alloc {
+        /// The tensor.
+        tensor: String,
+        /// Why.
+        source: HostError,
+    },
+    /// The memory a computation needs exceeds the caller's budget (`JitOptions::max_bytes`,
+    /// `WEFT_MAX_BYTES`).
+    #[error("the computation needs {needed} bytes ({detail}), more than the memory budget of {budget} bytes")]
+    MemoryBudget {
+        /// Bytes needed.
+        needed: u64,
+        /// The budget.
+        budget: u64,
+        /// What the bytes are.
+        detail: String,
+    },
     /// A device buffer or kernel call failed (a compiled backend's runtime).
     #[error(transparent)]
     Device(#[from] crate::RuntimeError),

@@ -91,7 +91,7 @@ pub fn stored_value(graph: &Graph, id: NodeId) -> Result<HostArray, RunError> {
         .get(id)
         .ok_or_else(|| RunError::ForeignNode(format!("node {id}")))?;
     let shape = graph.shape_of(&node.axes)?;
-    let count: usize = shape.iter().product();
+    let count = graph.tensor_size(id)?.elements;
     let init = match &node.op {
         Op::Tensor { init: Some(i), .. } => i,
         op => {
@@ -103,9 +103,9 @@ pub fn stored_value(graph: &Graph, id: NodeId) -> Result<HostArray, RunError> {
     };
     let data = match init {
         TensorInit::Fill(s) => {
-            ArrayData::filled(node.dtype, *s, count).map_err(|message| RunError::State {
+            ArrayData::filled(node.dtype, *s, count).map_err(|source| RunError::Alloc {
                 tensor: graph.node_label(id),
-                message,
+                source,
             })?
         }
         TensorInit::Data(d) => d.clone(),

@@ -44,7 +44,7 @@ impl DeviceBufferStorage {
         let failed = || RuntimeError::AllocationFailed { dtype, len };
         let bytes = usize::try_from(len)
             .ok()
-            .and_then(|n| n.checked_mul(dtype.size_bytes()))
+            .and_then(|n| weft_ir::size::byte_size(dtype, n))
             .ok_or_else(failed)?;
         let layout = Layout::from_size_align(bytes.max(STORAGE_ALIGNMENT), STORAGE_ALIGNMENT)
             .map_err(|_| failed())?;

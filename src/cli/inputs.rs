@@ -6,6 +6,7 @@ use crate::Error;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use weft_ir::{ArrayData, DType, Graph, HostArray, NodeId};
+use weft_runtime::RunError;
 
 /// One value per placeholder, in order. Floats are uniform in [-1, 1), integers in [-10, 10],
 /// bools fair coins; each placeholder draws from its own stream so adding an input file does
@@ -29,7 +30,13 @@ pub fn gather(
                 });
             }
             let shape = graph.shape_of(&node.axes)?;
-            let n: usize = shape.iter().product();
+            // Checked (too large is a typed error) and reservable before `collect` allocates.
+            let size = graph.tensor_size(id)?;
+            let n = size.elements;
+            weft_ir::host::check_alloc(size.bytes).map_err(|source| RunError::Alloc {
+                tensor: name.clone(),
+                source,
+            })?;
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
             rng.set_stream(i as u64);
             let data = match node.dtype {

@@ -345,7 +345,8 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
                     .iter()
                     .filter(|a| !pairs.iter().any(|(p, q)| *p == **a || *q == **a))
                     .map(|a| g.resolve_len(*a))
-                    .try_fold(1usize, |acc, l| l.map(|l| acc * l))?;
+                    // Only compared with 1: saturating is exact enough and cannot overflow.
+                    .try_fold(1usize, |acc, l| l.map(|l| acc.saturating_mul(l)))?;
                 if free > 1 {
                     dot_widened[i] = true;
                 }

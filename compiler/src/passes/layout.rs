@@ -102,6 +102,9 @@ pub fn assign_layouts(
             reader_order(g, b.node, programs).unwrap_or(axes.clone())
         };
         let shape = g.shape_of(&node.axes)?;
+        // A verified graph's tensors fit `crate::size`'s bound, so every stride (a product of
+        // some of its lengths) fits i64; the error only guards graphs that skipped verify.
+        let size = g.tensor_size(b.node)?;
         let mut strides = vec![0i64; axes.len()];
         let mut s = 1i64;
         for a in order.iter().rev() {
@@ -110,16 +113,19 @@ pub fn assign_layouts(
                 .position(*a)
                 .ok_or_else(|| PassError::Internal("layout order".into()))?;
             strides[k] = s;
-            s *= shape[k] as i64;
+            s = weft_ir::size::to_i64(shape[k])
+                .and_then(|l| s.checked_mul(l))
+                .ok_or_else(|| {
+                    PassError::Internal("stride overflow past a verified size".into())
+                })?;
         }
-        let elements: usize = shape.iter().product();
         layouts.insert(
             b.node,
             Layout {
                 order,
                 strides,
-                elements,
-                bytes: elements * node.dtype.size_bytes(),
+                elements: size.elements,
+                bytes: size.bytes,
             },
         );
     }

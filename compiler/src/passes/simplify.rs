@@ -21,8 +21,10 @@
 use super::rebuild::{add_like, coerce_axes, empty_like, remap_op, NodeMap};
 use super::PassError;
 use std::collections::HashMap;
+use weft_ir::size::element_count;
 use weft_ir::{
-    BinaryOp, Graph, HostArray, Node, NodeId, Op, Scalar, TensorInit, TensorKind, UnaryOp,
+    Axis, BinaryOp, DType, Graph, HostArray, Node, NodeId, Op, Scalar, TensorInit, TensorKind,
+    UnaryOp,
 };
 use weft_runtime::{Executable, Interpreter, State};
 
@@ -33,8 +35,10 @@ pub struct SimplifyOptions {
     pub keep: Vec<NodeId>,
     /// Allows peepholes that change results by rounding (`log(exp x) → x`).
     pub inexact: bool,
-    /// Folds a constant-only subgraph only if its result has at most this many elements (folding
-    /// a broadcast of a scalar to a huge shape would bloat the graph).
+    /// The size budget of constant folding, in elements (default 2^16): a constant-only node is
+    /// evaluated only if its result, each operand and (for `dot`) its iteration space are at
+    /// most this large, and a uniform constant larger than this is kept as the broadcast of a
+    /// scalar, so kernels compute it instead of the executable materialising it.
     pub fold_limit: usize,
 }
 
@@ -178,6 +182,14 @@ impl Simplifier<'_> {
                 .ok_or_else(|| PassError::Internal(format!("operand {x} was removed")))
         })?;
         let node = Node { op, ..node.clone() };
+        if let Some(v) = self.large_fill(&node) {
+            let axes: Vec<_> = node.axes.iter().copied().collect();
+            let b = self.uniform(&axes, node.dtype, v)?;
+            if let Some(name) = node.name.as_deref().filter(|n| self.out.find(n).is_none()) {
+                self.out.set_name(b, name)?;
+            }
+            return Ok(b);
+        }
         if let Some(r) = self.peephole(&node)? {
             self.stats.peepholes += 1;
             return coerce_axes(&mut self.out, r, &node.axes, node.dtype);
@@ -202,15 +214,66 @@ impl Simplifier<'_> {
         Ok(id)
     }
 
-    /// The uniform value of a constant, if `id` is one filled with a single value.
+    /// The uniform value of a constant, if `id` is one filled with a single value or the
+    /// broadcast of one (how [`Simplifier::uniform`] keeps large ones).
     fn fill(&self, id: NodeId) -> Option<Scalar> {
         match &self.out.node(id).op {
             Op::Tensor {
                 kind: TensorKind::Constant,
                 init: Some(TensorInit::Fill(s)),
             } => Some(*s),
+            Op::Broadcast(x) => match &self.out.node(*x).op {
+                Op::Tensor {
+                    kind: TensorKind::Constant,
+                    init: Some(TensorInit::Fill(s)),
+                } => Some(*s),
+                _ => None,
+            },
             _ => None,
         }
+    }
+
+    /// The value of `node` if it is a constant filled with one value over more elements than
+    /// the folding budget (an input-graph node, whose operands are already rebuilt).
+    fn large_fill(&self, node: &Node) -> Option<Scalar> {
+        let Op::Tensor {
+            kind: TensorKind::Constant,
+            init: Some(TensorInit::Fill(v)),
+        } = &node.op
+        else {
+            return None;
+        };
+        self.over_budget(node.axes.iter()).then_some(*v)
+    }
+
+    /// The elements of a tensor over `axes`: `None` while a length is unbound, `Some(None)`
+    /// when the count overflows.
+    fn elements_of<'a>(&self, axes: impl IntoIterator<Item = &'a Axis>) -> Option<Option<usize>> {
+        let lengths: Result<Vec<usize>, _> =
+            axes.into_iter().map(|a| self.out.resolve_len(*a)).collect();
+        Some(element_count(&lengths.ok()?))
+    }
+
+    /// True if a tensor over `axes` is known to have more than `fold_limit` elements.
+    fn over_budget<'a>(&self, axes: impl IntoIterator<Item = &'a Axis>) -> bool {
+        matches!(self.elements_of(axes), Some(n) if n.is_none_or(|n| n > self.opts.fold_limit))
+    }
+
+    /// True if a tensor over `axes` is known to have at most `fold_limit` elements (false when
+    /// unbound: evaluation needs lengths).
+    fn within_budget<'a>(&self, axes: impl IntoIterator<Item = &'a Axis>) -> bool {
+        matches!(self.elements_of(axes), Some(Some(n)) if n <= self.opts.fold_limit)
+    }
+
+    /// A node holding `value` over `axes`: a fill constant within the folding budget, else the
+    /// broadcast of a scalar fill constant, which kernels compute without a buffer of its size.
+    fn uniform(&mut self, axes: &[Axis], dtype: DType, value: Scalar) -> Result<NodeId, PassError> {
+        let fill = TensorInit::Fill(value);
+        if !self.over_budget(axes) {
+            return Ok(self.out.constant(None, axes, dtype, fill)?);
+        }
+        let scalar = self.out.constant(None, &[], dtype, fill)?;
+        Ok(self.out.broadcast(scalar, axes)?)
     }
 
     /// An existing node equal to `node`'s value, by an algebraic identity.
@@ -234,12 +297,7 @@ impl Simplifier<'_> {
                     BinaryOp::Multiply if is(fx, 1.0) => Some(*y),
                     BinaryOp::Multiply if int && (is(fx, 0.0) || is(fy, 0.0)) => {
                         let axes: Vec<_> = node.axes.iter().copied().collect();
-                        Some(self.out.constant(
-                            None,
-                            &axes,
-                            node.dtype,
-                            TensorInit::Fill(Scalar::Int(0)),
-                        )?)
+                        Some(self.uniform(&axes, node.dtype, Scalar::Int(0))?)
                     }
                     _ => None,
                 }
@@ -294,22 +352,22 @@ impl Simplifier<'_> {
         );
         if uniform_view {
             if let Some(s) = self.fill(inputs[0]) {
-                let c = self
-                    .out
-                    .constant(None, &axes, node.dtype, TensorInit::Fill(s))?;
-                return Ok(Some(c));
+                return Ok(Some(self.uniform(&axes, node.dtype, s)?));
             }
         }
         let Some(evaluate) = self.evaluate else {
             return Ok(None);
         };
-        let Ok(shape) = self.out.shape_of(&node.axes) else {
-            return Ok(None);
-        };
-        if shape.iter().product::<usize>() > self.opts.fold_limit {
+        if !self.evaluation_within_budget(node, &inputs) {
             return Ok(None);
         }
         let tmp = add_like(&mut self.out, node, false)?;
+        // A dot's budget also counts its contracted lengths (an unfolded `tmp` is swept as dead).
+        let dot_over = matches!(node.op, Op::Dot(..))
+            && !matches!(self.out.dot_points(tmp), Ok(Some(n)) if n <= self.opts.fold_limit);
+        if dot_over {
+            return Ok(None);
+        }
         let Some(value) = evaluate(&self.out, tmp) else {
             return Ok(None);
         };
@@ -324,6 +382,19 @@ impl Simplifier<'_> {
             node.dtype,
             TensorInit::Data(data),
         )?))
+    }
+}
+
+impl Simplifier<'_> {
+    /// True if evaluating `node` stays within the folding budget as far as its result and each
+    /// operand go: each has at most `fold_limit` elements (the interpreter materialises all
+    /// of them, so a scalar `sum` of a huge constant is not folded either). `fold` checks a
+    /// dot's iteration space too.
+    fn evaluation_within_budget(&self, node: &Node, inputs: &[NodeId]) -> bool {
+        self.within_budget(node.axes.iter())
+            && inputs
+                .iter()
+                .all(|i| self.within_budget(self.out.node(*i).axes.iter()))
     }
 }
 

@@ -274,7 +274,12 @@ pub fn plan_buffers(
             )
         })
         .collect();
-    let unshared_bytes = shared.iter().map(|i| align(tensors[*i].bytes)).sum();
+    // Byte totals saturate: each tensor fits `isize::MAX` bytes (a verified graph), but many
+    // together may not fit `usize`; such a plan is refused when allocated or by the budget.
+    let unshared_bytes = shared
+        .iter()
+        .map(|i| align(tensors[*i].bytes))
+        .fold(0usize, usize::saturating_add);
     shared.sort_by_key(|i| (std::cmp::Reverse(tensors[*i].bytes), tensors[*i].first));
     let first_shared = buffers.len();
     for i in shared {
@@ -321,7 +326,7 @@ pub fn plan_buffers(
     let mut offset = 0;
     for b in buffers.iter_mut().skip(first_shared) {
         b.arena_offset = Some(offset);
-        offset += b.bytes;
+        offset = offset.saturating_add(b.bytes);
         b.tensors.sort_by_key(|t| tensors[*t].first);
     }
     let used: Vec<(NodeId, NodeId)> = in_place
@@ -354,7 +359,7 @@ pub fn plan_buffers(
                     t.first <= k && k <= last
                 })
                 .map(|t| align(t.bytes))
-                .sum::<usize>()
+                .fold(0usize, usize::saturating_add)
         })
         .max()
         .unwrap_or(0);

@@ -108,15 +108,15 @@ impl Graph {
                     });
                 }
                 if let Ok(shape) = self.shape_of(&axes) {
-                    // Saturating: absurd lengths must report a mismatch, not overflow.
-                    let n = shape.iter().fold(1usize, |a, b| a.saturating_mul(*b));
-                    if n != d.len() {
+                    let n = crate::size::element_count(&shape);
+                    if n != Some(d.len()) {
                         return Err(GraphError::Init {
                             tensor,
                             message: format!(
-                                "{} values given for axes {} of {n} elements",
+                                "{} values given for axes {} of {} elements",
                                 d.len(),
-                                self.axes_name(&axes)
+                                self.axes_name(&axes),
+                                n.map_or("more than usize::MAX".into(), |n| n.to_string())
                             ),
                         });
                     }
@@ -842,8 +842,13 @@ impl Graph {
 
 /// Resolves a pinned index (negative counts from the end) against a length.
 pub fn resolve_index(i: i64, len: usize) -> Result<usize, String> {
-    let n = len as i64;
-    let j = if i < 0 { i + n } else { i };
+    // In i128, where every i64 index and usize length fit, so nothing overflows.
+    let n = len as i128;
+    let j = if i < 0 {
+        i128::from(i) + n
+    } else {
+        i128::from(i)
+    };
     if j < 0 || j >= n {
         Err(format!("index {i} is out of range for length {len}"))
     } else {

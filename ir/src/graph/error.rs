@@ -115,4 +115,26 @@ pub enum GraphError {
         /// What it is.
         kind: String,
     },
+    /// A tensor with more elements than `usize` counts, or more bytes than
+    /// [`MAX_TENSOR_BYTES`](crate::size::MAX_TENSOR_BYTES): no backend can address it.
+    #[error("tensor `{tensor}` over axes {axes} (lengths {lengths:?}) of {dtype} is larger than {} bytes, the most weft can address", crate::size::MAX_TENSOR_BYTES)]
+    TooLarge {
+        /// The tensor.
+        tensor: String,
+        /// Its axes.
+        axes: String,
+        /// Their lengths.
+        lengths: Vec<usize>,
+        /// Its dtype.
+        dtype: DType,
+    },
+    /// An axis whose derived length (pad, flatten, concat) overflows `usize`.
+    #[error(
+        "axis `{axis}`: its length overflows (more than {} elements)",
+        usize::MAX
+    )]
+    AxisTooLong {
+        /// The derived axis.
+        axis: String,
+    },
 }

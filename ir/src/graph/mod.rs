@@ -521,24 +521,35 @@ impl Graph {
             }
             AxisDef::Pad { of, before, after } => self
                 .resolve_len(*of)?
-                .saturating_add(*before)
-                .saturating_add(*after),
+                .checked_add(*before)
+                .and_then(|n| n.checked_add(*after))
+                .ok_or_else(|| self.axis_too_long(axis))?,
             AxisDef::Flatten(parts) => {
                 let mut p = 1usize;
                 for a in parts {
-                    p = p.saturating_mul(self.resolve_len(*a)?);
+                    p = p
+                        .checked_mul(self.resolve_len(*a)?)
+                        .ok_or_else(|| self.axis_too_long(axis))?;
                 }
                 p
             }
             AxisDef::Concat(parts) => {
                 let mut s = 0usize;
                 for a in parts {
-                    s = s.saturating_add(self.resolve_len(*a)?);
+                    s = s
+                        .checked_add(self.resolve_len(*a)?)
+                        .ok_or_else(|| self.axis_too_long(axis))?;
                 }
                 s
             }
         };
         Ok(n)
+    }
+
+    fn axis_too_long(&self, axis: Axis) -> GraphError {
+        GraphError::AxisTooLong {
+            axis: self.axis_name(axis),
+        }
     }
 
     /// The lengths of `axes`, in order.

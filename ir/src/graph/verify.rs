@@ -1,7 +1,8 @@
 //! Whole-graph verification once lengths are bound: every axis has a length, derived axes
-//! resolve, paired axes agree in length, and initial values fit their tensors.
+//! resolve, paired axes agree in length, initial values fit their tensors, and every tensor
+//! (and every dot's iteration space) is small enough to address (`crate::size`).
 
-use super::{Graph, GraphError, Op, TensorInit};
+use super::{Graph, GraphError, NodeId, Op, TensorInit};
 use crate::axis::Axis;
 
 impl Graph {
@@ -9,25 +10,22 @@ impl Graph {
     /// can be evaluated without further shape errors.
     pub fn verify(&self) -> Result<(), GraphError> {
         for (id, node) in self.nodes() {
-            let shape = self.shape_of(&node.axes)?;
+            let size = self.tensor_size(id)?;
             let label = self.node_label(id);
             match &node.op {
                 Op::Tensor {
                     init: Some(TensorInit::Data(d)),
                     ..
-                } => {
-                    // Saturating: absurd lengths must report a mismatch, not overflow.
-                    let n = shape.iter().fold(1usize, |a, b| a.saturating_mul(*b));
-                    if n != d.len() {
-                        return Err(GraphError::Init {
-                            tensor: label,
-                            message: format!(
-                                "{} values given for axes {} of {n} elements",
-                                d.len(),
-                                self.axes_name(&node.axes)
-                            ),
-                        });
-                    }
+                } if size.elements != d.len() => {
+                    return Err(GraphError::Init {
+                        tensor: label,
+                        message: format!(
+                            "{} values given for axes {} of {} elements",
+                            d.len(),
+                            self.axes_name(&node.axes),
+                            size.elements
+                        ),
+                    });
                 }
                 Op::CastAxes(x) => {
                     let from = &self.node(*x).axes;
@@ -40,9 +38,10 @@ impl Graph {
                 }
                 Op::Dot(x, y) => {
                     let pairs = self.dot_pairs(&label, &self.node(*x).axes, &self.node(*y).axes)?;
-                    for (a, b) in pairs {
-                        self.same_len(&format!("dot {label}"), a, b)?;
+                    for (a, b) in &pairs {
+                        self.same_len(&format!("dot {label}"), *a, *b)?;
                     }
+                    self.dot_space_fits(id, &pairs)?;
                 }
                 Op::Slice { input, slices } => {
                     for (a, s) in slices {
@@ -63,6 +62,24 @@ impl Graph {
             }
         }
         Ok(())
+    }
+
+    /// A dot iterates over its result's elements times its contracted lengths; that count must
+    /// fit an i64 loop index as every tensor's does ([`crate::size`]).
+    fn dot_space_fits(&self, id: NodeId, pairs: &[(Axis, Axis)]) -> Result<(), GraphError> {
+        if self.dot_points(id)?.and_then(crate::size::to_i64).is_some() {
+            return Ok(());
+        }
+        let contracted: Vec<String> = pairs.iter().map(|(a, _)| self.axis_name(*a)).collect();
+        Err(GraphError::Axes {
+            op: format!("dot {}", self.node_label(id)),
+            message: format!(
+                "its iteration space (the result's elements times contracted axes ({})) has more \
+                 than {} points",
+                contracted.join(", "),
+                i64::MAX
+            ),
+        })
     }
 
     fn same_len(&self, op: &str, a: Axis, b: Axis) -> Result<(), GraphError> {

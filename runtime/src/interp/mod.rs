@@ -74,6 +74,8 @@ impl Interpreter {
         let mut shapes = vec![None; graph.len()];
         for (id, node) in graph.nodes() {
             if plan.is_needed(id) {
+                // Every evaluated tensor must be addressable (crate::size's guarantee).
+                graph.tensor_size(id)?;
                 shapes[id.index()] = Some(graph.shape_of(&node.axes)?);
             }
         }
@@ -137,6 +139,7 @@ impl Executable for Interpreter {
             if !self.plan.is_needed(id) || values[id.index()].is_some() {
                 continue;
             }
+            self.check_memory(id, node)?;
             let value = self.eval(id, node, &values, state)?;
             if let Op::Assign { target, .. } = node.op {
                 assigned.push((target, value.clone()));
@@ -168,6 +171,24 @@ impl Executable for Interpreter {
 }
 
 impl Interpreter {
+    /// Refuses, with [`RunError::Alloc`] naming the node, to evaluate a node whose memory the
+    /// system would not give: the result's bytes plus one index word per element and operand
+    /// (the index maps `eval` builds). Evaluation allocates through `collect`, which aborts
+    /// on failure; this check turns the sizes that cannot be had into errors first.
+    fn check_memory(&self, id: NodeId, node: &Node) -> Result<(), RunError> {
+        let g = &*self.graph;
+        let size = g.tensor_size(id)?;
+        let index_words = node.op.inputs().len().max(1);
+        let bytes = size
+            .elements
+            .saturating_mul(index_words * std::mem::size_of::<usize>())
+            .saturating_add(size.bytes);
+        weft_ir::host::check_alloc(bytes).map_err(|source| RunError::Alloc {
+            tensor: g.node_label(id),
+            source,
+        })
+    }
+
     /// The value of node `id`, whose operands are in `values`.
     fn eval(
         &self,

@@ -1,0 +1,135 @@
+//! Sizes: element counts, byte sizes and index conversions, with checked arithmetic in one
+//! place. Every other crate computes a tensor's size through here instead of raw `*` and `as`.
+//!
+//! Assumes nothing about its inputs: lengths may be absurd (a fuzzer's `2^64 - 1`).
+//! Guarantees: a size that is returned is exact and at most [`MAX_TENSOR_BYTES`] bytes, so any
+//! element count, byte size, stride or offset inside one tensor fits `usize`, `isize` and
+//! `i64`; anything larger is `None` here and a [`GraphError::TooLarge`] naming the tensor and
+//! its axes once it reaches a graph ([`Graph::tensor_size`]). [`Graph::verify`] checks every
+//! node this way, so passes, lowering and backends working on a verified graph may rely on it.
+
+use crate::dtype::DType;
+use crate::graph::{Graph, GraphError, NodeId};
+
+/// The largest tensor weft addresses, in bytes: `isize::MAX`, the most Rust can allocate or
+/// offset a pointer by.
+pub const MAX_TENSOR_BYTES: usize = isize::MAX as usize;
+
+/// The element count and byte size of one tensor, both at most [`MAX_TENSOR_BYTES`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct TensorSize {
+    /// Elements (the product of the axis lengths; 1 for a scalar).
+    pub elements: usize,
+    /// Bytes at the dtype's host size.
+    pub bytes: usize,
+}
+
+/// The product of `lengths`, if it does not overflow `usize`.
+pub fn element_count(lengths: &[usize]) -> Option<usize> {
+    lengths.iter().try_fold(1usize, |n, &l| n.checked_mul(l))
+}
+
+/// The bytes of `elements` values of `dtype`, if at most [`MAX_TENSOR_BYTES`].
+pub fn byte_size(dtype: DType, elements: usize) -> Option<usize> {
+    elements
+        .checked_mul(dtype.size_bytes())
+        .filter(|&b| b <= MAX_TENSOR_BYTES)
+}
+
+/// The size of a tensor of `dtype` over axes of `lengths`, if addressable.
+pub fn tensor_size(dtype: DType, lengths: &[usize]) -> Option<TensorSize> {
+    let elements = element_count(lengths)?;
+    let bytes = byte_size(dtype, elements)?;
+    Some(TensorSize { elements, bytes })
+}
+
+/// `n` as an `i64` (an index, stride or offset), if it fits.
+pub fn to_i64(n: usize) -> Option<i64> {
+    i64::try_from(n).ok()
+}
+
+/// `n` as a `usize` (a length or element count), if it is non-negative and fits.
+pub fn to_usize(n: i64) -> Option<usize> {
+    usize::try_from(n).ok()
+}
+
+impl Graph {
+    /// The element count and byte size of node `id`, or [`GraphError::TooLarge`] naming it, its
+    /// axes and their lengths when the count overflows or the bytes exceed
+    /// [`MAX_TENSOR_BYTES`]. Needs the node's axes bound.
+    pub fn tensor_size(&self, id: NodeId) -> Result<TensorSize, GraphError> {
+        let node = self
+            .get(id)
+            .ok_or_else(|| GraphError::Foreign(format!("{id}")))?;
+        let lengths = self.shape_of(&node.axes)?;
+        tensor_size(node.dtype, &lengths).ok_or_else(|| GraphError::TooLarge {
+            tensor: self.node_label(id),
+            axes: self.axes_name(&node.axes),
+            lengths,
+            dtype: node.dtype,
+        })
+    }
+}
+
+impl Graph {
+    /// The index points `dot` node `id` iterates over — its result's elements times the lengths
+    /// of the axes it contracts — or `None` when that count overflows `usize`. Needs lengths.
+    pub fn dot_points(&self, id: NodeId) -> Result<Option<usize>, GraphError> {
+        let node = self
+            .get(id)
+            .ok_or_else(|| GraphError::Foreign(format!("{id}")))?;
+        let crate::Op::Dot(x, y) = node.op else {
+            return Err(GraphError::Foreign(format!("{id} is not a dot")));
+        };
+        let pairs = self.dot_pairs(&self.node_label(id), &self.node(x).axes, &self.node(y).axes)?;
+        let mut lengths = self.shape_of(&node.axes)?;
+        for (a, _) in pairs {
+            lengths.push(self.resolve_len(a)?);
+        }
+        Ok(element_count(&lengths))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_and_bytes_are_exact_or_none() {
+        assert_eq!(element_count(&[]), Some(1));
+        assert_eq!(element_count(&[3, 4]), Some(12));
+        assert_eq!(element_count(&[1 << 32, 1 << 32]), None);
+        assert_eq!(byte_size(DType::F64, 3), Some(24));
+        assert_eq!(
+            byte_size(DType::Bool, MAX_TENSOR_BYTES),
+            Some(MAX_TENSOR_BYTES)
+        );
+        assert_eq!(byte_size(DType::Bool, MAX_TENSOR_BYTES + 1), None);
+        assert_eq!(byte_size(DType::F32, 1 << 62), None);
+        assert_eq!(
+            tensor_size(DType::I32, &[2, 5]),
+            Some(TensorSize {
+                elements: 10,
+                bytes: 40
+            })
+        );
+    }
+
+    #[test]
+    fn conversions_refuse_what_does_not_fit() {
+        assert_eq!(to_i64(usize::MAX), None);
+        assert_eq!(to_i64(7), Some(7));
+        assert_eq!(to_usize(-1), None);
+    }
+
+    #[test]
+    fn too_large_tensor_names_itself_and_its_axes() {
+        let mut g = Graph::new();
+        let a = g.axis("A", 1 << 32).unwrap();
+        let b = g.axis("B", 1 << 31).unwrap();
+        let x = g.placeholder("x", &[a, b], DType::F32).unwrap();
+        let e = g.tensor_size(x).unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains("`x`") && text.contains("(A, B)"), "{text}");
+    }
+}

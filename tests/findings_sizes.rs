@@ -1,0 +1,448 @@
+//! Regression tests for the fuzzer's findings whose cause is a size: lengths whose products,
+//! sums or index arithmetic overflow, huge constants and broadcasts, and constant folding over
+//! huge tensors (tests/findings/, copied from the shared findings folder; README there).
+//!
+//! Every reproducer runs on every backend (jit, unfused, interp) and must give a correct result
+//! (the same as the interpreter's when both succeed) or a typed error naming the culprit —
+//! never a panic, abort or hang. Reproducers without an `output` line are run twice: with every
+//! node requested, and with the last node alone; unbound axes are bound to 3.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use weft::ir::AxisDef;
+use weft::prelude::*;
+use weft::{Error, Op, ReduceOp};
+
+/// The graph of `tests/findings/NAME.weft`, every unbound declared axis bound to 3.
+fn load(name: &str) -> Graph {
+    let path: PathBuf = [env!("CARGO_MANIFEST_DIR"), "tests", "findings", name]
+        .iter()
+        .collect();
+    let text = std::fs::read_to_string(&path).expect("reproducer");
+    let mut g = weft::ir::text::parse(&text, name).expect("reproducers parse");
+    let unbound: Vec<Axis> = g
+        .axis_table()
+        .filter(|(_, d)| matches!(d.def, AxisDef::Base { len: None }))
+        .map(|(id, _)| Axis::new(id))
+        .collect();
+    for a in unbound {
+        g.bind(a, 3).unwrap();
+    }
+    g
+}
+
+/// The output sets to request: the file's outputs, or every node and the last node alone.
+fn output_sets(g: &Graph) -> Vec<Vec<NodeId>> {
+    if !g.outputs().is_empty() {
+        return vec![g.outputs().to_vec()];
+    }
+    let all: Vec<NodeId> = g.nodes().map(|(id, _)| id).collect();
+    let last = vec![*all.last().expect("a node")];
+    vec![all, last]
+}
+
+/// Deterministic small values for a placeholder, or `None` when it is too large to make.
+fn input(g: &Graph, p: NodeId) -> Option<HostArray> {
+    let node = g.node(p);
+    let shape = g.shape_of(&node.axes).ok()?;
+    let n = weft::ir::size::element_count(&shape).filter(|&n| n <= 1 << 16)?;
+    let data = match node.dtype {
+        DType::F32 => ArrayData::F32((0..n).map(|i| (i % 7) as f32 - 3.0).collect()),
+        DType::F64 => ArrayData::F64((0..n).map(|i| (i % 5) as f64 * 0.5 - 1.0).collect()),
+        DType::I32 => ArrayData::I32((0..n).map(|i| (i % 9) as i32 - 4).collect()),
+        DType::I64 => ArrayData::I64((0..n).map(|i| (i % 9) as i64 - 4).collect()),
+        DType::Bool => ArrayData::Bool((0..n).map(|i| i % 3 == 0).collect()),
+    };
+    HostArray::new(node.axes.clone(), shape, data).ok()
+}
+
+/// What one backend did with one output set.
+#[derive(Debug)]
+enum Outcome {
+    Values(Vec<HostArray>),
+    Refused(Error),
+    /// Compiled, but the placeholders are too large to feed (the caller could not either).
+    NoInputs,
+}
+
+fn run(g: &Graph, outputs: &[NodeId], backend: Backend) -> Outcome {
+    let t = match Transformer::new(g.clone(), backend) {
+        Ok(t) => t,
+        Err(e) => return Outcome::Refused(e),
+    };
+    let placeholders = g.placeholders();
+    let c = match t.computation(outputs, &placeholders) {
+        Ok(c) => c,
+        Err(e) => return Outcome::Refused(e),
+    };
+    let Some(inputs) = placeholders.iter().map(|p| input(g, *p)).collect() else {
+        return Outcome::NoInputs;
+    };
+    let inputs: Vec<HostArray> = inputs;
+    match c.call(&inputs) {
+        Ok(v) => Outcome::Values(v),
+        Err(e) => Outcome::Refused(e),
+    }
+}
+
+fn same(a: &HostArray, b: &HostArray) -> bool {
+    if a.axes() != b.axes() || a.shape() != b.shape() || a.dtype() != b.dtype() {
+        return false;
+    }
+    let close = |x: f64, y: f64| {
+        (x.is_nan() && y.is_nan()) || x == y || (x - y).abs() <= 1e-5 * (1.0 + y.abs())
+    };
+    (0..a.data().len()).all(|i| match (a.data().get(i), b.data().get(i)) {
+        (Some(x), Some(y)) => close(x.as_f64(), y.as_f64()),
+        _ => false,
+    })
+}
+
+/// Runs `name` on every backend and output set; returns the error texts, for the caller's
+/// expectations. Fails on a panic, on a mismatch with the interpreter, and on a slow run.
+fn check(name: &str) -> Vec<String> {
+    let g = load(name);
+    let mut errors = Vec::new();
+    for outputs in output_sets(&g) {
+        let mut results = Vec::new();
+        for backend in [Backend::Interpreter, Backend::Jit, Backend::JitUnfused] {
+            let start = Instant::now();
+            let outcome = run(&g, &outputs, backend);
+            let took = start.elapsed();
+            assert!(
+                took < Duration::from_secs(20),
+                "{name} on {backend:?} took {took:?}"
+            );
+            if let Outcome::Refused(e) = &outcome {
+                errors.push(format!("{backend:?}: {e}"));
+            }
+            results.push((backend, outcome));
+        }
+        let Outcome::Values(reference) = &results[0].1 else {
+            continue;
+        };
+        for (backend, outcome) in &results[1..] {
+            if let Outcome::Values(v) = outcome {
+                assert_eq!(v.len(), reference.len());
+                for (got, want) in v.iter().zip(reference) {
+                    assert!(
+                        same(got, want),
+                        "{name} on {backend:?}: {got:?} vs {want:?}"
+                    );
+                }
+            }
+        }
+    }
+    errors
+}
+
+/// Every backend refused (with a typed error containing each of `needles`) or fed nothing.
+fn check_refused(name: &str, needles: &[&str]) {
+    let errors = check(name);
+    assert!(!errors.is_empty(), "{name}: nothing was refused");
+    for e in &errors {
+        for n in needles {
+            assert!(e.contains(n), "{name}: `{e}` does not mention `{n}`");
+        }
+    }
+}
+
+/// No backend refused.
+fn check_ok(name: &str) {
+    let errors = check(name);
+    assert!(errors.is_empty(), "{name}: {errors:#?}");
+}
+
+/// A reproducer refused on every backend because a tensor is too large to address.
+macro_rules! too_large {
+    ($($test:ident: $file:literal names [$($needle:literal),*];)*) => {$(
+        #[test]
+        fn $test() {
+            check_refused($file, &["is larger than 9223372036854775807 bytes" $(, $needle)*]);
+        }
+    )*};
+}
+
+too_large! {
+    lower_148_dot_space_over_i64: "panic_compiler_lower_148_mul_overflow.weft" names ["`t3`", "(A0^-1*, A0)"];
+    fusion_348_huge_placeholder: "panic_compiler_passes_fusion_348.weft" names ["`t1`", "(A1^-1*, A0, A1)"];
+    layout_113_elements_times_dtype: "panic_compiler_passes_layout_113.weft" names ["`w`", "(I, O)", "f32"];
+    layout_115_elements_overflow: "panic_compiler_passes_layout_115_mul_overflow.weft" names ["`t1`", "(A0, A1, A1*)"];
+    layout_122_bytes_overflow: "panic_compiler_passes_layout_122.weft" names ["`t1`", "(W**)", "f64"];
+    simplify_309_expand_dims_of_constant: "panic_compiler_passes_simplify_309_mul_overflow.weft" names ["(N, B, "];
+    views_172_flatten_of_huge: "panic_compiler_passes_views_172.weft" names ["`t1`"];
+    views_450_strided_slice_of_huge: "panic_compiler_passes_views_450.weft" names ["`t2`", "(A3)"];
+    views_452_pad_past_i64: "panic_compiler_passes_views_452.weft" names ["pad(9223372036854775808,1)"];
+    views_475_concat_of_huge: "panic_compiler_passes_views_475.weft" names ["`t1`", "(B**, B)"];
+    views_485_reduce_of_huge: "panic_compiler_passes_views_485.weft" names ["`t1`", "(A0*, A1**)"];
+    axis_150_flatten_of_huge: "panic_ir_axis_150.weft" names ["`t1`"];
+    axis_168_reversed_slice_of_2e63: "panic_ir_axis_168.weft" names ["`x`", "(H, W)"];
+    build_812_index_on_2e63: "panic_ir_graph_build_812.weft" names ["(axis)", "i32"];
+    host_125_expand_dims_to_2e64: "panic_ir_host_125_capacity_overflow.weft" names ["`t2`", "(A1^-1*)"];
+    state_94_expand_dims_of_constant: "panic_runtime_state_94_mul_overflow.weft" names ["(%3, B)", "i64"];
+    constant_sum_is_not_folded_over_2e64: "ovf_constant_sum_oom.weft" names ["`c`", "(A, B)"];
+    interp_output_does_not_wrap_to_empty: "interp_wrapped_empty_output.weft" names ["`c`", "(A, B)"];
+    interp_broadcast_to_2e63: "interp_capacity_overflow_panic.weft" names ["`b`", "(N)"];
+}
+
+#[test]
+fn storage_163_pad_length_overflow_names_the_axis() {
+    check_refused(
+        "panic_compiler_passes_storage_163.weft",
+        &["axis `A2*+pad(18446744073709551615,1)`", "overflows"],
+    );
+}
+
+#[test]
+fn views_598_slice_step_of_i64_min_runs() {
+    // One index taken with step -2^63: a valid slice, computed alike everywhere.
+    check_ok("panic_compiler_passes_views_598.weft");
+}
+
+#[test]
+fn slow_compile_scalar_broadcast_is_not_materialised() {
+    // The 2^31-element broadcast of a scalar constant is dead here; with it requested too, the
+    // compile must stay fast (the kernel computes it) on both JIT modes.
+    check_ok("slow_compile_broadcast_const_2e31.weft");
+    let g = load("slow_compile_broadcast_const_2e31.weft");
+    let last = g.nodes().last().unwrap().0;
+    for backend in [Backend::Jit, Backend::JitUnfused] {
+        let start = Instant::now();
+        let t = Transformer::new(g.clone(), backend).unwrap();
+        t.computation(&[last], &[]).unwrap();
+        let took = start.elapsed();
+        assert!(took < Duration::from_secs(5), "{backend:?}: {took:?}");
+    }
+}
+
+#[test]
+fn abort_alloc_broadcast_to_2e40_is_an_allocation_error() {
+    // 8 TiB of f64: compiles without materialising, then refuses to allocate it.
+    let errors = check("abort_alloc_broadcast_scalar_const_2e40.weft");
+    assert_eq!(errors.len(), 3, "{errors:#?}");
+    for e in &errors {
+        assert!(e.contains("`%6`: cannot allocate"), "{e}");
+    }
+}
+
+#[test]
+fn memory_budget_refuses_before_allocating_and_names_peak_and_budget() {
+    let g = load("abort_alloc_broadcast_scalar_const_2e40.weft");
+    let options = JitOptions {
+        max_bytes: Some(1 << 30),
+        ..JitOptions::default()
+    };
+    let t = Transformer::with_jit_options(g.clone(), options).unwrap();
+    let e = t.computation(g.outputs(), &[]).unwrap_err().to_string();
+    assert!(
+        e.contains("more than the memory budget of 1073741824 bytes"),
+        "{e}"
+    );
+    assert!(
+        e.contains(&format!("needs {} bytes", 2 * (8u64 << 40))),
+        "{e}"
+    );
+}
+
+#[test]
+fn memory_budget_admits_what_fits() {
+    let mut g = Graph::new();
+    let n = g.axis("N", 1000).unwrap();
+    let x = g.placeholder("x", &[n], DType::F32).unwrap();
+    let y = g.exp(x).unwrap();
+    let run = |budget: u64| -> Result<Vec<HostArray>, Error> {
+        let options = JitOptions {
+            max_bytes: Some(budget),
+            ..JitOptions::default()
+        };
+        let t = Transformer::with_jit_options(g.clone(), options)?;
+        let c = t.computation(&[y], &[x])?;
+        c.call(&[input(&g, x).unwrap()])
+    };
+    // x and y in the workspace (4000 bytes each, 64-aligned: 4032) plus y's host array.
+    assert!(run(4032 * 2 + 4000).is_ok());
+    let e = run(4032 * 2 + 3999).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Compile(weft::compiler::JitError::Plan(
+                weft::RunError::MemoryBudget {
+                    needed: 12064,
+                    budget: 12063,
+                    ..
+                }
+            ))
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn weft_max_bytes_sets_the_default_budget() {
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/findings/abort_alloc_broadcast_scalar_const_2e40.weft"
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_weft"))
+        .args([
+            "run",
+            file,
+            "--backend",
+            "jit",
+            "--bind",
+            "é=3",
+            "--bind",
+            "W=3",
+        ])
+        .env("WEFT_MAX_BYTES", "1000000")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("memory budget of 1000000 bytes"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn folding_keeps_to_its_budget() {
+    use weft::compiler::passes::simplify::{interpreter_evaluator, simplify, SimplifyOptions};
+    let mut g = Graph::new();
+    let a = g.axis("A", 1 << 9).unwrap();
+    let b = g.axis("B", 1 << 9).unwrap();
+    // 2^18 elements: above the 2^16 budget, so kept as broadcast(scalar), and its sum is not
+    // evaluated at compile time.
+    let c = g
+        .constant(
+            Some("c"),
+            &[a, b],
+            DType::F32,
+            TensorInit::Fill(Scalar::Float(1.0)),
+        )
+        .unwrap();
+    let s = g.reduce(ReduceOp::Sum, c, &[a, b], None).unwrap();
+    g.mark_output(s).unwrap();
+    let out = simplify(
+        &g,
+        &SimplifyOptions::default(),
+        Some(&interpreter_evaluator),
+    )
+    .unwrap();
+    assert_eq!(out.stats.folded, 0);
+    let sg = &out.graph;
+    let sum_input = sg.node(out.map.get(s).unwrap()).op.inputs()[0];
+    let Op::Broadcast(scalar) = sg.node(sum_input).op else {
+        panic!("{:?}", sg.node(sum_input).op)
+    };
+    assert!(sg.node(scalar).axes.is_empty());
+    // The result is still right on every backend.
+    for backend in [Backend::Interpreter, Backend::Jit, Backend::JitUnfused] {
+        let t = Transformer::new(g.clone(), backend).unwrap();
+        let v = t.computation(&[s], &[]).unwrap().call(&[]).unwrap();
+        assert_eq!(v[0].to_vec::<f32>().unwrap(), vec![(1u32 << 18) as f32]);
+    }
+}
+
+/// Runs `text` as a reproducer (every node, and the last node, requested on every backend).
+fn check_text(text: &str) -> Vec<String> {
+    let g = weft::ir::text::parse(text, "inline").expect("parses");
+    let mut errors = Vec::new();
+    for outputs in output_sets(&g) {
+        for backend in [Backend::Interpreter, Backend::Jit, Backend::JitUnfused] {
+            if let Outcome::Refused(e) = run(&g, &outputs, backend) {
+                errors.push(format!("{backend:?}: {e}"));
+            }
+        }
+    }
+    errors
+}
+
+#[test]
+fn many_huge_intermediates_do_not_overflow_the_buffer_plan() {
+    // Six stored tensors of 2^62 bytes each: each addressable, together past usize. The plan's
+    // byte totals saturate; running refuses to allocate, naming a tensor.
+    let errors = check_text(
+        "axis N = 1152921504606846976\n\
+         constant c: f32[] = 1.0\n\
+         b = broadcast(c, [N])\n\
+         e1 = exp(b)\ne2 = exp(e1)\ne3 = exp(e2)\ne4 = exp(e3)\ne5 = exp(e4)\n",
+    );
+    assert!(!errors.is_empty());
+    for e in &errors {
+        assert!(e.contains("cannot allocate"), "{e}");
+    }
+}
+
+#[test]
+fn a_dot_whose_iteration_space_passes_i64_is_refused() {
+    let errors = check_text(
+        "axis M = 1048576\naxis N = 1048576\naxis K = 16777216\n\
+         placeholder x: f32[M, K*]\nplaceholder y: f32[K, N]\n\
+         d = dot(x, y)\n",
+    );
+    assert_eq!(errors.len(), 6, "{errors:#?}");
+    for e in &errors {
+        assert!(e.contains("dot `d`") || e.contains("dot d"), "{e}");
+        assert!(e.contains("iteration space"), "{e}");
+    }
+}
+
+#[test]
+fn cli_refuses_inputs_too_large_to_draw() {
+    // `weft run` draws placeholder values before compiling: too large is a typed error there.
+    let dir = std::env::temp_dir().join(format!("weft-findings-sizes-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (len, needle) in [
+        ("9223372036854775807", "is larger than"),
+        ("1099511627776", "`x`: cannot allocate 4398046511104 bytes"),
+    ] {
+        let file = dir.join(format!("big_{len}.weft"));
+        let text = format!("axis N = {len}\nplaceholder x: f32[N]\ny = exp(x)\noutput y\n");
+        std::fs::write(&file, text).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_weft"))
+            .arg("run")
+            .arg(&file)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success());
+        assert!(stderr.contains(needle), "{stderr}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn folding_a_dot_counts_its_contracted_lengths() {
+    use weft::compiler::passes::simplify::{interpreter_evaluator, simplify, SimplifyOptions};
+    // Operands and result within the 2^16 budget; the iteration space (m·n·k) decides.
+    let folded = |m: usize, k: usize, n: usize| {
+        let mut g = Graph::new();
+        let (ma, ka, na) = (
+            g.axis("M", m).unwrap(),
+            g.axis("K", k).unwrap(),
+            g.axis("N", n).unwrap(),
+        );
+        let data = |len: usize| TensorInit::Data(ArrayData::F32(vec![0.5; len]));
+        let x = g
+            .constant(
+                None,
+                &[ma, Axis::new(ka.id).dual()],
+                DType::F32,
+                data(m * k),
+            )
+            .unwrap();
+        let y = g
+            .constant(None, &[ka, na], DType::F32, data(k * n))
+            .unwrap();
+        let d = g.dot(x, y).unwrap();
+        g.mark_output(d).unwrap();
+        let opts = SimplifyOptions::default();
+        simplify(&g, &opts, Some(&interpreter_evaluator))
+            .unwrap()
+            .stats
+            .folded
+    };
+    assert_eq!(folded(8, 8, 8), 1);
+    assert_eq!(folded(200, 300, 200), 0);
+}
