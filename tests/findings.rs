@@ -1,132 +1,192 @@
-//! Every reproducer in `tests/findings/` (bugs found from outside: fuzzing, limit tests; see
-//! `../shared/findings/README.md` where it exists) run on every backend: the interpreter, the
-//! fused JIT and the unfused JIT. Each must end in a correct result or a typed error — never a
-//! panic, an abort or a hang. Where the interpreter computes a result, both JIT backends must
-//! compute the same one (docs/testing.md's comparison); where it refuses the graph with a typed
-//! error, the JIT may refuse it too or compute it.
+//! Regression tests for bugs found from outside (fuzzing, limit tests): every reproducer in
+//! `tests/findings/` (copied from the shared findings folder, whose README explains each) runs
+//! on every backend — the interpreter, the fused JIT and the unfused JIT — and must end in a
+//! correct result (the interpreter's, compared as docs/testing.md says) or a typed error naming
+//! the culprit: never a panic, an abort or a hang. Where the interpreter refuses a graph, the
+//! JIT may refuse it too or compute it; where the interpreter computes it, the JIT must too.
 //!
-//! Many reproducers mark no output (the fuzzer chose them): each file is run with its marked
-//! outputs plus its last node requested, and, when it is small, with every node requested, so
-//! each intermediate is observed. Axes declared without a length are bound to 3.
-//! Dropping a new `.weft` file into `tests/findings/` makes it a regression test;
-//! `WEFT_FINDINGS=substring` runs only the files whose name contains it.
+//! Many reproducers mark no output (the fuzzer chose them): each runs with its marked outputs
+//! (its last node when none is marked) and, when small, with every node requested, so each
+//! intermediate is observed. Axes declared without a length are bound to 3. Dropping a new
+//! `.weft` file into `tests/findings/` makes it a regression test
+//! (`every_finding_ends_in_a_correct_result_or_a_typed_error`; `WEFT_FINDINGS=substring` runs
+//! only the matching files); the tests after it check what the errors name, finding by finding.
 
 mod jit_common;
 
-use jit_common::{compare, random_inputs, rtol, run};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
-use std::time::Duration;
-use weft::ir::{text, AxisDef};
+use std::time::{Duration, Instant};
+use weft::ir::AxisDef;
 use weft::prelude::*;
+use weft::{Error, Op, ReduceOp};
 
-/// Longest a reproducer may take on all backends and output sets together (a debug build).
+/// Longest one reproducer may take on all backends and output sets together (debug build).
 const TIME_LIMIT: Duration = Duration::from_secs(120);
-/// Graphs up to this many nodes are also run with every node requested as an output.
+/// Graphs up to this many nodes, none larger than `EVERY_NODE_ELEMENTS`, are also run with
+/// every node requested as an output (larger ones would only time the interpreter).
 const EVERY_NODE_LIMIT: usize = 300;
+const EVERY_NODE_ELEMENTS: usize = 1 << 20;
+/// Placeholders above this many elements are not fed (the run counts as compiled only).
+const INPUT_LIMIT: usize = 1 << 16;
 
-fn findings() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/findings");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "weft"))
-        .filter(|p| match std::env::var("WEFT_FINDINGS") {
-            Ok(f) => p
-                .file_name()
-                .is_some_and(|n| n.to_string_lossy().contains(&f)),
-            Err(_) => true,
-        })
-        .collect();
-    files.sort();
-    files
+fn findings_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/findings")
 }
 
-/// Parses `path` and binds every unbound declared axis to 3.
-fn load(path: &Path) -> Result<Graph, String> {
-    let src = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
-    let mut g = text::parse(&src, &path.display().to_string()).map_err(|e| e.to_string())?;
-    let unbound: Vec<_> = g
+/// The graph of `tests/findings/NAME.weft`, every unbound declared axis bound to 3.
+fn load(name: &str) -> Graph {
+    let text = std::fs::read_to_string(findings_dir().join(name)).expect("reproducer");
+    let g = weft::ir::text::parse(&text, name).expect("reproducers parse");
+    bind_unbound(g)
+}
+
+fn bind_unbound(mut g: Graph) -> Graph {
+    let unbound: Vec<Axis> = g
         .axis_table()
         .filter(|(_, d)| matches!(d.def, AxisDef::Base { len: None }))
-        .map(|(id, _)| id)
+        .map(|(id, _)| Axis::new(id))
         .collect();
-    for id in unbound {
-        let axis = g
-            .axis_table()
-            .find(|(a, _)| *a == id)
-            .and_then(|(_, d)| g.find_axis(&d.name))
-            .ok_or("unbound axis not found by name")?;
-        g.bind(axis, 3).map_err(|e| e.to_string())?;
+    for a in unbound {
+        g.bind(a, 3).unwrap();
     }
-    Ok(g)
+    g
 }
 
-/// The output sets a reproducer is run with.
+/// Whether every node is cheap enough to request at once.
+fn small(g: &Graph) -> bool {
+    g.len() <= EVERY_NODE_LIMIT
+        && g.nodes().all(|(id, _)| {
+            g.tensor_size(id)
+                .is_ok_and(|s| s.elements <= EVERY_NODE_ELEMENTS)
+        })
+}
+
+/// The output sets to request: the marked outputs (the last node if none is marked), and every
+/// node when the graph is small.
 fn output_sets(g: &Graph) -> Vec<Vec<NodeId>> {
-    let mut marked = g.outputs().to_vec();
-    if let Some((last, _)) = g.nodes().last() {
-        if !marked.contains(&last) {
-            marked.push(last);
-        }
-    }
-    let mut sets = vec![marked];
-    if g.len() <= EVERY_NODE_LIMIT {
+    let mut sets = match (g.outputs(), g.nodes().last()) {
+        ([], Some((last, _))) => vec![vec![last]],
+        ([], None) => vec![],
+        (marked, _) => vec![marked.to_vec()],
+    };
+    if small(g) {
         sets.push(g.nodes().map(|(id, _)| id).collect());
     }
     sets
 }
 
-/// Runs one reproducer; `Err` says what went wrong. Panics propagate to the caller.
-fn check(path: &Path) -> Result<(), String> {
-    let g = match load(path) {
-        Ok(g) => g,
-        // A typed parse or bind error is an acceptable end.
-        Err(_) => return Ok(()),
-    };
-    if g.verify().is_err() || g.is_empty() {
-        return Ok(());
+/// Deterministic values for the placeholders (special values included, see jit_common), or
+/// `None` when one is too large to make.
+fn inputs(g: &Graph, placeholders: &[NodeId]) -> Option<Vec<HostArray>> {
+    for p in placeholders {
+        let shape = g.shape_of(&g.node(*p).axes).ok()?;
+        weft::ir::size::element_count(&shape).filter(|&n| n <= INPUT_LIMIT)?;
     }
-    let ps = g.placeholders();
-    for outputs in output_sets(&g) {
-        let inputs = random_inputs(&g, &ps, 5);
-        let interp = run(&g, &outputs, &ps, &inputs, 2, Backend::Interpreter);
-        for backend in [Backend::Jit, Backend::JitUnfused] {
-            let jit = run(&g, &outputs, &ps, &inputs, 2, backend);
-            match (&interp, jit) {
-                (Ok(expected), Ok(got)) => compare(&got, expected, rtol(&g)).map_err(|m| {
-                    format!("{backend:?} differs from the interpreter ({outputs:?}): {m}")
-                })?,
-                (Ok(_), Err(e)) => {
+    Some(jit_common::random_inputs(g, placeholders, 5))
+}
+
+/// What one backend did with one output set.
+#[derive(Debug)]
+enum Outcome {
+    Values(Vec<HostArray>),
+    Refused(Error),
+    /// Compiled, but the placeholders are too large to feed (the caller could not either).
+    NoInputs,
+}
+
+fn run(g: &Graph, outputs: &[NodeId], backend: Backend) -> Outcome {
+    let t = match Transformer::new(g.clone(), backend) {
+        Ok(t) => t,
+        Err(e) => return Outcome::Refused(e),
+    };
+    let placeholders = g.placeholders();
+    let c = match t.computation(outputs, &placeholders) {
+        Ok(c) => c,
+        Err(e) => return Outcome::Refused(e),
+    };
+    let Some(inputs) = inputs(g, &placeholders) else {
+        return Outcome::NoInputs;
+    };
+    match c.call(&inputs) {
+        Ok(v) => Outcome::Values(v),
+        Err(e) => Outcome::Refused(e),
+    }
+}
+
+/// Runs `g` on every backend and output set. `Err` on a mismatch with the interpreter or on a
+/// JIT refusing what the interpreter runs; otherwise the refusals' texts, for the caller's
+/// expectations.
+fn check_graph(name: &str, g: &Graph) -> Result<Vec<String>, String> {
+    let mut errors = Vec::new();
+    for outputs in output_sets(g) {
+        let mut results = Vec::new();
+        for backend in [Backend::Interpreter, Backend::Jit, Backend::JitUnfused] {
+            let outcome = run(g, &outputs, backend);
+            if let Outcome::Refused(e) = &outcome {
+                errors.push(format!("{backend:?}: {e}"));
+            }
+            results.push((backend, outcome));
+        }
+        let Outcome::Values(reference) = &results[0].1 else {
+            continue;
+        };
+        for (backend, outcome) in &results[1..] {
+            match outcome {
+                Outcome::Values(v) => {
+                    for (k, (got, want)) in v.iter().zip(reference).enumerate() {
+                        if let Some(m) = jit_common::mismatch(got, want, jit_common::rtol(g)) {
+                            return Err(format!("{name} on {backend:?}, output {k}: {m}"));
+                        }
+                    }
+                }
+                Outcome::Refused(e) => {
                     return Err(format!(
-                        "{backend:?} refuses what the interpreter runs ({outputs:?}): {e}"
+                        "{name}: {backend:?} refuses what the interpreter runs: {e}"
                     ))
                 }
-                (Err(_), _) => {}
+                Outcome::NoInputs => {}
             }
         }
     }
-    Ok(())
+    Ok(errors)
+}
+
+/// [`check_graph`] on `tests/findings/NAME.weft`, failing the test on `Err`.
+fn check(name: &str) -> Vec<String> {
+    check_graph(name, &load(name)).unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]
 fn every_finding_ends_in_a_correct_result_or_a_typed_error() {
-    let files = findings();
+    let mut files: Vec<String> = std::fs::read_dir(findings_dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".weft"))
+        .filter(|n| std::env::var("WEFT_FINDINGS").map_or(true, |f| n.contains(&f)))
+        .collect();
+    files.sort();
     assert!(!files.is_empty(), "tests/findings/ holds no reproducers");
     let mut failures = Vec::new();
-    for path in files {
+    for name in files {
         let (tx, rx) = mpsc::channel();
-        let p = path.clone();
+        let n = name.clone();
         std::thread::Builder::new()
-            .name(format!("finding {}", p.display()))
+            .name(format!("finding {n}"))
             .spawn(move || {
-                let outcome = catch_unwind(AssertUnwindSafe(|| check(&p)))
-                    .unwrap_or_else(|_| Err("panicked".into()));
+                let outcome = catch_unwind(AssertUnwindSafe(|| {
+                    let text = std::fs::read_to_string(findings_dir().join(&n)).unwrap();
+                    // A typed parse or bind error is an acceptable end.
+                    match weft::ir::text::parse(&text, &n) {
+                        Ok(g) => check_graph(&n, &bind_unbound(g)).map(|_| ()),
+                        Err(_) => Ok(()),
+                    }
+                }))
+                .unwrap_or_else(|_| Err("panicked".into()));
                 let _ = tx.send(outcome);
             })
             .unwrap();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
         match rx.recv_timeout(TIME_LIMIT) {
             Ok(Ok(())) => {}
             Ok(Err(e)) => failures.push(format!("{name}: {e}")),
@@ -135,4 +195,321 @@ fn every_finding_ends_in_a_correct_result_or_a_typed_error() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Every backend refused (with a typed error containing each of `needles`) or fed nothing.
+fn check_refused(name: &str, needles: &[&str]) {
+    let errors = check(name);
+    assert!(!errors.is_empty(), "{name}: nothing was refused");
+    for e in &errors {
+        for n in needles {
+            assert!(e.contains(n), "{name}: `{e}` does not mention `{n}`");
+        }
+    }
+}
+
+/// No backend refused.
+fn check_ok(name: &str) {
+    let errors = check(name);
+    assert!(errors.is_empty(), "{name}: {errors:#?}");
+}
+
+/// A reproducer refused on every backend because a tensor is too large to address.
+macro_rules! too_large {
+    ($($test:ident: $file:literal names [$($needle:literal),*];)*) => {$(
+        #[test]
+        fn $test() {
+            check_refused($file, &["is larger than 9223372036854775807 bytes" $(, $needle)*]);
+        }
+    )*};
+}
+
+too_large! {
+    lower_148_dot_space_over_i64: "panic_compiler_lower_148_mul_overflow.weft" names ["`t3`", "(A0^-1*, A0)"];
+    layout_113_elements_times_dtype: "panic_compiler_passes_layout_113.weft" names ["`w`", "(I, O)", "f32"];
+    layout_115_elements_overflow: "panic_compiler_passes_layout_115_mul_overflow.weft" names ["`t1`", "(A0, A1, A1*)"];
+    layout_122_bytes_overflow: "panic_compiler_passes_layout_122.weft" names ["`t1`", "(W**)", "f64"];
+    simplify_309_expand_dims_of_constant: "panic_compiler_passes_simplify_309_mul_overflow.weft" names ["(N, B, "];
+    views_172_flatten_of_huge: "panic_compiler_passes_views_172.weft" names ["`t1`"];
+    views_450_strided_slice_of_huge: "panic_compiler_passes_views_450.weft" names ["`t2`", "(A3)"];
+    views_452_pad_past_i64: "panic_compiler_passes_views_452.weft" names ["pad(9223372036854775808,1)"];
+    views_475_concat_of_huge: "panic_compiler_passes_views_475.weft" names ["`t1`", "(B**, B)"];
+    views_485_reduce_of_huge: "panic_compiler_passes_views_485.weft" names ["`t1`", "(A0*, A1**)"];
+    axis_150_flatten_of_huge: "panic_ir_axis_150.weft" names ["`t1`"];
+    axis_168_reversed_slice_of_2e63: "panic_ir_axis_168.weft" names ["`x`", "(H, W)"];
+    build_812_index_on_2e63: "panic_ir_graph_build_812.weft" names ["(axis)", "i32"];
+    host_125_expand_dims_to_2e64: "panic_ir_host_125_capacity_overflow.weft" names ["`t2`", "(A1^-1*)"];
+    state_94_expand_dims_of_constant: "panic_runtime_state_94_mul_overflow.weft" names ["(%3, B)", "i64"];
+    constant_sum_is_not_folded_over_2e64: "ovf_constant_sum_oom.weft" names ["`c`", "(A, B)"];
+    interp_output_does_not_wrap_to_empty: "interp_wrapped_empty_output.weft" names ["`c`", "(A, B)"];
+    interp_broadcast_to_2e63: "interp_capacity_overflow_panic.weft" names ["`b`", "(N)"];
+}
+
+#[test]
+fn fusion_348_ambiguous_dot_is_a_parse_error_naming_the_axes() {
+    // dot(%1, %1) over [A1^-1*, A0, A1]: A1 could pair with A1 or with A1^-1* (docs/axes.md).
+    let name = "panic_compiler_passes_fusion_348.weft";
+    let text = std::fs::read_to_string(findings_dir().join(name)).unwrap();
+    let e = weft::ir::text::parse(&text, name).unwrap_err().to_string();
+    assert!(e.contains(":5:") && e.contains("ambiguous"), "{e}");
+    assert!(e.contains("`A1`") && e.contains("`A1^-1*`"), "{e}");
+}
+
+#[test]
+fn storage_163_pad_length_overflow_names_the_axis() {
+    check_refused(
+        "panic_compiler_passes_storage_163.weft",
+        &["axis `A2*+pad(18446744073709551615,1)`", "overflows"],
+    );
+}
+
+#[test]
+fn views_598_slice_step_of_i64_min_runs() {
+    // One index taken with step -2^63: a valid slice, computed alike everywhere.
+    check_ok("panic_compiler_passes_views_598.weft");
+}
+
+#[test]
+fn slow_compile_scalar_broadcast_is_not_materialised() {
+    // The 2^31-element broadcast of a scalar constant is dead here; with it requested too, the
+    // compile must stay fast (the kernel computes it) on both JIT modes.
+    check_ok("slow_compile_broadcast_const_2e31.weft");
+    let g = load("slow_compile_broadcast_const_2e31.weft");
+    let last = g.nodes().last().unwrap().0;
+    for backend in [Backend::Jit, Backend::JitUnfused] {
+        let start = Instant::now();
+        let t = Transformer::new(g.clone(), backend).unwrap();
+        t.computation(&[last], &[]).unwrap();
+        let took = start.elapsed();
+        assert!(took < Duration::from_secs(5), "{backend:?}: {took:?}");
+    }
+}
+
+#[test]
+fn abort_alloc_broadcast_to_2e40_is_an_allocation_error() {
+    // 8 TiB of f64: compiles without materialising, then refuses to allocate it.
+    let name = "abort_alloc_broadcast_scalar_const_2e40.weft";
+    let errors = check(name);
+    assert_eq!(
+        errors.len(),
+        3 * output_sets(&load(name)).len(),
+        "{errors:#?}"
+    );
+    for e in &errors {
+        assert!(e.contains("`%6`: cannot allocate"), "{e}");
+    }
+}
+
+#[test]
+fn memory_budget_refuses_before_allocating_and_names_peak_and_budget() {
+    let g = load("abort_alloc_broadcast_scalar_const_2e40.weft");
+    let options = JitOptions {
+        max_bytes: Some(1 << 30),
+        ..JitOptions::default()
+    };
+    let t = Transformer::with_jit_options(g.clone(), options).unwrap();
+    let e = t.computation(g.outputs(), &[]).unwrap_err().to_string();
+    assert!(
+        e.contains("more than the memory budget of 1073741824 bytes"),
+        "{e}"
+    );
+    assert!(
+        e.contains(&format!("needs {} bytes", 2 * (8u64 << 40))),
+        "{e}"
+    );
+}
+
+#[test]
+fn memory_budget_admits_what_fits() {
+    let mut g = Graph::new();
+    let n = g.axis("N", 1000).unwrap();
+    let x = g.placeholder("x", &[n], DType::F32).unwrap();
+    let y = g.exp(x).unwrap();
+    let run = |budget: u64| -> Result<Vec<HostArray>, Error> {
+        let options = JitOptions {
+            max_bytes: Some(budget),
+            ..JitOptions::default()
+        };
+        let t = Transformer::with_jit_options(g.clone(), options)?;
+        let c = t.computation(&[y], &[x])?;
+        c.call(&inputs(&g, &[x]).unwrap())
+    };
+    // x and y in the workspace (4000 bytes each, 64-aligned: 4032) plus y's host array.
+    assert!(run(4032 * 2 + 4000).is_ok());
+    let e = run(4032 * 2 + 3999).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Compile(weft::compiler::JitError::Plan(
+                weft::RunError::MemoryBudget {
+                    needed: 12064,
+                    budget: 12063,
+                    ..
+                }
+            ))
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn weft_max_bytes_sets_the_default_budget() {
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/findings/abort_alloc_broadcast_scalar_const_2e40.weft"
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_weft"))
+        .args([
+            "run",
+            file,
+            "--backend",
+            "jit",
+            "--bind",
+            "é=3",
+            "--bind",
+            "W=3",
+        ])
+        .env("WEFT_MAX_BYTES", "1000000")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("memory budget of 1000000 bytes"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn folding_keeps_to_its_budget() {
+    use weft::compiler::passes::simplify::{interpreter_evaluator, simplify, SimplifyOptions};
+    let mut g = Graph::new();
+    let a = g.axis("A", 1 << 9).unwrap();
+    let b = g.axis("B", 1 << 9).unwrap();
+    // 2^18 elements: above the 2^16 budget, so kept as broadcast(scalar), and its sum is not
+    // evaluated at compile time.
+    let c = g
+        .constant(
+            Some("c"),
+            &[a, b],
+            DType::F32,
+            TensorInit::Fill(Scalar::Float(1.0)),
+        )
+        .unwrap();
+    let s = g.reduce(ReduceOp::Sum, c, &[a, b], None).unwrap();
+    g.mark_output(s).unwrap();
+    let out = simplify(
+        &g,
+        &SimplifyOptions::default(),
+        Some(&interpreter_evaluator),
+    )
+    .unwrap();
+    assert_eq!(out.stats.folded, 0);
+    let sg = &out.graph;
+    let sum_input = sg.node(out.map.get(s).unwrap()).op.inputs()[0];
+    let Op::Broadcast(scalar) = sg.node(sum_input).op else {
+        panic!("{:?}", sg.node(sum_input).op)
+    };
+    assert!(sg.node(scalar).axes.is_empty());
+    // The result is still right on every backend.
+    for backend in [Backend::Interpreter, Backend::Jit, Backend::JitUnfused] {
+        let t = Transformer::new(g.clone(), backend).unwrap();
+        let v = t.computation(&[s], &[]).unwrap().call(&[]).unwrap();
+        assert_eq!(v[0].to_vec::<f32>().unwrap(), vec![(1u32 << 18) as f32]);
+    }
+}
+
+/// Runs `text` as a reproducer (every node, and the last node, requested on every backend).
+fn check_text(text: &str) -> Vec<String> {
+    let g = weft::ir::text::parse(text, "inline").expect("parses");
+    check_graph("inline", &g).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn many_huge_intermediates_do_not_overflow_the_buffer_plan() {
+    // Six stored tensors of 2^62 bytes each: each addressable, together past usize. The plan's
+    // byte totals saturate; running refuses to allocate, naming a tensor.
+    let errors = check_text(
+        "axis N = 1152921504606846976\n\
+         constant c: f32[] = 1.0\n\
+         b = broadcast(c, [N])\n\
+         e1 = exp(b)\ne2 = exp(e1)\ne3 = exp(e2)\ne4 = exp(e3)\ne5 = exp(e4)\n",
+    );
+    assert!(!errors.is_empty());
+    for e in &errors {
+        assert!(e.contains("cannot allocate"), "{e}");
+    }
+}
+
+#[test]
+fn a_dot_whose_iteration_space_passes_i64_is_refused() {
+    let errors = check_text(
+        "axis M = 1048576\naxis N = 1048576\naxis K = 16777216\n\
+         placeholder x: f32[M, K*]\nplaceholder y: f32[K, N]\n\
+         d = dot(x, y)\n",
+    );
+    assert_eq!(errors.len(), 3, "{errors:#?}");
+    for e in &errors {
+        assert!(e.contains("dot `d`") || e.contains("dot d"), "{e}");
+        assert!(e.contains("iteration space"), "{e}");
+    }
+}
+
+#[test]
+fn cli_refuses_inputs_too_large_to_draw() {
+    // `weft run` draws placeholder values before compiling: too large is a typed error there.
+    let dir = std::env::temp_dir().join(format!("weft-findings-sizes-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (len, needle) in [
+        ("9223372036854775807", "is larger than"),
+        ("1099511627776", "`x`: cannot allocate 4398046511104 bytes"),
+    ] {
+        let file = dir.join(format!("big_{len}.weft"));
+        let text = format!("axis N = {len}\nplaceholder x: f32[N]\ny = exp(x)\noutput y\n");
+        std::fs::write(&file, text).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_weft"))
+            .arg("run")
+            .arg(&file)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success());
+        assert!(stderr.contains(needle), "{stderr}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn folding_a_dot_counts_its_contracted_lengths() {
+    use weft::compiler::passes::simplify::{interpreter_evaluator, simplify, SimplifyOptions};
+    // Operands and result within the 2^16 budget; the iteration space (m·n·k) decides.
+    let folded = |m: usize, k: usize, n: usize| {
+        let mut g = Graph::new();
+        let (ma, ka, na) = (
+            g.axis("M", m).unwrap(),
+            g.axis("K", k).unwrap(),
+            g.axis("N", n).unwrap(),
+        );
+        let data = |len: usize| TensorInit::Data(ArrayData::F32(vec![0.5; len]));
+        let x = g
+            .constant(
+                None,
+                &[ma, Axis::new(ka.id).dual()],
+                DType::F32,
+                data(m * k),
+            )
+            .unwrap();
+        let y = g
+            .constant(None, &[ka, na], DType::F32, data(k * n))
+            .unwrap();
+        let d = g.dot(x, y).unwrap();
+        g.mark_output(d).unwrap();
+        let opts = SimplifyOptions::default();
+        simplify(&g, &opts, Some(&interpreter_evaluator))
+            .unwrap()
+            .stats
+            .folded
+    };
+    assert_eq!(folded(8, 8, 8), 1);
+    assert_eq!(folded(200, 300, 200), 0);
 }

@@ -156,8 +156,12 @@ impl IndexMap {
     }
 
     /// The flat index read for every element of a result of `out_shape`, in row-major order.
+    /// Fails (rather than aborting) when the map cannot be allocated.
     pub(crate) fn flat_all(&self, out_shape: &[usize]) -> Result<Vec<Option<usize>>, String> {
-        let mut v = Vec::with_capacity(out_shape.iter().product());
+        let n: usize = out_shape.iter().product();
+        let mut v = Vec::new();
+        v.try_reserve_exact(n)
+            .map_err(|_| format!("cannot allocate the index map of {n} elements"))?;
         for_each_index(out_shape, |idx| {
             v.push(self.flat(idx)?);
             Ok::<(), String>(())

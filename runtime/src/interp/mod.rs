@@ -181,7 +181,7 @@ impl Interpreter {
         let index_words = node.op.inputs().len().max(1);
         let bytes = size
             .elements
-            .saturating_mul(index_words * std::mem::size_of::<usize>())
+            .saturating_mul(index_words * std::mem::size_of::<Option<usize>>())
             .saturating_add(size.bytes);
         weft_ir::host::check_alloc(bytes).map_err(|source| RunError::Alloc {
             tensor: g.node_label(id),
