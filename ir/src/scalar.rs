@@ -341,14 +341,48 @@ pub fn compare_values(op: CompareOp, x: ScalarValue, y: ScalarValue) -> Option<b
     })
 }
 
-/// The binary op a value reduction folds with, from the left in visiting order (`mean` folds
-/// a sum); `None` for argmax/argmin, which fold with [`arg_replaces`].
-pub fn reduce_combiner(op: ReduceOp) -> Option<BinaryOp> {
+/// The `max` reduction's fold on floats: NaN if either is NaN, else the greater, with
+/// −0 < +0. Unlike [`maximum`]'s left-operand tie rule this is commutative and associative, so
+/// a max reduction has the same bits in any order (vector lanes, threads).
+pub fn reduce_max(acc: f64, x: f64) -> f64 {
+    if acc.is_nan() || x.is_nan() {
+        f64::NAN
+    } else if acc == x {
+        // Equal values differ at most in the sign of a zero.
+        if acc.is_sign_negative() {
+            x
+        } else {
+            acc
+        }
+    } else if x > acc {
+        x
+    } else {
+        acc
+    }
+}
+
+/// The `min` reduction's fold on floats: NaN if either is NaN, else the smaller, with −0 < +0
+/// (order-free, as [`reduce_max`]).
+pub fn reduce_min(acc: f64, x: f64) -> f64 {
+    -reduce_max(-acc, -x)
+}
+
+/// One step `acc ⊕ x` of a value reduction over typed values, folded from the left in visiting
+/// order: `sum` (and `mean`, which divides the sum by the count) adds, `prod` multiplies,
+/// `max`/`min` are [`reduce_max`]/[`reduce_min`] on floats and the plain max/min on integers.
+/// `None` for argmax/argmin (see [`arg_replaces`]) and for mixed or non-numeric types.
+pub fn reduce_step(op: ReduceOp, acc: ScalarValue, x: ScalarValue) -> Option<ScalarValue> {
+    use ScalarValue as S;
+    let extreme = |fold: fn(f64, f64) -> f64, int_op: BinaryOp| match (acc, x) {
+        (S::F32(a), S::F32(b)) => Some(S::F32(fold(f64::from(a), f64::from(b)) as f32)),
+        (S::F64(a), S::F64(b)) => Some(S::F64(fold(a, b))),
+        _ => binary(int_op, acc, x),
+    };
     match op {
-        ReduceOp::Sum | ReduceOp::Mean => Some(BinaryOp::Add),
-        ReduceOp::Prod => Some(BinaryOp::Multiply),
-        ReduceOp::Max => Some(BinaryOp::Maximum),
-        ReduceOp::Min => Some(BinaryOp::Minimum),
+        ReduceOp::Sum | ReduceOp::Mean => binary(BinaryOp::Add, acc, x),
+        ReduceOp::Prod => binary(BinaryOp::Multiply, acc, x),
+        ReduceOp::Max => extreme(reduce_max, BinaryOp::Maximum),
+        ReduceOp::Min => extreme(reduce_min, BinaryOp::Minimum),
         ReduceOp::ArgMax | ReduceOp::ArgMin => None,
     }
 }
@@ -459,6 +493,24 @@ mod tests {
         }
         assert!(compare(CompareOp::Equal, -0.0, 0.0));
         assert!(compare(CompareOp::Less, false, true));
+    }
+
+    #[test]
+    fn max_and_min_reductions_order_zeros_and_are_order_free() {
+        assert_eq!(bits(reduce_max(-0.0, 0.0)), bits(0.0));
+        assert_eq!(bits(reduce_max(0.0, -0.0)), bits(0.0));
+        assert_eq!(bits(reduce_min(0.0, -0.0)), bits(-0.0));
+        assert_eq!(bits(reduce_min(-0.0, -0.0)), bits(-0.0));
+        assert!(reduce_max(f64::NAN, 1.0).is_nan());
+        assert!(reduce_min(1.0, f64::NAN).is_nan());
+        let max = |op| reduce_step(op, S::F32(-0.0), S::F32(0.0));
+        assert_eq!(max(ReduceOp::Max), Some(S::F32(0.0)));
+        assert_eq!(max(ReduceOp::Min), Some(S::F32(-0.0)));
+        assert_eq!(
+            reduce_step(ReduceOp::Sum, S::I32(i32::MAX), S::I32(1)),
+            Some(S::I32(i32::MIN))
+        );
+        assert_eq!(reduce_step(ReduceOp::ArgMax, S::I32(1), S::I32(2)), None);
     }
 
     #[test]

@@ -190,7 +190,7 @@ fn untyped(v: ScalarValue) -> f64 {
 /// bools, as 0/1: max is any, min all) in f64, integers in i64 with wrapping, rounded once to
 /// `d`; argmax/argmin give the flat index of the first NaN, else of the first extreme.
 fn reduce(op: ReduceOp, d: DType, xs: &[f64]) -> f64 {
-    let Some(combiner) = scalar::reduce_combiner(op) else {
+    if matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) {
         let max = op == ReduceOp::ArgMax;
         let mut best = 0;
         for (i, &x) in xs.iter().enumerate() {
@@ -199,11 +199,11 @@ fn reduce(op: ReduceOp, d: DType, xs: &[f64]) -> f64 {
             }
         }
         return best as f64;
-    };
+    }
     let wide = if d.is_int() { DType::I64 } else { DType::F64 };
     let mut acc = typed(xs[0], wide);
     for &x in &xs[1..] {
-        acc = scalar::binary(combiner, acc, typed(x, wide)).expect("a reduction its dtype has");
+        acc = scalar::reduce_step(op, acc, typed(x, wide)).expect("a reduction its dtype has");
     }
     if op == ReduceOp::Mean {
         acc = ScalarValue::F64(untyped(acc) / xs.len() as f64);

@@ -164,9 +164,10 @@ named_enum! {
         Sum = "sum",
         /// Product; identity 1.
         Prod = "prod",
-        /// [`BinaryOp::Max`] with the accumulator on the left (so the first of tied values); identity -inf (integers: MIN).
+        /// Maximum: NaN if either is NaN, and `-0.0 < 0.0` (order-free, unlike [`BinaryOp::Max`]'s
+        /// tie rule; `crate::scalar::reduce_max`); identity -inf (integers: MIN).
         Max = "max",
-        /// [`BinaryOp::Min`] with the accumulator on the left; identity +inf (integers: MAX).
+        /// Minimum: NaN if either is NaN, and `-0.0 < 0.0` (`crate::scalar::reduce_min`); identity +inf (integers: MAX).
         Min = "min",
         /// Value and `i64` index of the first strictly greatest value; starts at (-inf, 0).
         ArgMax = "argmax",

@@ -74,8 +74,8 @@ pub fn reduce_identity(kind: ReduceKind, ty: ScalarType) -> ScalarValue {
 }
 
 /// Combines `value` into an accumulator holding `acc` (and `acc_index` for arg-reductions);
-/// returns the new value and index. Value reductions fold with the graph reduction's combiner
-/// (the accumulator is the left operand); arg-reductions keep the first strictly best value
+/// returns the new value and index. Value reductions fold with the graph reduction's step
+/// ([`scalar::reduce_step`]); arg-reductions keep the first strictly best value
 /// (lowering adds the NaN rule of the graph's argmax/argmin around them).
 pub fn reduce_step(
     kind: ReduceKind,
@@ -88,8 +88,7 @@ pub fn reduce_step(
         ReduceKind::ArgMax => CompareOp::Gt,
         ReduceKind::ArgMin => CompareOp::Lt,
         _ => {
-            let combiner = scalar::reduce_combiner(kind.graph_op())?;
-            return Some((scalar::binary(combiner, acc, value)?, acc_index));
+            return Some((scalar::reduce_step(kind.graph_op(), acc, value)?, acc_index));
         }
     };
     Some(if compare(better, value, acc)? {
@@ -141,8 +140,8 @@ mod tests {
     }
 
     #[test]
-    fn max_reduction_keeps_the_first_of_tied_zeros() {
+    fn max_reduction_orders_zeros() {
         let (v, _) = reduce_step(ReduceKind::Max, S::F64(-0.0), 0, S::F64(0.0), 1).unwrap();
-        assert_eq!(v, S::F64(-0.0));
+        assert_eq!(v, S::F64(0.0));
     }
 }

@@ -12,9 +12,6 @@ use super::index::at;
 use weft_ir::scalar::{self, Arith, Convert};
 use weft_ir::{ArrayData, BinaryOp, CompareOp, DType, UnaryOp};
 
-/// The float `maximum`/`minimum` that the max/min reductions fold with.
-pub(crate) use weft_ir::scalar::{maximum as max_float, minimum as min_float};
-
 fn unary_slice<T: Arith>(op: UnaryOp, v: &[T]) -> Result<ArrayData, String> {
     let r: Option<Vec<T>> = v.iter().map(|&a| T::unary(op, a)).collect();
     r.map(T::wrap)

@@ -3,16 +3,16 @@
 //! argmax/argmin's flat index — and folds them:
 //!
 //! - floats accumulate in f64 (sum, prod; mean = f64 sum / count) and round once at the end;
-//!   max/min propagate NaN; argmax/argmin return the first NaN if there is one, else the first
-//!   extreme;
+//!   max/min propagate NaN and order −0 < +0 (`weft_ir::scalar::reduce_max`, order-free);
+//!   argmax/argmin return the first NaN if there is one, else the first extreme;
 //! - integers accumulate in i64 with wrapping (then wrap to i32 for i32);
 //! - bools: max is "any", min is "all", argmax/argmin the first true/false (0 if none).
 //!
 //! Every axis has length ≥ 1, so every fold sees at least one element; no reduction axes means
 //! each result element is its one input element (argmax/argmin 0).
 
-use super::elementwise::{max_float, min_float};
 use super::index::{at, for_each_index, strides};
+use weft_ir::scalar::{reduce_max, reduce_min};
 use weft_ir::{ArrayData, ReduceOp};
 
 /// Where the reduced elements of each result element are: `bases[k] + offsets[j]`.
@@ -80,8 +80,8 @@ fn reduce_float(op: ReduceOp, xs: &mut dyn Iterator<Item = f64>) -> Option<f64> 
     Some(match op {
         ReduceOp::Sum => xs.sum(),
         ReduceOp::Prod => xs.product(),
-        ReduceOp::Max => xs.reduce(max_float)?,
-        ReduceOp::Min => xs.reduce(min_float)?,
+        ReduceOp::Max => xs.reduce(reduce_max)?,
+        ReduceOp::Min => xs.reduce(reduce_min)?,
         ReduceOp::Mean => {
             let (mut sum, mut n) = (0.0, 0usize);
             for x in xs {
