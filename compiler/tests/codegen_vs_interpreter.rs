@@ -714,35 +714,27 @@ fn special_values(ty: ScalarType) -> BufferData {
     }
 }
 
+/// The elements of `b` at `indices`.
+fn gather(b: &BufferData, indices: &[usize]) -> BufferData {
+    macro_rules! pick {
+        ($variant:ident, $v:expr) => {
+            BufferData::$variant(indices.iter().map(|&i| $v[i]).collect())
+        };
+    }
+    match b {
+        BufferData::F32(v) => pick!(F32, v),
+        BufferData::F64(v) => pick!(F64, v),
+        BufferData::I32(v) => pick!(I32, v),
+        BufferData::I64(v) => pick!(I64, v),
+        BufferData::Bool(v) => pick!(Bool, v),
+    }
+}
+
 /// Every ordered pair `(a, b)` of `values`, as two buffers.
 fn all_pairs(values: &BufferData) -> (BufferData, BufferData) {
-    fn pairs<T: Copy>(v: &[T]) -> (Vec<T>, Vec<T>) {
-        v.iter()
-            .flat_map(|&a| v.iter().map(move |&b| (a, b)))
-            .unzip()
-    }
-    match values {
-        BufferData::F32(v) => {
-            let (a, b) = pairs(v);
-            (BufferData::F32(a), BufferData::F32(b))
-        }
-        BufferData::F64(v) => {
-            let (a, b) = pairs(v);
-            (BufferData::F64(a), BufferData::F64(b))
-        }
-        BufferData::I32(v) => {
-            let (a, b) = pairs(v);
-            (BufferData::I32(a), BufferData::I32(b))
-        }
-        BufferData::I64(v) => {
-            let (a, b) = pairs(v);
-            (BufferData::I64(a), BufferData::I64(b))
-        }
-        BufferData::Bool(v) => {
-            let (a, b) = pairs(v);
-            (BufferData::Bool(a), BufferData::Bool(b))
-        }
-    }
+    let n = values.len();
+    let (firsts, seconds): (Vec<usize>, Vec<usize>) = (0..n * n).map(|k| (k / n, k % n)).unzip();
+    (gather(values, &firsts), gather(values, &seconds))
 }
 
 /// Whether compiled float `g` may stand for the interpreter's `w`: the same bits (NaN for
@@ -874,41 +866,63 @@ fn check_op(expr: &str, inputs: &[BufferData], result: ScalarType, exact: bool) 
     vector_code
 }
 
-const EXACT_FLOAT_UNARY: [&str; 7] = ["neg", "abs", "sqrt", "square", "reciprocal", "sign", "relu"];
-const APPROX_FLOAT_UNARY: [&str; 6] = ["exp", "log", "tanh", "sigmoid", "sin", "cos"];
+const FLOAT_UNARY: [&str; 13] = [
+    "neg",
+    "abs",
+    "sqrt",
+    "square",
+    "reciprocal",
+    "sign",
+    "relu",
+    "exp",
+    "log",
+    "tanh",
+    "sigmoid",
+    "sin",
+    "cos",
+];
+const ARITHMETIC: [&str; 6] = ["add", "sub", "mul", "div", "max", "min"];
+const COMPARISONS: [&str; 6] = ["eq", "ne", "lt", "le", "gt", "ge"];
+/// Polynomials and libm calls: checked within a tolerance, the rest bit for bit.
+const APPROXIMATE: [&str; 7] = ["exp", "log", "tanh", "sigmoid", "sin", "cos", "pow"];
+
+/// Checks each unary `op` on every one of `values`; returns whether all were vectorised.
+fn check_unary_ops(ops: &[&str], values: &BufferData) -> bool {
+    let mut vectorised = true;
+    for op in ops {
+        let exact = !APPROXIMATE.contains(op);
+        let operand = std::slice::from_ref(values);
+        vectorised &= check_op(&format!("{op} %a"), operand, values.ty(), exact);
+    }
+    vectorised
+}
+
+/// Checks each binary `op` (comparisons give `bool`) on every ordered pair of `values`;
+/// returns whether all were vectorised.
+fn check_binary_ops(ops: &[&str], values: &BufferData) -> bool {
+    let (a, b) = all_pairs(values);
+    let mut vectorised = true;
+    for op in ops {
+        let result = if COMPARISONS.contains(op) {
+            ScalarType::Bool
+        } else {
+            values.ty()
+        };
+        let exact = !APPROXIMATE.contains(op);
+        let operands = [a.clone(), b.clone()];
+        vectorised &= check_op(&format!("{op} %a, %b"), &operands, result, exact);
+    }
+    vectorised
+}
 
 #[test]
 fn float_operators_on_special_values_scalar_and_vectorised() {
     for ty in [ScalarType::F32, ScalarType::F64] {
         let values = special_values(ty);
-        for (ops, exact) in [
-            (&EXACT_FLOAT_UNARY[..], true),
-            (&APPROX_FLOAT_UNARY[..], false),
-        ] {
-            for op in ops {
-                let vector = check_op(
-                    &format!("{op} %a"),
-                    std::slice::from_ref(&values),
-                    ty,
-                    exact,
-                );
-                assert!(vector, "{op} {ty} was not vectorised");
-            }
-        }
-        let (a, b) = all_pairs(&values);
-        for op in ["add", "sub", "mul", "div", "max", "min", "pow"] {
-            let exact = op != "pow";
-            let vector = check_op(&format!("{op} %a, %b"), &[a.clone(), b.clone()], ty, exact);
-            assert!(vector, "{op} {ty} was not vectorised");
-        }
-        for op in ["eq", "ne", "lt", "le", "gt", "ge"] {
-            check_op(
-                &format!("{op} %a, %b"),
-                &[a.clone(), b.clone()],
-                ScalarType::Bool,
-                true,
-            );
-        }
+        assert!(check_unary_ops(&FLOAT_UNARY, &values), "{ty}");
+        assert!(check_binary_ops(&ARITHMETIC, &values), "{ty}");
+        assert!(check_binary_ops(&["pow"], &values), "{ty}");
+        check_binary_ops(&COMPARISONS, &values);
     }
 }
 
@@ -916,32 +930,13 @@ fn float_operators_on_special_values_scalar_and_vectorised() {
 fn integer_and_bool_operators_on_extreme_values() {
     for ty in [ScalarType::I32, ScalarType::I64] {
         let values = special_values(ty);
-        for op in ["neg", "abs", "square", "sign", "relu"] {
-            check_op(&format!("{op} %a"), std::slice::from_ref(&values), ty, true);
-        }
-        let (a, b) = all_pairs(&values);
-        for op in ["add", "sub", "mul", "div", "max", "min"] {
-            check_op(&format!("{op} %a, %b"), &[a.clone(), b.clone()], ty, true);
-        }
-        for op in ["eq", "ne", "lt", "le", "gt", "ge"] {
-            check_op(
-                &format!("{op} %a, %b"),
-                &[a.clone(), b.clone()],
-                ScalarType::Bool,
-                true,
-            );
-        }
+        check_unary_ops(&["neg", "abs", "square", "sign", "relu"], &values);
+        check_binary_ops(&ARITHMETIC, &values);
+        check_binary_ops(&COMPARISONS, &values);
     }
-    let (a, b) = all_pairs(&special_values(ScalarType::Bool));
-    check_op("not %a", std::slice::from_ref(&a), ScalarType::Bool, true);
-    for op in ["and", "or", "xor", "eq", "ne"] {
-        check_op(
-            &format!("{op} %a, %b"),
-            &[a.clone(), b.clone()],
-            ScalarType::Bool,
-            true,
-        );
-    }
+    let values = special_values(ScalarType::Bool);
+    check_unary_ops(&["not"], &values);
+    check_binary_ops(&["and", "or", "xor", "eq", "ne"], &values);
 }
 
 #[test]

@@ -78,7 +78,7 @@ pub fn unary_float(op: UnaryOp, x: f64) -> f64 {
 }
 
 /// A unary op on an integer, in i64 with wrapping (`abs(MIN) = MIN`); `None` for the
-/// float-only ops.
+/// float-only ops ([`UnaryOp::is_float_only`]).
 pub fn unary_int(op: UnaryOp, x: i64) -> Option<i64> {
     Some(match op {
         UnaryOp::Negative => x.wrapping_neg(),
@@ -86,14 +86,8 @@ pub fn unary_int(op: UnaryOp, x: i64) -> Option<i64> {
         UnaryOp::Square => x.wrapping_mul(x),
         UnaryOp::Sign => x.signum(),
         UnaryOp::Relu => x.max(0),
-        UnaryOp::Exp
-        | UnaryOp::Log
-        | UnaryOp::Sqrt
-        | UnaryOp::Reciprocal
-        | UnaryOp::Tanh
-        | UnaryOp::Sigmoid
-        | UnaryOp::Sin
-        | UnaryOp::Cos => return None,
+        // The float-only ops.
+        _ => return None,
     })
 }
 

@@ -71,17 +71,10 @@ named_enum! {
 impl UnaryOp {
     /// Whether the operator accepts an operand of type `ty`.
     pub fn accepts(self, ty: ScalarType) -> bool {
-        match self {
-            Self::Neg | Self::Abs | Self::Square | Self::Sign | Self::Relu => ty.is_numeric(),
-            Self::Not => ty == ScalarType::Bool,
-            Self::Exp
-            | Self::Log
-            | Self::Sqrt
-            | Self::Reciprocal
-            | Self::Tanh
-            | Self::Sigmoid
-            | Self::Sin
-            | Self::Cos => ty.is_float(),
+        match self.graph_op() {
+            Some(op) if op.is_float_only() => ty.is_float(),
+            Some(_) => ty.is_numeric(),
+            None => ty == ScalarType::Bool,
         }
     }
 }
