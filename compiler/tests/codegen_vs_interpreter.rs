@@ -1012,6 +1012,51 @@ fn row_reduction_kernel(
 }
 
 #[test]
+fn sums_and_products_of_signed_zeros_keep_their_sign() {
+    // A float sum starts from −0 (−0 + x = x), so a sum of −0s is −0 in any order, as in the
+    // interpreter (docs/interpreter.md); products of ±0 and ±1 are exact in any order.
+    let cols = 19;
+    let mut rows = vec![vec![-0.0; cols], vec![1.0; cols]];
+    for at in [0, 3, 18] {
+        let mut with_plus_zero = vec![-0.0; cols];
+        with_plus_zero[at] = 0.0;
+        let mut signed_ones = vec![1.0; cols];
+        signed_ones[at] = -0.0;
+        signed_ones[(at + 5) % cols] = -1.0;
+        rows.extend([with_plus_zero, signed_ones]);
+    }
+    for ty in [ScalarType::F32, ScalarType::F64] {
+        let flat: Vec<f64> = rows.concat();
+        let x = match ty {
+            ScalarType::F32 => BufferData::F32(flat.iter().map(|&v| v as f32).collect()),
+            _ => BufferData::F64(flat),
+        };
+        let sums = check_row_reduction("sum", &x, rows.len(), cols);
+        assert_eq!(element(&sums, 0), "-0e0", "a sum of −0s is −0");
+        check_row_reduction("prod", &x, rows.len(), cols);
+    }
+}
+
+/// Checks a `kind` reduction of each row of `x` (`rows × cols`), scalar and vectorised, bit
+/// for bit against the interpreter; returns the interpreter's results.
+fn check_row_reduction(kind: &str, x: &BufferData, rows: usize, cols: usize) -> BufferData {
+    let ty = x.ty();
+    let mut results = BufferData::zeros(ty, rows);
+    for vectorize in [false, true] {
+        let text = row_reduction_kernel(kind, ty, rows, cols, vectorize);
+        let kernel = parse_kernel("rows", &text).unwrap();
+        let mut expected = vec![x.clone(), BufferData::zeros(ty, rows)];
+        interpret(&kernel, &mut expected).unwrap();
+        let compiled = JitCompiler::new().unwrap().compile(&kernel).unwrap();
+        let actual = run_compiled(&compiled, &kernel, &expected, None);
+        let what = format!("{kind} reduction of {ty} rows (vectorize: {vectorize})");
+        assert_agrees(&what, &[], &expected[1], &actual[1], true);
+        results = expected.swap_remove(1);
+    }
+    results
+}
+
+#[test]
 fn max_and_min_reductions_of_special_values_are_order_free() {
     // Rows of zeros of both signs among −inf/+inf (so the extreme is a zero reached in
     // different lanes), and every rotation of the special values (NaN somewhere in each).
@@ -1038,17 +1083,11 @@ fn max_and_min_reductions_of_special_values_are_order_free() {
             ScalarType::F32 => BufferData::F32(flat.iter().map(|&v| v as f32).collect()),
             _ => BufferData::F64(flat),
         };
-        for kind in ["max", "min"] {
-            for vectorize in [false, true] {
-                let text = row_reduction_kernel(kind, ty, rows.len(), cols, vectorize);
-                let kernel = parse_kernel("rows", &text).unwrap();
-                let mut expected = vec![x.clone(), BufferData::zeros(ty, rows.len())];
-                interpret(&kernel, &mut expected).unwrap();
-                let compiled = JitCompiler::new().unwrap().compile(&kernel).unwrap();
-                let actual = run_compiled(&compiled, &kernel, &expected, None);
-                let what = format!("{kind} reduction of {ty} rows (vectorize: {vectorize})");
-                assert_agrees(&what, &[], &expected[1], &actual[1], true);
-            }
-        }
+        let maxima = check_row_reduction("max", &x, rows.len(), cols);
+        let minima = check_row_reduction("min", &x, rows.len(), cols);
+        // The last rows hold +0 and −0 among −inf, then among +inf: the extremes are the zeros,
+        // ordered −0 < +0.
+        assert_eq!(element(&maxima, rows.len() - 2), "0e0");
+        assert_eq!(element(&minima, rows.len() - 1), "-0e0");
     }
 }

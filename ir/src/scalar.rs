@@ -361,6 +361,35 @@ pub fn reduce_min(acc: f64, x: f64) -> f64 {
     -reduce_max(-acc, -x)
 }
 
+/// The value a reduction's fold starts from: −0 for float sums (the additive identity: −0 + x
+/// is x for every x, so a sum of −0s stays −0), 0 for integer sums, 1 for products, −inf and
+/// +inf (integers: MIN and MAX) for max and min and for argmax and argmin's value; `false` for
+/// bool, which has no arithmetic reductions.
+pub fn reduce_identity(op: ReduceOp, ty: DType) -> ScalarValue {
+    use ScalarValue as S;
+    let max = matches!(op, ReduceOp::Max | ReduceOp::ArgMax);
+    match (op, ty) {
+        (_, DType::Bool) => S::Bool(false),
+        (ReduceOp::Sum | ReduceOp::Mean, DType::F32) => S::F32(-0.0),
+        (ReduceOp::Sum | ReduceOp::Mean, DType::F64) => S::F64(-0.0),
+        (ReduceOp::Sum | ReduceOp::Mean, DType::I32) => S::I32(0),
+        (ReduceOp::Sum | ReduceOp::Mean, DType::I64) => S::I64(0),
+        (ReduceOp::Prod, _) => convert(S::I64(1), ty),
+        (_, DType::F32) => S::F32(if max {
+            f32::NEG_INFINITY
+        } else {
+            f32::INFINITY
+        }),
+        (_, DType::F64) => S::F64(if max {
+            f64::NEG_INFINITY
+        } else {
+            f64::INFINITY
+        }),
+        (_, DType::I32) => S::I32(if max { i32::MIN } else { i32::MAX }),
+        (_, DType::I64) => S::I64(if max { i64::MIN } else { i64::MAX }),
+    }
+}
+
 /// One step `acc ⊕ x` of a value reduction over typed values, folded from the left in visiting
 /// order: `sum` (and `mean`, which divides the sum by the count) adds, `prod` multiplies,
 /// `max`/`min` are [`reduce_max`]/[`reduce_min`] on floats and the plain max/min on integers.
@@ -505,6 +534,19 @@ mod tests {
             Some(S::I32(i32::MIN))
         );
         assert_eq!(reduce_step(ReduceOp::ArgMax, S::I32(1), S::I32(2)), None);
+    }
+
+    #[test]
+    fn reductions_start_from_their_identity() {
+        for ty in [DType::F32, DType::F64, DType::I32, DType::I64] {
+            for op in [ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min] {
+                let start = reduce_identity(op, ty);
+                for x in [-0.0, 0.0, -3.0, 5.0] {
+                    let x = convert(S::F64(x), ty);
+                    assert_eq!(reduce_step(op, start, x), Some(x), "{op:?} {ty} {x:?}");
+                }
+            }
+        }
     }
 
     #[test]

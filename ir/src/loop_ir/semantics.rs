@@ -52,25 +52,9 @@ pub fn convert(x: ScalarValue, to: ScalarType) -> ScalarValue {
     scalar::convert(x, to)
 }
 
-/// The starting value of an accumulator.
+/// The starting value of an accumulator ([`scalar::reduce_identity`]).
 pub fn reduce_identity(kind: ReduceKind, ty: ScalarType) -> ScalarValue {
-    use ScalarValue as S;
-    match (kind, ty) {
-        (ReduceKind::Sum, _) => ty.zero(),
-        (ReduceKind::Prod, ScalarType::F32) => S::F32(1.0),
-        (ReduceKind::Prod, ScalarType::F64) => S::F64(1.0),
-        (ReduceKind::Prod, ScalarType::I32) => S::I32(1),
-        (ReduceKind::Prod, ScalarType::I64) => S::I64(1),
-        (ReduceKind::Max | ReduceKind::ArgMax, ScalarType::F32) => S::F32(f32::NEG_INFINITY),
-        (ReduceKind::Max | ReduceKind::ArgMax, ScalarType::F64) => S::F64(f64::NEG_INFINITY),
-        (ReduceKind::Max | ReduceKind::ArgMax, ScalarType::I32) => S::I32(i32::MIN),
-        (ReduceKind::Max | ReduceKind::ArgMax, ScalarType::I64) => S::I64(i64::MIN),
-        (ReduceKind::Min | ReduceKind::ArgMin, ScalarType::F32) => S::F32(f32::INFINITY),
-        (ReduceKind::Min | ReduceKind::ArgMin, ScalarType::F64) => S::F64(f64::INFINITY),
-        (ReduceKind::Min | ReduceKind::ArgMin, ScalarType::I32) => S::I32(i32::MAX),
-        (ReduceKind::Min | ReduceKind::ArgMin, ScalarType::I64) => S::I64(i64::MAX),
-        (_, ScalarType::Bool) => ty.zero(),
-    }
+    scalar::reduce_identity(kind.graph_op(), ty)
 }
 
 /// Combines `value` into an accumulator holding `acc` (and `acc_index` for arg-reductions);

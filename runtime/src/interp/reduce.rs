@@ -12,7 +12,7 @@
 //! each result element is its one input element (argmax/argmin 0).
 
 use super::index::{at, for_each_index, strides};
-use weft_ir::scalar::{reduce_max, reduce_min};
+use weft_ir::scalar::{arg_replaces, reduce_max, reduce_min};
 use weft_ir::{ArrayData, ReduceOp};
 
 /// Where the reduced elements of each result element are: `bases[k] + offsets[j]`.
@@ -94,15 +94,13 @@ fn reduce_float(op: ReduceOp, xs: &mut dyn Iterator<Item = f64>) -> Option<f64> 
     })
 }
 
-/// argmax (`max`) or argmin: the index of the first NaN, else of the first extreme.
+/// argmax (`max`) or argmin: the index of the first NaN, else of the first extreme
+/// (`weft_ir::scalar::arg_replaces`).
 fn arg_float(max: bool, xs: &mut dyn Iterator<Item = f64>) -> i64 {
     let mut best: Option<(usize, f64)> = None;
     for (i, x) in xs.enumerate() {
-        if x.is_nan() {
-            return i as i64;
-        }
         match best {
-            Some((_, b)) if !(if max { x > b } else { x < b }) => {}
+            Some((_, b)) if !arg_replaces(max, b, x) => {}
             _ => best = Some((i, x)),
         }
     }
