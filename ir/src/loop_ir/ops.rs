@@ -208,6 +208,11 @@ impl UnaryOp {
             Self::Not => return None,
         })
     }
+
+    /// The operator meaning graph op `op` (the inverse of [`UnaryOp::graph_op`]).
+    pub fn from_graph_op(op: GraphUnary) -> Option<Self> {
+        Self::ALL.iter().copied().find(|u| u.graph_op() == Some(op))
+    }
 }
 
 impl BinaryOp {
@@ -224,6 +229,11 @@ impl BinaryOp {
             Self::And | Self::Or | Self::Xor => return None,
         })
     }
+
+    /// The operator meaning graph op `op` (the inverse of [`BinaryOp::graph_op`]).
+    pub fn from_graph_op(op: GraphBinary) -> Option<Self> {
+        Self::ALL.iter().copied().find(|b| b.graph_op() == Some(op))
+    }
 }
 
 impl CompareOp {
@@ -238,6 +248,11 @@ impl CompareOp {
             Self::Ge => GraphCompare::GreaterEqual,
         }
     }
+
+    /// The comparison meaning graph comparison `op` (the inverse of [`CompareOp::graph_op`]).
+    pub fn from_graph_op(op: GraphCompare) -> Option<Self> {
+        Self::ALL.iter().copied().find(|c| c.graph_op() == op)
+    }
 }
 
 impl ReduceKind {
@@ -250,6 +265,43 @@ impl ReduceKind {
             Self::Min => GraphReduce::Min,
             Self::ArgMax => GraphReduce::ArgMax,
             Self::ArgMin => GraphReduce::ArgMin,
+        }
+    }
+
+    /// The accumulator kind folding like graph reduction `op`; `None` for `mean` (a sum,
+    /// divided afterwards).
+    pub fn from_graph_op(op: GraphReduce) -> Option<Self> {
+        Self::ALL.iter().copied().find(|k| k.graph_op() == op)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_graph_op_has_its_loop_ir_operator() {
+        for &op in GraphUnary::ALL {
+            assert_eq!(
+                UnaryOp::from_graph_op(op).and_then(UnaryOp::graph_op),
+                Some(op)
+            );
+        }
+        for &op in GraphBinary::ALL {
+            assert_eq!(
+                BinaryOp::from_graph_op(op).and_then(BinaryOp::graph_op),
+                Some(op)
+            );
+        }
+        for &op in GraphCompare::ALL {
+            assert_eq!(
+                CompareOp::from_graph_op(op).map(CompareOp::graph_op),
+                Some(op)
+            );
+        }
+        for &op in GraphReduce::ALL {
+            let kind = ReduceKind::from_graph_op(op);
+            assert_eq!(kind.is_none(), op == GraphReduce::Mean, "{op:?}");
         }
     }
 }

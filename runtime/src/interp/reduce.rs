@@ -78,12 +78,14 @@ impl Groups {
 /// A float reduction in f64; `None` for argmax/argmin (see [`arg_float`]).
 fn reduce_float(op: ReduceOp, xs: &mut dyn Iterator<Item = f64>) -> Option<f64> {
     Some(match op {
-        ReduceOp::Sum => xs.sum(),
+        // Sums start from −0, the additive identity (`weft_ir::scalar::reduce_identity`), so a
+        // sum (or mean) of −0s is −0.
+        ReduceOp::Sum => xs.fold(-0.0, |sum, x| sum + x),
         ReduceOp::Prod => xs.product(),
         ReduceOp::Max => xs.reduce(reduce_max)?,
         ReduceOp::Min => xs.reduce(reduce_min)?,
         ReduceOp::Mean => {
-            let (mut sum, mut n) = (0.0, 0usize);
+            let (mut sum, mut n) = (-0.0, 0usize);
             for x in xs {
                 sum += x;
                 n += 1;
@@ -176,4 +178,26 @@ pub(crate) fn reduce(op: ReduceOp, x: &ArrayData, groups: &Groups) -> Result<Arr
             ArrayData::Bool(all(groups.fold(v, |xs| reduce_bool(op, xs))?, unsupported)?)
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sums_and_means_of_negative_zeros_stay_negative() {
+        let groups = Groups::new(&[3], &[], &[0]).unwrap();
+        let x = ArrayData::F32(vec![-0.0; 3]);
+        for op in [ReduceOp::Sum, ReduceOp::Mean] {
+            let ArrayData::F32(r) = reduce(op, &x, &groups).unwrap() else {
+                panic!("{op:?} of f32 is not f32")
+            };
+            assert!(r[0] == 0.0 && r[0].is_sign_negative(), "{op:?}: {}", r[0]);
+        }
+        let mixed = ArrayData::F64(vec![-0.0, 0.0, -0.0]);
+        let r = reduce(ReduceOp::Max, &mixed, &groups).unwrap();
+        assert_eq!(r, ArrayData::F64(vec![0.0]));
+        let ArrayData::F64(r) = r else { unreachable!() };
+        assert!(r[0].is_sign_positive(), "max orders −0 < +0");
+    }
 }
