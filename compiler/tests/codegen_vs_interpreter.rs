@@ -83,6 +83,32 @@ fn assert_same(name: &str, label: &str, expected: &BufferData, actual: &BufferDa
     }
 }
 
+/// Runs compiled `kernel` on copies of `inputs` (on `pool` if given) and returns every buffer
+/// afterwards.
+fn run_compiled(
+    compiled: &weft_runtime::CompiledKernel,
+    kernel: &Kernel,
+    inputs: &[BufferData],
+    pool: Option<&ThreadPool>,
+) -> Vec<BufferData> {
+    let storages: Vec<_> = inputs.iter().map(to_storage).collect();
+    let refs: Vec<DeviceBufferReference> = storages
+        .iter()
+        .map(|s| DeviceBufferReference::to_storage("b", Arc::clone(s)))
+        .collect();
+    let ref_list: Vec<&DeviceBufferReference> = refs.iter().collect();
+    match pool {
+        Some(p) => compiled.call_on(p, &ref_list).unwrap(),
+        None => compiled.call(&ref_list).unwrap(),
+    }
+    kernel
+        .buffers
+        .values()
+        .zip(&storages)
+        .map(|(decl, s)| from_storage(decl.ty, s))
+        .collect()
+}
+
 /// Runs `text` on random inputs (values in `[-range, range]`) in every configuration.
 fn check_kernel(text: &str, range: f64) -> Kernel {
     let kernel = parse_kernel("test", text).unwrap_or_else(|e| panic!("{e}"));
@@ -103,22 +129,13 @@ fn check_kernel(text: &str, range: f64) -> Kernel {
         .unwrap();
         let compiled = compiler.compile(&kernel).unwrap_or_else(|e| panic!("{e}"));
         for pool in [None].into_iter().chain(pools.iter().map(Some)) {
-            let storages: Vec<_> = inputs.iter().map(to_storage).collect();
-            let refs: Vec<DeviceBufferReference> = storages
-                .iter()
-                .map(|s| DeviceBufferReference::to_storage("b", Arc::clone(s)))
-                .collect();
-            let ref_list: Vec<&DeviceBufferReference> = refs.iter().collect();
-            match pool {
-                Some(p) => compiled.call_on(p, &ref_list).unwrap(),
-                None => compiled.call(&ref_list).unwrap(),
-            }
+            let actual = run_compiled(&compiled, &kernel, &inputs, pool);
             let label = format!(
                 "vectorize={vectorize}, threads={}",
                 pool.map_or(0, |p| p.threads())
             );
-            for ((decl, e), s) in kernel.buffers.values().zip(&expected).zip(&storages) {
-                assert_same(&kernel.name, &label, e, &from_storage(decl.ty, s));
+            for (e, a) in expected.iter().zip(&actual) {
+                assert_same(&kernel.name, &label, e, a);
             }
         }
     }
@@ -416,20 +433,8 @@ fn unary_kernel(op: &str, ty: &str, len: usize) -> String {
 #[test]
 fn float_unary_operations() {
     for ty in ["f32", "f64"] {
-        for op in [
-            "neg",
-            "abs",
-            "sqrt",
-            "square",
-            "reciprocal",
-            "sign",
-            "relu",
-            "exp",
-            "tanh",
-            "sigmoid",
-            "sin",
-            "cos",
-        ] {
+        // log on random inputs would be mostly NaN: it is checked below.
+        for op in FLOAT_UNARY.into_iter().filter(|&op| op != "log") {
             check_kernel(&unary_kernel(op, ty, 37), 6.0);
         }
         // log on positive inputs (the kernel squares first) and its special cases.
@@ -602,5 +607,478 @@ fn an_f32_accumulator_in_an_f64_loop_takes_four_lanes() {
 }}"
         );
         check_kernel(&text, 2.0);
+    }
+}
+
+// ----- op by op on special values ---------------------------------------------------------
+//
+// Every scalar operator on every pair of special values of every type it accepts, compiled
+// with its loop scalar and (where the types allow) vectorised, against the interpreter, which
+// evaluates `weft_ir::scalar`, the one definition of the rules. Exact ops must agree bit for bit
+// (NaN with any NaN); the polynomial ones within a tolerance, with the same NaNs, infinities
+// and signs of zero.
+
+/// The special float values both float types share: ±0, ±1, halves, ±inf, NaN, and values
+/// where float → integer conversions saturate.
+const SHARED_FLOATS: [f64; 12] = [
+    0.0,
+    -0.0,
+    1.0,
+    -1.0,
+    0.5,
+    -2.5,
+    3.0,
+    f64::INFINITY,
+    f64::NEG_INFINITY,
+    f64::NAN,
+    3e9,
+    1e19,
+];
+
+/// The shared float values plus each type's subnormals, smallest normal and huge values; the
+/// integer extremes and their neighbours; both bools.
+fn special_values(ty: ScalarType) -> BufferData {
+    match ty {
+        ScalarType::F32 => {
+            let mut v: Vec<f32> = SHARED_FLOATS.iter().map(|&x| x as f32).collect();
+            v.extend([
+                1e-45,
+                -1e-45,
+                f32::MIN_POSITIVE,
+                1e30,
+                -1e30,
+                f32::MAX,
+                f32::MIN,
+            ]);
+            BufferData::F32(v)
+        }
+        ScalarType::F64 => {
+            let mut v = SHARED_FLOATS.to_vec();
+            v.extend([
+                5e-324,
+                -5e-324,
+                f64::MIN_POSITIVE,
+                1e300,
+                -1e300,
+                f64::MAX,
+                f64::MIN,
+            ]);
+            BufferData::F64(v)
+        }
+        ScalarType::I32 => BufferData::I32(vec![
+            0,
+            1,
+            -1,
+            2,
+            -2,
+            7,
+            -7,
+            31,
+            32,
+            46_341,
+            i32::MAX,
+            i32::MIN,
+            i32::MIN + 1,
+            i32::MAX - 1,
+        ]),
+        ScalarType::I64 => BufferData::I64(vec![
+            0,
+            1,
+            -1,
+            2,
+            -2,
+            7,
+            -7,
+            63,
+            64,
+            1 << 31,
+            (1 << 32) + 5,
+            3_037_000_500,
+            i64::MAX,
+            i64::MIN,
+            i64::MIN + 1,
+            i64::MAX - 1,
+        ]),
+        ScalarType::Bool => BufferData::Bool(vec![false, true]),
+    }
+}
+
+/// The elements of `b` at `indices`.
+fn gather(b: &BufferData, indices: &[usize]) -> BufferData {
+    macro_rules! pick {
+        ($variant:ident, $v:expr) => {
+            BufferData::$variant(indices.iter().map(|&i| $v[i]).collect())
+        };
+    }
+    match b {
+        BufferData::F32(v) => pick!(F32, v),
+        BufferData::F64(v) => pick!(F64, v),
+        BufferData::I32(v) => pick!(I32, v),
+        BufferData::I64(v) => pick!(I64, v),
+        BufferData::Bool(v) => pick!(Bool, v),
+    }
+}
+
+/// Every ordered pair `(a, b)` of `values`, as two buffers.
+fn all_pairs(values: &BufferData) -> (BufferData, BufferData) {
+    let n = values.len();
+    let (firsts, seconds): (Vec<usize>, Vec<usize>) = (0..n * n).map(|k| (k / n, k % n)).unzip();
+    (gather(values, &firsts), gather(values, &seconds))
+}
+
+/// Whether compiled float `g` may stand for the interpreter's `w`: the same bits (NaN for
+/// NaN) for an exact op; for an approximate one also a value within `rel`, but never another
+/// NaN-ness, infinity or sign of a zero result.
+fn float_agrees(w: f64, g: f64, exact: bool, rel: f64) -> bool {
+    if w.is_nan() || g.is_nan() {
+        return w.is_nan() && g.is_nan();
+    }
+    if w.to_bits() == g.to_bits() {
+        return true;
+    }
+    let zeros_of_other_signs = w == 0.0 && g == 0.0;
+    !exact && w.is_finite() && g.is_finite() && !zeros_of_other_signs && close(w, g, rel)
+}
+
+/// Checks every element of a compiled result against the interpreter's.
+fn assert_agrees(
+    what: &str,
+    inputs: &[BufferData],
+    expected: &BufferData,
+    actual: &BufferData,
+    exact: bool,
+) {
+    let operands = |i: usize| -> String {
+        inputs
+            .iter()
+            .map(|b| format!("{:?}", element(b, i)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let (w, g): (Vec<f64>, Vec<f64>) = match (expected, actual) {
+        (BufferData::F32(w), BufferData::F32(g)) => (
+            w.iter().map(|&x| f64::from(x)).collect(),
+            g.iter().map(|&x| f64::from(x)).collect(),
+        ),
+        (BufferData::F64(w), BufferData::F64(g)) => (w.clone(), g.clone()),
+        _ => {
+            for i in 0..expected.len() {
+                let (w, g) = (element(expected, i), element(actual, i));
+                assert_eq!(
+                    w,
+                    g,
+                    "{what}({}): interpreter {w}, compiled {g}",
+                    operands(i)
+                );
+            }
+            return;
+        }
+    };
+    let rel = if matches!(expected, BufferData::F32(_)) {
+        2e-5
+    } else {
+        1e-12
+    };
+    for (i, (w, g)) in w.iter().zip(&g).enumerate() {
+        assert!(
+            float_agrees(*w, *g, exact, rel),
+            "{what}({}): interpreter {w:e}, compiled {g:e}",
+            operands(i)
+        );
+    }
+}
+
+/// Element `i` of a buffer, as text-comparable value.
+fn element(b: &BufferData, i: usize) -> String {
+    match b {
+        BufferData::F32(v) => format!("{:e}", v[i]),
+        BufferData::F64(v) => format!("{:e}", v[i]),
+        BufferData::I32(v) => v[i].to_string(),
+        BufferData::I64(v) => v[i].to_string(),
+        BufferData::Bool(v) => v[i].to_string(),
+    }
+}
+
+/// A kernel applying `expr` (which reads `%a` and, for binary ops, `%b`) elementwise over
+/// `len` elements, in a loop annotated `vectorize` or not.
+fn op_kernel(
+    operands: &[ScalarType],
+    result: ScalarType,
+    expr: &str,
+    len: usize,
+    vectorize: bool,
+) -> String {
+    let names = ["a", "b"];
+    let mut text = "kernel @op {\n".to_string();
+    for (name, ty) in names.iter().zip(operands) {
+        text += &format!("  buffer %{name}s: {ty}[{len}] read\n");
+    }
+    text += &format!("  buffer %out: {result}[{len}] write\n");
+    let annotation = if vectorize { " vectorize" } else { "" };
+    text += &format!("  loop %i in 0..{len}{annotation} {{\n");
+    for (name, ty) in names.iter().zip(operands) {
+        text += &format!("    %{name}: {ty} = load %{name}s[%i]\n");
+    }
+    text += &format!("    %r: {result} = {expr}\n    store %out[%i], %r\n  }}\n}}\n");
+    text
+}
+
+/// Runs `expr` over `inputs` interpreted and compiled (scalar and vectorised loops) and checks
+/// that they agree; returns whether the vectorised loop was compiled to vector code.
+fn check_op(expr: &str, inputs: &[BufferData], result: ScalarType, exact: bool) -> bool {
+    let len = inputs[0].len();
+    let operand_types: Vec<ScalarType> = inputs.iter().map(BufferData::ty).collect();
+    let mut vector_code = false;
+    for vectorize in [false, true] {
+        let text = op_kernel(&operand_types, result, expr, len, vectorize);
+        let kernel = parse_kernel("op", &text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let mut expected = inputs.to_vec();
+        expected.push(BufferData::zeros(result, len));
+        interpret(&kernel, &mut expected).unwrap();
+        let compiler = JitCompiler::new().unwrap();
+        let (compiled, listing) = compiler.compile_with_listing(&kernel).unwrap();
+        vector_code |=
+            vectorize && (listing.clif.contains("f32x4") || listing.clif.contains("f64x2"));
+        let actual = run_compiled(&compiled, &kernel, &expected, None);
+        let what = format!(
+            "{expr} [{}]",
+            if vectorize { "vectorised" } else { "scalar" }
+        );
+        assert_agrees(
+            &what,
+            inputs,
+            &expected[inputs.len()],
+            &actual[inputs.len()],
+            exact,
+        );
+    }
+    vector_code
+}
+
+const FLOAT_UNARY: [&str; 13] = [
+    "neg",
+    "abs",
+    "sqrt",
+    "square",
+    "reciprocal",
+    "sign",
+    "relu",
+    "exp",
+    "log",
+    "tanh",
+    "sigmoid",
+    "sin",
+    "cos",
+];
+const ARITHMETIC: [&str; 6] = ["add", "sub", "mul", "div", "max", "min"];
+const COMPARISONS: [&str; 6] = ["eq", "ne", "lt", "le", "gt", "ge"];
+/// Polynomials (and sin/cos, which call the scalar rule only for huge arguments): checked
+/// within a tolerance; the rest, `pow` included (a call of the scalar rule), bit for bit.
+const APPROXIMATE: [&str; 6] = ["exp", "log", "tanh", "sigmoid", "sin", "cos"];
+
+/// Checks each unary `op` on every one of `values`; returns whether all were vectorised.
+fn check_unary_ops(ops: &[&str], values: &BufferData) -> bool {
+    let mut vectorised = true;
+    for op in ops {
+        let exact = !APPROXIMATE.contains(op);
+        let operand = std::slice::from_ref(values);
+        vectorised &= check_op(&format!("{op} %a"), operand, values.ty(), exact);
+    }
+    vectorised
+}
+
+/// Checks each binary `op` (comparisons give `bool`) on every ordered pair of `values`;
+/// returns whether all were vectorised.
+fn check_binary_ops(ops: &[&str], values: &BufferData) -> bool {
+    let (a, b) = all_pairs(values);
+    let mut vectorised = true;
+    for op in ops {
+        let result = if COMPARISONS.contains(op) {
+            ScalarType::Bool
+        } else {
+            values.ty()
+        };
+        let exact = !APPROXIMATE.contains(op);
+        let operands = [a.clone(), b.clone()];
+        vectorised &= check_op(&format!("{op} %a, %b"), &operands, result, exact);
+    }
+    vectorised
+}
+
+#[test]
+fn float_operators_on_special_values_scalar_and_vectorised() {
+    for ty in [ScalarType::F32, ScalarType::F64] {
+        let values = special_values(ty);
+        assert!(check_unary_ops(&FLOAT_UNARY, &values), "{ty}");
+        assert!(check_binary_ops(&ARITHMETIC, &values), "{ty}");
+        assert!(check_binary_ops(&["pow"], &values), "{ty}");
+        check_binary_ops(&COMPARISONS, &values);
+    }
+}
+
+#[test]
+fn integer_and_bool_operators_on_extreme_values() {
+    for ty in [ScalarType::I32, ScalarType::I64] {
+        let values = special_values(ty);
+        check_unary_ops(&["neg", "abs", "square", "sign", "relu"], &values);
+        check_binary_ops(&ARITHMETIC, &values);
+        check_binary_ops(&COMPARISONS, &values);
+    }
+    let values = special_values(ScalarType::Bool);
+    check_unary_ops(&["not"], &values);
+    check_binary_ops(&["and", "or", "xor", "eq", "ne"], &values);
+}
+
+#[test]
+fn conversions_of_special_values_between_every_pair_of_types() {
+    for from in ScalarType::ALL {
+        let values = special_values(from);
+        for to in ScalarType::ALL {
+            check_op("convert %a", std::slice::from_ref(&values), to, true);
+        }
+    }
+}
+
+#[test]
+fn max_and_min_keep_the_left_operand_on_signed_zero_ties() {
+    // docs/interpreter.md: NaN propagates; on a tie, including −0 against +0, the left operand
+    // (relu(−0) = +0 is checked with the special values). Cranelift's fmax/fmin would give
+    // max(−0, +0) = +0 and min(+0, −0) = −0.
+    for ty in [ScalarType::F32, ScalarType::F64] {
+        let pair = |x: f64, y: f64| match ty {
+            ScalarType::F32 => (
+                BufferData::F32(vec![x as f32; 8]),
+                BufferData::F32(vec![y as f32; 8]),
+            ),
+            _ => (BufferData::F64(vec![x; 8]), BufferData::F64(vec![y; 8])),
+        };
+        for (op, x, y, want) in [
+            ("max", -0.0, 0.0, -0.0f64),
+            ("max", 0.0, -0.0, 0.0),
+            ("min", 0.0, -0.0, 0.0),
+            ("min", -0.0, 0.0, -0.0),
+        ] {
+            let (a, b) = pair(x, y);
+            check_op(&format!("{op} %a, %b"), &[a.clone(), b.clone()], ty, true);
+            let text = op_kernel(&[ty, ty], ty, &format!("{op} %a, %b"), 8, true);
+            let kernel = parse_kernel("tie", &text).unwrap();
+            let compiled = JitCompiler::new().unwrap().compile(&kernel).unwrap();
+            let out = run_compiled(&compiled, &kernel, &[a, b, BufferData::zeros(ty, 8)], None);
+            let (w, _) = pair(want, want);
+            assert_agrees(&format!("{op}({x:?}, {y:?})"), &[], &w, &out[2], true);
+        }
+    }
+}
+
+/// A kernel reducing each row of `rows × cols` values with `kind` into one value per row.
+fn row_reduction_kernel(
+    kind: &str,
+    ty: ScalarType,
+    rows: usize,
+    cols: usize,
+    vectorize: bool,
+) -> String {
+    let annotation = if vectorize {
+        " vectorize unroll(2)"
+    } else {
+        ""
+    };
+    format!(
+        "kernel @rows {{
+  buffer %x: {ty}[{n}] read
+  buffer %out: {ty}[{rows}] write
+  loop %r in 0..{rows} {{
+    acc %m: {kind} {ty}
+    loop %j in 0..{cols}{annotation} {{
+      %v: {ty} = load %x[{cols}*%r + %j]
+      reduce %m, %v
+    }}
+    %res: {ty} = acc.value %m
+    store %out[%r], %res
+  }}
+}}",
+        n = rows * cols
+    )
+}
+
+#[test]
+fn sums_and_products_of_signed_zeros_keep_their_sign() {
+    // A float sum starts from −0 (−0 + x = x), so a sum of −0s is −0 in any order, as in the
+    // interpreter (docs/interpreter.md); products of ±0 and ±1 are exact in any order.
+    let cols = 19;
+    let mut rows = vec![vec![-0.0; cols], vec![1.0; cols]];
+    for at in [0, 3, 18] {
+        let mut with_plus_zero = vec![-0.0; cols];
+        with_plus_zero[at] = 0.0;
+        let mut signed_ones = vec![1.0; cols];
+        signed_ones[at] = -0.0;
+        signed_ones[(at + 5) % cols] = -1.0;
+        rows.extend([with_plus_zero, signed_ones]);
+    }
+    for ty in [ScalarType::F32, ScalarType::F64] {
+        let flat: Vec<f64> = rows.concat();
+        let x = match ty {
+            ScalarType::F32 => BufferData::F32(flat.iter().map(|&v| v as f32).collect()),
+            _ => BufferData::F64(flat),
+        };
+        let sums = check_row_reduction("sum", &x, rows.len(), cols);
+        assert_eq!(element(&sums, 0), "-0e0", "a sum of −0s is −0");
+        check_row_reduction("prod", &x, rows.len(), cols);
+    }
+}
+
+/// Checks a `kind` reduction of each row of `x` (`rows × cols`), scalar and vectorised, bit
+/// for bit against the interpreter; returns the interpreter's results.
+fn check_row_reduction(kind: &str, x: &BufferData, rows: usize, cols: usize) -> BufferData {
+    let ty = x.ty();
+    let mut results = BufferData::zeros(ty, rows);
+    for vectorize in [false, true] {
+        let text = row_reduction_kernel(kind, ty, rows, cols, vectorize);
+        let kernel = parse_kernel("rows", &text).unwrap();
+        let mut expected = vec![x.clone(), BufferData::zeros(ty, rows)];
+        interpret(&kernel, &mut expected).unwrap();
+        let compiled = JitCompiler::new().unwrap().compile(&kernel).unwrap();
+        let actual = run_compiled(&compiled, &kernel, &expected, None);
+        let what = format!("{kind} reduction of {ty} rows (vectorize: {vectorize})");
+        assert_agrees(&what, &[], &expected[1], &actual[1], true);
+        results = expected.swap_remove(1);
+    }
+    results
+}
+
+#[test]
+fn max_and_min_reductions_of_special_values_are_order_free() {
+    // Rows of zeros of both signs among −inf/+inf (so the extreme is a zero reached in
+    // different lanes), and every rotation of the special values (NaN somewhere in each).
+    for ty in [ScalarType::F32, ScalarType::F64] {
+        let specials: Vec<f64> = match special_values(ty) {
+            BufferData::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
+            BufferData::F64(v) => v,
+            _ => unreachable!(),
+        };
+        // One row per rotation; 19 columns also leave a scalar tail after the vector steps.
+        let cols = specials.len();
+        let mut rows: Vec<Vec<f64>> = (0..cols)
+            .map(|k| (0..cols).map(|j| specials[(j + k) % cols]).collect())
+            .collect();
+        for (zero_at, other_zero_at) in [(1, 4), (4, 1), (0, 9), (9, 17), (3, 2)] {
+            for fill in [f64::NEG_INFINITY, f64::INFINITY] {
+                let mut row = vec![fill; cols];
+                row[zero_at] = 0.0;
+                row[other_zero_at] = -0.0;
+                rows.push(row);
+            }
+        }
+        let flat: Vec<f64> = rows.concat();
+        let x = match ty {
+            ScalarType::F32 => BufferData::F32(flat.iter().map(|&v| v as f32).collect()),
+            _ => BufferData::F64(flat),
+        };
+        let maxima = check_row_reduction("max", &x, rows.len(), cols);
+        let minima = check_row_reduction("min", &x, rows.len(), cols);
+        // The last rows hold +0 and −0 among −inf, then among +inf: the extremes are the zeros,
+        // ordered −0 < +0.
+        assert_eq!(element(&maxima, rows.len() - 2), "0e0");
+        assert_eq!(element(&minima, rows.len() - 1), "-0e0");
     }
 }

@@ -178,7 +178,7 @@ fn softmax_rows_sum_to_one() {
     let out = &exec::run(&p, &inputs(&g, 3))[0];
     for r in 0..3 {
         let s: f64 = out[r * 5..r * 5 + 5].iter().sum();
-        assert!((s - 1.0).abs() < 1e-12, "row {r} sums to {s}");
+        assert!((s - 1.0).abs() < 1e-6, "row {r} sums to {s}");
     }
 }
 
@@ -198,12 +198,13 @@ fn views_read_the_right_elements() {
                 0.0
             };
             let want = p.exp() * p;
-            assert!((out[0][a * 7 + b] - want).abs() < 1e-12);
+            assert!((out[0][a * 7 + b] - want).abs() < 1e-6);
         }
     }
-    // fs = flatten(x) unchanged; neg = −concat(constant 1..4, z).
-    assert_eq!(out[1], *x);
-    let z = &ins["z"];
+    // fs = flatten(x) unchanged; neg = −concat(constant 1..4, z); inputs are f32.
+    let f32_values = |v: &[f64]| v.iter().map(|&v| f64::from(v as f32)).collect::<Vec<_>>();
+    assert_eq!(out[1], f32_values(x));
+    let z = f32_values(&ins["z"]);
     let want: Vec<f64> = [1.0, 2.0, 3.0, 4.0]
         .iter()
         .chain(z.iter())
@@ -356,7 +357,8 @@ fn a_row_value_read_at_another_row_is_stored() {
             .cloned()
             .fold(f64::MIN, f64::max)
     };
-    assert_eq!(out[0][0], x[0] - max3(3));
+    // f32 arithmetic on f32 inputs.
+    assert_eq!(out[0][0], f64::from(x[0] as f32 - max3(3) as f32));
 }
 
 #[path = "common/oracle.rs"]

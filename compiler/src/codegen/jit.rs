@@ -13,6 +13,8 @@ use cranelift_frontend::FunctionBuilderContext;
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Linkage, Module};
 use weft_ir::loop_ir::{verify, Kernel};
+use weft_ir::scalar::{self, Arith};
+use weft_ir::{BinaryOp as GraphBinary, UnaryOp as GraphUnary};
 use weft_runtime::CompiledKernel;
 
 use super::handoff::hand_over;
@@ -69,29 +71,31 @@ impl std::fmt::Debug for JitCompiler {
     }
 }
 
+// The functions kernels call out to are the scalar rules themselves (`weft_ir::scalar`: f32
+// computed in f64 and rounded once), so these calls agree with the interpreter bit for bit.
+
 extern "C" fn weft_pow_f32(x: f32, y: f32) -> f32 {
-    x.powf(y)
+    Arith::binary(GraphBinary::Power, x, y).unwrap_or(f32::NAN)
 }
 
 extern "C" fn weft_pow_f64(x: f64, y: f64) -> f64 {
-    x.powf(y)
+    scalar::binary_float(GraphBinary::Power, x, y)
 }
 
 extern "C" fn weft_sin_f32(x: f32) -> f32 {
-    // In f64 and rounded once, as the interpreter computes f32 ops.
-    (x as f64).sin() as f32
+    Arith::unary(GraphUnary::Sin, x).unwrap_or(f32::NAN)
 }
 
 extern "C" fn weft_sin_f64(x: f64) -> f64 {
-    x.sin()
+    scalar::unary_float(GraphUnary::Sin, x)
 }
 
 extern "C" fn weft_cos_f32(x: f32) -> f32 {
-    (x as f64).cos() as f32
+    Arith::unary(GraphUnary::Cos, x).unwrap_or(f32::NAN)
 }
 
 extern "C" fn weft_cos_f64(x: f64) -> f64 {
-    x.cos()
+    scalar::unary_float(GraphUnary::Cos, x)
 }
 
 impl JitCompiler {

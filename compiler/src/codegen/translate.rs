@@ -454,6 +454,14 @@ impl<'b> Translator<'_, 'b> {
         let op = match kind {
             ReduceKind::Sum => BinaryOp::Add,
             ReduceKind::Prod => BinaryOp::Mul,
+            // The float max/min reductions' rule (`weft_ir::scalar::reduce_max`: NaN, and
+            // −0 < +0) is Cranelift's fmax/fmin; being order-free, it survives vector lanes.
+            ReduceKind::Max | ReduceKind::ArgMax if ty.is_float() => {
+                return self.b.ins().fmax(acc, x)
+            }
+            ReduceKind::Min | ReduceKind::ArgMin if ty.is_float() => {
+                return self.b.ins().fmin(acc, x)
+            }
             ReduceKind::Max | ReduceKind::ArgMax => BinaryOp::Max,
             ReduceKind::Min | ReduceKind::ArgMin => BinaryOp::Min,
         };
@@ -682,8 +690,11 @@ impl<'b> Translator<'_, 'b> {
                     m.select(pos, one, r)
                 }
                 UnaryOp::Relu => {
+                    // x for x > 0 or NaN, else +0 (`fmax(x, 0)` would agree, but this is the
+                    // documented rule itself, one compare and a select).
                     let zero = self.fconst_like(x, 0.0);
-                    self.b.ins().fmax(x, zero)
+                    let keep = self.b.ins().fcmp(FloatCC::UnorderedOrGreaterThan, x, zero);
+                    self.math().select(keep, x, zero)
                 }
                 UnaryOp::Exp => self.math().exp(x),
                 UnaryOp::Log => self.math().log(x),
@@ -715,6 +726,17 @@ impl<'b> Translator<'_, 'b> {
         }
     }
 
+    /// Float `max` (`beyond` = `GreaterThan`) or `min` (`LessThan`) on scalars or vectors, as
+    /// `weft_ir::scalar::maximum`/`minimum`: NaN if either operand is NaN, else `y` only when it
+    /// is strictly beyond `x`, so a tie (also −0 against +0) keeps the left operand. Cranelift's
+    /// `fmax`/`fmin` order −0 < +0 instead, which breaks the tie rule.
+    fn float_extreme(&mut self, beyond: FloatCC, x: Value, y: Value) -> Value {
+        let y_beyond = self.b.ins().fcmp(beyond, y, x);
+        let y_nan = self.b.ins().fcmp(FloatCC::Unordered, y, y);
+        let take_y = self.b.ins().bor(y_beyond, y_nan);
+        self.math().select(take_y, y, x)
+    }
+
     /// A binary operator on scalars of type `ty`, or on vectors of `ty` lanes.
     fn binary_value(&mut self, op: BinaryOp, ty: ScalarType, x: Value, y: Value) -> Value {
         if ty.is_float() {
@@ -723,8 +745,8 @@ impl<'b> Translator<'_, 'b> {
                 BinaryOp::Sub => self.b.ins().fsub(x, y),
                 BinaryOp::Mul => self.b.ins().fmul(x, y),
                 BinaryOp::Div => self.b.ins().fdiv(x, y),
-                BinaryOp::Max => self.b.ins().fmax(x, y),
-                BinaryOp::Min => self.b.ins().fmin(x, y),
+                BinaryOp::Max => self.float_extreme(FloatCC::GreaterThan, x, y),
+                BinaryOp::Min => self.float_extreme(FloatCC::LessThan, x, y),
                 BinaryOp::Pow => self.pow(ty, x, y),
                 BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => x,
             }

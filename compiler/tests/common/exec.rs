@@ -1,6 +1,8 @@
 //! A slow executor of compiled plans for tests: runs each kernel program point by point over a
 //! byte-addressed arena laid out as the buffer plan says, so wrong index maps, layouts or buffer
-//! sharing show up as wrong results. Values are computed in f64 (integers exactly while small).
+//! sharing show up as wrong results. Values are held in f64 cells (integers exactly while
+//! small); each op converts its operands to their dtype and applies `weft_ir::scalar`, the
+//! rules every backend follows.
 #![allow(dead_code)]
 
 use std::collections::HashMap;
@@ -8,7 +10,9 @@ use weft_compiler::passes::kernel::{Instr, KernelProgram, StageProgram};
 use weft_compiler::passes::storage::Planned;
 use weft_compiler::passes::views::{IterAxis, StridedView};
 use weft_compiler::CompiledPlan;
-use weft_ir::{Axis, BinaryOp, CompareOp, DType, NodeId, Op, ReduceOp, TensorInit, UnaryOp};
+use weft_ir::loop_ir::ScalarValue;
+use weft_ir::scalar;
+use weft_ir::{Axis, DType, NodeId, Op, ReduceOp, TensorInit};
 
 /// Where a stored tensor lives during execution.
 enum Home {
@@ -46,7 +50,11 @@ pub fn run(plan: &CompiledPlan, inputs: &HashMap<String, Vec<f64>>) -> Vec<Vec<f
             (Op::Tensor { init, .. }, None) => {
                 let len = g.shape_of(&node.axes).unwrap().iter().product::<usize>();
                 Home::External(match init {
-                    None => inputs[node.name.as_ref().unwrap()].clone(),
+                    // An input holds values of its dtype, as a host array would.
+                    None => inputs[node.name.as_ref().unwrap()]
+                        .iter()
+                        .map(|&x| untyped(typed(x, node.dtype)))
+                        .collect(),
                     Some(TensorInit::Fill(s)) => vec![s.as_f64(); len],
                     Some(TensorInit::Data(d)) => {
                         (0..d.len()).map(|i| d.get(i).unwrap().as_f64()).collect()
@@ -112,7 +120,6 @@ fn run_kernel(
     mem: &mut [f64],
     size: &dyn Fn(NodeId) -> usize,
 ) {
-    let g = &plan.simplified.graph;
     let lens: Vec<usize> = k.outer.iter().map(|a| a.len).collect();
     for o in points(&lens) {
         let mut at: HashMap<Axis, i64> = k
@@ -133,37 +140,14 @@ fn run_kernel(
                     None => eval(plan, st, &at, homes, mem, &locals, size)[st.result],
                     Some(r) => {
                         let rl: Vec<usize> = r.axes.iter().map(|a| a.len).collect();
-                        let dtype = g.node(st.node).dtype;
-                        let mut acc: Option<(f64, usize)> = None;
-                        let mut sum = 0.0;
-                        let mut prod = 1.0;
-                        let all = points(&rl);
-                        let count = all.len();
-                        for (flat, q) in all.into_iter().enumerate() {
+                        let mut xs = Vec::new();
+                        for q in points(&rl) {
                             for (a, i) in r.axes.iter().zip(&q) {
                                 at.insert(a.axis, *i as i64);
                             }
-                            let x = eval(plan, st, &at, homes, mem, &locals, size)[st.result];
-                            sum += x;
-                            prod *= x;
-                            let better = |x: f64, best: f64| match r.op {
-                                ReduceOp::Max | ReduceOp::ArgMax => x > best,
-                                _ => x < best,
-                            };
-                            acc = match acc {
-                                None => Some((x, flat)),
-                                Some((b, _)) if better(x, b) => Some((x, flat)),
-                                keep => keep,
-                            };
+                            xs.push(eval(plan, st, &at, homes, mem, &locals, size)[st.result]);
                         }
-                        let _ = dtype;
-                        match r.op {
-                            ReduceOp::Sum => sum,
-                            ReduceOp::Prod => prod,
-                            ReduceOp::Mean => sum / count as f64,
-                            ReduceOp::Max | ReduceOp::Min => acc.unwrap().0,
-                            ReduceOp::ArgMax | ReduceOp::ArgMin => acc.unwrap().1 as f64,
-                        }
+                        reduce(r.op, st.body[st.result].dtype, &xs)
                     }
                 };
                 row.push(v);
@@ -180,6 +164,53 @@ fn run_kernel(
     }
 }
 
+/// An f64 cell's value as a value of dtype `d`.
+fn typed(x: f64, d: DType) -> ScalarValue {
+    match d {
+        DType::F32 => ScalarValue::F32(x as f32),
+        DType::F64 => ScalarValue::F64(x),
+        DType::I32 => ScalarValue::I32(x as i32),
+        DType::I64 => ScalarValue::I64(x as i64),
+        DType::Bool => ScalarValue::Bool(x != 0.0),
+    }
+}
+
+/// A value as an f64 cell.
+fn untyped(v: ScalarValue) -> f64 {
+    match v {
+        ScalarValue::F32(x) => f64::from(x),
+        ScalarValue::F64(x) => x,
+        ScalarValue::I32(x) => f64::from(x),
+        ScalarValue::I64(x) => x as f64,
+        ScalarValue::Bool(x) => f64::from(u8::from(x)),
+    }
+}
+
+/// `op` over `xs` (of dtype `d`, in visiting order), as the interpreter folds it: floats (and
+/// bools, as 0/1: max is any, min all) in f64, integers in i64 with wrapping, rounded once to
+/// `d`; argmax/argmin give the flat index of the first NaN, else of the first extreme.
+fn reduce(op: ReduceOp, d: DType, xs: &[f64]) -> f64 {
+    if matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) {
+        let max = op == ReduceOp::ArgMax;
+        let mut best = 0;
+        for (i, &x) in xs.iter().enumerate() {
+            if scalar::arg_replaces(max, xs[best], x) {
+                best = i;
+            }
+        }
+        return best as f64;
+    }
+    let wide = if d.is_int() { DType::I64 } else { DType::F64 };
+    let mut acc = typed(xs[0], wide);
+    for &x in &xs[1..] {
+        acc = scalar::reduce_step(op, acc, typed(x, wide)).expect("a reduction its dtype has");
+    }
+    if op == ReduceOp::Mean {
+        acc = ScalarValue::F64(untyped(acc) / xs.len() as f64);
+    }
+    untyped(scalar::convert(acc, d))
+}
+
 fn eval(
     plan: &CompiledPlan,
     st: &StageProgram,
@@ -192,7 +223,6 @@ fn eval(
     let _ = plan;
     let mut v: Vec<f64> = Vec::new();
     for inst in &st.body {
-        let int = inst.dtype.is_int();
         let x = match &inst.instr {
             Instr::Load {
                 tensor,
@@ -217,61 +247,17 @@ fn eval(
             }
             Instr::Immediate(s) => s.as_f64(),
             Instr::Unary(u, a) => {
-                let a = v[*a];
-                match u {
-                    UnaryOp::Negative => -a,
-                    UnaryOp::Abs => a.abs(),
-                    UnaryOp::Exp => a.exp(),
-                    UnaryOp::Log => a.ln(),
-                    UnaryOp::Sqrt => a.sqrt(),
-                    UnaryOp::Square => a * a,
-                    UnaryOp::Reciprocal => 1.0 / a,
-                    UnaryOp::Sign => {
-                        if a > 0.0 {
-                            1.0
-                        } else if a < 0.0 {
-                            -1.0
-                        } else {
-                            0.0
-                        }
-                    }
-                    UnaryOp::Tanh => a.tanh(),
-                    UnaryOp::Sigmoid => 1.0 / (1.0 + (-a).exp()),
-                    UnaryOp::Sin => a.sin(),
-                    UnaryOp::Cos => a.cos(),
-                    UnaryOp::Relu => a.max(0.0),
-                }
+                let r = scalar::unary(*u, typed(v[*a], inst.dtype));
+                untyped(r.expect("a unary op its dtype has"))
             }
             Instr::Binary(b, x, y) => {
-                let (x, y) = (v[*x], v[*y]);
-                match b {
-                    BinaryOp::Add => x + y,
-                    BinaryOp::Subtract => x - y,
-                    BinaryOp::Multiply => x * y,
-                    BinaryOp::Divide if int => {
-                        if y == 0.0 {
-                            0.0
-                        } else {
-                            (x / y).trunc()
-                        }
-                    }
-                    BinaryOp::Divide => x / y,
-                    BinaryOp::Maximum => x.max(y),
-                    BinaryOp::Minimum => x.min(y),
-                    BinaryOp::Power => x.powf(y),
-                }
+                let (x, y) = (typed(v[*x], inst.dtype), typed(v[*y], inst.dtype));
+                untyped(scalar::binary(*b, x, y).expect("a binary op its dtype has"))
             }
             Instr::Compare(c, x, y) => {
-                let (x, y) = (v[*x], v[*y]);
-                let r = match c {
-                    CompareOp::Equal => x == y,
-                    CompareOp::NotEqual => x != y,
-                    CompareOp::Less => x < y,
-                    CompareOp::LessEqual => x <= y,
-                    CompareOp::Greater => x > y,
-                    CompareOp::GreaterEqual => x >= y,
-                };
-                r as u8 as f64
+                let d = st.body[*x].dtype;
+                let r = scalar::compare_values(*c, typed(v[*x], d), typed(v[*y], d));
+                f64::from(u8::from(r.expect("operands of one dtype")))
             }
             Instr::Select(c, x, y) => {
                 if v[*c] != 0.0 {
@@ -280,11 +266,9 @@ fn eval(
                     v[*y]
                 }
             }
-            Instr::Convert(x) => match inst.dtype {
-                DType::Bool => (v[*x] != 0.0) as u8 as f64,
-                d if d.is_int() => v[*x].trunc(),
-                _ => v[*x],
-            },
+            Instr::Convert(x) => {
+                untyped(scalar::convert(typed(v[*x], st.body[*x].dtype), inst.dtype))
+            }
             Instr::Guard { valid, value } => {
                 let ok = valid.iter().all(|r| {
                     let i = r.index.constant

@@ -186,22 +186,11 @@ impl Graph {
     pub fn unary(&mut self, op: UnaryOp, x: NodeId) -> Result<NodeId, GraphError> {
         let n = self.check_node(x)?;
         let (axes, dtype) = (n.axes.clone(), n.dtype);
-        let float_only = matches!(
-            op,
-            UnaryOp::Exp
-                | UnaryOp::Log
-                | UnaryOp::Sqrt
-                | UnaryOp::Reciprocal
-                | UnaryOp::Tanh
-                | UnaryOp::Sigmoid
-                | UnaryOp::Sin
-                | UnaryOp::Cos
-        );
-        if (float_only && !dtype.is_float()) || !dtype.is_numeric() {
+        if (op.is_float_only() && !dtype.is_float()) || !dtype.is_numeric() {
             return Err(GraphError::UnsupportedDType {
                 op: self.op_label(op.name(), &[x]),
                 dtype,
-                expected: if float_only {
+                expected: if op.is_float_only() {
                     "f32 or f64"
                 } else {
                     "a numeric dtype"

@@ -141,6 +141,23 @@ op_names!(
     }
 );
 
+impl UnaryOp {
+    /// Whether the op is defined on floats only (the others take any numeric dtype).
+    pub fn is_float_only(self) -> bool {
+        matches!(
+            self,
+            UnaryOp::Exp
+                | UnaryOp::Log
+                | UnaryOp::Sqrt
+                | UnaryOp::Reciprocal
+                | UnaryOp::Tanh
+                | UnaryOp::Sigmoid
+                | UnaryOp::Sin
+                | UnaryOp::Cos
+        )
+    }
+}
+
 op_names!(
     /// Elementwise binary arithmetic.
     BinaryOp {

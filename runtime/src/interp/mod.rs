@@ -8,14 +8,16 @@
 //!
 //! # Numeric conventions
 //!
-//! These are the semantics every backend must reproduce (docs/interpreter.md says the same):
+//! These are the semantics every backend must reproduce, defined in code once by
+//! `weft_ir::scalar` (docs/interpreter.md says the same):
 //!
 //! - **Floats.** Elementwise ops on f32 are computed in f64 from the widened operands and
 //!   rounded once to f32; f64 ops are computed in f64. `power` is `powf`; `sigmoid` is
 //!   `1 / (1 + exp(−x))`; `sign` gives ±1, and zeros and NaN are their own sign; `relu` gives
 //!   `x` for `x > 0` and NaN, else +0.
-//! - **NaN.** `maximum`/`minimum` (and the `max`/`min` reductions) propagate NaN like numpy's
-//!   `maximum`; on a tie (including −0 against +0) they give the left (earlier) operand.
+//! - **NaN.** `maximum`/`minimum` propagate NaN like numpy's `maximum`; on a tie (including
+//!   −0 against +0) they give the left operand. The `max`/`min` reductions propagate NaN and
+//!   order −0 < +0, which is order-free. Float sums start from −0.
 //!   `argmax`/`argmin` give the index of the first NaN if there is one. Comparisons follow IEEE
 //!   754: everything but `not_equal` is false with a NaN operand.
 //! - **Integers.** i32 and i64 ops are computed in i64 with wrapping arithmetic and wrapped to

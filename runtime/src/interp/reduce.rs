@@ -3,8 +3,8 @@
 //! argmax/argmin's flat index — and folds them:
 //!
 //! - floats accumulate in f64 (sum, prod; mean = f64 sum / count) and round once at the end;
-//!   max/min propagate NaN; argmax/argmin return the first NaN if there is one, else the first
-//!   extreme;
+//!   max/min propagate NaN and order −0 < +0 (`weft_ir::scalar::reduce_max`, order-free);
+//!   argmax/argmin return the first NaN if there is one, else the first extreme;
 //! - integers accumulate in i64 with wrapping (then wrap to i32 for i32);
 //! - bools: max is "any", min is "all", argmax/argmin the first true/false (0 if none).
 //!
@@ -12,8 +12,8 @@
 //! arg-reductions of nothing are refused when the graph is built or verified); no reduction axes means
 //! each result element is its one input element (argmax/argmin 0).
 
-use super::elementwise::{max_float, min_float};
 use super::index::{at, for_each_index, strides};
+use weft_ir::scalar::{arg_replaces, reduce_max, reduce_min};
 use weft_ir::{ArrayData, ReduceOp};
 
 /// Where the reduced elements of each result element are: `bases[k] + offsets[j]`.
@@ -79,12 +79,14 @@ impl Groups {
 /// A float reduction in f64; `None` for argmax/argmin (see [`arg_float`]).
 fn reduce_float(op: ReduceOp, xs: &mut dyn Iterator<Item = f64>) -> Option<f64> {
     Some(match op {
-        ReduceOp::Sum => xs.sum(),
+        // Sums start from −0, the additive identity (`weft_ir::scalar::reduce_identity`), so a
+        // sum (or mean) of −0s is −0.
+        ReduceOp::Sum => xs.fold(-0.0, |sum, x| sum + x),
         ReduceOp::Prod => xs.product(),
-        ReduceOp::Max => xs.reduce(max_float)?,
-        ReduceOp::Min => xs.reduce(min_float)?,
+        ReduceOp::Max => xs.reduce(reduce_max)?,
+        ReduceOp::Min => xs.reduce(reduce_min)?,
         ReduceOp::Mean => {
-            let (mut sum, mut n) = (0.0, 0usize);
+            let (mut sum, mut n) = (-0.0, 0usize);
             for x in xs {
                 sum += x;
                 n += 1;
@@ -95,15 +97,13 @@ fn reduce_float(op: ReduceOp, xs: &mut dyn Iterator<Item = f64>) -> Option<f64> 
     })
 }
 
-/// argmax (`max`) or argmin: the index of the first NaN, else of the first extreme.
+/// argmax (`max`) or argmin: the index of the first NaN, else of the first extreme
+/// (`weft_ir::scalar::arg_replaces`).
 fn arg_float(max: bool, xs: &mut dyn Iterator<Item = f64>) -> i64 {
     let mut best: Option<(usize, f64)> = None;
     for (i, x) in xs.enumerate() {
-        if x.is_nan() {
-            return i as i64;
-        }
         match best {
-            Some((_, b)) if !(if max { x > b } else { x < b }) => {}
+            Some((_, b)) if !arg_replaces(max, b, x) => {}
             _ => best = Some((i, x)),
         }
     }
@@ -179,4 +179,26 @@ pub(crate) fn reduce(op: ReduceOp, x: &ArrayData, groups: &Groups) -> Result<Arr
             ArrayData::Bool(all(groups.fold(v, |xs| reduce_bool(op, xs))?, unsupported)?)
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sums_and_means_of_negative_zeros_stay_negative() {
+        let groups = Groups::new(&[3], &[], &[0]).unwrap();
+        let x = ArrayData::F32(vec![-0.0; 3]);
+        for op in [ReduceOp::Sum, ReduceOp::Mean] {
+            let ArrayData::F32(r) = reduce(op, &x, &groups).unwrap() else {
+                panic!("{op:?} of f32 is not f32")
+            };
+            assert!(r[0] == 0.0 && r[0].is_sign_negative(), "{op:?}: {}", r[0]);
+        }
+        let mixed = ArrayData::F64(vec![-0.0, 0.0, -0.0]);
+        let r = reduce(ReduceOp::Max, &mixed, &groups).unwrap();
+        assert_eq!(r, ArrayData::F64(vec![0.0]));
+        let ArrayData::F64(r) = r else { unreachable!() };
+        assert!(r[0].is_sign_positive(), "max orders −0 < +0");
+    }
 }
