@@ -41,7 +41,7 @@ use weft_ir::loop_ir::{
     ScalarValue, Stmt, UnaryOp as LUnary, ValueId,
 };
 use weft_ir::shape::{Shape, TiledShape};
-use weft_ir::{Axis, BinaryOp, CompareOp, DType, Graph, NodeId, ReduceOp, Scalar, UnaryOp};
+use weft_ir::{Axis, BinaryOp, CompareOp, DType, Graph, NodeId, ReduceOp, Scalar};
 
 /// What a kernel buffer parameter is bound to at call time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -264,47 +264,6 @@ fn scalar_value(s: Scalar, dtype: DType) -> ScalarValue {
     }
 }
 
-fn lunary(u: UnaryOp) -> LUnary {
-    match u {
-        UnaryOp::Negative => LUnary::Neg,
-        UnaryOp::Abs => LUnary::Abs,
-        UnaryOp::Exp => LUnary::Exp,
-        UnaryOp::Log => LUnary::Log,
-        UnaryOp::Sqrt => LUnary::Sqrt,
-        UnaryOp::Square => LUnary::Square,
-        UnaryOp::Reciprocal => LUnary::Reciprocal,
-        UnaryOp::Sign => LUnary::Sign,
-        UnaryOp::Tanh => LUnary::Tanh,
-        UnaryOp::Sigmoid => LUnary::Sigmoid,
-        UnaryOp::Sin => LUnary::Sin,
-        UnaryOp::Cos => LUnary::Cos,
-        UnaryOp::Relu => LUnary::Relu,
-    }
-}
-
-fn lbinary(b: BinaryOp) -> LBinary {
-    match b {
-        BinaryOp::Add => LBinary::Add,
-        BinaryOp::Subtract => LBinary::Sub,
-        BinaryOp::Multiply => LBinary::Mul,
-        BinaryOp::Divide => LBinary::Div,
-        BinaryOp::Maximum => LBinary::Max,
-        BinaryOp::Minimum => LBinary::Min,
-        BinaryOp::Power => LBinary::Pow,
-    }
-}
-
-fn lcompare(c: CompareOp) -> LCompare {
-    match c {
-        CompareOp::Equal => LCompare::Eq,
-        CompareOp::NotEqual => LCompare::Ne,
-        CompareOp::Less => LCompare::Lt,
-        CompareOp::LessEqual => LCompare::Le,
-        CompareOp::Greater => LCompare::Gt,
-        CompareOp::GreaterEqual => LCompare::Ge,
-    }
-}
-
 /// Unroll factor for a vectorised innermost loop of `extent` iterations.
 fn unroll_for(extent: usize, reduction: bool) -> u32 {
     match (reduction, extent) {
@@ -512,6 +471,11 @@ impl<'a> Lowerer<'a> {
             }
             _ => false,
         }
+    }
+
+    /// The loop-IR op of a graph op (`weft_ir::loop_ir::ops` holds the one mapping).
+    fn loop_op<T>(&self, op: Option<T>, name: &str) -> Result<T, LowerError> {
+        op.ok_or_else(|| self.internal(format!("`{name}` has no loop-IR operation")))
     }
 
     fn internal(&self, message: impl Into<String>) -> LowerError {
@@ -1095,7 +1059,15 @@ impl<'a> Lowerer<'a> {
             Instr::Immediate(s) => (self.define(lv, 0, ty, Inst::Const(scalar_value(*s, ty))), 0),
             Instr::Unary(u, a) => {
                 let (a, l) = get(*a)?;
-                (self.define(lv, l, ty, Inst::Unary(lunary(*u), a)), l)
+                (
+                    self.define(
+                        lv,
+                        l,
+                        ty,
+                        Inst::Unary(self.loop_op(LUnary::from_graph_op(*u), u.name())?, a),
+                    ),
+                    l,
+                )
             }
             Instr::Binary(BinaryOp::Power, x, y) if ty.is_int() => {
                 let ((x, lx), (y, ly)) = (get(*x)?, get(*y)?);
@@ -1105,7 +1077,15 @@ impl<'a> Lowerer<'a> {
             Instr::Binary(b, x, y) => {
                 let ((x, lx), (y, ly)) = (get(*x)?, get(*y)?);
                 let l = lx.max(ly);
-                (self.define(lv, l, ty, Inst::Binary(lbinary(*b), x, y)), l)
+                (
+                    self.define(
+                        lv,
+                        l,
+                        ty,
+                        Inst::Binary(self.loop_op(LBinary::from_graph_op(*b), b.name())?, x, y),
+                    ),
+                    l,
+                )
             }
             Instr::Compare(c, x, y) => {
                 let ((mut x, lx), (mut y, ly)) = (get(*x)?, get(*y)?);
@@ -1115,7 +1095,15 @@ impl<'a> Lowerer<'a> {
                     x = self.define(lv, l, DType::I32, Inst::Convert(x));
                     y = self.define(lv, l, DType::I32, Inst::Convert(y));
                 }
-                (self.define(lv, l, ty, Inst::Compare(lcompare(*c), x, y)), l)
+                (
+                    self.define(
+                        lv,
+                        l,
+                        ty,
+                        Inst::Compare(self.loop_op(LCompare::from_graph_op(*c), c.name())?, x, y),
+                    ),
+                    l,
+                )
             }
             Instr::Select(c, x, y) => {
                 let ((c, lc), (x, lx), (y, ly)) = (get(*c)?, get(*x)?, get(*y)?);
