@@ -47,7 +47,7 @@ mod views;
 use crate::error::RunError;
 use crate::executable::Executable;
 use crate::plan::Plan;
-use crate::state::{stored_value, State};
+use crate::state::{stored_value, State, StateView};
 use index::IndexMap;
 use std::sync::Arc;
 use weft_ir::arena::EntityRef;
@@ -104,7 +104,11 @@ impl Executable for Interpreter {
         self.plan.placeholders()
     }
 
-    fn run(&self, inputs: &[HostArray], state: &mut State) -> Result<Vec<HostArray>, RunError> {
+    fn run_on(
+        &self,
+        inputs: &[HostArray],
+        state: &mut StateView<'_>,
+    ) -> Result<Vec<HostArray>, RunError> {
         let g = &*self.graph;
         if inputs.len() != self.plan.placeholders().len() {
             return Err(RunError::InputCount {
@@ -132,12 +136,13 @@ impl Executable for Interpreter {
             }
             values[p.index()] = Some(input.clone());
         }
+        state.read(|s| self.snapshot(s, &mut values))?;
         let mut assigned: Vec<(NodeId, HostArray)> = Vec::new();
         for (id, node) in g.nodes() {
             if !self.plan.is_needed(id) || values[id.index()].is_some() {
                 continue;
             }
-            let value = self.eval(id, node, &values, state)?;
+            let value = self.eval(id, node, &values)?;
             if let Op::Assign { target, .. } = node.op {
                 assigned.push((target, value.clone()));
             }
@@ -158,12 +163,35 @@ impl Executable for Interpreter {
             })
             .collect::<Result<Vec<_>, _>>()?;
         // Commit only once everything succeeded, so a failed run leaves the state untouched.
-        let mut next = state.clone();
-        for (target, value) in assigned {
-            next.set(g, target, value)?;
+        if !assigned.is_empty() {
+            state.commit(|s| s.set_all(g, assigned))?;
         }
-        *state = next;
         Ok(outputs)
+    }
+}
+
+impl Interpreter {
+    /// Copies the value of every variable and persistent tensor the plan evaluates from the
+    /// state into `values`: the run's snapshot, taken at once.
+    fn snapshot(&self, state: &State, values: &mut [Option<HostArray>]) -> Result<(), RunError> {
+        let g = &*self.graph;
+        for (id, node) in g.nodes() {
+            let stateful = matches!(
+                node.op,
+                Op::Tensor {
+                    kind: TensorKind::Variable | TensorKind::PersistentTensor,
+                    ..
+                }
+            );
+            if stateful && self.plan.is_needed(id) {
+                let value = state.get(id).cloned().ok_or_else(|| RunError::State {
+                    tensor: g.node_label(id),
+                    message: "no value in the transformer's state".into(),
+                })?;
+                values[id.index()] = Some(value);
+            }
+        }
+        Ok(())
     }
 }
 
@@ -174,7 +202,6 @@ impl Interpreter {
         id: NodeId,
         node: &Node,
         values: &[Option<HostArray>],
-        state: &State,
     ) -> Result<HostArray, RunError> {
         let g = &*self.graph;
         let malformed = |message: String| RunError::Malformed {
@@ -208,10 +235,7 @@ impl Interpreter {
             Op::Tensor { kind, .. } => match kind {
                 TensorKind::Constant => return stored_value(g, id),
                 TensorKind::Variable | TensorKind::PersistentTensor => {
-                    return state.get(id).cloned().ok_or_else(|| RunError::State {
-                        tensor: g.node_label(id),
-                        message: "no value in the transformer's state".into(),
-                    })
+                    return Err(malformed("state value missing from the snapshot".into()))
                 }
                 TensorKind::Placeholder => {
                     return Err(malformed("placeholder without an input".into()))
