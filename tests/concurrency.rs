@@ -52,7 +52,7 @@ fn counters(backend: Backend) -> Counters {
 
 /// Calls `c` once, through `call` on even `k` and `call_into` on odd `k`.
 fn call_alternating(c: &Computation, k: usize, outs: &mut [HostArray]) -> Vec<HostArray> {
-    if k % 2 == 0 {
+    if k.is_multiple_of(2) {
         c.call(&[]).unwrap()
     } else {
         c.call_into(&[], outs).unwrap();
@@ -164,7 +164,7 @@ fn concurrent_matches_serial(t: &Transformer, c: &Computation, calls: usize) {
             scope.spawn(move || {
                 let mut outs = c.output_arrays().unwrap();
                 for i in 0..calls {
-                    let got = if i % 2 == 0 {
+                    let got = if i.is_multiple_of(2) {
                         c.call(ins).unwrap()
                     } else {
                         c.call_into(ins, &mut outs).unwrap();

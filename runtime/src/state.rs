@@ -399,3 +399,104 @@ impl Drop for StateView<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+    use std::time::Duration;
+    use weft_ir::{DType, Scalar};
+
+    /// A shared state of variables `v` and `w`, and their ids.
+    fn two_variables() -> (Graph, SharedState, NodeId, NodeId) {
+        let mut graph = Graph::new();
+        let n = graph.axis("N", 2).unwrap();
+        let fill = || TensorInit::Fill(Scalar::Int(0));
+        let v = graph.variable("v", &[n], DType::I32, fill()).unwrap();
+        let w = graph.variable("w", &[n], DType::I32, fill()).unwrap();
+        let state = SharedState::new(State::initial(&graph).unwrap());
+        (graph, state, v, w)
+    }
+
+    fn access(reads: &[NodeId], writes: &[NodeId]) -> StateAccess {
+        StateAccess {
+            reads: reads.to_vec(),
+            writes: writes.to_vec(),
+        }
+    }
+
+    /// True if `begin(access)` gets through within `wait` while `held` is claimed. Once `held`
+    /// is released it must always get through (else the scope's join hangs the test).
+    fn begins_while(
+        state: &SharedState,
+        held: &StateAccess,
+        access: &StateAccess,
+        wait: Duration,
+    ) -> bool {
+        let view = state.begin(held);
+        let (sent, got) = mpsc::channel();
+        std::thread::scope(|scope| {
+            scope.spawn(move || {
+                let _second = state.begin(access);
+                let _ = sent.send(());
+            });
+            let before = got.recv_timeout(wait).is_ok();
+            drop(view);
+            before
+        })
+    }
+
+    #[test]
+    fn only_conflicting_assigning_runs_wait() {
+        let (_, state, v, w) = two_variables();
+        let assigns_v = access(&[v], &[v]);
+        let passes = |held: &StateAccess, a: &StateAccess| {
+            begins_while(&state, held, a, Duration::from_secs(10))
+        };
+        // Runs that assign nothing never wait, even while v is being assigned.
+        assert!(passes(&assigns_v, &access(&[v, w], &[])));
+        // Assigning w (reading only w) does not touch v.
+        assert!(passes(&assigns_v, &access(&[w], &[w])));
+        // Runs that only read v (and assign w) share it.
+        let reads_v = access(&[v, w], &[w]);
+        assert!(passes(&access(&[v], &[]), &reads_v));
+        assert!(passes(&access(&[v], &[w]), &access(&[v], &[])));
+        // Conflicts wait: reading what is assigned, assigning what is read or assigned.
+        let waits = |held: &StateAccess, a: &StateAccess| {
+            !begins_while(&state, held, a, Duration::from_millis(100))
+        };
+        assert!(waits(&assigns_v, &reads_v));
+        assert!(waits(&reads_v, &assigns_v));
+        assert!(waits(&assigns_v, &access(&[], &[v])));
+    }
+
+    #[test]
+    fn a_commit_by_a_run_that_declared_no_assigns_is_an_error() {
+        let (graph, state, v, _) = two_variables();
+        let reads = access(&[v], &[]);
+        let mut view = state.begin(&reads);
+        let value = view.read(|s| s.get(v).cloned()).unwrap();
+        assert!(view.commit(|s| s.set(&graph, v, value)).is_err());
+    }
+
+    #[test]
+    fn set_all_writes_all_or_nothing() {
+        let (graph, state, v, w) = two_variables();
+        let mut s = state.into_inner();
+        let good = s.get(v).unwrap().clone();
+        let bad = HostArray::new(
+            good.axes().clone(),
+            good.shape().to_vec(),
+            ArrayData::F32(vec![1.0, 2.0]),
+        )
+        .unwrap();
+        let mut changed = good.clone();
+        changed.as_mut_slice::<i32>().unwrap()[0] = 7;
+        assert!(s
+            .set_all(&graph, vec![(v, changed.clone()), (w, bad)])
+            .is_err());
+        assert_eq!(s.get(v), Some(&good));
+        s.set_all(&graph, vec![(v, changed.clone())]).unwrap();
+        assert_eq!(s.get(v), Some(&changed));
+    }
+}

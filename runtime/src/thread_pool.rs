@@ -62,6 +62,8 @@ impl Job {
 
 struct Queue {
     jobs: [Option<Job>; MAX_JOBS_IN_FLIGHT],
+    /// Workers that have started (so none does its start-up work, which allocates, later).
+    started: usize,
     shutdown: bool,
 }
 
@@ -90,7 +92,7 @@ struct Shared {
     queue: Mutex<Queue>,
     /// Signalled when a job is queued (and at shutdown).
     work: Condvar,
-    /// Signalled when a job's last chunk finishes.
+    /// Signalled when a job's last chunk finishes (and when a worker starts).
     done: Condvar,
 }
 
@@ -120,12 +122,14 @@ fn chunk(extent: i64, chunks: usize, c: usize) -> (i64, i64) {
 }
 
 impl ThreadPool {
-    /// A pool of `threads` threads in total (at least 1). If the OS refuses to start a worker,
-    /// the pool has fewer threads; [`ThreadPool::threads`] tells how many.
+    /// A pool of `threads` threads in total (at least 1), returned once every worker runs. If
+    /// the OS refuses to start a worker, the pool has fewer threads; [`ThreadPool::threads`]
+    /// tells how many.
     pub fn new(threads: usize) -> Self {
         let shared = Arc::new(Shared {
             queue: Mutex::new(Queue {
                 jobs: [None; MAX_JOBS_IN_FLIGHT],
+                started: 0,
                 shutdown: false,
             }),
             work: Condvar::new(),
@@ -142,6 +146,12 @@ impl ThreadPool {
                 Err(_) => break,
             }
         }
+        // Wait until every worker runs, so the first dispatches find them ready.
+        let mut queue = shared.lock();
+        while queue.started < workers.len() {
+            queue = shared.done.wait(queue).unwrap_or_else(|p| p.into_inner());
+        }
+        drop(queue);
         Self { shared, workers }
     }
 
@@ -188,12 +198,10 @@ impl ThreadPool {
         // Work on this job's chunks until none is left to hand out, then wait for the workers
         // running the others.
         let mut queue = self.shared.lock();
-        loop {
-            let Some(mine) = queue.jobs[slot].as_mut() else {
-                break;
-            };
-            let Some(c) = mine.take() else { break };
-            let job = *mine;
+        while let Some((c, job)) = queue.jobs[slot]
+            .as_mut()
+            .and_then(|mine| Some((mine.take()?, *mine)))
+        {
             drop(queue);
             // SAFETY: forwarded from the caller's contract; `c` was handed out to this thread.
             unsafe { job.run_chunk(c) };
@@ -212,6 +220,8 @@ impl ThreadPool {
 }
 
 fn worker(shared: &Shared) {
+    shared.lock().started += 1;
+    shared.done.notify_all();
     loop {
         let (slot, c, job) = {
             let mut queue = shared.lock();
@@ -247,7 +257,41 @@ impl Drop for ThreadPool {
 
 #[cfg(test)]
 mod tests {
-    use super::chunk;
+    use super::{chunk, ThreadPool, MAX_JOBS_IN_FLIGHT};
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    const EXTENT: usize = 1000;
+
+    /// Counts each index of its range in the `[AtomicU32; EXTENT]` its table points at.
+    unsafe extern "C" fn count(table: *const *mut u8, begin: i64, end: i64) {
+        // SAFETY: the test's table holds one pointer to a live `[AtomicU32; EXTENT]`, and
+        // `begin..end` lies within `0..EXTENT`; atomics make concurrent chunks sound.
+        let counts = unsafe { &*(*table).cast::<[AtomicU32; EXTENT]>() };
+        for i in begin..end {
+            counts[i as usize].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn concurrent_dispatches_run_every_chunk_of_their_own_job_once() {
+        let pool = ThreadPool::new(3);
+        // More dispatching threads than job slots, so some run their jobs themselves.
+        std::thread::scope(|scope| {
+            for _ in 0..MAX_JOBS_IN_FLIGHT + 8 {
+                scope.spawn(|| {
+                    for _ in 0..50 {
+                        let counts: [AtomicU32; EXTENT] =
+                            std::array::from_fn(|_| AtomicU32::new(0));
+                        let table = [counts.as_ptr().cast_mut().cast::<u8>()];
+                        // SAFETY: `count` is safe on disjoint sub-ranges concurrently, and
+                        // `table` and `counts` outlive the call, which waits for every chunk.
+                        unsafe { pool.run(count, table.as_ptr(), EXTENT as i64) };
+                        assert!(counts.iter().all(|c| c.load(Ordering::Relaxed) == 1));
+                    }
+                });
+            }
+        });
+    }
 
     #[test]
     fn chunks_partition_the_range() {
