@@ -47,7 +47,7 @@ mod views;
 use crate::error::RunError;
 use crate::executable::Executable;
 use crate::plan::Plan;
-use crate::state::{stored_value, State, StateView};
+use crate::state::{stored_value, State, StateAccess, StateView};
 use index::IndexMap;
 use std::sync::Arc;
 use weft_ir::arena::EntityRef;
@@ -60,6 +60,8 @@ pub struct Interpreter {
     graph: Arc<Graph>,
     plan: Plan,
     shapes: Vec<Option<Vec<usize>>>,
+    /// The variables and persistent tensors a run reads (its snapshot) and assigns.
+    access: StateAccess,
 }
 
 impl Interpreter {
@@ -77,10 +79,12 @@ impl Interpreter {
                 shapes[id.index()] = Some(graph.shape_of(&node.axes)?);
             }
         }
+        let access = StateAccess::of(&graph, &plan);
         Ok(Interpreter {
             graph,
             plan,
             shapes,
+            access,
         })
     }
 
@@ -174,22 +178,12 @@ impl Interpreter {
     /// Copies the value of every variable and persistent tensor the plan evaluates from the
     /// state into `values`: the run's snapshot, taken at once.
     fn snapshot(&self, state: &State, values: &mut [Option<HostArray>]) -> Result<(), RunError> {
-        let g = &*self.graph;
-        for (id, node) in g.nodes() {
-            let stateful = matches!(
-                node.op,
-                Op::Tensor {
-                    kind: TensorKind::Variable | TensorKind::PersistentTensor,
-                    ..
-                }
-            );
-            if stateful && self.plan.is_needed(id) {
-                let value = state.get(id).cloned().ok_or_else(|| RunError::State {
-                    tensor: g.node_label(id),
-                    message: "no value in the transformer's state".into(),
-                })?;
-                values[id.index()] = Some(value);
-            }
+        for id in self.access.reads() {
+            let value = state.get(*id).cloned().ok_or_else(|| RunError::State {
+                tensor: self.graph.node_label(*id),
+                message: "no value in the transformer's state".into(),
+            })?;
+            values[id.index()] = Some(value);
         }
         Ok(())
     }
