@@ -10,8 +10,8 @@ use weft::prelude::*;
 const THREADS: usize = 8;
 
 /// Variables `a`, `b` and `c` over N = 4 (f64, zeros) and computations:
-/// `both` (a = a + 1 and b = b + 1, one call), `bump` (c = c + 1), `diff` (a − b, assigns
-/// nothing) and `sum` (a + b + c, assigns nothing).
+/// `both` (a = a + 1 and b = b + 1, one call), `bump` (c = c + 1), and, assigning nothing,
+/// `diff` (a − b) and `read_a` (a).
 struct Counters {
     t: Transformer,
     a: NodeId,
@@ -20,6 +20,7 @@ struct Counters {
     both: Computation,
     bump: Computation,
     diff: Computation,
+    read_a: Computation,
 }
 
 fn counters(backend: Backend) -> Counters {
@@ -39,6 +40,7 @@ fn counters(backend: Backend) -> Counters {
     let both = t.computation(&[up_a, up_b], &[]).unwrap();
     let bump = t.computation(&[up_c], &[]).unwrap();
     let diff = t.computation(&[diff], &[]).unwrap();
+    let read_a = t.computation(&[a], &[]).unwrap();
     Counters {
         t,
         a,
@@ -47,6 +49,7 @@ fn counters(backend: Backend) -> Counters {
         both,
         bump,
         diff,
+        read_a,
     }
 }
 
@@ -62,23 +65,33 @@ fn call_alternating(c: &Computation, k: usize, outs: &mut [HostArray]) -> Vec<Ho
 
 fn increments_are_never_lost_or_torn(backend: Backend, per_thread: usize) {
     let k = counters(backend);
-    assert!(k.both.assigns() && k.bump.assigns() && !k.diff.assigns());
+    assert!(k.both.assigns() && k.bump.assigns());
+    assert!(!k.diff.assigns() && !k.read_a.assigns());
     std::thread::scope(|scope| {
         for thread in 0..THREADS {
             let k = &k;
             scope.spawn(move || {
-                // Threads 0-3 bump a and b together, 4-5 bump c, 6-7 read a − b.
+                // Threads 0-3 bump a and b together, 4-5 bump c, 6 reads a − b, 7 reads a.
                 let c = match thread {
                     0..=3 => &k.both,
                     4 | 5 => &k.bump,
-                    _ => &k.diff,
+                    6 => &k.diff,
+                    _ => &k.read_a,
                 };
                 let mut outs = c.output_arrays().unwrap();
+                let mut last_a = 0.0;
                 for i in 0..per_thread {
                     let got = call_alternating(c, i, &mut outs);
-                    if thread >= 6 {
+                    if thread == 6 {
                         // a and b are committed together: no snapshot sees one without the other.
                         assert_eq!(f64s(&got[0]), vec![0.0; 4], "{backend:?}: torn a, b");
+                    }
+                    if thread == 7 {
+                        // Whole commits only, in order: every element equal, never going back.
+                        let a = f64s(&got[0]);
+                        assert!(a.iter().all(|x| *x == a[0]), "{backend:?}: torn a {a:?}");
+                        assert!(a[0] >= last_a, "{backend:?}: a went back");
+                        last_a = a[0];
                     }
                 }
             });
