@@ -11,18 +11,36 @@ use crate::error::{Error, Result};
 use crate::transformer::Shared;
 use std::sync::Arc;
 use weft_ir::{ArrayData, Graph, HostArray, NodeId, Scalar};
-use weft_runtime::{Executable, RunError};
+use weft_runtime::{Executable, RunError, StateAccess};
 
 /// A computation handed out by a [`Transformer`](crate::Transformer); it shares the
-/// transformer's variables and persistent tensors.
+/// transformer's variables and persistent tensors. Calls may run from several threads at once:
+/// calls that assign nothing never wait for each other; a call that assigns waits only for
+/// calls touching what it assigns or assigning what it reads.
 pub struct Computation {
     shared: Arc<Shared>,
     executable: Box<dyn Executable>,
+    /// The variables and persistent tensors a call reads and assigns (what it claims).
+    access: StateAccess,
 }
 
 impl Computation {
-    pub(crate) fn new(shared: Arc<Shared>, executable: Box<dyn Executable>) -> Computation {
-        Computation { shared, executable }
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        executable: Box<dyn Executable>,
+        access: StateAccess,
+    ) -> Computation {
+        Computation {
+            shared,
+            executable,
+            access,
+        }
+    }
+
+    /// True if a call assigns a variable or persistent tensor (and so may wait for other calls
+    /// touching it).
+    pub fn assigns(&self) -> bool {
+        !self.access.writes().is_empty()
     }
 
     /// The outputs, in the order calls return them.
@@ -41,8 +59,8 @@ impl Computation {
     pub fn call(&self, inputs: &[HostArray]) -> Result<Vec<HostArray>> {
         let permuted = self.check_inputs(inputs)?;
         let inputs = permuted.as_deref().unwrap_or(inputs);
-        let mut state = self.shared.state();
-        Ok(self.executable.run(inputs, &mut state)?)
+        let mut state = self.shared.state.begin(&self.access);
+        Ok(self.executable.run_on(inputs, &mut state)?)
     }
 
     /// Runs the computation like [`Computation::call`] but writes the outputs into
@@ -64,8 +82,8 @@ impl Computation {
         let permuted = self.check_inputs(inputs)?;
         let inputs = permuted.as_deref().unwrap_or(inputs);
         self.check_outputs(outputs)?;
-        let mut state = self.shared.state();
-        Ok(self.executable.run_into(inputs, outputs, &mut state)?)
+        let mut state = self.shared.state.begin(&self.access);
+        Ok(self.executable.run_into_on(inputs, outputs, &mut state)?)
     }
 
     /// Zero-filled arrays to pass to [`Computation::call_into`]: one per output, with its axes

@@ -4,15 +4,18 @@
 //! A [`Transformer`] owns a verified graph, a [`Backend`] and the values of the graph's
 //! variables and persistent tensors. Those values are shared by every computation the
 //! transformer hands out, as in ngraph: an `assign` run by a training computation is seen by an
-//! evaluation computation. The state sits behind a mutex, so transformers and computations are
-//! `Send + Sync` and calls are serialised.
+//! evaluation computation. The state is a [`SharedState`], so transformers and computations are
+//! `Send + Sync` and calls run concurrently: a call that assigns nothing takes no exclusive
+//! lock, and a call that assigns waits only for calls that read or assign what it assigns (or
+//! assign what it reads). Every call reads a consistent snapshot and commits all its assigns
+//! or none (the protocol is in `weft_runtime::state`).
 
 use crate::computation::{conform, Computation};
 use crate::error::{Error, Result};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use weft_compiler::{JitExecutable, JitOptions};
 use weft_ir::{Graph, HostArray, NodeId};
-use weft_runtime::{Executable, Interpreter, State};
+use weft_runtime::{Executable, Interpreter, Plan, SharedState, State, StateAccess};
 
 /// What runs a transformer's computations.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -63,15 +66,7 @@ impl Backend {
 /// What a transformer shares with its computations.
 pub(crate) struct Shared {
     pub(crate) graph: Arc<Graph>,
-    state: Mutex<State>,
-}
-
-impl Shared {
-    /// The state, locked. A panic in another thread while it held the lock cannot leave the
-    /// state half-updated (runs commit all at once), so a poisoned lock is still usable.
-    pub(crate) fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
+    pub(crate) state: SharedState,
 }
 
 /// A graph prepared to run on a backend, with the state of its variables and persistent
@@ -93,7 +88,7 @@ impl Transformer {
         Ok(Transformer {
             shared: Arc::new(Shared {
                 graph: Arc::new(graph),
-                state: Mutex::new(state),
+                state: SharedState::new(state),
             }),
             backend,
             jit: None,
@@ -132,16 +127,21 @@ impl Transformer {
         let executable =
             self.backend
                 .prepare(&self.shared.graph, outputs, placeholders, self.jit.as_ref())?;
-        Ok(Computation::new(Arc::clone(&self.shared), executable))
+        let plan = Plan::new(&self.shared.graph, outputs, placeholders)?;
+        let access = StateAccess::of(&self.shared.graph, &plan);
+        Ok(Computation::new(
+            Arc::clone(&self.shared),
+            executable,
+            access,
+        ))
     }
 
     /// The current value of a variable or persistent tensor, in its axes order.
     pub fn value_of(&self, node: NodeId) -> Result<HostArray> {
         self.check_stateful(node)?;
-        let state = self.shared.state();
-        state
-            .get(node)
-            .cloned()
+        self.shared
+            .state
+            .read(|s| s.get(node).cloned())
             .ok_or_else(|| self.not_stateful(node))
     }
 
@@ -150,7 +150,10 @@ impl Transformer {
     pub fn set_value(&self, node: NodeId, value: &HostArray) -> Result<()> {
         self.check_stateful(node)?;
         let value = conform(&self.shared.graph, node, value)?;
-        self.shared.state().set(&self.shared.graph, node, value)?;
+        // Claimed like a call that assigns `node`: it waits for calls reading or assigning it.
+        let access = StateAccess::assigning(node);
+        let mut view = self.shared.state.begin(&access);
+        view.commit(|s| s.set(&self.shared.graph, node, value))?;
         Ok(())
     }
 
@@ -160,7 +163,7 @@ impl Transformer {
                 "node {node}"
             ))));
         }
-        if !self.shared.state().holds(node) {
+        if !self.shared.state.holds(node) {
             return Err(self.not_stateful(node));
         }
         Ok(())

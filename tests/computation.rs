@@ -225,7 +225,7 @@ fn transformers_and_computations_are_send_and_sync() {
             });
         }
     });
-    // Calls are serialised: no increment is lost.
+    // Assigning calls to one variable serialise with each other: no increment is lost.
     assert_eq!(i64s(&t.value_of(v).unwrap()), vec![100, 200]);
 }
 

@@ -32,7 +32,7 @@ use weft_ir::{ArrayData, Axes, Axis, DType, Graph, HostArray, HostError, NodeId,
 use weft_runtime::state::stored_value;
 use weft_runtime::{
     CompiledKernel, DeviceBufferReference, DeviceBufferStorage, Executable, Plan, RunError,
-    RuntimeError, State, ThreadPool, MAX_KERNEL_BUFFERS,
+    RuntimeError, State, StateView, ThreadPool, MAX_KERNEL_BUFFERS,
 };
 
 /// Why a computation could not be compiled for the JIT.
@@ -623,9 +623,23 @@ impl JitExecutable {
         Ok(HostArray::new(node.axes.clone(), shape, data)?)
     }
 
-    /// Checks `inputs` against the placeholders and copies them and the current state into
-    /// `w`'s storages. Allocates nothing unless it fails.
-    fn load(&self, w: &Workspace, inputs: &[HostArray], state: &State) -> Result<(), RunError> {
+    /// Checks `inputs` against the placeholders and copies them into `w`'s storages, then the
+    /// state the run reads, in one snapshot. Allocates nothing unless it fails.
+    fn load(
+        &self,
+        w: &Workspace,
+        inputs: &[HostArray],
+        state: &StateView<'_>,
+    ) -> Result<(), RunError> {
+        self.load_inputs(w, inputs)?;
+        if self.state_in.is_empty() {
+            return Ok(());
+        }
+        state.read(|s| self.load_state(w, s))
+    }
+
+    /// Checks `inputs` against the placeholders and copies them into `w`'s storages.
+    fn load_inputs(&self, w: &Workspace, inputs: &[HostArray]) -> Result<(), RunError> {
         let g = &*self.graph;
         if inputs.len() != self.plan.placeholders().len() {
             return Err(RunError::InputCount {
@@ -675,6 +689,12 @@ impl JitExecutable {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Copies the variables and persistent tensors the run reads from `state` into `w`.
+    fn load_state(&self, w: &Workspace, state: &State) -> Result<(), RunError> {
+        let g = &*self.graph;
         for (src, s) in &self.state_in {
             let v = state.get(*src).ok_or_else(|| RunError::State {
                 tensor: g.node_label(*src),
@@ -689,7 +709,7 @@ impl JitExecutable {
         &self,
         w: &Workspace,
         inputs: &[HostArray],
-        state: &State,
+        state: &StateView<'_>,
     ) -> Result<RunResult, RunError> {
         self.load(w, inputs, state)?;
         self.execute(w)?;
@@ -748,7 +768,7 @@ impl JitExecutable {
         w: &Workspace,
         inputs: &[HostArray],
         outputs: &mut [HostArray],
-        state: &mut State,
+        state: &mut StateView<'_>,
     ) -> Result<(), RunError> {
         self.check_outputs(outputs)?;
         self.load(w, inputs, state)?;
@@ -765,30 +785,36 @@ impl JitExecutable {
             return Ok(());
         }
         if self.assigns.iter().all(|(_, h)| h.row_major) {
-            // Check every target before writing any, so a failed run changes nothing. After the
-            // checks no copy can fail: types and lengths match and this run owns `w`.
-            for (t, h) in &self.assigns {
-                let len = state.get(*t).map(|v| v.len());
-                let dtype = state.get(*t).map(|v| v.dtype());
-                let storage = &w.storages[h.storage];
-                if dtype != Some(storage.dtype()) || len.is_none_or(|n| n as u64 > storage.len()) {
-                    return Err(RunError::State {
-                        tensor: self.graph.node_label(*t),
-                        message: "the assigned value does not fit the state".into(),
-                    });
-                }
-            }
-            for (t, h) in &self.assigns {
-                commit_in_place(&w.storages[h.storage], state, *t)?;
-            }
-            return Ok(());
+            return state.commit(|state| self.commit_assigns_in_place(w, state));
         }
         let assigned = self
             .assigns
             .iter()
             .map(|(t, h)| Ok((*t, self.read(w, *h)?)))
             .collect::<Result<Vec<_>, RunError>>()?;
-        commit(&self.graph, state, assigned)
+        state.commit(|s| s.set_all(&self.graph, assigned))
+    }
+
+    /// Copies every assigned value (each row-major at the start of its storage) into the
+    /// state's arrays in place, checking every target before writing any, so a failed run
+    /// changes nothing. Allocates nothing unless it fails.
+    fn commit_assigns_in_place(&self, w: &Workspace, state: &mut State) -> Result<(), RunError> {
+        // After the checks no copy can fail: types and lengths match and this run owns `w`.
+        for (t, h) in &self.assigns {
+            let len = state.get(*t).map(|v| v.len());
+            let dtype = state.get(*t).map(|v| v.dtype());
+            let storage = &w.storages[h.storage];
+            if dtype != Some(storage.dtype()) || len.is_none_or(|n| n as u64 > storage.len()) {
+                return Err(RunError::State {
+                    tensor: self.graph.node_label(*t),
+                    message: "the assigned value does not fit the state".into(),
+                });
+            }
+        }
+        for (t, h) in &self.assigns {
+            commit_in_place(&w.storages[h.storage], state, *t)?;
+        }
+        Ok(())
     }
 }
 
@@ -839,7 +865,8 @@ impl JitExecutable {
             .workspace
             .as_ref()
             .ok_or_else(|| self.malformed("no workspace"))?;
-        self.load(w, inputs, state)?;
+        self.load_inputs(w, inputs)?;
+        self.load_state(w, state)?;
         self.execute(w)?;
         Ok(run)
     }
@@ -936,23 +963,6 @@ fn commit_in_place(
     }
 }
 
-/// Commits assigned values: every new value is validated before any is written, so a failed
-/// run changes nothing. Allocates (a copy of the state).
-fn commit(
-    graph: &Graph,
-    state: &mut State,
-    assigned: Vec<(NodeId, HostArray)>,
-) -> Result<(), RunError> {
-    if !assigned.is_empty() {
-        let mut next = state.clone();
-        for (t, v) in assigned {
-            next.set(graph, t, v)?;
-        }
-        *state = next;
-    }
-    Ok(())
-}
-
 fn copy_in(s: &DeviceBufferStorage, d: &ArrayData) -> Result<(), RuntimeError> {
     match d {
         ArrayData::F32(v) => s.copy_from_slice(v),
@@ -972,7 +982,11 @@ impl Executable for JitExecutable {
         self.plan.placeholders()
     }
 
-    fn run(&self, inputs: &[HostArray], state: &mut State) -> Result<Vec<HostArray>, RunError> {
+    fn run_on(
+        &self,
+        inputs: &[HostArray],
+        state: &mut StateView<'_>,
+    ) -> Result<Vec<HostArray>, RunError> {
         let w = self.workspace()?;
         let result = self.run_in(&w, inputs, state);
         self.workspaces
@@ -980,7 +994,9 @@ impl Executable for JitExecutable {
             .unwrap_or_else(|p| p.into_inner())
             .push(w);
         let (outputs, assigned) = result?;
-        commit(&self.graph, state, assigned)?;
+        if !assigned.is_empty() {
+            state.commit(|s| s.set_all(&self.graph, assigned))?;
+        }
         Ok(outputs)
     }
 
@@ -989,11 +1005,11 @@ impl Executable for JitExecutable {
     /// kernels run with their argument tables on the stack (parallel ones through the shared
     /// pool, whose dispatch does not allocate), the outputs are copied into the caller's
     /// arrays and assigned values into the state's arrays in place.
-    fn run_into(
+    fn run_into_on(
         &self,
         inputs: &[HostArray],
         outputs: &mut [HostArray],
-        state: &mut State,
+        state: &mut StateView<'_>,
     ) -> Result<(), RunError> {
         let w = self.workspace()?;
         let result = self.run_into_in(&w, inputs, outputs, state);

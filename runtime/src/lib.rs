@@ -28,7 +28,7 @@ pub use interp::Interpreter;
 pub use kernel::{CompiledKernel, KernelCode, KernelEntry, KernelSignature, MAX_KERNEL_BUFFERS};
 pub use plan::Plan;
 pub use reference::DeviceBufferReference;
-pub use state::State;
+pub use state::{SharedState, State, StateAccess, StateView};
 pub use storage::{DeviceBufferStorage, STORAGE_ALIGNMENT};
 pub use tensor::DeviceTensor;
 pub use thread_pool::ThreadPool;

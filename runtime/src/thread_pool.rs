@@ -1,14 +1,22 @@
-//! A small fixed pool of worker threads that run the chunks of a kernel's parallel loop.
+//! A small fixed pool of worker threads that run the chunks of kernels' parallel loops, for
+//! several dispatching threads at once.
 //!
-//! Guarantees: a job over `0..extent` with `n` threads runs chunk `c` = `[extent·c/n,
-//! extent·(c+1)/n)` on thread `c` (the caller runs chunk 0), so the split — and therefore every
-//! result — depends only on `n`. Dispatching allocates nothing and blocks until every chunk is
-//! done; concurrent dispatches are serialised. Dropping the pool joins its workers.
+//! Guarantees: a job over `0..extent` on a pool of `n` threads is split into the `n` chunks
+//! `[extent·c/n, extent·(c+1)/n)`, each run exactly once by one thread; so the split — and
+//! therefore every result — depends only on `n`, not on which thread runs which chunk nor on
+//! what else runs. Up to [`MAX_JOBS_IN_FLIGHT`] jobs (from different callers) are in flight at
+//! once: workers take chunks from any of them, the dispatching thread takes chunks of its own
+//! job only and waits only for its own job. A dispatch finding every slot taken runs its
+//! chunks itself, one after another (the same split). Dispatching allocates nothing. Dropping
+//! the pool joins its workers.
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
 use crate::KernelEntry;
+
+/// How many dispatches can share the workers at once.
+pub const MAX_JOBS_IN_FLIGHT: usize = 16;
 
 #[derive(Clone, Copy)]
 struct Job {
@@ -16,37 +24,88 @@ struct Job {
     table: *const *mut u8,
     extent: i64,
     chunks: usize,
+    /// The next chunk to hand out (`chunks`: all handed out).
+    next: usize,
+    /// Chunks handed out or not that have not finished.
+    unfinished: usize,
 }
 
 // SAFETY: `table` points at the dispatching caller's pointer table, which outlives the job
-// because `ThreadPool::run` does not return before every worker has finished with it; the
-// buffers it points at are borrowed by that caller for the call's duration.
+// because `ThreadPool::run` does not return (nor free the job's slot) before every chunk has
+// finished with it; the buffers it points at are borrowed by that caller for the call's
+// duration.
 unsafe impl Send for Job {}
 
-struct State {
-    generation: u64,
-    job: Option<Job>,
-    pending: usize,
+impl Job {
+    /// Hands out the next chunk, if any is left.
+    fn take(&mut self) -> Option<usize> {
+        (self.next < self.chunks).then(|| {
+            self.next += 1;
+            self.next - 1
+        })
+    }
+
+    /// Runs chunk `c`.
+    ///
+    /// # Safety
+    /// `ThreadPool::run`'s contract for the job, and `c` handed out by [`Job::take`] (so no
+    /// other thread runs it).
+    unsafe fn run_chunk(&self, c: usize) {
+        let (begin, end) = chunk(self.extent, self.chunks, c);
+        if begin < end {
+            // SAFETY: forwarded from the caller's contract; chunks are disjoint and each is run
+            // once.
+            unsafe { (self.entry)(self.table, begin, end) };
+        }
+    }
+}
+
+struct Queue {
+    jobs: [Option<Job>; MAX_JOBS_IN_FLIGHT],
+    /// Workers that have started (so none does its start-up work, which allocates, later).
+    started: usize,
     shutdown: bool,
 }
 
+impl Queue {
+    /// A chunk left to hand out of any job: the job's slot, the chunk and the job.
+    fn take_any(&mut self) -> Option<(usize, usize, Job)> {
+        self.jobs.iter_mut().enumerate().find_map(|(slot, job)| {
+            let job = job.as_mut()?;
+            Some((slot, job.take()?, *job))
+        })
+    }
+
+    /// Records that a chunk of the job in `slot` finished; true if it was the job's last.
+    fn finish(&mut self, slot: usize) -> bool {
+        match &mut self.jobs[slot] {
+            Some(job) => {
+                job.unfinished = job.unfinished.saturating_sub(1);
+                job.unfinished == 0
+            }
+            None => false,
+        }
+    }
+}
+
 struct Shared {
-    state: Mutex<State>,
-    start: Condvar,
+    queue: Mutex<Queue>,
+    /// Signalled when a job is queued (and at shutdown).
+    work: Condvar,
+    /// Signalled when a job's last chunk finishes (and when a worker starts).
     done: Condvar,
 }
 
 impl Shared {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
-/// A pool of `threads` threads (the caller plus `threads - 1` workers).
+/// A pool of `threads` threads (the callers plus `threads - 1` workers).
 pub struct ThreadPool {
     shared: Arc<Shared>,
     workers: Vec<JoinHandle<()>>,
-    dispatch: Mutex<()>,
 }
 
 impl std::fmt::Debug for ThreadPool {
@@ -63,17 +122,17 @@ fn chunk(extent: i64, chunks: usize, c: usize) -> (i64, i64) {
 }
 
 impl ThreadPool {
-    /// A pool of `threads` threads in total (at least 1). If the OS refuses to start a worker,
-    /// the pool has fewer threads; [`ThreadPool::threads`] tells how many.
+    /// A pool of `threads` threads in total (at least 1), returned once every worker runs. If
+    /// the OS refuses to start a worker, the pool has fewer threads; [`ThreadPool::threads`]
+    /// tells how many.
     pub fn new(threads: usize) -> Self {
         let shared = Arc::new(Shared {
-            state: Mutex::new(State {
-                generation: 0,
-                job: None,
-                pending: 0,
+            queue: Mutex::new(Queue {
+                jobs: [None; MAX_JOBS_IN_FLIGHT],
+                started: 0,
                 shutdown: false,
             }),
-            start: Condvar::new(),
+            work: Condvar::new(),
             done: Condvar::new(),
         });
         let mut workers = Vec::new();
@@ -81,17 +140,19 @@ impl ThreadPool {
             let shared = Arc::clone(&shared);
             let spawned = std::thread::Builder::new()
                 .name(format!("weft-worker-{index}"))
-                .spawn(move || worker(&shared, index));
+                .spawn(move || worker(&shared));
             match spawned {
                 Ok(handle) => workers.push(handle),
                 Err(_) => break,
             }
         }
-        Self {
-            shared,
-            workers,
-            dispatch: Mutex::new(()),
+        // Wait until every worker runs, so the first dispatches find them ready.
+        let mut queue = shared.lock();
+        while queue.started < workers.len() {
+            queue = shared.done.wait(queue).unwrap_or_else(|p| p.into_inner());
         }
+        drop(queue);
+        Self { shared, workers }
     }
 
     /// Number of threads that run chunks, including the caller.
@@ -107,63 +168,78 @@ impl ThreadPool {
     /// chunks finish).
     pub(crate) unsafe fn run(&self, entry: KernelEntry, table: *const *mut u8, extent: i64) {
         let chunks = self.threads();
-        if chunks == 1 {
-            // SAFETY: forwarded from the caller's contract.
-            unsafe { entry(table, 0, extent) };
+        let mut job = Job {
+            entry,
+            table,
+            extent,
+            chunks,
+            next: 0,
+            unfinished: chunks,
+        };
+        let queued = if chunks == 1 {
+            None
+        } else {
+            let mut queue = self.shared.lock();
+            let free = queue.jobs.iter().position(Option::is_none);
+            if let Some(slot) = free {
+                queue.jobs[slot] = Some(job);
+            }
+            free
+        };
+        let Some(slot) = queued else {
+            // One thread, or every slot taken: run every chunk here, in order.
+            while let Some(c) = job.take() {
+                // SAFETY: forwarded from the caller's contract; `c` was just handed out.
+                unsafe { job.run_chunk(c) };
+            }
             return;
-        }
-        let _serial = self.dispatch.lock().unwrap_or_else(|p| p.into_inner());
+        };
+        self.shared.work.notify_all();
+        // Work on this job's chunks until none is left to hand out, then wait for the workers
+        // running the others.
+        let mut queue = self.shared.lock();
+        while let Some((c, job)) = queue.jobs[slot]
+            .as_mut()
+            .and_then(|mine| Some((mine.take()?, *mine)))
         {
-            let mut st = self.shared.lock();
-            st.job = Some(Job {
-                entry,
-                table,
-                extent,
-                chunks,
-            });
-            st.pending = chunks - 1;
-            st.generation = st.generation.wrapping_add(1);
+            drop(queue);
+            // SAFETY: forwarded from the caller's contract; `c` was handed out to this thread.
+            unsafe { job.run_chunk(c) };
+            queue = self.shared.lock();
+            queue.finish(slot);
         }
-        self.shared.start.notify_all();
-        let (begin, end) = chunk(extent, chunks, 0);
-        if begin < end {
-            // SAFETY: forwarded from the caller's contract; chunk 0 is disjoint from the
-            // workers' chunks.
-            unsafe { entry(table, begin, end) };
+        while queue.jobs[slot].is_some_and(|j| j.unfinished > 0) {
+            queue = self
+                .shared
+                .done
+                .wait(queue)
+                .unwrap_or_else(|p| p.into_inner());
         }
-        let mut st = self.shared.lock();
-        while st.pending > 0 {
-            st = self.shared.done.wait(st).unwrap_or_else(|p| p.into_inner());
-        }
-        st.job = None;
+        queue.jobs[slot] = None;
     }
 }
 
-fn worker(shared: &Shared, index: usize) {
-    let mut seen = 0u64;
+fn worker(shared: &Shared) {
+    shared.lock().started += 1;
+    shared.done.notify_all();
     loop {
-        let job = {
-            let mut st = shared.lock();
-            while st.generation == seen && !st.shutdown {
-                st = shared.start.wait(st).unwrap_or_else(|p| p.into_inner());
+        let (slot, c, job) = {
+            let mut queue = shared.lock();
+            loop {
+                if queue.shutdown {
+                    return;
+                }
+                if let Some(taken) = queue.take_any() {
+                    break taken;
+                }
+                queue = shared.work.wait(queue).unwrap_or_else(|p| p.into_inner());
             }
-            if st.shutdown {
-                return;
-            }
-            seen = st.generation;
-            st.job
         };
-        if let Some(job) = job {
-            let (begin, end) = chunk(job.extent, job.chunks, index);
-            if begin < end {
-                // SAFETY: `ThreadPool::run`'s contract: the entry may run this disjoint chunk
-                // concurrently and the table stays valid until every worker reports done.
-                unsafe { (job.entry)(job.table, begin, end) };
-            }
-        }
-        let mut st = shared.lock();
-        st.pending = st.pending.saturating_sub(1);
-        if st.pending == 0 {
+        // SAFETY: `ThreadPool::run`'s contract: the entry may run this disjoint chunk
+        // concurrently, and the table stays valid until the job's last chunk is reported
+        // finished below (its dispatcher waits for that).
+        unsafe { job.run_chunk(c) };
+        if shared.lock().finish(slot) {
             shared.done.notify_all();
         }
     }
@@ -172,7 +248,7 @@ fn worker(shared: &Shared, index: usize) {
 impl Drop for ThreadPool {
     fn drop(&mut self) {
         self.shared.lock().shutdown = true;
-        self.shared.start.notify_all();
+        self.shared.work.notify_all();
         for w in self.workers.drain(..) {
             let _ = w.join();
         }
@@ -181,7 +257,41 @@ impl Drop for ThreadPool {
 
 #[cfg(test)]
 mod tests {
-    use super::chunk;
+    use super::{chunk, ThreadPool, MAX_JOBS_IN_FLIGHT};
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    const EXTENT: usize = 1000;
+
+    /// Counts each index of its range in the `[AtomicU32; EXTENT]` its table points at.
+    unsafe extern "C" fn count(table: *const *mut u8, begin: i64, end: i64) {
+        // SAFETY: the test's table holds one pointer to a live `[AtomicU32; EXTENT]`, and
+        // `begin..end` lies within `0..EXTENT`; atomics make concurrent chunks sound.
+        let counts = unsafe { &*(*table).cast::<[AtomicU32; EXTENT]>() };
+        for i in begin..end {
+            counts[i as usize].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn concurrent_dispatches_run_every_chunk_of_their_own_job_once() {
+        let pool = ThreadPool::new(3);
+        // More dispatching threads than job slots, so some run their jobs themselves.
+        std::thread::scope(|scope| {
+            for _ in 0..MAX_JOBS_IN_FLIGHT + 8 {
+                scope.spawn(|| {
+                    for _ in 0..50 {
+                        let counts: [AtomicU32; EXTENT] =
+                            std::array::from_fn(|_| AtomicU32::new(0));
+                        let table = [counts.as_ptr().cast_mut().cast::<u8>()];
+                        // SAFETY: `count` is safe on disjoint sub-ranges concurrently, and
+                        // `table` and `counts` outlive the call, which waits for every chunk.
+                        unsafe { pool.run(count, table.as_ptr(), EXTENT as i64) };
+                        assert!(counts.iter().all(|c| c.load(Ordering::Relaxed) == 1));
+                    }
+                });
+            }
+        });
+    }
 
     #[test]
     fn chunks_partition_the_range() {

@@ -49,7 +49,7 @@ mod views;
 use crate::error::RunError;
 use crate::executable::Executable;
 use crate::plan::Plan;
-use crate::state::{stored_value, State};
+use crate::state::{stored_value, State, StateAccess, StateView};
 use index::IndexMap;
 use std::sync::Arc;
 use weft_ir::arena::EntityRef;
@@ -62,6 +62,8 @@ pub struct Interpreter {
     graph: Arc<Graph>,
     plan: Plan,
     shapes: Vec<Option<Vec<usize>>>,
+    /// The variables and persistent tensors a run reads (its snapshot) and assigns.
+    access: StateAccess,
 }
 
 impl Interpreter {
@@ -81,10 +83,12 @@ impl Interpreter {
                 shapes[id.index()] = Some(graph.shape_of(&node.axes)?);
             }
         }
+        let access = StateAccess::of(&graph, &plan);
         Ok(Interpreter {
             graph,
             plan,
             shapes,
+            access,
         })
     }
 
@@ -108,7 +112,11 @@ impl Executable for Interpreter {
         self.plan.placeholders()
     }
 
-    fn run(&self, inputs: &[HostArray], state: &mut State) -> Result<Vec<HostArray>, RunError> {
+    fn run_on(
+        &self,
+        inputs: &[HostArray],
+        state: &mut StateView<'_>,
+    ) -> Result<Vec<HostArray>, RunError> {
         let g = &*self.graph;
         if inputs.len() != self.plan.placeholders().len() {
             return Err(RunError::InputCount {
@@ -136,13 +144,14 @@ impl Executable for Interpreter {
             }
             values[p.index()] = Some(input.clone());
         }
+        state.read(|s| self.snapshot(s, &mut values))?;
         let mut assigned: Vec<(NodeId, HostArray)> = Vec::new();
         for (id, node) in g.nodes() {
             if !self.plan.is_needed(id) || values[id.index()].is_some() {
                 continue;
             }
             self.check_memory(id, node)?;
-            let value = self.eval(id, node, &values, state)?;
+            let value = self.eval(id, node, &values)?;
             if let Op::Assign { target, .. } = node.op {
                 assigned.push((target, value.clone()));
             }
@@ -163,11 +172,9 @@ impl Executable for Interpreter {
             })
             .collect::<Result<Vec<_>, _>>()?;
         // Commit only once everything succeeded, so a failed run leaves the state untouched.
-        let mut next = state.clone();
-        for (target, value) in assigned {
-            next.set(g, target, value)?;
+        if !assigned.is_empty() {
+            state.commit(|s| s.set_all(g, assigned))?;
         }
-        *state = next;
         Ok(outputs)
     }
 }
@@ -191,13 +198,25 @@ impl Interpreter {
         })
     }
 
+    /// Copies the value of every variable and persistent tensor the plan evaluates from the
+    /// state into `values`: the run's snapshot, taken at once.
+    fn snapshot(&self, state: &State, values: &mut [Option<HostArray>]) -> Result<(), RunError> {
+        for id in self.access.reads() {
+            let value = state.get(*id).cloned().ok_or_else(|| RunError::State {
+                tensor: self.graph.node_label(*id),
+                message: "no value in the transformer's state".into(),
+            })?;
+            values[id.index()] = Some(value);
+        }
+        Ok(())
+    }
+
     /// The value of node `id`, whose operands are in `values`.
     fn eval(
         &self,
         id: NodeId,
         node: &Node,
         values: &[Option<HostArray>],
-        state: &State,
     ) -> Result<HostArray, RunError> {
         let g = &*self.graph;
         let malformed = |message: String| RunError::Malformed {
@@ -231,10 +250,7 @@ impl Interpreter {
             Op::Tensor { kind, .. } => match kind {
                 TensorKind::Constant => return stored_value(g, id),
                 TensorKind::Variable | TensorKind::PersistentTensor => {
-                    return state.get(id).cloned().ok_or_else(|| RunError::State {
-                        tensor: g.node_label(id),
-                        message: "no value in the transformer's state".into(),
-                    })
+                    return Err(malformed("state value missing from the snapshot".into()))
                 }
                 TensorKind::Placeholder => {
                     return Err(malformed("placeholder without an input".into()))
