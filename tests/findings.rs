@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use weft::ir::AxisDef;
 use weft::prelude::*;
 use weft::{Error, Op, ReduceOp};
+use weft_ir::testing::Tolerance;
 
 /// Longest one reproducer may take on all backends and output sets together (debug build).
 const TIME_LIMIT: Duration = Duration::from_secs(120);
@@ -77,8 +78,8 @@ fn output_sets(g: &Graph) -> Vec<Vec<NodeId>> {
     sets
 }
 
-/// Deterministic values for the placeholders (special values included, see jit_common), or
-/// `None` when one is too large to make.
+/// Deterministic values for the placeholders (see jit_common), or `None` when one is too
+/// large to make.
 fn inputs(g: &Graph, placeholders: &[NodeId]) -> Option<Vec<HostArray>> {
     for p in placeholders {
         let shape = g.shape_of(&g.node(*p).axes).ok()?;
@@ -87,66 +88,47 @@ fn inputs(g: &Graph, placeholders: &[NodeId]) -> Option<Vec<HostArray>> {
     Some(jit_common::random_inputs(g, placeholders, 5))
 }
 
-/// What one backend did with one output set.
-#[derive(Debug)]
-enum Outcome {
-    Values(Vec<HostArray>),
-    Refused(Error),
-    /// Compiled, but the placeholders are too large to feed (the caller could not either).
-    NoInputs,
+/// Compiles `outputs` of `g` on `backend` without running it.
+fn compile(g: &Graph, outputs: &[NodeId], backend: Backend) -> Result<(), Error> {
+    let t = Transformer::new(g.clone(), backend)?;
+    t.computation(outputs, &g.placeholders()).map(|_| ())
 }
 
-fn run(g: &Graph, outputs: &[NodeId], backend: Backend) -> Outcome {
-    let t = match Transformer::new(g.clone(), backend) {
-        Ok(t) => t,
-        Err(e) => return Outcome::Refused(e),
-    };
-    let placeholders = g.placeholders();
-    let c = match t.computation(outputs, &placeholders) {
-        Ok(c) => c,
-        Err(e) => return Outcome::Refused(e),
-    };
-    let Some(inputs) = inputs(g, &placeholders) else {
-        return Outcome::NoInputs;
-    };
-    match c.call(&inputs) {
-        Ok(v) => Outcome::Values(v),
-        Err(e) => Outcome::Refused(e),
-    }
-}
-
-/// Runs `g` on every backend and output set. `Err` on a mismatch with the interpreter or on a
-/// JIT refusing what the interpreter runs; otherwise the refusals' texts, for the caller's
-/// expectations.
+/// Runs `g` on every backend and output set, each called twice (so assigned state is compared
+/// too). `Err` on a mismatch with the interpreter (weft_ir::testing's oracle) or on a JIT
+/// refusing what the interpreter runs; otherwise the refusals' texts, for the caller's
+/// expectations. Placeholders too large to feed are compiled only.
 fn check_graph(name: &str, g: &Graph) -> Result<Vec<String>, String> {
     let mut errors = Vec::new();
+    let ps = g.placeholders();
+    let tol = Tolerance::for_graph(g);
     for outputs in output_sets(g) {
-        let mut results = Vec::new();
-        for backend in [Backend::Interpreter, Backend::Jit, Backend::JitUnfused] {
-            let outcome = run(g, &outputs, backend);
-            if let Outcome::Refused(e) = &outcome {
-                errors.push(format!("{backend:?}: {e}"));
+        let Some(inputs) = inputs(g, &ps) else {
+            for backend in [Backend::Interpreter, Backend::Jit, Backend::JitUnfused] {
+                if let Err(e) = compile(g, &outputs, backend) {
+                    errors.push(format!("{backend:?}: {e}"));
+                }
             }
-            results.push((backend, outcome));
-        }
-        let Outcome::Values(reference) = &results[0].1 else {
             continue;
         };
-        for (backend, outcome) in &results[1..] {
-            match outcome {
-                Outcome::Values(v) => {
-                    for (k, (got, want)) in v.iter().zip(reference).enumerate() {
-                        if let Some(m) = jit_common::mismatch(got, want, jit_common::rtol(g)) {
-                            return Err(format!("{name} on {backend:?}, output {k}: {m}"));
-                        }
-                    }
-                }
-                Outcome::Refused(e) => {
+        let refs = jit_common::references(g, &outputs, &ps, &inputs, 2, &tol);
+        if let Err(e) = &refs {
+            errors.push(format!("Interpreter: {e}"));
+        }
+        for backend in [Backend::Jit, Backend::JitUnfused] {
+            match (
+                jit_common::run(g, &outputs, &ps, &inputs, 2, backend),
+                &refs,
+            ) {
+                (Ok(got), Ok(refs)) => jit_common::compare(&got, refs, &tol)
+                    .map_err(|m| format!("{name} on {backend:?}: {m}"))?,
+                (Err(e), Ok(_)) => {
                     return Err(format!(
                         "{name}: {backend:?} refuses what the interpreter runs: {e}"
                     ))
                 }
-                Outcome::NoInputs => {}
+                (Err(e), Err(_)) => errors.push(format!("{backend:?}: {e}")),
+                (Ok(_), Err(_)) => {}
             }
         }
     }

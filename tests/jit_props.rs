@@ -1,17 +1,18 @@
 //! Random graphs (views, slices with negative steps, pads, concats, reductions, dots, every
 //! dtype, lengths 1 and non-multiples of the vector width, variables with assigns) run on the
-//! JIT, fused and unfused, and on the interpreter; results agree within the tolerances of
-//! docs/testing.md, across two calls (so assigned state is checked too). A third JIT run forces
-//! every kernel parallel and row kernels into two chunks of rows.
+//! JIT, fused and unfused, and on the interpreter, with special values among the inputs; results
+//! agree by `weft_ir::testing`'s oracle (docs/testing.md), across two calls (so assigned state
+//! is checked too). A third JIT run forces every kernel parallel and row kernels into two chunks
+//! of rows. Small graphs (≈ 11 nodes) and large ones (100–400 node steps).
 //! `PROPTEST_CASES=5000 cargo test --release --test jit_props` runs longer.
 
 mod jit_common;
 
-use jit_common::{compare, random_inputs, run};
+use jit_common::{compare, references, run};
 use proptest::prelude::*;
 use weft::prelude::*;
 use weft_compiler::{JitExecutable, JitOptions, LowerOptions};
-use weft_ir::testing::{arb_graph_with, GraphConfig};
+use weft_ir::testing::{arb_graph_with, observed_outputs, proptest_cases, GraphConfig, Tolerance};
 use weft_runtime::{Executable, State};
 
 /// Runs `outputs` twice on the JIT lowered so that every kernel with two or more outer
@@ -39,63 +40,60 @@ fn run_forced_parallel(
         .collect()
 }
 
-fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(500)
-}
-
+/// Runs `g` on every backend with random inputs (special values included) and compares each
+/// with the interpreter's references; the observed outputs vary with `seed` (every node, or a
+/// random subset with the marked outputs and the last node).
 fn check(g: &Graph, seed: u64) -> Result<(), TestCaseError> {
-    // The marked outputs and the last node (a requested output the graph does not mark).
-    let mut outputs = g.outputs().to_vec();
-    match g.nodes().last() {
-        Some((id, _)) if !outputs.contains(&id) => outputs.push(id),
-        None => return Ok(()),
-        _ => {}
+    let outputs = observed_outputs(g, seed);
+    if outputs.is_empty() {
+        return Ok(());
     }
     let ps = g.placeholders();
-    let inputs = random_inputs(g, &ps, seed);
-    let interp = match run(g, &outputs, &ps, &inputs, 2, Backend::Interpreter) {
+    let inputs = weft_ir::testing::random_inputs(g, &ps, seed, true);
+    let tol = Tolerance::for_graph(g);
+    let refs = match references(g, &outputs, &ps, &inputs, 2, &tol) {
         Ok(r) => r,
         // The interpreter refuses it: nothing to compare.
         Err(_) => return Ok(()),
     };
+    let fail = |what: String| {
+        TestCaseError::fail(format!("{what} (seed {seed})\n{}", weft_ir::text::print(g)))
+    };
     for backend in [Backend::Jit, Backend::JitUnfused] {
-        let jit = run(g, &outputs, &ps, &inputs, 2, backend).map_err(|e| {
-            TestCaseError::fail(format!(
-                "{backend:?} failed: {e}\n{}",
-                weft_ir::text::print(g)
-            ))
-        })?;
-        compare(&jit, &interp, jit_common::rtol(g)).map_err(|m| {
-            TestCaseError::fail(format!(
-                "{backend:?} differs from the interpreter: {m}\n{}",
-                weft_ir::text::print(g)
-            ))
-        })?;
+        let jit = run(g, &outputs, &ps, &inputs, 2, backend)
+            .map_err(|e| fail(format!("{backend:?} failed: {e}")))?;
+        compare(&jit, &refs, &tol)
+            .map_err(|m| fail(format!("{backend:?} differs from the interpreter: {m}")))?;
     }
-    let forced = run_forced_parallel(g, &outputs, &ps, &inputs).map_err(|e| {
-        TestCaseError::fail(format!(
-            "forced-parallel JIT failed: {e}\n{}",
-            weft_ir::text::print(g)
-        ))
-    })?;
-    compare(&(forced, interp.1.clone()), &interp, jit_common::rtol(g)).map_err(|m| {
-        TestCaseError::fail(format!(
-            "forced-parallel JIT differs from the interpreter: {m}\n{}",
-            weft_ir::text::print(g)
+    let forced = run_forced_parallel(g, &outputs, &ps, &inputs)
+        .map_err(|e| fail(format!("forced-parallel JIT failed: {e}")))?;
+    compare(&(forced, refs[0].1.clone()), &refs, &tol).map_err(|m| {
+        fail(format!(
+            "forced-parallel JIT differs from the interpreter: {m}"
         ))
     })?;
     Ok(())
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(cases()))]
+    #![proptest_config(ProptestConfig::with_cases(proptest_cases(500)))]
 
     #[test]
     fn jit_matches_the_interpreter(
         g in arb_graph_with(GraphConfig::compilable()),
+        seed in any::<u64>(),
+    ) {
+        check(&g, seed)?;
+    }
+}
+
+proptest! {
+    // A tenth of the cases: each graph has 100 to 400 node steps.
+    #![proptest_config(ProptestConfig::with_cases((proptest_cases(500) / 10).max(1)))]
+
+    #[test]
+    fn large_graphs_match_the_interpreter(
+        g in arb_graph_with(GraphConfig::large()),
         seed in any::<u64>(),
     ) {
         check(&g, seed)?;

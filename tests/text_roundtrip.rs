@@ -5,7 +5,7 @@
 //! outputs, which tell every float apart by value and sign (NaN payloads aside), and the texts.
 
 use proptest::prelude::*;
-use weft_ir::testing::arb_graph;
+use weft_ir::testing::{arb_graph, proptest_cases};
 use weft_ir::text::{parse, print};
 use weft_ir::Graph;
 
@@ -17,7 +17,7 @@ fn content(g: &Graph) -> String {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig::with_cases(proptest_cases(512)))]
 
     #[test]
     fn print_then_parse_is_identity(g in arb_graph()) {
@@ -36,7 +36,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig::with_cases(proptest_cases(512)))]
 
     /// Bad input never panics: printed graphs with one character deleted, replaced or inserted
     /// either parse or give an error with a position inside the source.

@@ -102,7 +102,7 @@ fn check(g: &Graph, seed: u64) -> Result<(), TestCaseError> {
     if work(&plans[1]) > MAX_WORK {
         return Ok(());
     }
-    let ins = oracle::random_inputs(g, seed);
+    let ins = oracle::random_inputs_with(g, seed, true);
     // simplify is exact.
     let s = simplify(g, &SimplifyOptions::default(), Some(&interpreter_evaluator))
         .map_err(|e| TestCaseError::fail(format!("simplify: {e}")))?;
@@ -140,7 +140,7 @@ fn check(g: &Graph, seed: u64) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(512))]
+    #![proptest_config(ProptestConfig::with_cases(weft_ir::testing::proptest_cases(512)))]
 
     #[test]
     fn passes_keep_results(g in arb_graph_with(GraphConfig::compilable()), seed in 0u64..1000) {

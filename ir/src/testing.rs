@@ -1,9 +1,9 @@
-//! Random graphs for property tests (feature `testing`), shared by the text-format round trip
-//! and, later, the compiler's differential tests.
+//! Random graphs for property tests and the fuzzer (feature `testing`), and the oracle
+//! comparison every backend test shares ([`oracle`]).
 //!
 //! A graph is drawn from a stream of `u32` choices ([`graph_from_choices`]), so proptest shrinks
-//! it by shortening and lowering the stream; a spent stream reads as zeros, which always ends
-//! the graph. Every op is built through the builder API with arguments chosen to be valid:
+//! it by shortening and lowering the stream; a spent stream reads as zeros, which ends the graph
+//! (after [`GraphConfig::min_nodes`] steps, each then a scalar placeholder). Every op is built through the builder API with arguments chosen to be valid:
 //! axis lengths 1..=7 (including 1 and lengths that are not multiples of 4), stored tensors of
 //! every kind and dtype, and chains of every op kind — elementwise, compare, select, convert,
 //! reductions with and without `out_axes`, dot (with dual pairs), every view (negative-step and
@@ -25,11 +25,19 @@ use crate::host::{ArrayData, Scalar};
 use proptest::prelude::*;
 use std::collections::HashMap;
 
+pub mod oracle;
+pub use oracle::{
+    compare_arrays, compare_runs, observed_outputs, perturb, perturb_all, proptest_cases,
+    random_inputs, Run, SplitMix, Tolerance, PERTURBED_REFERENCES,
+};
+
 /// What random graphs may contain.
 #[derive(Clone, Debug)]
 pub struct GraphConfig {
     /// At most this many declared axes (at least one is declared).
     pub max_axes: usize,
+    /// At least this many node-making steps (while the choice stream lasts).
+    pub min_nodes: usize,
     /// At most this many node-making steps.
     pub max_nodes: usize,
     /// Leave some axis lengths unbound.
@@ -40,6 +48,9 @@ pub struct GraphConfig {
     pub special_values: bool,
     /// Include `assign` ops.
     pub assigns: bool,
+    /// Percent of operand picks taken from the eight newest candidates (long chains); 0 picks
+    /// uniformly and reads no extra choice.
+    pub chain_bias: u32,
 }
 
 impl Default for GraphConfig {
@@ -47,11 +58,13 @@ impl Default for GraphConfig {
     fn default() -> GraphConfig {
         GraphConfig {
             max_axes: 5,
+            min_nodes: 0,
             max_nodes: 24,
             unbound_axes: true,
             odd_names: true,
             special_values: true,
             assigns: true,
+            chain_bias: 0,
         }
     }
 }
@@ -65,6 +78,23 @@ impl GraphConfig {
             ..GraphConfig::default()
         }
     }
+
+    /// Compilable graphs of 100 to 400 node-making steps: long op chains, wide fan-in.
+    pub fn large() -> GraphConfig {
+        GraphConfig {
+            max_axes: 6,
+            min_nodes: 100,
+            max_nodes: 400,
+            chain_bias: 50,
+            ..GraphConfig::compilable()
+        }
+    }
+
+    /// How many `u32` choices a graph of this configuration may read: about 24 per node step
+    /// (ops with many operands or slices read more), at least the 1536 of the default.
+    pub fn choice_len(&self) -> usize {
+        (24 * self.max_nodes).max(1536)
+    }
 }
 
 /// Random graphs with everything the API allows ([`GraphConfig::default`]).
@@ -74,7 +104,7 @@ pub fn arb_graph() -> impl Strategy<Value = Graph> {
 
 /// Random graphs drawn with `config`.
 pub fn arb_graph_with(config: GraphConfig) -> impl Strategy<Value = Graph> {
-    proptest::collection::vec(any::<u32>(), 0..1536)
+    proptest::collection::vec(any::<u32>(), 0..config.choice_len())
         .prop_map(move |choices| graph_from_choices(&choices, &config))
 }
 
@@ -213,7 +243,11 @@ impl Gen<'_> {
         for _ in 0..n_axes {
             self.declare_axis();
         }
-        let n_nodes = self.c.below(self.cfg.max_nodes + 1);
+        let (lo, hi) = (
+            self.cfg.min_nodes.min(self.cfg.max_nodes),
+            self.cfg.max_nodes,
+        );
+        let n_nodes = lo + self.c.below(hi - lo + 1);
         for _ in 0..n_nodes {
             let kind = if self.pool.is_empty() || self.c.chance(15) {
                 0
@@ -422,6 +456,11 @@ impl Gen<'_> {
             .collect();
         if candidates.is_empty() {
             None
+        } else if self.cfg.chain_bias > 0 && self.c.chance(self.cfg.chain_bias) {
+            Some(
+                self.c
+                    .pick(&candidates[candidates.len().saturating_sub(8)..]),
+            )
         } else {
             Some(self.c.pick(&candidates))
         }
@@ -764,6 +803,24 @@ mod tests {
                 "{name} rejected too often: {total:?}"
             );
         }
+    }
+
+    #[test]
+    fn large_graphs_have_hundreds_of_nodes_and_verify() {
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let config = GraphConfig::large();
+        let strategy = proptest::collection::vec(any::<u32>(), config.choice_len());
+        let mut sizes = Vec::new();
+        for _ in 0..10 {
+            let choices = strategy.new_tree(&mut runner).unwrap().current();
+            let g = graph_from_choices(&choices, &config);
+            if let Err(e) = g.verify() {
+                panic!("{e}\n{g}");
+            }
+            sizes.push(g.len());
+        }
+        assert!(sizes.iter().all(|n| *n >= 80), "{sizes:?}");
+        assert!(sizes.iter().any(|n| *n >= 200), "{sizes:?}");
     }
 
     #[test]

@@ -151,6 +151,7 @@ fn assert_chip_matches_slice<S: ShapeBase>(
     Ok(())
 }
 
+// `proptest!` without a config uses `ProptestConfig::default()`, which reads `PROPTEST_CASES`.
 proptest! {
     #[test]
     fn direct_product_size_is_product_of_sizes(a in smooth(), b in smooth()) {

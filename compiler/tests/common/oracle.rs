@@ -1,43 +1,22 @@
-//! The reference interpreter as the oracle: random inputs, runs, and exact comparison.
+//! The reference interpreter as the oracle: random inputs (from `weft_ir::testing`), runs, and
+//! exact comparison (passes must not change a bit; backends are judged by
+//! `weft_ir::testing::compare_arrays`).
 #![allow(dead_code)]
 
 use std::sync::Arc;
-use weft_ir::{ArrayData, DType, Graph, HostArray, NodeId};
+use weft_ir::{Graph, HostArray, NodeId};
 use weft_runtime::{Executable, Interpreter, State};
 
-/// A deterministic pseudo-random source (no dependency needed for tests).
-pub struct Lcg(pub u64);
-
-impl Lcg {
-    /// A value in [-2, 2).
-    pub fn next(&mut self) -> f64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((self.0 >> 33) as f64 / (1u64 << 31) as f64) * 4.0 - 2.0
-    }
+/// Random values for every placeholder of `g`, in placeholder order: ordinary values, or with
+/// `special` also ±0, ±inf, NaN, subnormals, huge values and integer extremes
+/// (`weft_ir::testing::random_inputs`, shared with the JIT tests and the fuzzer).
+pub fn random_inputs_with(g: &Graph, seed: u64, special: bool) -> Vec<HostArray> {
+    weft_ir::testing::random_inputs(g, &g.placeholders(), seed, special)
 }
 
-/// Random values for every placeholder of `g`, in placeholder order.
+/// Ordinary random values for every placeholder of `g` (hand-written graphs).
 pub fn random_inputs(g: &Graph, seed: u64) -> Vec<HostArray> {
-    let mut r = Lcg(seed);
-    g.placeholders()
-        .into_iter()
-        .map(|p| {
-            let n = g.node(p);
-            let shape = g.shape_of(&n.axes).unwrap();
-            let len: usize = shape.iter().product();
-            let data = match n.dtype {
-                DType::F32 => ArrayData::F32((0..len).map(|_| r.next() as f32).collect()),
-                DType::F64 => ArrayData::F64((0..len).map(|_| r.next()).collect()),
-                DType::I32 => ArrayData::I32((0..len).map(|_| (r.next() * 3.0) as i32).collect()),
-                DType::I64 => ArrayData::I64((0..len).map(|_| (r.next() * 3.0) as i64).collect()),
-                DType::Bool => ArrayData::Bool((0..len).map(|_| r.next() > 0.0).collect()),
-            };
-            HostArray::new(n.axes.clone(), shape, data).unwrap()
-        })
-        .collect()
+    random_inputs_with(g, seed, false)
 }
 
 /// Runs `outputs` of `g` with the interpreter, placeholders fed in placeholder order.

@@ -121,16 +121,19 @@ impl DotIndex {
 pub(crate) fn dot(x: &ArrayData, y: &ArrayData, index: &DotIndex) -> Result<ArrayData, String> {
     use ArrayData as D;
     let fma = |acc: f64, a: f64, b: f64| acc + a * b;
+    // Sums start from −0, the additive identity (`weft_ir::scalar::reduce_identity`): a dot
+    // over no pairs is the product itself, and a sum of −0 products stays −0.
+    let zero = -0.0f64;
     let ima = |acc: i64, a: i64, b: i64| acc.wrapping_add(a.wrapping_mul(b));
     Ok(match (x, y) {
         (D::F32(a), D::F32(b)) => D::F32(
             index
-                .contract(a, b, 0.0f64, |acc, p, q| fma(acc, p as f64, q as f64))?
+                .contract(a, b, zero, |acc, p, q| fma(acc, p as f64, q as f64))?
                 .into_iter()
                 .map(|v| v as f32)
                 .collect(),
         ),
-        (D::F64(a), D::F64(b)) => D::F64(index.contract(a, b, 0.0f64, fma)?),
+        (D::F64(a), D::F64(b)) => D::F64(index.contract(a, b, zero, fma)?),
         (D::I32(a), D::I32(b)) => D::I32(
             index
                 .contract(a, b, 0i64, |acc, p, q| ima(acc, p as i64, q as i64))?

@@ -1,0 +1,190 @@
+//! One fuzz case: text → parse → verify → (when small) compile fused, unfused and forced
+//! parallel → run twice on random inputs with special values → compare with the interpreter by
+//! `weft_ir::testing`'s oracle.
+//!
+//! Assumes nothing about the text. Guarantees: a graph whose tensors exceed [`MAX_ELEMENTS`] is
+//! parsed and verified but neither compiled nor run (materialising huge constants aborts the
+//! process, which no in-process fuzzer survives); every other verified graph the interpreter
+//! runs is compiled and run on each JIT configuration. Panics are not caught here (the engine
+//! does that), so a case is a plain function of its text and seed.
+
+use weft::prelude::*;
+use weft::Op;
+use weft_compiler::{JitOptions, LowerOptions};
+use weft_ir::testing::{
+    compare_runs, observed_outputs, perturb_all, random_inputs, Run, Tolerance,
+    PERTURBED_REFERENCES,
+};
+
+/// No tensor of a graph that is compiled and run has more elements than this.
+pub const MAX_ELEMENTS: usize = 1 << 14;
+/// Nor do all its tensors together.
+pub const MAX_TOTAL_ELEMENTS: usize = 1 << 18;
+
+/// What became of a case.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    /// The text did not parse (an error with a position, as it should be).
+    ParseError,
+    /// It parsed but did not verify (e.g. an unbound axis).
+    VerifyError,
+    /// It verified but is too large to compile and run here.
+    TooLarge,
+    /// The interpreter refused to run it (nothing to compare with).
+    InterpreterRefused,
+    /// Compiled and run on every JIT configuration, matching the interpreter.
+    Passed,
+    /// A JIT configuration refused a graph the interpreter runs.
+    Refused(String),
+    /// A JIT configuration's results differ from the interpreter's.
+    Mismatch(String),
+}
+
+impl Outcome {
+    /// Whether the case reached compile and run.
+    pub fn compiled(&self) -> bool {
+        matches!(
+            self,
+            Outcome::Passed | Outcome::Refused(_) | Outcome::Mismatch(_)
+        )
+    }
+}
+
+/// The JIT configurations every case runs on: fused, unfused, and fused with every kernel of two
+/// or more outer iterations parallel and row kernels in two chunks (small graphs never reach the
+/// default thresholds).
+pub fn configurations() -> [(&'static str, JitOptions); 3] {
+    let forced = JitOptions {
+        lower: LowerOptions {
+            parallel_min_points: 1,
+            parallel_max_chunks: 2,
+            ..LowerOptions::default()
+        },
+        ..JitOptions::default()
+    };
+    [
+        ("fused", JitOptions::default()),
+        ("unfused", JitOptions::unfused()),
+        ("forced-parallel", forced),
+    ]
+}
+
+/// Runs the case `text` with `seed` (inputs and observed outputs).
+pub fn run_text(text: &str, seed: u64) -> Outcome {
+    let Ok(g) = weft_ir::text::parse(text, "fuzz.weft") else {
+        return Outcome::ParseError;
+    };
+    run_graph(&g, seed)
+}
+
+/// Runs the case of graph `g` with `seed`.
+pub fn run_graph(g: &Graph, seed: u64) -> Outcome {
+    if g.verify().is_err() {
+        return Outcome::VerifyError;
+    }
+    if !small_enough(g) {
+        return Outcome::TooLarge;
+    }
+    let outputs = observed_outputs(g, seed);
+    if outputs.is_empty() {
+        return Outcome::Passed;
+    }
+    let ps = g.placeholders();
+    let inputs = random_inputs(g, &ps, seed, true);
+    let tol = Tolerance::for_graph(g);
+    let Ok(refs) = references(g, &outputs, &ps, &inputs, &tol) else {
+        return Outcome::InterpreterRefused;
+    };
+    for (name, options) in configurations() {
+        let got = Transformer::with_jit_options(g.clone(), options)
+            .and_then(|t| run_on(&t, &outputs, &ps, &inputs));
+        let got = match got {
+            Ok(r) => r,
+            Err(e) => return Outcome::Refused(format!("{name}: {e}")),
+        };
+        if let Err(m) = compare_runs(&got, &refs, &tol) {
+            return Outcome::Mismatch(format!("{name}: {m}"));
+        }
+    }
+    Outcome::Passed
+}
+
+/// Whether every tensor of `g` is small (lengths multiplied with overflow checks).
+fn small_enough(g: &Graph) -> bool {
+    let mut total = 0usize;
+    for (_, n) in g.nodes() {
+        let Ok(shape) = g.shape_of(&n.axes) else {
+            return false;
+        };
+        let Some(len) = shape.iter().try_fold(1usize, |a, b| a.checked_mul(*b)) else {
+            return false;
+        };
+        total = total.saturating_add(len);
+        if len > MAX_ELEMENTS || total > MAX_TOTAL_ELEMENTS {
+            return false;
+        }
+    }
+    true
+}
+
+/// The variables and persistent tensors of `g`, in node order.
+fn state_nodes(g: &Graph) -> Vec<NodeId> {
+    g.nodes()
+        .filter(|(_, n)| {
+            matches!(
+                n.op,
+                Op::Tensor {
+                    kind: TensorKind::Variable | TensorKind::PersistentTensor,
+                    ..
+                }
+            )
+        })
+        .map(|(id, _)| id)
+        .collect()
+}
+
+/// Two calls of `outputs` on `t`, then the state.
+fn run_on(
+    t: &Transformer,
+    outputs: &[NodeId],
+    ps: &[NodeId],
+    inputs: &[HostArray],
+) -> Result<Run, Error> {
+    let c = t.computation(outputs, ps)?;
+    let calls = (0..2)
+        .map(|_| c.call(inputs))
+        .collect::<Result<Vec<_>, _>>()?;
+    let state = state_nodes(t.graph())
+        .iter()
+        .map(|id| t.value_of(*id))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((calls, state))
+}
+
+/// The interpreter's base run and its perturbed runs (inputs and initial state perturbed).
+fn references(
+    g: &Graph,
+    outputs: &[NodeId],
+    ps: &[NodeId],
+    inputs: &[HostArray],
+    tol: &Tolerance,
+) -> Result<Vec<Run>, Error> {
+    let mut runs = Vec::new();
+    for k in 0..=PERTURBED_REFERENCES {
+        let t = Transformer::new(g.clone(), Backend::Interpreter)?;
+        if k == 0 {
+            runs.push(run_on(&t, outputs, ps, inputs)?);
+            continue;
+        }
+        let state = state_nodes(g);
+        let initial = state
+            .iter()
+            .map(|id| t.value_of(*id))
+            .collect::<Result<Vec<_>, _>>()?;
+        for (id, value) in state.iter().zip(perturb_all(&initial, tol, k)) {
+            t.set_value(*id, &value)?;
+        }
+        runs.push(run_on(&t, outputs, ps, &perturb_all(inputs, tol, k))?);
+    }
+    Ok(runs)
+}
