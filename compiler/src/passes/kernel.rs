@@ -291,9 +291,18 @@ fn build_program(
                 for a in &node.axes {
                     env0.pass_axis(g, *input, *a, &in_leaves, &mut map)?;
                 }
-                let mut red = Vec::new();
+                // A reduced axis loops over its parts as the input's frame has them, unless a
+                // part is already a loop of this stage (a result over `(A·B)**` reducing `A·B`
+                // shares `B**`): then it loops whole, as a dot's contracted axis does, and an
+                // input that would need its parts is stored (`SplitIndex`).
+                let mut red: Vec<IterAxis> = Vec::new();
                 for r in axes {
-                    for k in leaves_under(g, *r, &in_leaves) {
+                    let parts = leaves_under(g, *r, &in_leaves);
+                    let clash = parts
+                        .iter()
+                        .any(|k| env0.map.contains_key(k) || red.iter().any(|x| x.axis == *k));
+                    let keys = if clash { vec![*r] } else { parts };
+                    for k in keys {
                         map.insert(k, AffineExpr::var(k));
                         red.push(IterAxis {
                             axis: k,
