@@ -163,7 +163,6 @@ fn chains(n: usize) -> Vec<(&'static str, String)> {
 }
 
 #[test]
-#[ignore = "minutes in a debug build: run with --release (docs/testing.md)"]
 fn chains_of_100k_ops_parse_and_verify_on_a_small_stack() {
     for (name, source) in chains(DEEP) {
         on_small_stack(name, move || parsed(&source).map(drop));
