@@ -32,7 +32,7 @@ use weft_ir::{ArrayData, Axes, Axis, DType, Graph, HostArray, HostError, NodeId,
 use weft_runtime::state::stored_value;
 use weft_runtime::{
     CompiledKernel, DeviceBufferReference, DeviceBufferStorage, Executable, Plan, RunError,
-    RuntimeError, State, StateView, ThreadPool, MAX_KERNEL_BUFFERS,
+    RuntimeError, State, StateView, ThreadPool,
 };
 
 /// Why a computation could not be compiled for the JIT.
@@ -822,28 +822,11 @@ impl JitExecutable {
     /// Runs the kernels, in schedule order, over a workspace whose inputs are loaded.
     fn execute(&self, w: &Workspace) -> Result<(), RunError> {
         let pool = shared_pool();
-        let Some(first) = w.references.first() else {
-            return if self.kernels.is_empty() {
-                Ok(())
-            } else {
-                Err(self.malformed("kernels without storages"))
-            };
-        };
-        // The argument table on the stack: a run allocates nothing.
-        let mut table: [&DeviceBufferReference; MAX_KERNEL_BUFFERS] = [first; MAX_KERNEL_BUFFERS];
+        // Kernels bind the workspace by index: no argument table is built, and a kernel of up
+        // to `STACK_TABLE` buffers allocates nothing.
         for (k, args) in &self.kernels {
-            if args.len() > MAX_KERNEL_BUFFERS {
-                return Err(self.malformed("a kernel with too many buffers"));
-            }
-            for (slot, a) in table.iter_mut().zip(args) {
-                *slot = &w.references[*a];
-            }
-            let refs = &table[..args.len()];
-            if k.signature().parallel_extent.is_some() && pool.threads() > 1 {
-                k.call_on(pool, refs)?;
-            } else {
-                k.call(refs)?;
-            }
+            let parallel = k.signature().parallel_extent.is_some() && pool.threads() > 1;
+            k.call_indexed(parallel.then_some(pool), &w.references, args)?;
         }
         Ok(())
     }

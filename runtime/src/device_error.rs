@@ -79,16 +79,6 @@ pub enum RuntimeError {
         /// Bound storage's length.
         actual_len: u64,
     },
-    /// A kernel declares more buffers than the runtime's pointer table holds.
-    #[error("kernel @{kernel} declares {count} buffers; at most {max} are supported")]
-    TooManyBuffers {
-        /// The kernel.
-        kernel: String,
-        /// Declared buffers.
-        count: usize,
-        /// The limit, [`crate::MAX_KERNEL_BUFFERS`].
-        max: usize,
-    },
     /// A code generator handed over code without an entry point.
     #[error("kernel @{kernel}: the code generator gave no entry point")]
     NullEntry {

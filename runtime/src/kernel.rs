@@ -4,8 +4,9 @@
 //! base pointers (in declaration order) and the half-open range of its parallel loop (ignored
 //! by kernels without one). Lengths are compile-time constants, so the code relies on every
 //! buffer being at least as long as declared; [`CompiledKernel::call`] checks exactly that,
-//! plus element types and borrow conflicts, before entering the code. The call path allocates
-//! nothing: the pointer table and borrows live on the stack.
+//! plus element types and borrow conflicts, before entering the code. A kernel may take any
+//! number of buffers; up to [`STACK_TABLE`] of them the call path allocates nothing (the pointer
+//! table and borrows live on the stack), beyond that they live in vectors made per call.
 
 use std::sync::Arc;
 
@@ -17,8 +18,9 @@ use crate::{DeviceBufferReference, DeviceBufferStorage, RuntimeError, ThreadPool
 /// The native signature of a compiled kernel: `(buffer table, parallel begin, parallel end)`.
 pub type KernelEntry = unsafe extern "C" fn(buffers: *const *mut u8, begin: i64, end: i64);
 
-/// The most buffers one kernel may take (the size of the on-stack pointer table).
-pub const MAX_KERNEL_BUFFERS: usize = 32;
+/// The most buffers whose pointer table and borrows a call keeps on the stack (allocating
+/// nothing); a kernel with more is called through tables on the heap.
+pub const STACK_TABLE: usize = 32;
 
 /// What a caller must bind to call a kernel.
 #[derive(Debug, Clone, PartialEq)]
@@ -91,13 +93,6 @@ impl CompiledKernel {
         signature: KernelSignature,
         code: Box<dyn KernelCode>,
     ) -> Result<Self, RuntimeError> {
-        if signature.buffers.len() > MAX_KERNEL_BUFFERS {
-            return Err(RuntimeError::TooManyBuffers {
-                kernel: signature.name.clone(),
-                count: signature.buffers.len(),
-                max: MAX_KERNEL_BUFFERS,
-            });
-        }
         let address = code.entry_address();
         if address.is_null() {
             return Err(RuntimeError::NullEntry {
@@ -128,7 +123,7 @@ impl CompiledKernel {
 
     /// Runs the kernel on the calling thread over its whole iteration space.
     pub fn call(&self, buffers: &[&DeviceBufferReference]) -> Result<(), RuntimeError> {
-        self.invoke(buffers, None)
+        self.invoke(buffers.len(), |i| Some(buffers[i]), None)
     }
 
     /// Runs the kernel, splitting its parallel loop (if any) across `pool`'s threads.
@@ -137,26 +132,67 @@ impl CompiledKernel {
         pool: &ThreadPool,
         buffers: &[&DeviceBufferReference],
     ) -> Result<(), RuntimeError> {
-        self.invoke(buffers, Some(pool))
+        self.invoke(buffers.len(), |i| Some(buffers[i]), Some(pool))
     }
 
-    fn invoke(
+    /// Runs the kernel with buffer parameter `i` bound to `references[args[i]]`, on `pool` if
+    /// given (as [`CompiledKernel::call_on`]) or on the calling thread: how an executable binds
+    /// its workspace without building a table of references first.
+    pub fn call_indexed(
         &self,
-        buffers: &[&DeviceBufferReference],
+        pool: Option<&ThreadPool>,
+        references: &[DeviceBufferReference],
+        args: &[usize],
+    ) -> Result<(), RuntimeError> {
+        self.invoke(args.len(), |i| references.get(args[i]), pool)
+    }
+
+    /// Checks `count` buffers (`buffer(i)` is parameter i's, `None` if it does not exist) and
+    /// runs the kernel over them.
+    fn invoke<'r>(
+        &self,
+        count: usize,
+        buffer: impl Fn(usize) -> Option<&'r DeviceBufferReference>,
         pool: Option<&ThreadPool>,
     ) -> Result<(), RuntimeError> {
         let params = &self.signature.buffers;
-        if buffers.len() != params.len() {
+        if count != params.len() {
             return Err(RuntimeError::BufferCount {
                 kernel: self.signature.name.clone(),
                 expected: params.len(),
-                actual: buffers.len(),
+                actual: count,
             });
         }
-        // Snapshot each reference's storage once, so re-pointing during the call is harmless.
-        let mut storages: [Option<Arc<DeviceBufferStorage>>; MAX_KERNEL_BUFFERS] =
-            [const { None }; MAX_KERNEL_BUFFERS];
-        for (i, (reference, param)) in buffers.iter().zip(params).enumerate() {
+        let n = params.len();
+        if n <= STACK_TABLE {
+            let mut storages: [Option<Arc<DeviceBufferStorage>>; STACK_TABLE] =
+                [const { None }; STACK_TABLE];
+            self.snapshot(&buffer, &mut storages[..n])?;
+            let mut tables = StackTables::new();
+            self.borrow_and_run(&storages[..n], tables.slices(n), pool)
+        } else {
+            let mut storages = vec![None; n];
+            self.snapshot(&buffer, &mut storages)?;
+            let mut tables = HeapTables::new(n);
+            self.borrow_and_run(&storages, tables.slices(), pool)
+        }
+    }
+
+    /// Takes each reference's storage once (so re-pointing during the call is harmless),
+    /// checking its element type and length against the parameter.
+    fn snapshot<'r>(
+        &self,
+        buffer: &impl Fn(usize) -> Option<&'r DeviceBufferReference>,
+        storages: &mut [Option<Arc<DeviceBufferStorage>>],
+    ) -> Result<(), RuntimeError> {
+        for (i, param) in self.signature.buffers.iter().enumerate() {
+            let Some(reference) = buffer(i) else {
+                return Err(RuntimeError::BufferCount {
+                    kernel: self.signature.name.clone(),
+                    expected: self.signature.buffers.len(),
+                    actual: i,
+                });
+            };
             let storage = reference.storage();
             if storage.dtype() != param.ty || storage.len() < param.len {
                 return Err(RuntimeError::BufferMismatch {
@@ -170,27 +206,27 @@ impl CompiledKernel {
             }
             storages[i] = Some(storage);
         }
-        let storages = &storages[..params.len()];
-        // Borrow each distinct storage once: exclusively if any parameter bound to it is
-        // written, shared otherwise.
-        let mut borrows: [Option<StorageBorrow<'_>>; MAX_KERNEL_BUFFERS] =
-            [const { None }; MAX_KERNEL_BUFFERS];
-        let mut table: [*mut u8; MAX_KERNEL_BUFFERS] = [std::ptr::null_mut(); MAX_KERNEL_BUFFERS];
+        Ok(())
+    }
+
+    /// Borrows each distinct storage once — exclusively if any parameter bound to it is
+    /// written, shared otherwise — fills the pointer table and enters the code.
+    fn borrow_and_run<'s>(
+        &self,
+        storages: &'s [Option<Arc<DeviceBufferStorage>>],
+        t: Tables<'_, 's>,
+        pool: Option<&ThreadPool>,
+    ) -> Result<(), RuntimeError> {
+        let params = &self.signature.buffers;
+        group_by_storage(storages, params, t.order, t.leader, t.exclusive);
         for (i, storage) in storages.iter().enumerate() {
             let Some(storage) = storage else { continue };
-            table[i] = storage.base_address();
-            let same = |s: &Option<Arc<DeviceBufferStorage>>| {
-                s.as_ref().is_some_and(|s| Arc::ptr_eq(s, storage))
-            };
-            if storages[..i].iter().any(same) {
+            t.table[i] = storage.base_address();
+            if t.leader[i] != i {
                 continue;
             }
-            let exclusive = storages
-                .iter()
-                .zip(params)
-                .any(|(s, p)| same(s) && p.access.can_write());
-            match storage.try_borrow(exclusive) {
-                Some(b) => borrows[i] = Some(b),
+            match storage.try_borrow(t.exclusive[i]) {
+                Some(b) => t.borrows[i] = Some(b),
                 None => {
                     return Err(RuntimeError::StorageBusy {
                         kernel: self.signature.name.clone(),
@@ -203,16 +239,118 @@ impl CompiledKernel {
         match (pool, self.signature.parallel_extent) {
             (Some(pool), Some(_)) => {
                 // SAFETY: every table entry points at a borrowed storage of the declared type
-                // and at least the declared length, held until after the call; the contract of
-                // `from_code` makes the entry safe on disjoint sub-ranges concurrently.
-                unsafe { pool.run(self.entry, table.as_ptr(), extent) }
+                // and at least the declared length, held (in `t.borrows`) until after the call;
+                // the contract of `from_code` makes the entry safe on disjoint sub-ranges
+                // concurrently.
+                unsafe { pool.run(self.entry, t.table.as_ptr(), extent) }
             }
             _ => {
                 // SAFETY: as above, on the whole range from this thread.
-                unsafe { (self.entry)(table.as_ptr(), 0, extent) }
+                unsafe { (self.entry)(t.table.as_ptr(), 0, extent) }
             }
         }
-        drop(borrows);
         Ok(())
+    }
+}
+
+/// Which parameters share a storage: `leader[i]` is the first parameter bound to parameter
+/// i's storage, and `exclusive[leader]` whether any of them is written. By sorting parameter
+/// indices by storage address (in place, `order` as room), so any number of buffers costs
+/// O(n log n) and nothing is allocated.
+fn group_by_storage(
+    storages: &[Option<Arc<DeviceBufferStorage>>],
+    params: &[BufferDecl],
+    order: &mut [usize],
+    leader: &mut [usize],
+    exclusive: &mut [bool],
+) {
+    let address = |i: usize| storages[i].as_ref().map(Arc::as_ptr);
+    for (i, o) in order.iter_mut().enumerate() {
+        *o = i;
+    }
+    order.sort_unstable_by_key(|i| (address(*i), *i));
+    let mut run = 0;
+    while run < order.len() {
+        let first = order[run];
+        let mut end = run;
+        let mut written = false;
+        while end < order.len() && address(order[end]) == address(first) {
+            leader[order[end]] = first;
+            written |= params[order[end]].access.can_write();
+            end += 1;
+        }
+        exclusive[first] = written;
+        run = end;
+    }
+}
+
+/// The per-call tables of one invocation, whichever memory holds them.
+struct Tables<'a, 's> {
+    table: &'a mut [*mut u8],
+    borrows: &'a mut [Option<StorageBorrow<'s>>],
+    order: &'a mut [usize],
+    leader: &'a mut [usize],
+    exclusive: &'a mut [bool],
+}
+
+/// Tables for up to [`STACK_TABLE`] buffers, on the stack.
+struct StackTables<'s> {
+    table: [*mut u8; STACK_TABLE],
+    borrows: [Option<StorageBorrow<'s>>; STACK_TABLE],
+    order: [usize; STACK_TABLE],
+    leader: [usize; STACK_TABLE],
+    exclusive: [bool; STACK_TABLE],
+}
+
+impl<'s> StackTables<'s> {
+    fn new() -> Self {
+        Self {
+            table: [std::ptr::null_mut(); STACK_TABLE],
+            borrows: [const { None }; STACK_TABLE],
+            order: [0; STACK_TABLE],
+            leader: [0; STACK_TABLE],
+            exclusive: [false; STACK_TABLE],
+        }
+    }
+
+    fn slices(&mut self, n: usize) -> Tables<'_, 's> {
+        Tables {
+            table: &mut self.table[..n],
+            borrows: &mut self.borrows[..n],
+            order: &mut self.order[..n],
+            leader: &mut self.leader[..n],
+            exclusive: &mut self.exclusive[..n],
+        }
+    }
+}
+
+/// Tables for any number of buffers, on the heap.
+struct HeapTables<'s> {
+    table: Vec<*mut u8>,
+    borrows: Vec<Option<StorageBorrow<'s>>>,
+    order: Vec<usize>,
+    leader: Vec<usize>,
+    exclusive: Vec<bool>,
+}
+
+impl<'s> HeapTables<'s> {
+    fn new(n: usize) -> Self {
+        Self {
+            table: vec![std::ptr::null_mut(); n],
+            borrows: std::iter::repeat_with(|| None).take(n).collect(),
+            order: vec![0; n],
+            leader: vec![0; n],
+            exclusive: vec![false; n],
+        }
+    }
+
+    fn slices(&mut self) -> Tables<'_, 's> {
+        Tables {
+            table: &mut self.table,
+            borrows: &mut self.borrows,
+            order: &mut self.order,
+            leader: &mut self.leader,
+            exclusive: &mut self.exclusive,
+        }
     }
 }

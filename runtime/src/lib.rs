@@ -25,7 +25,7 @@ pub use element::Element;
 pub use error::RunError;
 pub use executable::Executable;
 pub use interp::Interpreter;
-pub use kernel::{CompiledKernel, KernelCode, KernelEntry, KernelSignature, MAX_KERNEL_BUFFERS};
+pub use kernel::{CompiledKernel, KernelCode, KernelEntry, KernelSignature, STACK_TABLE};
 pub use plan::Plan;
 pub use reference::DeviceBufferReference;
 pub use state::{SharedState, State, StateAccess, StateView};

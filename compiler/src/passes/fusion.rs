@@ -25,7 +25,8 @@
 
 use super::views::{expand_axes, node_space, IterAxis};
 use super::PassError;
-use std::collections::{BTreeSet, HashMap};
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet};
 use std::fmt;
 use weft_ir::{BinaryOp, Graph, NodeId, Op, TensorInit, TensorKind, UnaryOp};
 
@@ -292,7 +293,8 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
     g.verify()?;
     let n = g.len();
     let idx = |id: NodeId| id.as_u32() as usize;
-    let is_out = |id: NodeId| g.outputs().contains(&id) || keep.contains(&id);
+    let outs: HashSet<NodeId> = g.outputs().iter().chain(keep).copied().collect();
+    let is_out = |id: NodeId| outs.contains(&id);
     // Liveness and readers.
     let mut live = vec![false; n];
     for (id, node) in g.nodes() {
@@ -419,13 +421,24 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
             boundary.insert(id, BoundaryReason::Stored);
         }
     }
+    // Which live groups read each node, kept up to date through the merges (so finding a
+    // group's readers costs no scan of every group).
+    let mut reader_groups: HashMap<NodeId, BTreeSet<usize>> = HashMap::new();
+    for (q, d) in groups.iter().enumerate() {
+        for r in &d.reads {
+            reader_groups.entry(*r).or_default().insert(q);
+        }
+    }
+    let groups_reading = |reader_groups: &HashMap<NodeId, BTreeSet<usize>>, s: &NodeId| {
+        reader_groups.get(s).cloned().unwrap_or_default()
+    };
     // Merge producers into their only reader, last producer first.
     for p in (0..groups.len()).rev() {
         let stages: Vec<NodeId> = groups[p].stages.iter().map(|s| s.0).collect();
-        let readers: BTreeSet<usize> = (0..groups.len())
-            .filter(|q| {
-                groups[*q].alive && *q != p && stages.iter().any(|s| groups[*q].reads.contains(s))
-            })
+        let readers: BTreeSet<usize> = stages
+            .iter()
+            .flat_map(|s| groups_reading(&reader_groups, s))
+            .filter(|q| groups[*q].alive && *q != p)
             .collect();
         let why_not = if !opts.fused {
             Some(BoundaryReason::Unfused)
@@ -459,16 +472,26 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
                 st.append(&mut qd.stages);
                 qd.stages = st;
                 qd.nodes.extend(pd.nodes);
+                for r in &pd.reads {
+                    let by = reader_groups.entry(*r).or_default();
+                    by.remove(&p);
+                    by.insert(q);
+                }
                 qd.reads.extend(pd.reads);
                 for s in &stages {
                     qd.reads.remove(s);
+                    if let Some(by) = reader_groups.get_mut(s) {
+                        by.remove(&q);
+                    }
                 }
                 None
             }
         };
         if let Some(why) = why_not {
             for s in &stages {
-                let read_outside = (0..groups.len()).any(|q| q != p && groups[q].reads.contains(s));
+                let read_outside = groups_reading(&reader_groups, s)
+                    .iter()
+                    .any(|q| *q != p && groups[*q].reads.contains(s));
                 let reason = if is_out(*s) {
                     Some(BoundaryReason::GraphOutput)
                 } else if matches!(g.node(*s).op, Op::Assign { .. }) {
@@ -602,24 +625,30 @@ fn schedule(d: &[Draft]) -> Vec<usize> {
                 .collect()
         })
         .collect();
+    // Kahn's algorithm, always taking the ready group whose first stage is earliest.
+    let mut users: Vec<Vec<usize>> = vec![Vec::new(); d.len()];
+    let mut waiting: Vec<usize> = deps.iter().map(BTreeSet::len).collect();
+    for (i, ds) in deps.iter().enumerate() {
+        for x in ds {
+            users[*x].push(i);
+        }
+    }
+    let key = |i: usize| Reverse((d[i].stages[0].0, i));
+    let mut ready: BinaryHeap<_> = (0..d.len()).filter(|i| waiting[*i] == 0).map(key).collect();
     let mut done = vec![false; d.len()];
     let mut order = Vec::new();
-    while order.len() < d.len() {
-        let next = (0..d.len())
-            .filter(|i| !done[*i] && deps[*i].iter().all(|x| done[*x]))
-            .min_by_key(|i| d[*i].stages[0].0);
-        match next {
-            Some(i) => {
-                done[i] = true;
-                order.push(i);
-            }
-            // Merging never makes a cycle (see the module docs); fall back to creation order.
-            None => {
-                order.extend((0..d.len()).filter(|i| !done[*i]));
-                break;
+    while let Some(Reverse((_, i))) = ready.pop() {
+        done[i] = true;
+        order.push(i);
+        for u in &users[i] {
+            waiting[*u] -= 1;
+            if waiting[*u] == 0 {
+                ready.push(key(*u));
             }
         }
     }
+    // Merging never makes a cycle (see the module docs); fall back to creation order.
+    order.extend((0..d.len()).filter(|i| !done[*i]));
     order
 }
 

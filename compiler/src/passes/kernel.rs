@@ -422,6 +422,42 @@ struct Emitter<'a> {
     memo: HashMap<(NodeId, IndexEnv, Vec<ValidRange>), Value>,
 }
 
+/// A value to emit: node `n` at index `env`, read only under `valid`.
+struct Request {
+    n: NodeId,
+    env: IndexEnv,
+    valid: Vec<ValidRange>,
+}
+
+/// How an op's instruction is made from its operands' values, in operand order.
+enum Finish {
+    Unary(UnaryOp),
+    Binary(BinaryOp),
+    Compare(CompareOp),
+    Select,
+    Convert,
+    /// Concat: one range per part.
+    Choose(Vec<ValidRange>),
+    /// Any other view: its operand, guarded by these ranges if there are any.
+    View(Vec<ValidRange>),
+}
+
+/// An op whose operands are being emitted: what remains to do once they all have values.
+struct Pending {
+    n: NodeId,
+    /// Where the value is remembered (`None` for a stage's own op, which is emitted once).
+    key: Option<(NodeId, IndexEnv, Vec<ValidRange>)>,
+    operands: Vec<Request>,
+    finish: Finish,
+    values: Vec<Value>,
+}
+
+/// What one request needs: nothing more (its value), or its operands first.
+enum Step {
+    Done(Value),
+    Op(Pending),
+}
+
 impl Emitter<'_> {
     fn push(&mut self, instr: Instr, dtype: DType) -> Value {
         self.body.push(Inst { instr, dtype });
@@ -436,6 +472,83 @@ impl Emitter<'_> {
         env: &IndexEnv,
         valid: &[ValidRange],
     ) -> Result<Value, PassError> {
+        let step = self.request(n, env, valid)?;
+        self.run(step)
+    }
+
+    /// The value of `n`'s own op at `env` (operands through the rules of [`Emitter::emit`]).
+    fn emit_op(
+        &mut self,
+        n: NodeId,
+        env: &IndexEnv,
+        valid: &[ValidRange],
+    ) -> Result<Value, PassError> {
+        let step = self.op_step(n, env, valid, None)?;
+        self.run(step)
+    }
+
+    /// Emits operands depth first, in operand order (as a recursive walk would, so bodies
+    /// read in evaluation order), with an explicit stack: op chains may be any length.
+    fn run(&mut self, first: Step) -> Result<Value, PassError> {
+        let mut stack = match first {
+            Step::Done(v) => return Ok(v),
+            Step::Op(p) => vec![p],
+        };
+        loop {
+            let Some(top) = stack.last_mut() else {
+                return Err(PassError::Internal("empty emission stack".into()));
+            };
+            if let Some(r) = top.operands.get(top.values.len()) {
+                let (n, env, valid) = (r.n, r.env.clone(), r.valid.clone());
+                match self.request(n, &env, &valid)? {
+                    Step::Done(v) => top.values.push(v),
+                    Step::Op(p) => stack.push(p),
+                }
+                continue;
+            }
+            let Some(done) = stack.pop() else {
+                return Err(PassError::Internal("empty emission stack".into()));
+            };
+            let v = self.finish(done);
+            match stack.last_mut() {
+                Some(parent) => parent.values.push(v),
+                None => return Ok(v),
+            }
+        }
+    }
+
+    /// The instruction of an op whose operands all have values; remembers it under its key.
+    fn finish(&mut self, p: Pending) -> Value {
+        let dt = self.g.node(p.n).dtype;
+        let x = |i: usize| p.values[i];
+        let v = match p.finish {
+            Finish::Unary(u) => self.push(Instr::Unary(u, x(0)), dt),
+            Finish::Binary(b) => self.push(Instr::Binary(b, x(0), x(1)), dt),
+            Finish::Compare(c) => self.push(Instr::Compare(c, x(0), x(1)), dt),
+            Finish::Select => self.push(Instr::Select(x(0), x(1), x(2)), dt),
+            Finish::Convert => self.push(Instr::Convert(x(0)), dt),
+            Finish::Choose(ranges) => {
+                let parts = ranges.into_iter().zip(p.values.iter().copied()).collect();
+                self.push(Instr::Choose { parts }, dt)
+            }
+            Finish::View(valid) if valid.is_empty() => x(0),
+            Finish::View(valid) => self.push(Instr::Guard { valid, value: x(0) }, dt),
+        };
+        if let Some(key) = p.key {
+            self.memo.insert(key, v);
+        }
+        v
+    }
+
+    /// What the value of `n` at `env` under `valid` needs: an immediate, a load of a stored
+    /// tensor, a remembered value or a read of an earlier stage are done at once; an inline
+    /// op waits for its operands.
+    fn request(
+        &mut self,
+        n: NodeId,
+        env: &IndexEnv,
+        valid: &[ValidRange],
+    ) -> Result<Step, PassError> {
         let g = self.g;
         let node = g.node(n);
         let dt = node.dtype;
@@ -449,11 +562,11 @@ impl Emitter<'_> {
             };
             let key = (n, IndexEnv::default(), Vec::new());
             if let Some(v) = self.memo.get(&key) {
-                return Ok(*v);
+                return Ok(Step::Done(*v));
             }
             let v = self.push(Instr::Immediate(*s), dt);
             self.memo.insert(key, v);
-            return Ok(v);
+            return Ok(Step::Done(v));
         }
         let earlier = self.earlier.iter().position(|s| *s == n);
         if earlier.is_none() && self.plan.is_stored(n) {
@@ -469,7 +582,7 @@ impl Emitter<'_> {
             };
             let key = (n, key_env, valid.to_vec());
             if let Some(v) = self.memo.get(&key) {
-                return Ok(*v);
+                return Ok(Step::Done(*v));
             }
             let v = self.push(
                 Instr::Load {
@@ -481,105 +594,93 @@ impl Emitter<'_> {
                 dt,
             );
             self.memo.insert(key, v);
-            return Ok(v);
+            return Ok(Step::Done(v));
         }
         // Computed here (inline) or by an earlier stage: indexed in its own frame.
         let env = env.for_node(g, n, &node.axes)?;
         let key = (n, env.clone(), valid.to_vec());
         if let Some(v) = self.memo.get(&key) {
-            return Ok(*v);
+            return Ok(Step::Done(*v));
         }
-        let v = if let Some(k) = earlier {
-            for o in self.outer {
-                if let Some(e) = env.map.get(o) {
-                    if *e != AffineExpr::var(*o) {
-                        return Err(PassError::Internal(format!(
-                            "{} is read at another outer point than it is computed",
-                            g.node_label(n)
-                        )));
-                    }
+        let Some(k) = earlier else {
+            return self.op_step(n, &env, valid, Some(key));
+        };
+        for o in self.outer {
+            if let Some(e) = env.map.get(o) {
+                if *e != AffineExpr::var(*o) {
+                    return Err(PassError::Internal(format!(
+                        "{} is read at another outer point than it is computed",
+                        g.node_label(n)
+                    )));
                 }
             }
-            let index = self.stage_loops[k]
-                .loops
-                .iter()
-                .map(|a| env.get(g, n, a.axis).cloned())
-                .collect::<Result<_, _>>()?;
-            self.push(
-                Instr::ReadLocal {
-                    node: n,
-                    index,
-                    valid: valid.to_vec(),
-                },
-                dt,
-            )
-        } else {
-            self.emit_op(n, &env, valid)?
-        };
+        }
+        let index = self.stage_loops[k]
+            .loops
+            .iter()
+            .map(|a| env.get(g, n, a.axis).cloned())
+            .collect::<Result<_, _>>()?;
+        let v = self.push(
+            Instr::ReadLocal {
+                node: n,
+                index,
+                valid: valid.to_vec(),
+            },
+            dt,
+        );
         self.memo.insert(key, v);
-        Ok(v)
+        Ok(Step::Done(v))
     }
 
-    /// The value of `n`'s own op at `env` (operands through [`Emitter::emit`]).
-    fn emit_op(
+    /// `n`'s own op at `env`: its operands (with their indices and validity) and how their
+    /// values combine.
+    fn op_step(
         &mut self,
         n: NodeId,
         env: &IndexEnv,
         valid: &[ValidRange],
-    ) -> Result<Value, PassError> {
+        key: Option<(NodeId, IndexEnv, Vec<ValidRange>)>,
+    ) -> Result<Step, PassError> {
         let g = self.g;
         let node = g.node(n);
-        let dt = node.dtype;
-        Ok(match &node.op {
-            Op::Unary(u, x) => {
-                let a = self.emit(*x, env, valid)?;
-                self.push(Instr::Unary(*u, a), dt)
-            }
-            Op::Binary(b, x, y) => {
-                let (a, c) = (self.emit(*x, env, valid)?, self.emit(*y, env, valid)?);
-                self.push(Instr::Binary(*b, a, c), dt)
-            }
-            Op::Compare(cmp, x, y) => {
-                let (a, c) = (self.emit(*x, env, valid)?, self.emit(*y, env, valid)?);
-                self.push(Instr::Compare(*cmp, a, c), dt)
-            }
-            Op::Select(c, x, y) => {
-                let c = self.emit(*c, env, valid)?;
-                let (a, b) = (self.emit(*x, env, valid)?, self.emit(*y, env, valid)?);
-                self.push(Instr::Select(c, a, b), dt)
-            }
-            Op::Convert(x) => {
-                let a = self.emit(*x, env, valid)?;
-                self.push(Instr::Convert(a), dt)
-            }
+        let same = |x: &NodeId| Request {
+            n: *x,
+            env: env.clone(),
+            valid: valid.to_vec(),
+        };
+        let (operands, finish) = match &node.op {
+            Op::Unary(u, x) => (vec![same(x)], Finish::Unary(*u)),
+            Op::Binary(b, x, y) => (vec![same(x), same(y)], Finish::Binary(*b)),
+            Op::Compare(c, x, y) => (vec![same(x), same(y)], Finish::Compare(*c)),
+            Op::Select(c, x, y) => (vec![same(c), same(x), same(y)], Finish::Select),
+            Op::Convert(x) => (vec![same(x)], Finish::Convert),
             Op::Concat(parts) => {
                 let ops = env.through_view(g, n)?;
-                let mut out = Vec::new();
+                let mut requests = Vec::new();
+                let mut ranges = Vec::new();
                 for ((part, _), o) in parts.iter().zip(ops) {
                     let mut v = valid.to_vec();
                     v.extend(o.valid.iter().cloned());
-                    let x = self.emit(*part, &o.env, &v)?;
-                    out.push((o.valid[0].clone(), x));
+                    ranges.push(o.valid[0].clone());
+                    requests.push(Request {
+                        n: *part,
+                        env: o.env,
+                        valid: v,
+                    });
                 }
-                self.push(Instr::Choose { parts: out }, dt)
+                (requests, Finish::Choose(ranges))
             }
             op if op.is_view() => {
                 let mut ops = env.through_view(g, n)?;
                 let o = ops.remove(0);
                 let mut v = valid.to_vec();
                 v.extend(o.valid.iter().cloned());
-                let x = self.emit(op.inputs()[0], &o.env, &v)?;
-                if o.valid.is_empty() {
-                    x
-                } else {
-                    self.push(
-                        Instr::Guard {
-                            valid: o.valid,
-                            value: x,
-                        },
-                        dt,
-                    )
-                }
+                let request = Request {
+                    n: op.inputs()[0],
+                    env: o.env,
+                    valid: v,
+                };
+                (vec![request], Finish::View(o.valid))
             }
             _ => {
                 return Err(PassError::Internal(format!(
@@ -588,6 +689,13 @@ impl Emitter<'_> {
                     node.op.name()
                 )))
             }
-        })
+        };
+        Ok(Step::Op(Pending {
+            n,
+            key,
+            operands,
+            finish,
+            values: Vec::new(),
+        }))
     }
 }

@@ -15,7 +15,7 @@ use super::fusion::FusionPlan;
 use super::kernel::{Instr, KernelProgram};
 use super::views::{strided, AffineExpr, IterAxis, StridedView};
 use super::PassError;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use weft_ir::{Axis, Graph, NodeId, Op};
 
 /// How one stored tensor is laid out.
@@ -68,6 +68,8 @@ pub fn assign_layouts(
     requested: &BTreeMap<NodeId, Vec<Axis>>,
 ) -> Result<LayoutPlan, PassError> {
     let mut layouts = BTreeMap::new();
+    let first_loads = first_loads(programs);
+    let outputs: BTreeSet<NodeId> = g.outputs().iter().copied().collect();
     for b in &plan.boundaries {
         let node = g.node(b.node);
         let axes: Vec<Axis> = node.axes.iter().copied().collect();
@@ -80,7 +82,7 @@ pub fn assign_layouts(
                 }
             );
             let reorder = order.len() == axes.len() && order.iter().all(|a| axes.contains(a));
-            if !(is_input || g.outputs().contains(&b.node)) || !reorder {
+            if !(is_input || outputs.contains(&b.node)) || !reorder {
                 return Err(PassError::Unsupported {
                     node: g.node_label(b.node),
                     reason: format!(
@@ -92,14 +94,17 @@ pub fn assign_layouts(
             }
         }
         let fixed = matches!(node.op, Op::Tensor { .. } | Op::Assign { .. })
-            || g.outputs().contains(&b.node)
+            || outputs.contains(&b.node)
             || b.reason == super::fusion::BoundaryReason::GraphOutput;
         let order = if let Some(order) = requested.get(&b.node) {
             order.clone()
         } else if fixed {
             axes.clone()
         } else {
-            reader_order(g, b.node, programs).unwrap_or(axes.clone())
+            first_loads
+                .get(&b.node)
+                .map(|at| reader_order(g, b.node, programs, *at))
+                .unwrap_or(axes.clone())
         };
         let shape = g.shape_of(&node.axes)?;
         // A verified graph's tensors fit `crate::size`'s bound, so every stride (a product of
@@ -175,36 +180,51 @@ fn view_of(
     Ok(v)
 }
 
-/// The axes of stored `t` ordered by loop depth in its first reader (outer loops first).
-fn reader_order(g: &Graph, t: NodeId, programs: &[KernelProgram]) -> Option<Vec<Axis>> {
-    for p in programs {
-        for st in &p.stages {
-            let mut depth: Vec<Axis> = p.outer.iter().map(|a| a.axis).collect();
-            depth.extend(st.loops.iter().map(|a| a.axis));
-            if let Some(r) = &st.reduction {
-                depth.extend(r.axes.iter().map(|a| a.axis));
-            }
-            for inst in &st.body {
-                if let Instr::Load { tensor, index, .. } = &inst.instr {
-                    if *tensor != t {
-                        continue;
-                    }
-                    let axes: Vec<Axis> = g.node(t).axes.iter().copied().collect();
-                    let key = |k: usize| -> i64 {
-                        index[k]
-                            .terms
-                            .iter()
-                            .filter_map(|(a, _)| depth.iter().position(|d| d == a))
-                            .max()
-                            .map(|d| d as i64)
-                            .unwrap_or(-1)
-                    };
-                    let mut ks: Vec<usize> = (0..axes.len()).collect();
-                    ks.sort_by_key(|k| key(*k));
-                    return Some(ks.into_iter().map(|k| axes[k]).collect());
+/// Where each stored tensor is first loaded: (program, stage, instruction), in one pass so
+/// that the layout of every tensor costs no search.
+fn first_loads(programs: &[KernelProgram]) -> BTreeMap<NodeId, (usize, usize, usize)> {
+    let mut first = BTreeMap::new();
+    for (pi, p) in programs.iter().enumerate() {
+        for (si, st) in p.stages.iter().enumerate() {
+            for (ii, inst) in st.body.iter().enumerate() {
+                if let Instr::Load { tensor, .. } = &inst.instr {
+                    first.entry(*tensor).or_insert((pi, si, ii));
                 }
             }
         }
     }
-    None
+    first
+}
+
+/// The axes of stored `t` ordered by loop depth in its first reader (outer loops first), from
+/// its first load `at` (see [`first_loads`]).
+fn reader_order(
+    g: &Graph,
+    t: NodeId,
+    programs: &[KernelProgram],
+    (pi, si, ii): (usize, usize, usize),
+) -> Vec<Axis> {
+    let p = &programs[pi];
+    let st = &p.stages[si];
+    let mut depth: Vec<Axis> = p.outer.iter().map(|a| a.axis).collect();
+    depth.extend(st.loops.iter().map(|a| a.axis));
+    if let Some(r) = &st.reduction {
+        depth.extend(r.axes.iter().map(|a| a.axis));
+    }
+    let axes: Vec<Axis> = g.node(t).axes.iter().copied().collect();
+    let Instr::Load { index, .. } = &st.body[ii].instr else {
+        return axes;
+    };
+    let key = |k: usize| -> i64 {
+        index[k]
+            .terms
+            .iter()
+            .filter_map(|(a, _)| depth.iter().position(|d| d == a))
+            .max()
+            .map(|d| d as i64)
+            .unwrap_or(-1)
+    };
+    let mut ks: Vec<usize> = (0..axes.len()).collect();
+    ks.sort_by_key(|k| key(*k));
+    ks.into_iter().map(|k| axes[k]).collect()
 }

@@ -20,6 +20,7 @@ use super::fusion::{BoundaryReason, FusionPlan};
 use super::kernel::{Instr, KernelProgram};
 use super::layout::LayoutPlan;
 use super::PassError;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use weft_ir::{Graph, NodeId, Op, TensorKind};
 
 /// Alignment of every buffer and arena offset, in bytes.
@@ -174,25 +175,9 @@ pub fn plan_buffers(
 ) -> Result<BufferPlan, PassError> {
     let end = programs.len().saturating_sub(1);
     let mut tensors = Vec::new();
-    let writer = |n: NodeId| {
-        programs
-            .iter()
-            .position(|p| p.stages.iter().any(|s| s.node == n && s.store.is_some()))
-    };
-    let last_reader = |n: NodeId| {
-        programs
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| {
-                p.stages.iter().any(|s| {
-                    s.body
-                        .iter()
-                        .any(|i| matches!(&i.instr, Instr::Load { tensor, .. } if *tensor == n))
-                })
-            })
-            .map(|(k, _)| k)
-            .max()
-    };
+    let (writers, last_readers) = writers_and_last_readers(programs);
+    let writer = |n: NodeId| writers.get(&n).copied();
+    let last_reader = |n: NodeId| last_readers.get(&n).copied();
     for b in &plan.boundaries {
         let node = g.node(b.node);
         let bytes = layouts
@@ -254,6 +239,15 @@ pub fn plan_buffers(
     } else {
         Vec::new()
     };
+    let in_place_set: HashSet<(NodeId, NodeId)> = in_place.iter().copied().collect();
+    let tensor_of_node: HashMap<NodeId, usize> = tensors
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| match t.what {
+            Planned::Node(n) => Some((n, i)),
+            Planned::RowScratch(_) => None,
+        })
+        .collect();
     let mut buffers: Vec<Buffer> = Vec::new();
     // Dedicated buffers first, in node order.
     for (i, t) in tensors.iter_mut().enumerate() {
@@ -282,26 +276,40 @@ pub fn plan_buffers(
         .fold(0usize, usize::saturating_add);
     shared.sort_by_key(|i| (std::cmp::Reverse(tensors[*i].bytes), tensors[*i].first));
     let first_shared = buffers.len();
+    // Per shared buffer, its tensors by (first, last, index): they never overlap (but for an
+    // in-place pair, which touches at one kernel), so their ends grow in this order and only
+    // those starting at or before a candidate's end and not ending before its start need a check.
+    let mut by_start: Vec<BTreeSet<(usize, usize, usize)>> = Vec::new();
+    let compatible_pair = |x: &PlannedTensor, y: &PlannedTensor| {
+        let node = |t: &PlannedTensor| match t.what {
+            Planned::Node(n) => Some(n),
+            Planned::RowScratch(_) => None,
+        };
+        let pair = |w: &PlannedTensor, v: &PlannedTensor| match (node(w), node(v)) {
+            (Some(w), Some(v)) => in_place_set.contains(&(w, v)),
+            _ => false,
+        };
+        x.last < y.first
+            || y.last < x.first
+            || (pair(x, y) && y.last == x.first)
+            || (pair(y, x) && x.last == y.first)
+    };
     for i in shared {
         let need = align(tensors[i].bytes);
-        let compatible: Vec<usize> = (first_shared..buffers.len())
-            .filter(|b| {
-                share
-                    && buffers[*b].tensors.iter().all(|o| {
-                        let (x, y) = (&tensors[i], &tensors[*o]);
-                        x.last < y.first
-                            || y.last < x.first
-                            || in_place.iter().any(|(w, v)| {
-                                (x.what == Planned::Node(*w)
-                                    && y.what == Planned::Node(*v)
-                                    && y.last == x.first)
-                                    || (y.what == Planned::Node(*w)
-                                        && x.what == Planned::Node(*v)
-                                        && x.last == y.first)
-                            })
-                    })
-            })
-            .collect();
+        let x = &tensors[i];
+        let compatible: Vec<usize> = if share {
+            (first_shared..buffers.len())
+                .filter(|b| {
+                    by_start[*b - first_shared]
+                        .range(..=(x.last, usize::MAX, usize::MAX))
+                        .rev()
+                        .take_while(|(_, last, _)| *last >= x.first)
+                        .all(|(_, _, o)| compatible_pair(x, &tensors[*o]))
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let fit = compatible
             .iter()
             .filter(|b| buffers[**b].bytes >= need)
@@ -316,11 +324,13 @@ pub fn plan_buffers(
                     arena_offset: Some(0),
                     tensors: Vec::new(),
                 });
+                by_start.push(BTreeSet::new());
                 buffers.len() - 1
             }
         };
         buffers[b].bytes = buffers[b].bytes.max(need);
         buffers[b].tensors.push(i);
+        by_start[b - first_shared].insert((tensors[i].first, tensors[i].last, i));
         tensors[i].buffer = Some(b);
     }
     let mut offset = 0;
@@ -332,37 +342,12 @@ pub fn plan_buffers(
     let used: Vec<(NodeId, NodeId)> = in_place
         .into_iter()
         .filter(|(w, o)| {
-            let tw = tensors
-                .iter()
-                .find(|t| t.what == Planned::Node(*w))
-                .and_then(|t| t.buffer);
-            let to = tensors
-                .iter()
-                .find(|t| t.what == Planned::Node(*o))
-                .and_then(|t| t.buffer);
-            tw.is_some() && tw == to
+            let buffer = |n: &NodeId| tensor_of_node.get(n).and_then(|i| tensors[*i].buffer);
+            let tw = buffer(w);
+            tw.is_some() && tw == buffer(o)
         })
         .collect();
-    let peak_live_bytes = (0..programs.len())
-        .map(|k| {
-            tensors
-                .iter()
-                .filter(|t| matches!(t.role, TensorRole::Scratch | TensorRole::RowScratch))
-                .filter(|t| {
-                    // A tensor overwritten in place dies as its successor is born.
-                    let over = used.iter().any(|(_, o)| t.what == Planned::Node(*o));
-                    let last = if over {
-                        t.last.saturating_sub(1)
-                    } else {
-                        t.last
-                    };
-                    t.first <= k && k <= last
-                })
-                .map(|t| align(t.bytes))
-                .fold(0usize, usize::saturating_add)
-        })
-        .max()
-        .unwrap_or(0);
+    let peak_live_bytes = peak_live(programs.len(), &tensors, &used);
     Ok(BufferPlan {
         tensors,
         buffers,
@@ -373,13 +358,66 @@ pub fn plan_buffers(
     })
 }
 
+/// The kernel (schedule index) storing each node, and the last kernel loading each, in one pass.
+type WritersAndReaders = (HashMap<NodeId, usize>, HashMap<NodeId, usize>);
+
+fn writers_and_last_readers(programs: &[KernelProgram]) -> WritersAndReaders {
+    let (mut writers, mut readers) = (HashMap::new(), HashMap::new());
+    for (k, p) in programs.iter().enumerate() {
+        for s in &p.stages {
+            if s.store.is_some() {
+                writers.entry(s.node).or_insert(k);
+            }
+            for i in &s.body {
+                if let Instr::Load { tensor, .. } = &i.instr {
+                    readers.insert(*tensor, k);
+                }
+            }
+        }
+    }
+    (writers, readers)
+}
+
+/// The most bytes of scratch live at once over the schedule (`len` kernels), by a sweep over
+/// each tensor's live range. A tensor overwritten in place dies as its successor is born.
+fn peak_live(len: usize, tensors: &[PlannedTensor], used: &[(NodeId, NodeId)]) -> usize {
+    let overwritten: HashSet<NodeId> = used.iter().map(|(_, o)| *o).collect();
+    let mut delta = vec![0i128; len + 1];
+    for t in tensors
+        .iter()
+        .filter(|t| matches!(t.role, TensorRole::Scratch | TensorRole::RowScratch))
+    {
+        let over = matches!(t.what, Planned::Node(n) if overwritten.contains(&n));
+        let last = if over {
+            t.last.saturating_sub(1)
+        } else {
+            t.last
+        };
+        let last = last.min(len.saturating_sub(1));
+        if t.first <= last && t.first < len {
+            delta[t.first] += align(t.bytes) as i128;
+            delta[last + 1] -= align(t.bytes) as i128;
+        }
+    }
+    let mut live = 0i128;
+    let mut peak = 0i128;
+    for d in &delta[..len] {
+        live += d;
+        peak = peak.max(live);
+    }
+    usize::try_from(peak).unwrap_or(usize::MAX)
+}
+
 /// `(written, overwritten)` pairs where a kernel may write a scratch tensor over a dead one.
 fn in_place_pairs(programs: &[KernelProgram], tensors: &[PlannedTensor]) -> Vec<(NodeId, NodeId)> {
-    let scratch = |n: NodeId| {
-        tensors
-            .iter()
-            .find(|t| t.what == Planned::Node(n) && t.role == TensorRole::Scratch)
-    };
+    let scratch_of: HashMap<NodeId, &PlannedTensor> = tensors
+        .iter()
+        .filter_map(|t| match t.what {
+            Planned::Node(n) if t.role == TensorRole::Scratch => Some((n, t)),
+            _ => None,
+        })
+        .collect();
+    let scratch = |n: NodeId| scratch_of.get(&n).copied();
     let mut out = Vec::new();
     for (k, p) in programs.iter().enumerate() {
         if p.stages.len() != 1 {

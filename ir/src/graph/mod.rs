@@ -400,9 +400,18 @@ pub struct Graph {
     axes: Arena<AxisId, AxisData>,
     nodes: Arena<NodeId, Node>,
     outputs: Vec<NodeId>,
-    // Interning of derived axes and lookup of names; rebuilt on demand, not compared.
+    // Interning of derived axes, lookup of names and each axis-table entry's length where it
+    // resolves (indexed like `axes`): kept up to date by every change, derived from the fields
+    // above, not compared.
     derived: HashMap<AxisDef, AxisId>,
     names: HashMap<String, NodeId>,
+    lens: Vec<Option<usize>>,
+}
+
+/// One step of resolving a derived length: the length, or a part that has none.
+enum Derived {
+    Len(usize),
+    NeedsPart(Axis),
 }
 
 impl Graph {
@@ -435,11 +444,13 @@ impl Graph {
     }
 
     fn declare_axis(&mut self, name: &str, len: Option<usize>, roles: Vec<Role>) -> Axis {
-        Axis::new(self.axes.push(AxisData {
+        let axis = Axis::new(self.axes.push(AxisData {
             name: name.to_string(),
             roles,
             def: AxisDef::Base { len },
-        }))
+        }));
+        self.lens.push(len);
+        axis
     }
 
     /// The axis table entry of `id`.
@@ -468,6 +479,7 @@ impl Graph {
         match &mut entry.def {
             AxisDef::Base { len: l } => {
                 *l = Some(len);
+                self.refresh_lens();
                 Ok(())
             }
             _ => Err(GraphError::AxisDefinition {
@@ -515,18 +527,50 @@ impl Graph {
         self.resolve_len(axis).ok()
     }
 
-    /// The length of an axis, or why it has none.
+    /// The length of an axis, or why it has none. Constant time when it has one (lengths are
+    /// kept per table entry); otherwise a walk down the first part without a length, in a loop,
+    /// so no chain of derivations is too deep.
     pub fn resolve_len(&self, axis: Axis) -> Result<usize, GraphError> {
+        if let Some(n) = self.known_len(axis) {
+            return Ok(n);
+        }
+        let mut at = axis;
+        loop {
+            match self.len_from_parts(at)? {
+                Derived::Len(n) if at == axis => return Ok(n),
+                Derived::Len(_) => {
+                    return Err(GraphError::AxisDefinition {
+                        axis: self.axis_name(axis),
+                        message: "its kept length is out of date".into(),
+                    })
+                }
+                Derived::NeedsPart(part) => at = part,
+            }
+        }
+    }
+
+    /// The kept length of `axis`, if it resolves.
+    fn known_len(&self, axis: Axis) -> Option<usize> {
+        self.lens.get(axis.id.as_u32() as usize).copied().flatten()
+    }
+
+    /// The length of `axis` from its definition and its parts' kept lengths (not theirs
+    /// recursively): the one rule for a derived axis's length.
+    fn len_from_parts(&self, axis: Axis) -> Result<Derived, GraphError> {
         let data = self
             .axes
             .get(axis.id)
             .ok_or_else(|| GraphError::Foreign(format!("{}", axis.id)))?;
+        let part = |a: Axis| self.known_len(a).ok_or(Derived::NeedsPart(a));
         let n = match &data.def {
             AxisDef::Base { len } => len.ok_or_else(|| GraphError::UnboundAxis {
                 axis: data.name.clone(),
             })?,
             AxisDef::Slice { of, range } => {
-                let l = self.resolve_len(*of)?;
+                let l = match part(*of) {
+                    Ok(l) => l,
+                    Err(d) => return Ok(d),
+                };
                 range
                     .resolve(l)
                     .map_err(|message| GraphError::Range {
@@ -536,31 +580,49 @@ impl Graph {
                     })?
                     .len
             }
-            AxisDef::Pad { of, before, after } => self
-                .resolve_len(*of)?
-                .checked_add(*before)
-                .and_then(|n| n.checked_add(*after))
-                .ok_or_else(|| self.axis_too_long(axis))?,
-            AxisDef::Flatten(parts) => {
-                let mut p = 1usize;
+            AxisDef::Pad { of, before, after } => match part(*of) {
+                Ok(l) => l
+                    .checked_add(*before)
+                    .and_then(|n| n.checked_add(*after))
+                    .ok_or_else(|| self.axis_too_long(axis))?,
+                Err(d) => return Ok(d),
+            },
+            AxisDef::Flatten(parts) | AxisDef::Concat(parts) => {
+                let flatten = matches!(data.def, AxisDef::Flatten(_));
+                let mut acc = usize::from(flatten);
                 for a in parts {
-                    p = p
-                        .checked_mul(self.resolve_len(*a)?)
-                        .ok_or_else(|| self.axis_too_long(axis))?;
+                    let l = match part(*a) {
+                        Ok(l) => l,
+                        Err(d) => return Ok(d),
+                    };
+                    acc = if flatten {
+                        acc.checked_mul(l)
+                    } else {
+                        acc.checked_add(l)
+                    }
+                    .ok_or_else(|| self.axis_too_long(axis))?;
                 }
-                p
-            }
-            AxisDef::Concat(parts) => {
-                let mut s = 0usize;
-                for a in parts {
-                    s = s
-                        .checked_add(self.resolve_len(*a)?)
-                        .ok_or_else(|| self.axis_too_long(axis))?;
-                }
-                s
+                acc
             }
         };
-        Ok(n)
+        Ok(Derived::Len(n))
+    }
+
+    /// Keeps the length of the newest axis-table entry (its parts are earlier entries).
+    fn keep_new_len(&mut self, axis: Axis) {
+        let n = match self.len_from_parts(axis) {
+            Ok(Derived::Len(n)) => Some(n),
+            _ => None,
+        };
+        self.lens.push(n);
+    }
+
+    /// Recomputes every kept length in table order (after a bind).
+    fn refresh_lens(&mut self) {
+        self.lens.clear();
+        for i in 0..self.axes.len() {
+            self.keep_new_len(Axis::new(AxisId::from_u32(i as u32)));
+        }
     }
 
     fn axis_too_long(&self, axis: Axis) -> GraphError {
@@ -576,9 +638,6 @@ impl Graph {
 
     /// The derived axis for `def`, made on first request (derived axes are interned).
     pub fn derived_axis(&mut self, def: AxisDef) -> Axis {
-        if self.derived.len() != self.axes.iter().filter(|(_, d)| !is_base(d)).count() {
-            self.reindex();
-        }
         if let Some(id) = self.derived.get(&def) {
             return Axis::new(*id);
         }
@@ -589,6 +648,7 @@ impl Graph {
             def: def.clone(),
         });
         self.derived.insert(def, id);
+        self.keep_new_len(Axis::new(id));
         Axis::new(id)
     }
 
@@ -613,20 +673,6 @@ impl Graph {
                 n.join("|")
             }
         }
-    }
-
-    fn reindex(&mut self) {
-        self.derived = self
-            .axes
-            .iter()
-            .filter(|(_, d)| !is_base(d))
-            .map(|(id, d)| (d.def.clone(), id))
-            .collect();
-        self.names = self
-            .nodes
-            .iter()
-            .filter_map(|(id, n)| n.name.clone().map(|s| (s, id)))
-            .collect();
     }
 
     // ---- nodes ---------------------------------------------------------------------------
@@ -658,13 +704,7 @@ impl Graph {
 
     /// The node named `name`.
     pub fn find(&self, name: &str) -> Option<NodeId> {
-        if let Some(id) = self.names.get(name) {
-            return Some(*id);
-        }
-        self.nodes
-            .iter()
-            .find(|(_, n)| n.name.as_deref() == Some(name))
-            .map(|(id, _)| id)
+        self.names.get(name).copied()
     }
 
     /// Names a node; names are unique.
@@ -743,8 +783,4 @@ impl PartialEq for Graph {
     fn eq(&self, other: &Graph) -> bool {
         self.axes == other.axes && self.nodes == other.nodes && self.outputs == other.outputs
     }
-}
-
-fn is_base(d: &AxisData) -> bool {
-    matches!(d.def, AxisDef::Base { .. })
 }

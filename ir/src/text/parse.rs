@@ -168,11 +168,13 @@ impl Parser<'_> {
 
     /// Makes derived axes created by ops referable by their generated names.
     fn sync_axes(&mut self) {
-        let table: Vec<(AxisId, String)> = self
-            .graph
-            .axis_table()
-            .skip(self.synced_axes)
-            .map(|(id, d)| (id, d.name.clone()))
+        // Only the new entries, by index: skipping through the table's iterator would cost a
+        // walk of the whole table per statement (quadratic parsing).
+        let table: Vec<(AxisId, String)> = (self.synced_axes..self.graph.axis_table().len())
+            .map(|i| {
+                let id = AxisId::from_u32(i as u32);
+                (id, self.graph.axis_data(id).name.clone())
+            })
             .collect();
         self.synced_axes += table.len();
         for (id, name) in table {
