@@ -34,7 +34,7 @@ use crate::passes::kernel::{Instr, KernelProgram, StageProgram};
 use crate::passes::layout::LayoutPlan;
 use crate::passes::views::{AffineExpr as PassAffine, IterAxis, StridedView, ValidRange};
 use crate::pipeline::CompiledPlan;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use weft_ir::loop_ir::{
     verify, AccId, AffineExpr, BinaryOp as LBinary, BufferAccess, BufferAccessExpr, BufferId,
     CompareOp as LCompare, Inst, Kernel, LoopAnnotations, LoopId, MaskBound, ReduceKind,
@@ -493,11 +493,42 @@ impl<'a> Lowerer<'a> {
         for l in self.outer_loops.iter().rev() {
             body = vec![Stmt::Loop { loop_id: *l, body }];
         }
+        let pruned = self.prune_empty(body.clone());
+        // Only a pruned loop can leave hoisted values unread (a load of an empty buffer, say).
+        let body = if pruned == body {
+            body
+        } else {
+            drop_unused(pruned)
+        };
         if self.options.vectorize {
             self.block_over_results(&body);
         }
         self.k.body = body;
         Ok(())
+    }
+
+    /// Drops loops that do nothing: those of zero iterations (an empty axis), and those whose
+    /// body is left with no store, reduction or loop. Exact (the dropped statements never run
+    /// or have no effect), and it keeps a huge loop around an empty one from spinning: a
+    /// `[2^40, 0]` tensor has no elements, and its kernel does no work.
+    fn prune_empty(&self, body: Vec<Stmt>) -> Vec<Stmt> {
+        let mut out = Vec::with_capacity(body.len());
+        for s in body {
+            match s {
+                Stmt::Loop { loop_id, body } => {
+                    if self.k.loops[loop_id].extent == 0 {
+                        continue;
+                    }
+                    let body = self.prune_empty(body);
+                    let effect = body.iter().any(|s| !matches!(s, Stmt::Let { .. }));
+                    if effect {
+                        out.push(Stmt::Loop { loop_id, body });
+                    }
+                }
+                other => out.push(other),
+            }
+        }
+        out
     }
 
     fn lower_stage(&mut self, st: &StageProgram) -> Result<Vec<Stmt>, LowerError> {
@@ -1366,6 +1397,73 @@ impl Scope {
 
 /// `k` with its values numbered in textual order (hoisting defines them out of order), so the
 /// printed form reads naturally and is stable.
+/// Applies `m` to every value operand of `inst`.
+fn operands_mut(inst: &mut Inst, m: &dyn Fn(&mut ValueId)) {
+    match inst {
+        Inst::Unary(_, a) | Inst::Convert(a) => m(a),
+        Inst::Binary(_, a, b) | Inst::Compare(_, a, b) => {
+            m(a);
+            m(b);
+        }
+        Inst::Select {
+            cond,
+            if_true,
+            if_false,
+        } => {
+            m(cond);
+            m(if_true);
+            m(if_false);
+        }
+        Inst::Const(_) | Inst::Index(_) | Inst::Load(_) | Inst::AccValue(_) | Inst::AccIndex(_) => {
+        }
+    }
+}
+
+/// Every value some statement of `body` reads.
+fn used_values(body: &[Stmt], used: &mut HashSet<ValueId>) {
+    for s in body {
+        match s {
+            Stmt::Let { inst, .. } => {
+                let seen = std::cell::RefCell::new(Vec::new());
+                operands_mut(&mut inst.clone(), &|v| seen.borrow_mut().push(*v));
+                used.extend(seen.into_inner());
+            }
+            Stmt::Store { value, .. } => {
+                used.insert(*value);
+            }
+            Stmt::Reduce { value, index, .. } => {
+                used.insert(*value);
+                used.extend(index);
+            }
+            Stmt::Loop { body, .. } => used_values(body, used),
+            Stmt::DeclareAcc(_) => {}
+        }
+    }
+}
+
+/// Drops `let`s whose value nothing reads (values hoisted for a loop that was pruned), until
+/// none is left.
+fn drop_unused(mut body: Vec<Stmt>) -> Vec<Stmt> {
+    fn retain(body: &mut Vec<Stmt>, used: &HashSet<ValueId>) -> bool {
+        let before = body.len();
+        body.retain(|s| !matches!(s, Stmt::Let { result, .. } if !used.contains(result)));
+        let mut changed = body.len() != before;
+        for s in body.iter_mut() {
+            if let Stmt::Loop { body, .. } = s {
+                changed |= retain(body, used);
+            }
+        }
+        changed
+    }
+    loop {
+        let mut used = HashSet::new();
+        used_values(&body, &mut used);
+        if !retain(&mut body, &used) {
+            return body;
+        }
+    }
+}
+
 fn renumber(mut k: Kernel) -> Kernel {
     fn walk(body: &[Stmt], order: &mut Vec<ValueId>) {
         for s in body {
@@ -1393,27 +1491,7 @@ fn renumber(mut k: Kernel) -> Kernel {
             match s {
                 Stmt::Let { result, inst } => {
                     m(result);
-                    match inst {
-                        Inst::Unary(_, a) | Inst::Convert(a) => m(a),
-                        Inst::Binary(_, a, b) | Inst::Compare(_, a, b) => {
-                            m(a);
-                            m(b);
-                        }
-                        Inst::Select {
-                            cond,
-                            if_true,
-                            if_false,
-                        } => {
-                            m(cond);
-                            m(if_true);
-                            m(if_false);
-                        }
-                        Inst::Const(_)
-                        | Inst::Index(_)
-                        | Inst::Load(_)
-                        | Inst::AccValue(_)
-                        | Inst::AccIndex(_) => {}
-                    }
+                    operands_mut(inst, m);
                 }
                 Stmt::Store { value, .. } => m(value),
                 Stmt::Reduce { value, index, .. } => {

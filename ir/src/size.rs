@@ -37,7 +37,13 @@ pub fn byte_size(dtype: DType, elements: usize) -> Option<usize> {
 }
 
 /// The size of a tensor of `dtype` over axes of `lengths`, if addressable.
+///
+/// Every length must itself be at most [`MAX_TENSOR_BYTES`], even when another axis is empty
+/// and the tensor holds nothing: loops and indices run over each axis in `i64`.
 pub fn tensor_size(dtype: DType, lengths: &[usize]) -> Option<TensorSize> {
+    if lengths.iter().any(|&l| l > MAX_TENSOR_BYTES) {
+        return None;
+    }
     let elements = element_count(lengths)?;
     let bytes = byte_size(dtype, elements)?;
     Some(TensorSize { elements, bytes })

@@ -110,7 +110,10 @@ pub fn describe(graph: &Graph, name: &str, value: &HostArray) -> String {
     );
     let data = value.data();
     let n = data.len();
-    if n <= 64 {
+    if n == 0 {
+        // No elements: the nesting of an empty axis inside long ones would be all brackets.
+        s.push_str(" = []");
+    } else if n <= 64 {
         s.push_str(" =\n  ");
         s.push_str(&nested(value.shape(), &|i| {
             scalar_text(data.get(i).unwrap_or(Scalar::Float(f64::NAN)))

@@ -112,7 +112,10 @@ pub fn assign_layouts(
         let size = g.tensor_size(b.node)?;
         let mut strides = vec![0i64; axes.len()];
         let mut s = 1i64;
-        for a in order.iter().rev() {
+        // A tensor with an empty axis has no elements: nothing is ever addressed, so its
+        // strides stay 0 (its other axes may be longer than any index).
+        let empty = size.elements == 0;
+        for a in order.iter().rev().filter(|_| !empty) {
             let k = node
                 .axes
                 .position(*a)

@@ -151,7 +151,15 @@ impl Executable for Interpreter {
                 continue;
             }
             self.check_memory(id, node)?;
-            let value = self.eval(id, node, &values)?;
+            // A tensor with no elements (an empty axis) is not computed: its other axes may be
+            // long enough that walking them would never end.
+            let value = match g.shape_of(&node.axes)? {
+                shape if shape.contains(&0) => {
+                    let data = weft_ir::ArrayData::filled(node.dtype, weft_ir::Scalar::Int(0), 0)?;
+                    HostArray::new(node.axes.clone(), shape, data)?
+                }
+                _ => self.eval(id, node, &values)?,
+            };
             if let Op::Assign { target, .. } = node.op {
                 assigned.push((target, value.clone()));
             }
