@@ -362,11 +362,15 @@ impl IndexEnv {
             } => {
                 // The merged axes are read as the parts of the flattened axis: if this frame
                 // indexes it whole, they need div/mod (an axis of the same identity elsewhere in
-                // the frame is another coordinate).
-                if let Some(f) = n.axes.iter().find(|a| immediate_parts(g, **a) == *merged) {
-                    if self.map.contains_key(f) {
-                        return Err(split_index(g, node, *f));
-                    }
+                // the frame is another coordinate). Two result axes may have those parts (the
+                // new `A*·B*` beside a transposed `(A·B)*`): if either is whole, the parts'
+                // keys may belong to the other, so neither can be trusted.
+                let whole = n
+                    .axes
+                    .iter()
+                    .find(|a| immediate_parts(g, **a) == *merged && self.map.contains_key(*a));
+                if let Some(f) = whole {
+                    return Err(split_index(g, node, *f));
                 }
                 let leaves = env_keys(g, &g.node(*x).axes);
                 let mut map = BTreeMap::new();
