@@ -493,13 +493,10 @@ impl<'a> Lowerer<'a> {
         for l in self.outer_loops.iter().rev() {
             body = vec![Stmt::Loop { loop_id: *l, body }];
         }
-        let pruned = self.prune_empty(body.clone());
+        let mut pruned = false;
+        let body = self.prune_empty(body, &mut pruned);
         // Only a pruned loop can leave hoisted values unread (a load of an empty buffer, say).
-        let body = if pruned == body {
-            body
-        } else {
-            drop_unused(pruned)
-        };
+        let body = if pruned { drop_unused(body) } else { body };
         if self.options.vectorize {
             self.block_over_results(&body);
         }
@@ -511,18 +508,21 @@ impl<'a> Lowerer<'a> {
     /// body is left with no store, reduction or loop. Exact (the dropped statements never run
     /// or have no effect), and it keeps a huge loop around an empty one from spinning: a
     /// `[2^40, 0]` tensor has no elements, and its kernel does no work.
-    fn prune_empty(&self, body: Vec<Stmt>) -> Vec<Stmt> {
+    /// Sets `pruned` when it drops anything.
+    fn prune_empty(&self, body: Vec<Stmt>, pruned: &mut bool) -> Vec<Stmt> {
         let mut out = Vec::with_capacity(body.len());
         for s in body {
             match s {
                 Stmt::Loop { loop_id, body } => {
                     if self.k.loops[loop_id].extent == 0 {
+                        *pruned = true;
                         continue;
                     }
-                    let body = self.prune_empty(body);
-                    let effect = body.iter().any(|s| !matches!(s, Stmt::Let { .. }));
-                    if effect {
+                    let body = self.prune_empty(body, pruned);
+                    if body.iter().any(|s| !matches!(s, Stmt::Let { .. })) {
                         out.push(Stmt::Loop { loop_id, body });
+                    } else {
+                        *pruned = true;
                     }
                 }
                 other => out.push(other),

@@ -9,10 +9,9 @@
 //! does that), so a case is a plain function of its text and seed.
 
 use weft::prelude::*;
-use weft::Op;
 use weft_compiler::{JitOptions, LowerOptions};
 use weft_ir::testing::{
-    compare_runs, observed_outputs, perturb_all, random_inputs, Run, Tolerance,
+    compare_runs, observed_outputs, perturb_all, random_inputs, state_nodes, Run, Tolerance,
     PERTURBED_REFERENCES,
 };
 
@@ -125,22 +124,6 @@ fn small_enough(g: &Graph) -> bool {
         }
     }
     true
-}
-
-/// The variables and persistent tensors of `g`, in node order.
-fn state_nodes(g: &Graph) -> Vec<NodeId> {
-    g.nodes()
-        .filter(|(_, n)| {
-            matches!(
-                n.op,
-                Op::Tensor {
-                    kind: TensorKind::Variable | TensorKind::PersistentTensor,
-                    ..
-                }
-            )
-        })
-        .map(|(id, _)| id)
-        .collect()
 }
 
 /// Two calls of `outputs` on `t`, then the state.

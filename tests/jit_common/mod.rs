@@ -3,30 +3,13 @@
 #![allow(dead_code)]
 
 use weft::prelude::*;
-use weft::Op;
 pub use weft_ir::testing::{compare_runs as compare, Run};
-use weft_ir::testing::{perturb_all, Tolerance, PERTURBED_REFERENCES};
+use weft_ir::testing::{perturb_all, state_nodes, Tolerance, PERTURBED_REFERENCES};
 
 /// Random values for the placeholders `ps` of `g`: floats in [-2, 2), integers in [-6, 6),
 /// bools half true, no special values (hand-written tests check those explicitly).
 pub fn random_inputs(g: &Graph, ps: &[NodeId], seed: u64) -> Vec<HostArray> {
     weft_ir::testing::random_inputs(g, ps, seed, false)
-}
-
-/// The variables and persistent tensors of `g`, in node order.
-fn state_nodes(g: &Graph) -> Vec<NodeId> {
-    g.nodes()
-        .filter(|(_, n)| {
-            matches!(
-                n.op,
-                Op::Tensor {
-                    kind: TensorKind::Variable | TensorKind::PersistentTensor,
-                    ..
-                }
-            )
-        })
-        .map(|(id, _)| id)
-        .collect()
 }
 
 /// Runs `outputs` of `g` `calls` times on `backend` with `inputs`.

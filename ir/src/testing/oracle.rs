@@ -9,7 +9,7 @@
 //! unless the element is singular (a perturbed reference changes its class).
 
 use crate::dtype::DType;
-use crate::graph::{Graph, NodeId};
+use crate::graph::{Graph, NodeId, Op, TensorKind};
 use crate::host::{ArrayData, HostArray, Scalar};
 
 /// A deterministic pseudo-random source (SplitMix64): tests and the fuzzer need no dependency.
@@ -229,6 +229,22 @@ pub fn perturb_all(arrays: &[HostArray], tol: &Tolerance, k: u64) -> Vec<HostArr
         .iter()
         .enumerate()
         .map(|(i, a)| perturb(a, tol, k.wrapping_mul(0x9E37_79B9) ^ i as u64))
+        .collect()
+}
+
+/// The variables and persistent tensors of `g`, in node order: the state a [`Run`] ends with.
+pub fn state_nodes(g: &Graph) -> Vec<NodeId> {
+    g.nodes()
+        .filter(|(_, n)| {
+            matches!(
+                n.op,
+                Op::Tensor {
+                    kind: TensorKind::Variable | TensorKind::PersistentTensor,
+                    ..
+                }
+            )
+        })
+        .map(|(id, _)| id)
         .collect()
 }
 
