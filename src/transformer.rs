@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use std::sync::Arc;
 use weft_compiler::{JitExecutable, JitOptions};
 use weft_ir::{Graph, HostArray, NodeId};
-use weft_runtime::{Executable, Interpreter, Plan, SharedState, State, StateAccess};
+use weft_runtime::{Executable, Interpreter, Perturbation, Plan, SharedState, State, StateAccess};
 
 /// What runs a transformer's computations.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -39,6 +39,7 @@ impl Backend {
         outputs: &[NodeId],
         placeholders: &[NodeId],
         jit: Option<&JitOptions>,
+        perturbation: Option<Perturbation>,
     ) -> Result<Box<dyn Executable>> {
         match self {
             Backend::Jit | Backend::JitUnfused => {
@@ -54,11 +55,13 @@ impl Backend {
                     &options,
                 )?))
             }
-            Backend::Interpreter => Ok(Box::new(Interpreter::new(
-                Arc::clone(graph),
-                outputs,
-                placeholders,
-            )?)),
+            Backend::Interpreter => {
+                let interp = Interpreter::new(Arc::clone(graph), outputs, placeholders)?;
+                Ok(Box::new(match perturbation {
+                    Some(p) => interp.with_perturbation(p),
+                    None => interp,
+                }))
+            }
         }
     }
 }
@@ -76,6 +79,8 @@ pub struct Transformer {
     backend: Backend,
     /// The JIT's options when the caller chose them ([`Transformer::with_jit_options`]).
     jit: Option<JitOptions>,
+    /// The interpreter's conditioning probe ([`Transformer::perturbed_interpreter`]).
+    perturbation: Option<Perturbation>,
 }
 
 impl Transformer {
@@ -92,7 +97,18 @@ impl Transformer {
             }),
             backend,
             jit: None,
+            perturbation: None,
         })
+    }
+
+    /// A transformer for `graph` on the reference interpreter with every float entering the
+    /// computation (inputs, state, constants, conversions from integers) nudged by `p`: the
+    /// test oracle's perturbed reference, whose distance from the plain interpreter's results
+    /// measures each element's conditioning (docs/testing.md, "Tolerances").
+    pub fn perturbed_interpreter(graph: Graph, p: Perturbation) -> Result<Transformer> {
+        let mut t = Transformer::new(graph, Backend::Interpreter)?;
+        t.perturbation = Some(p);
+        Ok(t)
     }
 
     /// A transformer for `graph` on the JIT with the caller's options: fusion on or off, the
@@ -126,7 +142,13 @@ impl Transformer {
     pub fn computation(&self, outputs: &[NodeId], placeholders: &[NodeId]) -> Result<Computation> {
         let executable =
             self.backend
-                .prepare(&self.shared.graph, outputs, placeholders, self.jit.as_ref())?;
+                .prepare(
+                    &self.shared.graph,
+                    outputs,
+                    placeholders,
+                    self.jit.as_ref(),
+                    self.perturbation,
+                )?;
         let plan = Plan::new(&self.shared.graph, outputs, placeholders)?;
         let access = StateAccess::of(&self.shared.graph, &plan);
         Ok(Computation::new(

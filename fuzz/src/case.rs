@@ -9,9 +9,10 @@
 //! does that), so a case is a plain function of its text and seed.
 
 use weft::prelude::*;
+use weft::Perturbation;
 use weft_compiler::{JitOptions, LowerOptions};
 use weft_ir::testing::{
-    compare_runs, observed_outputs, perturb_all, random_inputs, state_nodes, Run, Tolerance,
+    compare_runs, observed_outputs, random_inputs, state_nodes, Run, Tolerance,
     PERTURBED_REFERENCES,
 };
 
@@ -108,6 +109,29 @@ pub fn run_graph(g: &Graph, seed: u64) -> Outcome {
     Outcome::Passed
 }
 
+/// Writes the case `text` with `seed` as files `weft run` reproduces on its own: `case.weft` (the
+/// graph with every observed output marked) and one `NAME.npy` per placeholder (the inputs of the
+/// case's calls). Returns the `weft run` arguments naming the inputs.
+pub fn dump_case(text: &str, seed: u64, dir: &std::path::Path) -> Result<String, String> {
+    let mut g = weft_ir::text::parse(text, "fuzz.weft").map_err(|e| e.to_string())?;
+    g.verify().map_err(|e| e.to_string())?;
+    for id in observed_outputs(&g, seed) {
+        g.mark_output(id).map_err(|e| e.to_string())?;
+    }
+    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    let weft = dir.join("case.weft");
+    std::fs::write(&weft, weft_ir::text::print(&g)).map_err(|e| e.to_string())?;
+    let ps = g.placeholders();
+    let mut args = format!("{}", weft.display());
+    for (id, array) in ps.iter().zip(random_inputs(&g, &ps, seed, true)) {
+        let name = g.node(*id).name.clone().unwrap_or_else(|| format!("{id:?}"));
+        let path = dir.join(format!("{name}.npy"));
+        array.write_npy(&path).map_err(|e| e.to_string())?;
+        args += &format!(" --input {name}={}", path.display());
+    }
+    Ok(args)
+}
+
 /// Whether every tensor of `g` is small (lengths multiplied with overflow checks).
 fn small_enough(g: &Graph) -> bool {
     let mut total = 0usize;
@@ -144,7 +168,8 @@ fn run_on(
     Ok((calls, state))
 }
 
-/// The interpreter's base run and its perturbed runs (inputs and initial state perturbed).
+/// The interpreter's base run and its perturbed runs (every float entering the computation
+/// nudged by `tol.perturbation`: `Transformer::perturbed_interpreter`).
 fn references(
     g: &Graph,
     outputs: &[NodeId],
@@ -154,20 +179,17 @@ fn references(
 ) -> Result<Vec<Run>, Error> {
     let mut runs = Vec::new();
     for k in 0..=PERTURBED_REFERENCES {
-        let t = Transformer::new(g.clone(), Backend::Interpreter)?;
-        if k == 0 {
-            runs.push(run_on(&t, outputs, ps, inputs)?);
-            continue;
-        }
-        let state = state_nodes(g);
-        let initial = state
-            .iter()
-            .map(|id| t.value_of(*id))
-            .collect::<Result<Vec<_>, _>>()?;
-        for (id, value) in state.iter().zip(perturb_all(&initial, tol, k)) {
-            t.set_value(*id, &value)?;
-        }
-        runs.push(run_on(&t, outputs, ps, &perturb_all(inputs, tol, k))?);
+        let t = match k {
+            0 => Transformer::new(g.clone(), Backend::Interpreter)?,
+            _ => Transformer::perturbed_interpreter(
+                g.clone(),
+                Perturbation {
+                    seed: k,
+                    rel: tol.perturbation,
+                },
+            )?,
+        };
+        runs.push(run_on(&t, outputs, ps, inputs)?);
     }
     Ok(runs)
 }

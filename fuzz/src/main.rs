@@ -41,6 +41,10 @@ struct Args {
     /// fail the run (repeatable; tests/findings/open/ lists the open ones).
     #[arg(long, value_name = "TEXT")]
     known: Vec<String>,
+    /// With `--replay`: write the case (graph with its observed outputs, inputs as .npy) into
+    /// this folder for `weft run`, and print the command.
+    #[arg(long, value_name = "DIR")]
+    dump: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -54,6 +58,12 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
         };
+        if let Some(dir) = &args.dump {
+            match weft_fuzz::case::dump_case(&text, args.case_seed, dir) {
+                Ok(run_args) => println!("weft run {run_args}"),
+                Err(e) => eprintln!("cannot dump the case: {e}"),
+            }
+        }
         let outcome = replay(&text, args.case_seed, timeout);
         println!("{outcome:?}");
         return match outcome {

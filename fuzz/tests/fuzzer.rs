@@ -134,3 +134,38 @@ fn replay_runs_one_text_under_the_watchdog() {
         Ok(Outcome::ParseError)
     );
 }
+
+/// Every fuzz finding kept as a regression test (`tests/findings/*.weft` whose header names its
+/// `--case-seed`) replays as the fuzzer found it — the same inputs and observed outputs — and
+/// passes: `tests/findings.rs` runs the same files with its own inputs and output sets, which
+/// need not reach what the fuzzer's did.
+#[test]
+fn every_fuzz_finding_replays_and_passes_with_its_case_seed() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/findings");
+    let mut replayed = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "weft") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let Some(seed) = case_seed(&text) else {
+            continue;
+        };
+        let outcome = replay(&text, seed, Duration::from_secs(120));
+        assert!(
+            matches!(outcome, Ok(Outcome::Passed)),
+            "{} (case seed {seed}): {outcome:?}",
+            path.display()
+        );
+        replayed += 1;
+    }
+    assert!(replayed > 0, "no finding names its case seed");
+}
+
+/// The `--case-seed N` a saved finding's first comment line names.
+fn case_seed(text: &str) -> Option<u64> {
+    let header = text.lines().next()?.strip_prefix('#')?;
+    let rest = &header[header.find("--case-seed ")? + "--case-seed ".len()..];
+    rest.split_whitespace().next()?.parse().ok()
+}

@@ -9,6 +9,7 @@ pub mod dtype;
 pub mod graph;
 pub mod host;
 pub mod loop_ir;
+pub mod perturb;
 pub mod scalar;
 pub mod shape;
 pub mod size;

@@ -27,7 +27,7 @@ use std::collections::HashMap;
 
 pub mod oracle;
 pub use oracle::{
-    compare_arrays, compare_runs, observed_outputs, perturb, perturb_all, proptest_cases,
+    compare_arrays, compare_runs, observed_outputs, proptest_cases,
     random_inputs, state_nodes, Run, SplitMix, Tolerance, PERTURBED_REFERENCES,
 };
 

@@ -24,7 +24,7 @@ pub use device_error::RuntimeError;
 pub use element::Element;
 pub use error::RunError;
 pub use executable::Executable;
-pub use interp::Interpreter;
+pub use interp::{Interpreter, Perturbation};
 pub use kernel::{CompiledKernel, KernelCode, KernelEntry, KernelSignature, STACK_TABLE};
 pub use plan::Plan;
 pub use reference::DeviceBufferReference;

@@ -4,7 +4,7 @@
 
 use weft::prelude::*;
 pub use weft_ir::testing::{compare_runs as compare, Run};
-use weft_ir::testing::{perturb_all, state_nodes, Tolerance, PERTURBED_REFERENCES};
+use weft_ir::testing::{state_nodes, Tolerance, PERTURBED_REFERENCES};
 
 /// Random values for the placeholders `ps` of `g`: floats in [-2, 2), integers in [-6, 6),
 /// bools half true, no special values (hand-written tests check those explicitly).
@@ -44,8 +44,9 @@ fn run_on(
     Ok((results, state))
 }
 
-/// The interpreter's runs the oracle compares with: on `inputs` (the base), then on copies of
-/// the inputs and initial state perturbed by `tol.perturbation` (docs/testing.md).
+/// The interpreter's runs the oracle compares with: on `inputs` (the base), then with every float
+/// entering the computation nudged by `tol.perturbation` (`Transformer::perturbed_interpreter`,
+/// docs/testing.md).
 pub fn references(
     g: &Graph,
     outputs: &[NodeId],
@@ -55,23 +56,13 @@ pub fn references(
     tol: &Tolerance,
 ) -> Result<Vec<Run>, Error> {
     let mut runs = vec![run(g, outputs, ps, inputs, calls, Backend::Interpreter)?];
-    let state = state_nodes(g);
     for k in 1..=PERTURBED_REFERENCES {
-        let t = Transformer::new(g.clone(), Backend::Interpreter)?;
-        let initial = state
-            .iter()
-            .map(|id| t.value_of(*id))
-            .collect::<Result<Vec<_>, _>>()?;
-        for (id, value) in state.iter().zip(perturb_all(&initial, tol, k)) {
-            t.set_value(*id, &value)?;
-        }
-        runs.push(run_on(
-            &t,
-            outputs,
-            ps,
-            &perturb_all(inputs, tol, k),
-            calls,
-        )?);
+        let p = Perturbation {
+            seed: k,
+            rel: tol.perturbation,
+        };
+        let t = Transformer::perturbed_interpreter(g.clone(), p)?;
+        runs.push(run_on(&t, outputs, ps, inputs, calls)?);
     }
     Ok(runs)
 }

@@ -1,8 +1,10 @@
 //! The comparison every backend test uses against the reference interpreter, and the inputs it
 //! is fed (feature `testing`). The tolerance and why it is what it is: docs/testing.md.
 //!
-//! Assumes the caller ran the interpreter on the inputs (the *base* reference) and again on
-//! copies perturbed by [`perturb`] (the *perturbed* references). Guarantees: an element is judged
+//! Assumes the caller ran the interpreter on the inputs (the *base* reference) and again with
+//! every float entering the computation — inputs, state, constants, conversions from integers —
+//! nudged by [`crate::perturb::perturb`] (the *perturbed* references: the runtime interpreter's
+//! `Perturbation`). Guarantees: an element is judged
 //! by its own magnitude and by how far the perturbed references moved it (its conditioning), never
 //! by the magnitude of other elements; integers and bools must equal the base reference unless a
 //! perturbed reference differs there too; NaN, infinities and the sign of zero must match exactly
@@ -12,36 +14,7 @@ use crate::dtype::DType;
 use crate::graph::{Graph, NodeId, Op, TensorKind};
 use crate::host::{ArrayData, HostArray, Scalar};
 
-/// A deterministic pseudo-random source (SplitMix64): tests and the fuzzer need no dependency.
-#[derive(Clone, Debug)]
-pub struct SplitMix(pub u64);
-
-impl SplitMix {
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// A number in `0..n` (0 if `n` is 0).
-    pub fn below(&mut self, n: usize) -> usize {
-        if n == 0 {
-            0
-        } else {
-            (self.next_u64() % n as u64) as usize
-        }
-    }
-    /// True with probability `percent` / 100.
-    pub fn chance(&mut self, percent: u64) -> bool {
-        self.next_u64() % 100 < percent
-    }
-    /// A value in [-2, 2).
-    pub fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * 4.0 - 2.0
-    }
-}
+pub use crate::perturb::SplitMix;
 
 /// How closely a backend must match the interpreter (docs/testing.md, "Tolerances").
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -51,7 +24,7 @@ pub struct Tolerance {
     /// Absolute floor: the smallest normal number of the graph's narrowest float type, where
     /// relative error stops meaning anything (gradual underflow, results flushed to zero).
     pub floor: f64,
-    /// Relative size of the input perturbation that measures each element's conditioning.
+    /// Relative size of the perturbation (of every float entering the computation) that measures each element's conditioning.
     pub perturbation: f64,
     /// How many times the perturbed references' spread an element may differ by.
     pub spread_factor: f64,
@@ -186,51 +159,9 @@ fn random_data(r: &mut SplitMix, dtype: DType, len: usize, specials: bool) -> Ar
     }
 }
 
-/// `a` with every finite, nonzero float multiplied by `1 ± tol.perturbation` (random sign per
-/// element; a value that would overflow is kept). Integers, bools, zeros, infinities and NaN are
-/// unchanged: the perturbation measures conditioning, it does not change classes.
-pub fn perturb(a: &HostArray, tol: &Tolerance, seed: u64) -> HostArray {
-    let mut r = SplitMix(seed);
-    let mut nudge = |x: f64| {
-        let sign = if r.chance(50) { 1.0 } else { -1.0 };
-        let y = x * (1.0 + sign * tol.perturbation);
-        if x != 0.0 && x.is_finite() && y.is_finite() {
-            y
-        } else {
-            x
-        }
-    };
-    let data = match a.data() {
-        ArrayData::F32(v) => ArrayData::F32(
-            v.iter()
-                .map(|x| {
-                    let y = nudge(*x as f64) as f32;
-                    if y.is_finite() {
-                        y
-                    } else {
-                        *x
-                    }
-                })
-                .collect(),
-        ),
-        ArrayData::F64(v) => ArrayData::F64(v.iter().map(|x| nudge(*x)).collect()),
-        other => other.clone(),
-    };
-    HostArray::new(a.axes().clone(), a.shape().to_vec(), data).expect("same shape")
-}
-
-/// How many perturbed references a backend's run is compared with, besides the base one.
+/// How many perturbed references a backend's run is compared with, besides the base one: runs
+/// of the interpreter with its [`Perturbation`](crate::perturb) seeded `1..=PERTURBED_REFERENCES`.
 pub const PERTURBED_REFERENCES: u64 = 2;
-
-/// `arrays` (inputs, or the initial values of the state) for perturbed reference `k` (1, 2, ..):
-/// each array [`perturb`]ed with its own seed.
-pub fn perturb_all(arrays: &[HostArray], tol: &Tolerance, k: u64) -> Vec<HostArray> {
-    arrays
-        .iter()
-        .enumerate()
-        .map(|(i, a)| perturb(a, tol, k.wrapping_mul(0x9E37_79B9) ^ i as u64))
-        .collect()
-}
 
 /// The variables and persistent tensors of `g`, in node order: the state a [`Run`] ends with.
 pub fn state_nodes(g: &Graph) -> Vec<NodeId> {
@@ -485,16 +416,5 @@ mod tests {
             &big,
             &Tolerance::F64
         ));
-    }
-
-    #[test]
-    fn perturbation_keeps_classes_and_moves_finite_values() {
-        let a = f64s(&[1.0, -0.0, f64::NAN, f64::INFINITY, f64::MAX, 3.0]);
-        let p = perturb(&a, &Tolerance::F64, 7);
-        let v = p.to_vec::<f64>().unwrap();
-        assert_ne!(v[0], 1.0);
-        assert!(v[1] == 0.0 && v[1].is_sign_negative());
-        assert!(v[2].is_nan() && v[3] == f64::INFINITY);
-        assert!(v[4].is_finite() && v[5] != 3.0);
     }
 }

@@ -39,6 +39,14 @@
 //!   Reads of a variable during a run see the value from before the run; after a successful
 //!   run, each evaluated `assign` stores its value (if two assign one target, the later node
 //!   wins). A failed run changes no state.
+//!
+//! # Perturbed runs
+//!
+//! With a [`Perturbation`], every float entering the computation — each input, each state value
+//! read, each float constant and each conversion to float from an integer or bool — is nudged by
+//! `weft_ir::perturb::perturb` (a relative `1 ± rel` per element, classes kept). That is the
+//! test oracle's conditioning probe (docs/testing.md, "Tolerances"): how far it moves a result
+//! is how far a backend summing in another order may differ there. Nothing else uses it.
 
 mod dot;
 mod elementwise;
@@ -55,6 +63,32 @@ use std::sync::Arc;
 use weft_ir::arena::EntityRef;
 use weft_ir::{Axes, Graph, HostArray, Node, NodeId, Op, TensorKind};
 
+/// The interpreter's conditioning probe (module docs, "Perturbed runs").
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Perturbation {
+    /// Seeds the signs; each node draws its own from it.
+    pub seed: u64,
+    /// The relative size of each nudge.
+    pub rel: f64,
+}
+
+impl Perturbation {
+    /// `value` of node `id` nudged, if it is where floats enter the computation.
+    fn apply(&self, g: &Graph, id: NodeId, value: HostArray) -> HostArray {
+        let node = g.node(id);
+        let entry = match node.op {
+            Op::Tensor { .. } => true,
+            Op::Convert(x) => !g.node(x).dtype.is_float(),
+            _ => false,
+        };
+        if !entry || !node.dtype.is_float() {
+            return value;
+        }
+        let seed = self.seed ^ (id.index() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        weft_ir::perturb::perturb(&value, self.rel, seed)
+    }
+}
+
 /// A computation prepared for the reference interpreter: the graph, the plan and every
 /// evaluated node's shape.
 #[derive(Clone, Debug)]
@@ -64,6 +98,8 @@ pub struct Interpreter {
     shapes: Vec<Option<Vec<usize>>>,
     /// The variables and persistent tensors a run reads (its snapshot) and assigns.
     access: StateAccess,
+    /// The conditioning probe, for the test oracle's perturbed references.
+    perturbation: Option<Perturbation>,
 }
 
 impl Interpreter {
@@ -89,7 +125,23 @@ impl Interpreter {
             plan,
             shapes,
             access,
+            perturbation: None,
         })
+    }
+
+    /// This interpreter with every float entering the computation nudged by `p` (module docs,
+    /// "Perturbed runs"): the test oracle's perturbed references.
+    pub fn with_perturbation(mut self, p: Perturbation) -> Interpreter {
+        self.perturbation = Some(p);
+        self
+    }
+
+    /// `value` of `id`, nudged when this is a perturbed run.
+    fn entering(&self, id: NodeId, value: HostArray) -> HostArray {
+        match &self.perturbation {
+            Some(p) => p.apply(&self.graph, id, value),
+            None => value,
+        }
     }
 
     /// The graph.
@@ -142,7 +194,7 @@ impl Executable for Interpreter {
                     ),
                 });
             }
-            values[p.index()] = Some(input.clone());
+            values[p.index()] = Some(self.entering(*p, input.clone()));
         }
         state.read(|s| self.snapshot(s, &mut values))?;
         let mut assigned: Vec<(NodeId, HostArray)> = Vec::new();
@@ -158,7 +210,7 @@ impl Executable for Interpreter {
                     let data = weft_ir::ArrayData::filled(node.dtype, weft_ir::Scalar::Int(0), 0)?;
                     HostArray::new(node.axes.clone(), shape, data)?
                 }
-                _ => self.eval(id, node, &values)?,
+                _ => self.entering(id, self.eval(id, node, &values)?),
             };
             if let Op::Assign { target, .. } = node.op {
                 assigned.push((target, value.clone()));
@@ -214,7 +266,7 @@ impl Interpreter {
                 tensor: self.graph.node_label(*id),
                 message: "no value in the transformer's state".into(),
             })?;
-            values[id.index()] = Some(value);
+            values[id.index()] = Some(self.entering(*id, value));
         }
         Ok(())
     }
