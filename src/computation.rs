@@ -10,7 +10,7 @@
 use crate::error::{Error, Result};
 use crate::transformer::Shared;
 use std::sync::Arc;
-use weft_ir::{ArrayData, Graph, HostArray, NodeId, Scalar};
+use weft_ir::{ArrayData, Graph, HostArray, NodeId};
 use weft_runtime::{Executable, RunError, StateAccess};
 
 /// A computation handed out by a [`Transformer`](crate::Transformer); it shares the
@@ -96,13 +96,10 @@ impl Computation {
                 let n = g.node(*o);
                 let shape = g.shape_of(&n.axes)?;
                 let len = g.tensor_size(*o)?.elements;
-                let data =
-                    ArrayData::filled(n.dtype, Scalar::zero(n.dtype), len).map_err(|source| {
-                        RunError::Alloc {
-                            tensor: g.node_label(*o),
-                            source,
-                        }
-                    })?;
+                let data = ArrayData::zeros(n.dtype, len).map_err(|source| RunError::Alloc {
+                    tensor: g.node_label(*o),
+                    source,
+                })?;
                 Ok(HostArray::new(n.axes.clone(), shape, data)?)
             })
             .collect()

@@ -41,7 +41,7 @@ pub use weft_ir::{
     GraphError, HostArray, HostError, Node, NodeId, Op, ReduceOp, Role, Scalar, SliceRange,
     TensorInit, TensorKind, UnaryOp,
 };
-pub use weft_runtime::{Executable, Perturbation, RunError};
+pub use weft_runtime::{host_copy_bytes, Executable, Perturbation, RunError};
 
 /// The crates weft is made of, for what the prelude does not cover.
 pub use weft_compiler as compiler;

@@ -20,6 +20,7 @@
 //!   and a steady-state run allocates no device memory.
 
 use crate::codegen::{CodegenError, CodegenOptions, JitCompiler};
+use crate::io_binding::{bind_input, bind_output, Binding};
 use crate::lower::{lower_plan, BufferBinding, LowerError, LowerOptions, LoweredKernel};
 use crate::passes::rebuild::{add_like, empty_like, remap_op};
 use crate::passes::storage::{Planned, TensorRole};
@@ -31,8 +32,8 @@ use weft_ir::arena::EntityRef;
 use weft_ir::{ArrayData, Axes, Axis, DType, Graph, HostArray, HostError, NodeId, Op};
 use weft_runtime::state::stored_value;
 use weft_runtime::{
-    CompiledKernel, DeviceBufferReference, DeviceBufferStorage, Executable, Plan, RunError,
-    RuntimeError, State, StateView, ThreadPool,
+    BindScope, CompiledKernel, DeviceBufferReference, DeviceBufferStorage, Executable,
+    HostBindings, Plan, RunError, RuntimeError, State, StateView, ThreadPool,
 };
 
 /// Why a computation could not be compiled for the JIT.
@@ -155,23 +156,22 @@ fn check_budget(graph: &Graph, plan: &Plan, specs: &[Spec], budget: u64) -> Resu
 
 /// Where a value read after the run lives.
 #[derive(Clone, Copy, Debug)]
-struct Home {
+pub(crate) struct Home {
     /// Index into a workspace's storages.
-    storage: usize,
+    pub(crate) storage: usize,
     /// The simplified-graph node (for its layout).
-    node: NodeId,
+    pub(crate) node: NodeId,
     /// Stored row-major in its node's axes order at the start of its storage, so reading it is
     /// a prefix copy (always so for outputs and assigned values; see the compiler invariants).
-    row_major: bool,
+    pub(crate) row_major: bool,
 }
-
-/// The outputs of a run and the values assigned to `(source target)` state.
-type RunResult = (Vec<HostArray>, Vec<(NodeId, HostArray)>);
 
 /// The storages of one run.
 struct Workspace {
     storages: Vec<Arc<DeviceBufferStorage>>,
     references: Vec<DeviceBufferReference>,
+    /// One slot per storage for the caller's arrays bound in its place during a call.
+    host: HostBindings,
 }
 
 /// A computation compiled into native kernels.
@@ -194,6 +194,12 @@ pub struct JitExecutable {
     input_shapes: Vec<Vec<usize>>,
     /// Per output (in plan order): its lengths.
     output_shapes: Vec<Vec<usize>>,
+    /// Per placeholder (in plan order): whether kernels read the caller's array in place
+    /// ([`Binding`]), else it is copied into its storage.
+    bind_inputs: Vec<bool>,
+    /// Per output (in plan order): whether kernels write the caller's array in place, else it
+    /// is copied out of its storage.
+    bind_outputs: Vec<bool>,
     /// `(source node, storage)` of every variable or persistent tensor read.
     state_in: Vec<(NodeId, usize)>,
     /// Per output: where its value is.
@@ -415,7 +421,7 @@ impl JitExecutable {
         };
         let input_shapes = shapes(plan.placeholders())?;
         let output_shapes = shapes(plan.outputs())?;
-        let inputs = plan
+        let inputs: Vec<Option<usize>> = plan
             .placeholders()
             .iter()
             .map(|p| to_simplified(*p).and_then(|s| storage_of.get(&s).copied()))
@@ -456,6 +462,26 @@ impl JitExecutable {
                 assigns.push((src, h));
             }
         }
+        let binding = Binding {
+            specs: &specs,
+            kernels: &kernels,
+            state_in: &state_in,
+            outputs: &outputs,
+            assigns: &assigns,
+        };
+        let bind_inputs = plan
+            .placeholders()
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                // An input that is not stored (unused, or folded away) has no home.
+                let home = to_simplified(*p).and_then(|n| home(n).ok());
+                binding.input(&inputs, i, home, input_orders[i].is_none())
+            })
+            .collect();
+        let bind_outputs = (0..outputs.len())
+            .map(|j| binding.output(&inputs, j, plan.outputs()[j], &graph))
+            .collect();
         let exe = JitExecutable {
             graph,
             plan,
@@ -468,6 +494,8 @@ impl JitExecutable {
             input_orders,
             input_shapes,
             output_shapes,
+            bind_inputs,
+            bind_outputs,
             state_in,
             outputs,
             assigns,
@@ -539,12 +567,13 @@ impl JitExecutable {
             storages.push(s);
         }
         Ok(Workspace {
+            host: HostBindings::new(storages.len()),
             storages,
             references,
         })
     }
 
-    fn read(&self, w: &Workspace, h: Home) -> Result<HostArray, RunError> {
+    fn read(&self, storages: &[Arc<DeviceBufferStorage>], h: Home) -> Result<HostArray, RunError> {
         let g = &self.compiled.simplified.graph;
         let node = g.node(h.node);
         let layout =
@@ -558,7 +587,7 @@ impl JitExecutable {
                     message: "no layout".into(),
                 })?;
         let shape = g.shape_of(&node.axes)?;
-        let s = &w.storages[h.storage];
+        let s = &storages[h.storage];
         // Reading copies the storage to the host (and, when not row-major, gathers through a
         // position per element): refuse sizes the system would not give, rather than abort.
         let positions =
@@ -623,23 +652,20 @@ impl JitExecutable {
         Ok(HostArray::new(node.axes.clone(), shape, data)?)
     }
 
-    /// Checks `inputs` against the placeholders and copies them into `w`'s storages, then the
-    /// state the run reads, in one snapshot. Allocates nothing unless it fails.
-    fn load(
-        &self,
-        w: &Workspace,
-        inputs: &[HostArray],
-        state: &StateView<'_>,
-    ) -> Result<(), RunError> {
-        self.load_inputs(w, inputs)?;
-        if self.state_in.is_empty() {
-            return Ok(());
-        }
-        state.read(|s| self.load_state(w, s))
-    }
-
     /// Checks `inputs` against the placeholders and copies them into `w`'s storages.
     fn load_inputs(&self, w: &Workspace, inputs: &[HostArray]) -> Result<(), RunError> {
+        self.check_inputs(inputs)?;
+        for (i, input) in inputs.iter().enumerate() {
+            if let Some(s) = self.inputs[i] {
+                self.copy_input(&w.storages[s], i, input)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks `inputs` against the placeholders: count, axes, lengths, dtype. Allocates nothing
+    /// unless it fails.
+    fn check_inputs(&self, inputs: &[HostArray]) -> Result<(), RunError> {
         let g = &*self.graph;
         if inputs.len() != self.plan.placeholders().len() {
             return Err(RunError::InputCount {
@@ -647,14 +673,12 @@ impl JitExecutable {
                 got: inputs.len(),
             });
         }
-        for (i, (((p, input), slot), shape)) in self
+        for ((p, input), shape) in self
             .plan
             .placeholders()
             .iter()
             .zip(inputs)
-            .zip(&self.inputs)
             .zip(&self.input_shapes)
-            .enumerate()
         {
             let node = g.node(*p);
             if input.axes() != &node.axes
@@ -670,60 +694,47 @@ impl JitExecutable {
                     ),
                 });
             }
-            if let Some(s) = slot {
-                match &self.input_orders[i] {
-                    Some(order) => {
-                        let permuted =
-                            input
-                                .with_axes_order(order)
-                                .ok_or_else(|| RunError::Input {
-                                    placeholder: g.node_label(*p),
-                                    message: format!(
-                                        "cannot be put in order {}",
-                                        g.axes_name(order)
-                                    ),
-                                })?;
-                        copy_in(&w.storages[*s], permuted.data())?;
-                    }
-                    None => copy_in(&w.storages[*s], input.data())?,
-                }
-            }
         }
         Ok(())
     }
 
-    /// Copies the variables and persistent tensors the run reads from `state` into `w`.
-    fn load_state(&self, w: &Workspace, state: &State) -> Result<(), RunError> {
+    /// Copies input `i` into storage `s`, in the layout the caller asked for if another than
+    /// its declared one (a transposed copy, which allocates).
+    fn copy_input(
+        &self,
+        s: &DeviceBufferStorage,
+        i: usize,
+        input: &HostArray,
+    ) -> Result<(), RunError> {
+        let Some(order) = &self.input_orders[i] else {
+            return Ok(copy_in(s, input.data())?);
+        };
+        let g = &*self.graph;
+        let p = self.plan.placeholders()[i];
+        let permuted = input
+            .with_axes_order(order)
+            .ok_or_else(|| RunError::Input {
+                placeholder: g.node_label(p),
+                message: format!("cannot be put in order {}", g.axes_name(order)),
+            })?;
+        Ok(copy_in(s, permuted.data())?)
+    }
+
+    /// Copies the variables and persistent tensors the run reads from `state` into `storages`.
+    fn load_state(
+        &self,
+        storages: &[Arc<DeviceBufferStorage>],
+        state: &State,
+    ) -> Result<(), RunError> {
         let g = &*self.graph;
         for (src, s) in &self.state_in {
             let v = state.get(*src).ok_or_else(|| RunError::State {
                 tensor: g.node_label(*src),
                 message: "has no value in the state".into(),
             })?;
-            copy_in(&w.storages[*s], v.data())?;
+            copy_in(&storages[*s], v.data())?;
         }
         Ok(())
-    }
-
-    fn run_in(
-        &self,
-        w: &Workspace,
-        inputs: &[HostArray],
-        state: &StateView<'_>,
-    ) -> Result<RunResult, RunError> {
-        self.load(w, inputs, state)?;
-        self.execute(w)?;
-        let outputs = self
-            .outputs
-            .iter()
-            .map(|h| self.read(w, *h))
-            .collect::<Result<Vec<_>, _>>()?;
-        let assigned = self
-            .assigns
-            .iter()
-            .map(|(t, h)| Ok((*t, self.read(w, *h)?)))
-            .collect::<Result<Vec<_>, RunError>>()?;
-        Ok((outputs, assigned))
     }
 
     /// Checks that `outputs` are one array per output, each with its output node's axes in
@@ -762,35 +773,70 @@ impl JitExecutable {
     }
 
     /// Runs over workspace `w` writing the outputs into `outputs` (checked) and committing
-    /// assigned values to `state` in place. Allocates nothing in steady state.
+    /// assigned values to `state` in place. Inputs and outputs that can be are bound in place of
+    /// their storages (crate::io_binding): kernels read and write the caller's arrays; the rest
+    /// are copied. Allocates nothing in steady state.
     fn run_into_in(
         &self,
-        w: &Workspace,
+        w: &mut Workspace,
         inputs: &[HostArray],
         outputs: &mut [HostArray],
         state: &mut StateView<'_>,
     ) -> Result<(), RunError> {
         self.check_outputs(outputs)?;
-        self.load(w, inputs, state)?;
-        self.execute(w)?;
-        for (h, out) in self.outputs.iter().zip(outputs.iter_mut()) {
+        self.check_inputs(inputs)?;
+        let Workspace {
+            storages,
+            references,
+            host,
+        } = w;
+        let mut scope = host.scope();
+        for (i, input) in inputs.iter().enumerate() {
+            match self.inputs[i] {
+                Some(s) if self.bind_inputs[i] => bind_input(&mut scope, s, input)?,
+                Some(s) => self.copy_input(&storages[s], i, input)?,
+                None => {}
+            }
+        }
+        if !self.state_in.is_empty() {
+            state.read(|st| self.load_state(storages, st))?;
+        }
+        for ((out, h), bind) in outputs
+            .iter_mut()
+            .zip(&self.outputs)
+            .zip(&self.bind_outputs)
+        {
+            if *bind {
+                bind_output(&mut scope, h.storage, out)?;
+            }
+        }
+        self.execute_on(references, Some(&scope))?;
+        drop(scope);
+        for ((out, h), bind) in outputs
+            .iter_mut()
+            .zip(&self.outputs)
+            .zip(&self.bind_outputs)
+        {
+            if *bind {
+                continue;
+            }
             if h.row_major {
-                copy_out(&w.storages[h.storage], out)?;
+                copy_out(&storages[h.storage], out)?;
             } else {
                 // Not expected (outputs are stored row-major), but correct: gather, allocating.
-                *out = self.read(w, *h)?;
+                *out = self.read(storages, *h)?;
             }
         }
         if self.assigns.is_empty() {
             return Ok(());
         }
         if self.assigns.iter().all(|(_, h)| h.row_major) {
-            return state.commit(|state| self.commit_assigns_in_place(w, state));
+            return state.commit(|state| self.commit_assigns_in_place(storages, state));
         }
         let assigned = self
             .assigns
             .iter()
-            .map(|(t, h)| Ok((*t, self.read(w, *h)?)))
+            .map(|(t, h)| Ok((*t, self.read(storages, *h)?)))
             .collect::<Result<Vec<_>, RunError>>()?;
         state.commit(|s| s.set_all(&self.graph, assigned))
     }
@@ -798,12 +844,16 @@ impl JitExecutable {
     /// Copies every assigned value (each row-major at the start of its storage) into the
     /// state's arrays in place, checking every target before writing any, so a failed run
     /// changes nothing. Allocates nothing unless it fails.
-    fn commit_assigns_in_place(&self, w: &Workspace, state: &mut State) -> Result<(), RunError> {
+    fn commit_assigns_in_place(
+        &self,
+        storages: &[Arc<DeviceBufferStorage>],
+        state: &mut State,
+    ) -> Result<(), RunError> {
         // After the checks no copy can fail: types and lengths match and this run owns `w`.
         for (t, h) in &self.assigns {
             let len = state.get(*t).map(|v| v.len());
             let dtype = state.get(*t).map(|v| v.dtype());
-            let storage = &w.storages[h.storage];
+            let storage = &storages[h.storage];
             if dtype != Some(storage.dtype()) || len.is_none_or(|n| n as u64 > storage.len()) {
                 return Err(RunError::State {
                     tensor: self.graph.node_label(*t),
@@ -812,7 +862,7 @@ impl JitExecutable {
             }
         }
         for (t, h) in &self.assigns {
-            commit_in_place(&w.storages[h.storage], state, *t)?;
+            commit_in_place(&storages[h.storage], state, *t)?;
         }
         Ok(())
     }
@@ -821,12 +871,26 @@ impl JitExecutable {
 impl JitExecutable {
     /// Runs the kernels, in schedule order, over a workspace whose inputs are loaded.
     fn execute(&self, w: &Workspace) -> Result<(), RunError> {
+        self.execute_on(&w.references, None)
+    }
+
+    /// Runs the kernels, in schedule order, over `references`, with the slots `host` binds
+    /// read or written in the caller's arrays instead.
+    fn execute_on(
+        &self,
+        references: &[DeviceBufferReference],
+        host: Option<&BindScope<'_, '_>>,
+    ) -> Result<(), RunError> {
         let pool = shared_pool();
         // Kernels bind the workspace by index: no argument table is built, and a kernel of up
         // to `STACK_TABLE` buffers allocates nothing.
         for (k, args) in &self.kernels {
             let parallel = k.signature().parallel_extent.is_some() && pool.threads() > 1;
-            k.call_indexed(parallel.then_some(pool), &w.references, args)?;
+            let pool = parallel.then_some(pool);
+            match host {
+                Some(scope) => k.call_bound(pool, references, scope, args)?,
+                None => k.call_indexed(pool, references, args)?,
+            }
         }
         Ok(())
     }
@@ -849,9 +913,28 @@ impl JitExecutable {
             .as_ref()
             .ok_or_else(|| self.malformed("no workspace"))?;
         self.load_inputs(w, inputs)?;
-        self.load_state(w, state)?;
+        self.load_state(&w.storages, state)?;
         self.execute(w)?;
         Ok(run)
+    }
+
+    /// One zeroed array per output, with its axes (in order) and lengths.
+    fn fresh_outputs(&self) -> Result<Vec<HostArray>, RunError> {
+        let g = &*self.graph;
+        self.plan
+            .outputs()
+            .iter()
+            .zip(&self.output_shapes)
+            .map(|(o, shape)| {
+                let node = g.node(*o);
+                let n = shape.iter().product();
+                let data = ArrayData::zeros(node.dtype, n).map_err(|source| RunError::Alloc {
+                    tensor: g.node_label(*o),
+                    source,
+                })?;
+                Ok(HostArray::new(node.axes.clone(), shape.clone(), data)?)
+            })
+            .collect()
     }
 
     fn malformed(&self, message: &str) -> RunError {
@@ -889,7 +972,7 @@ impl ResidentRun<'_> {
         self.exe
             .outputs
             .iter()
-            .map(|h| self.exe.read(w, *h))
+            .map(|h| self.exe.read(&w.storages, *h))
             .collect()
     }
 }
@@ -965,21 +1048,15 @@ impl Executable for JitExecutable {
         self.plan.placeholders()
     }
 
+    /// New output arrays (zeroed allocations), written in place by the kernels where the
+    /// outputs are bound ([`Executable::run_into_on`]).
     fn run_on(
         &self,
         inputs: &[HostArray],
         state: &mut StateView<'_>,
     ) -> Result<Vec<HostArray>, RunError> {
-        let w = self.workspace()?;
-        let result = self.run_in(&w, inputs, state);
-        self.workspaces
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(w);
-        let (outputs, assigned) = result?;
-        if !assigned.is_empty() {
-            state.commit(|s| s.set_all(&self.graph, assigned))?;
-        }
+        let mut outputs = self.fresh_outputs()?;
+        self.run_into_on(inputs, &mut outputs, state)?;
         Ok(outputs)
     }
 
@@ -994,8 +1071,8 @@ impl Executable for JitExecutable {
         outputs: &mut [HostArray],
         state: &mut StateView<'_>,
     ) -> Result<(), RunError> {
-        let w = self.workspace()?;
-        let result = self.run_into_in(&w, inputs, outputs, state);
+        let mut w = self.workspace()?;
+        let result = self.run_into_in(&mut w, inputs, outputs, state);
         self.workspaces
             .lock()
             .unwrap_or_else(|p| p.into_inner())

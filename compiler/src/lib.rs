@@ -9,6 +9,7 @@ pub mod codegen;
 pub mod dump;
 pub mod executable;
 pub mod explain;
+mod io_binding;
 pub mod lower;
 pub mod passes;
 pub mod picture;

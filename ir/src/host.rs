@@ -129,6 +129,19 @@ impl ArrayData {
             Scalar::Bool(b) => ArrayData::Bool(try_vec(b, n)?),
         })
     }
+    /// `n` zeros of `dtype` (false for bool), or [`HostError::Alloc`] when the system would not
+    /// give the memory. Zeroed allocation: large arrays get fresh zero pages from the system
+    /// instead of being written element by element.
+    pub fn zeros(dtype: DType, n: usize) -> Result<ArrayData, HostError> {
+        check_alloc(n.saturating_mul(dtype.size_bytes()))?;
+        Ok(match dtype {
+            DType::F32 => ArrayData::F32(vec![0.0; n]),
+            DType::F64 => ArrayData::F64(vec![0.0; n]),
+            DType::I32 => ArrayData::I32(vec![0; n]),
+            DType::I64 => ArrayData::I64(vec![0; n]),
+            DType::Bool => ArrayData::Bool(vec![false; n]),
+        })
+    }
     /// Element `i` as a [`Scalar`], if in range.
     pub fn get(&self, i: usize) -> Option<Scalar> {
         Some(match self {

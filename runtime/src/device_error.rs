@@ -63,6 +63,14 @@ pub enum RuntimeError {
         /// Given buffers.
         actual: usize,
     },
+    /// A kernel that writes a buffer was bound to a host slice borrowed for reading.
+    #[error("kernel @{kernel}: writes buffer %{buffer}, bound to a read-only host array")]
+    ReadOnlyBinding {
+        /// The kernel.
+        kernel: String,
+        /// The parameter.
+        buffer: String,
+    },
     /// A buffer bound to a kernel parameter has the wrong type or is too small.
     #[error("kernel @{kernel}: buffer %{buffer} needs {len} {dtype} elements, bound to {actual_len} {actual_dtype}")]
     BufferMismatch {

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use weft_ir::loop_ir::{BufferDecl, Kernel};
 
+use crate::binding::{BindScope, HostBuffer};
 use crate::storage::StorageBorrow;
 use crate::{DeviceBufferReference, DeviceBufferStorage, RuntimeError, ThreadPool};
 
@@ -123,7 +124,7 @@ impl CompiledKernel {
 
     /// Runs the kernel on the calling thread over its whole iteration space.
     pub fn call(&self, buffers: &[&DeviceBufferReference]) -> Result<(), RuntimeError> {
-        self.invoke(buffers.len(), |i| Some(buffers[i]), None)
+        self.invoke(buffers.len(), |i| Some(buffers[i]), None, None)
     }
 
     /// Runs the kernel, splitting its parallel loop (if any) across `pool`'s threads.
@@ -132,7 +133,7 @@ impl CompiledKernel {
         pool: &ThreadPool,
         buffers: &[&DeviceBufferReference],
     ) -> Result<(), RuntimeError> {
-        self.invoke(buffers.len(), |i| Some(buffers[i]), Some(pool))
+        self.invoke(buffers.len(), |i| Some(buffers[i]), Some(pool), None)
     }
 
     /// Runs the kernel with buffer parameter `i` bound to `references[args[i]]`, on `pool` if
@@ -144,16 +145,36 @@ impl CompiledKernel {
         references: &[DeviceBufferReference],
         args: &[usize],
     ) -> Result<(), RuntimeError> {
-        self.invoke(args.len(), |i| references.get(args[i]), pool)
+        self.invoke(args.len(), |i| references.get(args[i]), pool, None)
     }
 
-    /// Checks `count` buffers (`buffer(i)` is parameter i's, `None` if it does not exist) and
-    /// runs the kernel over them.
+    /// As [`CompiledKernel::call_indexed`], with every parameter whose slot `args[i]` is bound
+    /// in `host` reading or writing that host slice in place of `references[args[i]]`: how a
+    /// call runs over the caller's own arrays (crate::binding).
+    pub fn call_bound(
+        &self,
+        pool: Option<&ThreadPool>,
+        references: &[DeviceBufferReference],
+        host: &BindScope<'_, '_>,
+        args: &[usize],
+    ) -> Result<(), RuntimeError> {
+        self.invoke(
+            args.len(),
+            |i| references.get(args[i]),
+            pool,
+            Some((host, args)),
+        )
+    }
+
+    /// Checks `count` buffers (`buffer(i)` is parameter i's, `None` if it does not exist;
+    /// `host`'s binding of slot `args[i]` instead, when there is one) and runs the kernel over
+    /// them.
     fn invoke<'r>(
         &self,
         count: usize,
         buffer: impl Fn(usize) -> Option<&'r DeviceBufferReference>,
         pool: Option<&ThreadPool>,
+        host: Option<(&BindScope<'_, '_>, &[usize])>,
     ) -> Result<(), RuntimeError> {
         let params = &self.signature.buffers;
         if count != params.len() {
@@ -167,25 +188,67 @@ impl CompiledKernel {
         if n <= STACK_TABLE {
             let mut storages: [Option<Arc<DeviceBufferStorage>>; STACK_TABLE] =
                 [const { None }; STACK_TABLE];
-            self.snapshot(&buffer, &mut storages[..n])?;
+            let mut hosts = [None; STACK_TABLE];
+            self.bind_host(host, &mut hosts[..n])?;
+            self.snapshot(&buffer, &hosts[..n], &mut storages[..n])?;
             let mut tables = StackTables::new();
-            self.borrow_and_run(&storages[..n], tables.slices(n), pool)
+            self.borrow_and_run(&storages[..n], &hosts[..n], tables.slices(n), pool)
         } else {
             let mut storages = vec![None; n];
-            self.snapshot(&buffer, &mut storages)?;
+            let mut hosts = vec![None; n];
+            self.bind_host(host, &mut hosts)?;
+            self.snapshot(&buffer, &hosts, &mut storages)?;
             let mut tables = HeapTables::new(n);
-            self.borrow_and_run(&storages, tables.slices(), pool)
+            self.borrow_and_run(&storages, &hosts, tables.slices(), pool)
         }
     }
 
+    /// The host binding of each parameter whose slot is bound, checked against the parameter:
+    /// type, length, and no store into a slice bound shared.
+    fn bind_host(
+        &self,
+        host: Option<(&BindScope<'_, '_>, &[usize])>,
+        hosts: &mut [Option<HostBuffer>],
+    ) -> Result<(), RuntimeError> {
+        let Some((scope, args)) = host else {
+            return Ok(());
+        };
+        for ((param, slot), h) in self.signature.buffers.iter().zip(args).zip(hosts) {
+            let Some(b) = scope.get(*slot) else { continue };
+            if b.dtype != param.ty || b.len < param.len {
+                return Err(RuntimeError::BufferMismatch {
+                    kernel: self.signature.name.clone(),
+                    buffer: param.name.clone(),
+                    dtype: param.ty,
+                    len: param.len,
+                    actual_dtype: b.dtype,
+                    actual_len: b.len,
+                });
+            }
+            if param.access.can_write() && !b.writable {
+                return Err(RuntimeError::ReadOnlyBinding {
+                    kernel: self.signature.name.clone(),
+                    buffer: param.name.clone(),
+                });
+            }
+            *h = Some(b);
+        }
+        Ok(())
+    }
+
     /// Takes each reference's storage once (so re-pointing during the call is harmless),
-    /// checking its element type and length against the parameter.
+    /// checking its element type and length against the parameter; parameters bound to host
+    /// memory (`hosts`) take none.
     fn snapshot<'r>(
         &self,
         buffer: &impl Fn(usize) -> Option<&'r DeviceBufferReference>,
+        hosts: &[Option<HostBuffer>],
         storages: &mut [Option<Arc<DeviceBufferStorage>>],
     ) -> Result<(), RuntimeError> {
         for (i, param) in self.signature.buffers.iter().enumerate() {
+            if hosts[i].is_some() {
+                continue;
+            }
             let Some(reference) = buffer(i) else {
                 return Err(RuntimeError::BufferCount {
                     kernel: self.signature.name.clone(),
@@ -214,11 +277,17 @@ impl CompiledKernel {
     fn borrow_and_run<'s>(
         &self,
         storages: &'s [Option<Arc<DeviceBufferStorage>>],
+        hosts: &[Option<HostBuffer>],
         t: Tables<'_, 's>,
         pool: Option<&ThreadPool>,
     ) -> Result<(), RuntimeError> {
         let params = &self.signature.buffers;
         group_by_storage(storages, params, t.order, t.leader, t.exclusive);
+        for (entry, host) in t.table.iter_mut().zip(hosts) {
+            if let Some(h) = host {
+                *entry = h.address;
+            }
+        }
         for (i, storage) in storages.iter().enumerate() {
             let Some(storage) = storage else { continue };
             t.table[i] = storage.base_address();
@@ -239,9 +308,11 @@ impl CompiledKernel {
         match (pool, self.signature.parallel_extent) {
             (Some(pool), Some(_)) => {
                 // SAFETY: every table entry points at a borrowed storage of the declared type
-                // and at least the declared length, held (in `t.borrows`) until after the call;
-                // the contract of `from_code` makes the entry safe on disjoint sub-ranges
-                // concurrently.
+                // and at least the declared length, held (in `t.borrows`) until after the call,
+                // or at a host slice of the declared type and at least the declared length,
+                // borrowed by the `BindScope` the caller holds across this call (exclusively
+                // where the kernel may write: `bind_host`); the contract of `from_code` makes
+                // the entry safe on disjoint sub-ranges concurrently.
                 unsafe { pool.run(self.entry, t.table.as_ptr(), extent) }
             }
             _ => {

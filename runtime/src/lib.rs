@@ -12,6 +12,7 @@ pub mod interp;
 pub mod plan;
 pub mod state;
 
+mod binding;
 mod device_error;
 mod element;
 mod kernel;
@@ -20,6 +21,7 @@ mod storage;
 mod tensor;
 mod thread_pool;
 
+pub use binding::{BindScope, HostBindings, NoSlot};
 pub use device_error::RuntimeError;
 pub use element::Element;
 pub use error::RunError;
@@ -29,6 +31,6 @@ pub use kernel::{CompiledKernel, KernelCode, KernelEntry, KernelSignature, STACK
 pub use plan::Plan;
 pub use reference::DeviceBufferReference;
 pub use state::{SharedState, State, StateAccess, StateView};
-pub use storage::{DeviceBufferStorage, STORAGE_ALIGNMENT};
+pub use storage::{host_copy_bytes, DeviceBufferStorage, STORAGE_ALIGNMENT};
 pub use tensor::DeviceTensor;
 pub use thread_pool::ThreadPool;

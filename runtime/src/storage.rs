@@ -17,6 +17,22 @@ use weft_ir::loop_ir::ScalarType;
 
 use crate::{Element, RuntimeError};
 
+/// Bytes copied between host slices and device storages by this process (both directions).
+static HOST_COPY_BYTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn count_host_copy<T: Element>(elements: usize) {
+    let bytes = (elements as u64).saturating_mul(T::DTYPE.size_bytes() as u64);
+    HOST_COPY_BYTES.fetch_add(bytes, Ordering::Relaxed);
+}
+
+/// How many bytes this process has copied between host memory and device storages, in both
+/// directions (inputs and state in, outputs and assigned values out): what a call costs beyond
+/// its kernels. A call whose inputs and outputs are bound in place (crate::binding) adds
+/// nothing for them.
+pub fn host_copy_bytes() -> u64 {
+    HOST_COPY_BYTES.load(Ordering::Relaxed)
+}
+
 /// Alignment of every storage's base address, in bytes.
 pub const STORAGE_ALIGNMENT: usize = 64;
 
@@ -116,6 +132,7 @@ impl DeviceBufferStorage {
     /// Overwrites every element with `data` (same type and length).
     pub fn copy_from_slice<T: Element>(&self, data: &[T]) -> Result<(), RuntimeError> {
         self.check::<T>("copy into storage", data.len())?;
+        count_host_copy::<T>(data.len());
         let _borrow = self.try_borrow(true).ok_or_else(Self::busy)?;
         let size = T::DTYPE.size_bytes();
         for (i, x) in data.iter().enumerate() {
@@ -129,6 +146,7 @@ impl DeviceBufferStorage {
     /// Copies every element into `out` (same type and length).
     pub fn copy_to_slice<T: Element>(&self, out: &mut [T]) -> Result<(), RuntimeError> {
         self.check::<T>("copy out of storage", out.len())?;
+        count_host_copy::<T>(out.len());
         let _borrow = self.try_borrow(false).ok_or_else(Self::busy)?;
         let size = T::DTYPE.size_bytes();
         for (i, x) in out.iter_mut().enumerate() {
@@ -155,6 +173,7 @@ impl DeviceBufferStorage {
                 actual: out.len() as u64,
             });
         }
+        count_host_copy::<T>(out.len());
         let _borrow = self.try_borrow(false).ok_or_else(Self::busy)?;
         let size = T::DTYPE.size_bytes();
         for (i, x) in out.iter_mut().enumerate() {

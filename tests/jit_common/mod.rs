@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use weft::prelude::*;
+use weft::Perturbation;
 pub use weft_ir::testing::{compare_runs as compare, Run};
 use weft_ir::testing::{state_nodes, Tolerance, PERTURBED_REFERENCES};
 
@@ -34,14 +35,31 @@ fn run_on(
 ) -> Result<Run, Error> {
     let c = t.computation(outputs, ps)?;
     let mut results = Vec::new();
-    for _ in 0..calls {
-        results.push(c.call(inputs)?);
+    for k in 0..calls {
+        results.push(call_alternately(&c, inputs, k)?);
     }
     let state = state_nodes(t.graph())
         .iter()
         .map(|id| t.value_of(*id))
         .collect::<Result<Vec<_>, _>>()?;
     Ok((results, state))
+}
+
+/// Call `k` of `c`: `call` when `k` is even, else `call_into` arrays holding garbage
+/// (`weft_ir::testing::fill_garbage`), so every test checks that a backend writing outputs in
+/// place writes every element.
+pub fn call_alternately(
+    c: &Computation,
+    inputs: &[HostArray],
+    k: usize,
+) -> Result<Vec<HostArray>, Error> {
+    if k.is_multiple_of(2) {
+        return c.call(inputs);
+    }
+    let mut outputs = c.output_arrays()?;
+    outputs.iter_mut().for_each(weft_ir::testing::fill_garbage);
+    c.call_into(inputs, &mut outputs)?;
+    Ok(outputs)
 }
 
 /// The interpreter's runs the oracle compares with: on `inputs` (the base), then with every float

@@ -159,6 +159,22 @@ fn random_data(r: &mut SplitMix, dtype: DType, len: usize, specials: bool) -> Ar
     }
 }
 
+/// Overwrites every element of `a` with garbage — NaN, an integer bit pattern, true — so a run
+/// into `a` that leaves an element unwritten shows: the output arrays a test hands to
+/// `call_into`, which kernels may write in place.
+pub fn fill_garbage(a: &mut HostArray) {
+    match a.dtype() {
+        DType::F32 => a.as_mut_slice::<f32>().map(|v| v.fill(f32::NAN)),
+        DType::F64 => a.as_mut_slice::<f64>().map(|v| v.fill(f64::NAN)),
+        DType::I32 => a.as_mut_slice::<i32>().map(|v| v.fill(0x5A5A_5A5A)),
+        DType::I64 => a
+            .as_mut_slice::<i64>()
+            .map(|v| v.fill(0x5A5A_5A5A_5A5A_5A5A)),
+        DType::Bool => a.as_mut_slice::<bool>().map(|v| v.fill(true)),
+    }
+    .expect("the slice of the array's own dtype");
+}
+
 /// How many perturbed references a backend's run is compared with, besides the base one: runs
 /// of the interpreter with its [`Perturbation`](crate::perturb) seeded `1..=PERTURBED_REFERENCES`.
 pub const PERTURBED_REFERENCES: u64 = 2;
@@ -359,6 +375,13 @@ mod tests {
         let axis = Graph::new().axis("N", v.len()).unwrap();
         let axes = Axes::new([axis]).unwrap();
         HostArray::new(axes, vec![v.len()], ArrayData::F64(v.to_vec())).unwrap()
+    }
+
+    #[test]
+    fn garbage_overwrites_every_element() {
+        let mut a = f64s(&[1.0, -0.0, 3.0]);
+        fill_garbage(&mut a);
+        assert!(a.to_vec::<f64>().unwrap().iter().all(|x| x.is_nan()));
     }
 
     fn judge(a: f64, refs: &[f64]) -> bool {
