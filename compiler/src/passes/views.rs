@@ -78,9 +78,10 @@ fn with_lens(g: &Graph, keys: Vec<Axis>) -> Result<Vec<IterAxis>, PassError> {
         .collect()
 }
 
-/// The iteration axes of node `n`'s own loops: its frame ([`node_keys`]) with lengths, except that for a
-/// reduction or dot a flattened result axis stays whole where expanding it would repeat a
-/// reduced or contracted axis (a result over `A·B` reducing `B`): that needs its own loop.
+/// The iteration axes of node `n`'s own loops: its frame ([`node_keys`]) with lengths, except
+/// that for a reduction or dot a flattened result axis stays whole where expanding it would
+/// repeat a reduced or contracted axis (a result over `A·B` reducing `B`): that needs its own
+/// loop.
 pub fn node_space(g: &Graph, n: NodeId) -> Result<Vec<IterAxis>, PassError> {
     let node = g.node(n);
     let red: Vec<Axis> = match &node.op {
