@@ -114,7 +114,9 @@ pub fn compile_plan_with(
         })
         .collect::<Result<Vec<_>, _>>()?;
     // Storing a node a reader would index per part of an axis it iterates whole avoids a
-    // div/mod index; each retry stores one more node, so this ends.
+    // div/mod index; each retry stores one more node, so this ends. It ends in a plan: a stored
+    // node is read by whole axes, and computed in its own frame, where even a flatten has its
+    // parts (views.rs, `node_keys`), so a node once stored is never named again.
     let mut force_stored = Vec::new();
     let (fusion, mut kernels) = loop {
         let fusion = fuse(

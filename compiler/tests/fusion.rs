@@ -488,6 +488,78 @@ fn a_value_computed_by_parts_but_read_whole_is_stored() {
     matches_interpreter(&graph, false);
 }
 
+/// Two flattened axes of one tensor share a part (`W·W^-1*` and `W·pad`), so its frame iterates
+/// one of them whole. Each flatten read through it by parts is materialised in a kernel of its
+/// own, whose frame splits the flatten's own axis: the graph compiles with no div/mod index
+/// (tests/findings/jit_refuses_needs_divmod.weft, once refused).
+#[test]
+fn flattened_axes_sharing_a_part_compile_by_materialising_the_flattens() {
+    let text = "axis W = 2
+placeholder c: f64[W]
+placeholder t: f64[W, W^-1*]
+a = flatten(t, [W, W^-1*])
+b = flatten(t, [W^-1*, W])
+p = pad(b, \"W^-1**W\"=(2, 0))
+s0 = add(c, a)
+s = add(s0, p)
+out = flatten(s, [W, \"W^-1**W+pad(2,0)\"])
+output out
+";
+    let graph = weft_ir::text::parse(text, "shared_part.weft").unwrap();
+    for fused in [true, false] {
+        let opts = PlanOptions {
+            fused,
+            ..PlanOptions::default()
+        };
+        let p = compile_plan(&graph, &opts).unwrap();
+        let g = &p.simplified.graph;
+        for name in ["a", "b"] {
+            let n = g.find(name).unwrap();
+            let reason = p.fusion.boundaries.iter().find(|x| x.node == n);
+            let want = if fused {
+                BoundaryReason::SplitIndex
+            } else {
+                BoundaryReason::Unfused
+            };
+            assert_eq!(
+                reason.map(|b| b.reason),
+                Some(want),
+                "{name}: {}",
+                p.display()
+            );
+        }
+        matches_interpreter(&graph, fused);
+    }
+}
+
+/// `flatten(t, [A*, B*])` where `t` also has the transposed `(A·B)*`: both result axes have the
+/// parts `A*`, `B*`. The flatten's frame splits its own axis (and keeps `(A·B)*` whole), so it
+/// reads its parts' keys as its own (tests/findings/fuzz_flatten_of_transposed_compare.weft:
+/// once a silent miscompile, then a refusal).
+#[test]
+fn a_flatten_beside_a_transposed_flatten_splits_its_own_axis() {
+    use weft_compiler::passes::views::node_keys;
+    let text = "axis A = 3
+axis B = 2
+placeholder x: f64[A, B]
+f = flatten(x, [A, B])
+d = subtract(x, f)
+t = transpose(d)
+out = flatten(t, [A*, B*])
+output out
+";
+    let graph = weft_ir::text::parse(text, "transposed_flatten.weft").unwrap();
+    let out = graph.find("out").unwrap();
+    let names: Vec<String> = node_keys(&graph, out)
+        .into_iter()
+        .map(|a| graph.axis_name(a))
+        .collect();
+    // `(A·B)*` (named `A*B*`) whole, then the parts of the flatten's own `A*·B*`.
+    assert_eq!(names, ["A*B*", "A*", "B*"]);
+    matches_interpreter(&graph, true);
+    matches_interpreter(&graph, false);
+}
+
 #[test]
 fn callers_may_ask_for_column_major_inputs_and_outputs() {
     let g = weft_ir::graph::GraphBuilder::new();

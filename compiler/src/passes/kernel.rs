@@ -17,7 +17,7 @@
 
 use super::fusion::{is_immediate, FusionGroup, FusionPlan};
 use super::views::{
-    env_keys, leaves_under, node_space, AffineExpr, IndexEnv, IterAxis, StridedView, ValidRange,
+    leaves_under, node_keys, node_space, AffineExpr, IndexEnv, IterAxis, StridedView, ValidRange,
 };
 use super::PassError;
 use std::collections::BTreeMap;
@@ -286,7 +286,7 @@ fn build_program(
             Op::Reduce { op, input, axes } => {
                 // The input's index in its own frame: the result's axes, then the reduced ones
                 // (whole or by parts, as the input's frame has them).
-                let in_leaves = env_keys(g, &g.node(*input).axes);
+                let in_leaves = node_keys(g, *input);
                 let mut map = BTreeMap::new();
                 for a in &node.axes {
                     env0.pass_axis(g, *input, *a, &in_leaves, &mut map)?;
@@ -316,7 +316,7 @@ fn build_program(
             Op::Dot(l, r) => {
                 let (ln, rn) = (g.node(*l), g.node(*r));
                 let pairs = g.dot_pairs(&g.node_label(st.node), &ln.axes, &rn.axes)?;
-                let (l_leaves, r_leaves) = (env_keys(g, &ln.axes), env_keys(g, &rn.axes));
+                let (l_leaves, r_leaves) = (node_keys(g, *l), node_keys(g, *r));
                 let mut lmap = BTreeMap::new();
                 let mut rmap = BTreeMap::new();
                 // Free axes keep the dot's index, in each operand's frame.
@@ -597,7 +597,7 @@ impl Emitter<'_> {
             return Ok(Step::Done(v));
         }
         // Computed here (inline) or by an earlier stage: indexed in its own frame.
-        let env = env.for_node(g, n, &node.axes)?;
+        let env = env.for_node(g, n)?;
         let key = (n, env.clone(), valid.to_vec());
         if let Some(v) = self.memo.get(&key) {
             return Ok(Step::Done(*v));

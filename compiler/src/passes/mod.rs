@@ -29,8 +29,8 @@ pub enum PassError {
         reason: String,
     },
     /// Node `node` would be read per part of a flattened axis that its reader iterates whole
-    /// (a div/mod index); the pipeline stores the node instead. Escapes only if storing it does
-    /// not help.
+    /// (a div/mod index); the pipeline stores the node instead. Storing always helps (views.rs),
+    /// so it escapes only on an internal inconsistency.
     #[error("cannot compile {label}: axis `{axis}` is indexed through a flattened axis iterated whole (needs div/mod)")]
     SplitIndex {
         /// The node to store.

@@ -9,10 +9,19 @@
 //!   major), so flatten and unflatten are identities on indices and a flattened index never needs
 //!   a division: storage of a tensor with a flattened axis is addressed affinely from the parts
 //!   ([`expand_axes`]). Only when expansion would repeat an axis (a tensor holding both `A·B` and
-//!   `A`), or a cast/transpose pairs a flattened axis with an axis of other parts, is an axis
-//!   iterated whole; computing per part through it would need div/mod, so the index maps report
-//!   [`PassError::SplitIndex`] naming the node, and the pipeline stores that node (its producer
-//!   iterates its parts, its reader indexes it whole) — the reason is recorded;
+//!   `A`, or two flattened axes sharing a part, `W·V` beside `W·P`), or a cast/transpose pairs a
+//!   flattened axis with an axis of other parts, is an axis iterated whole; computing per part
+//!   through it would need div/mod, so the index maps report [`PassError::SplitIndex`] naming
+//!   the node read by parts, and the pipeline stores that node (its producer iterates its parts,
+//!   its reader indexes it whole) — the reason is recorded;
+//! - storing always helps, so no valid graph is refused: a node's frame ([`node_keys`]) is its
+//!   axes' frame except that a flatten splits its own result axis first. The only view that
+//!   goes from a whole axis to its parts is a flatten (a cast/transpose whose axes are not split
+//!   alike pairs them whole); stored, a flatten is computed in a kernel of its own whose frame
+//!   has its parts, and its readers address it by whole axes, which is always affine. Storing
+//!   (materialising) the view was chosen over div/mod in loop-IR index expressions: every index
+//!   stays affine (the loop-IR verifier's bounds, vectorisation and layouts are untouched), and
+//!   the cost, one copy, falls only on graphs holding two flattened axes that share a part;
 //! - [`IndexEnv::through_view`] maps the index of every axis of a view to affine indices of its
 //!   operand's axes, plus the validity ranges under which the operand is read at all (pad);
 //! - [`view_index_map`] gives, for a chain of simple views over a stored tensor of known
@@ -55,8 +64,11 @@ fn immediate_parts(g: &Graph, axis: Axis) -> Vec<Axis> {
 
 /// The iteration axes of a tensor with `axes`: its index keys ([`env_keys`]) with lengths.
 pub fn expand_axes(g: &Graph, axes: &Axes) -> Result<Vec<IterAxis>, PassError> {
-    env_keys(g, axes)
-        .into_iter()
+    with_lens(g, env_keys(g, axes))
+}
+
+fn with_lens(g: &Graph, keys: Vec<Axis>) -> Result<Vec<IterAxis>, PassError> {
+    keys.into_iter()
         .map(|a| {
             Ok(IterAxis {
                 axis: a,
@@ -66,9 +78,10 @@ pub fn expand_axes(g: &Graph, axes: &Axes) -> Result<Vec<IterAxis>, PassError> {
         .collect()
 }
 
-/// The iteration axes of node `n`'s own loops: [`expand_axes`] of its axes, except that for a
-/// reduction or dot a flattened result axis stays whole where expanding it would repeat a
-/// reduced or contracted axis (a result over `A·B` reducing `B`): that needs its own loop.
+/// The iteration axes of node `n`'s own loops: its frame ([`node_keys`]) with lengths, except
+/// that for a reduction or dot a flattened result axis stays whole where expanding it would
+/// repeat a reduced or contracted axis (a result over `A·B` reducing `B`): that needs its own
+/// loop.
 pub fn node_space(g: &Graph, n: NodeId) -> Result<Vec<IterAxis>, PassError> {
     let node = g.node(n);
     let red: Vec<Axis> = match &node.op {
@@ -78,7 +91,7 @@ pub fn node_space(g: &Graph, n: NodeId) -> Result<Vec<IterAxis>, PassError> {
             .into_iter()
             .flat_map(|(a, b)| [a, b])
             .collect(),
-        _ => return expand_axes(g, &node.axes),
+        _ => return with_lens(g, node_keys(g, n)),
     };
     let mut all: Vec<Axis> = node.axes.iter().copied().collect();
     for a in red {
@@ -106,20 +119,62 @@ pub fn node_space(g: &Graph, n: NodeId) -> Result<Vec<IterAxis>, PassError> {
 /// recursively, left to right, except where a part would repeat an axis already in the tree
 /// (then that flattened axis stays whole).
 pub fn env_keys(g: &Graph, axes: &Axes) -> Vec<Axis> {
+    frame_keys(g, axes, None)
+}
+
+/// The frame of node `n`'s value: [`env_keys`] of its axes, except that a flatten splits its
+/// own result axis first. Its operand is read by those parts, so in this frame the flatten never
+/// needs div/mod; another result axis with the same parts (`(A·B)*` beside the new `A*·B*`)
+/// stays whole instead, and a reader that iterates the flattened axis whole stores the
+/// flatten ([`PassError::SplitIndex`]), which its own kernel then computes in this frame.
+pub fn node_keys(g: &Graph, n: NodeId) -> Vec<Axis> {
+    let node = g.node(n);
+    frame_keys(g, &node.axes, flatten_result(g, n))
+}
+
+/// The axis a flatten node makes (the derived axis of its merged axes), or nothing.
+fn flatten_result(g: &Graph, n: NodeId) -> Option<Axis> {
+    let node = g.node(n);
+    let Op::Flatten { axes: merged, .. } = &node.op else {
+        return None;
+    };
+    node.axes.iter().copied().find(|a| {
+        a.dual == 0 && matches!(&g.axis_data(a.id).def, AxisDef::Flatten(ps) if ps == merged)
+    })
+}
+
+/// [`env_keys`] of `axes`, splitting `first` (one of them) before any other.
+fn frame_keys(g: &Graph, axes: &Axes, first: Option<Axis>) -> Vec<Axis> {
     let mut used: std::collections::HashSet<Axis> = axes.iter().copied().collect();
     let mut keys: Vec<Axis> = axes.iter().copied().collect();
+    let split = |k: Axis, used: &mut std::collections::HashSet<Axis>| {
+        let ps = immediate_parts(g, k);
+        let distinct = ps.iter().collect::<std::collections::HashSet<_>>().len() == ps.len();
+        if !ps.is_empty() && distinct && ps.iter().all(|p| !used.contains(p)) {
+            used.extend(ps.iter().copied());
+            Some(ps)
+        } else {
+            None
+        }
+    };
+    if let Some(f) = first {
+        if let Some(ps) = split(f, &mut used) {
+            keys = keys
+                .into_iter()
+                .flat_map(|k| if k == f { ps.clone() } else { vec![k] })
+                .collect();
+        }
+    }
     loop {
         let mut changed = false;
         let mut next = Vec::new();
         for k in keys {
-            let ps = immediate_parts(g, k);
-            let distinct = ps.iter().collect::<std::collections::HashSet<_>>().len() == ps.len();
-            if !ps.is_empty() && distinct && ps.iter().all(|p| !used.contains(p)) {
-                used.extend(ps.iter().copied());
-                next.extend(ps);
-                changed = true;
-            } else {
-                next.push(k);
+            match split(k, &mut used) {
+                Some(ps) => {
+                    next.extend(ps);
+                    changed = true;
+                }
+                None => next.push(k),
             }
         }
         keys = next;
@@ -329,11 +384,12 @@ impl IndexEnv {
         Ok(())
     }
 
-    /// This environment in the frame of `node` with `axes` (axes indexed here, whole or by parts).
-    pub fn for_node(&self, g: &Graph, node: NodeId, axes: &Axes) -> Result<IndexEnv, PassError> {
-        let leaves = env_keys(g, axes);
+    /// This environment in the frame of `node` ([`node_keys`]; its axes indexed here, whole or
+    /// by parts).
+    pub fn for_node(&self, g: &Graph, node: NodeId) -> Result<IndexEnv, PassError> {
+        let leaves = node_keys(g, node);
         let mut map = BTreeMap::new();
-        for a in axes {
+        for a in &g.node(node).axes {
             self.axis_in_frame(g, node, *a, &leaves, &mut map)?;
         }
         Ok(IndexEnv { map })
@@ -356,23 +412,18 @@ impl IndexEnv {
         let n = g.node(node);
         let simple = |env: IndexEnv| Ok(vec![OperandIndex { env, valid: vec![] }]);
         match &n.op {
-            Op::Flatten {
-                input: x,
-                axes: merged,
-            } => {
+            Op::Flatten { input: x, .. } => {
                 // The merged axes are read as the parts of the flattened axis: if this frame
                 // indexes it whole, they need div/mod (an axis of the same identity elsewhere in
-                // the frame is another coordinate). Two result axes may have those parts (the
-                // new `A*·B*` beside a transposed `(A·B)*`): if either is whole, the parts'
-                // keys may belong to the other, so neither can be trusted.
-                let whole = n
-                    .axes
-                    .iter()
-                    .find(|a| immediate_parts(g, **a) == *merged && self.map.contains_key(*a));
-                if let Some(f) = whole {
-                    return Err(split_index(g, node, *f));
+                // the frame is another coordinate). Another result axis may have the same parts
+                // (a transposed `(A·B)*` beside the new `A*·B*`); only one of the two is split
+                // in a frame, so when the flatten's own axis is not whole the parts' keys are
+                // its own.
+                let own = flatten_result(g, node).ok_or_else(|| mismatch(g, node))?;
+                if self.map.contains_key(&own) {
+                    return Err(split_index(g, node, own));
                 }
-                let leaves = env_keys(g, &g.node(*x).axes);
+                let leaves = node_keys(g, *x);
                 let mut map = BTreeMap::new();
                 for a in &g.node(*x).axes {
                     self.pass_axis(g, *x, *a, &leaves, &mut map)?;
@@ -383,7 +434,7 @@ impl IndexEnv {
             | Op::AxesWithOrder(x)
             | Op::ExpandDims { input: x, .. }
             | Op::Unflatten { input: x, .. } => {
-                let leaves = env_keys(g, &g.node(*x).axes);
+                let leaves = node_keys(g, *x);
                 let mut map = BTreeMap::new();
                 for a in &g.node(*x).axes {
                     self.pass_axis(g, *x, *a, &leaves, &mut map)?;
@@ -404,7 +455,7 @@ impl IndexEnv {
             }
             Op::Slice { input, slices } => {
                 let x = *input;
-                let leaves = env_keys(g, &g.node(x).axes);
+                let leaves = node_keys(g, x);
                 let mut map = BTreeMap::new();
                 // Kept axes appear in the result in the operand's order, ranges as derived axes.
                 let mut out_axes = n.axes.iter();
@@ -439,7 +490,7 @@ impl IndexEnv {
             }
             Op::Pad { input, pads } => {
                 let x = *input;
-                let leaves = env_keys(g, &g.node(x).axes);
+                let leaves = node_keys(g, x);
                 let mut map = BTreeMap::new();
                 let mut valid = Vec::new();
                 for (a, p) in g.node(x).axes.iter().zip(n.axes.iter()) {
@@ -471,7 +522,7 @@ impl IndexEnv {
                 let mut start = 0i64;
                 let mut out = Vec::new();
                 for (part, axis) in parts {
-                    let leaves = env_keys(g, &g.node(*part).axes);
+                    let leaves = node_keys(g, *part);
                     let len = g.resolve_len(*axis)? as i64;
                     let mut map = BTreeMap::new();
                     for a in &g.node(*part).axes {
@@ -518,7 +569,7 @@ impl IndexEnv {
         x: NodeId,
         pairs: impl Iterator<Item = (Axis, Axis)>,
     ) -> Result<IndexEnv, PassError> {
-        let leaves = env_keys(g, &g.node(x).axes);
+        let leaves = node_keys(g, x);
         let mut map = BTreeMap::new();
         for (from, to) in pairs {
             let fl = leaves_under(g, from, &leaves);
@@ -612,14 +663,14 @@ pub fn strided(
 }
 
 /// The index map of `node`, a chain of views (simple or padded; not concat) over a stored tensor:
-/// the view's axes (expanded) as the iteration space, the strided view into the base tensor's
+/// the view's frame ([`node_keys`]) as the iteration space, the strided view into the base tensor's
 /// storage (whose strides `strides_of` gives), and the valid-region mask (empty without pads).
 pub fn view_index_map(
     g: &Graph,
     node: NodeId,
     strides_of: &dyn Fn(NodeId) -> Option<Strides>,
 ) -> Result<(StridedView, Vec<ValidRange>), PassError> {
-    let space = expand_axes(g, &g.node(node).axes)?;
+    let space = with_lens(g, node_keys(g, node))?;
     let keys: Vec<Axis> = space.iter().map(|a| a.axis).collect();
     let mut env = IndexEnv::identity(&keys);
     let mut valid = Vec::new();
