@@ -10,8 +10,12 @@
 use crate::error::{Error, Result};
 use crate::transformer::Shared;
 use std::sync::Arc;
-use weft_ir::{ArrayData, Graph, HostArray, NodeId};
+use weft_ir::{ArrayData, AsHostView, Graph, HostArray, HostView, NodeId};
 use weft_runtime::{Executable, RunError, StateAccess};
+
+/// The inputs of a computation without placeholders: `c.call(NO_INPUTS)` (a bare `&[]` names
+/// no input type for [`Computation::call`] to infer).
+pub const NO_INPUTS: &[HostArray] = &[];
 
 /// A computation handed out by a [`Transformer`](crate::Transformer); it shares the
 /// transformer's variables and persistent tensors. Calls may run from several threads at once:
@@ -56,11 +60,17 @@ impl Computation {
     /// Runs the computation: one array per placeholder in, one array per output out.
     /// Variables and persistent tensors keep the values `assign`s give them for later calls
     /// of this and every other computation of the transformer.
-    pub fn call(&self, inputs: &[HostArray]) -> Result<Vec<HostArray>> {
+    ///
+    /// Inputs are borrowed: `&[HostArray]`, `&[&HostArray]` or [`HostView`]s of the caller's
+    /// own memory (a slice with its axes, an `ndarray` view); on the JIT, kernels read them in
+    /// place (docs/runtime.md, "Binding caller memory").
+    pub fn call<I: AsHostView>(&self, inputs: &[I]) -> Result<Vec<HostArray>> {
         let permuted = self.check_inputs(inputs)?;
-        let inputs = permuted.as_deref().unwrap_or(inputs);
         let mut state = self.shared.state.begin(&self.access);
-        Ok(self.executable.run_on(inputs, &mut state)?)
+        Ok(match &permuted {
+            Some(p) => self.executable.run_on(&p.as_slice(), &mut state)?,
+            None => self.executable.run_on(&inputs, &mut state)?,
+        })
     }
 
     /// Runs the computation like [`Computation::call`] but writes the outputs into
@@ -78,12 +88,75 @@ impl Computation {
     ///
     /// On an error the output arrays may hold anything; variables and persistent tensors are
     /// unchanged.
-    pub fn call_into(&self, inputs: &[HostArray], outputs: &mut [HostArray]) -> Result<()> {
+    pub fn call_into<I: AsHostView>(&self, inputs: &[I], outputs: &mut [HostArray]) -> Result<()> {
         let permuted = self.check_inputs(inputs)?;
-        let inputs = permuted.as_deref().unwrap_or(inputs);
         self.check_outputs(outputs)?;
         let mut state = self.shared.state.begin(&self.access);
-        Ok(self.executable.run_into_on(inputs, outputs, &mut state)?)
+        match &permuted {
+            Some(p) => self
+                .executable
+                .run_into_on(&p.as_slice(), outputs, &mut state)?,
+            None => self.executable.run_into_on(&inputs, outputs, &mut state)?,
+        }
+        Ok(())
+    }
+
+    /// [`Computation::call`] with the inputs given by placeholder name, in any order: every
+    /// placeholder exactly once (an unknown, missing or repeated name is an error naming it).
+    pub fn call_named<I: AsHostView>(&self, inputs: &[(&str, I)]) -> Result<Vec<HostArray>> {
+        let ordered = self.by_name(inputs)?;
+        self.call(&ordered)
+    }
+
+    /// [`Computation::call_into`] with the inputs given by placeholder name, in any order.
+    pub fn call_named_into<I: AsHostView>(
+        &self,
+        inputs: &[(&str, I)],
+        outputs: &mut [HostArray],
+    ) -> Result<()> {
+        let ordered = self.by_name(inputs)?;
+        self.call_into(&ordered, outputs)
+    }
+
+    /// `inputs` put in placeholder order, borrowed.
+    fn by_name<'i, I: AsHostView>(&self, inputs: &'i [(&str, I)]) -> Result<Vec<HostView<'i>>> {
+        let g = &*self.shared.graph;
+        let placeholders = self.placeholders();
+        let mut ordered: Vec<Option<HostView<'i>>> = vec![None; placeholders.len()];
+        for (name, array) in inputs {
+            let position = placeholders
+                .iter()
+                .position(|p| g.node(*p).name.as_deref() == Some(*name))
+                .ok_or_else(|| Error::UnknownInput {
+                    name: name.to_string(),
+                    placeholders: self.placeholder_names(),
+                })?;
+            if ordered[position].replace(array.host_view()).is_some() {
+                return Err(Error::RepeatedInput {
+                    name: name.to_string(),
+                });
+            }
+        }
+        ordered
+            .into_iter()
+            .zip(placeholders)
+            .map(|(v, p)| {
+                v.ok_or_else(|| Error::MissingInput {
+                    name: g.node_label(*p),
+                })
+            })
+            .collect()
+    }
+
+    /// The placeholders' names, for an error.
+    fn placeholder_names(&self) -> String {
+        let g = &*self.shared.graph;
+        let names: Vec<String> = self
+            .placeholders()
+            .iter()
+            .map(|p| g.node_label(*p))
+            .collect();
+        format!("({})", names.join(", "))
     }
 
     /// Zero-filled arrays to pass to [`Computation::call_into`]: one per output, with its axes
@@ -108,24 +181,23 @@ impl Computation {
     /// Checks every input against its placeholder. Returns the inputs put in their
     /// placeholders' axes order if any was permuted (a copy); `None` — and no allocation —
     /// when all are in order already.
-    fn check_inputs(&self, inputs: &[HostArray]) -> Result<Option<Vec<HostArray>>> {
+    fn check_inputs<I: AsHostView>(&self, inputs: &[I]) -> Result<Option<Vec<HostArray>>> {
         let g = &*self.shared.graph;
         let placeholders = self.placeholders();
         if inputs.len() != placeholders.len() {
-            let names: Vec<String> = placeholders.iter().map(|p| g.node_label(*p)).collect();
             return Err(Error::InputCount {
                 expected: placeholders.len(),
                 got: inputs.len(),
-                placeholders: format!("({})", names.join(", ")),
+                placeholders: self.placeholder_names(),
             });
         }
         for (p, a) in placeholders.iter().zip(inputs) {
-            check(g, *p, a)?;
+            check(g, *p, a.host_view())?;
         }
         let in_order = placeholders
             .iter()
             .zip(inputs)
-            .all(|(p, a)| a.axes() == &g.node(*p).axes);
+            .all(|(p, a)| a.host_view().axes() == &g.node(*p).axes);
         // Arrays already in their placeholder's axes order go to the executable as they are;
         // only permuted ones are transposed (a copy).
         if in_order {
@@ -134,7 +206,7 @@ impl Computation {
         placeholders
             .iter()
             .zip(inputs)
-            .map(|(p, a)| conform(g, *p, a))
+            .map(|(p, a)| conform(g, *p, a.host_view()))
             .collect::<Result<Vec<_>>>()
             .map(Some)
     }
@@ -195,10 +267,11 @@ impl std::fmt::Debug for Computation {
 
 /// `array` as a value of tensor `node`: the same axes as a set, put in the node's order, with
 /// the node's lengths and dtype.
-pub(crate) fn conform(graph: &Graph, node: NodeId, array: &HostArray) -> Result<HostArray> {
+pub(crate) fn conform(graph: &Graph, node: NodeId, array: HostView<'_>) -> Result<HostArray> {
     check(graph, node, array)?;
     let n = graph.node(node);
     array
+        .to_owned_array()
         .with_axes_order(&n.axes)
         .ok_or_else(|| Error::InputAxes {
             tensor: graph.node_label(node),
@@ -209,7 +282,7 @@ pub(crate) fn conform(graph: &Graph, node: NodeId, array: &HostArray) -> Result<
 
 /// Checks that `array` can be a value of tensor `node`: the same axes as a set, the node's
 /// lengths and dtype.
-fn check(graph: &Graph, node: NodeId, array: &HostArray) -> Result<()> {
+fn check(graph: &Graph, node: NodeId, array: HostView<'_>) -> Result<()> {
     let n = graph.node(node);
     // Named only on an error: the happy path allocates nothing.
     let tensor = || graph.node_label(node);

@@ -32,6 +32,26 @@ pub enum Error {
         /// The placeholders, by name.
         placeholders: String,
     },
+    /// A call by name named no placeholder of the computation.
+    #[error("`{name}` is not a placeholder of the computation (its placeholders: {placeholders})")]
+    UnknownInput {
+        /// The name given.
+        name: String,
+        /// The placeholders, by name.
+        placeholders: String,
+    },
+    /// A call by name gave one placeholder twice.
+    #[error("placeholder `{name}` is given more than once")]
+    RepeatedInput {
+        /// The placeholder.
+        name: String,
+    },
+    /// A call by name did not give every placeholder.
+    #[error("placeholder `{name}` is not given")]
+    MissingInput {
+        /// The placeholder.
+        name: String,
+    },
     /// An array whose axes are not the tensor's (as a set).
     #[error(
         "`{tensor}`: the array has axes {got} but the tensor has axes {expected} (in any order)"

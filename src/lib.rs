@@ -30,16 +30,16 @@ pub mod computation;
 pub mod error;
 pub mod transformer;
 
-pub use computation::Computation;
+pub use computation::{Computation, NO_INPUTS};
 pub use error::{Error, Result};
 pub use transformer::{Backend, Transformer};
 pub use weft_compiler::codegen::CodegenOptions;
 pub use weft_compiler::{JitOptions, LowerOptions};
 pub use weft_ir::graph::{GraphBuilder, Tensor};
 pub use weft_ir::{
-    ArrayData, Axes, AxesError, Axis, AxisSlice, BinaryOp, CompareOp, DType, Element, Graph,
-    GraphError, HostArray, HostError, Node, NodeId, Op, ReduceOp, Role, Scalar, SliceRange,
-    TensorInit, TensorKind, UnaryOp,
+    ArrayData, AsHostView, Axes, AxesError, Axis, AxisSlice, BinaryOp, CompareOp, DType, DataRef,
+    Element, Graph, GraphError, HostArray, HostError, HostView, Node, NodeId, Op, ReduceOp, Role,
+    Scalar, SliceRange, TensorInit, TensorKind, UnaryOp,
 };
 pub use weft_runtime::{host_copy_bytes, Executable, Perturbation, RunError};
 
@@ -51,9 +51,9 @@ pub use weft_runtime as runtime;
 /// Everything needed to build and run graphs: `use weft::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        ArrayData, Axes, Axis, AxisSlice, Backend, Computation, DType, Error, Graph, GraphBuilder,
-        HostArray, JitOptions, NodeId, Scalar, SliceRange, Tensor, TensorInit, TensorKind,
-        Transformer,
+        ArrayData, AsHostView, Axes, Axis, AxisSlice, Backend, Computation, DType, Error, Graph,
+        GraphBuilder, HostArray, HostView, JitOptions, NodeId, Scalar, SliceRange, Tensor,
+        TensorInit, TensorKind, Transformer, NO_INPUTS,
     };
 }
 

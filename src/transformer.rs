@@ -169,7 +169,7 @@ impl Transformer {
     /// tensor's as a set (any order), with the same lengths and dtype.
     pub fn set_value(&self, node: NodeId, value: &HostArray) -> Result<()> {
         self.check_stateful(node)?;
-        let value = conform(&self.shared.graph, node, value)?;
+        let value = conform(&self.shared.graph, node, value.view())?;
         // Claimed like a call that assigns `node`: it waits for calls reading or assigning it.
         let access = StateAccess::assigning(node);
         let mut view = self.shared.state.begin(&access);

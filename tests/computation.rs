@@ -75,13 +75,13 @@ fn state_is_shared_between_computations_and_only_assigns_asked_for_run() {
     let train = t.computation(&[upd], &[step]).unwrap();
     // An evaluation computation that reads v but does not ask for the assign.
     let read = t.computation(&[v], &[]).unwrap();
-    assert_eq!(i64s(&read.call(&[]).unwrap()[0]), vec![0, 100]);
+    assert_eq!(i64s(&read.call(NO_INPUTS).unwrap()[0]), vec![0, 100]);
     train.call(&[arr(&[n], &[2], vec![5i64, 5])]).unwrap();
-    assert_eq!(i64s(&read.call(&[]).unwrap()[0]), vec![5, 105]);
-    assert_eq!(i64s(&read.call(&[]).unwrap()[0]), vec![5, 105]);
+    assert_eq!(i64s(&read.call(NO_INPUTS).unwrap()[0]), vec![5, 105]);
+    assert_eq!(i64s(&read.call(NO_INPUTS).unwrap()[0]), vec![5, 105]);
     // set_value is seen by every computation.
     t.set_value(v, &arr(&[n], &[2], vec![-1i64, -2])).unwrap();
-    assert_eq!(i64s(&read.call(&[]).unwrap()[0]), vec![-1, -2]);
+    assert_eq!(i64s(&read.call(NO_INPUTS).unwrap()[0]), vec![-1, -2]);
     train.call(&[arr(&[n], &[2], vec![1i64, 1])]).unwrap();
     assert_eq!(i64s(&t.value_of(v).unwrap()), vec![0, -1]);
 }
@@ -141,7 +141,7 @@ fn the_later_of_two_assigns_to_one_target_wins() {
     let t = Transformer::new(g.finish(), Backend::Interpreter).unwrap();
     t.computation(&[second, first], &[])
         .unwrap()
-        .call(&[])
+        .call(NO_INPUTS)
         .unwrap();
     assert_eq!(i32s(&t.value_of(v).unwrap()), vec![2]);
 }

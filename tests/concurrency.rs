@@ -56,9 +56,9 @@ fn counters(backend: Backend) -> Counters {
 /// Calls `c` once, through `call` on even `k` and `call_into` on odd `k`.
 fn call_alternating(c: &Computation, k: usize, outs: &mut [HostArray]) -> Vec<HostArray> {
     if k.is_multiple_of(2) {
-        c.call(&[]).unwrap()
+        c.call(NO_INPUTS).unwrap()
     } else {
-        c.call_into(&[], outs).unwrap();
+        c.call_into(NO_INPUTS, outs).unwrap();
         outs.to_vec()
     }
 }
@@ -122,7 +122,7 @@ fn set_value_from_many_threads_never_tears_a_commit() {
             scope.spawn(move || {
                 for i in 0..200 {
                     if thread < 4 {
-                        k.both.call(&[]).unwrap();
+                        k.both.call(NO_INPUTS).unwrap();
                     } else {
                         // set_value claims like an assigning call; read it back as a value.
                         let v = (thread * 1000 + i) as f64;

@@ -396,7 +396,7 @@ fn folding_keeps_to_its_budget() {
     // The result is still right on every backend.
     for backend in [Backend::Interpreter, Backend::Jit, Backend::JitUnfused] {
         let t = Transformer::new(g.clone(), backend).unwrap();
-        let v = t.computation(&[s], &[]).unwrap().call(&[]).unwrap();
+        let v = t.computation(&[s], &[]).unwrap().call(NO_INPUTS).unwrap();
         assert_eq!(v[0].to_vec::<f32>().unwrap(), vec![(1u32 << 18) as f32]);
     }
 }

@@ -53,3 +53,38 @@ fn ndarray_inputs_to_a_computation() {
         ndarray::array![6.0, 15.0].into_dyn()
     );
 }
+
+#[test]
+fn ndarray_views_are_borrowed_not_copied() {
+    let g = GraphBuilder::new();
+    let a = g.axis("A", 2).unwrap();
+    let b = g.axis("B", 3).unwrap();
+    let x = g.placeholder("x", &[a, b], DType::F64).unwrap();
+    let s = x.sum(&[b]).unwrap().id();
+    let x = x.id();
+    let t = Transformer::new(g.finish(), Backend::Jit).unwrap();
+    let c = t.computation(&[s], &[x]).unwrap();
+    let m = ndarray::array![[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]];
+    let (ab, ba) = (Axes::new([a, b]).unwrap(), Axes::new([b, a]).unwrap());
+    let view = m.view();
+    let out = c
+        .call(&[HostView::from_ndarray(&ab, &view).unwrap()])
+        .unwrap();
+    assert_eq!(
+        out[0].to_ndarray::<f64>().unwrap(),
+        ndarray::array![6.0, 15.0].into_dyn()
+    );
+    // A transposed view is not row-major: refused with a way out, not copied silently.
+    let transposed = m.t();
+    let err = HostView::from_ndarray(&ba, &transposed).unwrap_err();
+    assert!(matches!(err, weft::HostError::Layout), "{err}");
+    let standard = transposed.as_standard_layout();
+    let std_view = standard.view();
+    let out = c
+        .call(&[HostView::from_ndarray(&ba, &std_view).unwrap()])
+        .unwrap();
+    assert_eq!(
+        out[0].to_ndarray::<f64>().unwrap(),
+        ndarray::array![6.0, 15.0].into_dyn()
+    );
+}

@@ -153,3 +153,161 @@ output s, n
     let state = vec![t.value_of(g.find("v").unwrap()).unwrap()];
     compare(&(calls, state), &[want], &Tolerance::F32).unwrap();
 }
+
+#[test]
+fn borrowed_slices_at_any_alignment_are_read_in_place() {
+    let _lock = COUNTER.lock().unwrap_or_else(|p| p.into_inner());
+    let g = parse(CHAIN);
+    let (outs, ps) = (named(&g, &["out"]), named(&g, &["x", "y", "z", "w"]));
+    let inputs = jit_common::random_inputs(&g, &ps, 11);
+    let want = jit_common::run(&g, &outs, &ps, &inputs, 1, Backend::Interpreter).unwrap();
+    let t = Transformer::new(g.clone(), Backend::Jit).unwrap();
+    let c = t.computation(&outs, &ps).unwrap();
+    let mut out = c.output_arrays().unwrap();
+    for offset in 0..4 {
+        // Each input copied `offset` floats into a buffer: 0, 4, 8 or 12 bytes past alignment.
+        let buffers: Vec<Vec<f32>> = inputs
+            .iter()
+            .map(|a| {
+                let mut v = vec![0.0; offset];
+                v.extend_from_slice(a.as_slice::<f32>().unwrap());
+                v
+            })
+            .collect();
+        let views: Vec<HostView> = inputs
+            .iter()
+            .zip(&buffers)
+            .map(|(a, b)| HostView::new(a.axes(), a.shape(), &b[offset..]).unwrap())
+            .collect();
+        c.call_into(&views, &mut out).unwrap();
+        fill_garbage(&mut out[0]);
+        let before = weft::host_copy_bytes();
+        c.call_into(&views, &mut out).unwrap();
+        assert_eq!(weft::host_copy_bytes() - before, 0, "offset {offset}");
+        compare(
+            &(vec![out.clone()], vec![]),
+            std::slice::from_ref(&want),
+            &Tolerance::F32,
+        )
+        .unwrap();
+    }
+}
+
+#[test]
+fn inputs_by_name_in_any_order() {
+    let g = parse(CHAIN);
+    let (outs, ps) = (named(&g, &["out"]), named(&g, &["x", "y", "z", "w"]));
+    let inputs = jit_common::random_inputs(&g, &ps, 13);
+    let t = Transformer::new(g.clone(), Backend::Jit).unwrap();
+    let c = t.computation(&outs, &ps).unwrap();
+    let positional = c.call(&inputs).unwrap();
+    let by_name = c
+        .call_named(&[
+            ("w", &inputs[3]),
+            ("x", &inputs[0]),
+            ("z", &inputs[2]),
+            ("y", &inputs[1]),
+        ])
+        .unwrap();
+    assert_eq!(positional, by_name);
+    let missing = c
+        .call_named(&[("w", &inputs[3]), ("x", &inputs[0]), ("z", &inputs[2])])
+        .unwrap_err();
+    assert!(
+        missing.to_string().contains("`y` is not given"),
+        "{missing}"
+    );
+    let unknown = c.call_named(&[("q", &inputs[0])]).unwrap_err();
+    assert!(
+        unknown.to_string().contains("`q` is not a placeholder"),
+        "{unknown}"
+    );
+    let twice = c
+        .call_named(&[("x", &inputs[0]), ("x", &inputs[0])])
+        .unwrap_err();
+    assert!(
+        twice.to_string().contains("`x` is given more than once"),
+        "{twice}"
+    );
+}
+
+#[test]
+fn variables_are_read_in_place_and_assigned_by_swapping() {
+    // Assigns run when an output depends on them: here the outputs are the assigns.
+    let _lock = COUNTER.lock().unwrap_or_else(|p| p.into_inner());
+    let g = parse(
+        "
+axis R = 33
+axis C = 17
+placeholder a: f32[R, C]
+variable v: f32[R, C] = 0.25
+persistent_tensor m: f32[C] = 1.0
+s = add(a, v)
+t = multiply(s, m)
+n = assign(v, t)
+c = sum(t, [R])
+k = assign(m, c)
+output n, k
+",
+    );
+    let (outs, ps) = (named(&g, &["n", "k"]), named(&g, &["a"]));
+    let inputs = jit_common::random_inputs(&g, &ps, 17);
+    let t = Transformer::new(g.clone(), Backend::Jit).unwrap();
+    let c = t.computation(&outs, &ps).unwrap();
+    let mut out = c.output_arrays().unwrap();
+    let calls = 5;
+    c.call_into(&inputs, &mut out).unwrap();
+    let before = weft::host_copy_bytes();
+    for _ in 1..calls {
+        c.call_into(&inputs, &mut out).unwrap();
+    }
+    let copied = weft::host_copy_bytes() - before;
+    let state = vec![
+        t.value_of(g.find("v").unwrap()).unwrap(),
+        t.value_of(g.find("m").unwrap()).unwrap(),
+    ];
+    let want = jit_common::run(&g, &outs, &ps, &inputs, calls, Backend::Interpreter).unwrap();
+    let last = vec![want.0.last().unwrap().clone()];
+    compare(&(vec![out], state), &[(last, want.1)], &Tolerance::F32).unwrap();
+    // The state is read in place and committed by swapping; the only copies are of the
+    // outputs, which are the assigned values themselves (one value, two owners).
+    let output_bytes = ((33 * 17 + 17) * 4 * (calls - 1)) as u64;
+    assert_eq!(
+        copied, output_bytes,
+        "warm calls reading and assigning state"
+    );
+}
+
+#[test]
+fn an_output_passed_to_another_computation_is_read_in_place() {
+    let _lock = COUNTER.lock().unwrap_or_else(|p| p.into_inner());
+    let g = parse(CHAIN);
+    let (outs, ps) = (named(&g, &["out"]), named(&g, &["x", "y", "z", "w"]));
+    let inputs = jit_common::random_inputs(&g, &ps, 19);
+    let first = Transformer::new(g.clone(), Backend::Jit).unwrap();
+    let c1 = first.computation(&outs, &ps).unwrap();
+    // A second transformer over the same graph: the chain's output is its `x`.
+    let second = Transformer::new(g.clone(), Backend::Jit).unwrap();
+    let c2 = second.computation(&outs, &ps).unwrap();
+    let mut mid = c1.output_arrays().unwrap();
+    let mut out = c2.output_arrays().unwrap();
+    for warm in [true, false] {
+        let before = weft::host_copy_bytes();
+        c1.call_into(&inputs, &mut mid).unwrap();
+        let chained = [
+            mid[0].view(),
+            inputs[1].view(),
+            inputs[2].view(),
+            inputs[3].view(),
+        ];
+        c2.call_into(&chained, &mut out).unwrap();
+        if !warm {
+            assert_eq!(weft::host_copy_bytes() - before, 0);
+        }
+    }
+    let want_mid = jit_common::run(&g, &outs, &ps, &inputs, 1, Backend::Interpreter).unwrap();
+    let mut second_inputs = inputs.clone();
+    second_inputs[0] = want_mid.0[0][0].clone();
+    let want = jit_common::run(&g, &outs, &ps, &second_inputs, 1, Backend::Interpreter).unwrap();
+    compare(&(vec![out], vec![]), &[want], &Tolerance::F32).unwrap();
+}

@@ -29,10 +29,13 @@ use crate::pipeline::{compile_plan, CompiledPlan, PlanOptions};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use weft_ir::arena::EntityRef;
-use weft_ir::{ArrayData, Axes, Axis, DType, Graph, HostArray, HostError, NodeId, Op};
+use weft_ir::{
+    ArrayData, Axes, Axis, DType, DataRef, Graph, HostArray, HostError, HostView, Inputs, NodeId,
+    Op,
+};
 use weft_runtime::state::stored_value;
 use weft_runtime::{
-    BindScope, CompiledKernel, DeviceBufferReference, DeviceBufferStorage, Executable,
+    copy_array, BindScope, CompiledKernel, DeviceBufferReference, DeviceBufferStorage, Executable,
     HostBindings, Plan, RunError, RuntimeError, State, StateView, ThreadPool,
 };
 
@@ -172,6 +175,9 @@ struct Workspace {
     references: Vec<DeviceBufferReference>,
     /// One slot per storage for the caller's arrays bound in its place during a call.
     host: HostBindings,
+    /// Per assign committed by swapping: the array its kernels write, swapped with the state's
+    /// value at the commit (so the old value is the next call's spare); made on first use.
+    spares: Vec<Option<HostArray>>,
 }
 
 /// A computation compiled into native kernels.
@@ -200,6 +206,11 @@ pub struct JitExecutable {
     /// Per output (in plan order): whether kernels write the caller's array in place, else it
     /// is copied out of its storage.
     bind_outputs: Vec<bool>,
+    /// Per state read: whether kernels read the state's array in place, else it is copied in.
+    bind_state: Vec<bool>,
+    /// Per assign: whether kernels write a spare array that the commit swaps into the state,
+    /// else the value is copied into the state's array.
+    swap_assigns: Vec<bool>,
     /// `(source node, storage)` of every variable or persistent tensor read.
     state_in: Vec<(NodeId, usize)>,
     /// Per output: where its value is.
@@ -304,6 +315,7 @@ impl JitExecutable {
         let mut storage_of: HashMap<NodeId, usize> = HashMap::new();
         let mut shared: HashMap<(usize, DType), usize> = HashMap::new();
         let mut state_in = Vec::new();
+        let mut state_nodes = Vec::new();
         let mut constants = Vec::new();
         // The tensors each storage holds, to name in an allocation error, by their names in
         // the caller's graph where they have one (simplified nodes are renumbered).
@@ -345,6 +357,7 @@ impl JitExecutable {
                             PassError::Internal(format!("{} has no source", g.node_label(n)))
                         })?;
                         state_in.push((src, specs.len()));
+                        state_nodes.push(n);
                     }
                     specs.push((node.dtype, elements, None));
                     holders.push(vec![label(n)]);
@@ -482,6 +495,14 @@ impl JitExecutable {
         let bind_outputs = (0..outputs.len())
             .map(|j| binding.output(&inputs, j, plan.outputs()[j], &graph))
             .collect();
+        let bind_state = state_nodes
+            .iter()
+            .enumerate()
+            .map(|(k, n)| binding.state(&inputs, k, home(*n).ok(), &graph))
+            .collect();
+        let swap_assigns = (0..assigns.len())
+            .map(|k| binding.assign(&inputs, k, &graph))
+            .collect();
         let exe = JitExecutable {
             graph,
             plan,
@@ -496,6 +517,8 @@ impl JitExecutable {
             output_shapes,
             bind_inputs,
             bind_outputs,
+            bind_state,
+            swap_assigns,
             state_in,
             outputs,
             assigns,
@@ -567,6 +590,7 @@ impl JitExecutable {
             storages.push(s);
         }
         Ok(Workspace {
+            spares: vec![None; self.assigns.len()],
             host: HostBindings::new(storages.len()),
             storages,
             references,
@@ -653,11 +677,11 @@ impl JitExecutable {
     }
 
     /// Checks `inputs` against the placeholders and copies them into `w`'s storages.
-    fn load_inputs(&self, w: &Workspace, inputs: &[HostArray]) -> Result<(), RunError> {
+    fn load_inputs(&self, w: &Workspace, inputs: &dyn Inputs) -> Result<(), RunError> {
         self.check_inputs(inputs)?;
-        for (i, input) in inputs.iter().enumerate() {
-            if let Some(s) = self.inputs[i] {
-                self.copy_input(&w.storages[s], i, input)?;
+        for (i, s) in self.inputs.iter().enumerate() {
+            if let Some(s) = s {
+                self.copy_input(&w.storages[*s], i, inputs.input(i))?;
             }
         }
         Ok(())
@@ -665,21 +689,22 @@ impl JitExecutable {
 
     /// Checks `inputs` against the placeholders: count, axes, lengths, dtype. Allocates nothing
     /// unless it fails.
-    fn check_inputs(&self, inputs: &[HostArray]) -> Result<(), RunError> {
+    fn check_inputs(&self, inputs: &dyn Inputs) -> Result<(), RunError> {
         let g = &*self.graph;
-        if inputs.len() != self.plan.placeholders().len() {
+        if inputs.count() != self.plan.placeholders().len() {
             return Err(RunError::InputCount {
                 expected: self.plan.placeholders().len(),
-                got: inputs.len(),
+                got: inputs.count(),
             });
         }
-        for ((p, input), shape) in self
+        for (i, (p, shape)) in self
             .plan
             .placeholders()
             .iter()
-            .zip(inputs)
             .zip(&self.input_shapes)
+            .enumerate()
         {
+            let input = inputs.input(i);
             let node = g.node(*p);
             if input.axes() != &node.axes
                 || input.shape() != &shape[..]
@@ -704,14 +729,15 @@ impl JitExecutable {
         &self,
         s: &DeviceBufferStorage,
         i: usize,
-        input: &HostArray,
+        input: HostView<'_>,
     ) -> Result<(), RunError> {
         let Some(order) = &self.input_orders[i] else {
-            return Ok(copy_in(s, input.data())?);
+            return Ok(copy_in_ref(s, input.data())?);
         };
         let g = &*self.graph;
         let p = self.plan.placeholders()[i];
         let permuted = input
+            .to_owned_array()
             .with_axes_order(order)
             .ok_or_else(|| RunError::Input {
                 placeholder: g.node_label(p),
@@ -779,7 +805,7 @@ impl JitExecutable {
     fn run_into_in(
         &self,
         w: &mut Workspace,
-        inputs: &[HostArray],
+        inputs: &dyn Inputs,
         outputs: &mut [HostArray],
         state: &mut StateView<'_>,
     ) -> Result<(), RunError> {
@@ -789,29 +815,45 @@ impl JitExecutable {
             storages,
             references,
             host,
+            spares,
         } = w;
-        let mut scope = host.scope();
-        for (i, input) in inputs.iter().enumerate() {
-            match self.inputs[i] {
-                Some(s) if self.bind_inputs[i] => bind_input(&mut scope, s, input)?,
-                Some(s) => self.copy_input(&storages[s], i, input)?,
-                None => {}
+        if spares.iter().any(Option::is_none) {
+            state.read(|st| self.make_spares(spares, st))?;
+        }
+        // Kernels read the state in place, so the state is held (shared) while they run.
+        let mut run = |st: Option<&State>| -> Result<(), RunError> {
+            let mut scope = host.scope();
+            for (i, slot) in self.inputs.iter().enumerate() {
+                match slot {
+                    Some(s) if self.bind_inputs[i] => bind_input(&mut scope, *s, inputs.input(i))?,
+                    Some(s) => self.copy_input(&storages[*s], i, inputs.input(i))?,
+                    None => {}
+                }
             }
-        }
-        if !self.state_in.is_empty() {
-            state.read(|st| self.load_state(storages, st))?;
-        }
-        for ((out, h), bind) in outputs
-            .iter_mut()
-            .zip(&self.outputs)
-            .zip(&self.bind_outputs)
-        {
-            if *bind {
-                bind_output(&mut scope, h.storage, out)?;
+            if let Some(st) = st {
+                self.bind_state(&mut scope, storages, st)?;
             }
+            for ((out, h), bind) in outputs
+                .iter_mut()
+                .zip(&self.outputs)
+                .zip(&self.bind_outputs)
+            {
+                if *bind {
+                    bind_output(&mut scope, h.storage, out)?;
+                }
+            }
+            for ((_, h), spare) in self.assigns.iter().zip(spares.iter_mut()) {
+                if let Some(spare) = spare {
+                    bind_output(&mut scope, h.storage, spare)?;
+                }
+            }
+            self.execute_on(references, Some(&scope))
+        };
+        if self.state_in.is_empty() {
+            run(None)?;
+        } else {
+            state.read(|st| run(Some(st)))?;
         }
-        self.execute_on(references, Some(&scope))?;
-        drop(scope);
         for ((out, h), bind) in outputs
             .iter_mut()
             .zip(&self.outputs)
@@ -820,7 +862,9 @@ impl JitExecutable {
             if *bind {
                 continue;
             }
-            if h.row_major {
+            if let Some(spare) = self.spare_of(h.storage, spares) {
+                copy_array(out, spare)?;
+            } else if h.row_major {
                 copy_out(&storages[h.storage], out)?;
             } else {
                 // Not expected (outputs are stored row-major), but correct: gather, allocating.
@@ -831,14 +875,77 @@ impl JitExecutable {
             return Ok(());
         }
         if self.assigns.iter().all(|(_, h)| h.row_major) {
-            return state.commit(|state| self.commit_assigns_in_place(storages, state));
+            return state.commit(|state| self.commit_assigns_in_place(storages, spares, state));
         }
         let assigned = self
             .assigns
             .iter()
-            .map(|(t, h)| Ok((*t, self.read(storages, *h)?)))
+            .zip(spares.iter())
+            .map(|((t, h), spare)| match spare {
+                Some(v) => Ok((*t, v.clone())),
+                None => Ok((*t, self.read(storages, *h)?)),
+            })
             .collect::<Result<Vec<_>, RunError>>()?;
         state.commit(|s| s.set_all(&self.graph, assigned))
+    }
+
+    /// The spare array written in place of `storage` this call, if an assign swaps it.
+    fn spare_of<'s>(
+        &self,
+        storage: usize,
+        spares: &'s [Option<HostArray>],
+    ) -> Option<&'s HostArray> {
+        self.assigns
+            .iter()
+            .zip(spares)
+            .find(|((_, h), spare)| h.storage == storage && spare.is_some())
+            .and_then(|(_, spare)| spare.as_ref())
+    }
+
+    /// Binds the state values the kernels read (where `bind_state` allows) and copies the
+    /// rest in.
+    fn bind_state<'a>(
+        &self,
+        scope: &mut BindScope<'_, 'a>,
+        storages: &[Arc<DeviceBufferStorage>],
+        state: &'a State,
+    ) -> Result<(), RunError> {
+        for ((src, s), bind) in self.state_in.iter().zip(&self.bind_state) {
+            let v = state.get(*src).ok_or_else(|| RunError::State {
+                tensor: self.graph.node_label(*src),
+                message: "has no value in the state".into(),
+            })?;
+            if *bind {
+                bind_input(scope, *s, v.view())?;
+            } else {
+                copy_in(&storages[*s], v.data())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes the missing spare arrays of assigns committed by swapping: each with its target's
+    /// axes, lengths and dtype (once per workspace).
+    fn make_spares(&self, spares: &mut [Option<HostArray>], state: &State) -> Result<(), RunError> {
+        for ((t, _), (spare, swap)) in self
+            .assigns
+            .iter()
+            .zip(spares.iter_mut().zip(&self.swap_assigns))
+        {
+            if !*swap || spare.is_some() {
+                continue;
+            }
+            let v = state.get(*t).ok_or_else(|| RunError::State {
+                tensor: self.graph.node_label(*t),
+                message: "has no value in the state".into(),
+            })?;
+            let data = ArrayData::zeros(v.dtype(), v.len()).map_err(|source| RunError::Alloc {
+                tensor: self.graph.node_label(*t),
+                source,
+            })?;
+            *spare = Some(HostArray::new(v.axes().clone(), v.shape().to_vec(), data)?);
+        }
+        Ok(())
     }
 
     /// Copies every assigned value (each row-major at the start of its storage) into the
@@ -847,22 +954,35 @@ impl JitExecutable {
     fn commit_assigns_in_place(
         &self,
         storages: &[Arc<DeviceBufferStorage>],
+        spares: &mut [Option<HostArray>],
         state: &mut State,
     ) -> Result<(), RunError> {
-        // After the checks no copy can fail: types and lengths match and this run owns `w`.
-        for (t, h) in &self.assigns {
-            let len = state.get(*t).map(|v| v.len());
-            let dtype = state.get(*t).map(|v| v.dtype());
-            let storage = &storages[h.storage];
-            if dtype != Some(storage.dtype()) || len.is_none_or(|n| n as u64 > storage.len()) {
+        // After the checks no copy or swap can fail: types and lengths match and this run owns
+        // its workspace.
+        for ((t, h), spare) in self.assigns.iter().zip(spares.iter()) {
+            let target = state.get(*t);
+            let fits = match spare {
+                Some(v) => target.is_some_and(|old| old.same_shape(v)),
+                None => {
+                    let storage = &storages[h.storage];
+                    target.is_some_and(|v| {
+                        v.dtype() == storage.dtype() && v.len() as u64 <= storage.len()
+                    })
+                }
+            };
+            if !fits {
                 return Err(RunError::State {
                     tensor: self.graph.node_label(*t),
                     message: "the assigned value does not fit the state".into(),
                 });
             }
         }
-        for (t, h) in &self.assigns {
-            commit_in_place(&storages[h.storage], state, *t)?;
+        for ((t, h), spare) in self.assigns.iter().zip(spares.iter_mut()) {
+            match spare {
+                // Double buffering: the new value goes in, the old one becomes the spare.
+                Some(v) => state.swap(*t, v)?,
+                None => commit_in_place(&storages[h.storage], state, *t)?,
+            }
         }
         Ok(())
     }
@@ -912,7 +1032,7 @@ impl JitExecutable {
             .workspace
             .as_ref()
             .ok_or_else(|| self.malformed("no workspace"))?;
-        self.load_inputs(w, inputs)?;
+        self.load_inputs(w, &inputs)?;
         self.load_state(&w.storages, state)?;
         self.execute(w)?;
         Ok(run)
@@ -1029,6 +1149,16 @@ fn commit_in_place(
     }
 }
 
+fn copy_in_ref(s: &DeviceBufferStorage, d: DataRef<'_>) -> Result<(), RuntimeError> {
+    match d {
+        DataRef::F32(v) => s.copy_from_slice(v),
+        DataRef::F64(v) => s.copy_from_slice(v),
+        DataRef::I32(v) => s.copy_from_slice(v),
+        DataRef::I64(v) => s.copy_from_slice(v),
+        DataRef::Bool(v) => s.copy_from_slice(v),
+    }
+}
+
 fn copy_in(s: &DeviceBufferStorage, d: &ArrayData) -> Result<(), RuntimeError> {
     match d {
         ArrayData::F32(v) => s.copy_from_slice(v),
@@ -1052,7 +1182,7 @@ impl Executable for JitExecutable {
     /// outputs are bound ([`Executable::run_into_on`]).
     fn run_on(
         &self,
-        inputs: &[HostArray],
+        inputs: &dyn Inputs,
         state: &mut StateView<'_>,
     ) -> Result<Vec<HostArray>, RunError> {
         let mut outputs = self.fresh_outputs()?;
@@ -1067,7 +1197,7 @@ impl Executable for JitExecutable {
     /// arrays and assigned values into the state's arrays in place.
     fn run_into_on(
         &self,
-        inputs: &[HostArray],
+        inputs: &dyn Inputs,
         outputs: &mut [HostArray],
         state: &mut StateView<'_>,
     ) -> Result<(), RunError> {

@@ -16,9 +16,15 @@
 //! of this computation (not a constant or a state value passed through), held by no other
 //! output, input, state read or assigned value, and not `bool` (kernels may store any nonzero
 //! byte as true, which a Rust `bool` may not hold). Everything else is copied, as before.
+//!
+//! The state (variables, persistent tensors) is treated the same way: a state value read by the
+//! kernels is bound to the state's own array when stored alone, row-major and never written
+//! (the run holds the state shared while its kernels run); an assigned value is written into a
+//! spare array of the target's shape and swapped into the state at the commit — seed 001's
+//! double buffering — when its storage holds exactly that value and nothing else.
 
 use crate::executable::Home;
-use weft_ir::{ArrayData, DType, Graph, HostArray, NodeId};
+use weft_ir::{ArrayData, DType, DataRef, Graph, HostArray, HostView, NodeId};
 use weft_runtime::{BindScope, CompiledKernel, NoSlot, RunError};
 
 /// The facts about a compiled executable that binding decisions read.
@@ -101,18 +107,67 @@ impl Binding<'_> {
     }
 }
 
+impl Binding<'_> {
+    /// Whether state read `k` (its storage, its simplified node's home) is read in place from
+    /// the state's array: stored alone, row-major, exactly as long, never written, and no
+    /// output, assigned value or input lives there.
+    pub(crate) fn state(
+        &self,
+        inputs: &[Option<usize>],
+        k: usize,
+        home: Option<Home>,
+        graph: &Graph,
+    ) -> bool {
+        let (src, s) = self.state_in[k];
+        let (Some(home), Ok(size)) = (home, graph.tensor_size(src)) else {
+            return false;
+        };
+        home.row_major
+            && self.specs[s].1 == size.elements as u64
+            && self.specs[s].2.is_none()
+            && self.state_in.iter().filter(|(_, t)| *t == s).count() == 1
+            && !self.written(s)
+            && !self.read_after(s)
+            && !inputs.contains(&Some(s))
+    }
+
+    /// Whether assign `k` is committed by swapping: its kernels write a spare array of the
+    /// target's shape in place of the value's storage (which must hold exactly that value,
+    /// row-major, in the target's axes order, written by a kernel, alone, not bool), and the
+    /// commit swaps it with the state's array. An output that is the assigned value itself is
+    /// copied from the spare (one copy: the value has two owners). Two assigns of one target are copied instead
+    /// (the later wins, which a copy keeps simple).
+    pub(crate) fn assign(&self, inputs: &[Option<usize>], k: usize, graph: &Graph) -> bool {
+        let (target, h) = self.assigns[k];
+        let s = h.storage;
+        let Ok(size) = graph.tensor_size(target) else {
+            return false;
+        };
+        let (dtype, len, data) = &self.specs[s];
+        h.row_major
+            && *dtype != DType::Bool
+            && *len == size.elements as u64
+            && data.is_none()
+            && self.written(s)
+            && self.assigns.iter().filter(|(_, a)| a.storage == s).count() == 1
+            && self.assigns.iter().filter(|(t, _)| *t == target).count() == 1
+            && !inputs.contains(&Some(s))
+            && !self.state_in.iter().any(|(_, t)| *t == s)
+    }
+}
+
 /// Binds `array` (an input) to storage slot `s` for reading.
 pub(crate) fn bind_input<'a>(
     scope: &mut BindScope<'_, 'a>,
     s: usize,
-    array: &'a HostArray,
+    input: HostView<'a>,
 ) -> Result<(), RunError> {
-    let r = match array.data() {
-        ArrayData::F32(v) => scope.bind(s, v),
-        ArrayData::F64(v) => scope.bind(s, v),
-        ArrayData::I32(v) => scope.bind(s, v),
-        ArrayData::I64(v) => scope.bind(s, v),
-        ArrayData::Bool(v) => scope.bind(s, v),
+    let r = match input.data() {
+        DataRef::F32(v) => scope.bind(s, v),
+        DataRef::F64(v) => scope.bind(s, v),
+        DataRef::I32(v) => scope.bind(s, v),
+        DataRef::I64(v) => scope.bind(s, v),
+        DataRef::Bool(v) => scope.bind(s, v),
     };
     r.map_err(no_slot)
 }

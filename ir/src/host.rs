@@ -198,6 +198,10 @@ pub trait Element: Copy + 'static {
     fn unwrap(d: &ArrayData) -> Option<&[Self]>;
     /// The elements, mutably, if `d` holds this type.
     fn unwrap_mut(d: &mut ArrayData) -> Option<&mut [Self]>;
+    /// A slice of this type as borrowed data.
+    fn to_ref(v: &[Self]) -> crate::host_view::DataRef<'_>;
+    /// The borrowed elements as a slice of this type, if they are.
+    fn from_ref(d: crate::host_view::DataRef<'_>) -> Option<&[Self]>;
 }
 
 macro_rules! element {
@@ -216,6 +220,15 @@ macro_rules! element {
             fn unwrap_mut(d: &mut ArrayData) -> Option<&mut [Self]> {
                 match d {
                     ArrayData::$v(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn to_ref(v: &[Self]) -> crate::host_view::DataRef<'_> {
+                crate::host_view::DataRef::$v(v)
+            }
+            fn from_ref(d: crate::host_view::DataRef<'_>) -> Option<&[Self]> {
+                match d {
+                    crate::host_view::DataRef::$v(v) => Some(v),
                     _ => None,
                 }
             }
@@ -269,6 +282,9 @@ pub enum HostError {
         /// The shape.
         shape: Vec<usize>,
     },
+    /// An `ndarray` view to be borrowed is not in standard (row-major, contiguous) layout.
+    #[error("the ndarray view is not in standard (row-major, contiguous) layout: borrow `.as_standard_layout()` of it")]
+    Layout,
     /// The array holds another dtype than asked for.
     #[error("the array holds {actual}, not {requested}")]
     DType {
@@ -324,6 +340,11 @@ impl HostArray {
             });
         }
         Ok(HostArray { axes, shape, data })
+    }
+
+    /// Whether `other` has the same axes (in order), lengths and dtype.
+    pub fn same_shape(&self, other: &HostArray) -> bool {
+        self.axes == other.axes && self.shape == other.shape && self.dtype() == other.dtype()
     }
 
     /// An array from a `Vec` of elements.

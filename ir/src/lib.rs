@@ -8,6 +8,7 @@ pub mod axis;
 pub mod dtype;
 pub mod graph;
 pub mod host;
+pub mod host_view;
 pub mod loop_ir;
 pub mod perturb;
 pub mod scalar;
@@ -26,4 +27,5 @@ pub use graph::{
     TensorInit, TensorKind, UnaryOp,
 };
 pub use host::{ArrayData, Element, HostArray, HostError, Scalar};
+pub use host_view::{AsHostView, DataRef, HostView, Inputs};
 pub use size::{TensorSize, MAX_TENSOR_BYTES};

@@ -142,3 +142,38 @@ impl Drop for BindScope<'_, '_> {
         self.bindings.clear();
     }
 }
+
+/// Copies `src` into `dst` (same dtype and length), counted in
+/// [`host_copy_bytes`](crate::host_copy_bytes): how a call hands one value to two owners (an
+/// assigned value that is also an output).
+pub fn copy_array(
+    dst: &mut weft_ir::HostArray,
+    src: &weft_ir::HostArray,
+) -> Result<(), crate::RuntimeError> {
+    use weft_ir::ArrayData as D;
+    fn one<T: Copy + Element>(d: &mut [T], s: &[T]) -> Result<(), crate::RuntimeError> {
+        if d.len() != s.len() {
+            return Err(crate::RuntimeError::LengthMismatch {
+                what: "copy between host arrays".into(),
+                expected: s.len() as u64,
+                actual: d.len() as u64,
+            });
+        }
+        crate::storage::count_host_copy::<T>(s.len());
+        d.copy_from_slice(s);
+        Ok(())
+    }
+    let dtype = dst.dtype();
+    let mismatch = || crate::RuntimeError::DTypeMismatch {
+        what: "copy between host arrays".into(),
+        expected: src.dtype(),
+        actual: dtype,
+    };
+    match src.data() {
+        D::F32(s) => one(dst.as_mut_slice::<f32>().map_err(|_| mismatch())?, s),
+        D::F64(s) => one(dst.as_mut_slice::<f64>().map_err(|_| mismatch())?, s),
+        D::I32(s) => one(dst.as_mut_slice::<i32>().map_err(|_| mismatch())?, s),
+        D::I64(s) => one(dst.as_mut_slice::<i64>().map_err(|_| mismatch())?, s),
+        D::Bool(s) => one(dst.as_mut_slice::<bool>().map_err(|_| mismatch())?, s),
+    }
+}

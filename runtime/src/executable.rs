@@ -9,7 +9,7 @@
 
 use crate::error::RunError;
 use crate::state::{State, StateView};
-use weft_ir::{HostArray, NodeId};
+use weft_ir::{HostArray, Inputs, NodeId};
 
 /// A computation compiled (or prepared) by a backend.
 pub trait Executable: Send + Sync {
@@ -20,13 +20,13 @@ pub trait Executable: Send + Sync {
     fn placeholders(&self) -> &[NodeId];
 
     /// Runs the computation on `inputs` (one per placeholder, each in its placeholder's axes
-    /// order, lengths and dtype). Returns one array per output, in the output node's axes
+    /// order, lengths and dtype; borrowed, so a backend may read them in place). Returns one array per output, in the output node's axes
     /// order. Reads variables and persistent tensors from `state` in one snapshot and, only if
     /// the run succeeds, commits the values `assign`s gave them in one commit: within a run
     /// every read sees the value from before the run.
     fn run_on(
         &self,
-        inputs: &[HostArray],
+        inputs: &dyn Inputs,
         state: &mut StateView<'_>,
     ) -> Result<Vec<HostArray>, RunError>;
 
@@ -40,7 +40,7 @@ pub trait Executable: Send + Sync {
     /// arrays into `outputs`: it allocates (the reference interpreter uses it).
     fn run_into_on(
         &self,
-        inputs: &[HostArray],
+        inputs: &dyn Inputs,
         outputs: &mut [HostArray],
         state: &mut StateView<'_>,
     ) -> Result<(), RunError> {
@@ -59,7 +59,7 @@ pub trait Executable: Send + Sync {
 
     /// [`Executable::run_on`] over a state the caller owns.
     fn run(&self, inputs: &[HostArray], state: &mut State) -> Result<Vec<HostArray>, RunError> {
-        self.run_on(inputs, &mut StateView::exclusive(state))
+        self.run_on(&inputs, &mut StateView::exclusive(state))
     }
 
     /// [`Executable::run_into_on`] over a state the caller owns.
@@ -69,6 +69,6 @@ pub trait Executable: Send + Sync {
         outputs: &mut [HostArray],
         state: &mut State,
     ) -> Result<(), RunError> {
-        self.run_into_on(inputs, outputs, &mut StateView::exclusive(state))
+        self.run_into_on(&inputs, outputs, &mut StateView::exclusive(state))
     }
 }

@@ -21,7 +21,7 @@ mod storage;
 mod tensor;
 mod thread_pool;
 
-pub use binding::{BindScope, HostBindings, NoSlot};
+pub use binding::{copy_array, BindScope, HostBindings, NoSlot};
 pub use device_error::RuntimeError;
 pub use element::Element;
 pub use error::RunError;

@@ -61,6 +61,23 @@ impl State {
         self.values.get_mut(&id)?.as_mut_slice().ok()
     }
 
+    /// Swaps the value of a variable or persistent tensor with `value`, which must have the
+    /// same axes (in order), lengths and dtype: how an executable commits a value it computed
+    /// into an array of its own without copying (the old value comes back in `value`).
+    pub fn swap(&mut self, id: NodeId, value: &mut HostArray) -> Result<(), RunError> {
+        match self.values.get_mut(&id) {
+            Some(old) if old.same_shape(value) => {
+                std::mem::swap(old, value);
+                Ok(())
+            }
+            _ => Err(RunError::State {
+                tensor: format!("{id}"),
+                message: "the swapped-in value does not have the tensor's axes, lengths and dtype"
+                    .into(),
+            }),
+        }
+    }
+
     /// True if `id` is a variable or persistent tensor held here.
     pub fn holds(&self, id: NodeId) -> bool {
         self.values.contains_key(&id)

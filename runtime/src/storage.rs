@@ -20,14 +20,14 @@ use crate::{Element, RuntimeError};
 /// Bytes copied between host slices and device storages by this process (both directions).
 static HOST_COPY_BYTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-fn count_host_copy<T: Element>(elements: usize) {
+pub(crate) fn count_host_copy<T: Element>(elements: usize) {
     let bytes = (elements as u64).saturating_mul(T::DTYPE.size_bytes() as u64);
     HOST_COPY_BYTES.fetch_add(bytes, Ordering::Relaxed);
 }
 
 /// How many bytes this process has copied between host memory and device storages, in both
-/// directions (inputs and state in, outputs and assigned values out): what a call costs beyond
-/// its kernels. A call whose inputs and outputs are bound in place (crate::binding) adds
+/// directions (inputs and state in, outputs and assigned values out), or between host arrays
+/// on a call's behalf ([`copy_array`](crate::copy_array)): what a call costs beyond its kernels. A call whose inputs and outputs are bound in place (crate::binding) adds
 /// nothing for them.
 pub fn host_copy_bytes() -> u64 {
     HOST_COPY_BYTES.load(Ordering::Relaxed)

@@ -8,7 +8,7 @@ use weft::prelude::*;
 pub fn eval(graph: Graph, outputs: &[NodeId]) -> Vec<HostArray> {
     let t = Transformer::new(graph, Backend::Interpreter).expect("transformer");
     let c = t.computation(outputs, &[]).expect("computation");
-    c.call(&[]).expect("call")
+    c.call(NO_INPUTS).expect("call")
 }
 
 /// Runs `output` of `graph` once and returns it.

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use weft::prelude::*;
-use weft::Perturbation;
+use weft::{DataRef, Perturbation};
 pub use weft_ir::testing::{compare_runs as compare, Run};
 use weft_ir::testing::{state_nodes, Tolerance, PERTURBED_REFERENCES};
 
@@ -46,8 +46,10 @@ fn run_on(
 }
 
 /// Call `k` of `c`: `call` when `k` is even, else `call_into` arrays holding garbage
-/// (`weft_ir::testing::fill_garbage`), so every test checks that a backend writing outputs in
-/// place writes every element.
+/// (`weft_ir::testing::fill_garbage`) with the inputs borrowed from copies that start 1–3
+/// elements into their allocation — so every test checks that a backend writing outputs in
+/// place writes every element, and that one reading inputs in place reads them at any
+/// alignment.
 pub fn call_alternately(
     c: &Computation,
     inputs: &[HostArray],
@@ -56,10 +58,44 @@ pub fn call_alternately(
     if k.is_multiple_of(2) {
         return c.call(inputs);
     }
+    let offset = 1 + (k / 2) % 3;
+    let shifted: Vec<ArrayData> = inputs.iter().map(|a| shift(a.data(), offset)).collect();
+    let views = inputs
+        .iter()
+        .zip(&shifted)
+        .map(|(a, d)| HostView::of_data(a.axes(), a.shape(), tail(d, offset)))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut outputs = c.output_arrays()?;
     outputs.iter_mut().for_each(weft_ir::testing::fill_garbage);
-    c.call_into(inputs, &mut outputs)?;
+    c.call_into(&views, &mut outputs)?;
     Ok(outputs)
+}
+
+/// `d` after `offset` default elements.
+fn shift(d: &ArrayData, offset: usize) -> ArrayData {
+    fn s<T: Copy + Default>(v: &[T], offset: usize) -> Vec<T> {
+        let mut out = vec![T::default(); offset];
+        out.extend_from_slice(v);
+        out
+    }
+    match d {
+        ArrayData::F32(v) => ArrayData::F32(s(v, offset)),
+        ArrayData::F64(v) => ArrayData::F64(s(v, offset)),
+        ArrayData::I32(v) => ArrayData::I32(s(v, offset)),
+        ArrayData::I64(v) => ArrayData::I64(s(v, offset)),
+        ArrayData::Bool(v) => ArrayData::Bool(s(v, offset)),
+    }
+}
+
+/// The elements of `d` from `offset` on, borrowed.
+fn tail(d: &ArrayData, offset: usize) -> DataRef<'_> {
+    match d {
+        ArrayData::F32(v) => DataRef::F32(&v[offset..]),
+        ArrayData::F64(v) => DataRef::F64(&v[offset..]),
+        ArrayData::I32(v) => DataRef::I32(&v[offset..]),
+        ArrayData::I64(v) => DataRef::I64(&v[offset..]),
+        ArrayData::Bool(v) => DataRef::Bool(&v[offset..]),
+    }
 }
 
 /// The interpreter's runs the oracle compares with: on `inputs` (the base), then with every float

@@ -61,7 +61,7 @@ use crate::state::{stored_value, State, StateAccess, StateView};
 use index::IndexMap;
 use std::sync::Arc;
 use weft_ir::arena::EntityRef;
-use weft_ir::{Axes, Graph, HostArray, Node, NodeId, Op, TensorKind};
+use weft_ir::{Axes, Graph, HostArray, Inputs, Node, NodeId, Op, TensorKind};
 
 /// The interpreter's conditioning probe (module docs, "Perturbed runs").
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -166,18 +166,19 @@ impl Executable for Interpreter {
 
     fn run_on(
         &self,
-        inputs: &[HostArray],
+        inputs: &dyn Inputs,
         state: &mut StateView<'_>,
     ) -> Result<Vec<HostArray>, RunError> {
         let g = &*self.graph;
-        if inputs.len() != self.plan.placeholders().len() {
+        if inputs.count() != self.plan.placeholders().len() {
             return Err(RunError::InputCount {
                 expected: self.plan.placeholders().len(),
-                got: inputs.len(),
+                got: inputs.count(),
             });
         }
         let mut values: Vec<Option<HostArray>> = vec![None; g.len()];
-        for (p, input) in self.plan.placeholders().iter().zip(inputs) {
+        for (i, p) in self.plan.placeholders().iter().enumerate() {
+            let input = inputs.input(i);
             let node = g.node(*p);
             let shape = g.shape_of(&node.axes)?;
             if input.axes() != &node.axes || input.shape() != shape || input.dtype() != node.dtype {
@@ -194,7 +195,7 @@ impl Executable for Interpreter {
                     ),
                 });
             }
-            values[p.index()] = Some(self.entering(*p, input.clone()));
+            values[p.index()] = Some(self.entering(*p, input.to_owned_array()));
         }
         state.read(|s| self.snapshot(s, &mut values))?;
         let mut assigned: Vec<(NodeId, HostArray)> = Vec::new();

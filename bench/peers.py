@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""weft against its peers on the public workloads, side by side in one interleaved run.
+
+Each round times, in turn: the STREAM bandwidth probe; then per workload `weft bench --json`
+(whole `call_into`s of the fused and unfused JIT over borrowed inputs, the way a host calls)
+and every installed peer through ../shared/peers/peers.py (numpy, numexpr, jax, torch,
+inductor, iree, iree-host, ort, tinygrad: its docstring says what each timed call covers).
+Rounds interleave systems so a shared machine's drift lands on all of them; the figure of a
+(workload, system) is the median over rounds of each round's median.
+
+Prints a table per workload: median ms, the bandwidth floor (bytes that must move / STREAM
+GB/s of the same rounds: copy for read+write mixes, read for reductions), each system's
+ratio to the floor, and weft fused's speed-up over each system. Also writes JSON lines with
+--json. Not run by CI (it needs the peers' venv: ../shared/peers/setup.sh --torch --more, or
+`pip install -r bench/requirements.txt`, and minutes of a quiet machine).
+
+    python3 bench/peers.py [--rounds 3] [--runs 11] [--workload chain ...] [--system jax ...]
+"""
+import argparse, json, os, statistics, subprocess, sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MIB64 = 64 * 2**20
+# Bytes that must move, and which STREAM figure bounds the workload (../shared/peers/README.md).
+WORKLOADS = {
+    "chain": (5 * MIB64, "copy_gbs"),
+    "l2": (2 * MIB64, "read_gbs"),
+    "softmax": (2 * MIB64, "copy_gbs"),
+    "layernorm": (2 * MIB64, "copy_gbs"),
+    "small": (None, None),
+    "mlp": (None, None),
+}
+ALL_SYSTEMS = ["numpy", "numexpr", "jax", "torch", "inductor", "iree", "ort", "tinygrad"]
+
+
+def run_json_lines(cmd, env=None):
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if out.returncode != 0:
+        sys.stderr.write(f"{' '.join(map(str, cmd))} failed:\n{out.stderr}\n")
+        return []
+    if out.stderr.strip():
+        sys.stderr.write(out.stderr)
+    return [json.loads(l) for l in out.stdout.splitlines() if l.startswith("{")]
+
+
+def stream(venv):
+    exe = Path(venv) / "stream"
+    if not exe.exists():
+        return None
+    env = dict(os.environ, OMP_NUM_THREADS=str(os.cpu_count() or 2))
+    lines = run_json_lines([str(exe)], env)
+    return lines[0] if lines else None
+
+
+def weft_bench(weft, workload, runs):
+    lines = run_json_lines([weft, "bench", str(ROOT / "bench/workloads" / f"{workload}.weft"),
+                            "--json", "--skip-interp", "--runs", str(runs), "--warmup", "2"])
+    if not lines:
+        return {}
+    return {f"weft-{m['mode']}": m["median_ms"] for m in lines[0]["modes"]}
+
+
+def peers(python, script, workload, systems, runs):
+    cmd = [python, str(script), "--workload", workload, "--runs", str(runs)]
+    for s in systems:
+        cmd += ["--system", s]
+    return {l["system"]: l["median_ms"] for l in run_json_lines(cmd)}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=11, help="timed calls per system per round")
+    ap.add_argument("--workload", action="append", help=" ".join(WORKLOADS))
+    ap.add_argument("--system", action="append", help="peers (default: all installed)")
+    ap.add_argument("--venv", default=os.environ.get("WEFT_PEERS_VENV", str(Path.home() / ".cache/weft-peers")))
+    ap.add_argument("--peers", default=str(ROOT.parent / "shared/peers/peers.py"), help="the peers' timing script")
+    ap.add_argument("--weft", default=str(ROOT / "target/release/weft"), help="a release build of the weft CLI")
+    ap.add_argument("--json", action="store_true", help="also print every round's figures as JSON lines")
+    a = ap.parse_args()
+    workloads = a.workload or list(WORKLOADS)
+    systems = a.system or ALL_SYSTEMS
+    python = str(Path(a.venv) / "bin/python")
+    if not Path(a.weft).exists():
+        sys.exit(f"no weft binary at {a.weft}: cargo build --release")
+    times = {}  # (workload, system) -> [per-round medians]
+    bandwidth = []  # per-round STREAM figures
+    for r in range(a.rounds):
+        s = stream(a.venv)
+        if s:
+            bandwidth.append(s)
+        for w in workloads:
+            figures = weft_bench(a.weft, w, a.runs)
+            if Path(python).exists() and Path(a.peers).exists():
+                figures.update(peers(python, a.peers, w, systems, a.runs))
+            for system, ms in figures.items():
+                times.setdefault((w, system), []).append(ms)
+                if a.json:
+                    print(json.dumps({"round": r, "workload": w, "system": system, "median_ms": ms}), flush=True)
+    gbs = {k: statistics.median(b[k] for b in bandwidth) for k in ("copy_gbs", "read_gbs")} if bandwidth else {}
+    if gbs:
+        print(f"STREAM over {len(bandwidth)} rounds: copy {gbs['copy_gbs']:.1f} GB/s, read {gbs['read_gbs']:.1f} GB/s")
+    for w in workloads:
+        rows = sorted(((statistics.median(v), s) for (ww, s), v in times.items() if ww == w))
+        if not rows:
+            continue
+        nbytes, bound = WORKLOADS.get(w, (None, None))
+        floor = nbytes / (gbs[bound] * 1e9) * 1e3 if nbytes and bound in gbs else None
+        fused = statistics.median(times[(w, "weft-fused")]) if (w, "weft-fused") in times else None
+        print(f"\n{w}" + (f"  (floor {floor:.2f} ms)" if floor else ""))
+        print(f"  {'system':<14}{'median ms':>11}{'x floor':>9}{'weft faster':>13}")
+        for ms, s in rows:
+            xf = f"{ms / floor:.2f}" if floor else "-"
+            sp = f"{ms / fused:.2f}x" if fused else "-"
+            print(f"  {s:<14}{ms:>11.3f}{xf:>9}{sp:>13}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,251 @@
+//! Borrowed host arrays: what a call reads its inputs from without taking or copying them.
+//!
+//! A [`HostView`] is axes, lengths and row-major elements that the caller owns — a
+//! [`HostArray`] it keeps ([`HostArray::view`]), a plain slice with its axes
+//! ([`HostView::new`]), or an `ndarray` view in standard layout (feature `ndarray`). Making one
+//! allocates nothing. [`AsHostView`] is what a call accepts per input, so `&[HostArray]`,
+//! `&[&HostArray]` and `&[HostView]` all work; [`Inputs`] is the object-safe list of them an
+//! executable reads.
+//!
+//! Guarantees: a view's lengths match its axes in number and its element count (checked,
+//! overflow is [`HostError::Overflow`]), so code reading it by row-major index stays in bounds.
+
+use crate::axis::Axes;
+use crate::dtype::DType;
+use crate::host::{ArrayData, Element, HostArray, HostError};
+
+/// Borrowed row-major elements of one dtype.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum DataRef<'a> {
+    /// 32-bit floats.
+    F32(&'a [f32]),
+    /// 64-bit floats.
+    F64(&'a [f64]),
+    /// 32-bit integers.
+    I32(&'a [i32]),
+    /// 64-bit integers.
+    I64(&'a [i64]),
+    /// Booleans.
+    Bool(&'a [bool]),
+}
+
+impl DataRef<'_> {
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        match self {
+            DataRef::F32(_) => DType::F32,
+            DataRef::F64(_) => DType::F64,
+            DataRef::I32(_) => DType::I32,
+            DataRef::I64(_) => DType::I64,
+            DataRef::Bool(_) => DType::Bool,
+        }
+    }
+
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            DataRef::F32(v) => v.len(),
+            DataRef::F64(v) => v.len(),
+            DataRef::I32(v) => v.len(),
+            DataRef::I64(v) => v.len(),
+            DataRef::Bool(v) => v.len(),
+        }
+    }
+
+    /// Whether there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// An owned copy.
+    pub fn to_owned_data(&self) -> ArrayData {
+        match self {
+            DataRef::F32(v) => ArrayData::F32(v.to_vec()),
+            DataRef::F64(v) => ArrayData::F64(v.to_vec()),
+            DataRef::I32(v) => ArrayData::I32(v.to_vec()),
+            DataRef::I64(v) => ArrayData::I64(v.to_vec()),
+            DataRef::Bool(v) => ArrayData::Bool(v.to_vec()),
+        }
+    }
+}
+
+impl<'a> DataRef<'a> {
+    /// The elements of `data`, borrowed.
+    pub fn of(data: &'a ArrayData) -> DataRef<'a> {
+        match data {
+            ArrayData::F32(v) => DataRef::F32(v),
+            ArrayData::F64(v) => DataRef::F64(v),
+            ArrayData::I32(v) => DataRef::I32(v),
+            ArrayData::I64(v) => DataRef::I64(v),
+            ArrayData::Bool(v) => DataRef::Bool(v),
+        }
+    }
+
+    /// The elements as a slice of `T`, if they are of that type.
+    pub fn as_slice<T: Element>(&self) -> Option<&'a [T]> {
+        T::from_ref(*self)
+    }
+}
+
+/// A borrowed array: axes, lengths and row-major elements the caller owns.
+#[derive(Clone, Copy, Debug)]
+pub struct HostView<'a> {
+    axes: &'a Axes,
+    shape: &'a [usize],
+    data: DataRef<'a>,
+}
+
+impl<'a> HostView<'a> {
+    /// A view of `data` (row-major) over `axes` with lengths `shape`.
+    pub fn new<T: Element>(
+        axes: &'a Axes,
+        shape: &'a [usize],
+        data: &'a [T],
+    ) -> Result<HostView<'a>, HostError> {
+        HostView::of_data(axes, shape, T::to_ref(data))
+    }
+
+    /// A view of borrowed elements of any dtype.
+    pub fn of_data(
+        axes: &'a Axes,
+        shape: &'a [usize],
+        data: DataRef<'a>,
+    ) -> Result<HostView<'a>, HostError> {
+        if axes.len() != shape.len() {
+            return Err(HostError::Rank {
+                axes: axes.len(),
+                rank: shape.len(),
+                shape: shape.to_vec(),
+            });
+        }
+        let Some(expected) = crate::size::element_count(shape) else {
+            return Err(HostError::Overflow {
+                shape: shape.to_vec(),
+            });
+        };
+        if expected != data.len() {
+            return Err(HostError::Size {
+                shape: shape.to_vec(),
+                expected,
+                got: data.len(),
+            });
+        }
+        Ok(HostView { axes, shape, data })
+    }
+
+    /// The axes.
+    pub fn axes(&self) -> &'a Axes {
+        self.axes
+    }
+    /// The lengths, one per axis.
+    pub fn shape(&self) -> &'a [usize] {
+        self.shape
+    }
+    /// The elements.
+    pub fn data(&self) -> DataRef<'a> {
+        self.data
+    }
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.data.dtype()
+    }
+    /// An owned copy.
+    pub fn to_owned_array(&self) -> HostArray {
+        HostArray::new(
+            self.axes.clone(),
+            self.shape.to_vec(),
+            self.data.to_owned_data(),
+        )
+        .expect("a view's lengths match its elements")
+    }
+}
+
+impl HostArray {
+    /// The array, borrowed.
+    pub fn view(&self) -> HostView<'_> {
+        HostView {
+            axes: self.axes(),
+            shape: self.shape(),
+            data: DataRef::of(self.data()),
+        }
+    }
+}
+
+/// What a call accepts for one input: anything that lends a [`HostView`].
+pub trait AsHostView {
+    /// The input, borrowed.
+    fn host_view(&self) -> HostView<'_>;
+}
+
+impl AsHostView for HostArray {
+    fn host_view(&self) -> HostView<'_> {
+        self.view()
+    }
+}
+
+impl AsHostView for HostView<'_> {
+    fn host_view(&self) -> HostView<'_> {
+        *self
+    }
+}
+
+impl<T: AsHostView + ?Sized> AsHostView for &T {
+    fn host_view(&self) -> HostView<'_> {
+        (**self).host_view()
+    }
+}
+
+/// The inputs of one call, in placeholder order: object-safe, so executables behind
+/// `dyn Executable` read any list of [`AsHostView`]s without it being collected first.
+pub trait Inputs {
+    /// How many.
+    fn count(&self) -> usize;
+    /// Input `i` (`i < count()`).
+    fn input(&self, i: usize) -> HostView<'_>;
+}
+
+impl<T: AsHostView> Inputs for [T] {
+    fn count(&self) -> usize {
+        self.len()
+    }
+    fn input(&self, i: usize) -> HostView<'_> {
+        self[i].host_view()
+    }
+}
+
+/// A borrowed list is a list (so `&inputs`, a sized value, makes a `&dyn Inputs`).
+impl<T: AsHostView> Inputs for &[T] {
+    fn count(&self) -> usize {
+        self.len()
+    }
+    fn input(&self, i: usize) -> HostView<'_> {
+        self[i].host_view()
+    }
+}
+
+impl<T: AsHostView> Inputs for Vec<T> {
+    fn count(&self) -> usize {
+        self.len()
+    }
+    fn input(&self, i: usize) -> HostView<'_> {
+        self[i].host_view()
+    }
+}
+
+#[cfg(feature = "ndarray")]
+mod nd {
+    use super::*;
+
+    impl<'a> HostView<'a> {
+        /// A view of an `ndarray` view over `axes`, without copying: the view must be in
+        /// standard (row-major, contiguous) layout — `.as_standard_layout()` makes one that is —
+        /// else [`HostError::Layout`].
+        pub fn from_ndarray<T: Element, D: ndarray::Dimension>(
+            axes: &'a Axes,
+            view: &'a ndarray::ArrayView<'a, T, D>,
+        ) -> Result<HostView<'a>, HostError> {
+            let data = view.as_slice().ok_or(HostError::Layout)?;
+            HostView::new(axes, view.shape(), data)
+        }
+    }
+}
