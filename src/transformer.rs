@@ -140,15 +140,13 @@ impl Transformer {
     /// placeholder, in this order, and returns one array per output, in this order. Every
     /// placeholder an output depends on must be listed.
     pub fn computation(&self, outputs: &[NodeId], placeholders: &[NodeId]) -> Result<Computation> {
-        let executable =
-            self.backend
-                .prepare(
-                    &self.shared.graph,
-                    outputs,
-                    placeholders,
-                    self.jit.as_ref(),
-                    self.perturbation,
-                )?;
+        let executable = self.backend.prepare(
+            &self.shared.graph,
+            outputs,
+            placeholders,
+            self.jit.as_ref(),
+            self.perturbation,
+        )?;
         let plan = Plan::new(&self.shared.graph, outputs, placeholders)?;
         let access = StateAccess::of(&self.shared.graph, &plan);
         Ok(Computation::new(

@@ -124,7 +124,11 @@ pub fn dump_case(text: &str, seed: u64, dir: &std::path::Path) -> Result<String,
     let ps = g.placeholders();
     let mut args = format!("{}", weft.display());
     for (id, array) in ps.iter().zip(random_inputs(&g, &ps, seed, true)) {
-        let name = g.node(*id).name.clone().unwrap_or_else(|| format!("{id:?}"));
+        let name = g
+            .node(*id)
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("{id:?}"));
         let path = dir.join(format!("{name}.npy"));
         array.write_npy(&path).map_err(|e| e.to_string())?;
         args += &format!(" --input {name}={}", path.display());

@@ -101,7 +101,12 @@ mod tests {
         assert!(v[1] == 0.0 && v[1].is_sign_negative());
         assert!(v[2].is_nan() && v[3] == f64::INFINITY);
         assert!(v[4].is_finite() && v[5] != 3.0);
-        let again = perturb(&a, 1.0 / 1099511627776.0, 7).to_vec::<f64>().unwrap();
-        assert!(again.iter().zip(&v).all(|(x, y)| x.to_bits() == y.to_bits()));
+        let again = perturb(&a, 1.0 / 1099511627776.0, 7)
+            .to_vec::<f64>()
+            .unwrap();
+        assert!(again
+            .iter()
+            .zip(&v)
+            .all(|(x, y)| x.to_bits() == y.to_bits()));
     }
 }

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use weft::prelude::*;
+use weft::Perturbation;
 pub use weft_ir::testing::{compare_runs as compare, Run};
 use weft_ir::testing::{state_nodes, Tolerance, PERTURBED_REFERENCES};
 
