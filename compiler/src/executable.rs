@@ -12,8 +12,9 @@
 //!   variables, persistent tensors and constants get storages of their own in their row-major
 //!   layout; row scratch is private to its kernel;
 //! - a run copies inputs and the current state in, calls the kernels in schedule order (a
-//!   kernel with a `parallel` loop is split across the shared thread pool; each outer point is
-//!   computed by exactly one thread, so results do not depend on the thread count), copies the
+//!   kernel with a `parallel` loop is split across the pool of [`JitOptions::threads`] threads;
+//!   each outer point or reduction chunk is computed by exactly one thread, so results do not
+//!   depend on the thread count), copies the
 //!   outputs out and, only when everything succeeded, writes assigned values into the state;
 //! - a set of storages (a *workspace*) is used by one run at a time; concurrent runs take
 //!   different workspaces (created on demand, then reused), so the executable is `Send + Sync`

@@ -3,7 +3,9 @@
 //! Assumes: a complete plan (every load and store carries its strided view, every stored tensor
 //! has a layout).
 //! Guarantees:
-//! - one kernel per program, in schedule order; its buffer parameters are the stored tensors it
+//! - one kernel per program, in schedule order — two for a split reduction (`split.rs`:
+//!   `k<g>_partials`, parallel over the chunks, then `k<g>_combine`, with a partials buffer
+//!   both bind); its buffer parameters are the stored tensors it
 //!   loads or stores (each once, in order of first use, with the tensor's element count and
 //!   dtype) and one row scratch per stage kept locally over loops; [`LoweredKernel::bindings`]
 //!   says what each parameter is bound to. Every tensor starts at element 0 of its storage;
@@ -51,7 +53,7 @@ pub enum BufferBinding {
     Tensor(NodeId),
     /// The row scratch of a stage kept locally over loops (private to the kernel).
     RowScratch(NodeId),
-    /// The partial results of this node's split reduction (see [`crate::split`]): written by
+    /// The partial results of this node's split reduction (see `split.rs`): written by
     /// its parallel partials kernel, one slot per chunk and result, then read by the combining
     /// kernel right after it. Both kernels bind the same storage.
     Partials(NodeId),
@@ -98,7 +100,7 @@ pub struct LowerOptions {
     /// never do (`0 · huge · huge` is 0 or NaN depending on order).
     pub reassociate_f64_sums: bool,
     /// Split a reduction of at least this many terms per result into parallel chunks
-    /// ([`crate::split`]; 0: never). Only where the kernel's results are few (see
+    /// (`split.rs`; 0: never). Only where the kernel's results are few (see
     /// [`LowerOptions::split_max_results`]) and the reduction may be reassociated.
     pub split_min_terms: u64,
     /// Most results (outer points × the reducing stage's own points) a split kernel may have:
@@ -155,7 +157,8 @@ pub enum LowerError {
     },
 }
 
-/// Lowers every kernel program of `plan`, in schedule order, verifying each.
+/// Lowers every kernel program of `plan`, in schedule order, verifying each (a split
+/// reduction's program gives two kernels).
 pub fn lower_plan(
     plan: &CompiledPlan,
     options: &LowerOptions,
@@ -173,7 +176,7 @@ pub fn lower_plan(
 }
 
 /// Lowers one kernel program and verifies the result: one kernel, or two for a split
-/// reduction (its parallel partials kernel, then the kernel combining them; [`crate::split`]).
+/// reduction (its parallel partials kernel, then the kernel combining them; `split.rs`).
 pub fn lower_program(
     g: &Graph,
     layouts: &LayoutPlan,
