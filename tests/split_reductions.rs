@@ -1,7 +1,7 @@
 //! Split reductions (compiler/src/split.rs): a long sum, mean, max, norm or dot to a scalar or
 //! a short result runs as a parallel partials kernel plus a combining kernel, matches the
 //! interpreter, and gives bit-identical results on every call and for every thread count
-//! (`JitOptions::threads`).
+//! (`JitOptions::threads`, `WEFT_NUM_THREADS`).
 
 mod jit_common;
 
@@ -185,4 +185,51 @@ fn thread_counts_outside_the_pool_range_are_typed_errors() {
             .map(|_| ())
     });
     assert!(failed.is_err());
+}
+
+#[test]
+fn weft_num_threads_sets_the_pool_and_a_bad_value_falls_back_with_a_warning() {
+    let dir = std::env::temp_dir().join(format!("weft-split-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("l2.weft");
+    std::fs::write(
+        &file,
+        "axis N = 98304\nplaceholder x: f32[N]\nplaceholder y: f32[N]\nd = subtract(x, y)\n\
+         dt = transpose(d)\ns = dot(dt, d)\noutput s\n",
+    )
+    .unwrap();
+    let explain = |value: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_weft"))
+            .arg("explain")
+            .arg(&file)
+            .env("WEFT_NUM_THREADS", value)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    for n in ["1", "2"] {
+        let (text, _) = explain(n);
+        assert!(
+            text.contains(&format!("in 0..64: parallel over {n} threads")),
+            "{text}"
+        );
+    }
+    for bad in ["0", "many", "99999"] {
+        let (text, err) = explain(bad);
+        assert!(err.contains("ignoring WEFT_NUM_THREADS"), "{err}");
+        let machine = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert!(
+            text.contains(&format!("parallel over {machine} threads")),
+            "{text}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }
