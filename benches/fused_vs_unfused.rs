@@ -6,6 +6,9 @@
 //!   which is what fusion changes;
 //! - `call`: a whole `Computation::call`, host copies in and out included.
 //!
+//! A third mode, `fused-unsplit`, is fused with split reductions off (`split_min_terms = 0`):
+//! a reduction to a scalar (l2) then runs as one kernel on one thread, as before they existed.
+//!
 //! `WEFT_BENCH_SCALE=k` divides the sizes by 2^k for a quick look.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
@@ -16,6 +19,7 @@ use std::time::Duration;
 use weft::prelude::*;
 use weft::runtime::State;
 use weft_compiler::executable::{JitExecutable, JitOptions};
+use weft_compiler::LowerOptions;
 
 struct Workload {
     name: &'static str,
@@ -148,9 +152,17 @@ fn fused_vs_unfused(c: &mut Criterion) {
             .throughput(Throughput::Bytes(w.bytes));
         let graph = Arc::new(w.graph.clone());
         let state = State::initial(&graph).expect("state");
-        for (mode, backend, options) in [
-            ("fused", Backend::Jit, JitOptions::default()),
-            ("unfused", Backend::JitUnfused, JitOptions::unfused()),
+        let unsplit = JitOptions {
+            lower: LowerOptions {
+                split_min_terms: 0,
+                ..LowerOptions::default()
+            },
+            ..JitOptions::default()
+        };
+        for (mode, options) in [
+            ("fused", JitOptions::default()),
+            ("fused-unsplit", unsplit),
+            ("unfused", JitOptions::unfused()),
         ] {
             let exe = JitExecutable::new(Arc::clone(&graph), &w.outputs, &w.placeholders, &options)
                 .expect("compiles");
@@ -159,7 +171,7 @@ fn fused_vs_unfused(c: &mut Criterion) {
                 b.iter(|| run.execute().expect("runs"))
             });
             drop(run);
-            let t = Transformer::new(w.graph.clone(), backend).expect("compiles");
+            let t = Transformer::with_jit_options(w.graph.clone(), options).expect("compiles");
             let comp = t.computation(&w.outputs, &w.placeholders).expect("plans");
             group.bench_with_input(BenchmarkId::new("call", mode), &w.inputs, |b, inputs| {
                 b.iter(|| comp.call(inputs).expect("runs"))

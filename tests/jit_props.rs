@@ -2,8 +2,8 @@
 //! dtype, lengths 1 and non-multiples of the vector width, variables with assigns) run on the
 //! JIT, fused and unfused, and on the interpreter, with special values among the inputs; results
 //! agree by `weft_ir::testing`'s oracle (docs/testing.md), across two calls (so assigned state
-//! is checked too). A third JIT run forces every kernel parallel and row kernels into two chunks
-//! of rows. Small graphs (≈ 11 nodes) and large ones (100–400 node steps).
+//! is checked too). A third JIT run forces every kernel parallel, row kernels into two chunks
+//! of rows and reductions to few results into two parallel chunks. Small graphs (≈ 11 nodes) and large ones (100–400 node steps).
 //! `PROPTEST_CASES=5000 cargo test --release --test jit_props` runs longer.
 
 mod jit_common;
@@ -11,27 +11,21 @@ mod jit_common;
 use jit_common::{compare, references, run};
 use proptest::prelude::*;
 use weft::prelude::*;
-use weft_compiler::{JitExecutable, JitOptions, LowerOptions};
+use weft_compiler::{JitExecutable, JitOptions};
 use weft_ir::testing::{arb_graph_with, observed_outputs, proptest_cases, GraphConfig, Tolerance};
 use weft_runtime::{Executable, State};
 
 /// Runs `outputs` twice on the JIT lowered so that every kernel with two or more outer
-/// iterations is parallel, and row kernels split into two chunks of rows (small random graphs
-/// never reach the default thresholds).
+/// iterations is parallel, row kernels split into two chunks of rows, and every reassociable
+/// reduction to few results whose leading axis has even length is split into two parallel
+/// chunks (small random graphs never reach the default thresholds).
 fn run_forced_parallel(
     g: &Graph,
     outputs: &[NodeId],
     ps: &[NodeId],
     inputs: &[HostArray],
 ) -> Result<Vec<Vec<HostArray>>, String> {
-    let options = JitOptions {
-        lower: LowerOptions {
-            parallel_min_points: 1,
-            parallel_max_chunks: 2,
-            ..LowerOptions::default()
-        },
-        ..JitOptions::default()
-    };
+    let options = JitOptions::forced_parallel();
     let exe = JitExecutable::new(std::sync::Arc::new(g.clone()), outputs, ps, &options)
         .map_err(|e| e.to_string())?;
     let mut state = State::initial(g).map_err(|e| e.to_string())?;

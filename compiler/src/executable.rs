@@ -12,8 +12,9 @@
 //!   variables, persistent tensors and constants get storages of their own in their row-major
 //!   layout; row scratch is private to its kernel;
 //! - a run copies inputs and the current state in, calls the kernels in schedule order (a
-//!   kernel with a `parallel` loop is split across the shared thread pool; each outer point is
-//!   computed by exactly one thread, so results do not depend on the thread count), copies the
+//!   kernel with a `parallel` loop is split across the pool of [`JitOptions::threads`] threads;
+//!   each outer point or reduction chunk is computed by exactly one thread, so results do not
+//!   depend on the thread count), copies the
 //!   outputs out and, only when everything succeeded, writes assigned values into the state;
 //! - a set of storages (a *workspace*) is used by one run at a time; concurrent runs take
 //!   different workspaces (created on demand, then reused), so the executable is `Send + Sync`
@@ -57,6 +58,12 @@ pub enum JitError {
     /// The IR dump asked for could not be written.
     #[error(transparent)]
     Dump(#[from] crate::dump::DumpError),
+    /// [`JitOptions::threads`] is not a thread count a pool can have.
+    #[error("JitOptions::threads = {requested}: a pool runs 1 to {MAX_THREADS} threads")]
+    Threads {
+        /// The count asked for.
+        requested: usize,
+    },
 }
 
 /// How to compile a JIT executable.
@@ -84,6 +91,15 @@ pub struct JitOptions {
     /// that size is allocated. The default is the `WEFT_MAX_BYTES` environment variable (a
     /// byte count), or no budget.
     pub max_bytes: Option<u64>,
+    /// Threads that run this computation's parallel kernels, the calling thread included
+    /// (1 to [`MAX_THREADS`]; anything else is [`JitError::Threads`]). `None` (the default)
+    /// takes the `WEFT_NUM_THREADS` environment variable if it holds such a count (anything
+    /// else is ignored with a warning on stderr), else the machine's
+    /// [`std::thread::available_parallelism`] ([`default_threads`]). Computations with the same
+    /// count share one pool ([`pool_of`]). Results do not depend on it: parallel loops split
+    /// independent iterations, and a split reduction's chunks are fixed by
+    /// [`LowerOptions::split_chunks`], not by the thread count.
+    pub threads: Option<usize>,
 }
 
 /// The memory budget from `WEFT_MAX_BYTES`, if set to a byte count (anything else is ignored
@@ -108,6 +124,7 @@ impl Default for JitOptions {
             layouts: Vec::new(),
             dump: None,
             max_bytes: max_bytes_from_env(),
+            threads: None,
         }
     }
 }
@@ -117,6 +134,23 @@ impl JitOptions {
     pub fn unfused() -> Self {
         JitOptions {
             fused: false,
+            ..JitOptions::default()
+        }
+    }
+
+    /// Fused, with every kernel of two or more outer points parallel (row kernels in two
+    /// chunks) and every reduction that may be split split in two: small graphs then take the
+    /// parallel and split paths that only large ones reach by default — how the tests and the
+    /// fuzzer check that those paths compute what the interpreter does.
+    pub fn forced_parallel() -> Self {
+        JitOptions {
+            lower: LowerOptions {
+                parallel_min_points: 1,
+                parallel_max_chunks: 2,
+                split_min_terms: 1,
+                split_chunks: 2,
+                ..LowerOptions::default()
+            },
             ..JitOptions::default()
         }
     }
@@ -220,6 +254,8 @@ pub struct JitExecutable {
     workspaces: Mutex<Vec<Workspace>>,
     /// The storages that hold the buffer plan's buffers and the row scratch.
     planned: Vec<usize>,
+    /// The pool parallel kernels run on ([`JitOptions::threads`]).
+    pool: Arc<ThreadPool>,
 }
 
 impl std::fmt::Debug for JitExecutable {
@@ -231,17 +267,61 @@ impl std::fmt::Debug for JitExecutable {
     }
 }
 
-/// The thread pool parallel kernels share: one per process, as many threads as the host has
-/// (at most 8).
-pub fn shared_pool() -> &'static ThreadPool {
-    static POOL: OnceLock<ThreadPool> = OnceLock::new();
-    POOL.get_or_init(|| {
-        let n = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-            .min(8);
-        ThreadPool::new(n)
+/// Most threads a pool may have: a larger count is a mistake, not a machine, and would start
+/// that many OS threads.
+pub const MAX_THREADS: usize = 1024;
+
+/// The thread count of computations that do not choose one: `WEFT_NUM_THREADS` if it is set to
+/// a count in `1..=MAX_THREADS` (anything else is ignored with a warning on stderr, rather than
+/// silently), else the machine's available parallelism (1 if unknown). Read once per process.
+pub fn default_threads() -> usize {
+    static THREADS: OnceLock<usize> = OnceLock::new();
+    *THREADS.get_or_init(|| {
+        let machine = || std::thread::available_parallelism().map_or(1, |n| n.get());
+        let Ok(v) = std::env::var("WEFT_NUM_THREADS") else {
+            return machine();
+        };
+        match v.trim().parse::<usize>() {
+            Ok(n) if (1..=MAX_THREADS).contains(&n) => n,
+            _ => {
+                eprintln!(
+                    "weft: ignoring WEFT_NUM_THREADS={v:?}: not a thread count in 1..={MAX_THREADS}"
+                );
+                machine()
+            }
+        }
     })
+}
+
+/// The thread count `options` ask for (see [`JitOptions::threads`]).
+fn threads_of(options: &JitOptions) -> Result<usize, JitError> {
+    match options.threads {
+        None => Ok(default_threads()),
+        Some(n) if (1..=MAX_THREADS).contains(&n) => Ok(n),
+        Some(requested) => Err(JitError::Threads { requested }),
+    }
+}
+
+/// The pool of `threads` threads (clamped to `1..=MAX_THREADS`), shared by every computation of
+/// that count in the process; made on first use and kept for the process's life (at most one
+/// per count).
+pub fn pool_of(threads: usize) -> Arc<ThreadPool> {
+    static POOLS: OnceLock<Mutex<HashMap<usize, Arc<ThreadPool>>>> = OnceLock::new();
+    let threads = threads.clamp(1, MAX_THREADS);
+    let mut pools = POOLS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    Arc::clone(
+        pools
+            .entry(threads)
+            .or_insert_with(|| Arc::new(ThreadPool::new(threads))),
+    )
+}
+
+/// The pool of computations that do not choose a thread count: [`default_threads`] threads.
+pub fn shared_pool() -> Arc<ThreadPool> {
+    pool_of(default_threads())
 }
 
 /// `graph` restricted to the nodes `plan` evaluates (plus every listed placeholder), with the
@@ -276,6 +356,7 @@ impl JitExecutable {
         placeholders: &[NodeId],
         options: &JitOptions,
     ) -> Result<JitExecutable, JitError> {
+        let pool = pool_of(threads_of(options)?);
         let plan = Plan::new(&graph, outputs, placeholders)?;
         let (restricted, to_restricted) = restrict(&graph, &plan)?;
         let compiled = compile_plan(
@@ -370,6 +451,8 @@ impl JitExecutable {
         let compiler = JitCompiler::with_options(options.codegen)?;
         let mut kernels = Vec::new();
         let mut row_scratch = Vec::new();
+        // A split reduction's partials kernel and combining kernel share one storage.
+        let mut partials: HashMap<NodeId, usize> = HashMap::new();
         for lk in &lowered {
             let mut args = Vec::new();
             for b in &lk.bindings {
@@ -388,6 +471,21 @@ impl JitExecutable {
                         specs.push((decl.ty, decl.len, None));
                         holders.push(vec![format!("row scratch of kernel {}", kernels.len())]);
                         row_scratch.push(specs.len() - 1);
+                        args.push(specs.len() - 1);
+                    }
+                    BufferBinding::Partials(n) => {
+                        if let Some(s) = partials.get(n) {
+                            args.push(*s);
+                            continue;
+                        }
+                        let decl =
+                            &lk.kernel.buffers.values().nth(args.len()).ok_or_else(|| {
+                                PassError::Internal("partials binding without a buffer".into())
+                            })?;
+                        specs.push((decl.ty, decl.len, None));
+                        holders.push(vec![format!("partials of {}", g.node_label(*n))]);
+                        row_scratch.push(specs.len() - 1);
+                        partials.insert(*n, specs.len() - 1);
                         args.push(specs.len() - 1);
                     }
                 }
@@ -524,6 +622,7 @@ impl JitExecutable {
             assigns,
             workspaces: Mutex::new(Vec::new()),
             planned: shared.values().copied().chain(row_scratch).collect(),
+            pool,
         };
         let dump = options
             .dump
@@ -534,6 +633,11 @@ impl JitExecutable {
             crate::dump::write_dump(&crate::dump::next_dump_dir(&dir), &files, |_| true)?;
         }
         Ok(exe)
+    }
+
+    /// Threads that run its parallel kernels ([`JitOptions::threads`]).
+    pub fn threads(&self) -> usize {
+        self.pool.threads()
     }
 
     /// The compiled plan (passes' results) behind this executable.
@@ -1001,7 +1105,7 @@ impl JitExecutable {
         references: &[DeviceBufferReference],
         host: Option<&BindScope<'_, '_>>,
     ) -> Result<(), RunError> {
-        let pool = shared_pool();
+        let pool = &*self.pool;
         // Kernels bind the workspace by index: no argument table is built, and a kernel of up
         // to `STACK_TABLE` buffers allocates nothing.
         for (k, args) in &self.kernels {

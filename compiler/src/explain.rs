@@ -12,7 +12,7 @@ use std::fmt::Write;
 use weft_ir::loop_ir::{BufferAccess, Kernel, Stmt};
 
 use crate::codegen::vectorize;
-use crate::executable::{shared_pool, JitExecutable};
+use crate::executable::JitExecutable;
 use crate::lower::BufferBinding;
 
 /// The explanation of `exe` as text.
@@ -54,12 +54,12 @@ pub fn explain(exe: &JitExecutable) -> String {
             "kernel @{}: reads {read} B, writes {written} B, row scratch {scratch} B",
             k.name
         );
-        loops(k, &k.body, 1, &mut s);
+        loops(k, &k.body, 1, exe.threads(), &mut s);
     }
     s
 }
 
-fn loops(k: &Kernel, body: &[Stmt], depth: usize, s: &mut String) {
+fn loops(k: &Kernel, body: &[Stmt], depth: usize, threads: usize, s: &mut String) {
     for st in body {
         let Stmt::Loop { loop_id, body } = st else {
             continue;
@@ -68,7 +68,7 @@ fn loops(k: &Kernel, body: &[Stmt], depth: usize, s: &mut String) {
         let a = l.annotations;
         let mut what = Vec::new();
         if a.parallel {
-            what.push(format!("parallel over {} threads", shared_pool().threads()));
+            what.push(format!("parallel over {threads} threads"));
         }
         if a.vectorize {
             match vectorize::plan(k, *loop_id, body) {
@@ -94,6 +94,6 @@ fn loops(k: &Kernel, body: &[Stmt], depth: usize, s: &mut String) {
             if what.is_empty() { "" } else { ": " },
             what.join(", ")
         );
-        loops(k, body, depth + 1, s);
+        loops(k, body, depth + 1, threads, s);
     }
 }

@@ -53,6 +53,20 @@ impl Binding<'_> {
         })
     }
 
+    /// Whether `h`'s storage holds a value of `node`'s size that a kernel writes, row-major,
+    /// and not bool: what a caller's (or a spare) array can stand in for.
+    fn holds_written_value(&self, h: Home, node: NodeId, graph: &Graph) -> bool {
+        let Ok(size) = graph.tensor_size(node) else {
+            return false;
+        };
+        let (dtype, len, data) = &self.specs[h.storage];
+        h.row_major
+            && *dtype != DType::Bool
+            && *len == size.elements as u64
+            && data.is_none()
+            && self.written(h.storage)
+    }
+
     /// Whether an output or an assigned value lives in storage `s`.
     fn read_after(&self, s: usize) -> bool {
         self.outputs.iter().any(|h| h.storage == s)
@@ -91,15 +105,7 @@ impl Binding<'_> {
     ) -> bool {
         let h = self.outputs[j];
         let s = h.storage;
-        let Ok(size) = graph.tensor_size(o) else {
-            return false;
-        };
-        let (dtype, len, data) = &self.specs[s];
-        h.row_major
-            && *dtype != DType::Bool
-            && *len == size.elements as u64
-            && data.is_none()
-            && self.written(s)
+        self.holds_written_value(h, o, graph)
             && self.outputs.iter().filter(|x| x.storage == s).count() == 1
             && !self.assigns.iter().any(|(_, a)| a.storage == s)
             && !inputs.contains(&Some(s))
@@ -135,20 +141,12 @@ impl Binding<'_> {
     /// target's shape in place of the value's storage (which must hold exactly that value,
     /// row-major, in the target's axes order, written by a kernel, alone, not bool), and the
     /// commit swaps it with the state's array. An output that is the assigned value itself is
-    /// copied from the spare (one copy: the value has two owners). Two assigns of one target are copied instead
-    /// (the later wins, which a copy keeps simple).
+    /// copied from the spare (one copy: the value has two owners). Two assigns of one target
+    /// are copied instead (the later wins, which a copy keeps simple).
     pub(crate) fn assign(&self, inputs: &[Option<usize>], k: usize, graph: &Graph) -> bool {
         let (target, h) = self.assigns[k];
         let s = h.storage;
-        let Ok(size) = graph.tensor_size(target) else {
-            return false;
-        };
-        let (dtype, len, data) = &self.specs[s];
-        h.row_major
-            && *dtype != DType::Bool
-            && *len == size.elements as u64
-            && data.is_none()
-            && self.written(s)
+        self.holds_written_value(h, target, graph)
             && self.assigns.iter().filter(|(_, a)| a.storage == s).count() == 1
             && self.assigns.iter().filter(|(t, _)| *t == target).count() == 1
             && !inputs.contains(&Some(s))

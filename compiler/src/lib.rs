@@ -14,6 +14,7 @@ pub mod lower;
 pub mod passes;
 pub mod picture;
 pub mod pipeline;
+mod split;
 
 pub use executable::{JitError, JitExecutable, JitOptions};
 pub use lower::{lower_plan, BufferBinding, LowerError, LowerOptions, LoweredKernel};

@@ -3,7 +3,9 @@
 //! Assumes: a complete plan (every load and store carries its strided view, every stored tensor
 //! has a layout).
 //! Guarantees:
-//! - one kernel per program, in schedule order; its buffer parameters are the stored tensors it
+//! - one kernel per program, in schedule order — two for a split reduction (`split.rs`:
+//!   `k<g>_partials`, parallel over the chunks, then `k<g>_combine`, with a partials buffer
+//!   both bind); its buffer parameters are the stored tensors it
 //!   loads or stores (each once, in order of first use, with the tensor's element count and
 //!   dtype) and one row scratch per stage kept locally over loops; [`LoweredKernel::bindings`]
 //!   says what each parameter is bound to. Every tensor starts at element 0 of its storage;
@@ -34,6 +36,7 @@ use crate::passes::kernel::{Instr, KernelProgram, StageProgram};
 use crate::passes::layout::LayoutPlan;
 use crate::passes::views::{AffineExpr as PassAffine, IterAxis, StridedView, ValidRange};
 use crate::pipeline::CompiledPlan;
+use crate::split::{combine_program, partials_program, plan_split, Split};
 use std::collections::{HashMap, HashSet};
 use weft_ir::loop_ir::{
     verify, AccId, AffineExpr, BinaryOp as LBinary, BufferAccess, BufferAccessExpr, BufferId,
@@ -50,6 +53,10 @@ pub enum BufferBinding {
     Tensor(NodeId),
     /// The row scratch of a stage kept locally over loops (private to the kernel).
     RowScratch(NodeId),
+    /// The partial results of this node's split reduction (see `split.rs`): written by
+    /// its parallel partials kernel, one slot per chunk and result, then read by the combining
+    /// kernel right after it. Both kernels bind the same storage.
+    Partials(NodeId),
 }
 
 /// One lowered kernel program.
@@ -92,6 +99,17 @@ pub struct LowerOptions {
     /// terms and their products cannot overflow f64, so order changes only rounding); products
     /// never do (`0 · huge · huge` is 0 or NaN depending on order).
     pub reassociate_f64_sums: bool,
+    /// Split a reduction of at least this many terms per result into parallel chunks
+    /// (`split.rs`; 0: never). Only where the kernel's results are few (see
+    /// [`LowerOptions::split_max_results`]) and the reduction may be reassociated.
+    pub split_min_terms: u64,
+    /// Most results (outer points × the reducing stage's own points) a split kernel may have:
+    /// more, and the result loop itself gives the pool enough parallel work.
+    pub split_max_results: u64,
+    /// Most chunks a split reduction's leading axis is cut into (the largest divisor of its
+    /// length not above this). Fixed by the options, never by the thread count or timing, so a
+    /// split result is the same for every thread count.
+    pub split_chunks: u64,
 }
 
 impl Default for LowerOptions {
@@ -103,6 +121,9 @@ impl Default for LowerOptions {
             vectorize: true,
             f64_accumulation: true,
             reassociate_f64_sums: false,
+            split_min_terms: 1 << 16,
+            split_max_results: 64,
+            split_chunks: 64,
         }
     }
 }
@@ -136,25 +157,73 @@ pub enum LowerError {
     },
 }
 
-/// Lowers every kernel program of `plan`, in schedule order, verifying each.
+/// Lowers every kernel program of `plan`, in schedule order, verifying each (a split
+/// reduction's program gives two kernels).
 pub fn lower_plan(
     plan: &CompiledPlan,
     options: &LowerOptions,
 ) -> Result<Vec<LoweredKernel>, LowerError> {
-    plan.kernels
-        .iter()
-        .map(|p| lower_program(&plan.simplified.graph, &plan.layouts, p, options))
-        .collect()
+    let mut out = Vec::with_capacity(plan.kernels.len());
+    for p in &plan.kernels {
+        out.extend(lower_program(
+            &plan.simplified.graph,
+            &plan.layouts,
+            p,
+            options,
+        )?);
+    }
+    Ok(out)
 }
 
-/// Lowers one kernel program and verifies the result.
+/// Lowers one kernel program and verifies the result: one kernel, or two for a split
+/// reduction (its parallel partials kernel, then the kernel combining them; `split.rs`).
 pub fn lower_program(
     g: &Graph,
     layouts: &LayoutPlan,
     program: &KernelProgram,
     options: &LowerOptions,
+) -> Result<Vec<LoweredKernel>, LowerError> {
+    let Some(split) = plan_split(g, program, options) else {
+        return Ok(vec![lower_role(g, layouts, program, options, Role::Whole)?]);
+    };
+    Ok(vec![
+        lower_role(
+            g,
+            layouts,
+            &partials_program(program),
+            options,
+            Role::Partials(split),
+        )?,
+        lower_role(
+            g,
+            layouts,
+            &combine_program(program),
+            options,
+            Role::Combine(split),
+        )?,
+    ])
+}
+
+/// What a lowered kernel computes of its program.
+#[derive(Clone, Copy, Debug)]
+enum Role {
+    /// All of it.
+    Whole,
+    /// A split reduction's partials, one per chunk and result.
+    Partials(Split),
+    /// The split reduction from its partials, and everything after it.
+    Combine(Split),
+}
+
+/// Lowers `program` in `role` and verifies the result.
+fn lower_role(
+    g: &Graph,
+    layouts: &LayoutPlan,
+    program: &KernelProgram,
+    options: &LowerOptions,
+    role: Role,
 ) -> Result<LoweredKernel, LowerError> {
-    let mut l = Lowerer::new(g, layouts, program, options)?;
+    let mut l = Lowerer::new(g, layouts, program, options, role)?;
     l.lower()?;
     let lowered = LoweredKernel {
         group: program.group,
@@ -194,6 +263,11 @@ struct Lowerer<'a> {
     /// ([`LowerOptions::reassociate_f64_sums`]): never vectorised themselves, but register
     /// blocking may still vectorise the result loop around them.
     ordered_reductions: Vec<LoopId>,
+    role: Role,
+    /// The partials kernel's parallel loop over the chunks.
+    chunk_loop: Option<LoopId>,
+    /// The partials buffer of a split reduction.
+    partials: Option<BufferId>,
 }
 
 /// Where statements of one stage go while it is built: per loop depth, the statements before
@@ -264,6 +338,48 @@ fn scalar_value(s: Scalar, dtype: DType) -> ScalarValue {
     }
 }
 
+/// Whether a `op` reduction producing `dtype` must add its terms in the interpreter's order
+/// (see [`LowerOptions::reassociate_f64_sums`]).
+pub(crate) fn keeps_order(op: ReduceOp, dtype: DType, options: &LowerOptions) -> bool {
+    match op {
+        ReduceOp::Prod => dtype.is_float(),
+        ReduceOp::Sum | ReduceOp::Mean => dtype == DType::F64 && !options.reassociate_f64_sums,
+        _ => false,
+    }
+}
+
+/// Whether `st` is a f32 dot whose products are taken in f64 (as the interpreter's), when
+/// accumulating in f64.
+fn wide_dot(g: &Graph, st: &StageProgram, options: &LowerOptions) -> bool {
+    let node = g.node(st.node);
+    options.f64_accumulation && matches!(node.op, weft_ir::Op::Dot(..)) && node.dtype == DType::F32
+}
+
+/// The type of the values `st` reduces, as lowered (a wide dot's products are f64).
+pub(crate) fn stage_value_type(g: &Graph, st: &StageProgram, options: &LowerOptions) -> DType {
+    if wide_dot(g, st, options) {
+        DType::F64
+    } else {
+        st.body
+            .get(st.result)
+            .map_or(g.node(st.node).dtype, |i| i.dtype)
+    }
+}
+
+/// The type a `op` reduction of `values` accumulates in: bools as i32 0/1 (max = any, min =
+/// all); f32 sums and means in f64 with [`LowerOptions::f64_accumulation`], f32 products always
+/// (partial products overflow f32 long before f64), as the interpreter's; else their own type.
+pub(crate) fn accumulation_type(op: ReduceOp, values: DType, options: &LowerOptions) -> DType {
+    let widen = values == DType::F32
+        && matches!(op, ReduceOp::Sum | ReduceOp::Mean | ReduceOp::Prod)
+        && (options.f64_accumulation || op == ReduceOp::Prod);
+    match values {
+        DType::Bool => DType::I32,
+        _ if widen => DType::F64,
+        other => other,
+    }
+}
+
 /// Unroll factor for a vectorised innermost loop of `extent` iterations.
 fn unroll_for(extent: usize, reduction: bool) -> u32 {
     match (reduction, extent) {
@@ -279,8 +395,13 @@ impl<'a> Lowerer<'a> {
         layouts: &'a LayoutPlan,
         p: &'a KernelProgram,
         options: &'a LowerOptions,
+        role: Role,
     ) -> Result<Lowerer<'a>, LowerError> {
-        let mut k = Kernel::new(format!("k{}", p.group));
+        let mut k = Kernel::new(match role {
+            Role::Whole => format!("k{}", p.group),
+            Role::Partials(_) => format!("k{}_partials", p.group),
+            Role::Combine(_) => format!("k{}_combine", p.group),
+        });
         let mut bindings = Vec::new();
         let mut buffers = HashMap::new();
         // Stored tensors, in order of first use, with how they are used.
@@ -330,6 +451,23 @@ impl<'a> Lowerer<'a> {
             bindings.push(BufferBinding::Tensor(t));
             buffers.insert(BufferBinding::Tensor(t), id);
         }
+        let partials = match role {
+            Role::Whole => None,
+            Role::Partials(s) | Role::Combine(s) => {
+                let access = match role {
+                    Role::Partials(_) => BufferAccess::Write,
+                    _ => BufferAccess::Read,
+                };
+                let name = unique(
+                    format!("partials_{}", sanitize(&g.node_label(s.node))),
+                    s.node,
+                );
+                let id = k.add_buffer(name, s.acc, s.chunks * s.results, access);
+                bindings.push(BufferBinding::Partials(s.node));
+                buffers.insert(BufferBinding::Partials(s.node), id);
+                Some(id)
+            }
+        };
         // Parallel: the outermost loop, when there is enough work and scratch stays small.
         // Point counts saturate: they only choose whether to parallelise, and must not
         // overflow however the lengths multiply.
@@ -356,7 +494,9 @@ impl<'a> Lowerer<'a> {
         let par_extent = p.outer.first().map(|a| a.len as u64).unwrap_or(0);
         // With row scratch, the outermost axis splits into `chunks` parallel chunks of rows
         // (each chunk one scratch row, reused row after row, so scratch stays small and hot).
-        let chunks = if options.parallel_min_points == 0
+        // A partials kernel is parallel over its chunk loop instead.
+        let chunks = if matches!(role, Role::Partials(_))
+            || options.parallel_min_points == 0
             || par_extent < 2
             || outer_points.saturating_mul(stage_points) < options.parallel_min_points
         {
@@ -376,6 +516,20 @@ impl<'a> Lowerer<'a> {
             .all(|s| s.loops.is_empty() && s.reduction.is_none());
         let mut outer_loops = Vec::new();
         let mut outer_scope = Vec::new();
+        let chunk_loop = match role {
+            Role::Partials(s) => {
+                let l = k.add_loop(
+                    s.chunks,
+                    LoopAnnotations {
+                        parallel: true,
+                        ..LoopAnnotations::default()
+                    },
+                );
+                outer_loops.push(l);
+                Some(l)
+            }
+            _ => None,
+        };
         for (i, a) in p.outer.iter().enumerate() {
             if let (0, Some(c)) = (i, chunks.filter(|c| *c < par_extent)) {
                 // The axis as a uniform tiling (TensorWrapper's tiled shape): the grid is the
@@ -458,19 +612,55 @@ impl<'a> Lowerer<'a> {
             registers: HashMap::new(),
             scratch,
             ordered_reductions: Vec::new(),
+            role,
+            chunk_loop,
+            partials,
         })
     }
 
-    /// Whether a `op` reduction producing `dtype` must add its terms in the interpreter's
-    /// order (see [`LowerOptions::reassociate_f64_sums`]).
-    fn keeps_order(&self, op: ReduceOp, dtype: DType) -> bool {
-        match op {
-            ReduceOp::Prod => dtype.is_float(),
-            ReduceOp::Sum | ReduceOp::Mean => {
-                dtype == DType::F64 && !self.options.reassociate_f64_sums
-            }
-            _ => false,
+    /// The split of `st` if this kernel computes its partials.
+    fn partial_split(&self, st: &StageProgram) -> Option<Split> {
+        match self.role {
+            Role::Partials(s) if s.node == st.node => Some(s),
+            _ => None,
         }
+    }
+
+    /// The split of `st` if this kernel combines its partials.
+    fn combined_split(&self, st: &StageProgram) -> Option<Split> {
+        match self.role {
+            Role::Combine(s) if s.node == st.node => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The slot of a split reduction's partial for the current result and the chunk `chunk`
+    /// runs over: `chunk·results` + the row-major index over the outer axes and the stage's
+    /// own loops.
+    fn partials_slot(
+        &self,
+        st: &StageProgram,
+        scope: &Scope,
+        chunk: LoopId,
+        split: Split,
+    ) -> Result<BufferAccessExpr, LowerError> {
+        let buffer = self
+            .partials
+            .ok_or_else(|| self.internal("a split reduction without a partials buffer"))?;
+        let mut terms = vec![(chunk, split.results as i64)];
+        let mut stride = 1i64;
+        for a in self.p.outer.iter().chain(&st.loops).rev() {
+            let (ls, _) = scope.get(a.axis).ok_or_else(|| {
+                self.internal(format!("axis {} has no loop", self.g.axis_name(a.axis)))
+            })?;
+            terms.extend(ls.iter().map(|(l, m)| (*l, m * stride)));
+            stride *= a.len as i64;
+        }
+        Ok(BufferAccessExpr {
+            buffer,
+            index: AffineExpr::new(terms, 0),
+            mask: Vec::new(),
+        })
     }
 
     /// The loop-IR op of a graph op (`weft_ir::loop_ir::ops` holds the one mapping).
@@ -546,39 +736,58 @@ impl<'a> Lowerer<'a> {
             scope.insert_terms(*a, terms.clone(), 0);
         }
         let mut loops = Vec::new();
-        let all: Vec<IterAxis> = st.loops.iter().chain(&red_axes).copied().collect();
+        let (partial, combined) = (self.partial_split(st), self.combined_split(st));
+        // Combining partials, the reduction runs over the chunks instead of the axes.
+        let all: Vec<IterAxis> = match combined {
+            Some(_) => st.loops.clone(),
+            None => st.loops.iter().chain(&red_axes).copied().collect(),
+        };
         let ordered = nr > 0
             && st
                 .reduction
                 .as_ref()
-                .is_some_and(|r| self.keeps_order(r.op, g.node(st.node).dtype));
+                .is_some_and(|r| keeps_order(r.op, g.node(st.node).dtype, self.options));
         for (i, a) in all.iter().enumerate() {
-            let innermost = i + 1 == all.len();
-            let vectorize = self.options.vectorize && innermost && a.len >= 4 && !ordered;
+            let innermost = i + 1 == all.len() && combined.is_none();
+            // A split reduction's leading axis runs over the chunk's range: `Q·chunk + j`.
+            let chunked = partial.filter(|_| i == nl).zip(self.chunk_loop);
+            let extent = chunked.map_or(a.len as u64, |(s, _)| s.per_chunk);
+            let vectorize = self.options.vectorize && innermost && extent >= 4 && !ordered;
             let l = self.k.add_loop(
-                a.len as u64,
+                extent,
                 LoopAnnotations {
                     vectorize,
                     unroll: if vectorize {
-                        unroll_for(a.len, nr > 0)
+                        unroll_for(extent as usize, nr > 0)
                     } else {
                         1
                     },
                     parallel: false,
                 },
             );
-            scope.insert(a.axis, l, i + 1);
+            match chunked {
+                Some((s, chunk)) => {
+                    scope.insert_terms(a.axis, vec![(chunk, s.per_chunk as i64), (l, 1)], i + 1)
+                }
+                None => scope.insert(a.axis, l, i + 1),
+            }
             loops.push(l);
             if ordered && innermost {
                 self.ordered_reductions.push(l);
             }
         }
+        // Partials are combined in chunk order, by a scalar loop.
+        if let Some(s) = combined {
+            loops.push(self.k.add_loop(s.chunks, LoopAnnotations::default()));
+        }
         let mut lv = Levels::new(loops.clone());
-        let mut vals: Vec<(ValueId, usize)> = Vec::with_capacity(st.body.len());
-        // A f32 dot's products are taken in f64 (as the interpreter's) when accumulating in f64.
-        let wide_dot = self.options.f64_accumulation
-            && matches!(g.node(st.node).op, weft_ir::Op::Dot(..))
-            && g.node(st.node).dtype == DType::F32;
+        let mut vals: Vec<(ValueId, usize)> = Vec::with_capacity(st.body.len() + 1);
+        let wide_dot = wide_dot(g, st, self.options);
+        if let (Some(s), Some(chunk)) = (combined, loops.last().copied()) {
+            let slot = self.partials_slot(st, &scope, chunk, s)?;
+            let level = loops.len();
+            vals.push((self.define(&mut lv, level, s.acc, Inst::Load(slot)), level));
+        }
         for (i, inst) in st.body.iter().enumerate() {
             let v = match &inst.instr {
                 Instr::Binary(BinaryOp::Multiply, x, y) if wide_dot && i == st.result => {
@@ -610,13 +819,31 @@ impl<'a> Lowerer<'a> {
             None => (result, false),
             Some(r) => {
                 let v = self.lower_reduction(
-                    r.op, result, rlevel, rdtype, node_dtype, &red_axes, &loops, nl, &mut lv,
+                    r.op,
+                    result,
+                    rlevel,
+                    rdtype,
+                    node_dtype,
+                    &red_axes,
+                    &loops,
+                    nl,
+                    partial.is_some(),
+                    &mut lv,
                 )?;
                 (v, true)
             }
         };
         let tail_level = nl;
         let mut tail = Vec::new();
+        if let (Some(s), Some(chunk)) = (partial, self.chunk_loop) {
+            if self.k.values[value] != s.acc {
+                return Err(self.internal("a partial is not of its accumulation type"));
+            }
+            tail.push(Stmt::Store {
+                target: self.partials_slot(st, &scope, chunk, s)?,
+                value,
+            });
+        }
         if let Some(t) = &st.store {
             let view = t
                 .view
@@ -770,23 +997,16 @@ impl<'a> Lowerer<'a> {
         red: &[IterAxis],
         loops: &[LoopId],
         nl: usize,
+        partial: bool,
         lv: &mut Levels,
     ) -> Result<ValueId, LowerError> {
-        let inner = nl + red.len();
-        let bool_in = in_dtype == DType::Bool;
-        // Bools reduce as i32 0/1 (max = any, min = all); f32 products accumulate in f64 as
-        // the interpreter's do (partial products overflow f32 long before f64).
-        let widen = in_dtype == DType::F32
-            && matches!(op, ReduceOp::Sum | ReduceOp::Mean | ReduceOp::Prod)
-            && (self.options.f64_accumulation || op == ReduceOp::Prod);
-        let (value, ty) = if bool_in {
-            let v = self.define(lv, vlevel, DType::I32, Inst::Convert(value));
-            (v, DType::I32)
-        } else if widen {
-            let v = self.define(lv, vlevel, DType::F64, Inst::Convert(value));
-            (v, DType::F64)
+        // The reduction loops follow the stage's `nl` loops (over the chunks, combining).
+        let inner = loops.len();
+        let ty = accumulation_type(op, in_dtype, self.options);
+        let value = if ty != in_dtype {
+            self.define(lv, vlevel, ty, Inst::Convert(value))
         } else {
-            (value, in_dtype)
+            value
         };
         if red.is_empty() && !matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) {
             // Over no axes each result is its one term, as in the interpreter: folding it
@@ -835,6 +1055,11 @@ impl<'a> Lowerer<'a> {
             None
         };
         lv.before[inner].push(Stmt::Reduce { acc, value, index });
+        if partial {
+            // A chunk's partial stays in the accumulation type, undivided: the combining
+            // kernel finishes it.
+            return Ok(self.define_after(lv, nl, ty, Inst::AccValue(acc)));
+        }
         let out = if arg {
             let i = self.define_after(lv, nl, DType::I64, Inst::AccIndex(acc));
             match nan_acc {

@@ -10,7 +10,7 @@
 
 use weft::prelude::*;
 use weft::Perturbation;
-use weft_compiler::{JitOptions, LowerOptions};
+use weft_compiler::JitOptions;
 use weft_ir::testing::{
     compare_runs, fill_garbage, observed_outputs, random_inputs, state_nodes, Run, Tolerance,
     PERTURBED_REFERENCES,
@@ -50,22 +50,14 @@ impl Outcome {
     }
 }
 
-/// The JIT configurations every case runs on: fused, unfused, and fused with every kernel of two
-/// or more outer iterations parallel and row kernels in two chunks (small graphs never reach the
-/// default thresholds).
+/// The JIT configurations every case runs on: fused, unfused, and fused with parallel loops and
+/// split reductions forced (`JitOptions::forced_parallel`: small graphs never reach the default
+/// thresholds).
 pub fn configurations() -> [(&'static str, JitOptions); 3] {
-    let forced = JitOptions {
-        lower: LowerOptions {
-            parallel_min_points: 1,
-            parallel_max_chunks: 2,
-            ..LowerOptions::default()
-        },
-        ..JitOptions::default()
-    };
     [
         ("fused", JitOptions::default()),
         ("unfused", JitOptions::unfused()),
-        ("forced-parallel", forced),
+        ("forced-parallel", JitOptions::forced_parallel()),
     ]
 }
 

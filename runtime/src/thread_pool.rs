@@ -1,10 +1,12 @@
 //! A small fixed pool of worker threads that run the chunks of kernels' parallel loops, for
 //! several dispatching threads at once.
 //!
-//! Guarantees: a job over `0..extent` on a pool of `n` threads is split into the `n` chunks
-//! `[extent·c/n, extent·(c+1)/n)`, each run exactly once by one thread; so the split — and
-//! therefore every result — depends only on `n`, not on which thread runs which chunk nor on
-//! what else runs. Up to [`MAX_JOBS_IN_FLIGHT`] jobs (from different callers) are in flight at
+//! Guarantees: a job over `0..extent` on a pool of `n` threads is split into the
+//! `p = min(PIECES_PER_THREAD·n, extent)` chunks `[extent·c/p, extent·(c+1)/p)`, each run exactly
+//! once by one thread; so the split — and therefore every result — depends only on `n` (and
+//! the extent), not on which thread runs which chunk nor on what else runs. Several chunks per
+//! thread let the dispatching thread take over the chunks of a worker the OS has not scheduled
+//! yet (a shared machine), instead of waiting for it. Up to [`MAX_JOBS_IN_FLIGHT`] jobs (from different callers) are in flight at
 //! once: workers take chunks from any of them, the dispatching thread takes chunks of its own
 //! job only and waits only for its own job. A dispatch finding every slot taken runs its
 //! chunks itself, one after another (the same split). Dispatching allocates nothing. Dropping
@@ -17,6 +19,10 @@ use crate::KernelEntry;
 
 /// How many dispatches can share the workers at once.
 pub const MAX_JOBS_IN_FLIGHT: usize = 16;
+
+/// Chunks a job is cut into per thread (fewer when the extent is shorter): enough to balance a
+/// late worker, few enough that handing them out (a lock each) costs nothing next to a chunk.
+pub const PIECES_PER_THREAD: usize = 4;
 
 #[derive(Clone, Copy)]
 struct Job {
@@ -167,7 +173,12 @@ impl ThreadPool {
     /// `table`, and `table` must stay valid until this returns (it does not return before all
     /// chunks finish).
     pub(crate) unsafe fn run(&self, entry: KernelEntry, table: *const *mut u8, extent: i64) {
-        let chunks = self.threads();
+        let threads = self.threads();
+        let chunks = if threads == 1 {
+            1
+        } else {
+            (threads * PIECES_PER_THREAD).min(usize::try_from(extent).unwrap_or(0).max(1))
+        };
         let mut job = Job {
             entry,
             table,

@@ -369,11 +369,10 @@ pub fn proptest_cases(default: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::axis::Axes;
 
     fn f64s(v: &[f64]) -> HostArray {
         let axis = Graph::new().axis("N", v.len()).unwrap();
-        let axes = Axes::new([axis]).unwrap();
+        let axes = crate::axis::Axes::new([axis]).unwrap();
         HostArray::new(axes, vec![v.len()], ArrayData::F64(v.to_vec())).unwrap()
     }
 
