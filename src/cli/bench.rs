@@ -1,9 +1,10 @@
 //! `weft bench`: compiles a graph once per mode and times fused JIT, unfused JIT and the
 //! interpreter, interleaved round by round.
 //!
-//! What is timed: one whole `Computation::call_into` (input checks, host → device copies of
-//! inputs and state, the kernels, device → host copies of the outputs into arrays allocated
-//! once). Bytes that must move: every placeholder read plus every output written, once.
+//! What is timed: one whole `Computation::call_into`, the way a host calls: input checks, the
+//! inputs and outputs bound in place where the JIT can (zero-copy; the rest, and the state,
+//! copied), the kernels, into output arrays allocated once. Bytes that must move: every
+//! placeholder read plus every output written, once.
 //! FLOPs: one per element of each elementwise, compare, select or convert result, one per
 //! input element of each reduction, `2·(output elements)·K` per dot (`K` the contracted
 //! length, `√(|a|·|b| / |out|)`); views and tensors none.
