@@ -112,7 +112,7 @@ def main():
         for ms, s in rows:
             xf = f"{ms / floor:.2f}" if floor else "-"
             sp = f"{ms / fused:.2f}x" if fused else "-"
-            print(f"  {s:<14}{ms:>11.3f}{xf:>9}{sp:>13}")
+            print(f"  {s:<14}{ms:>11.4f}{xf:>9}{sp:>13}")
 
 
 if __name__ == "__main__":

@@ -149,11 +149,7 @@ impl Transformer {
         )?;
         let plan = Plan::new(&self.shared.graph, outputs, placeholders)?;
         let access = StateAccess::of(&self.shared.graph, &plan);
-        Ok(Computation::new(
-            Arc::clone(&self.shared),
-            executable,
-            access,
-        ))
+        Computation::new(Arc::clone(&self.shared), executable, access)
     }
 
     /// The current value of a variable or persistent tensor, in its axes order.

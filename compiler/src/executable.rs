@@ -1142,6 +1142,50 @@ impl JitExecutable {
         Ok(run)
     }
 
+    /// How a call moves each input, output, state value read and assigned value: bound in place
+    /// of its storage (zero-copy, crate::io_binding) or copied — the last section of
+    /// `weft explain`.
+    pub fn binding_report(&self) -> String {
+        let g = &*self.graph;
+        let how = |bound: bool, yes: &'static str, no: &'static str| if bound { yes } else { no };
+        let mut s = String::from("\n# calls: how each array moves\n");
+        for (i, p) in self.plan.placeholders().iter().enumerate() {
+            let what = match (self.inputs[i], self.bind_inputs[i]) {
+                (None, _) => "unused",
+                (Some(_), bound) => how(bound, "read in place", "copied in"),
+            };
+            s += &format!("input  {:<16} {what}\n", g.node_label(*p));
+        }
+        for ((o, h), bound) in self
+            .plan
+            .outputs()
+            .iter()
+            .zip(&self.outputs)
+            .zip(&self.bind_outputs)
+        {
+            let assigned = self
+                .assigns
+                .iter()
+                .zip(&self.swap_assigns)
+                .any(|((_, a), swap)| *swap && a.storage == h.storage);
+            let what = match (*bound, assigned) {
+                (true, _) => "written in place",
+                (false, true) => "copied from the assigned value (one value, two owners)",
+                (false, false) => "copied out",
+            };
+            s += &format!("output {:<16} {what}\n", g.node_label(*o));
+        }
+        for ((src, _), bound) in self.state_in.iter().zip(&self.bind_state) {
+            let what = how(*bound, "read in place", "copied in");
+            s += &format!("state  {:<16} {what}\n", g.node_label(*src));
+        }
+        for ((t, _), swap) in self.assigns.iter().zip(&self.swap_assigns) {
+            let what = how(*swap, "committed by swapping", "copied into the state");
+            s += &format!("assign {:<16} {what}\n", g.node_label(*t));
+        }
+        s
+    }
+
     /// One zeroed array per output, with its axes (in order) and lengths.
     fn fresh_outputs(&self) -> Result<Vec<HostArray>, RunError> {
         let g = &*self.graph;

@@ -5,7 +5,8 @@
 //! then per kernel its loop nest — extents, which loops run vectorised (lanes and vector
 //! types, as the code generator will actually emit them, or why not), unrolling, the parallel
 //! loop and its thread count — and the bytes it reads and writes in memory (row scratch, which
-//! stays in cache, counted apart).
+//! stays in cache, counted apart); then how a call moves each input, output, state value and
+//! assigned value: bound in place (zero-copy) or copied, and why not bound.
 
 use std::fmt::Write;
 
@@ -56,6 +57,7 @@ pub fn explain(exe: &JitExecutable) -> String {
         );
         loops(k, &k.body, 1, exe.threads(), &mut s);
     }
+    s += &exe.binding_report();
     s
 }
 
