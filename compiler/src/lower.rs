@@ -574,12 +574,14 @@ impl<'a> Lowerer<'a> {
         // Row scratch per stage kept locally over loops.
         let mut scratch = HashMap::new();
         for st in p.stages.iter().filter(|s| s.local && !s.loops.is_empty()) {
-            let row: i64 = st.loops.iter().map(|a| a.len as i64).product();
+            // Saturating: an empty kernel's row is 0 however long the stage's axes, and its
+            // strides are never used (`prune_empty` drops every loop that would index it).
+            let row = i64::try_from(p.scratch_row(st)).unwrap_or(i64::MAX);
             let mut strides = vec![0i64; st.loops.len()];
             let mut s = 1i64;
             for (i, a) in st.loops.iter().enumerate().rev() {
                 strides[i] = s;
-                s *= a.len as i64;
+                s = s.saturating_mul(i64::try_from(a.len).unwrap_or(i64::MAX));
             }
             let rows = chunks.unwrap_or(1) as i64;
             let dtype = g.node(st.node).dtype;
@@ -587,7 +589,8 @@ impl<'a> Lowerer<'a> {
                 format!("rows_{}", sanitize(&g.node_label(st.node))),
                 st.node,
             );
-            let id = k.add_buffer(name, dtype, (row * rows) as u64, BufferAccess::ReadWrite);
+            let len = row.saturating_mul(rows) as u64;
+            let id = k.add_buffer(name, dtype, len, BufferAccess::ReadWrite);
             bindings.push(BufferBinding::RowScratch(st.node));
             buffers.insert(BufferBinding::RowScratch(st.node), id);
             scratch.insert(

@@ -636,3 +636,32 @@ fn a_chain_of_views_is_one_strided_view() {
     assert_eq!(mask.len(), 1);
     assert_eq!((mask[0].lo, mask[0].hi), (1, 6));
 }
+
+/// Finding 001 (tests/findings/fuzz_empty_tensor_huge_axis_row_scratch.weft): `convert` of an
+/// empty `[2^63 − 1, 0, 0*]` tensor, an output also kept locally over its huge axis by the sum
+/// that reduces it,
+/// asked for a scratch row of 2^63 − 1 floats, and the kernel failed verification. A kernel that
+/// runs no iteration writes no row: it needs no scratch.
+#[test]
+fn an_empty_kernel_needs_no_row_scratch_however_long_its_axes() {
+    let text = "axis A0 = 9223372036854775807\naxis A1 = 0\n\
+                placeholder t1: bool[A0, A1, A1*]\nc = convert(t1, f32)\nt = sum(c, [A0])\n";
+    let graph = weft_ir::text::parse(text, "empty_huge.weft").unwrap();
+    let options = PlanOptions {
+        outputs: ["t1", "c", "t"].map(|n| graph.find(n).unwrap()).to_vec(),
+        ..fused()
+    };
+    let p = compile_plan(&graph, &options).unwrap();
+    assert!(p
+        .kernels
+        .iter()
+        .all(|k| k.scratch_bytes(&p.simplified.graph) == 0));
+    let lowered = weft_compiler::lower_plan(&p, &Default::default()).unwrap();
+    for lk in &lowered {
+        for (b, decl) in lk.bindings.iter().zip(lk.kernel.buffers.values()) {
+            if matches!(b, weft_compiler::BufferBinding::RowScratch(_)) {
+                assert_eq!(decl.len, 0, "{}", decl.name);
+            }
+        }
+    }
+}

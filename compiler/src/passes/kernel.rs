@@ -146,9 +146,23 @@ impl KernelProgram {
             .iter()
             .filter(|s| s.local && !s.loops.is_empty())
             .map(|s| {
-                s.loops.iter().map(|a| a.len).product::<usize>() * g.node(s.node).dtype.size_bytes()
+                self.scratch_row(s)
+                    .saturating_mul(g.node(s.node).dtype.size_bytes())
             })
-            .sum()
+            .fold(0, usize::saturating_add)
+    }
+
+    /// Elements of one scratch row of `st` (a stage kept locally over loops): the product of
+    /// its loops' lengths, or 0 when the kernel runs no iteration of it — an outer or stage
+    /// loop of length 0. A stage's own axes are bounded by nothing when the tensor is empty
+    /// (`[2^63 − 1, 0]` is a valid tensor), and an empty kernel writes no row, so it needs none.
+    /// Otherwise the row is part of the stage's (verified, addressable) tensor; the product
+    /// saturates all the same, so a bad plan is the loop-IR verifier's error, never an overflow.
+    pub fn scratch_row(&self, st: &StageProgram) -> usize {
+        if self.outer.iter().chain(&st.loops).any(|a| a.len == 0) {
+            return 0;
+        }
+        st.loops.iter().fold(1, |n, a| n.saturating_mul(a.len))
     }
 
     /// A readable listing of the kernel.

@@ -156,6 +156,22 @@ impl UnaryOp {
                 | UnaryOp::Cos
         )
     }
+
+    /// Whether backends may compute the op only to within a few ulps of the exact result,
+    /// instead of rounding it as the interpreter does: the JIT's polynomial functions
+    /// (docs/numerics.md). The interpreter's perturbed runs nudge their results
+    /// (docs/testing.md, "Tolerances").
+    pub fn is_approximate(self) -> bool {
+        matches!(
+            self,
+            UnaryOp::Exp
+                | UnaryOp::Log
+                | UnaryOp::Tanh
+                | UnaryOp::Sigmoid
+                | UnaryOp::Sin
+                | UnaryOp::Cos
+        )
+    }
 }
 
 op_names!(

@@ -44,9 +44,11 @@
 //!
 //! With a [`Perturbation`], every float entering the computation — each input, each state value
 //! read, each float constant and each conversion to float from an integer or bool — is nudged by
-//! `weft_ir::perturb::perturb` (a relative `1 ± rel` per element, classes kept). That is the
-//! test oracle's conditioning probe (docs/testing.md, "Tolerances"): how far it moves a result
-//! is how far a backend summing in another order may differ there. Nothing else uses it.
+//! `weft_ir::perturb::perturb` (a relative `1 ± rel` per element, classes kept), and so is each
+//! result of a function backends only approximate (`UnaryOp::is_approximate`, `power`), where
+//! their few-ulp error enters. That is the test oracle's conditioning probe (docs/testing.md,
+//! "Tolerances"): how far it moves a result is how far a backend summing in another order, or
+//! evaluating a polynomial, may differ there. Nothing else uses it.
 
 mod dot;
 mod elementwise;
@@ -61,7 +63,7 @@ use crate::state::{stored_value, State, StateAccess, StateView};
 use index::IndexMap;
 use std::sync::Arc;
 use weft_ir::arena::EntityRef;
-use weft_ir::{Axes, Graph, HostArray, Inputs, Node, NodeId, Op, TensorKind};
+use weft_ir::{Axes, BinaryOp, Graph, HostArray, Inputs, Node, NodeId, Op, TensorKind};
 
 /// The interpreter's conditioning probe (module docs, "Perturbed runs").
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -79,6 +81,11 @@ impl Perturbation {
         let entry = match node.op {
             Op::Tensor { .. } => true,
             Op::Convert(x) => !g.node(x).dtype.is_float(),
+            // A backend's error enters here: its polynomial is a few ulps from the rounded
+            // result, and a later cancellation (`sin(tanh(x)) − x`) amplifies that as it does
+            // an input's nudge, which cannot show it (the result moves by far less than an ulp).
+            Op::Unary(op, _) => op.is_approximate(),
+            Op::Binary(BinaryOp::Power, ..) => true,
             _ => false,
         };
         if !entry || !node.dtype.is_float() {
@@ -477,6 +484,41 @@ mod tests {
             }
         ));
         assert_eq!(state.get(v).unwrap().to_vec::<i32>().unwrap(), vec![3, 8]);
+    }
+
+    /// Finding 002 (tests/findings/fuzz_f32_sin_tanh_cancellation_not_a_mismatch.weft): in f32,
+    /// `sin(tanh(x)) − x` at x ≈ −0.005 is 138 ulps of x, the rounding of `tanh` and `sin`
+    /// worth ±1 of them. Nudging x alone moves the true value by 0.004 ulp, so the result did
+    /// not move at all and a backend's 1-ulp `sin` looked like a miscompile; the nudged
+    /// function results must move it.
+    #[test]
+    fn perturbed_runs_nudge_approximate_function_results() {
+        let mut g = Graph::new();
+        let n = g.axis("N", 1).unwrap();
+        let x = g.placeholder("x", &[n], DType::F32).unwrap();
+        let t = g.unary(weft_ir::UnaryOp::Tanh, x).unwrap();
+        let s = g.unary(weft_ir::UnaryOp::Sin, t).unwrap();
+        let d = g.binary(BinaryOp::Subtract, s, x).unwrap();
+        let g = Arc::new(g);
+        let axes = weft_ir::Axes::new([n]).unwrap();
+        let xs = HostArray::from_vec(axes, vec![1], vec![-0.005_054_847_f32]).unwrap();
+        let run = |p: Option<Perturbation>| {
+            let mut exe = Interpreter::new(Arc::clone(&g), &[d], &[x]).unwrap();
+            if let Some(p) = p {
+                exe = exe.with_perturbation(p);
+            }
+            let out = exe.run(std::slice::from_ref(&xs), &mut State::default());
+            out.unwrap()[0].to_vec::<f32>().unwrap()[0]
+        };
+        let base = run(None);
+        let ulp_of_x = 2f32.powi(-31);
+        for seed in 1..=2 {
+            let nudged = run(Some(Perturbation {
+                seed,
+                rel: 1.0 / 65536.0,
+            }));
+            assert!((nudged - base).abs() >= ulp_of_x, "{nudged} vs {base}");
+        }
     }
 
     #[test]
