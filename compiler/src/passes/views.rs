@@ -325,12 +325,12 @@ impl IndexEnv {
         if let Some(e) = self.map.get(&a) {
             return Ok(e.clone());
         }
-        self.from_parts(g, node, a)
+        self.combined_parts(g, node, a)
     }
 
     /// The index of flattened axis `a` as the row-major combination of its parts' indices
     /// (each [`IndexEnv::whole`]), ignoring any entry of `a` itself.
-    fn from_parts(&self, g: &Graph, node: NodeId, a: Axis) -> Result<AffineExpr, PassError> {
+    fn combined_parts(&self, g: &Graph, node: NodeId, a: Axis) -> Result<AffineExpr, PassError> {
         let ps = immediate_parts(g, a);
         if ps.is_empty() {
             return Err(split_index(g, node, a));
@@ -455,7 +455,7 @@ impl IndexEnv {
                     if a != axis {
                         self.pass_axis(g, *x, *a, &leaves, &mut map)?;
                     } else if leaves.contains(a) {
-                        map.insert(*a, self.from_parts(g, *x, *a)?);
+                        map.insert(*a, self.combined_parts(g, *x, *a)?);
                     } else {
                         for p in immediate_parts(g, *a) {
                             self.pass_axis(g, *x, p, &leaves, &mut map)?;
