@@ -522,3 +522,18 @@ fn requested_layouts_and_lowering_options_reach_the_jit_through_the_transformer(
         }
     }
 }
+
+/// Fuzz finding 003 (tests/findings/fuzz_unflatten_axis_named_like_a_part_of_another.weft):
+/// `A·B·C` flattens `A·B`, so a kernel over `x: [A·B·C, A·B]` iterates `A·B` twice — as the
+/// second axis and as a part of the first. Unflattening the second axis must read its index
+/// from `A` and `B`, its own parts, not from the key `A·B` of the first axis's frame; the
+/// fused kernel read the first axis's coordinate and gave wrong values.
+#[test]
+fn unflattening_an_axis_that_is_also_a_part_of_another_reads_its_own_index() {
+    let src = "axis A = 2\naxis B = 3\naxis C = 2\naxis \"A*B\" = flatten(A, B)\n\
+               axis \"A*B*C\" = flatten(\"A*B\", C)\n\
+               placeholder x: f64[\"A*B*C\", \"A*B\"]\nu = unflatten(x, \"A*B\")\n\
+               y = negative(u)\noutput u\noutput y\n";
+    let g = weft::ir::text::parse(src, "unflatten.weft").unwrap();
+    agree(&g, g.outputs(), 1);
+}

@@ -325,6 +325,12 @@ impl IndexEnv {
         if let Some(e) = self.map.get(&a) {
             return Ok(e.clone());
         }
+        self.combined_parts(g, node, a)
+    }
+
+    /// The index of flattened axis `a` as the row-major combination of its parts' indices
+    /// (each [`IndexEnv::whole`]), ignoring any entry of `a` itself.
+    fn combined_parts(&self, g: &Graph, node: NodeId, a: Axis) -> Result<AffineExpr, PassError> {
         let ps = immediate_parts(g, a);
         if ps.is_empty() {
             return Err(split_index(g, node, a));
@@ -430,14 +436,31 @@ impl IndexEnv {
                 }
                 simple(IndexEnv { map })
             }
-            Op::Broadcast(x)
-            | Op::AxesWithOrder(x)
-            | Op::ExpandDims { input: x, .. }
-            | Op::Unflatten { input: x, .. } => {
+            Op::Broadcast(x) | Op::AxesWithOrder(x) | Op::ExpandDims { input: x, .. } => {
                 let leaves = node_keys(g, *x);
                 let mut map = BTreeMap::new();
                 for a in &g.node(*x).axes {
                     self.pass_axis(g, *x, *a, &leaves, &mut map)?;
+                }
+                simple(IndexEnv { map })
+            }
+            Op::Unflatten { input: x, axis } => {
+                // The split axis is not an axis of this view, but its name may be a key of
+                // this frame as a part of another axis (`(X·C, X)` unflattened to
+                // `(X·C, A, B)` iterates `X`, `C`, `A`, `B`): another coordinate. So it is
+                // read from its parts, which are this view's own axes.
+                let leaves = node_keys(g, *x);
+                let mut map = BTreeMap::new();
+                for a in &g.node(*x).axes {
+                    if a != axis {
+                        self.pass_axis(g, *x, *a, &leaves, &mut map)?;
+                    } else if leaves.contains(a) {
+                        map.insert(*a, self.combined_parts(g, *x, *a)?);
+                    } else {
+                        for p in immediate_parts(g, *a) {
+                            self.pass_axis(g, *x, p, &leaves, &mut map)?;
+                        }
+                    }
                 }
                 simple(IndexEnv { map })
             }
