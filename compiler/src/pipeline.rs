@@ -117,7 +117,9 @@ pub fn compile_plan_with(
     // div/mod index; each retry stores one more node, so this ends. It ends in a plan: a stored
     // node is read by whole axes, and computed in its own frame, where even a flatten has its
     // parts (views.rs, `node_keys`), so a node once stored is never named again.
+    // Likewise a stage its reader would read at another outer point ends its group there.
     let mut force_stored = Vec::new();
+    let mut force_boundary = Vec::new();
     let (fusion, mut kernels) = loop {
         let fusion = fuse(
             g,
@@ -125,12 +127,16 @@ pub fn compile_plan_with(
             FusionOptions {
                 fused: options.fused,
                 force_stored: force_stored.clone(),
+                force_boundary: force_boundary.clone(),
             },
         )?;
         match build_programs(g, &fusion) {
             Ok(k) => break (fusion, k),
             Err(PassError::SplitIndex { node, .. }) if !force_stored.contains(&node) => {
                 force_stored.push(node)
+            }
+            Err(PassError::OuterPoint { node, .. }) if !force_boundary.contains(&node) => {
+                force_boundary.push(node)
             }
             Err(e) => return Err(e),
         }

@@ -257,6 +257,10 @@ pub struct FusionOptions {
     pub fused: bool,
     /// Nodes to store whatever their op ([`StageReason::SplitIndex`]).
     pub force_stored: Vec<NodeId>,
+    /// Stages whose group is never merged into a reader's
+    /// ([`BoundaryReason::ViewOfOuterAxes`]): a reader in the same group would read them at
+    /// another outer point ([`PassError::OuterPoint`]).
+    pub force_boundary: Vec<NodeId>,
 }
 
 /// True for the ops weft treats as expensive to recompute.
@@ -444,6 +448,8 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
             Some(BoundaryReason::Unfused)
         } else if stages.iter().any(|s| opts.force_stored.contains(s)) {
             Some(BoundaryReason::SplitIndex)
+        } else if stages.iter().any(|s| opts.force_boundary.contains(s)) {
+            Some(BoundaryReason::ViewOfOuterAxes)
         } else if readers.len() != 1 {
             Some(BoundaryReason::ConsumersInSeveralGroups)
         } else if groups[p]
@@ -496,7 +502,10 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
                     Some(BoundaryReason::GraphOutput)
                 } else if matches!(g.node(*s).op, Op::Assign { .. }) {
                     Some(BoundaryReason::AssignTarget)
-                } else if read_outside || opts.force_stored.contains(s) {
+                } else if read_outside
+                    || opts.force_stored.contains(s)
+                    || opts.force_boundary.contains(s)
+                {
                     Some(why)
                 } else {
                     None

@@ -622,10 +622,10 @@ impl Emitter<'_> {
         for o in self.outer {
             if let Some(e) = env.map.get(o) {
                 if *e != AffineExpr::var(*o) {
-                    return Err(PassError::Internal(format!(
-                        "{} is read at another outer point than it is computed",
-                        g.node_label(n)
-                    )));
+                    return Err(PassError::OuterPoint {
+                        node: n,
+                        label: g.node_label(n),
+                    });
                 }
             }
         }

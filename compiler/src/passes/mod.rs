@@ -40,6 +40,18 @@ pub enum PassError {
         /// The axis without an index.
         axis: String,
     },
+    /// A stage of a kernel would be read at another outer point than the one it is computed
+    /// at: a leaf key of the group's outer loops stands for a part of one flattened axis in
+    /// the stage's frame and of another in its reader's (`A0·A1` beside `A1·A0`). The pipeline
+    /// ends the group at that stage instead, so the reader loads it from memory; this escapes
+    /// only on an internal inconsistency.
+    #[error("internal compiler error: {label} is read at another outer point than it is computed")]
+    OuterPoint {
+        /// The stage to store at a group boundary.
+        node: weft_ir::NodeId,
+        /// The node, by label.
+        label: String,
+    },
     /// A pass broke one of its own guarantees (a bug in weft, not in the graph).
     #[error("internal compiler error: {0}")]
     Internal(String),
