@@ -22,6 +22,8 @@ pub type KernelEntry = unsafe extern "C" fn(buffers: *const *mut u8, begin: i64,
 /// The most buffers whose pointer table and borrows a call keeps on the stack (allocating
 /// nothing); a kernel with more is called through tables on the heap.
 pub const STACK_TABLE: usize = 32;
+/// Kernels of up to this many buffers use tables of this size (most elementwise kernels).
+const SMALL_TABLE: usize = 6;
 
 /// What a caller must bind to call a kernel.
 #[derive(Debug, Clone, PartialEq)]
@@ -185,14 +187,12 @@ impl CompiledKernel {
             });
         }
         let n = params.len();
-        if n <= STACK_TABLE {
-            let mut storages: [Option<Arc<DeviceBufferStorage>>; STACK_TABLE] =
-                [const { None }; STACK_TABLE];
-            let mut hosts = [None; STACK_TABLE];
-            self.bind_host(host, &mut hosts[..n])?;
-            self.snapshot(&buffer, &hosts[..n], &mut storages[..n])?;
-            let mut tables = StackTables::new();
-            self.borrow_and_run(&storages[..n], &hosts[..n], tables.slices(n), pool)
+        // Tables sized to the kernel: a small kernel's call does not clear and drop room for
+        // `STACK_TABLE` buffers (a visible share of a 1K-element call).
+        if n <= SMALL_TABLE {
+            self.invoke_on_stack::<SMALL_TABLE>(n, &buffer, pool, host)
+        } else if n <= STACK_TABLE {
+            self.invoke_on_stack::<STACK_TABLE>(n, &buffer, pool, host)
         } else {
             let mut storages = vec![None; n];
             let mut hosts = vec![None; n];
@@ -201,6 +201,22 @@ impl CompiledKernel {
             let mut tables = HeapTables::new(n);
             self.borrow_and_run(&storages, &hosts, tables.slices(), pool)
         }
+    }
+
+    /// [`CompiledKernel::invoke`] with its tables on the stack, room for `N ≥ count` buffers.
+    fn invoke_on_stack<'r, const N: usize>(
+        &self,
+        n: usize,
+        buffer: &impl Fn(usize) -> Option<&'r DeviceBufferReference>,
+        pool: Option<&ThreadPool>,
+        host: Option<(&BindScope<'_, '_>, &[usize])>,
+    ) -> Result<(), RuntimeError> {
+        let mut storages: [Option<Arc<DeviceBufferStorage>>; N] = [const { None }; N];
+        let mut hosts = [None; N];
+        self.bind_host(host, &mut hosts[..n])?;
+        self.snapshot(buffer, &hosts[..n], &mut storages[..n])?;
+        let mut tables = StackTables::<N>::new();
+        self.borrow_and_run(&storages[..n], &hosts[..n], tables.slices(n), pool)
     }
 
     /// The host binding of each parameter whose slot is bound, checked against the parameter:
@@ -364,23 +380,23 @@ struct Tables<'a, 's> {
     exclusive: &'a mut [bool],
 }
 
-/// Tables for up to [`STACK_TABLE`] buffers, on the stack.
-struct StackTables<'s> {
-    table: [*mut u8; STACK_TABLE],
-    borrows: [Option<StorageBorrow<'s>>; STACK_TABLE],
-    order: [usize; STACK_TABLE],
-    leader: [usize; STACK_TABLE],
-    exclusive: [bool; STACK_TABLE],
+/// Tables for up to `N` buffers, on the stack.
+struct StackTables<'s, const N: usize> {
+    table: [*mut u8; N],
+    borrows: [Option<StorageBorrow<'s>>; N],
+    order: [usize; N],
+    leader: [usize; N],
+    exclusive: [bool; N],
 }
 
-impl<'s> StackTables<'s> {
+impl<'s, const N: usize> StackTables<'s, N> {
     fn new() -> Self {
         Self {
-            table: [std::ptr::null_mut(); STACK_TABLE],
-            borrows: [const { None }; STACK_TABLE],
-            order: [0; STACK_TABLE],
-            leader: [0; STACK_TABLE],
-            exclusive: [false; STACK_TABLE],
+            table: [std::ptr::null_mut(); N],
+            borrows: [const { None }; N],
+            order: [0; N],
+            leader: [0; N],
+            exclusive: [false; N],
         }
     }
 

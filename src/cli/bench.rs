@@ -102,6 +102,15 @@ fn median(v: &mut [f64]) -> f64 {
     }
 }
 
+/// How many consecutive calls one timed sample makes: enough for ≈ 100 µs (so the clock's
+/// cost and resolution vanish from sub-microsecond calls), at most 10 000; 1 for calls of
+/// 100 µs or more. The sample is their mean: the steady-state call a host loop sees.
+fn calls_per_sample(per_call: Duration) -> u32 {
+    const SAMPLE: Duration = Duration::from_micros(100);
+    let nanos = per_call.as_nanos().max(1);
+    u32::try_from(SAMPLE.as_nanos().div_ceil(nanos)).map_or(10_000, |k| k.clamp(1, 10_000))
+}
+
 /// Runs the benchmark and returns its report (a table, or JSON).
 pub fn bench(graph: Graph, o: BenchOptions) -> Result<String, Error> {
     graph.verify()?;
@@ -152,21 +161,32 @@ pub fn bench(graph: Graph, o: BenchOptions) -> Result<String, Error> {
         .map(|c| c.output_arrays())
         .collect::<Result<Vec<_>, _>>()?;
     let mut times: Vec<Vec<f64>> = vec![Vec::with_capacity(runs); modes.len()];
-    // One warm-up round also estimates the run time, for the progress bar.
-    let t = Instant::now();
+    // The warm-up rounds also estimate each mode's call time: for the progress bar, and for
+    // how many consecutive calls one sample times (`calls_per_sample`).
+    // The fastest warm-up call estimates it: the first call of a mode builds its workspace.
+    let mut per_call = vec![Duration::MAX; modes.len()];
     for _ in 0..o.warmup.max(1) {
-        for (c, out) in computations.iter().zip(arrays.iter_mut()) {
+        for ((c, out), w) in computations
+            .iter()
+            .zip(arrays.iter_mut())
+            .zip(&mut per_call)
+        {
+            let t = Instant::now();
             c.call_into(&inputs, out)?;
+            *w = (*w).min(t.elapsed());
         }
     }
-    let per_round = t.elapsed() / o.warmup.max(1) as u32;
+    let batches: Vec<u32> = per_call.iter().map(|d| calls_per_sample(*d)).collect();
+    let per_round: Duration = per_call.iter().zip(&batches).map(|(d, k)| *d * *k).sum();
     let bar = (std::io::stderr().is_terminal() && per_round * runs as u32 > Duration::from_secs(1))
         .then(|| indicatif::ProgressBar::new(runs as u64));
     for _ in 0..runs {
         for (i, (c, out)) in computations.iter().zip(arrays.iter_mut()).enumerate() {
             let t = Instant::now();
-            c.call_into(&inputs, out)?;
-            times[i].push(t.elapsed().as_secs_f64() * 1e3);
+            for _ in 0..batches[i] {
+                c.call_into(&inputs, out)?;
+            }
+            times[i].push(t.elapsed().as_secs_f64() * 1e3 / f64::from(batches[i]));
         }
         if let Some(b) = &bar {
             b.inc(1);
@@ -176,6 +196,12 @@ pub fn bench(graph: Graph, o: BenchOptions) -> Result<String, Error> {
         b.finish_and_clear();
     }
     let (bytes, flops) = bytes_and_flops(&graph)?;
+    let batch_of = |name: &str| {
+        modes
+            .iter()
+            .position(|(n, _)| *n == name)
+            .map_or(1, |i| batches[i])
+    };
     let stats: Vec<(&str, f64, f64, f64)> = modes
         .iter()
         .zip(times.iter_mut())
@@ -193,6 +219,7 @@ pub fn bench(graph: Graph, o: BenchOptions) -> Result<String, Error> {
             .map(|(name, med, min, max)| {
                 serde_json::json!({
                     "mode": name, "median_ms": med, "min_ms": min, "max_ms": max,
+                    "calls_per_sample": batch_of(name),
                     "gb_per_s": bytes as f64 / (med * 1e6),
                     "gflop_per_s": flops as f64 / (med * 1e6),
                 })
@@ -210,16 +237,28 @@ pub fn bench(graph: Graph, o: BenchOptions) -> Result<String, Error> {
         return Ok(format!("{report}\n"));
     }
     let mut s = format!(
-        "{runs} runs after {} warm-up, interleaved; a whole call_into each; {bytes} bytes must move, {flops} flop\n",
-        o.warmup
+        "{runs} runs after {} warm-up, interleaved; a whole call_into each (a sample of a short \
+         call is the mean of consecutive calls: {}); {bytes} bytes must move, {flops} flop\n",
+        o.warmup,
+        stats
+            .iter()
+            .map(|(name, ..)| format!("{name} ×{}", batch_of(name)))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     s += &format!(
         "{:<8} {:>11} {:>11} {:>11} {:>9} {:>9}\n",
         "mode", "median ms", "min ms", "max ms", "GB/s", "GFLOP/s"
     );
+    // Enough decimals for sub-microsecond calls.
+    let d = if stats.iter().any(|st| st.1 < 0.01) {
+        6
+    } else {
+        4
+    };
     for (name, med, min, max) in &stats {
         s += &format!(
-            "{name:<8} {med:>11.4} {min:>11.4} {max:>11.4} {:>9.2} {:>9.2}\n",
+            "{name:<8} {med:>11.d$} {min:>11.d$} {max:>11.d$} {:>9.2} {:>9.2}\n",
             bytes as f64 / (med * 1e6),
             flops as f64 / (med * 1e6)
         );

@@ -945,25 +945,41 @@ impl<'b> Translator<'_, 'b> {
         end: Value,
         step: u32,
     ) -> Result<()> {
-        let header = self.b.create_block();
+        self.counted_loop(counter, end, step, |t, i| {
+            t.loop_vals[l.index()] = Some(i);
+            for u in 0..step {
+                t.wide_offset[l.index()] = i64::from(u);
+                t.stmts(body)?;
+            }
+            t.wide_offset[l.index()] = 0;
+            Ok(())
+        })
+    }
+
+    /// `while counter + step <= end { body(counter); counter += step }`, rotated: one test
+    /// before the loop, then one at the bottom of the body, so an iteration takes a single
+    /// branch (a short vector loop spent as much on its two jumps as on its work).
+    fn counted_loop(
+        &mut self,
+        counter: Variable,
+        end: Value,
+        step: u32,
+        body: impl FnOnce(&mut Self, Value) -> Result<()>,
+    ) -> Result<()> {
         let body_block = self.b.create_block();
         let exit = self.b.create_block();
+        // `limit ≤ end`, and `counter < limit` before a step keeps `counter + step ≤ end`.
         let limit = self.b.ins().iadd_imm_s(end, -(i64::from(step) - 1));
-        self.b.ins().jump(header, &[]);
-        self.b.switch_to_block(header);
-        let i = self.b.use_var(counter);
-        let go = self.b.ins().icmp(IntCC::SignedLessThan, i, limit);
+        let first = self.b.use_var(counter);
+        let go = self.b.ins().icmp(IntCC::SignedLessThan, first, limit);
         self.b.ins().brif(go, body_block, &[], exit, &[]);
         self.b.switch_to_block(body_block);
-        self.loop_vals[l.index()] = Some(i);
-        for u in 0..step {
-            self.wide_offset[l.index()] = i64::from(u);
-            self.stmts(body)?;
-        }
-        self.wide_offset[l.index()] = 0;
+        let i = self.b.use_var(counter);
+        body(self, i)?;
         let next = self.b.ins().iadd_imm_s(i, i64::from(step));
         self.b.def_var(counter, next);
-        self.b.ins().jump(header, &[]);
+        let again = self.b.ins().icmp(IntCC::SignedLessThan, next, limit);
+        self.b.ins().brif(again, body_block, &[], exit, &[]);
         self.b.switch_to_block(exit);
         Ok(())
     }
@@ -1038,22 +1054,9 @@ impl<'b> Translator<'_, 'b> {
         end: Value,
         step: u32,
     ) -> Result<()> {
-        let header = self.b.create_block();
-        let body_block = self.b.create_block();
-        let exit = self.b.create_block();
-        let limit = self.b.ins().iadd_imm_s(end, -(i64::from(step) - 1));
-        self.b.ins().jump(header, &[]);
-        self.b.switch_to_block(header);
-        let i = self.b.use_var(counter);
-        let go = self.b.ins().icmp(IntCC::SignedLessThan, i, limit);
-        self.b.ins().brif(go, body_block, &[], exit, &[]);
-        self.b.switch_to_block(body_block);
-        self.loop_vals[l.index()] = Some(i);
-        self.stmts(body)?;
-        let next = self.b.ins().iadd_imm_s(i, i64::from(step));
-        self.b.def_var(counter, next);
-        self.b.ins().jump(header, &[]);
-        self.b.switch_to_block(exit);
-        Ok(())
+        self.counted_loop(counter, end, step, |t, i| {
+            t.loop_vals[l.index()] = Some(i);
+            t.stmts(body)
+        })
     }
 }
