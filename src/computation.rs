@@ -61,7 +61,13 @@ impl Computation {
     /// lengths and dtype.
     fn fits(&self, n: NodeId, shape: &[usize], a: HostView<'_>) -> bool {
         let node = self.shared.graph.node(n);
-        a.axes() == &node.axes && a.shape() == shape && a.dtype() == node.dtype
+        a.axes() == &node.axes
+            && a.shape() == shape
+            && a.dtype() == node.dtype
+            && a.axes()
+                .iter()
+                .zip(node.axes.iter())
+                .all(|(x, y)| x.same_table(*y))
     }
 
     /// True if a call assigns a variable or persistent tensor (and so may wait for other calls
@@ -272,6 +278,7 @@ impl Computation {
                     got: g.axes_name(a.axes()),
                 });
             }
+            foreign(g, a.axes(), &n.axes, || g.node_label(*o))?;
             for (axis, got) in a.axes().iter().zip(a.shape()) {
                 let expected = g.resolve_len(*axis)?;
                 if expected != *got {
@@ -319,6 +326,25 @@ pub(crate) fn conform(graph: &Graph, node: NodeId, array: HostView<'_>) -> Resul
         })
 }
 
+/// An error naming `tensor` if an axis of `array` (equal to one of `node`'s) belongs to
+/// another graph's axis table.
+fn foreign(
+    graph: &Graph,
+    array: &weft_ir::Axes,
+    node: &weft_ir::Axes,
+    tensor: impl Fn() -> String,
+) -> Result<()> {
+    match array.foreign_to(node) {
+        None => Ok(()),
+        Some((theirs, ours)) => Err(Error::ForeignAxis {
+            tensor: tensor(),
+            axis: graph.axis_name(ours),
+            expected: ours.table(),
+            got: theirs.table(),
+        }),
+    }
+}
+
 /// Checks that `array` can be a value of tensor `node`: the same axes as a set, the node's
 /// lengths and dtype.
 fn check(graph: &Graph, node: NodeId, array: HostView<'_>) -> Result<()> {
@@ -332,6 +358,7 @@ fn check(graph: &Graph, node: NodeId, array: HostView<'_>) -> Result<()> {
             got: graph.axes_name(array.axes()),
         });
     }
+    foreign(graph, array.axes(), &n.axes, tensor)?;
     for (a, got) in array.axes().iter().zip(array.shape()) {
         let expected = graph.resolve_len(*a)?;
         if expected != *got {

@@ -52,6 +52,23 @@ pub enum Error {
         /// The placeholder.
         name: String,
     },
+    /// An array labelled with an axis of another graph (another axis table), which this
+    /// graph would read as its own axis of the same index.
+    #[error(
+        "`{tensor}`: the array is labelled with an axis of another graph (axis table #{got}) \
+         where this graph (table #{expected}) has axis `{axis}`; label arrays with this graph's \
+         axes"
+    )]
+    ForeignAxis {
+        /// The tensor or output the array is for.
+        tensor: String,
+        /// This graph's axis of the same index.
+        axis: String,
+        /// This graph's axis table (`Graph::axis_table_number`).
+        expected: u32,
+        /// The array axis's table.
+        got: u32,
+    },
     /// An array whose axes are not the tensor's (as a set).
     #[error(
         "`{tensor}`: the array has axes {got} but the tensor has axes {expected} (in any order)"

@@ -423,3 +423,58 @@ fn ambiguous_dot_pairings_are_errors_naming_the_axes() {
     let tt = g.transpose(y).unwrap();
     assert!(g.dot(tt, y).is_ok());
 }
+
+/// Axis ids are indices into a graph's axis table, so `N` of one graph and `N` of another
+/// parsed from the same text are the same index: an array labelled with the other graph's
+/// axes is rejected, naming the tensor, the axis and both tables, instead of being read as
+/// this graph's (issue 10). A clone shares its graph's table; a computation's output passes
+/// to another computation of the same transformer as it is.
+#[test]
+fn an_array_labelled_with_another_graphs_axes_is_rejected() {
+    let text = "axis N = 4\nplaceholder x: f32[N]\ny = negative(x)\noutput y\n";
+    let parse = || weft::ir::text::parse(text, "neg.weft").unwrap();
+    let (ga, gb) = (parse(), parse());
+    assert_ne!(ga.axis_table_number(), gb.axis_table_number());
+    let clone = ga.clone();
+    assert_eq!(clone.axis_table_number(), ga.axis_table_number());
+    let computation = |g: Graph| {
+        let (out, ps) = (g.outputs().to_vec(), g.placeholders());
+        let t = Transformer::new(g, Backend::Jit).unwrap();
+        let c = t.computation(&out, &ps).unwrap();
+        (t, c)
+    };
+    let (_ta, ca) = computation(ga);
+    let (_tb, cb) = computation(gb);
+    let (_tc, cc) = computation(clone);
+    let xa = ca.output_arrays().unwrap().remove(0);
+    let ya = ca.call(&[&xa]).unwrap();
+    // The same graph, and a clone of it, take A's arrays: the output chains into the next call.
+    let yy = ca.call(&ya).unwrap();
+    assert_eq!(yy[0].to_vec::<f32>().unwrap(), vec![0.0; 4]);
+    cc.call(&ya).unwrap();
+    for err in [
+        cb.call(&ya).unwrap_err(),
+        cb.call_into(&[&xa], &mut ca.output_arrays().unwrap())
+            .unwrap_err(),
+    ] {
+        assert!(matches!(err, weft::Error::ForeignAxis { .. }), "{err}");
+        names(&err, &["`N`", "another graph", "table #"]);
+    }
+    // B's own input with A's arrays to write into: the output is named.
+    let xb = cb.output_arrays().unwrap();
+    let err = cb
+        .call_into(&xb, &mut ca.output_arrays().unwrap())
+        .unwrap_err();
+    assert!(
+        matches!(err, weft::Error::ForeignAxis { ref tensor, .. } if tensor == "y"),
+        "{err}"
+    );
+    cb.call_into(&xb, &mut cb.output_arrays().unwrap()).unwrap();
+    // Arrays made with `Axis::new` (no known table) are accepted by every graph.
+    let plain = weft::ir::Axes::new([weft::ir::Axis::new(xa.axes()[0].id)]).unwrap();
+    let x = HostArray::from_vec(plain, vec![4], vec![1.0f32; 4]).unwrap();
+    assert_eq!(
+        cb.call(&[&x]).unwrap()[0].to_vec::<f32>().unwrap(),
+        vec![-1.0; 4]
+    );
+}

@@ -47,7 +47,7 @@ fn bind_unbound(mut g: Graph) -> Graph {
     let unbound: Vec<Axis> = g
         .axis_table()
         .filter(|(_, d)| matches!(d.def, AxisDef::Base { len: None }))
-        .map(|(id, _)| Axis::new(id))
+        .map(|(id, _)| g.axis_of(id))
         .collect();
     for a in unbound {
         g.bind(a, 3).unwrap();

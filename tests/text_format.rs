@@ -229,10 +229,7 @@ fn duals_of_every_degree_round_trip() {
         h.dual().dual().dual().dual(),
         h.undual(),
         h.undual().undual(),
-        weft_ir::Axis {
-            id: h.id,
-            dual: i32::MIN,
-        },
+        h.with_dual(i32::MIN),
     ];
     g.placeholder("x", &axes, DType::F32).unwrap();
     let text = print(&g);

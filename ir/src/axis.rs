@@ -22,39 +22,92 @@ entity!(
 /// An axis and its duals have the same length but are different axes: elementwise ops never pair
 /// them. `dot` pairs `A^((k+1)*)` in its left operand with `A^(k*)` in its right one, and
 /// `transpose` maps `A^(k*)` to `A^((1-k)*)`.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+///
+/// An axis also remembers which graph's axis table it came from (its *table*, a process-wide
+/// number each new graph draws; a clone of a graph keeps it): axis ids are table indices, so
+/// axis 0 of one graph and axis 0 of another would otherwise be the same value. Comparison,
+/// ordering and hashing ignore the table (inside a graph they are the same), and calls check it
+/// ([`Axis::same_table`]): an array labelled with another graph's axes is rejected instead of
+/// being read as this graph's axes of the same index. [`Axis::new`] makes an axis of no known
+/// table, which every table accepts.
+#[derive(Clone, Copy)]
 pub struct Axis {
     /// The axis-table entry.
     pub id: AxisId,
     /// The dual degree.
     pub dual: i32,
+    /// The graph axis table the entry belongs to; 0 when unknown.
+    table: u32,
+}
+
+impl PartialEq for Axis {
+    fn eq(&self, other: &Axis) -> bool {
+        (self.id, self.dual) == (other.id, other.dual)
+    }
+}
+
+impl Eq for Axis {}
+
+impl std::hash::Hash for Axis {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (self.id, self.dual).hash(state)
+    }
+}
+
+impl PartialOrd for Axis {
+    fn partial_cmp(&self, other: &Axis) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Axis {
+    fn cmp(&self, other: &Axis) -> std::cmp::Ordering {
+        (self.id, self.dual).cmp(&(other.id, other.dual))
+    }
+}
+
+impl fmt::Debug for Axis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Axis")
+            .field("id", &self.id)
+            .field("dual", &self.dual)
+            .finish()
+    }
 }
 
 impl Axis {
-    /// The plain (degree 0) axis of `id`.
+    /// The plain (degree 0) axis of `id`, of no known table (accepted by every graph; a
+    /// graph's own axes come from its methods, e.g. [`Graph::axis_of`](crate::Graph::axis_of)).
     pub fn new(id: AxisId) -> Axis {
-        Axis { id, dual: 0 }
+        Axis::in_table(id, 0, 0)
+    }
+    pub(crate) fn in_table(id: AxisId, dual: i32, table: u32) -> Axis {
+        Axis { id, dual, table }
+    }
+    /// This axis's entry at dual degree `dual` (same table).
+    pub fn with_dual(self, dual: i32) -> Axis {
+        Axis { dual, ..self }
     }
     /// The dual axis `A*` of this axis (degree + 1).
     pub fn dual(self) -> Axis {
-        Axis {
-            id: self.id,
-            dual: self.dual.saturating_add(1),
-        }
+        self.with_dual(self.dual.saturating_add(1))
     }
     /// The axis whose dual is this one (degree − 1).
     pub fn undual(self) -> Axis {
-        Axis {
-            id: self.id,
-            dual: self.dual.saturating_sub(1),
-        }
+        self.with_dual(self.dual.saturating_sub(1))
     }
     /// The axis a transpose turns this one into: `A^(k*)` → `A^((1-k)*)`.
     pub fn transposed(self) -> Axis {
-        Axis {
-            id: self.id,
-            dual: 1i32.saturating_sub(self.dual),
-        }
+        self.with_dual(1i32.saturating_sub(self.dual))
+    }
+    /// The number of the axis table this axis came from (0: unknown).
+    pub fn table(self) -> u32 {
+        self.table
+    }
+    /// Whether this axis and `other` may belong to one graph: the same table, or either of
+    /// no known table.
+    pub fn same_table(self, other: Axis) -> bool {
+        self.table == other.table || self.table == 0 || other.table == 0
     }
 }
 
@@ -368,6 +421,14 @@ impl Axes {
     /// True if both hold the same axes, in any order.
     pub fn is_equal_set(&self, other: &Axes) -> bool {
         self.len() == other.len() && self.is_sub_set(other)
+    }
+    /// The first axis here whose equal in `theirs` belongs to another graph's axis table
+    /// ([`Axis::same_table`]), with that equal: an array labelled with another graph's axes.
+    pub fn foreign_to(&self, theirs: &Axes) -> Option<(Axis, Axis)> {
+        self.iter().find_map(|a| {
+            let b = theirs.iter().find(|b| *b == a)?;
+            (!a.same_table(*b)).then_some((*a, *b))
+        })
     }
     /// The negation of [`Axes::is_equal_set`].
     pub fn is_not_equal_set(&self, other: &Axes) -> bool {

@@ -47,12 +47,26 @@ impl SplitMix {
 /// and size per element, drawn from `seed`; a value that would overflow is kept). Integers, bools, zeros, infinities and NaN
 /// are unchanged.
 pub fn perturb(a: &HostArray, rel: f64, seed: u64) -> HostArray {
+    nudged(a, rel, seed, None)
+}
+
+/// [`perturb`] with every nudge in one direction: up (`up`) or down, each of a random size.
+/// For results a backend only approximates: two runs nudging them opposite ways make any
+/// near-tie with such a result (`tanh(x) > x` for tiny x, where the two sides differ by an
+/// ulp) come out both ways, so the oracle sees it is ill-conditioned; random signs miss that
+/// whenever both runs happen to draw the same sign.
+pub fn perturb_towards(a: &HostArray, rel: f64, seed: u64, up: bool) -> HostArray {
+    nudged(a, rel, seed, Some(up))
+}
+
+fn nudged(a: &HostArray, rel: f64, seed: u64, up: Option<bool>) -> HostArray {
     let mut r = SplitMix(seed);
     let mut nudge = |x: f64| {
         // A random size in [rel/2, rel], not ±rel: two equal values nudged the same way would
         // still cancel exactly, and hide the cancellation the probe is there to see.
         let size = rel * (0.75 + r.unit() / 8.0);
-        let sign = if r.chance(50) { 1.0 } else { -1.0 };
+        let coin = r.chance(50);
+        let sign = if up.unwrap_or(coin) { 1.0 } else { -1.0 };
         let y = x * (1.0 + sign * size);
         if x != 0.0 && x.is_finite() && y.is_finite() {
             y

@@ -362,7 +362,7 @@ impl Gen<'_> {
             2 => 2,
             _ => 0,
         };
-        Axis { id, dual }
+        self.g.axis_of(id).with_dual(dual)
     }
 
     /// Up to `max` distinct axes, keeping tensors small.
@@ -579,7 +579,7 @@ impl Gen<'_> {
                 let table: Vec<Axis> = self
                     .g
                     .axis_table()
-                    .flat_map(|(id, _)| [Axis::new(id), Axis::new(id).dual()])
+                    .flat_map(|(id, _)| [self.g.axis_of(id), self.g.axis_of(id).dual()])
                     .collect();
                 let mut out: Vec<Axis> = Vec::new();
                 for a in self.axes_of(x) {

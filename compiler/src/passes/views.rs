@@ -53,10 +53,7 @@ fn immediate_parts(g: &Graph, axis: Axis) -> Vec<Axis> {
     match &g.axis_data(axis.id).def {
         AxisDef::Flatten(parts) => parts
             .iter()
-            .map(|p| Axis {
-                id: p.id,
-                dual: p.dual + axis.dual,
-            })
+            .map(|p| p.with_dual(p.dual + axis.dual))
             .collect(),
         _ => Vec::new(),
     }

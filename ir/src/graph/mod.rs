@@ -20,6 +20,7 @@ use crate::dtype::DType;
 use crate::entity;
 use crate::host::{ArrayData, Scalar};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering as AtomicOrdering};
 
 entity!(
     /// A node of a graph.
@@ -411,8 +412,10 @@ pub struct Node {
 
 /// An axes-labelled op graph: an axis table, nodes in creation order, and the outputs marked
 /// for `weft run`.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Graph {
+    /// The axis table's number, stamped on every axis this graph hands out (`Axis::table`).
+    table: u32,
     axes: Arena<AxisId, AxisData>,
     nodes: Arena<NodeId, Node>,
     outputs: Vec<NodeId>,
@@ -430,10 +433,38 @@ enum Derived {
     NeedsPart(Axis),
 }
 
+impl Default for Graph {
+    fn default() -> Graph {
+        // Each graph draws a new table number (never 0, "unknown"); wrapping after 2^32 − 1
+        // graphs only weakens the check, it never rejects a valid array.
+        static NEXT_TABLE: AtomicU32 = AtomicU32::new(1);
+        let table = NEXT_TABLE.fetch_add(1, AtomicOrdering::Relaxed).max(1);
+        Graph {
+            table,
+            axes: Arena::default(),
+            nodes: Arena::default(),
+            outputs: Vec::new(),
+            derived: HashMap::new(),
+            names: HashMap::new(),
+            lens: Vec::new(),
+        }
+    }
+}
+
 impl Graph {
     /// An empty graph.
     pub fn new() -> Graph {
         Graph::default()
+    }
+
+    /// The number of this graph's axis table (`Axis::table` of its axes; a clone shares it).
+    pub fn axis_table_number(&self) -> u32 {
+        self.table
+    }
+
+    /// The plain axis of table entry `id`, as this graph's own.
+    pub fn axis_of(&self, id: AxisId) -> Axis {
+        Axis::in_table(id, 0, self.table)
     }
 
     // ---- axes ----------------------------------------------------------------------------
@@ -460,11 +491,12 @@ impl Graph {
     }
 
     fn declare_axis(&mut self, name: &str, len: Option<usize>, roles: Vec<Role>) -> Axis {
-        let axis = Axis::new(self.axes.push(AxisData {
+        let id = self.axes.push(AxisData {
             name: name.to_string(),
             roles,
             def: AxisDef::Base { len },
-        }));
+        });
+        let axis = self.axis_of(id);
         self.lens.push(len);
         axis
     }
@@ -512,7 +544,7 @@ impl Graph {
             .iter()
             .filter(|(_, d)| d.name == name && matches!(d.def, AxisDef::Base { .. }));
         match (found.next(), found.next()) {
-            (Some((id, _)), None) => Some(Axis::new(id)),
+            (Some((id, _)), None) => Some(self.axis_of(id)),
             _ => None,
         }
     }
@@ -637,7 +669,7 @@ impl Graph {
     fn refresh_lens(&mut self) {
         self.lens.clear();
         for i in 0..self.axes.len() {
-            self.keep_new_len(Axis::new(AxisId::from_u32(i as u32)));
+            self.keep_new_len(self.axis_of(AxisId::from_u32(i as u32)));
         }
     }
 
@@ -655,7 +687,7 @@ impl Graph {
     /// The derived axis for `def`, made on first request (derived axes are interned).
     pub fn derived_axis(&mut self, def: AxisDef) -> Axis {
         if let Some(id) = self.derived.get(&def) {
-            return Axis::new(*id);
+            return self.axis_of(*id);
         }
         let name = self.derived_name(&def);
         let id = self.axes.push(AxisData {
@@ -664,8 +696,8 @@ impl Graph {
             def: def.clone(),
         });
         self.derived.insert(def, id);
-        self.keep_new_len(Axis::new(id));
-        Axis::new(id)
+        self.keep_new_len(self.axis_of(id));
+        self.axis_of(id)
     }
 
     /// Renames an axis-table entry (the text reader names derived axes as written).

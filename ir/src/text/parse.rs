@@ -631,7 +631,7 @@ impl Parser<'_> {
                 dual += 1;
             }
         }
-        Ok(Axis { id, dual })
+        Ok(self.graph.axis_of(id).with_dual(dual))
     }
 
     /// Axes separated by commas up to `close` (not consumed); `distinct` rejects repeats.

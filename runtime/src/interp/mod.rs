@@ -79,19 +79,25 @@ impl Perturbation {
     fn apply(&self, g: &Graph, id: NodeId, value: HostArray) -> HostArray {
         let node = g.node(id);
         let entry = match node.op {
-            Op::Tensor { .. } => true,
-            Op::Convert(x) => !g.node(x).dtype.is_float(),
+            Op::Tensor { .. } => Some(false),
+            Op::Convert(x) => (!g.node(x).dtype.is_float()).then_some(false),
             // A backend's error enters here: its polynomial is a few ulps from the rounded
             // result, and a later cancellation (`sin(tanh(x)) − x`) amplifies that as it does
             // an input's nudge, which cannot show it (the result moves by far less than an ulp).
-            Op::Unary(op, _) => op.is_approximate(),
-            Op::Binary(BinaryOp::Power, ..) => true,
-            _ => false,
+            Op::Unary(op, _) => op.is_approximate().then_some(true),
+            Op::Binary(BinaryOp::Power, ..) => Some(true),
+            _ => None,
         };
-        if !entry || !node.dtype.is_float() {
+        let Some(approximate) = entry.filter(|_| node.dtype.is_float()) else {
             return value;
-        }
+        };
         let seed = self.seed ^ (id.index() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        if approximate {
+            // Odd-seeded runs nudge function results up, even-seeded ones down: a comparison
+            // within an ulp of a tie (libm's `tanh(x) > x` at x ≈ 2.3e-15) flips in one of them.
+            let up = self.seed % 2 == 1;
+            return weft_ir::perturb::perturb_towards(&value, self.rel, seed, up);
+        }
         weft_ir::perturb::perturb(&value, self.rel, seed)
     }
 }
@@ -519,6 +525,31 @@ mod tests {
             }));
             assert!((nudged - base).abs() >= ulp_of_x, "{nudged} vs {base}");
         }
+    }
+
+    /// jit_props seed 104: `tanh(x) > x` at x = 2.3045794977438016e-15 is true in libm (1 ulp
+    /// high) and false for the correctly rounded tanh. The two perturbed runs nudge function
+    /// results opposite ways, so the comparison comes out both ways and is seen as a near-tie.
+    #[test]
+    fn perturbed_runs_nudge_function_results_both_ways() {
+        let mut g = Graph::new();
+        let n = g.axis("N", 1).unwrap();
+        let x = g.placeholder("x", &[n], DType::F64).unwrap();
+        let t = g.unary(weft_ir::UnaryOp::Tanh, x).unwrap();
+        let gt = g.compare(weft_ir::CompareOp::Greater, t, x).unwrap();
+        let g = Arc::new(g);
+        let axes = weft_ir::Axes::new([n]).unwrap();
+        let xs = HostArray::from_vec(axes, vec![1], vec![2.304_579_497_743_801_6e-15_f64]).unwrap();
+        let run = |seed| {
+            let exe = Interpreter::new(Arc::clone(&g), &[gt], &[x]).unwrap();
+            let exe = exe.with_perturbation(Perturbation {
+                seed,
+                rel: 2f64.powi(-40),
+            });
+            let out = exe.run(std::slice::from_ref(&xs), &mut State::default());
+            out.unwrap()[0].to_vec::<bool>().unwrap()[0]
+        };
+        assert_ne!(run(1), run(2));
     }
 
     #[test]
