@@ -110,6 +110,21 @@ const EXP_F64: [f64; 13] = [
     2.088_606_211_072_836_875_363_41e-9,
 ];
 
+/// Cephes `logf`'s polynomial `P` (log(1 + f) = f − f²/2 + f³·P(f) on `1 + f ∈ [√½, √2)`),
+/// lowest degree first.
+#[allow(clippy::excessive_precision)]
+const LOG_F32: [f64; 9] = [
+    3.333_333_117_4e-1,
+    -2.499_999_399_3e-1,
+    2.000_071_476_5e-1,
+    -1.666_805_766_5e-1,
+    1.424_932_278_7e-1,
+    -1.242_014_084_6e-1,
+    1.167_699_874_0e-1,
+    -1.151_461_031_0e-1,
+    7.037_683_629_2e-2,
+];
+
 fn factorial(n: u32) -> f64 {
     (1..=n).map(f64::from).product()
 }
@@ -285,10 +300,10 @@ impl MathEmitter<'_, '_> {
         let ty = self.b.func.dfg.value_type(x);
         let ity = int_type_of(ty);
         let p = precision(ty);
-        let (min_normal, subnormal_scale, terms) = if is_f32(ty) {
-            (f64::from(f32::MIN_POSITIVE), 25, 6)
+        let (min_normal, subnormal_scale) = if is_f32(ty) {
+            (f64::from(f32::MIN_POSITIVE), 25)
         } else {
-            (f64::MIN_POSITIVE, 54, 13)
+            (f64::MIN_POSITIVE, 54)
         };
         // Scale subnormals into the normal range.
         let is_sub = self.fcmp_const(FloatCC::LessThan, x, min_normal);
@@ -328,16 +343,6 @@ impl MathEmitter<'_, '_> {
         let bias = self.fconst(ty, p.bias as f64);
         let e = self.b.ins().fsub(ef, bias);
         let e = self.b.ins().fadd(e, e_adj);
-        // log(m) = 2 atanh(s), s = (m - 1) / (m + 1).
-        let f = self.b.ins().fsub(m, one);
-        let two = self.fconst(ty, 2.0);
-        let den = self.b.ins().fadd(f, two);
-        let s = self.b.ins().fdiv(f, den);
-        let z = self.b.ins().fmul(s, s);
-        let coeffs: Vec<f64> = (0..terms).map(|i| 1.0 / (2.0 * i as f64 + 1.0)).collect();
-        let series = self.horner(z, &coeffs);
-        let two_s = self.b.ins().fadd(s, s);
-        let log_m = self.b.ins().fmul(two_s, series);
         let (ln2_hi, ln2_lo) = if is_f32(ty) {
             (0.693_359_375, -2.121_944_4e-4)
         } else {
@@ -345,8 +350,31 @@ impl MathEmitter<'_, '_> {
         };
         let c_lo = self.fconst(ty, ln2_lo);
         let c_hi = self.fconst(ty, ln2_hi);
-        let low = self.mul_add(e, c_lo, log_m);
-        let y = self.mul_add(e, c_hi, low);
+        let f = self.b.ins().fsub(m, one);
+        let y = if is_f32(ty) {
+            // Cephes logf: log(1 + f) = f - f²/2 + f³·P(f), no divide.
+            let z = self.b.ins().fmul(f, f);
+            let poly = self.horner(f, &LOG_F32);
+            let fz = self.b.ins().fmul(f, z);
+            let tail = self.b.ins().fmul(fz, poly);
+            let tail = self.mul_add(e, c_lo, tail);
+            let minus_half = self.fconst(ty, -0.5);
+            let tail = self.mul_add(z, minus_half, tail);
+            let log_m = self.b.ins().fadd(f, tail);
+            self.mul_add(e, c_hi, log_m)
+        } else {
+            // log(m) = 2 atanh(s), s = (m - 1) / (m + 1).
+            let two = self.fconst(ty, 2.0);
+            let den = self.b.ins().fadd(f, two);
+            let s = self.b.ins().fdiv(f, den);
+            let z = self.b.ins().fmul(s, s);
+            let coeffs: Vec<f64> = (0..13).map(|i| 1.0 / (2.0 * f64::from(i) + 1.0)).collect();
+            let series = self.horner(z, &coeffs);
+            let two_s = self.b.ins().fadd(s, s);
+            let log_m = self.b.ins().fmul(two_s, series);
+            let low = self.mul_add(e, c_lo, log_m);
+            self.mul_add(e, c_hi, low)
+        };
         // Special cases: +inf, ±0, negative or NaN.
         let inf = self.fconst(ty, f64::INFINITY);
         let is_inf = self.fcmp_const(FloatCC::Equal, x, f64::INFINITY);
