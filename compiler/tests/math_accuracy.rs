@@ -59,14 +59,16 @@ fn reference(op: &str, x: f64) -> f64 {
 }
 
 /// (function, lo, hi, logarithmic sampling, max ulp f32, max ulp f64)
-const CASES: [(&str, f64, f64, bool, f64, f64); 7] = [
-    ("exp", -87.0, 88.0, false, 2.0, 2.0),
-    ("log", 1e-30, 1e30, true, 3.0, 3.0),
-    ("tanh", -10.0, 10.0, false, 4.0, 4.0),
-    ("sigmoid", -80.0, 80.0, false, 4.0, 4.0),
-    ("sin", -100.0, 100.0, false, 4.0, 4.0),
-    ("cos", -100.0, 100.0, false, 4.0, 4.0),
-    ("sin", -1.0, 1.0, false, 4.0, 4.0),
+const CASES: [(&str, f64, f64, bool, f64, f64); 9] = [
+    ("exp", -87.0, 88.0, false, 1.0, 1.0),
+    ("log", 1e-30, 1e30, true, 1.0, 2.0),
+    ("log", 0.5, 2.0, false, 1.0, 3.0),
+    ("log", 1e-45, 1e-36, true, 1.0, 1.0),
+    ("tanh", -10.0, 10.0, false, 1.6, 2.0),
+    ("sigmoid", -80.0, 80.0, false, 2.0, 3.0),
+    ("sin", -100.0, 100.0, false, 2.0, 2.0),
+    ("cos", -100.0, 100.0, false, 2.0, 2.0),
+    ("sin", -1.0, 1.0, false, 1.2, 1.0),
 ];
 
 fn samples(lo: f64, hi: f64, log: bool) -> Vec<f64> {
@@ -143,5 +145,98 @@ fn polynomial_accuracy_within_documented_ulps() {
                 worst64.1
             );
         }
+    }
+}
+
+/// `exp` where its method changes: the overflow threshold (largest finite result, then +inf),
+/// the flush threshold (smallest normal result, then +0: results that would be subnormal are
+/// flushed, docs/numerics.md), signed zeros, infinities and NaNs with payloads.
+#[test]
+fn exp_limits_are_exact() {
+    let nan_payloads32 = [
+        f32::NAN,
+        f32::from_bits(0x7fc0_0123),
+        f32::from_bits(0xffc0_4001),
+    ];
+    let nan_payloads64 = [
+        f64::NAN,
+        f64::from_bits(0x7ff8_0000_0000_0123),
+        f64::from_bits(0xfff8_0000_0040_0001),
+    ];
+    // (x, expected class): Some(0/inf) exact, None = finite normal within 2 ulp.
+    let cases32: [(f32, Option<f32>); 10] = [
+        (0.0, Some(1.0)),
+        (-0.0, Some(1.0)),
+        (f32::INFINITY, Some(f32::INFINITY)),
+        (f32::NEG_INFINITY, Some(0.0)),
+        (88.722_83, None),
+        (
+            f32::from_bits(88.722_83_f32.to_bits() + 1),
+            Some(f32::INFINITY),
+        ),
+        (1e30, Some(f32::INFINITY)),
+        (-87.336_54, None),
+        (f32::from_bits((-87.336_54_f32).to_bits() + 1), Some(0.0)),
+        (-1e30, Some(0.0)),
+    ];
+    let cases64: [(f64, Option<f64>); 10] = [
+        (0.0, Some(1.0)),
+        (-0.0, Some(1.0)),
+        (f64::INFINITY, Some(f64::INFINITY)),
+        (f64::NEG_INFINITY, Some(0.0)),
+        (709.782_712_893_384, None),
+        (
+            f64::from_bits(709.782_712_893_384_f64.to_bits() + 1),
+            Some(f64::INFINITY),
+        ),
+        (1e300, Some(f64::INFINITY)),
+        (-708.396_418_532_264_1, None),
+        (
+            f64::from_bits((-708.396_418_532_264_1_f64).to_bits() + 1),
+            Some(0.0),
+        ),
+        (-1e300, Some(0.0)),
+    ];
+    for vectorize in [true, false] {
+        let compiler = JitCompiler::with_options(CodegenOptions {
+            vectorize,
+            ..CodegenOptions::default()
+        })
+        .unwrap();
+        let xs: Vec<f32> = cases32.iter().map(|c| c.0).chain(nan_payloads32).collect();
+        let ys = run(&compiler, "exp", "f32", &xs);
+        for (&(x, want), &y) in cases32.iter().zip(&ys) {
+            match want {
+                Some(w) => assert_eq!(y.to_bits(), w.to_bits(), "exp f32 {x}: {y}"),
+                None => {
+                    let r = f64::from(x).exp();
+                    assert!(y.is_normal(), "exp f32 {x}: {y} not normal");
+                    assert!(
+                        (f64::from(y) - r).abs() <= 2.0 * ulp_f32(r),
+                        "exp f32 {x}: {y}"
+                    );
+                }
+            }
+        }
+        assert!(
+            ys[cases32.len()..].iter().all(|y| y.is_nan()),
+            "exp f32 NaN: {ys:?}"
+        );
+        let xs: Vec<f64> = cases64.iter().map(|c| c.0).chain(nan_payloads64).collect();
+        let ys = run(&compiler, "exp", "f64", &xs);
+        for (&(x, want), &y) in cases64.iter().zip(&ys) {
+            match want {
+                Some(w) => assert_eq!(y.to_bits(), w.to_bits(), "exp f64 {x}: {y}"),
+                None => {
+                    let r = x.exp();
+                    assert!(y.is_normal(), "exp f64 {x}: {y} not normal");
+                    assert!((y - r).abs() <= 2.0 * ulp_f64(r), "exp f64 {x}: {y}");
+                }
+            }
+        }
+        assert!(
+            ys[cases64.len()..].iter().all(|y| y.is_nan()),
+            "exp f64 NaN: {ys:?}"
+        );
     }
 }

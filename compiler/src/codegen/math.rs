@@ -78,6 +78,53 @@ fn tanh_coefficients(terms: usize) -> Vec<f64> {
     (0..terms).map(|i| a[2 * i + 1]).collect()
 }
 
+/// Minimax polynomial for `e^r` on `|r| ≤ ln2/2`, lowest degree first, degree 6: the
+/// coefficients of Eigen's `pexp_float` (Eigen/src/Core/arch/Default/GenericPacketMathFunctions.h).
+// The published digits are kept verbatim, so the source can be checked.
+#[allow(clippy::excessive_precision)]
+const EXP_F32: [f64; 7] = [
+    1.0,
+    1.0,
+    0.499_999_880_790_710_449_218_75,
+    0.166_665_181_517_601_013_183_593_75,
+    4.166_965_186_595_916_748_046_875e-2,
+    8.368_944_749_236_106_872_558_593_75e-3,
+    1.374_496_379_867_196_083_068_847_656_25e-3,
+];
+
+/// Minimax polynomial for `e^r` on `|r| ≤ ln2/2`, degree 12: SLEEF's `xexp` (u10) coefficients.
+#[allow(clippy::excessive_precision)]
+const EXP_F64: [f64; 13] = [
+    1.0,
+    1.0,
+    0.5,
+    0.166_666_666_666_666_851_703_837,
+    0.041_666_666_666_666_504_759_142_2,
+    0.008_333_333_333_316_527_216_649_84,
+    0.001_388_888_888_897_744_922_079_62,
+    0.000_198_412_698_960_509_205_564_975,
+    2.480_158_715_923_547_299_879_1e-5,
+    2.755_723_629_119_288_276_294_23e-6,
+    2.755_739_112_349_004_718_933_38e-7,
+    2.511_129_308_928_765_186_106_61e-8,
+    2.088_606_211_072_836_875_363_41e-9,
+];
+
+/// Cephes `logf`'s polynomial `P` (log(1 + f) = f − f²/2 + f³·P(f) on `1 + f ∈ [√½, √2)`),
+/// lowest degree first.
+#[allow(clippy::excessive_precision)]
+const LOG_F32: [f64; 9] = [
+    3.333_333_117_4e-1,
+    -2.499_999_399_3e-1,
+    2.000_071_476_5e-1,
+    -1.666_805_766_5e-1,
+    1.424_932_278_7e-1,
+    -1.242_014_084_6e-1,
+    1.167_699_874_0e-1,
+    -1.151_461_031_0e-1,
+    7.037_683_629_2e-2,
+];
+
 fn factorial(n: u32) -> f64 {
     (1..=n).map(f64::from).product()
 }
@@ -177,61 +224,75 @@ impl MathEmitter<'_, '_> {
         self.bitcast(int_type_of(ty), t)
     }
 
-    /// `2^n` for an integral float `n` with `-bias < n <= bias`.
-    fn pow2(&mut self, n: Value) -> Value {
-        let ty = self.b.func.dfg.value_type(n);
-        let p = precision(ty);
-        let ity = int_type_of(ty);
-        let bits = self.small_int_bits(n);
-        let bias = self.iconst(ity, p.bias);
-        let biased = self.b.ins().iadd(bits, bias);
-        let shift = self.b.ins().iconst(types::I32, p.mantissa_bits);
-        let exp_bits = self.b.ins().ishl(biased, shift);
-        self.bitcast(ty, exp_bits)
+    /// `x` where `cond` is false, `+0` where it is true (`cond` a comparison of matching shape).
+    fn zero_where(&mut self, cond: Value, y: Value) -> Value {
+        let ty = self.b.func.dfg.value_type(y);
+        if ty.is_vector() {
+            // One `andn` instead of a blend with a zero vector.
+            let ity = int_type_of(ty);
+            let mask = self.bitcast(ity, cond);
+            let bits = self.bitcast(ity, y);
+            let kept = self.b.ins().band_not(bits, mask);
+            self.bitcast(ty, kept)
+        } else {
+            let zero = self.fconst(ty, 0.0);
+            self.b.ins().select(cond, zero, y)
+        }
     }
 
-    /// `e^x`.
+    /// `e^x`: Cody–Waite reduction `x = k·ln2 + r`, `|r| ≤ ln2/2`, a minimax polynomial for
+    /// `e^r`, and `2^k` added into the exponent bits of that polynomial's value.
+    ///
+    /// Exact limits: `+inf` above the largest `x` with a finite result, NaN for NaN (its
+    /// payload kept); `+0` below `ln(MIN_POSITIVE)` — results that would be subnormal are
+    /// flushed to zero (docs/numerics.md), which is what lets one integer add scale the result.
     pub fn exp(&mut self, x: Value) -> Value {
         let ty = self.b.func.dfg.value_type(x);
-        let (lo, hi, ln2_hi, ln2_lo, degree) = if is_f32(ty) {
-            (-103.972_08, 88.722_84, 0.693_359_375, -2.121_944_4e-4, 7)
+        // (largest x with finite e^x, smallest x with normal e^x, -ln2 hi/lo, polynomial).
+        let (hi, lo, neg_ln2_hi, neg_ln2_lo, coeffs): (f64, f64, f64, f64, &[f64]) = if is_f32(ty) {
+            (
+                88.722_831_726_074_22,
+                -87.336_540_222_167_97,
+                -0.693_359_375,
+                2.121_944_4e-4,
+                &EXP_F32,
+            )
         } else {
             (
-                -745.133_219_101_941_1,
                 709.782_712_893_384,
-                0.693_147_180_369_123_8,
-                1.908_214_929_270_587_7e-10,
-                13,
+                -708.396_418_532_264_1,
+                -0.693_147_180_369_123_8,
+                -1.908_214_929_270_587_7e-10,
+                &EXP_F64,
             )
         };
-        let (klo, khi) = (self.fconst(ty, lo), self.fconst(ty, hi));
-        let clamped = self.b.ins().fmax(x, klo);
-        let xc = self.b.ins().fmin(clamped, khi);
+        // t = x·log2(e) + magic holds k = round(x·log2(e)) in its low mantissa bits.
         let log2e = self.fconst(ty, std::f64::consts::LOG2_E);
-        let scaled = self.b.ins().fmul(xc, log2e);
-        let k = self.round(scaled);
-        let neg_k = self.b.ins().fneg(k);
-        let c_hi = self.fconst(ty, ln2_hi);
-        let c_lo = self.fconst(ty, ln2_lo);
-        let r1 = self.mul_add(neg_k, c_hi, xc);
-        let r = self.mul_add(neg_k, c_lo, r1);
-        let coeffs: Vec<f64> = (0..=degree).map(|i| 1.0 / factorial(i)).collect();
-        let p = self.horner(r, &coeffs);
-        // 2^k as 2^k1 · 2^k2 so that both factors stay normal over the whole clamped range.
-        let half = self.fconst(ty, 0.5);
-        let k_half = self.b.ins().fmul(k, half);
-        let k1 = self.round(k_half);
-        let k2 = self.b.ins().fsub(k, k1);
-        let s1 = self.pow2(k1);
-        let s2 = self.pow2(k2);
-        let y = self.b.ins().fmul(p, s1);
-        let y = self.b.ins().fmul(y, s2);
-        let over = self.fcmp_const(FloatCC::GreaterThan, x, hi);
+        let magic = self.fconst(ty, precision(ty).magic);
+        let t = self.mul_add(x, log2e, magic);
+        let k = self.b.ins().fsub(t, magic);
+        let c_hi = self.fconst(ty, neg_ln2_hi);
+        let c_lo = self.fconst(ty, neg_ln2_lo);
+        let r = self.mul_add(k, c_hi, x);
+        let r = self.mul_add(k, c_lo, r);
+        let p = self.horner(r, coeffs);
+        // p ∈ [0.7, 1.42] and k ∈ [-126, 128] (f32) in the unflushed range, so p·2^k is
+        // normal and is p's bits plus k shifted into the exponent field; shifting t's bits
+        // left by the mantissa width drops the magic number and keeps k (two's complement).
+        let ity = int_type_of(ty);
+        let t_bits = self.bitcast(ity, t);
+        let shift = self.b.ins().iconst(types::I32, precision(ty).mantissa_bits);
+        let k_bits = self.b.ins().ishl(t_bits, shift);
+        let p_bits = self.bitcast(ity, p);
+        let y_bits = self.b.ins().iadd(p_bits, k_bits);
+        let y = self.bitcast(ty, y_bits);
+        // Above `hi` or NaN: x + inf is +inf, or x's NaN.
+        let over = self.fcmp_const(FloatCC::UnorderedOrGreaterThan, x, hi);
         let inf = self.fconst(ty, f64::INFINITY);
-        let y = self.select(over, inf, y);
+        let x_inf = self.b.ins().fadd(x, inf);
+        let y = self.select(over, x_inf, y);
         let under = self.fcmp_const(FloatCC::LessThan, x, lo);
-        let zero = self.fconst(ty, 0.0);
-        self.select(under, zero, y)
+        self.zero_where(under, y)
     }
 
     /// Natural logarithm.
@@ -239,10 +300,10 @@ impl MathEmitter<'_, '_> {
         let ty = self.b.func.dfg.value_type(x);
         let ity = int_type_of(ty);
         let p = precision(ty);
-        let (min_normal, subnormal_scale, terms) = if is_f32(ty) {
-            (f64::from(f32::MIN_POSITIVE), 25, 6)
+        let (min_normal, subnormal_scale) = if is_f32(ty) {
+            (f64::from(f32::MIN_POSITIVE), 25)
         } else {
-            (f64::MIN_POSITIVE, 54, 13)
+            (f64::MIN_POSITIVE, 54)
         };
         // Scale subnormals into the normal range.
         let is_sub = self.fcmp_const(FloatCC::LessThan, x, min_normal);
@@ -282,16 +343,6 @@ impl MathEmitter<'_, '_> {
         let bias = self.fconst(ty, p.bias as f64);
         let e = self.b.ins().fsub(ef, bias);
         let e = self.b.ins().fadd(e, e_adj);
-        // log(m) = 2 atanh(s), s = (m - 1) / (m + 1).
-        let f = self.b.ins().fsub(m, one);
-        let two = self.fconst(ty, 2.0);
-        let den = self.b.ins().fadd(f, two);
-        let s = self.b.ins().fdiv(f, den);
-        let z = self.b.ins().fmul(s, s);
-        let coeffs: Vec<f64> = (0..terms).map(|i| 1.0 / (2.0 * i as f64 + 1.0)).collect();
-        let series = self.horner(z, &coeffs);
-        let two_s = self.b.ins().fadd(s, s);
-        let log_m = self.b.ins().fmul(two_s, series);
         let (ln2_hi, ln2_lo) = if is_f32(ty) {
             (0.693_359_375, -2.121_944_4e-4)
         } else {
@@ -299,8 +350,31 @@ impl MathEmitter<'_, '_> {
         };
         let c_lo = self.fconst(ty, ln2_lo);
         let c_hi = self.fconst(ty, ln2_hi);
-        let low = self.mul_add(e, c_lo, log_m);
-        let y = self.mul_add(e, c_hi, low);
+        let f = self.b.ins().fsub(m, one);
+        let y = if is_f32(ty) {
+            // Cephes logf: log(1 + f) = f - f²/2 + f³·P(f), no divide.
+            let z = self.b.ins().fmul(f, f);
+            let poly = self.horner(f, &LOG_F32);
+            let fz = self.b.ins().fmul(f, z);
+            let tail = self.b.ins().fmul(fz, poly);
+            let tail = self.mul_add(e, c_lo, tail);
+            let minus_half = self.fconst(ty, -0.5);
+            let tail = self.mul_add(z, minus_half, tail);
+            let log_m = self.b.ins().fadd(f, tail);
+            self.mul_add(e, c_hi, log_m)
+        } else {
+            // log(m) = 2 atanh(s), s = (m - 1) / (m + 1).
+            let two = self.fconst(ty, 2.0);
+            let den = self.b.ins().fadd(f, two);
+            let s = self.b.ins().fdiv(f, den);
+            let z = self.b.ins().fmul(s, s);
+            let coeffs: Vec<f64> = (0..13).map(|i| 1.0 / (2.0 * f64::from(i) + 1.0)).collect();
+            let series = self.horner(z, &coeffs);
+            let two_s = self.b.ins().fadd(s, s);
+            let log_m = self.b.ins().fmul(two_s, series);
+            let low = self.mul_add(e, c_lo, log_m);
+            self.mul_add(e, c_hi, low)
+        };
         // Special cases: +inf, ±0, negative or NaN.
         let inf = self.fconst(ty, f64::INFINITY);
         let is_inf = self.fcmp_const(FloatCC::Equal, x, f64::INFINITY);
