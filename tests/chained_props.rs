@@ -23,7 +23,8 @@
 //! the snapshot the reference's call reads.
 //!
 //! `PROPTEST_CASES=2000 cargo test --release --test chained_props` runs longer
-//! (docs/testing.md). The zero-copy test checks that passing A's output to B copies nothing.
+//! (docs/testing.md). Deterministic tests: passing A's output to B copies nothing; state assigned
+//! upstream of the cut reaches B.
 
 mod jit_common;
 
@@ -277,4 +278,45 @@ fn passing_a_returned_array_to_the_next_computation_copies_nothing() {
         "chained call_into copied"
     );
     compare(&(vec![outs], vec![]), &[want], &tol).unwrap();
+}
+
+/// State through a chain: `v` is assigned upstream of the cut and read downstream, so B's second
+/// call must read what A's first call committed — the snapshot the unsplit graph's second call
+/// reads. The chain (with B's transformer given A's state before each call) matches the
+/// interpreter on the uncut graph over three calls, outputs and final state.
+#[test]
+fn state_assigned_upstream_of_the_cut_reaches_the_downstream_computation() {
+    let g = weft::ir::text::parse(
+        "
+axis N = 5
+placeholder x: f32[N]
+variable v: f32[N] = 0.5
+a = assign(v, x)
+e = exp(a)
+out = add(e, v)
+output out
+",
+        "state.weft",
+    )
+    .unwrap();
+    let find = |n: &str| g.find(n).unwrap();
+    let (x, a, e, out) = (find("x"), find("a"), find("e"), find("out"));
+    assert_eq!(assigns_run_by(&g, &[out]).unwrap(), vec![a]);
+    let g2 = g.with_placeholder_for(e).unwrap();
+    let inputs = jit_common::random_inputs(&g, &[x], 11);
+    let tol = Tolerance::for_graph(&g);
+    let refs = references(&g, &[out], &[x], &inputs, 3, &tol).unwrap();
+    let chain = Chain {
+        g: &g,
+        g2: &g2,
+        cut: e,
+        a_extra: &[a],
+        outputs: &[out],
+        inputs: &inputs,
+    };
+    let _lock = COUNTER.lock().unwrap_or_else(|p| p.into_inner());
+    for backend in [Backend::Jit, Backend::JitUnfused] {
+        let got = chain.run(backend, 3).unwrap();
+        compare(&got, &refs, &tol).unwrap();
+    }
 }
