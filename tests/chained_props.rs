@@ -218,6 +218,22 @@ proptest! {
     }
 }
 
+proptest! {
+    // A tenth of the cases, as jit_props: 100 to 400 node steps, so a cut falls inside long
+    // fused chains. Too slow for a debug build: `cargo test --release --test chained_props --
+    // --ignored`.
+    #![proptest_config(ProptestConfig::with_cases((proptest_cases(200) / 10).max(1)))]
+
+    #[test]
+    #[ignore = "slow in a debug build: run with --release -- --ignored"]
+    fn chained_large_graphs_match_the_interpreter(
+        g in arb_graph_with(GraphConfig::large()),
+        seed in any::<u64>(),
+    ) {
+        check(&g, seed)?;
+    }
+}
+
 const CHAIN: &str = "
 axis N = 4099
 placeholder x: f32[N]
