@@ -107,6 +107,17 @@ pub enum GraphError {
     /// A node or axis that does not belong to this graph.
     #[error("{0} does not belong to this graph")]
     Foreign(String),
+    /// [`Graph::with_placeholder_for`](super::Graph::with_placeholder_for) of a node that
+    /// computes nothing (a stored tensor) or assigns state.
+    #[error(
+        "`{node}` is a {op}, not a computed value: only a computed node can become a placeholder"
+    )]
+    NotComputed {
+        /// The node.
+        node: String,
+        /// Its op.
+        op: String,
+    },
     /// `assign` to something that is not a variable or persistent tensor.
     #[error("assign: `{target}` is a {kind}, not a variable or persistent tensor")]
     AssignTarget {

@@ -8,6 +8,7 @@
 
 mod build;
 mod builder;
+mod cut;
 mod error;
 mod verify;
 
