@@ -13,16 +13,11 @@ fn examples() -> Vec<PathBuf> {
 #[test]
 fn bench_reports_every_mode_as_json_on_every_example() {
     for path in examples() {
-        let out = Command::new(env!("CARGO_BIN_EXE_weft"))
-            .arg("bench")
-            .arg(&path)
-            .args(["--runs", "3", "--warmup", "1", "--json"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let out = common::output_ok(
+            common::weft_command()
+                .arg("bench")
+                .arg(&path)
+                .args(["--runs", "3", "--warmup", "1", "--json"]),
         );
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         let modes = v["modes"].as_array().unwrap();

@@ -66,17 +66,12 @@ fn every_example_dumps_every_stage_and_the_dumped_graphs_run_the_same() {
             path.file_stem().unwrap().to_string_lossy()
         ));
         let _ = std::fs::remove_dir_all(&dir);
-        let out = Command::new(env!("CARGO_BIN_EXE_weft"))
-            .arg("compile")
-            .arg(&path)
-            .arg("--dump-dir")
-            .arg(&dir)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        common::output_ok(
+            common::weft_command()
+                .arg("compile")
+                .arg(&path)
+                .arg("--dump-dir")
+                .arg(&dir),
         );
         let index = std::fs::read_to_string(dir.join("index.txt")).unwrap();
         let listed: Vec<&str> = index
@@ -201,16 +196,11 @@ fn dumps_of_every_example_are_snapshots() {
 fn weft_dump_in_the_environment_dumps_without_code_changes() {
     let dir = std::env::temp_dir().join(format!("weft-dump-env-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let out = Command::new(env!("CARGO_BIN_EXE_weft"))
-        .arg("run")
-        .arg(&examples()[0])
-        .env("WEFT_DUMP", &dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    common::output_ok(
+        common::weft_command()
+            .arg("run")
+            .arg(&examples()[0])
+            .env("WEFT_DUMP", &dir),
     );
     let index = std::fs::read_to_string(dir.join("c0").join("index.txt")).unwrap();
     assert!(index.contains("\tbuffers"), "{index}");
@@ -220,16 +210,7 @@ fn weft_dump_in_the_environment_dumps_without_code_changes() {
 #[test]
 fn explanations_of_every_example_are_snapshots() {
     for path in examples() {
-        let out = Command::new(env!("CARGO_BIN_EXE_weft"))
-            .arg("explain")
-            .arg(&path)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = common::output_ok(common::weft_command().arg("explain").arg(&path));
         let text = String::from_utf8(out.stdout).unwrap();
         assert!(text.contains("# materialised tensors") && text.contains("# kernels"));
         let name = path.file_stem().unwrap().to_string_lossy().to_string();

@@ -4,7 +4,6 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 
 use weft::prelude::*;
@@ -15,17 +14,7 @@ fn examples() -> Vec<PathBuf> {
 }
 
 fn weft(args: &[&str], file: &Path) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_weft"))
-        .arg("graph")
-        .arg(file)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = common::output_ok(common::weft_command().arg("graph").arg(file).args(args));
     String::from_utf8(out.stdout).unwrap()
 }
 

@@ -3,6 +3,7 @@
 //! interpreter, and gives bit-identical results on every call and for every thread count
 //! (`JitOptions::threads`, `WEFT_NUM_THREADS`).
 
+mod common;
 mod jit_common;
 
 use jit_common::{compare, references};
@@ -199,16 +200,11 @@ fn weft_num_threads_sets_the_pool_and_a_bad_value_falls_back_with_a_warning() {
     )
     .unwrap();
     let explain = |value: &str| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_weft"))
-            .arg("explain")
-            .arg(&file)
-            .env("WEFT_NUM_THREADS", value)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let out = common::output_ok(
+            common::weft_command()
+                .arg("explain")
+                .arg(&file)
+                .env("WEFT_NUM_THREADS", value),
         );
         (
             String::from_utf8(out.stdout).unwrap(),

@@ -73,3 +73,20 @@ pub fn example_paths() -> Vec<std::path::PathBuf> {
     v.sort();
     v
 }
+
+/// A command running the `weft` binary built for this test run.
+pub fn weft_command() -> std::process::Command {
+    std::process::Command::new(env!("CARGO_BIN_EXE_weft"))
+}
+
+/// Runs `cmd` and returns its output, failing the test with the command's stderr when it
+/// does not exit successfully.
+pub fn output_ok(cmd: &mut std::process::Command) -> std::process::Output {
+    let out = cmd.output().expect("the weft binary runs");
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}

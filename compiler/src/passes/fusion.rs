@@ -28,7 +28,7 @@ use super::PassError;
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet};
 use std::fmt;
-use weft_ir::{BinaryOp, Graph, NodeId, Op, TensorInit, TensorKind, UnaryOp};
+use weft_ir::{BinaryOp, Graph, NodeId, Op, TensorInit, TensorKind};
 
 /// Why a node is computed once, as a stage, rather than inline in its readers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -266,15 +266,8 @@ pub struct FusionOptions {
 /// True for the ops weft treats as expensive to recompute.
 pub fn is_expensive(op: &Op) -> bool {
     match op {
-        Op::Unary(u, _) => matches!(
-            u,
-            UnaryOp::Exp
-                | UnaryOp::Log
-                | UnaryOp::Tanh
-                | UnaryOp::Sigmoid
-                | UnaryOp::Sin
-                | UnaryOp::Cos
-        ),
+        // The transcendental functions: the approximate ones are the costly ones.
+        Op::Unary(u, _) => u.is_approximate(),
         Op::Binary(BinaryOp::Power, _, _) => true,
         Op::Reduce { .. } | Op::Dot(..) => true,
         _ => false,
