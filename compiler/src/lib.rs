@@ -11,6 +11,7 @@ pub mod executable;
 pub mod explain;
 mod io_binding;
 pub mod lower;
+pub mod narrow_sums;
 pub mod passes;
 pub mod picture;
 pub mod pipeline;

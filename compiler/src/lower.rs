@@ -28,7 +28,8 @@
 //!   mean a sum divided by the count; float argmax/argmin a second accumulator finding the first
 //!   NaN (the interpreter's rule); bool max/min/argmax/argmin run on `i32` 0/1; f32 sums, means,
 //!   dots and products accumulate in f64 as the interpreter's (see
-//!   [`LowerOptions::f64_accumulation`]); integer power is
+//!   [`LowerOptions::f64_accumulation`]; short f32 sums are then narrowed to f32 by
+//!   [`crate::narrow_sums`]); integer power is
 //!   square-and-multiply over the exponent's bits, unrolled;
 //! - every lowered kernel passes [`verify`] (checked here; a failure is a typed error).
 
@@ -91,6 +92,9 @@ pub struct LowerOptions {
     /// and f64 values in pairs of `f64x2`. Off, they accumulate in f32. Products always
     /// accumulate in f64.
     pub f64_accumulation: bool,
+    /// Let an f32 sum accumulated in f64 run in f32 where each term's path to the result has
+    /// few additions, so its error stays below `2⁻¹⁴ · Σ|xᵢ|` ([`crate::narrow_sums`]).
+    pub narrow_f32_sums: bool,
     /// Let f64 sums, means and dots run with several vector accumulators (reassociated). Off
     /// (the default), each f64 result is summed in the interpreter's order — vectorised across
     /// results where the kernel has them, never across its own terms — because f64 terms can
@@ -120,6 +124,7 @@ impl Default for LowerOptions {
             parallel_max_chunks: 64,
             vectorize: true,
             f64_accumulation: true,
+            narrow_f32_sums: true,
             reassociate_f64_sums: false,
             split_min_terms: 1 << 16,
             split_max_results: 64,
@@ -225,6 +230,9 @@ fn lower_role(
 ) -> Result<LoweredKernel, LowerError> {
     let mut l = Lowerer::new(g, layouts, program, options, role)?;
     l.lower()?;
+    if options.narrow_f32_sums && crate::narrow_sums::narrow_f32_sums(&mut l.k) {
+        l.k.body = drop_unused(std::mem::take(&mut l.k.body));
+    }
     let lowered = LoweredKernel {
         group: program.group,
         kernel: renumber(l.k),
