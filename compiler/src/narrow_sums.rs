@@ -79,6 +79,16 @@ fn chain(loops: &[(LoopId, u64)], partials: u64) -> u64 {
     }
 }
 
+/// The values `body` defines at its own level, with their computations.
+fn lets(body: &[Stmt]) -> Vec<(ValueId, Inst)> {
+    body.iter()
+        .filter_map(|s| match s {
+            Stmt::Let { result, inst } => Some((*result, inst.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The f32 value `v` widens, if `v` is `convert` of an f32 value.
 fn widened(k: &Kernel, defs: &[(ValueId, Inst)], v: ValueId) -> Option<ValueId> {
     defs.iter().rev().find_map(|(r, inst)| match inst {
@@ -96,13 +106,7 @@ fn survey(
     declared: &mut Vec<(AccId, usize)>,
     found: &mut Vec<Candidate>,
 ) {
-    let defs: Vec<(ValueId, Inst)> = body
-        .iter()
-        .filter_map(|s| match s {
-            Stmt::Let { result, inst } => Some((*result, inst.clone())),
-            _ => None,
-        })
-        .collect();
+    let defs = lets(body);
     for s in body {
         match s {
             Stmt::DeclareAcc(a) if k.accs[*a].ty == ScalarType::F64 => {
@@ -160,13 +164,7 @@ fn find_body(body: &[Stmt], l: LoopId) -> Option<&[Stmt]> {
 /// Reduces the f32 operand instead of its widening, and reads narrowed accumulators back
 /// through a `convert` to f64 so every later use is unchanged.
 fn rewrite(k: &mut Kernel, body: Vec<Stmt>, narrow: &[AccId]) -> Vec<Stmt> {
-    let defs: Vec<(ValueId, Inst)> = body
-        .iter()
-        .filter_map(|s| match s {
-            Stmt::Let { result, inst } => Some((*result, inst.clone())),
-            _ => None,
-        })
-        .collect();
+    let defs = lets(&body);
     let mut out = Vec::with_capacity(body.len());
     for s in body {
         match s {
