@@ -79,22 +79,23 @@ fn chain(loops: &[(LoopId, u64)], partials: u64) -> u64 {
     }
 }
 
-/// The values `body` defines at its own level, with their computations.
-fn lets(body: &[Stmt]) -> Vec<(ValueId, Inst)> {
+/// The widenings `body` defines at its own level: each value that is `convert` of an f32
+/// value, with that value.
+fn widenings(k: &Kernel, body: &[Stmt]) -> Vec<(ValueId, ValueId)> {
     body.iter()
         .filter_map(|s| match s {
-            Stmt::Let { result, inst } => Some((*result, inst.clone())),
+            Stmt::Let {
+                result,
+                inst: Inst::Convert(x),
+            } if k.values[*x] == ScalarType::F32 => Some((*result, *x)),
             _ => None,
         })
         .collect()
 }
 
-/// The f32 value `v` widens, if `v` is `convert` of an f32 value.
-fn widened(k: &Kernel, defs: &[(ValueId, Inst)], v: ValueId) -> Option<ValueId> {
-    defs.iter().rev().find_map(|(r, inst)| match inst {
-        Inst::Convert(x) if *r == v && k.values[*x] == ScalarType::F32 => Some(*x),
-        _ => None,
-    })
+/// The f32 value `v` widens, if it is one of `widenings`.
+fn widened(widenings: &[(ValueId, ValueId)], v: ValueId) -> Option<ValueId> {
+    widenings.iter().find(|(r, _)| *r == v).map(|(_, x)| *x)
 }
 
 /// Walks `body` inside `loops` (outermost first), recording where accumulators are declared
@@ -106,7 +107,7 @@ fn survey(
     declared: &mut Vec<(AccId, usize)>,
     found: &mut Vec<Candidate>,
 ) {
-    let defs = lets(body);
+    let widen = widenings(k, body);
     for s in body {
         match s {
             Stmt::DeclareAcc(a) if k.accs[*a].ty == ScalarType::F64 => {
@@ -117,11 +118,11 @@ fn survey(
                     continue;
                 };
                 let partials = match loops.last() {
-                    Some(&(l, _)) if depth < loops.len() => partials_of(k, l),
+                    Some(&(l, _)) if depth < loops.len() => partials_of(k, l, body),
                     _ => 1,
                 };
                 let chain = chain(&loops[depth..], partials);
-                let ok = widened(k, &defs, *value).is_some();
+                let ok = widened(&widen, *value).is_some();
                 match found.iter_mut().find(|c| c.acc == *acc) {
                     Some(c) => {
                         c.all_widened &= ok;
@@ -144,32 +145,24 @@ fn survey(
     }
 }
 
-/// Independent partial sums of a reduction directly inside loop `l`: the vector plan's, or 1.
-fn partials_of(k: &Kernel, l: LoopId) -> u64 {
+/// Independent partial sums of a reduction directly inside loop `l` (whose body is `body`):
+/// the vector plan's, or 1.
+fn partials_of(k: &Kernel, l: LoopId, body: &[Stmt]) -> u64 {
     if !k.loops[l].annotations.vectorize {
         return 1;
     }
-    let body = find_body(&k.body, l).unwrap_or(&[]);
     vectorize::plan(k, l, body).map_or(1, |p| u64::from(p.lanes * p.parts))
-}
-
-fn find_body(body: &[Stmt], l: LoopId) -> Option<&[Stmt]> {
-    body.iter().find_map(|s| match s {
-        Stmt::Loop { loop_id, body } if *loop_id == l => Some(body.as_slice()),
-        Stmt::Loop { body, .. } => find_body(body, l),
-        _ => None,
-    })
 }
 
 /// Reduces the f32 operand instead of its widening, and reads narrowed accumulators back
 /// through a `convert` to f64 so every later use is unchanged.
 fn rewrite(k: &mut Kernel, body: Vec<Stmt>, narrow: &[AccId]) -> Vec<Stmt> {
-    let defs = lets(&body);
+    let widen = widenings(k, &body);
     let mut out = Vec::with_capacity(body.len());
     for s in body {
         match s {
             Stmt::Reduce { acc, value, index } if narrow.contains(&acc) => {
-                let value = widened(k, &defs, value).unwrap_or(value);
+                let value = widened(&widen, value).unwrap_or(value);
                 out.push(Stmt::Reduce { acc, value, index });
             }
             Stmt::Let {
