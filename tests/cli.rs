@@ -221,3 +221,27 @@ fn bad_input_gives_clear_errors() {
     let e = fails(&["check", "no/such/file.weft"]);
     assert!(e.contains("no/such/file.weft"), "{e}");
 }
+
+/// The demo's headline table times only graphs scaled to a size where the fused/unfused ratio
+/// means something: no row at 0.000 ms, and graphs whose literal values fix their lengths are
+/// named as not timed.
+#[test]
+fn demo_headline_table_has_no_empty_rows() {
+    let o = weft(&["demo", "examples"]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = out
+        .split("== fused vs unfused JIT")
+        .nth(1)
+        .expect("the demo prints its headline table");
+    let rows: Vec<&str> = table.lines().filter(|l| l.contains(" fused ")).collect();
+    assert!(rows.len() >= 4, "{table}");
+    for row in rows {
+        assert!(row.contains("axes at"), "{row}");
+        assert!(!row.contains(" 0.000 ms"), "{row}");
+    }
+    assert!(
+        table.contains("not timed") && table.contains("mlp.weft"),
+        "{table}"
+    );
+}
