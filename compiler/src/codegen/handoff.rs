@@ -59,7 +59,7 @@ impl Drop for JitCode {
 /// Hands `kernel`'s finalized code — `entry`, a function of `module` with the translator's
 /// `kernel_signature`, `code_size` bytes long — to the runtime.
 ///
-/// Callers (only `JitCompiler::compile_with_listing`) must pass a `kernel` that passed
+/// Callers (only `JitCompiler::compile_inner`, behind `compile` and `compile_with_listing`) must pass a `kernel` that passed
 /// `loop_ir::verify` and the entry that the translator compiled from it into `module`.
 pub(super) fn hand_over(
     kernel: &Kernel,

@@ -2,10 +2,14 @@
 //!
 //! Guarantees: the target is the host's, with every ISA extension cranelift-native detects
 //! enabled and optimisation level `speed`; [`HostFeatures`] reports the extensions code
-//! generation cares about.
+//! generation cares about. The target is detected once per process and shared. Cranelift's
+//! own IR verifier runs on every function in debug builds (every test) and is off in release
+//! builds, where it cost about 40% of code generation time (docs/benchmarks.md, compile time):
+//! weft's loop-IR verifier still checks every kernel before translation.
 
 use cranelift_codegen::isa::OwnedTargetIsa;
 use cranelift_codegen::settings::{self, Configurable};
+use std::sync::OnceLock;
 
 use super::CodegenError;
 
@@ -22,21 +26,34 @@ pub struct HostFeatures {
     pub fma: bool,
 }
 
-/// The host target and its features.
+/// The host target and its features, detected on the first call and shared afterwards.
 pub(crate) fn host_isa() -> Result<(OwnedTargetIsa, HostFeatures), CodegenError> {
+    static HOST: OnceLock<Result<(OwnedTargetIsa, HostFeatures), String>> = OnceLock::new();
+    HOST.get_or_init(detect_host)
+        .clone()
+        .map_err(CodegenError::Host)
+}
+
+fn detect_host() -> Result<(OwnedTargetIsa, HostFeatures), String> {
     let mut flags = settings::builder();
     let set = |flags: &mut settings::Builder, name: &str, value: &str| {
         flags
             .set(name, value)
-            .map_err(|e| CodegenError::Host(format!("setting {name}={value}: {e}")))
+            .map_err(|e| format!("setting {name}={value}: {e}"))
     };
     set(&mut flags, "opt_level", "speed")?;
     set(&mut flags, "is_pic", "false")?;
     set(&mut flags, "use_colocated_libcalls", "false")?;
-    let isa_builder = cranelift_native::builder().map_err(|e| CodegenError::Host(e.to_string()))?;
+    let verify = if cfg!(debug_assertions) {
+        "true"
+    } else {
+        "false"
+    };
+    set(&mut flags, "enable_verifier", verify)?;
+    let isa_builder = cranelift_native::builder().map_err(|e| e.to_string())?;
     let isa = isa_builder
         .finish(settings::Flags::new(flags))
-        .map_err(|e| CodegenError::Host(e.to_string()))?;
+        .map_err(|e| e.to_string())?;
     let flag = |name: &str| {
         isa.isa_flags()
             .iter()

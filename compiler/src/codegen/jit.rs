@@ -219,7 +219,7 @@ impl JitCompiler {
 
     /// Verifies and compiles `kernel`.
     pub fn compile(&self, kernel: &Kernel) -> Result<CompiledKernel, CodegenError> {
-        self.compile_with_listing(kernel).map(|(k, _)| k)
+        self.compile_inner(kernel, false).map(|(k, _)| k)
     }
 
     /// Verifies and compiles `kernel`, also returning its Cranelift IR, code size and (if
@@ -228,11 +228,25 @@ impl JitCompiler {
         &self,
         kernel: &Kernel,
     ) -> Result<(CompiledKernel, KernelListing), CodegenError> {
+        self.compile_inner(kernel, true)
+    }
+
+    /// Compiles `kernel`; the Cranelift IR text is printed only when `listing` asks for it
+    /// (printing costs about as much as translating).
+    fn compile_inner(
+        &self,
+        kernel: &Kernel,
+        listing: bool,
+    ) -> Result<(CompiledKernel, KernelListing), CodegenError> {
         let mut module = self.new_module();
         let mut ctx = module.make_context();
         let id = self.build(kernel, &mut module, &mut ctx)?;
-        let clif = ctx.func.display().to_string();
-        ctx.set_disasm(self.options.disassemble);
+        let clif = if listing {
+            ctx.func.display().to_string()
+        } else {
+            String::new()
+        };
+        ctx.set_disasm(listing && self.options.disassemble);
         let cranelift_error = |message: String| CodegenError::Cranelift {
             kernel: kernel.name.clone(),
             message,

@@ -1,0 +1,94 @@
+//! Compile time (issue "kernel schedules", item 4): graph to callable, fused, on a warm process,
+//! for the layernorm and softmax examples (bound to the peers' 4096 × 4096) and a 40-op graph
+//! (a chain of elementwise ops, two reductions and a broadcast back), each split into its
+//! stages — passes (`compile_plan`), lowering (`lower_plan`), code generation (`JitCompiler`,
+//! every kernel) — and whole (`Transformer::with_jit_options` + `computation`, storage
+//! planning and buffer allocation included). Lengths do not change the code generated, only
+//! the loop bounds in it; the whole-graph figure at 4096 × 4096 includes allocating its
+//! workspace.
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use std::time::Duration;
+use weft::prelude::*;
+use weft_compiler::codegen::JitCompiler;
+use weft_compiler::pipeline::{compile_plan, PlanOptions};
+use weft_compiler::{lower_plan, LowerOptions};
+
+fn example(name: &str) -> Graph {
+    let path = format!("{}/examples/{name}.weft", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).expect("example exists");
+    let mut g = weft_ir::text::parse(&text, &path).expect("example parses");
+    for name in ["R", "C"] {
+        let axis = g.find_axis(name).expect("the example declares R and C");
+        g.bind(axis, 4096).expect("binds");
+    }
+    g
+}
+
+/// 40 ops: a chain of 36 elementwise ops over [R, C], a row max and a row sum, and two
+/// broadcasts of them back over the row.
+fn chain40() -> Graph {
+    let g = GraphBuilder::new();
+    let r = g.axis("R", 4096).unwrap();
+    let c = g.axis("C", 4096).unwrap();
+    let x = g.placeholder("x", &[r, c], DType::F32).unwrap();
+    let y = g.placeholder("y", &[r, c], DType::F32).unwrap();
+    let mut t = x;
+    for i in 0..36 {
+        t = match i % 6 {
+            0 => (t + y).unwrap(),
+            1 => (t * y).unwrap(),
+            2 => t.tanh().unwrap(),
+            3 => (t - x).unwrap(),
+            4 => t.abs().unwrap(),
+            _ => t.sqrt().unwrap(),
+        };
+    }
+    let m = t.max(&[c]).unwrap();
+    let s = t.sum(&[c]).unwrap();
+    ((t - m).unwrap() / s).unwrap().output().unwrap();
+    g.finish()
+}
+
+fn compile_time(c: &mut Criterion) {
+    let mut group = c.benchmark_group("compile");
+    group
+        .sample_size(30)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
+    for (name, graph) in [
+        ("layernorm", example("layernorm")),
+        ("softmax", example("softmax")),
+        ("chain40", chain40()),
+    ] {
+        let outputs = graph.outputs().to_vec();
+        let placeholders = graph.placeholders();
+        group.bench_function(BenchmarkId::new("passes", name), |b| {
+            b.iter(|| compile_plan(&graph, &PlanOptions::default()).unwrap())
+        });
+        let plan = compile_plan(&graph, &PlanOptions::default()).unwrap();
+        group.bench_function(BenchmarkId::new("lowering", name), |b| {
+            b.iter(|| lower_plan(&plan, &LowerOptions::default()).unwrap())
+        });
+        let lowered = lower_plan(&plan, &LowerOptions::default()).unwrap();
+        let compiler = JitCompiler::new().unwrap();
+        group.bench_function(BenchmarkId::new("codegen", name), |b| {
+            b.iter(|| {
+                for lk in &lowered {
+                    compiler.compile(&lk.kernel).unwrap();
+                }
+            })
+        });
+        group.bench_function(BenchmarkId::new("whole", name), |b| {
+            b.iter(|| {
+                let t =
+                    Transformer::with_jit_options(graph.clone(), JitOptions::default()).unwrap();
+                t.computation(&outputs, &placeholders).unwrap()
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, compile_time);
+criterion_main!(benches);
