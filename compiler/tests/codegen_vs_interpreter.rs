@@ -1082,3 +1082,41 @@ fn max_and_min_reductions_of_special_values_are_order_free() {
         assert_eq!(element(&minima, rows.len() - 1), "-0e0");
     }
 }
+
+/// A vector loop whose step (lanes × parts) divides its constant extent gets no scalar tail,
+/// which would never run; one it does not divide keeps it; a parallel loop, whose threads take
+/// shares of any length, keeps it whatever its extent. All three match the interpreter.
+#[test]
+fn scalar_tails_only_where_they_can_run() {
+    let kernel = |len: u64, parallel: &str| {
+        format!(
+            "kernel @tail {{
+  buffer %x: f32[{len}] read
+  buffer %y: f32[{len}] write
+  loop %i in 0..{len} {parallel}vectorize unroll(2) {{
+    %v: f32 = load %x[%i]
+    %e: f32 = exp %v
+    store %y[%i], %e
+  }}
+}}"
+        )
+    };
+    let compiler = JitCompiler::new().unwrap();
+    // Instructions defining a value: each copy of the body (its `exp` is some thirty) adds.
+    let instructions = |text: &str| {
+        let k = check_kernel(text, 5.0);
+        let clif = compiler.clif_text(&k).unwrap();
+        clif.lines().filter(|l| l.contains(" = ")).count()
+    };
+    let (exact, ragged, parallel) = (
+        instructions(&kernel(64, "")),
+        instructions(&kernel(67, "")),
+        instructions(&kernel(64, "parallel ")),
+    );
+    // 64 = 8 · 8 needs no tail; 67 leaves 3 iterations; a thread's share may end anywhere.
+    assert!(
+        ragged >= exact + 20,
+        "{exact} instructions without a tail, {ragged} with one"
+    );
+    assert!(parallel >= ragged, "{parallel} in the parallel loop");
+}

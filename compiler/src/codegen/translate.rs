@@ -923,15 +923,26 @@ impl<'b> Translator<'_, 'b> {
         } else {
             None
         };
-        match wide_plan {
-            Some(p) => self.emit_wide_steps(l, body, counter, end, &p)?,
-            None => {
-                if annotations.unroll > 1 {
-                    self.emit_steps(l, body, counter, end, annotations.unroll)?;
-                }
+        let step = match wide_plan {
+            Some(p) => {
+                self.emit_wide_steps(l, body, counter, end, &p)?;
+                p.lanes * p.parts
             }
+            None if annotations.unroll > 1 => {
+                self.emit_steps(l, body, counter, end, annotations.unroll)?;
+                annotations.unroll
+            }
+            None => 1,
+        };
+        // The scalar tail, unless the steps above provably cover the whole range (a constant
+        // extent, not a thread's share of a parallel loop, that the step divides): it would
+        // never run, and a vector loop's tail repeats its whole body in scalar code.
+        let whole_range = !matches!(self.parallel, Some((p, ..)) if p == l);
+        let covered =
+            step > 1 && whole_range && self.k.loops[l].extent.is_multiple_of(u64::from(step));
+        if !covered {
+            self.emit_steps(l, body, counter, end, 1)?;
         }
-        self.emit_steps(l, body, counter, end, 1)?;
         self.loop_vals[l.index()] = None;
         Ok(())
     }
