@@ -240,7 +240,7 @@ fn mlp_dot_takes_the_gemm_path_and_explain_shows_it() {
         .find(|l| l.contains("gemm ") && l.contains("m 256 n 80 k 96"))
         .unwrap_or_else(|| panic!("no GEMM call of 256 x 80 x 96:\n{text}"));
     assert!(line.contains("strides (96, 1)"), "{line}");
-    assert!(line.contains("4 blocks of 64 rows"), "{line}");
+    assert!(line.contains("2 blocks of 128 rows"), "{line}");
     assert!(text.contains("over 2 threads"), "{text}");
     // The epilogue (bias, relu) stays one fused kernel after the call.
     assert_eq!(exe.lowered().len(), 1, "{text}");

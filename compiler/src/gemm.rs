@@ -49,10 +49,10 @@ pub struct GemmOptions {
 impl Default for GemmOptions {
     fn default() -> Self {
         GemmOptions {
-            min_work: 1 << 18,
+            min_work: 1 << 16,
             min_side: 16,
             max_f32_k: 1 << 12,
-            min_block: 64,
+            min_block: 128,
             max_blocks: 64,
         }
     }
