@@ -13,12 +13,18 @@ use weft_ir::testing::{Run, Tolerance};
 
 /// Options that send every dot of at least `min_work` points and sides of 2 to the GEMM.
 fn options(fused: bool, min_work: u64, threads: usize) -> JitOptions {
+    options_sides(fused, min_work, 2, threads)
+}
+
+/// Options that send every dot of at least `min_work` points and `min_side` rows and columns
+/// to the GEMM.
+fn options_sides(fused: bool, min_work: u64, min_side: u64, threads: usize) -> JitOptions {
     JitOptions {
         fused,
         threads: Some(threads),
         gemm: Some(GemmOptions {
             min_work,
-            min_side: 2,
+            min_side,
             min_block: 16,
             ..GemmOptions::default()
         }),
@@ -26,14 +32,24 @@ fn options(fused: bool, min_work: u64, threads: usize) -> JitOptions {
     }
 }
 
-/// Runs `outputs` of `g` twice (`call`, then `call_into`) with `options`.
+/// Runs the outputs of `g` twice (`call`, then `call_into`) with `options`.
 fn run_with(g: &Graph, inputs: &[HostArray], options: JitOptions) -> (Run, Transformer) {
-    let t = Transformer::with_jit_options(g.clone(), options).unwrap();
-    let c = t.computation(g.outputs(), &g.placeholders()).unwrap();
+    run_outputs(g, g.outputs(), inputs, options).unwrap()
+}
+
+/// Runs `outputs` of `g` twice (`call`, then `call_into`) with `options`.
+fn run_outputs(
+    g: &Graph,
+    outputs: &[NodeId],
+    inputs: &[HostArray],
+    options: JitOptions,
+) -> Result<(Run, Transformer), Error> {
+    let t = Transformer::with_jit_options(g.clone(), options)?;
+    let c = t.computation(outputs, &g.placeholders())?;
     let results = (0..2)
-        .map(|k| call_alternately(&c, inputs, k).unwrap())
-        .collect();
-    ((results, Vec::new()), t)
+        .map(|k| call_alternately(&c, inputs, k))
+        .collect::<Result<_, _>>()?;
+    Ok(((results, Vec::new()), t))
 }
 
 /// How many GEMM calls the computation of `g`'s outputs makes with `options` (from `weft
@@ -295,5 +311,42 @@ fn a_sum_of_negative_zero_products_stays_negative_zero() {
             &v[..20]
         );
         assert!(v[20..].iter().all(|x| (*x + 1.0 / 30.0).abs() < 1e-6));
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(
+        weft_ir::testing::proptest_cases(300)
+    ))]
+
+    /// Random graphs (`weft_ir::testing`, every view and op) with every dot sent to the GEMM
+    /// (matrix-vector and scalar results included), on inputs without special values: whatever views feed a dot, the GEMM
+    /// reads them through the right strides or the dot falls back to the loop nest.
+    #[test]
+    fn random_graphs_with_every_dot_on_the_gemm(
+        g in weft_ir::testing::arb_graph_with(weft_ir::testing::GraphConfig::compilable()),
+        seed in proptest::prelude::any::<u64>(),
+    ) {
+        let outputs = weft_ir::testing::observed_outputs(&g, seed);
+        let has_dot = g.nodes().any(|(_, n)| matches!(n.op, weft::ir::Op::Dot(..)));
+        if !outputs.is_empty() && has_dot {
+            let ps = g.placeholders();
+            let inputs = weft_ir::testing::random_inputs(&g, &ps, seed, false);
+            let tol = Tolerance::for_graph(&g);
+            if let Ok(refs) = references(&g, &outputs, &ps, &inputs, 2, &tol) {
+                for fused in [true, false] {
+                    let all = options_sides(fused, 1, 1, 2);
+                    let (got, _) = run_outputs(&g, &outputs, &inputs, all)
+                        .map_err(|e| proptest::test_runner::TestCaseError::fail(format!(
+                            "fused {fused} failed: {e}\n{}", weft::ir::text::print(&g))))?;
+                    compare(&got, &refs, &tol).map_err(|m| {
+                        proptest::test_runner::TestCaseError::fail(format!(
+                            "fused {fused} differs (seed {seed}): {m}\n{}",
+                            weft::ir::text::print(&g)
+                        ))
+                    })?;
+                }
+            }
+        }
     }
 }
