@@ -315,11 +315,15 @@ impl GemmCall {
                 hosts[t] = Some(h);
                 continue;
             }
-            let reference = references.get(args[t]).ok_or(RuntimeError::BufferCount {
-                kernel: name.clone(),
-                expected: 3,
-                actual: t,
-            })?;
+            // Lazily: the error's name is formatted only when it happens (a steady-state call
+            // allocates nothing here).
+            let reference = references
+                .get(args[t])
+                .ok_or_else(|| RuntimeError::BufferCount {
+                    kernel: name.clone(),
+                    expected: 3,
+                    actual: t,
+                })?;
             let s = reference.storage();
             if s.dtype() != self.spec.dtype || s.len() < self.spec.lens[t] {
                 return Err(mismatch(t, s.dtype(), s.len()));
@@ -543,5 +547,124 @@ impl Float for f64 {
     }
     fn finish(acc: f64) -> f64 {
         acc
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `C (2×2) = A (2×3) · B (3×2)`, all row-major from offset 0.
+    fn spec() -> GemmSpec {
+        GemmSpec {
+            name: "t".into(),
+            dtype: ScalarType::F32,
+            m: 2,
+            n: 2,
+            k: 3,
+            a: MatrixView {
+                offset: 0,
+                row_stride: 3,
+                col_stride: 1,
+            },
+            b: MatrixView {
+                offset: 0,
+                row_stride: 2,
+                col_stride: 1,
+            },
+            c: MatrixView {
+                offset: 0,
+                row_stride: 2,
+                col_stride: 1,
+            },
+            batch: Vec::new(),
+            lens: [6, 6, 4],
+            split: SplitDim::Rows,
+            block: 1,
+        }
+    }
+
+    fn gemm_error(s: GemmSpec) -> String {
+        match GemmCall::new(s) {
+            Err(RuntimeError::Gemm { message, .. }) => message,
+            other => panic!("expected a GEMM error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn bad_specs_are_typed_errors() {
+        let mut s = spec();
+        s.dtype = ScalarType::I32;
+        assert!(gemm_error(s).contains("element type"));
+        let mut s = spec();
+        s.lens[0] = 5;
+        assert!(gemm_error(s).contains("A reaches elements 0..=5"));
+        let mut s = spec();
+        s.b.row_stride = -2;
+        assert!(gemm_error(s).contains("B reaches elements -4"));
+        let mut s = spec();
+        s.c.row_stride = 1;
+        assert!(gemm_error(s).contains("share an address"));
+        let mut s = spec();
+        s.k = 0;
+        assert!(gemm_error(s).contains("empty"));
+        let mut s = spec();
+        s.block = 0;
+        assert!(gemm_error(s).contains("block"));
+        let mut s = spec();
+        s.a.offset = i64::MAX;
+        assert!(GemmCall::new(s).is_err());
+    }
+
+    fn reference(name: &str, data: &[f32]) -> DeviceBufferReference {
+        DeviceBufferReference::to_storage(name, DeviceBufferStorage::from_slice(data).unwrap())
+    }
+
+    #[test]
+    fn computes_over_storages_and_checks_them() {
+        let call = GemmCall::new(spec()).unwrap();
+        let refs = [
+            reference("a", &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]),
+            reference("b", &[1.0, 0.0, 0.0, 1.0, 1.0, -1.0]),
+            reference("c", &[9.0; 4]),
+            reference("short", &[0.0; 3]),
+        ];
+        let pool = ThreadPool::new(2);
+        call.call_bound(Some(&pool), &refs, None, [0, 1, 2])
+            .unwrap();
+        assert_eq!(
+            refs[2].storage().to_vec::<f32>().unwrap(),
+            [4.0, -1.0, 10.0, -1.0]
+        );
+        assert!(matches!(
+            call.call_bound(None, &refs, None, [0, 1, 3]),
+            Err(RuntimeError::BufferMismatch { .. })
+        ));
+        assert!(matches!(
+            call.call_bound(None, &refs, None, [0, 1, 9]),
+            Err(RuntimeError::BufferCount { .. })
+        ));
+        // C over A's storage: refused before anything runs.
+        assert!(matches!(
+            call.call_bound(None, &refs, None, [0, 1, 0]),
+            Err(RuntimeError::Gemm { .. })
+        ));
+    }
+
+    #[test]
+    fn blocks_depend_on_the_shape_only() {
+        assert_eq!(
+            GemmSpec::blocks_for(1024, 1024, 128, 64),
+            (SplitDim::Rows, 128)
+        );
+        assert_eq!(
+            GemmSpec::blocks_for(64, 256, 128, 64),
+            (SplitDim::Columns, 128)
+        );
+        assert_eq!(GemmSpec::blocks_for(5, 3, 128, 64), (SplitDim::Rows, 16));
+        assert_eq!(
+            GemmSpec::blocks_for(100_000, 7, 128, 64),
+            (SplitDim::Rows, 1568)
+        );
     }
 }
