@@ -3,8 +3,8 @@
 //! Assumes a compiled [`JitExecutable`]. Guarantees: the stages come in pipeline order — the
 //! input graph and the graph after simplify in the `.weft` text form (both re-parse and run),
 //! fusion groups with the reason each boundary is stored, kernel programs, layouts, the buffer
-//! plan (sizes, offsets, sharers, lifetimes, peak bytes against one buffer per tensor), then
-//! per kernel its loop IR, its Cranelift IR and its machine code disassembled — and
+//! plan (sizes, offsets, sharers, lifetimes, peak bytes against one buffer per tensor), the
+//! GEMM calls (m, n, k, strides, blocks) when there are any, then per kernel its loop IR, its Cranelift IR and its machine code disassembled — and
 //! `index.txt` lists every file written with its stage. Reached by `weft compile --dump-dir`,
 //! [`JitOptions::dump`](crate::JitOptions::dump) and the `WEFT_DUMP=DIR` environment variable.
 
@@ -22,7 +22,7 @@ pub struct DumpFile {
     /// The file name, numbered in pipeline order (`03-fusion.txt`).
     pub name: String,
     /// The stage it shows (`input`, `simplify`, `fusion`, `kernels`, `layout`, `buffers`,
-    /// `loop-ir`, `clif`, `asm`), which `--dump-pass` filters on.
+    /// `gemm`, `loop-ir`, `clif`, `asm`), which `--dump-pass` filters on.
     pub stage: String,
     /// The text.
     pub contents: String,
@@ -77,6 +77,9 @@ pub fn dump_stages(source: &Graph, exe: &JitExecutable) -> Result<Vec<DumpFile>,
     push("kernels", "txt", "", programs);
     push("layout", "txt", "", plan.layouts.display(g));
     push("buffers", "txt", "", plan.buffers.display(g));
+    if plan.gemms.iter().any(Option::is_some) {
+        push("gemm", "txt", "", plan.gemm_display());
+    }
     let compiler = JitCompiler::with_options(CodegenOptions {
         disassemble: true,
         ..CodegenOptions::default()

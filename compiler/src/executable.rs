@@ -21,6 +21,7 @@
 //!   and a steady-state run allocates no device memory.
 
 use crate::codegen::{CodegenError, CodegenOptions, JitCompiler};
+use crate::gemm::GemmOptions;
 use crate::io_binding::{bind_input, bind_output, Binding};
 use crate::lower::{lower_plan, BufferBinding, LowerError, LowerOptions, LoweredKernel};
 use crate::passes::rebuild::{add_like, empty_like, remap_op};
@@ -37,8 +38,26 @@ use weft_ir::{
 use weft_runtime::state::stored_value;
 use weft_runtime::{
     copy_array, BindScope, CompiledKernel, DeviceBufferReference, DeviceBufferStorage, Executable,
-    HostBindings, Plan, RunError, RuntimeError, State, StateView, ThreadPool,
+    GemmCall, HostBindings, Plan, RunError, RuntimeError, State, StateView, ThreadPool,
 };
+
+/// One step of a run, in schedule order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step {
+    /// `kernels[i]`.
+    Kernel(usize),
+    /// `gemms[i]`.
+    Gemm(usize),
+}
+
+/// A step of a run as `weft explain` lists it.
+#[derive(Clone, Copy, Debug)]
+pub enum ScheduledStep<'e> {
+    /// A JIT kernel.
+    Kernel(&'e LoweredKernel),
+    /// A GEMM call (crate::gemm).
+    Gemm(&'e GemmCall),
+}
 
 /// Why a computation could not be compiled for the JIT.
 #[derive(Debug, thiserror::Error)]
@@ -100,6 +119,9 @@ pub struct JitOptions {
     /// independent iterations, and a split reduction's chunks are fixed by
     /// [`LowerOptions::split_chunks`], not by the thread count.
     pub threads: Option<usize>,
+    /// Which dots a GEMM call computes instead of a JIT loop nest (crate::gemm; `None`: none).
+    /// Fused and unfused alike.
+    pub gemm: Option<GemmOptions>,
 }
 
 /// The memory budget from `WEFT_MAX_BYTES`, if set to a byte count (anything else is ignored
@@ -125,6 +147,7 @@ impl Default for JitOptions {
             dump: None,
             max_bytes: max_bytes_from_env(),
             threads: None,
+            gemm: Some(GemmOptions::default()),
         }
     }
 }
@@ -221,6 +244,10 @@ pub struct JitExecutable {
     compiled: CompiledPlan,
     kernels: Vec<(CompiledKernel, Vec<usize>)>,
     lowered: Vec<LoweredKernel>,
+    /// GEMM calls with the storages of A, B and C.
+    gemms: Vec<(GemmCall, [usize; 3])>,
+    /// Kernels and GEMM calls in schedule order.
+    steps: Vec<Step>,
     /// Storage specs: dtype and length, and the constant data to fill it with.
     specs: Vec<Spec>,
     /// Per storage, the tensors it holds (names joined by "`, `"), for allocation errors.
@@ -363,6 +390,7 @@ impl JitExecutable {
             &restricted,
             &PlanOptions {
                 fused: options.fused,
+                gemm: options.gemm,
                 layouts: options
                     .layouts
                     .iter()
@@ -492,6 +520,34 @@ impl JitExecutable {
             }
             kernels.push((compiler.compile(&lk.kernel)?, args));
         }
+        // GEMM calls over the storages of their tensors, and every step in schedule order.
+        let mut gemms = Vec::new();
+        let mut steps = Vec::new();
+        let mut next_kernel = 0;
+        for (p, call) in compiled.kernels.iter().zip(&compiled.gemms) {
+            match call {
+                Some((spec, tensors)) => {
+                    let mut args = [0; 3];
+                    for (a, t) in args.iter_mut().zip(tensors) {
+                        *a = storage_of.get(t).copied().ok_or_else(|| {
+                            PassError::Internal(format!("{} has no storage", g.node_label(*t)))
+                        })?;
+                    }
+                    let call = GemmCall::new(spec.clone()).map_err(RunError::from)?;
+                    steps.push(Step::Gemm(gemms.len()));
+                    gemms.push((call, args));
+                }
+                None => {
+                    while lowered.get(next_kernel).is_some_and(|k| k.group == p.group) {
+                        steps.push(Step::Kernel(next_kernel));
+                        next_kernel += 1;
+                    }
+                }
+            }
+        }
+        if next_kernel != kernels.len() {
+            return Err(PassError::Internal("kernels out of schedule order".into()).into());
+        }
         if let Some(budget) = options.max_bytes {
             check_budget(&graph, &plan, &specs, budget)?;
         }
@@ -573,9 +629,11 @@ impl JitExecutable {
                 assigns.push((src, h));
             }
         }
+        let gemm_writes: Vec<usize> = gemms.iter().map(|(_, args)| args[2]).collect();
         let binding = Binding {
             specs: &specs,
             kernels: &kernels,
+            gemm_writes: &gemm_writes,
             state_in: &state_in,
             outputs: &outputs,
             assigns: &assigns,
@@ -607,6 +665,8 @@ impl JitExecutable {
             compiled,
             kernels,
             lowered,
+            gemms,
+            steps,
             specs,
             holders: holders.into_iter().map(|h| h.join("`, `")).collect(),
             inputs,
@@ -661,6 +721,17 @@ impl JitExecutable {
     /// The loop-IR kernels, in schedule order.
     pub fn lowered(&self) -> &[LoweredKernel] {
         &self.lowered
+    }
+
+    /// Every step of a run, in schedule order: JIT kernels and GEMM calls.
+    pub fn schedule(&self) -> Vec<ScheduledStep<'_>> {
+        self.steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Kernel(i) => self.lowered.get(*i).map(ScheduledStep::Kernel),
+                Step::Gemm(i) => self.gemms.get(*i).map(|(c, _)| ScheduledStep::Gemm(c)),
+            })
+            .collect()
     }
 
     fn workspace(&self) -> Result<Workspace, RunError> {
@@ -1108,7 +1179,16 @@ impl JitExecutable {
         let pool = &*self.pool;
         // Kernels bind the workspace by index: no argument table is built, and a kernel of up
         // to `STACK_TABLE` buffers allocates nothing.
-        for (k, args) in &self.kernels {
+        for step in &self.steps {
+            let (k, args) = match step {
+                Step::Kernel(i) => &self.kernels[*i],
+                Step::Gemm(i) => {
+                    let (call, args) = &self.gemms[*i];
+                    let pool = (pool.threads() > 1).then_some(pool);
+                    call.call_bound(pool, references, host, *args)?;
+                    continue;
+                }
+            };
             let parallel = k.signature().parallel_extent.is_some() && pool.threads() > 1;
             let pool = parallel.then_some(pool);
             match host {

@@ -13,7 +13,7 @@ use std::fmt::Write;
 use weft_ir::loop_ir::{BufferAccess, Kernel, Stmt};
 
 use crate::codegen::vectorize;
-use crate::executable::JitExecutable;
+use crate::executable::{JitExecutable, ScheduledStep};
 use crate::lower::BufferBinding;
 
 /// The explanation of `exe` as text.
@@ -34,7 +34,14 @@ pub fn explain(exe: &JitExecutable) -> String {
         );
     }
     let _ = writeln!(s, "\n# kernels, in schedule order");
-    for lk in exe.lowered() {
+    for step in exe.schedule() {
+        let lk = match step {
+            ScheduledStep::Kernel(lk) => lk,
+            ScheduledStep::Gemm(call) => {
+                gemm(call, exe.threads(), &mut s);
+                continue;
+            }
+        };
         let k = &lk.kernel;
         let (mut read, mut written, mut scratch) = (0u64, 0u64, 0u64);
         for ((_, decl), binding) in k.buffers.iter().zip(&lk.bindings) {
@@ -59,6 +66,31 @@ pub fn explain(exe: &JitExecutable) -> String {
     }
     s += &exe.binding_report();
     s
+}
+
+/// A GEMM call's line: shape, strides of A, B and C, batch axes, blocks and threads.
+fn gemm(call: &weft_runtime::GemmCall, threads: usize, s: &mut String) {
+    let spec = call.spec();
+    let size = spec.dtype.size_bytes() as u128;
+    let bytes = |t: usize| u128::from(spec.lens[t]) * size;
+    let _ = writeln!(
+        s,
+        "gemm @{} (matrixmultiply, runtime CPU dispatch): reads {} B, writes {} B",
+        spec.name,
+        bytes(0) + bytes(1),
+        bytes(2)
+    );
+    let _ = writeln!(s, "  {}", spec.display());
+    let threads = if call.items() > 1 {
+        threads.min(call.items())
+    } else {
+        1
+    };
+    let _ = writeln!(
+        s,
+        "  {} work items (batch x blocks), each one single-threaded call; over {threads} threads",
+        call.items()
+    );
 }
 
 fn loops(k: &Kernel, body: &[Stmt], depth: usize, threads: usize, s: &mut String) {

@@ -33,6 +33,8 @@ pub(crate) struct Binding<'e> {
     pub(crate) specs: &'e [(DType, u64, Option<ArrayData>)],
     /// Kernels with their argument storages.
     pub(crate) kernels: &'e [(CompiledKernel, Vec<usize>)],
+    /// The storages GEMM calls write (their C).
+    pub(crate) gemm_writes: &'e [usize],
     /// `(source node, storage)` of every state read.
     pub(crate) state_in: &'e [(NodeId, usize)],
     /// Per output: where its value is.
@@ -42,15 +44,16 @@ pub(crate) struct Binding<'e> {
 }
 
 impl Binding<'_> {
-    /// Whether a kernel writes storage `s`.
+    /// Whether a kernel or a GEMM call writes storage `s`.
     fn written(&self, s: usize) -> bool {
-        self.kernels.iter().any(|(k, args)| {
-            k.signature()
-                .buffers
-                .iter()
-                .zip(args)
-                .any(|(decl, a)| *a == s && decl.access.can_write())
-        })
+        self.gemm_writes.contains(&s)
+            || self.kernels.iter().any(|(k, args)| {
+                k.signature()
+                    .buffers
+                    .iter()
+                    .zip(args)
+                    .any(|(decl, a)| *a == s && decl.access.can_write())
+            })
     }
 
     /// Whether `h`'s storage holds a value of `node`'s size that a kernel writes, row-major,

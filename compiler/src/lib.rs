@@ -9,6 +9,7 @@ pub mod codegen;
 pub mod dump;
 pub mod executable;
 pub mod explain;
+pub mod gemm;
 mod io_binding;
 pub mod lower;
 pub mod narrow_sums;
@@ -17,7 +18,7 @@ pub mod picture;
 pub mod pipeline;
 mod split;
 
-pub use executable::{JitError, JitExecutable, JitOptions};
+pub use executable::{JitError, JitExecutable, JitOptions, ScheduledStep};
 pub use lower::{lower_plan, BufferBinding, LowerError, LowerOptions, LoweredKernel};
 pub use passes::{NodeMap, PassError};
 pub use pipeline::{compile_plan, CompiledPlan, PlanOptions};

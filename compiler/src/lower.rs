@@ -162,14 +162,19 @@ pub enum LowerError {
     },
 }
 
-/// Lowers every kernel program of `plan`, in schedule order, verifying each (a split
-/// reduction's program gives two kernels).
+/// Lowers every kernel program of `plan` but those a GEMM call computes
+/// ([`CompiledPlan::gemms`]), in schedule order, verifying each (a split reduction's program
+/// gives two kernels).
 pub fn lower_plan(
     plan: &CompiledPlan,
     options: &LowerOptions,
 ) -> Result<Vec<LoweredKernel>, LowerError> {
     let mut out = Vec::with_capacity(plan.kernels.len());
-    for p in &plan.kernels {
+    for (i, p) in plan.kernels.iter().enumerate() {
+        // A program a GEMM call computes has no loop nest (crate::gemm).
+        if plan.gemms.get(i).is_some_and(Option::is_some) {
+            continue;
+        }
         out.extend(lower_program(
             &plan.simplified.graph,
             &plan.layouts,

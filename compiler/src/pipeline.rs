@@ -6,7 +6,8 @@
 //! topological schedule, every load and store addressed through a strided view, every stored
 //! intermediate in a planned buffer — or a [`PassError`] naming what it cannot compile.
 
-use crate::passes::fusion::{fuse, FusionOptions, FusionPlan};
+use crate::gemm::{plan_gemm, GemmOptions, GemmSpec};
+use crate::passes::fusion::{fuse, FusionOptions, FusionPlan, GroupKind};
 use crate::passes::kernel::{build_programs, KernelProgram};
 use crate::passes::layout::{assign_layouts, LayoutPlan};
 use crate::passes::simplify::{
@@ -28,6 +29,8 @@ pub struct PlanOptions {
     /// Axis orders (major to minor) the caller asks for some placeholders and outputs, by node of
     /// the source graph; the others are row-major in their declared axes order.
     pub layouts: Vec<(NodeId, Vec<Axis>)>,
+    /// Which dots a GEMM call computes (crate::gemm; `None`: every dot is a loop nest).
+    pub gemm: Option<GemmOptions>,
 }
 
 impl Default for PlanOptions {
@@ -36,6 +39,7 @@ impl Default for PlanOptions {
             fused: true,
             outputs: Vec::new(),
             layouts: Vec::new(),
+            gemm: Some(GemmOptions::default()),
         }
     }
 }
@@ -57,12 +61,25 @@ pub struct CompiledPlan {
     pub kernels: Vec<KernelProgram>,
     /// Buffers.
     pub buffers: BufferPlan,
+    /// Per kernel program (same order), the GEMM call that computes it instead of a loop nest,
+    /// with the stored tensors it reads (A, B) and writes (C).
+    pub gemms: Vec<Option<(GemmSpec, [NodeId; 3])>>,
 }
 
 impl CompiledPlan {
     /// Source node → simplified node.
     pub fn map(&self) -> &NodeMap {
         &self.simplified.map
+    }
+    /// One line per GEMM call: its kernel program, shape, strides and blocks.
+    pub fn gemm_display(&self) -> String {
+        let mut s = String::new();
+        for (p, call) in self.kernels.iter().zip(&self.gemms) {
+            if let Some((spec, _)) = call {
+                s += &format!("kernel {}: {}\n", p.group, spec.display());
+            }
+        }
+        s
     }
     /// Every stage as text: the simplified graph (text format) and what simplify did, fusion,
     /// layouts, kernels, buffers.
@@ -82,6 +99,10 @@ impl CompiledPlan {
         }
         s += "== buffers\n";
         s += &self.buffers.display(g);
+        if self.gemms.iter().any(Option::is_some) {
+            s += "== gemm\n";
+            s += &self.gemm_display();
+        }
         s
     }
 }
@@ -120,27 +141,9 @@ pub fn compile_plan_with(
     // Likewise a stage its reader would read at another outer point ends its group there.
     let mut force_stored = Vec::new();
     let mut force_boundary = Vec::new();
-    let (fusion, mut kernels) = loop {
-        let fusion = fuse(
-            g,
-            &outputs,
-            FusionOptions {
-                fused: options.fused,
-                force_stored: force_stored.clone(),
-                force_boundary: force_boundary.clone(),
-            },
-        )?;
-        match build_programs(g, &fusion) {
-            Ok(k) => break (fusion, k),
-            Err(PassError::SplitIndex { node, .. }) if !force_stored.contains(&node) => {
-                force_stored.push(node)
-            }
-            Err(PassError::OuterPoint { node, .. }) if !force_boundary.contains(&node) => {
-                force_boundary.push(node)
-            }
-            Err(e) => return Err(e),
-        }
-    };
+    // A dot the GEMM path cannot compute after all (`plan_gemm` says why, once layouts are
+    // known) is compiled again as a loop nest; each retry takes one dot off, so this ends.
+    let mut no_gemm = Vec::new();
     let mut requested = BTreeMap::new();
     for (n, order) in &options.layouts {
         let m = simplified
@@ -152,7 +155,48 @@ pub fn compile_plan_with(
             })?;
         requested.insert(m, order.clone());
     }
-    let layouts = assign_layouts(g, &fusion, &mut kernels, &requested)?;
+    let (fusion, kernels, layouts, gemms) = 'plan: loop {
+        let (fusion, mut kernels) = loop {
+            let fusion = fuse(
+                g,
+                &outputs,
+                FusionOptions {
+                    fused: options.fused,
+                    force_stored: force_stored.clone(),
+                    force_boundary: force_boundary.clone(),
+                    gemm: options.gemm,
+                    no_gemm: no_gemm.clone(),
+                },
+            )?;
+            match build_programs(g, &fusion) {
+                Ok(k) => break (fusion, k),
+                Err(PassError::SplitIndex { node, .. }) if !force_stored.contains(&node) => {
+                    force_stored.push(node)
+                }
+                Err(PassError::OuterPoint { node, .. }) if !force_boundary.contains(&node) => {
+                    force_boundary.push(node)
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        let layouts = assign_layouts(g, &fusion, &mut kernels, &requested)?;
+        let mut gemms = Vec::with_capacity(kernels.len());
+        for (p, grp) in kernels.iter().zip(&fusion.groups) {
+            if grp.kind != GroupKind::Gemm {
+                gemms.push(None);
+                continue;
+            }
+            let gemm_options = options.gemm.unwrap_or_default();
+            match plan_gemm(g, &layouts, p, &gemm_options) {
+                Ok(call) => gemms.push(Some(call)),
+                Err(_) => {
+                    no_gemm.extend(grp.stages.iter().map(|s| s.node));
+                    continue 'plan;
+                }
+            }
+        }
+        break (fusion, kernels, layouts, gemms);
+    };
     let buffers = plan_buffers(g, &fusion, &kernels, &layouts, options.fused)?;
     Ok(CompiledPlan {
         source: graph.clone(),
@@ -161,6 +205,7 @@ pub fn compile_plan_with(
         layouts,
         kernels,
         buffers,
+        gemms,
         simplified,
     })
 }

@@ -93,4 +93,13 @@ pub enum RuntimeError {
         /// The kernel.
         kernel: String,
     },
+    /// A GEMM call whose description or buffers are not what it needs (its bounds, its
+    /// element type, aliasing of C).
+    #[error("gemm {gemm}: {message}")]
+    Gemm {
+        /// The call (the dot's label).
+        gemm: String,
+        /// What is wrong.
+        message: String,
+    },
 }

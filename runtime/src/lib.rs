@@ -3,7 +3,8 @@
 //! nodes one computation evaluates ([`Plan`]), the reference interpreter ([`interp`]) — the
 //! correctness oracle for every other backend — and device buffers after seed 001 (storage,
 //! re-pointable references, tensor views) with compiled-kernel handles and their invocation
-//! across a thread pool. It depends on weft-ir only and knows no code generator: kernels arrive
+//! across a thread pool, and GEMM calls ([`GemmCall`]: a planned contraction run by the
+//! `matrixmultiply` crate over the same buffers and pool). It depends on weft-ir only and knows no code generator: kernels arrive
 //! as [`KernelCode`]: an entry address and the owner of the memory holding the code.
 
 pub mod error;
@@ -15,6 +16,7 @@ pub mod state;
 mod binding;
 mod device_error;
 mod element;
+mod gemm;
 mod kernel;
 mod reference;
 mod storage;
@@ -26,6 +28,7 @@ pub use device_error::RuntimeError;
 pub use element::Element;
 pub use error::RunError;
 pub use executable::Executable;
+pub use gemm::{BatchAxis, GemmCall, GemmSpec, MatrixView, SplitDim};
 pub use interp::{Interpreter, Perturbation};
 pub use kernel::{CompiledKernel, KernelCode, KernelEntry, KernelSignature, STACK_TABLE};
 pub use plan::Plan;

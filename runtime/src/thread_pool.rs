@@ -230,6 +230,30 @@ impl ThreadPool {
     }
 }
 
+/// The entry [`ThreadPool::run_fn`] dispatches: its "table" is a pointer to the closure.
+unsafe extern "C" fn call_closure(table: *const *mut u8, begin: i64, end: i64) {
+    // SAFETY: `run_fn` passes a pointer to a `&(dyn Fn(i64, i64) + Sync)` that lives until
+    // every chunk has finished (`run` does not return before), and a shared reference to a
+    // `Sync` closure may be used from any thread.
+    let f = unsafe { &*table.cast::<&(dyn Fn(i64, i64) + Sync)>() };
+    f(begin, end);
+}
+
+impl ThreadPool {
+    /// Runs `f(begin, end)` for every chunk of `0..extent`, split as [`ThreadPool::run`]
+    /// splits a kernel's range (so which items run together depends only on the thread count,
+    /// and each item runs once). For work the runtime itself does per chunk (a GEMM's blocks);
+    /// `f` must not panic (it runs behind a C-ABI entry, where a panic aborts).
+    pub(crate) fn run_fn(&self, extent: i64, f: &(dyn Fn(i64, i64) + Sync)) {
+        let holder: &(dyn Fn(i64, i64) + Sync) = f;
+        let table = std::ptr::from_ref(&holder).cast::<*mut u8>();
+        // SAFETY: `call_closure` only calls the `Sync` closure `table` points at, which is safe
+        // from several threads on disjoint sub-ranges at once; `holder` outlives this call,
+        // which waits for every chunk.
+        unsafe { self.run(call_closure, table, extent) }
+    }
+}
+
 fn worker(shared: &Shared) {
     shared.lock().started += 1;
     shared.done.notify_all();

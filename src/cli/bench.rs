@@ -29,6 +29,9 @@ pub struct BenchOptions {
     pub skip_interp: bool,
     /// Print JSON instead of a table.
     pub json: bool,
+    /// Also time the fused JIT with every dot on the loop nest (`JitOptions::gemm = None`,
+    /// the code path before the GEMM path), as mode `fused-loop-nest`.
+    pub loop_nest: bool,
 }
 
 fn bytes_and_flops(g: &Graph) -> Result<(u64, u64), Error> {
@@ -143,6 +146,18 @@ pub fn bench(graph: Graph, o: BenchOptions) -> Result<String, Error> {
             Transformer::with_jit_options(graph.clone(), JitOptions::unfused())?,
         ),
     ];
+    if o.loop_nest {
+        modes.push((
+            "fused-loop-nest",
+            Transformer::with_jit_options(
+                graph.clone(),
+                JitOptions {
+                    gemm: None,
+                    ..JitOptions::default()
+                },
+            )?,
+        ));
+    }
     if !o.skip_interp {
         modes.push((
             "interp",

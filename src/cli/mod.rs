@@ -190,6 +190,10 @@ enum Command {
         /// JSON for scripts.
         #[arg(long)]
         json: bool,
+        /// Also time the fused JIT with every dot on the loop nest (no GEMM calls), as mode
+        /// `fused-loop-nest`.
+        #[arg(long)]
+        loop_nest: bool,
     },
     /// Run every bundled example (examples/*.weft) and print its outputs.
     Demo {
@@ -286,12 +290,14 @@ fn run(cli: Cli) -> Result<(), Error> {
             warmup,
             skip_interp,
             json,
+            loop_nest,
         } => {
             let options = bench::BenchOptions {
                 runs,
                 warmup,
                 skip_interp,
                 json,
+                loop_nest,
             };
             print!("{}", bench::bench(load(&file, &bind)?, options)?);
             Ok(())
@@ -445,6 +451,7 @@ fn demo(dir: &Path) -> Result<(), Error> {
             warmup: 1,
             skip_interp: true,
             json: true,
+            loop_nest: false,
         };
         let Ok(report) = load(file, &scaled).and_then(|g| bench::bench(g, options)) else {
             fixed.push(name);

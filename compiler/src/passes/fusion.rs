@@ -17,6 +17,10 @@
 //!   reader and the two share outer axes, so softmax and layernorm over a row axis become one
 //!   group (a loop over rows holding the reduction loops and the output loop), and
 //!   `dot(transpose(x − y), x − y)` is one group with no stored `x − y`;
+//! - with [`FusionOptions::gemm`], a dot `crate::gemm::is_candidate` accepts (and not in
+//!   [`FusionOptions::no_gemm`]) is a [`GroupKind::Gemm`] group alone, in fused and unfused mode:
+//!   it merges into no reader ([`BoundaryReason::Gemm`]) and no producer merges into it
+//!   ([`BoundaryReason::DotOperand`]), so a GEMM call can compute it from memory;
 //! - every value that crosses groups or leaves the computation has a [`Boundary`] naming why;
 //! - `groups` is a topological schedule: a group only reads values of earlier groups.
 //!
@@ -73,12 +77,17 @@ pub enum BoundaryReason {
     /// transpose... of a row axis), so it is not available at the reader's outer point.
     ViewOfOuterAxes,
     /// An operand a dot reads many times: stored so the dot kernel reads plain memory (and can
-    /// block its loops) instead of a per-row scratch.
+    /// block its loops) instead of a per-row scratch — or an operand of a dot computed by a
+    /// GEMM call, which reads only memory.
     DotOperand,
     /// Unfused mode.
     Unfused,
     /// Stored to avoid a div/mod index ([`StageReason::SplitIndex`]).
     SplitIndex,
+    /// A dot computed by a GEMM call (crate::gemm): the call writes the whole result to
+    /// memory, and the elementwise work after it (bias, activation) reads it there in a kernel
+    /// of its own.
+    Gemm,
 }
 
 macro_rules! display_names {
@@ -119,6 +128,7 @@ display_names!(BoundaryReason {
     DotOperand => "dot operand",
     Unfused => "unfused",
     SplitIndex => "flattened axis iterated whole by its reader",
+    Gemm => "computed by a GEMM call",
 });
 
 /// A value stored to memory, and why.
@@ -142,6 +152,8 @@ pub enum GroupKind {
     RowReduction,
     /// A contraction (dot), possibly with elementwise work before and after.
     Dot,
+    /// A dot alone, computed by a GEMM call (crate::gemm) rather than a loop nest.
+    Gemm,
 }
 
 /// A stage of a group: a node computed once per point of the group's outer axes times the
@@ -261,6 +273,12 @@ pub struct FusionOptions {
     /// ([`BoundaryReason::ViewOfOuterAxes`]): a reader in the same group would read them at
     /// another outer point ([`PassError::OuterPoint`]).
     pub force_boundary: Vec<NodeId>,
+    /// When dots are computed by a GEMM call (`None`: never): such a dot is a group of its
+    /// own ([`GroupKind::Gemm`]), nothing merges into it and it merges into nothing.
+    pub gemm: Option<crate::gemm::GemmOptions>,
+    /// Dots the GEMM path cannot compute after all (`crate::gemm::plan_gemm` said why): they
+    /// keep the loop nest.
+    pub no_gemm: Vec<NodeId>,
 }
 
 /// True for the ops weft treats as expensive to recompute.
@@ -398,7 +416,11 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
                     todo.extend(xn.op.inputs());
                 }
             }
+            let gemm = opts.gemm.is_some_and(|o| {
+                !opts.no_gemm.contains(&id) && crate::gemm::is_candidate(g, id, &o)
+            });
             groups.push(Draft {
+                gemm,
                 outer,
                 stages: vec![(id, reason)],
                 nodes,
@@ -443,13 +465,17 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
             Some(BoundaryReason::SplitIndex)
         } else if stages.iter().any(|s| opts.force_boundary.contains(s)) {
             Some(BoundaryReason::ViewOfOuterAxes)
+        } else if groups[p].gemm {
+            Some(BoundaryReason::Gemm)
         } else if readers.len() != 1 {
             Some(BoundaryReason::ConsumersInSeveralGroups)
-        } else if groups[p]
-            .stages
-            .iter()
-            .any(|s| s.1 == StageReason::DotOperand)
+        } else if readers.iter().any(|q| groups[*q].gemm)
+            || groups[p]
+                .stages
+                .iter()
+                .any(|s| s.1 == StageReason::DotOperand)
         {
+            // A GEMM call reads only memory; a loop-nest dot reads its operand many times.
             Some(BoundaryReason::DotOperand)
         } else {
             let q = *readers.iter().next().unwrap_or(&p);
@@ -563,6 +589,8 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
 
 #[derive(Default)]
 struct Draft {
+    /// A dot computed by a GEMM call: never merged with another group.
+    gemm: bool,
     outer: Vec<IterAxis>,
     stages: Vec<(NodeId, StageReason)>,
     nodes: BTreeSet<NodeId>,
@@ -655,6 +683,9 @@ fn schedule(d: &[Draft]) -> Vec<usize> {
 }
 
 fn kind_of(g: &Graph, d: &Draft) -> GroupKind {
+    if d.gemm {
+        return GroupKind::Gemm;
+    }
     let ops: Vec<&Op> = d.stages.iter().map(|(s, _)| &g.node(*s).op).collect();
     if ops.iter().any(|o| matches!(o, Op::Dot(..))) {
         return GroupKind::Dot;

@@ -145,3 +145,67 @@ pub(crate) fn dot(x: &ArrayData, y: &ArrayData, index: &DotIndex) -> Result<Arra
         _ => return Err(format!("dot on {} and {}", x.dtype(), y.dtype())),
     })
 }
+
+/// Per result element, the bound on the error of summing its products in any order in the
+/// dot's own precision: `K · u · Σ_j |left·right|` (u = 2⁻²⁴ for f32, 2⁻⁵³ for f64; Higham,
+/// *Accuracy and Stability of Numerical Algorithms*, §3.1: `|fl(xᵀy) − xᵀy| ≤ γ_K |x|ᵀ|y|`,
+/// `γ_K ≈ K·u`). What a GEMM accumulating f32 in f32 may differ by (docs/numerics.md); `None`
+/// for integers.
+pub(crate) fn error_bounds(
+    x: &ArrayData,
+    y: &ArrayData,
+    index: &DotIndex,
+) -> Result<Option<Vec<f64>>, String> {
+    use ArrayData as D;
+    let k = index.left_offsets.len() as f64;
+    let abs = |acc: f64, a: f64, b: f64| acc + (a * b).abs();
+    let sums = match (x, y) {
+        (D::F32(a), D::F32(b)) => (
+            index.contract(a, b, 0.0f64, |acc, p, q| abs(acc, p as f64, q as f64))?,
+            f64::from(f32::EPSILON) / 2.0,
+        ),
+        (D::F64(a), D::F64(b)) => (index.contract(a, b, 0.0f64, abs)?, f64::EPSILON / 2.0),
+        _ => return Ok(None),
+    };
+    let (sums, u) = sums;
+    Ok(Some(sums.into_iter().map(|s| k * u * s).collect()))
+}
+
+/// `data` (a float dot's result) with each finite element moved by a random part in [½, 1] of
+/// its bound, up (`up`) or down — how a perturbed run shows the oracle where a backend summing
+/// a dot in its own precision may differ (crate::interp, "Perturbed runs"). A moved value that
+/// would not be finite is kept.
+pub(crate) fn nudge(data: ArrayData, bounds: &[f64], seed: u64, up: bool) -> ArrayData {
+    let mut r = weft_ir::perturb::SplitMix(seed);
+    let sign = if up { 1.0 } else { -1.0 };
+    let mut moved = |x: f64, e: f64| x + sign * e * (0.75 + r.unit() / 8.0);
+    match data {
+        ArrayData::F32(v) => ArrayData::F32(
+            v.into_iter()
+                .zip(bounds)
+                .map(|(x, e)| {
+                    let y = moved(f64::from(x), *e) as f32;
+                    if x.is_finite() && y.is_finite() {
+                        y
+                    } else {
+                        x
+                    }
+                })
+                .collect(),
+        ),
+        ArrayData::F64(v) => ArrayData::F64(
+            v.into_iter()
+                .zip(bounds)
+                .map(|(x, e)| {
+                    let y = moved(x, *e);
+                    if x.is_finite() && y.is_finite() {
+                        y
+                    } else {
+                        x
+                    }
+                })
+                .collect(),
+        ),
+        other => other,
+    }
+}

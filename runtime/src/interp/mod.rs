@@ -46,7 +46,9 @@
 //! read, each float constant and each conversion to float from an integer or bool — is nudged by
 //! `weft_ir::perturb::perturb` (a relative `1 ± rel` per element, classes kept), and so is each
 //! result of a function backends only approximate (`UnaryOp::is_approximate`, `power`), where
-//! their few-ulp error enters. That is the test oracle's conditioning probe (docs/testing.md,
+//! their few-ulp error enters, and each float `dot`'s result is moved by up to the error bound
+//! of summing its K products in any order in its own precision, `K·u·Σ|aᵢbᵢ|` (a GEMM
+//! accumulates f32 in f32; docs/numerics.md) — up in odd-seeded runs, down in even ones. That is the test oracle's conditioning probe (docs/testing.md,
 //! "Tolerances"): how far it moves a result is how far a backend summing in another order, or
 //! evaluating a polynomial, may differ there. Nothing else uses it.
 
@@ -374,7 +376,22 @@ impl Interpreter {
                 let index =
                     dot::DotIndex::new(x.axes(), x.shape(), y.axes(), y.shape(), &pairs, out_axes)
                         .map_err(malformed)?;
-                dot::dot(x.data(), y.data(), &index).map_err(malformed)?
+                let data = dot::dot(x.data(), y.data(), &index).map_err(malformed)?;
+                match &self.perturbation {
+                    // A backend's error enters here too: a GEMM sums the products in its own
+                    // order and precision (f32 in f32), within the bound `error_bounds` gives.
+                    Some(p) => {
+                        match dot::error_bounds(x.data(), y.data(), &index).map_err(malformed)? {
+                            Some(bounds) => {
+                                let seed = p.seed
+                                    ^ (id.index() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                                dot::nudge(data, &bounds, seed, p.seed % 2 == 1)
+                            }
+                            None => data,
+                        }
+                    }
+                    None => data,
+                }
             }
             Op::Broadcast(x) | Op::AxesWithOrder(x) => {
                 let x = operand(*x)?;

@@ -1,0 +1,277 @@
+//! The GEMM path: which dots run as a call of a tuned GEMM (weft_runtime::GemmCall, the
+//! `matrixmultiply` crate) instead of a JIT loop nest, and the plan entry describing the call.
+//!
+//! Assumes: for [`is_candidate`], a verified graph; for [`plan_gemm`], the kernel program of a
+//! [`GroupKind::Gemm`](crate::passes::fusion::GroupKind::Gemm) group (fusion leaves such a dot
+//! alone in its group, its result stored, its operands stored or read through views of stored
+//! tensors) after layout, so every load and the store carry a strided view.
+//!
+//! Guarantees:
+//! - a dot is a candidate only if it is f32 or f64, its iteration space (result elements ×
+//!   contracted length) has at least [`GemmOptions::min_work`] points, its free sides are each
+//!   at least [`GemmOptions::min_side`] long, and, for f32 (accumulated in f32 by the GEMM),
+//!   its contracted length is at most [`GemmOptions::max_f32_k`], so the accumulation error
+//!   bound `K · 2⁻²⁴ · Σ|aᵢbᵢ|` stays within `2⁻¹²·Σ|aᵢbᵢ|` (docs/numerics.md); dots that are
+//!   not candidates keep the JIT's loop nest (f64 accumulation for f32);
+//! - [`plan_gemm`] describes the program exactly as it is — the layout pass's strides are
+//!   passed as strides (axes whose strides compose are merged, free axes that are neither M
+//!   nor N become batch axes), never copied to another layout — or says why it cannot (a
+//!   masked or computed operand, a contraction over axes whose strides do not compose), in
+//!   which case the pipeline compiles that dot with the JIT instead. The runtime checks the
+//!   description again before any call ([`weft_runtime::GemmCall::new`]);
+//! - the row (or column) blocks a call is split into over the thread pool depend on the shape
+//!   only ([`GemmSpec::blocks_for`]), so results do not depend on the thread count.
+
+use crate::passes::kernel::{Instr, KernelProgram};
+use crate::passes::layout::LayoutPlan;
+use crate::passes::views::StridedView;
+use weft_ir::loop_ir::ScalarType;
+use weft_ir::{Axis, DType, Graph, NodeId, Op, ReduceOp};
+pub use weft_runtime::{BatchAxis, GemmSpec, MatrixView, SplitDim};
+
+/// When dots take the GEMM path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GemmOptions {
+    /// Fewest points `M·N·K` (times any batch) of a dot's iteration space: below, the JIT's
+    /// loop nest is as fast or faster (measured, docs/benchmarks.md).
+    pub min_work: u64,
+    /// Shortest M and N (products of each operand's free axes): a matrix-vector product is
+    /// bound by memory, where the loop nest is as good and keeps f64 accumulation.
+    pub min_side: u64,
+    /// Longest contraction an f32 GEMM (accumulating in f32) may have.
+    pub max_f32_k: u64,
+    /// Fewest rows (or columns) of a parallel block.
+    pub min_block: usize,
+    /// Most blocks per call (per batch index).
+    pub max_blocks: usize,
+}
+
+impl Default for GemmOptions {
+    fn default() -> Self {
+        GemmOptions {
+            min_work: 1 << 16,
+            min_side: 16,
+            max_f32_k: 1 << 12,
+            min_block: 128,
+            max_blocks: 64,
+        }
+    }
+}
+
+/// Whether dot `id` of `g` takes the GEMM path under `o` (module docs), judged by its shape.
+pub fn is_candidate(g: &Graph, id: NodeId, o: &GemmOptions) -> bool {
+    let node = g.node(id);
+    let Op::Dot(l, r) = node.op else {
+        return false;
+    };
+    let (ln, rn) = (g.node(l), g.node(r));
+    if !matches!(node.dtype, DType::F32 | DType::F64)
+        || ln.dtype != node.dtype
+        || rn.dtype != node.dtype
+    {
+        return false;
+    }
+    let Ok(pairs) = g.dot_pairs("dot", &ln.axes, &rn.axes) else {
+        return false;
+    };
+    let product = |axes: Vec<Axis>| -> Option<u128> {
+        axes.into_iter()
+            .try_fold(1u128, |n, a| n.checked_mul(g.resolve_len(a).ok()? as u128))
+    };
+    let free = |axes: &weft_ir::Axes, left: bool| -> Vec<Axis> {
+        axes.iter()
+            .copied()
+            .filter(|a| !pairs.iter().any(|p| *a == if left { p.0 } else { p.1 }))
+            .collect()
+    };
+    let (Some(m), Some(n), Some(k)) = (
+        product(free(&ln.axes, true)),
+        product(free(&rn.axes, false)),
+        product(pairs.iter().map(|p| p.0).collect()),
+    ) else {
+        return false;
+    };
+    let side = u128::from(o.min_side);
+    m >= side
+        && n >= side
+        && k >= 1
+        && m.saturating_mul(n).saturating_mul(k) >= u128::from(o.min_work)
+        && (node.dtype != DType::F32 || k <= u128::from(o.max_f32_k))
+}
+
+/// One loop of the dot's iteration space with its length and strides in A, B and C.
+#[derive(Clone, Copy, Debug)]
+struct Dim {
+    len: usize,
+    s: [i64; 3],
+}
+
+/// Merges dims whose strides compose in every operand of `ts` (`outer = inner · len(inner)`)
+/// into one, until none do.
+fn merge(mut dims: Vec<Dim>, ts: &[usize]) -> Vec<Dim> {
+    'again: loop {
+        for x in 0..dims.len() {
+            for y in 0..dims.len() {
+                let (o, i) = (dims[x], dims[y]);
+                let composes = x != y
+                    && ts
+                        .iter()
+                        .all(|t| (i.s[*t]).checked_mul(i.len as i64) == Some(o.s[*t]));
+                if composes {
+                    let merged = Dim {
+                        len: o.len * i.len,
+                        s: i.s,
+                    };
+                    dims[y] = merged;
+                    dims.remove(x);
+                    continue 'again;
+                }
+            }
+        }
+        return dims;
+    }
+}
+
+/// The stride of loop `axis` in `v` (0 if the view does not move along it).
+fn stride_of(v: &StridedView, axis: Axis) -> i64 {
+    v.axes
+        .iter()
+        .zip(&v.strides)
+        .find(|(a, _)| a.axis == axis)
+        .map_or(0, |(_, s)| *s)
+}
+
+/// The GEMM call computing `program` (a `GroupKind::Gemm` group after layout), or why not.
+/// Returns the spec and the stored tensors of A, B and C.
+pub fn plan_gemm(
+    g: &Graph,
+    layouts: &LayoutPlan,
+    program: &KernelProgram,
+    options: &GemmOptions,
+) -> Result<(GemmSpec, [NodeId; 3]), String> {
+    let [st] = program.stages.as_slice() else {
+        return Err("the group has more than the dot".into());
+    };
+    let node = g.node(st.node);
+    let dtype = match node.dtype {
+        DType::F32 => ScalarType::F32,
+        DType::F64 => ScalarType::F64,
+        d => return Err(format!("element type {d}")),
+    };
+    let red = match &st.reduction {
+        Some(r) if r.op == ReduceOp::Sum => r,
+        _ => return Err("not a sum of products".into()),
+    };
+    let load = |v: usize| -> Result<&StridedView, String> {
+        match st.body.get(v).map(|i| &i.instr) {
+            Some(Instr::Load {
+                valid,
+                view: Some(view),
+                ..
+            }) if valid.is_empty() => Ok(view),
+            _ => Err("an operand is not a plain load of a stored tensor".into()),
+        }
+    };
+    let (lv, rv) = match st.body.get(st.result).map(|i| &i.instr) {
+        Some(Instr::Binary(weft_ir::BinaryOp::Multiply, x, y)) => (*x, *y),
+        _ => return Err("the body is not a product".into()),
+    };
+    let (a, b) = (load(lv)?, load(rv)?);
+    if st.body.iter().any(|i| i.dtype != node.dtype) {
+        return Err("a conversion inside the dot".into());
+    }
+    let c = st
+        .store
+        .as_ref()
+        .and_then(|t| t.view.as_ref())
+        .ok_or("the result is not stored")?;
+    let len_of = |t: NodeId| -> Result<u64, String> {
+        layouts
+            .layouts
+            .get(&t)
+            .map(|l| l.elements as u64)
+            .ok_or_else(|| format!("{} has no layout", g.node_label(t)))
+    };
+    let dim = |axis: Axis, len: usize, in_c: bool| Dim {
+        len,
+        s: [
+            stride_of(a, axis),
+            stride_of(b, axis),
+            if in_c { stride_of(c, axis) } else { 0 },
+        ],
+    };
+    // Free loops (outer, then the stage's own), and the contraction's.
+    let (mut ms, mut ns, mut batch) = (Vec::new(), Vec::new(), Vec::new());
+    for ax in program.outer.iter().chain(&st.loops).filter(|a| a.len > 1) {
+        let d = dim(ax.axis, ax.len, true);
+        match (d.s[0] != 0, d.s[1] != 0) {
+            (true, false) => ms.push(d),
+            (false, true) => ns.push(d),
+            _ => batch.push(d),
+        }
+    }
+    let ks: Vec<Dim> = red
+        .axes
+        .iter()
+        .filter(|a| a.len > 1)
+        .map(|a| dim(a.axis, a.len, false))
+        .collect();
+    let mut ms = merge(ms, &[0, 2]);
+    let mut ns = merge(ns, &[1, 2]);
+    let ks = merge(ks, &[0, 1]);
+    if ks.len() > 1 {
+        return Err("the contracted axes' strides do not compose into one".into());
+    }
+    // The longest M and N dims are the matrices'; any others repeat the multiply.
+    let mut pick = |v: &mut Vec<Dim>| -> Dim {
+        let at = (0..v.len()).max_by_key(|i| v[*i].len);
+        let d = at.map(|i| v.remove(i)).unwrap_or(Dim { len: 1, s: [0; 3] });
+        batch.append(v);
+        d
+    };
+    let (m, n) = (pick(&mut ms), pick(&mut ns));
+    let k = ks.first().copied().unwrap_or(Dim { len: 1, s: [0; 3] });
+    if (m.len as u64) < options.min_side || (n.len as u64) < options.min_side {
+        return Err(format!(
+            "a {} x {} result per batch index is below the GEMM's {} rows and columns",
+            m.len, n.len, options.min_side
+        ));
+    }
+    let (split, block) = GemmSpec::blocks_for(m.len, n.len, options.min_block, options.max_blocks);
+    let spec = GemmSpec {
+        name: g.node_label(st.node),
+        dtype,
+        m: m.len,
+        n: n.len,
+        k: k.len,
+        a: MatrixView {
+            offset: a.offset,
+            row_stride: m.s[0],
+            col_stride: k.s[0],
+        },
+        b: MatrixView {
+            offset: b.offset,
+            row_stride: k.s[1],
+            col_stride: n.s[1],
+        },
+        c: MatrixView {
+            offset: c.offset,
+            row_stride: m.s[2],
+            col_stride: n.s[2],
+        },
+        batch: batch
+            .iter()
+            .map(|d| BatchAxis {
+                len: d.len,
+                strides: d.s,
+            })
+            .collect(),
+        lens: [len_of(a.tensor)?, len_of(b.tensor)?, len_of(c.tensor)?],
+        split,
+        block,
+    };
+    // The runtime's own checks (bounds, C without aliasing), so a plan that would fail them
+    // falls back to the JIT here rather than failing at run time.
+    weft_runtime::GemmCall::new(spec.clone()).map_err(|e| e.to_string())?;
+    Ok((spec, [a.tensor, b.tensor, c.tensor]))
+}

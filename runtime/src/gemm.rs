@@ -1,0 +1,670 @@
+//! GEMM calls: a contraction the compiler planned as a general matrix multiply, run by the
+//! `matrixmultiply` crate (packed, cache-blocked, with its micro-kernel chosen at run time
+//! from the CPU's features: AVX2+FMA, AVX or SSE2 on x86-64) beside the JIT's kernels.
+//!
+//! Assumes: a [`GemmSpec`] from the compiler — `C[b, i, j] = Σ_p A[b, i, p] · B[b, p, j]` for
+//! every batch index `b`, each matrix an element offset and a stride per axis into its buffer
+//! (any strides the layout pass chose, negative and zero included for A and B; they are passed
+//! to the crate as strides, never copied), f32 or f64, and the buffer lengths the compiler
+//! planned.
+//!
+//! Guarantees:
+//! - [`GemmCall::new`] proves, once, that every element the call addresses lies within the
+//!   declared lengths and that no two elements of C share an address (so row blocks written by
+//!   different threads never touch the same memory); anything else is a typed
+//!   [`RuntimeError::Gemm`], never a panic;
+//! - each call checks the bound buffers' types and lengths against the declared ones (and that
+//!   C shares no memory with A or B), borrows them (A and B shared, C exclusive) for the call,
+//!   then runs: the batch indices times fixed row (or column) blocks of C — the block size is
+//!   a function of the shape only ([`GemmSpec::block`]) — are the items of one job, each a
+//!   single-threaded `matrixmultiply` call, split over the [`ThreadPool`] when one is given.
+//!   Every element of C is computed by one call over all of K in the crate's fixed K-blocking,
+//!   so results are bit-identical for every thread count and every run;
+//! - f32 products and sums are taken in f32 (as every BLAS), f64 in f64, in the crate's order;
+//!   the error of each element is within the bound `K · u · Σ_p |A·B|` (u = 2⁻²⁴ or 2⁻⁵³;
+//!   docs/numerics.md). An element the crate leaves at ±0 is recomputed in the interpreter's
+//!   way (products and sum in f64 for f32, from −0), so a sum of −0 products stays −0 and
+//!   signed zeros are the interpreter's.
+//!
+//! `unsafe` here: the calls of the crate's raw-pointer `sgemm`/`dgemm` and the zero fix-up's
+//! reads and writes, each with the bounds argument above (docs/ARCHITECTURE.md).
+
+use std::sync::Arc;
+
+use weft_ir::loop_ir::ScalarType;
+
+use crate::binding::{BindScope, HostBuffer};
+use crate::{DeviceBufferReference, DeviceBufferStorage, RuntimeError, ThreadPool};
+
+/// One matrix operand of a GEMM: where element (row 0, column 0) of batch index 0 is, and the
+/// element stride along its rows and its columns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MatrixView {
+    /// Elements from the start of the buffer.
+    pub offset: i64,
+    /// Stride between consecutive rows (A: along M; B: along K; C: along M).
+    pub row_stride: i64,
+    /// Stride between consecutive columns (A: along K; B: along N; C: along N).
+    pub col_stride: i64,
+}
+
+/// An axis the GEMM is repeated over (a free axis that is not M or N): its length and its
+/// stride in A, B and C.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BatchAxis {
+    /// Its length.
+    pub len: usize,
+    /// Strides in A, B and C (0 where the operand does not move along it).
+    pub strides: [i64; 3],
+}
+
+/// Which dimension of C the parallel blocks cut.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SplitDim {
+    /// Blocks of rows (M).
+    Rows,
+    /// Blocks of columns (N).
+    Columns,
+}
+
+/// What the compiler planned: `C[b] = A[b] · B[b]` over buffers of the declared lengths.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GemmSpec {
+    /// A name for errors and listings (the dot's label).
+    pub name: String,
+    /// f32 or f64 (A, B and C alike).
+    pub dtype: ScalarType,
+    /// Rows of A and C.
+    pub m: usize,
+    /// Columns of B and C.
+    pub n: usize,
+    /// Columns of A, rows of B: the contracted length.
+    pub k: usize,
+    /// A: m × k.
+    pub a: MatrixView,
+    /// B: k × n.
+    pub b: MatrixView,
+    /// C: m × n.
+    pub c: MatrixView,
+    /// Axes the multiply repeats over, outermost first.
+    pub batch: Vec<BatchAxis>,
+    /// The declared lengths (elements) of A's, B's and C's buffers.
+    pub lens: [u64; 3],
+    /// The dimension cut into parallel blocks.
+    pub split: SplitDim,
+    /// Rows (or columns) per block, at least 1.
+    pub block: usize,
+}
+
+impl GemmSpec {
+    /// The block size and dimension a `m × n` result is cut into: the longer of the two, in
+    /// blocks of at least `min_block` (rounded up to a multiple of 16, the micro-kernels'
+    /// tile), at most `max_blocks` of them. A function of the shape only, so the work items —
+    /// and the results — never depend on the thread count.
+    pub fn blocks_for(
+        m: usize,
+        n: usize,
+        min_block: usize,
+        max_blocks: usize,
+    ) -> (SplitDim, usize) {
+        let (split, len) = if m >= n {
+            (SplitDim::Rows, m)
+        } else {
+            (SplitDim::Columns, n)
+        };
+        let min_block = min_block.max(1);
+        let count = (len / min_block).clamp(1, max_blocks.max(1));
+        let block = len.div_ceil(count).div_ceil(16).saturating_mul(16).max(1);
+        (split, block)
+    }
+
+    /// `m·n·k` per batch index times the batch count: the multiply-adds of one call.
+    pub fn work(&self) -> u128 {
+        let batch: u128 = self.batch.iter().map(|b| b.len as u128).product();
+        batch * self.m as u128 * self.n as u128 * self.k as u128
+    }
+
+    /// Number of blocks per batch index.
+    fn blocks(&self) -> usize {
+        let len = match self.split {
+            SplitDim::Rows => self.m,
+            SplitDim::Columns => self.n,
+        };
+        len.div_ceil(self.block)
+    }
+
+    /// A readable one-line description (`weft explain`).
+    pub fn display(&self) -> String {
+        let v =
+            |x: &MatrixView| format!("@{} strides ({}, {})", x.offset, x.row_stride, x.col_stride);
+        let mut s = format!(
+            "gemm {} {}: m {} n {} k {}; A {}, B {}, C {}",
+            self.name,
+            self.dtype,
+            self.m,
+            self.n,
+            self.k,
+            v(&self.a),
+            v(&self.b),
+            v(&self.c)
+        );
+        for b in &self.batch {
+            s += &format!(
+                "; batch {} strides ({}, {}, {})",
+                b.len, b.strides[0], b.strides[1], b.strides[2]
+            );
+        }
+        s += &format!(
+            "; {} blocks of {} {}",
+            self.blocks(),
+            self.block,
+            match self.split {
+                SplitDim::Rows => "rows",
+                SplitDim::Columns => "columns",
+            }
+        );
+        s
+    }
+}
+
+/// A checked GEMM, ready to be called over buffers.
+#[derive(Clone, Debug)]
+pub struct GemmCall {
+    spec: GemmSpec,
+    /// Batch indices × blocks: the work items.
+    items: usize,
+    blocks: usize,
+}
+
+/// The lowest and highest element index `offset + Σ i·stride` reaches for `0 ≤ i < len`.
+fn reach(offset: i64, axes: &[(usize, i64)]) -> (i128, i128) {
+    let mut lo = offset as i128;
+    let mut hi = offset as i128;
+    for &(len, stride) in axes {
+        let far = (len as i128 - 1) * stride as i128;
+        if far < 0 {
+            lo += far;
+        } else {
+            hi += far;
+        }
+    }
+    (lo, hi)
+}
+
+/// Whether `offset + Σ i·stride` is injective over the axes: sorted by |stride|, each stride
+/// passes everything the smaller ones reach.
+fn injective(axes: &[(usize, i64)]) -> bool {
+    let mut moving: Vec<(u128, u128)> = axes
+        .iter()
+        .filter(|(len, _)| *len > 1)
+        .map(|&(len, s)| (s.unsigned_abs() as u128, len as u128))
+        .collect();
+    moving.sort_unstable();
+    let mut span = 0u128;
+    for (stride, len) in moving {
+        if stride <= span {
+            return false;
+        }
+        span += (len - 1) * stride;
+    }
+    true
+}
+
+impl GemmCall {
+    /// Checks `spec` (module docs): dtype, non-empty dimensions, every address in bounds, C
+    /// without aliasing, strides that fit `isize`.
+    pub fn new(spec: GemmSpec) -> Result<GemmCall, RuntimeError> {
+        let fail = |message: String| RuntimeError::Gemm {
+            gemm: spec.name.clone(),
+            message,
+        };
+        if !matches!(spec.dtype, ScalarType::F32 | ScalarType::F64) {
+            return Err(fail(format!(
+                "element type {} (f32 or f64 only)",
+                spec.dtype
+            )));
+        }
+        if spec.m == 0 || spec.n == 0 || spec.k == 0 || spec.batch.iter().any(|b| b.len == 0) {
+            return Err(fail("an empty dimension".into()));
+        }
+        if spec.block == 0 {
+            return Err(fail("a block of 0 rows".into()));
+        }
+        let views = [spec.a, spec.b, spec.c];
+        let dims = [(spec.m, spec.k), (spec.k, spec.n), (spec.m, spec.n)];
+        for (t, (v, (rows, cols))) in views.iter().zip(dims).enumerate() {
+            let mut axes = vec![(rows, v.row_stride), (cols, v.col_stride)];
+            axes.extend(spec.batch.iter().map(|b| (b.len, b.strides[t])));
+            let (lo, hi) = reach(v.offset, &axes);
+            if lo < 0 || hi >= spec.lens[t] as i128 {
+                return Err(fail(format!(
+                    "{} reaches elements {lo}..={hi} of a buffer of {}",
+                    ["A", "B", "C"][t],
+                    spec.lens[t]
+                )));
+            }
+            // Every address, and every stride times an index, then fits isize.
+            if isize::try_from(hi).is_err()
+                || axes.iter().any(|(_, s)| isize::try_from(*s).is_err())
+            {
+                return Err(fail("a stride or offset past isize".into()));
+            }
+            if t == 2 && !injective(&axes) {
+                return Err(fail(
+                    "C's strides make two elements share an address".into(),
+                ));
+            }
+        }
+        let blocks = spec.blocks();
+        let batch = spec
+            .batch
+            .iter()
+            .try_fold(1usize, |n, b| n.checked_mul(b.len));
+        let items = batch
+            .and_then(|b| b.checked_mul(blocks))
+            .filter(|i| i64::try_from(*i).is_ok())
+            .ok_or_else(|| fail("too many work items".into()))?;
+        Ok(GemmCall {
+            spec,
+            items,
+            blocks,
+        })
+    }
+
+    /// What it computes.
+    pub fn spec(&self) -> &GemmSpec {
+        &self.spec
+    }
+
+    /// The work items (batch indices × blocks) a call splits over a pool.
+    pub fn items(&self) -> usize {
+        self.items
+    }
+
+    /// Runs over `references[args[0..3]]` (A, B, C), each replaced by `host`'s binding of its
+    /// slot where there is one, split over `pool` if given.
+    pub fn call_bound(
+        &self,
+        pool: Option<&ThreadPool>,
+        references: &[DeviceBufferReference],
+        host: Option<&BindScope<'_, '_>>,
+        args: [usize; 3],
+    ) -> Result<(), RuntimeError> {
+        let name = &self.spec.name;
+        let mismatch = |t: usize, dtype: ScalarType, len: u64| RuntimeError::BufferMismatch {
+            kernel: name.clone(),
+            buffer: ["A", "B", "C"][t].into(),
+            dtype: self.spec.dtype,
+            len: self.spec.lens[t],
+            actual_dtype: dtype,
+            actual_len: len,
+        };
+        let mut hosts: [Option<HostBuffer>; 3] = [None; 3];
+        let mut storages: [Option<Arc<DeviceBufferStorage>>; 3] = [None, None, None];
+        for t in 0..3 {
+            if let Some(h) = host.and_then(|s| s.get(args[t])) {
+                if h.dtype != self.spec.dtype || h.len < self.spec.lens[t] {
+                    return Err(mismatch(t, h.dtype, h.len));
+                }
+                if t == 2 && !h.writable {
+                    return Err(RuntimeError::ReadOnlyBinding {
+                        kernel: name.clone(),
+                        buffer: "C".into(),
+                    });
+                }
+                hosts[t] = Some(h);
+                continue;
+            }
+            // Lazily: the error's name is formatted only when it happens (a steady-state call
+            // allocates nothing here).
+            let reference = references
+                .get(args[t])
+                .ok_or_else(|| RuntimeError::BufferCount {
+                    kernel: name.clone(),
+                    expected: 3,
+                    actual: t,
+                })?;
+            let s = reference.storage();
+            if s.dtype() != self.spec.dtype || s.len() < self.spec.lens[t] {
+                return Err(mismatch(t, s.dtype(), s.len()));
+            }
+            storages[t] = Some(s);
+        }
+        // Base addresses and the byte ranges the declared lengths cover.
+        let size = self.spec.dtype.size_bytes() as u64;
+        let base = |t: usize| match (&hosts[t], &storages[t]) {
+            (Some(h), _) => h.address as usize,
+            (None, Some(s)) => s.base_address() as usize,
+            (None, None) => 0,
+        };
+        let range = |t: usize| {
+            let b = base(t) as u128;
+            (b, b + u128::from(self.spec.lens[t]) * u128::from(size))
+        };
+        for t in 0..2 {
+            let ((a0, a1), (c0, c1)) = (range(t), range(2));
+            if a0 < c1 && c0 < a1 {
+                return Err(RuntimeError::Gemm {
+                    gemm: name.clone(),
+                    message: format!("C shares memory with {}", ["A", "B"][t]),
+                });
+            }
+        }
+        // Borrows held until the call returns: C exclusive, A and B shared (once if they are
+        // one storage).
+        let busy = |t: usize| RuntimeError::StorageBusy {
+            kernel: name.clone(),
+            buffer: ["A", "B", "C"][t].into(),
+        };
+        let _c = match &storages[2] {
+            Some(s) => Some(s.try_borrow(true).ok_or_else(|| busy(2))?),
+            None => None,
+        };
+        let _a = match &storages[0] {
+            Some(s) => Some(s.try_borrow(false).ok_or_else(|| busy(0))?),
+            None => None,
+        };
+        let same = matches!((&storages[0], &storages[1]), (Some(x), Some(y)) if Arc::ptr_eq(x, y));
+        let _b = match &storages[1] {
+            Some(s) if !same => Some(s.try_borrow(false).ok_or_else(|| busy(1))?),
+            _ => None,
+        };
+        let bases = [base(0), base(1), base(2)];
+        let run = |begin: i64, end: i64| {
+            for item in begin.max(0)..end.min(self.items as i64) {
+                match self.spec.dtype {
+                    ScalarType::F32 => self.item::<f32>(bases, item as usize),
+                    _ => self.item::<f64>(bases, item as usize),
+                }
+            }
+        };
+        match pool {
+            Some(pool) if pool.threads() > 1 && self.items > 1 => {
+                pool.run_fn(self.items as i64, &run)
+            }
+            _ => run(0, self.items as i64),
+        }
+        Ok(())
+    }
+
+    /// Work item `item`: one block of one batch index.
+    fn item<T: Float>(&self, bases: [usize; 3], item: usize) {
+        let s = &self.spec;
+        let (mut batch, block) = (item / self.blocks, item % self.blocks);
+        let mut off = [s.a.offset, s.b.offset, s.c.offset];
+        for axis in s.batch.iter().rev() {
+            let i = (batch % axis.len) as i64;
+            batch /= axis.len;
+            for (o, stride) in off.iter_mut().zip(axis.strides) {
+                *o += i * stride;
+            }
+        }
+        let (first, last) = (
+            block * s.block,
+            ((block + 1) * s.block).min(match s.split {
+                SplitDim::Rows => s.m,
+                SplitDim::Columns => s.n,
+            }),
+        );
+        if first >= last {
+            return;
+        }
+        let (i0, rows, j0, cols) = match s.split {
+            SplitDim::Rows => (first, last - first, 0, s.n),
+            SplitDim::Columns => (0, s.m, first, last - first),
+        };
+        let (i0, j0) = (i0 as i64, j0 as i64);
+        let a = off[0] + i0 * s.a.row_stride;
+        let b = off[1] + j0 * s.b.col_stride;
+        let c = off[2] + i0 * s.c.row_stride + j0 * s.c.col_stride;
+        let is = |x: i64| x as isize;
+        // SAFETY: `GemmCall::new` proved that for every batch index, 0 ≤ i < m, 0 ≤ p < k and
+        // 0 ≤ j < n, the elements `A[off + i·rs + p·cs]`, `B[..]` and `C[..]` lie within the
+        // declared lengths, and `call_bound` checked that each base address points at a
+        // buffer of this element type and at least that length, borrowed (C exclusively) until
+        // it returns; this block addresses a subset of those elements (rows `i0..i0+rows`,
+        // columns `j0..j0+cols`), so `a`, `b`, `c` and everything the crate reads or writes
+        // from them is in bounds. C's elements are pairwise distinct (proved injective), and
+        // blocks and batch indices are disjoint index sets, so items running concurrently
+        // write disjoint memory; A and B do not overlap C (checked). The element offsets and
+        // strides fit isize (checked).
+        unsafe {
+            let pa = (bases[0] as *const T).offset(is(a));
+            let pb = (bases[1] as *const T).offset(is(b));
+            let pc = (bases[2] as *mut T).offset(is(c));
+            T::gemm(
+                rows,
+                s.k,
+                cols,
+                pa,
+                is(s.a.row_stride),
+                is(s.a.col_stride),
+                pb,
+                is(s.b.row_stride),
+                is(s.b.col_stride),
+                pc,
+                is(s.c.row_stride),
+                is(s.c.col_stride),
+            );
+            // Zeros the crate computed are recomputed as the interpreter does (module docs).
+            for i in 0..rows as isize {
+                for j in 0..cols as isize {
+                    let at = pc.offset(i * is(s.c.row_stride) + j * is(s.c.col_stride));
+                    if *at != T::ZERO {
+                        continue;
+                    }
+                    let mut acc = -0.0f64;
+                    for p in 0..s.k as isize {
+                        let x = *pa.offset(i * is(s.a.row_stride) + p * is(s.a.col_stride));
+                        let y = *pb.offset(p * is(s.b.row_stride) + j * is(s.b.col_stride));
+                        acc = T::mul_add(acc, x, y);
+                    }
+                    *at = T::finish(acc);
+                }
+            }
+        }
+    }
+}
+
+/// f32 and f64: the crate's entry point and the interpreter's accumulation.
+trait Float: Copy + PartialEq {
+    const ZERO: Self;
+    /// `C ← A·B` (β = 0: C is not read).
+    ///
+    /// # Safety
+    /// `matrixmultiply::sgemm`/`dgemm`'s contract: every element addressed in bounds, C's
+    /// elements distinct.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn gemm(
+        m: usize,
+        k: usize,
+        n: usize,
+        a: *const Self,
+        rsa: isize,
+        csa: isize,
+        b: *const Self,
+        rsb: isize,
+        csb: isize,
+        c: *mut Self,
+        rsc: isize,
+        csc: isize,
+    );
+    /// `acc + x·y` in the interpreter's precision (f64; for f32 the product of the widened
+    /// operands, exact).
+    fn mul_add(acc: f64, x: Self, y: Self) -> f64;
+    /// The accumulator rounded to the element type.
+    fn finish(acc: f64) -> Self;
+}
+
+impl Float for f32 {
+    const ZERO: f32 = 0.0;
+    unsafe fn gemm(
+        m: usize,
+        k: usize,
+        n: usize,
+        a: *const f32,
+        rsa: isize,
+        csa: isize,
+        b: *const f32,
+        rsb: isize,
+        csb: isize,
+        c: *mut f32,
+        rsc: isize,
+        csc: isize,
+    ) {
+        // SAFETY: forwarded from the caller's contract.
+        unsafe { matrixmultiply::sgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, rsc, csc) }
+    }
+    fn mul_add(acc: f64, x: f32, y: f32) -> f64 {
+        acc + f64::from(x) * f64::from(y)
+    }
+    fn finish(acc: f64) -> f32 {
+        acc as f32
+    }
+}
+
+impl Float for f64 {
+    const ZERO: f64 = 0.0;
+    unsafe fn gemm(
+        m: usize,
+        k: usize,
+        n: usize,
+        a: *const f64,
+        rsa: isize,
+        csa: isize,
+        b: *const f64,
+        rsb: isize,
+        csb: isize,
+        c: *mut f64,
+        rsc: isize,
+        csc: isize,
+    ) {
+        // SAFETY: forwarded from the caller's contract.
+        unsafe { matrixmultiply::dgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, rsc, csc) }
+    }
+    fn mul_add(acc: f64, x: f64, y: f64) -> f64 {
+        acc + x * y
+    }
+    fn finish(acc: f64) -> f64 {
+        acc
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `C (2×2) = A (2×3) · B (3×2)`, all row-major from offset 0.
+    fn spec() -> GemmSpec {
+        GemmSpec {
+            name: "t".into(),
+            dtype: ScalarType::F32,
+            m: 2,
+            n: 2,
+            k: 3,
+            a: MatrixView {
+                offset: 0,
+                row_stride: 3,
+                col_stride: 1,
+            },
+            b: MatrixView {
+                offset: 0,
+                row_stride: 2,
+                col_stride: 1,
+            },
+            c: MatrixView {
+                offset: 0,
+                row_stride: 2,
+                col_stride: 1,
+            },
+            batch: Vec::new(),
+            lens: [6, 6, 4],
+            split: SplitDim::Rows,
+            block: 1,
+        }
+    }
+
+    fn gemm_error(s: GemmSpec) -> String {
+        match GemmCall::new(s) {
+            Err(RuntimeError::Gemm { message, .. }) => message,
+            other => panic!("expected a GEMM error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn bad_specs_are_typed_errors() {
+        let mut s = spec();
+        s.dtype = ScalarType::I32;
+        assert!(gemm_error(s).contains("element type"));
+        let mut s = spec();
+        s.lens[0] = 5;
+        assert!(gemm_error(s).contains("A reaches elements 0..=5"));
+        let mut s = spec();
+        s.b.row_stride = -2;
+        assert!(gemm_error(s).contains("B reaches elements -4"));
+        let mut s = spec();
+        s.c.row_stride = 1;
+        assert!(gemm_error(s).contains("share an address"));
+        let mut s = spec();
+        s.k = 0;
+        assert!(gemm_error(s).contains("empty"));
+        let mut s = spec();
+        s.block = 0;
+        assert!(gemm_error(s).contains("block"));
+        let mut s = spec();
+        s.a.offset = i64::MAX;
+        assert!(GemmCall::new(s).is_err());
+    }
+
+    fn reference(name: &str, data: &[f32]) -> DeviceBufferReference {
+        DeviceBufferReference::to_storage(name, DeviceBufferStorage::from_slice(data).unwrap())
+    }
+
+    #[test]
+    fn computes_over_storages_and_checks_them() {
+        let call = GemmCall::new(spec()).unwrap();
+        let refs = [
+            reference("a", &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]),
+            reference("b", &[1.0, 0.0, 0.0, 1.0, 1.0, -1.0]),
+            reference("c", &[9.0; 4]),
+            reference("short", &[0.0; 3]),
+        ];
+        let pool = ThreadPool::new(2);
+        call.call_bound(Some(&pool), &refs, None, [0, 1, 2])
+            .unwrap();
+        assert_eq!(
+            refs[2].storage().to_vec::<f32>().unwrap(),
+            [4.0, -1.0, 10.0, -1.0]
+        );
+        assert!(matches!(
+            call.call_bound(None, &refs, None, [0, 1, 3]),
+            Err(RuntimeError::BufferMismatch { .. })
+        ));
+        assert!(matches!(
+            call.call_bound(None, &refs, None, [0, 1, 9]),
+            Err(RuntimeError::BufferCount { .. })
+        ));
+        // C over A's storage: refused before anything runs.
+        assert!(matches!(
+            call.call_bound(None, &refs, None, [0, 1, 0]),
+            Err(RuntimeError::Gemm { .. })
+        ));
+    }
+
+    #[test]
+    fn blocks_depend_on_the_shape_only() {
+        assert_eq!(
+            GemmSpec::blocks_for(1024, 1024, 128, 64),
+            (SplitDim::Rows, 128)
+        );
+        assert_eq!(
+            GemmSpec::blocks_for(64, 256, 128, 64),
+            (SplitDim::Columns, 128)
+        );
+        assert_eq!(GemmSpec::blocks_for(5, 3, 128, 64), (SplitDim::Rows, 16));
+        assert_eq!(
+            GemmSpec::blocks_for(100_000, 7, 128, 64),
+            (SplitDim::Rows, 1568)
+        );
+    }
+}

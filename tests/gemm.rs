@@ -1,0 +1,352 @@
+//! The GEMM path (weft_compiler::gemm, weft_runtime::GemmCall) against the interpreter:
+//! random shapes around the threshold, operands with their axes in either order (transposed
+//! layouts), strided and reversed slices, lengths 1, 3, 17 and 1023, batch axes, f32 and f64,
+//! fused and unfused, one and two threads — and which dots take the path.
+
+mod jit_common;
+
+use jit_common::{call_alternately, compare, references};
+use weft::prelude::*;
+use weft_compiler::gemm::GemmOptions;
+use weft_ir::perturb::SplitMix;
+use weft_ir::testing::{Run, Tolerance};
+
+/// Options that send every dot of at least `min_work` points and sides of 2 to the GEMM.
+fn options(fused: bool, min_work: u64, threads: usize) -> JitOptions {
+    options_sides(fused, min_work, 2, threads)
+}
+
+/// Options that send every dot of at least `min_work` points and `min_side` rows and columns
+/// to the GEMM.
+fn options_sides(fused: bool, min_work: u64, min_side: u64, threads: usize) -> JitOptions {
+    JitOptions {
+        fused,
+        threads: Some(threads),
+        gemm: Some(GemmOptions {
+            min_work,
+            min_side,
+            min_block: 16,
+            ..GemmOptions::default()
+        }),
+        ..JitOptions::default()
+    }
+}
+
+/// Runs the outputs of `g` twice (`call`, then `call_into`) with `options`.
+fn run_with(g: &Graph, inputs: &[HostArray], options: JitOptions) -> (Run, Transformer) {
+    run_outputs(g, g.outputs(), inputs, options).unwrap()
+}
+
+/// Runs `outputs` of `g` twice (`call`, then `call_into`) with `options`.
+fn run_outputs(
+    g: &Graph,
+    outputs: &[NodeId],
+    inputs: &[HostArray],
+    options: JitOptions,
+) -> Result<(Run, Transformer), Error> {
+    let t = Transformer::with_jit_options(g.clone(), options)?;
+    let c = t.computation(outputs, &g.placeholders())?;
+    let results = (0..2)
+        .map(|k| call_alternately(&c, inputs, k))
+        .collect::<Result<_, _>>()?;
+    Ok(((results, Vec::new()), t))
+}
+
+/// How many GEMM calls the computation of `g`'s outputs makes with `options` (from `weft
+/// explain`'s listing).
+fn gemm_calls(g: &Graph, options: JitOptions) -> usize {
+    let exe = weft_compiler::JitExecutable::new(
+        std::sync::Arc::new(g.clone()),
+        g.outputs(),
+        &g.placeholders(),
+        &options,
+    )
+    .unwrap();
+    let text = weft_compiler::explain::explain(&exe);
+    text.lines().filter(|l| l.starts_with("gemm @")).count()
+}
+
+/// `g` on the GEMM path (fused and unfused, 1 and 2 threads) against the interpreter; asserts
+/// that `expected` GEMM calls are made and that the thread count changes no bit.
+fn agree(g: &Graph, expected: usize) {
+    let ps = g.placeholders();
+    let inputs = weft_ir::testing::random_inputs(g, &ps, 7, false);
+    let tol = Tolerance::for_graph(g);
+    let refs = references(g, g.outputs(), &ps, &inputs, 2, &tol).unwrap();
+    for fused in [true, false] {
+        let calls = gemm_calls(g, options(fused, 1, 2));
+        assert!(
+            calls >= expected,
+            "fused {fused}: {calls} GEMM calls, expected {expected}\n{}",
+            weft::ir::text::print(g)
+        );
+        let (one, _) = run_with(g, &inputs, options(fused, 1, 1));
+        let (two, _) = run_with(g, &inputs, options(fused, 1, 2));
+        if let Err(m) = compare(&two, &refs, &tol) {
+            panic!("fused {fused} differs: {m}\n{}", weft::ir::text::print(g));
+        }
+        assert_eq!(one.0, two.0, "1 and 2 threads differ");
+    }
+}
+
+/// `relu(X·W + b)` with X over `[B, I]` or `[I, B]` and W over `[I, O]` or `[O, I]`.
+fn mlp(b: usize, i: usize, o: usize, dtype: DType, x_t: bool, w_t: bool) -> Graph {
+    let mut g = Graph::new();
+    let (ba, ia, oa) = (
+        g.axis("B", b).unwrap(),
+        g.axis("I", i).unwrap(),
+        g.axis("O", o).unwrap(),
+    );
+    let x = g
+        .placeholder("X", &if x_t { [ia, ba] } else { [ba, ia] }, dtype)
+        .unwrap();
+    let w = g
+        .placeholder("W", &if w_t { [oa, ia] } else { [ia, oa] }, dtype)
+        .unwrap();
+    let bias = g.placeholder("b", &[oa], dtype).unwrap();
+    let h = g.dot(x, w).unwrap();
+    let hb = g.binary(weft::BinaryOp::Add, h, bias).unwrap();
+    let out = g.unary(weft::UnaryOp::Relu, hb).unwrap();
+    g.mark_output(out).unwrap();
+    g
+}
+
+#[test]
+fn operands_in_either_axis_order_and_odd_lengths() {
+    for dtype in [DType::F32, DType::F64] {
+        for (b, i, o) in [
+            (3, 17, 5),
+            (17, 3, 33),
+            (2, 1, 3),
+            (1023, 3, 2),
+            (5, 1023, 3),
+        ] {
+            for (x_t, w_t) in [(false, false), (true, false), (false, true), (true, true)] {
+                agree(&mlp(b, i, o, dtype, x_t, w_t), 1);
+            }
+        }
+    }
+}
+
+#[test]
+fn random_shapes_around_the_threshold() {
+    // The default threshold, with sides from 1 to ~100 and contractions to ~200: some dots
+    // take the GEMM, others the loop nest; every one must agree with the interpreter.
+    let mut r = SplitMix(11);
+    let mut taken = 0;
+    for case in 0..16 {
+        let dtype = if case % 2 == 0 {
+            DType::F32
+        } else {
+            DType::F64
+        };
+        let (b, i, o) = (1 + r.below(100), 1 + r.below(200), 1 + r.below(100));
+        let g = mlp(b, i, o, dtype, r.chance(50), r.chance(50));
+        let ps = g.placeholders();
+        let inputs = weft_ir::testing::random_inputs(&g, &ps, case, false);
+        let tol = Tolerance::for_graph(&g);
+        let refs = references(&g, g.outputs(), &ps, &inputs, 2, &tol).unwrap();
+        let default = JitOptions {
+            threads: Some(2),
+            ..JitOptions::default()
+        };
+        taken += gemm_calls(&g, default.clone());
+        for fused in [true, false] {
+            let (got, _) = run_with(
+                &g,
+                &inputs,
+                JitOptions {
+                    fused,
+                    ..default.clone()
+                },
+            );
+            if let Err(m) = compare(&got, &refs, &tol) {
+                panic!("{b}x{i}x{o} fused {fused}: {m}");
+            }
+        }
+    }
+    assert!(taken > 0, "no random dot reached the GEMM threshold");
+}
+
+#[test]
+fn strided_and_reversed_operands() {
+    for dtype in [DType::F32, DType::F64] {
+        let mut g = Graph::new();
+        let (ba, ia, oa) = (
+            g.axis("B", 34).unwrap(),
+            g.axis("I", 19).unwrap(),
+            g.axis("O", 40).unwrap(),
+        );
+        let x = g.placeholder("X", &[ba, ia], dtype).unwrap();
+        let w = g.placeholder("W", &[oa, ia], dtype).unwrap();
+        // Every other row of X, and W's rows reversed from the last in steps of 3.
+        let xs = g
+            .slice(
+                x,
+                &[(
+                    ba,
+                    AxisSlice::Range(SliceRange {
+                        start: Some(0),
+                        stop: None,
+                        step: 2,
+                    }),
+                )],
+            )
+            .unwrap();
+        let ws = g
+            .slice(
+                w,
+                &[(
+                    oa,
+                    AxisSlice::Range(SliceRange {
+                        start: None,
+                        stop: None,
+                        step: -3,
+                    }),
+                )],
+            )
+            .unwrap();
+        let h = g.dot(xs, ws).unwrap();
+        g.mark_output(h).unwrap();
+        agree(&g, 1);
+    }
+}
+
+#[test]
+fn batch_axes_that_do_not_merge() {
+    // X[B, I, C]·W[I, O] → [B, C, O]: B and C are both rows of the product, but I lies between
+    // them in X, so their strides do not compose: one of them is a batch axis.
+    for dtype in [DType::F32, DType::F64] {
+        let mut g = Graph::new();
+        let (ba, ia, ca, oa) = (
+            g.axis("B", 3).unwrap(),
+            g.axis("I", 17).unwrap(),
+            g.axis("C", 5).unwrap(),
+            g.axis("O", 7).unwrap(),
+        );
+        let x = g.placeholder("X", &[ba, ia, ca], dtype).unwrap();
+        let w = g.placeholder("W", &[ia, oa], dtype).unwrap();
+        let h = g.dot(x, w).unwrap();
+        let e = g.unary(weft::UnaryOp::Exp, h).unwrap();
+        g.mark_output(e).unwrap();
+        agree(&g, 1);
+    }
+}
+
+#[test]
+fn mlp_dot_takes_the_gemm_path_and_explain_shows_it() {
+    let g = mlp(256, 96, 80, DType::F32, false, false);
+    let exe = weft_compiler::JitExecutable::new(
+        std::sync::Arc::new(g.clone()),
+        g.outputs(),
+        &g.placeholders(),
+        &JitOptions {
+            threads: Some(2),
+            ..JitOptions::default()
+        },
+    )
+    .unwrap();
+    let text = weft_compiler::explain::explain(&exe);
+    assert!(
+        text.contains("computed by a GEMM call"),
+        "the dot is stored for the GEMM:\n{text}"
+    );
+    let line = text
+        .lines()
+        .find(|l| l.contains("gemm ") && l.contains("m 256 n 80 k 96"))
+        .unwrap_or_else(|| panic!("no GEMM call of 256 x 80 x 96:\n{text}"));
+    assert!(line.contains("strides (96, 1)"), "{line}");
+    assert!(line.contains("2 blocks of 128 rows"), "{line}");
+    assert!(text.contains("over 2 threads"), "{text}");
+    // The epilogue (bias, relu) stays one fused kernel after the call.
+    assert_eq!(exe.lowered().len(), 1, "{text}");
+    // Below the threshold the same layer keeps the loop nest.
+    let small = mlp(8, 8, 8, DType::F32, false, false);
+    assert_eq!(gemm_calls(&small, JitOptions::default()), 0);
+    // And `gemm: None` turns the path off.
+    let off = JitOptions {
+        gemm: None,
+        ..JitOptions::default()
+    };
+    assert_eq!(gemm_calls(&g, off), 0);
+}
+
+#[test]
+fn long_f32_contractions_keep_f64_accumulation() {
+    // K above `max_f32_k`: the f32 GEMM's error bound would pass 2^-12 · Σ|ab|.
+    let g = mlp(16, 8192, 16, DType::F32, false, false);
+    assert_eq!(gemm_calls(&g, JitOptions::default()), 0);
+    let g = mlp(16, 8192, 16, DType::F64, false, false);
+    assert_eq!(gemm_calls(&g, JitOptions::default()), 1);
+}
+
+#[test]
+fn a_sum_of_negative_zero_products_stays_negative_zero() {
+    // Row 0 of X is +0, W is negative: every product of row 0 is −0, so the interpreter's sum
+    // (from −0) is −0, and `reciprocal` turns the zero's sign into an infinity's.
+    let mut g = Graph::new();
+    let (ba, ia, oa) = (
+        g.axis("B", 20).unwrap(),
+        g.axis("I", 30).unwrap(),
+        g.axis("O", 20).unwrap(),
+    );
+    let x = g.placeholder("X", &[ba, ia], DType::F32).unwrap();
+    let w = g.placeholder("W", &[ia, oa], DType::F32).unwrap();
+    let h = g.dot(x, w).unwrap();
+    let r = g.unary(weft::UnaryOp::Reciprocal, h).unwrap();
+    g.mark_output(r).unwrap();
+    let mut xs = vec![1.0f32; 20 * 30];
+    xs[..30].iter_mut().for_each(|v| *v = 0.0);
+    let inputs = vec![
+        HostArray::from_vec(g.node(x).axes.clone(), vec![20, 30], xs).unwrap(),
+        HostArray::from_vec(g.node(w).axes.clone(), vec![30, 20], vec![-1.0f32; 600]).unwrap(),
+    ];
+    for fused in [true, false] {
+        assert_eq!(gemm_calls(&g, options(fused, 1, 2)), 1);
+        let (got, _) = run_with(&g, &inputs, options(fused, 1, 2));
+        let v = got.0[0][0].to_vec::<f32>().unwrap();
+        assert!(
+            v[..20].iter().all(|x| *x == f32::NEG_INFINITY),
+            "{:?}",
+            &v[..20]
+        );
+        assert!(v[20..].iter().all(|x| (*x + 1.0 / 30.0).abs() < 1e-6));
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(
+        weft_ir::testing::proptest_cases(300)
+    ))]
+
+    /// Random graphs (`weft_ir::testing`, every view and op) with every dot sent to the GEMM
+    /// (matrix-vector and scalar results included), on inputs without special values: whatever views feed a dot, the GEMM
+    /// reads them through the right strides or the dot falls back to the loop nest.
+    #[test]
+    fn random_graphs_with_every_dot_on_the_gemm(
+        g in weft_ir::testing::arb_graph_with(weft_ir::testing::GraphConfig::compilable()),
+        seed in proptest::prelude::any::<u64>(),
+    ) {
+        let outputs = weft_ir::testing::observed_outputs(&g, seed);
+        let has_dot = g.nodes().any(|(_, n)| matches!(n.op, weft::ir::Op::Dot(..)));
+        if !outputs.is_empty() && has_dot {
+            let ps = g.placeholders();
+            let inputs = weft_ir::testing::random_inputs(&g, &ps, seed, false);
+            let tol = Tolerance::for_graph(&g);
+            if let Ok(refs) = references(&g, &outputs, &ps, &inputs, 2, &tol) {
+                for fused in [true, false] {
+                    let all = options_sides(fused, 1, 1, 2);
+                    let (got, _) = run_outputs(&g, &outputs, &inputs, all)
+                        .map_err(|e| proptest::test_runner::TestCaseError::fail(format!(
+                            "fused {fused} failed: {e}\n{}", weft::ir::text::print(&g))))?;
+                    compare(&got, &refs, &tol).map_err(|m| {
+                        proptest::test_runner::TestCaseError::fail(format!(
+                            "fused {fused} differs (seed {seed}): {m}\n{}",
+                            weft::ir::text::print(&g)
+                        ))
+                    })?;
+                }
+            }
+        }
+    }
+}
