@@ -22,9 +22,9 @@
 //!   so results are bit-identical for every thread count and every run;
 //! - f32 products and sums are taken in f32 (as every BLAS), f64 in f64, in the crate's order;
 //!   the error of each element is within the bound `K · u · Σ_p |A·B|` (u = 2⁻²⁴ or 2⁻⁵³;
-//!   docs/numerics.md). An element the crate leaves at ±0 is recomputed in the interpreter's
-//!   way (products and sum in f64 for f32, from −0), so a sum of −0 products stays −0 and
-//!   signed zeros are the interpreter's.
+//!   docs/numerics.md). An element the crate leaves at ±0 gets the interpreter's sign: −0
+//!   exactly when every step of the interpreter's sum (products and sum in f64 for f32, from
+//!   −0) stays −0, found by walking those steps until one does not (usually the first).
 //!
 //! `unsafe` here: the calls of the crate's raw-pointer `sgemm`/`dgemm` and the zero fix-up's
 //! reads and writes, each with the bounds argument above (docs/ARCHITECTURE.md).
@@ -446,7 +446,11 @@ impl GemmCall {
                 is(s.c.row_stride),
                 is(s.c.col_stride),
             );
-            // Zeros the crate computed are recomputed as the interpreter does (module docs).
+            // A zero the crate computed is +0 (its sums start at +0); the interpreter's, summed
+            // from −0, is −0 exactly when every step leaves the sum at −0 — once it is not,
+            // no later step brings −0 back (an exact zero sum of other values is +0). So the
+            // walk stops at the first step that leaves −0: one step for typical data, all K
+            // only when the answer is −0.
             for i in 0..rows as isize {
                 for j in 0..cols as isize {
                     let at = pc.offset(i * is(s.c.row_stride) + j * is(s.c.col_stride));
@@ -458,8 +462,13 @@ impl GemmCall {
                         let x = *pa.offset(i * is(s.a.row_stride) + p * is(s.a.col_stride));
                         let y = *pb.offset(p * is(s.b.row_stride) + j * is(s.b.col_stride));
                         acc = T::mul_add(acc, x, y);
+                        if acc.to_bits() != (-0.0f64).to_bits() {
+                            break;
+                        }
                     }
-                    *at = T::finish(acc);
+                    if acc.to_bits() == (-0.0f64).to_bits() {
+                        *at = T::finish(acc);
+                    }
                 }
             }
         }
