@@ -505,59 +505,41 @@ trait Float: Copy + PartialEq {
     fn finish(acc: f64) -> Self;
 }
 
-impl Float for f32 {
-    const ZERO: f32 = 0.0;
-    unsafe fn gemm(
-        m: usize,
-        k: usize,
-        n: usize,
-        a: *const f32,
-        rsa: isize,
-        csa: isize,
-        b: *const f32,
-        rsb: isize,
-        csb: isize,
-        c: *mut f32,
-        rsc: isize,
-        csc: isize,
-    ) {
-        // SAFETY: forwarded from the caller's contract.
-        unsafe { matrixmultiply::sgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, rsc, csc) }
-    }
-    fn mul_add(acc: f64, x: f32, y: f32) -> f64 {
-        acc + f64::from(x) * f64::from(y)
-    }
-    fn finish(acc: f64) -> f32 {
-        acc as f32
-    }
+/// `Float` for a type, its `matrixmultiply` entry point and its widening to the
+/// interpreter's f64 (exact for f32).
+macro_rules! float_impl {
+    ($t:ty, $gemm:path) => {
+        impl Float for $t {
+            const ZERO: $t = 0.0;
+            unsafe fn gemm(
+                m: usize,
+                k: usize,
+                n: usize,
+                a: *const $t,
+                rsa: isize,
+                csa: isize,
+                b: *const $t,
+                rsb: isize,
+                csb: isize,
+                c: *mut $t,
+                rsc: isize,
+                csc: isize,
+            ) {
+                // SAFETY: forwarded from the caller's contract.
+                unsafe { $gemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, rsc, csc) }
+            }
+            fn mul_add(acc: f64, x: $t, y: $t) -> f64 {
+                acc + f64::from(x) * f64::from(y)
+            }
+            fn finish(acc: f64) -> $t {
+                acc as $t
+            }
+        }
+    };
 }
 
-impl Float for f64 {
-    const ZERO: f64 = 0.0;
-    unsafe fn gemm(
-        m: usize,
-        k: usize,
-        n: usize,
-        a: *const f64,
-        rsa: isize,
-        csa: isize,
-        b: *const f64,
-        rsb: isize,
-        csb: isize,
-        c: *mut f64,
-        rsc: isize,
-        csc: isize,
-    ) {
-        // SAFETY: forwarded from the caller's contract.
-        unsafe { matrixmultiply::dgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, rsc, csc) }
-    }
-    fn mul_add(acc: f64, x: f64, y: f64) -> f64 {
-        acc + x * y
-    }
-    fn finish(acc: f64) -> f64 {
-        acc
-    }
-}
+float_impl!(f32, matrixmultiply::sgemm);
+float_impl!(f64, matrixmultiply::dgemm);
 
 #[cfg(test)]
 mod tests {
