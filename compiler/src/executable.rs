@@ -390,7 +390,10 @@ impl JitExecutable {
             &restricted,
             &PlanOptions {
                 fused: options.fused,
-                gemm: options.gemm,
+                gemm: options.gemm.map(|g| GemmOptions {
+                    threads: pool.threads(),
+                    ..g
+                }),
                 layouts: options
                     .layouts
                     .iter()

@@ -19,8 +19,9 @@
 //!   masked or computed operand, a contraction over axes whose strides do not compose), in
 //!   which case the pipeline compiles that dot with the JIT instead. The runtime checks the
 //!   description again before any call ([`weft_runtime::GemmCall::new`]);
-//! - the row (or column) blocks a call is split into over the thread pool depend on the shape
-//!   only ([`GemmSpec::blocks_for`]), so results do not depend on the thread count.
+//! - a call is split into row (or column) blocks over the thread pool, at most one per thread
+//!   ([`GemmSpec::blocks_for`]); every element is computed by the same operations whatever
+//!   the blocks, so results do not depend on the thread count.
 
 use crate::passes::kernel::{Instr, KernelProgram};
 use crate::passes::layout::LayoutPlan;
@@ -42,6 +43,9 @@ pub struct GemmOptions {
     pub max_f32_k: u64,
     /// Fewest rows (or columns) of a parallel block.
     pub min_block: usize,
+    /// Threads of the pool the calls run on: a call has at most one block per thread (each
+    /// block packs the other operand again). The executable sets it from its pool.
+    pub threads: usize,
     /// Most blocks per call (per batch index).
     pub max_blocks: usize,
 }
@@ -53,6 +57,7 @@ impl Default for GemmOptions {
             min_side: 16,
             max_f32_k: 1 << 12,
             min_block: 128,
+            threads: crate::executable::default_threads(),
             max_blocks: 64,
         }
     }
@@ -237,7 +242,13 @@ pub fn plan_gemm(
             m.len, n.len, options.min_side
         ));
     }
-    let (split, block) = GemmSpec::blocks_for(m.len, n.len, options.min_block, options.max_blocks);
+    let (split, block) = GemmSpec::blocks_for(
+        m.len,
+        n.len,
+        options.min_block,
+        options.max_blocks,
+        options.threads,
+    );
     let spec = GemmSpec {
         name: g.node_label(st.node),
         dtype,

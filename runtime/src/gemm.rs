@@ -99,13 +99,17 @@ pub struct GemmSpec {
 impl GemmSpec {
     /// The block size and dimension a `m × n` result is cut into: the longer of the two, in
     /// blocks of at least `min_block` (rounded up to a multiple of 16, the micro-kernels'
-    /// tile), at most `max_blocks` of them. A function of the shape only, so the work items —
-    /// and the results — never depend on the thread count.
+    /// tile), at most one per thread of a `threads` pool and at most `max_blocks` of them. Each
+    /// block packs all of the other operand again, so a block beyond one per thread costs
+    /// packing and buys nothing. Every element of C is computed by the same operations
+    /// whichever block holds it (the crate's K-blocking is fixed and its micro-kernels keep one
+    /// accumulator per element), so results do not depend on the blocks either.
     pub fn blocks_for(
         m: usize,
         n: usize,
         min_block: usize,
         max_blocks: usize,
+        threads: usize,
     ) -> (SplitDim, usize) {
         let (split, len) = if m >= n {
             (SplitDim::Rows, m)
@@ -113,7 +117,9 @@ impl GemmSpec {
             (SplitDim::Columns, n)
         };
         let min_block = min_block.max(1);
-        let count = (len / min_block).clamp(1, max_blocks.max(1));
+        let count = (len / min_block)
+            .min(threads.max(1))
+            .clamp(1, max_blocks.max(1));
         let block = len.div_ceil(count).div_ceil(16).saturating_mul(16).max(1);
         (split, block)
     }
@@ -643,18 +649,26 @@ mod tests {
     }
 
     #[test]
-    fn blocks_depend_on_the_shape_only() {
+    fn at_most_one_block_per_thread_of_at_least_min_block() {
         assert_eq!(
-            GemmSpec::blocks_for(1024, 1024, 128, 64),
+            GemmSpec::blocks_for(1024, 1024, 128, 64, 2),
+            (SplitDim::Rows, 512)
+        );
+        assert_eq!(
+            GemmSpec::blocks_for(1024, 1024, 128, 64, 16),
             (SplitDim::Rows, 128)
         );
         assert_eq!(
-            GemmSpec::blocks_for(64, 256, 128, 64),
+            GemmSpec::blocks_for(64, 256, 128, 64, 2),
             (SplitDim::Columns, 128)
         );
-        assert_eq!(GemmSpec::blocks_for(5, 3, 128, 64), (SplitDim::Rows, 16));
+        assert_eq!(GemmSpec::blocks_for(5, 3, 128, 64, 2), (SplitDim::Rows, 16));
         assert_eq!(
-            GemmSpec::blocks_for(100_000, 7, 128, 64),
+            GemmSpec::blocks_for(100_000, 7, 128, 64, 1),
+            (SplitDim::Rows, 100_000)
+        );
+        assert_eq!(
+            GemmSpec::blocks_for(100_000, 7, 128, 64, 128),
             (SplitDim::Rows, 1568)
         );
     }
