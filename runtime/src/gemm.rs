@@ -650,26 +650,21 @@ mod tests {
 
     #[test]
     fn at_most_one_block_per_thread_of_at_least_min_block() {
-        assert_eq!(
-            GemmSpec::blocks_for(1024, 1024, 128, 64, 2),
-            (SplitDim::Rows, 512)
-        );
-        assert_eq!(
-            GemmSpec::blocks_for(1024, 1024, 128, 64, 16),
-            (SplitDim::Rows, 128)
-        );
-        assert_eq!(
-            GemmSpec::blocks_for(64, 256, 128, 64, 2),
-            (SplitDim::Columns, 128)
-        );
-        assert_eq!(GemmSpec::blocks_for(5, 3, 128, 64, 2), (SplitDim::Rows, 16));
-        assert_eq!(
-            GemmSpec::blocks_for(100_000, 7, 128, 64, 1),
-            (SplitDim::Rows, 100_000)
-        );
-        assert_eq!(
-            GemmSpec::blocks_for(100_000, 7, 128, 64, 128),
-            (SplitDim::Rows, 1568)
-        );
+        // (m, n, threads) → (split, block), with min_block 128 and at most 64 blocks.
+        let cases = [
+            ((1024, 1024, 2), (SplitDim::Rows, 512)),
+            ((1024, 1024, 16), (SplitDim::Rows, 128)),
+            ((64, 256, 2), (SplitDim::Columns, 128)),
+            ((5, 3, 2), (SplitDim::Rows, 16)),
+            ((100_000, 7, 1), (SplitDim::Rows, 100_000)),
+            ((100_000, 7, 128), (SplitDim::Rows, 1568)),
+        ];
+        for ((m, n, threads), want) in cases {
+            assert_eq!(
+                GemmSpec::blocks_for(m, n, 128, 64, threads),
+                want,
+                "{m}x{n}"
+            );
+        }
     }
 }
