@@ -61,36 +61,55 @@ pub fn perturb_towards(a: &HostArray, rel: f64, seed: u64, up: bool) -> HostArra
 
 fn nudged(a: &HostArray, rel: f64, seed: u64, up: Option<bool>) -> HostArray {
     let mut r = SplitMix(seed);
-    let mut nudge = |x: f64| {
+    let data = map_finite(a.data(), |_, x| {
         // A random size in [rel/2, rel], not ±rel: two equal values nudged the same way would
         // still cancel exactly, and hide the cancellation the probe is there to see.
         let size = rel * (0.75 + r.unit() / 8.0);
         let coin = r.chance(50);
         let sign = if up.unwrap_or(coin) { 1.0 } else { -1.0 };
-        let y = x * (1.0 + sign * size);
-        if x != 0.0 && x.is_finite() && y.is_finite() {
-            y
-        } else {
+        if x == 0.0 {
             x
+        } else {
+            x * (1.0 + sign * size)
         }
-    };
-    let data = match a.data() {
+    });
+    HostArray::new(a.axes().clone(), a.shape().to_vec(), data).expect("same shape")
+}
+
+/// `data` with `f(i, x)` applied to every float element `x` (at flat index `i`, in f64, every
+/// element in order, so a generator `f` draws from stays in step); an element that is not
+/// finite, or whose image is not finite in the element's own type, is kept. Integers and
+/// bools are unchanged. The one way the oracle's perturbed runs move float results.
+pub fn map_finite(data: &ArrayData, mut f: impl FnMut(usize, f64) -> f64) -> ArrayData {
+    match data {
         ArrayData::F32(v) => ArrayData::F32(
             v.iter()
-                .map(|x| {
-                    let y = nudge(*x as f64) as f32;
-                    if y.is_finite() {
+                .enumerate()
+                .map(|(i, &x)| {
+                    let y = f(i, f64::from(x)) as f32;
+                    if x.is_finite() && y.is_finite() {
                         y
                     } else {
-                        *x
+                        x
                     }
                 })
                 .collect(),
         ),
-        ArrayData::F64(v) => ArrayData::F64(v.iter().map(|x| nudge(*x)).collect()),
+        ArrayData::F64(v) => ArrayData::F64(
+            v.iter()
+                .enumerate()
+                .map(|(i, &x)| {
+                    let y = f(i, x);
+                    if x.is_finite() && y.is_finite() {
+                        y
+                    } else {
+                        x
+                    }
+                })
+                .collect(),
+        ),
         other => other.clone(),
-    };
-    HostArray::new(a.axes().clone(), a.shape().to_vec(), data).expect("same shape")
+    }
 }
 
 #[cfg(test)]

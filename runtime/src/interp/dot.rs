@@ -178,34 +178,8 @@ pub(crate) fn error_bounds(
 pub(crate) fn nudge(data: ArrayData, bounds: &[f64], seed: u64, up: bool) -> ArrayData {
     let mut r = weft_ir::perturb::SplitMix(seed);
     let sign = if up { 1.0 } else { -1.0 };
-    let mut moved = |x: f64, e: f64| x + sign * e * (0.75 + r.unit() / 8.0);
-    match data {
-        ArrayData::F32(v) => ArrayData::F32(
-            v.into_iter()
-                .zip(bounds)
-                .map(|(x, e)| {
-                    let y = moved(f64::from(x), *e) as f32;
-                    if x.is_finite() && y.is_finite() {
-                        y
-                    } else {
-                        x
-                    }
-                })
-                .collect(),
-        ),
-        ArrayData::F64(v) => ArrayData::F64(
-            v.into_iter()
-                .zip(bounds)
-                .map(|(x, e)| {
-                    let y = moved(x, *e);
-                    if x.is_finite() && y.is_finite() {
-                        y
-                    } else {
-                        x
-                    }
-                })
-                .collect(),
-        ),
-        other => other,
-    }
+    weft_ir::perturb::map_finite(&data, |i, x| {
+        let e = bounds.get(i).copied().unwrap_or(0.0);
+        x + sign * e * (0.75 + r.unit() / 8.0)
+    })
 }

@@ -77,6 +77,17 @@ pub struct Perturbation {
 }
 
 impl Perturbation {
+    /// The seed node `id` draws its nudges from.
+    fn seed_of(&self, id: NodeId) -> u64 {
+        self.seed ^ (id.index() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    }
+
+    /// Whether one-way nudges (approximate functions, dots) go up in this run: up in
+    /// odd-seeded runs, down in even ones, so two runs move them opposite ways.
+    fn up(&self) -> bool {
+        self.seed % 2 == 1
+    }
+
     /// `value` of node `id` nudged, if it is where floats enter the computation.
     fn apply(&self, g: &Graph, id: NodeId, value: HostArray) -> HostArray {
         let node = g.node(id);
@@ -93,12 +104,11 @@ impl Perturbation {
         let Some(approximate) = entry.filter(|_| node.dtype.is_float()) else {
             return value;
         };
-        let seed = self.seed ^ (id.index() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let seed = self.seed_of(id);
         if approximate {
             // Odd-seeded runs nudge function results up, even-seeded ones down: a comparison
             // within an ulp of a tie (libm's `tanh(x) > x` at x ≈ 2.3e-15) flips in one of them.
-            let up = self.seed % 2 == 1;
-            return weft_ir::perturb::perturb_towards(&value, self.rel, seed, up);
+            return weft_ir::perturb::perturb_towards(&value, self.rel, seed, self.up());
         }
         weft_ir::perturb::perturb(&value, self.rel, seed)
     }
@@ -377,16 +387,12 @@ impl Interpreter {
                     dot::DotIndex::new(x.axes(), x.shape(), y.axes(), y.shape(), &pairs, out_axes)
                         .map_err(malformed)?;
                 let data = dot::dot(x.data(), y.data(), &index).map_err(malformed)?;
+                // A backend's error enters here too: a GEMM sums the products in its own order
+                // and precision (f32 in f32), within the bound `error_bounds` gives.
                 match &self.perturbation {
-                    // A backend's error enters here too: a GEMM sums the products in its own
-                    // order and precision (f32 in f32), within the bound `error_bounds` gives.
                     Some(p) => {
                         match dot::error_bounds(x.data(), y.data(), &index).map_err(malformed)? {
-                            Some(bounds) => {
-                                let seed = p.seed
-                                    ^ (id.index() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-                                dot::nudge(data, &bounds, seed, p.seed % 2 == 1)
-                            }
+                            Some(bounds) => dot::nudge(data, &bounds, p.seed_of(id), p.up()),
                             None => data,
                         }
                     }
