@@ -29,6 +29,8 @@ WORKLOADS = {
     "layernorm": (2 * MIB64, "copy_gbs"),
     "small": (None, None),
     "mlp": (None, None),
+    "attention": (None, None),
+    "dense_gelu": (None, None),
 }
 ALL_SYSTEMS = ["numpy", "numexpr", "jax", "torch", "inductor", "iree", "ort", "tinygrad"]
 

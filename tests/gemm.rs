@@ -1,12 +1,14 @@
 //! The GEMM path (weft_compiler::gemm, weft_runtime::GemmCall) against the interpreter:
 //! random shapes around the threshold, operands with their axes in either order (transposed
 //! layouts), strided and reversed slices, lengths 1, 3, 17 and 1023, batch axes, f32 and f64,
-//! fused and unfused, one and two threads — and which dots take the path.
+//! fused and unfused, one and two threads — and which dots take the path; and sums of products
+//! `sum(multiply(a, b), K)` (batched contractions, attention) on the same path.
 
 mod jit_common;
 
 use jit_common::{call_alternately, compare, references};
 use weft::prelude::*;
+use weft::{BinaryOp, ReduceOp};
 use weft_compiler::gemm::GemmOptions;
 use weft_ir::perturb::SplitMix;
 use weft_ir::testing::{Run, Tolerance};
@@ -319,7 +321,8 @@ proptest::proptest! {
         weft_ir::testing::proptest_cases(300)
     ))]
 
-    /// Random graphs (`weft_ir::testing`, every view and op) with every dot sent to the GEMM
+    /// Random graphs (`weft_ir::testing`, every view and op) with every dot and every sum of
+    /// products read as a contraction sent to the GEMM
     /// (matrix-vector and scalar results included), on inputs without special values: whatever views feed a dot, the GEMM
     /// reads them through the right strides or the dot falls back to the loop nest.
     #[test]
@@ -328,7 +331,9 @@ proptest::proptest! {
         seed in proptest::prelude::any::<u64>(),
     ) {
         let outputs = weft_ir::testing::observed_outputs(&g, seed);
-        let has_dot = g.nodes().any(|(_, n)| matches!(n.op, weft::ir::Op::Dot(..)));
+        let has_dot = g.nodes().any(|(id, n)| {
+            matches!(n.op, weft::ir::Op::Dot(..)) || g.sum_of_products(id).is_some()
+        });
         if !outputs.is_empty() && has_dot {
             let ps = g.placeholders();
             let inputs = weft_ir::testing::random_inputs(&g, &ps, seed, false);
@@ -348,5 +353,172 @@ proptest::proptest! {
                 }
             }
         }
+    }
+}
+
+/// The attention core as nGraph writes it, with `multiply` + `sum`: scores = Σ_D q·k over
+/// batch axes B and H, p = softmax over T of scores / 8, out = Σ_T p·v. `orders` permutes the
+/// axes of q, k and v (transposed layouts of the same computation).
+fn attention(lens: [usize; 5], dtype: DType, orders: [[usize; 4]; 3]) -> (Graph, [NodeId; 2]) {
+    let mut g = Graph::new();
+    let names = ["B", "H", "S", "T", "D"];
+    let ax: Vec<Axis> = names
+        .iter()
+        .zip(lens)
+        .map(|(n, l)| g.axis(n, l).unwrap())
+        .collect();
+    let (bb, h, s, t, d) = (ax[0], ax[1], ax[2], ax[3], ax[4]);
+    let arrange = |axes: [Axis; 4], o: [usize; 4]| o.map(|i| axes[i]);
+    let q = g
+        .placeholder("q", &arrange([bb, h, s, d], orders[0]), dtype)
+        .unwrap();
+    let k = g
+        .placeholder("k", &arrange([bb, h, t, d], orders[1]), dtype)
+        .unwrap();
+    let v = g
+        .placeholder("v", &arrange([bb, h, t, d], orders[2]), dtype)
+        .unwrap();
+    let qk = g.binary(BinaryOp::Multiply, q, k).unwrap();
+    let scores = g.reduce(ReduceOp::Sum, qk, &[d], None).unwrap();
+    let eighth = g.scalar(Scalar::Float(0.125), dtype).unwrap();
+    let scaled = g.binary(BinaryOp::Multiply, scores, eighth).unwrap();
+    let m = g.reduce(ReduceOp::Max, scaled, &[t], None).unwrap();
+    let shifted = g.binary(BinaryOp::Subtract, scaled, m).unwrap();
+    let e = g.unary(weft::UnaryOp::Exp, shifted).unwrap();
+    let total = g.reduce(ReduceOp::Sum, e, &[t], None).unwrap();
+    let p = g.binary(BinaryOp::Divide, e, total).unwrap();
+    let pv = g.binary(BinaryOp::Multiply, p, v).unwrap();
+    let out = g.reduce(ReduceOp::Sum, pv, &[t], None).unwrap();
+    g.mark_output(out).unwrap();
+    (g, [qk, pv])
+}
+
+#[test]
+fn attention_written_as_sums_of_products_runs_two_gemm_contractions() {
+    let rows = [0, 1, 2, 3];
+    for (lens, dtype, orders) in [
+        ([2, 3, 16, 16, 8], DType::F32, [rows; 3]),
+        ([1, 2, 5, 7, 3], DType::F64, [rows; 3]),
+        // q with D before S (a transposed A), k and v with T innermost, H outermost.
+        (
+            [2, 2, 9, 11, 4],
+            DType::F32,
+            [[0, 1, 3, 2], [1, 0, 3, 2], [3, 1, 0, 2]],
+        ),
+    ] {
+        let (g, _) = attention(lens, dtype, orders);
+        agree(&g, 2);
+    }
+}
+
+#[test]
+fn explain_names_the_contraction_and_the_product_is_never_stored() {
+    let (g, products) = attention([2, 3, 32, 32, 16], DType::F32, [[0, 1, 2, 3]; 3]);
+    for fused in [true, false] {
+        let exe = weft_compiler::JitExecutable::new(
+            std::sync::Arc::new(g.clone()),
+            g.outputs(),
+            &g.placeholders(),
+            &options(fused, 1, 2),
+        )
+        .unwrap();
+        let text = weft_compiler::explain::explain(&exe);
+        // (Unfused, every value's reason to be stored is "unfused".)
+        assert!(
+            !fused || text.contains("sum of products computed by a GEMM call"),
+            "fused {fused}:\n{text}"
+        );
+        assert_eq!(text.lines().filter(|l| l.starts_with("gemm @")).count(), 2);
+        // Neither [B, H, S, T, D] product is stored: every planned buffer together is smaller
+        // than one of them.
+        let product_bytes = 2 * 3 * 32 * 32 * 16 * 4;
+        assert!(
+            exe.planned_buffer_bytes() < product_bytes,
+            "fused {fused}: {} planned bytes\n{text}",
+            exe.planned_buffer_bytes()
+        );
+        let plan = exe.compiled_plan();
+        assert!(
+            !plan
+                .fusion
+                .boundaries
+                .iter()
+                .any(|b| products.contains(&b.node)),
+            "fused {fused}: a product is stored\n{text}"
+        );
+    }
+}
+
+#[test]
+fn sums_that_are_not_contractions_stay_reductions() {
+    // A product that is itself returned, a row-wise dot (no free side) and a sum over an axis
+    // only one operand has: none is a GEMM contraction, all agree with the interpreter.
+    let mut g = Graph::new();
+    let (r, c, n) = (
+        g.axis("R", 24).unwrap(),
+        g.axis("C", 20).unwrap(),
+        g.axis("N", 18).unwrap(),
+    );
+    let a = g.placeholder("a", &[r, c], DType::F32).unwrap();
+    let b = g.placeholder("b", &[c, n], DType::F32).unwrap();
+    let x = g.placeholder("x", &[r, c], DType::F32).unwrap();
+    let returned = g.binary(BinaryOp::Multiply, a, b).unwrap();
+    let s1 = g.reduce(ReduceOp::Sum, returned, &[c], None).unwrap();
+    let ax = g.binary(BinaryOp::Multiply, a, x).unwrap();
+    let rowdot = g.reduce(ReduceOp::Sum, ax, &[c], None).unwrap();
+    let ab = g.binary(BinaryOp::Multiply, a, b).unwrap();
+    let over_r = g.reduce(ReduceOp::Sum, ab, &[r], None).unwrap();
+    for o in [returned, s1, rowdot, over_r] {
+        g.mark_output(o).unwrap();
+    }
+    for fused in [true, false] {
+        assert_eq!(gemm_calls(&g, options(fused, 1, 2)), 0, "fused {fused}");
+    }
+    agree(&g, 0);
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(
+        weft_ir::testing::proptest_cases(64)
+    ))]
+
+    /// Batched contractions written as sums of products: random lengths (1 to 20), one or two
+    /// contracted axes, operands' axes in random orders, f32 and f64, fused and unfused, one and
+    /// two threads, against the interpreter; with one contracted axis the GEMM takes it.
+    #[test]
+    fn random_sums_of_products_on_the_gemm(
+        lens in proptest::collection::vec(1usize..20, 5),
+        seed in proptest::prelude::any::<u64>(),
+        two_contracted in proptest::prelude::any::<bool>(),
+        f64_ in proptest::prelude::any::<bool>(),
+    ) {
+        let dtype = if f64_ { DType::F64 } else { DType::F32 };
+        let mut g = Graph::new();
+        // M and N at least 2 (the options' shortest side), batch and K any length.
+        let m = g.axis("M", lens[0] + 1).unwrap();
+        let n = g.axis("N", lens[1] + 1).unwrap();
+        let bt = g.axis("Bt", lens[2]).unwrap();
+        let k1 = g.axis("K1", lens[3]).unwrap();
+        let k2 = g.axis("K2", lens[4]).unwrap();
+        let mut r = SplitMix(seed);
+        let mut shuffle = |mut v: Vec<Axis>| {
+            for i in (1..v.len()).rev() {
+                v.swap(i, (r.next_u64() % (i as u64 + 1)) as usize);
+            }
+            v
+        };
+        let (mut la, mut ra) = (vec![m, bt, k1], vec![bt, k1, n]);
+        if two_contracted {
+            la.push(k2);
+            ra.push(k2);
+        }
+        let a = g.placeholder("a", &shuffle(la), dtype).unwrap();
+        let b = g.placeholder("b", &shuffle(ra), dtype).unwrap();
+        let p = g.binary(BinaryOp::Multiply, a, b).unwrap();
+        let ks: &[Axis] = if two_contracted { &[k1, k2] } else { &[k1] };
+        let out_axes = shuffle(vec![m, n, bt]);
+        let s = g.reduce(ReduceOp::Sum, p, ks, Some(&out_axes)).unwrap();
+        g.mark_output(s).unwrap();
+        agree(&g, usize::from(!two_contracted));
     }
 }

@@ -63,44 +63,56 @@ impl Default for GemmOptions {
     }
 }
 
-/// Whether dot `id` of `g` takes the GEMM path under `o` (module docs), judged by its shape.
+/// Whether node `id` of `g` — a dot, or a sum of products [`Graph::sum_of_products`] reads
+/// as a contraction — takes the GEMM path under `o` (module docs), judged by its shape.
 pub fn is_candidate(g: &Graph, id: NodeId, o: &GemmOptions) -> bool {
     let node = g.node(id);
-    let Op::Dot(l, r) = node.op else {
-        return false;
-    };
-    let (ln, rn) = (g.node(l), g.node(r));
-    if !matches!(node.dtype, DType::F32 | DType::F64)
-        || ln.dtype != node.dtype
-        || rn.dtype != node.dtype
-    {
-        return false;
-    }
-    let Ok(pairs) = g.dot_pairs("dot", &ln.axes, &rn.axes) else {
-        return false;
-    };
-    let product = |axes: Vec<Axis>| -> Option<u128> {
-        axes.into_iter()
-            .try_fold(1u128, |n, a| n.checked_mul(g.resolve_len(a).ok()? as u128))
-    };
-    let free = |axes: &weft_ir::Axes, left: bool| -> Vec<Axis> {
+    let len = |axes: &[Axis]| -> Option<u128> {
         axes.iter()
-            .copied()
-            .filter(|a| !pairs.iter().any(|p| *a == if left { p.0 } else { p.1 }))
-            .collect()
+            .try_fold(1u128, |n, a| n.checked_mul(g.resolve_len(*a).ok()? as u128))
     };
-    let (Some(m), Some(n), Some(k)) = (
-        product(free(&ln.axes, true)),
-        product(free(&rn.axes, false)),
-        product(pairs.iter().map(|p| p.0).collect()),
-    ) else {
+    let (m, n, k, batch) = match node.op {
+        Op::Dot(l, r) => {
+            let (ln, rn) = (g.node(l), g.node(r));
+            if ln.dtype != node.dtype || rn.dtype != node.dtype {
+                return false;
+            }
+            let Ok(pairs) = g.dot_pairs("dot", &ln.axes, &rn.axes) else {
+                return false;
+            };
+            let free = |axes: &weft_ir::Axes, left: bool| -> Vec<Axis> {
+                axes.iter()
+                    .copied()
+                    .filter(|a| !pairs.iter().any(|p| *a == if left { p.0 } else { p.1 }))
+                    .collect()
+            };
+            let k: Vec<Axis> = pairs.iter().map(|p| p.0).collect();
+            (
+                len(&free(&ln.axes, true)),
+                len(&free(&rn.axes, false)),
+                len(&k),
+                Some(1),
+            )
+        }
+        _ => match g.sum_of_products(id) {
+            Some(c) => (
+                len(&c.lhs_free),
+                len(&c.rhs_free),
+                len(&c.contracted),
+                len(&c.batch),
+            ),
+            None => return false,
+        },
+    };
+    let (Some(m), Some(n), Some(k), Some(batch)) = (m, n, k, batch) else {
         return false;
     };
     let side = u128::from(o.min_side);
-    m >= side
+    matches!(node.dtype, DType::F32 | DType::F64)
+        && m >= side
         && n >= side
         && k >= 1
-        && m.saturating_mul(n).saturating_mul(k) >= u128::from(o.min_work)
+        && batch.saturating_mul(m).saturating_mul(n).saturating_mul(k) >= u128::from(o.min_work)
         && (node.dtype != DType::F32 || k <= u128::from(o.max_f32_k))
 }
 

@@ -24,7 +24,7 @@ pub use axis::{Axes, AxesError, Axis, AxisDef, AxisId, Role, SliceRange};
 pub use dtype::DType;
 pub use graph::{
     AxisSlice, BinaryOp, CompareOp, Graph, GraphError, KindFlags, Node, NodeId, Op, ReduceOp,
-    TensorInit, TensorKind, UnaryOp,
+    SumOfProducts, TensorInit, TensorKind, UnaryOp,
 };
 pub use host::{ArrayData, Element, HostArray, HostError, Scalar};
 pub use host_view::{AsHostView, DataRef, HostView, Inputs};

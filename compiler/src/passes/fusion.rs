@@ -21,6 +21,11 @@
 //!   [`FusionOptions::no_gemm`]) is a [`GroupKind::Gemm`] group alone, in fused and unfused mode:
 //!   it merges into no reader ([`BoundaryReason::Gemm`]) and no producer merges into it
 //!   ([`BoundaryReason::DotOperand`]), so a GEMM call can compute it from memory;
+//! - likewise a sum of products `sum(multiply(a, b), K)` that `Graph::sum_of_products` reads as
+//!   a contraction, that `is_candidate` accepts and whose product nothing else reads
+//!   ([`StageReason::Contraction`], [`BoundaryReason::GemmContraction`]): the product is inline
+//!   in the sum's group, in unfused mode too (it is half of one contraction), so the batched
+//!   product `[.., M, N, K]` is never stored, and `a` and `b` are stored like a dot's operands;
 //! - every value that crosses groups or leaves the computation has a [`Boundary`] naming why;
 //! - `groups` is a topological schedule: a group only reads values of earlier groups.
 //!
@@ -41,6 +46,9 @@ pub enum StageReason {
     Reduction,
     /// A dot: a contraction, computed once per result element.
     Dot,
+    /// A sum of products read as a contraction (`Graph::sum_of_products`) and computed by a
+    /// GEMM call: its product is never stored.
+    Contraction,
     /// An expensive op read by several consumers (or twice by one).
     MultipleConsumersExpensive,
     /// An expensive op read through a broadcast: inline, it would be recomputed per repeat.
@@ -88,6 +96,9 @@ pub enum BoundaryReason {
     /// memory, and the elementwise work after it (bias, activation) reads it there in a kernel
     /// of its own.
     Gemm,
+    /// A sum of products computed as a contraction by a GEMM call (`Graph::sum_of_products`):
+    /// the product is never stored, the result is, as a dot's.
+    GemmContraction,
 }
 
 macro_rules! display_names {
@@ -109,6 +120,7 @@ macro_rules! display_names {
 display_names!(StageReason {
     Reduction => "reduction",
     Dot => "dot",
+    Contraction => "sum of products computed as a contraction",
     MultipleConsumersExpensive => "expensive, several consumers",
     BroadcastExpensive => "expensive, read through a broadcast",
     DotOperand => "dot operand read many times",
@@ -129,6 +141,7 @@ display_names!(BoundaryReason {
     Unfused => "unfused",
     SplitIndex => "flattened axis iterated whole by its reader",
     Gemm => "computed by a GEMM call",
+    GemmContraction => "sum of products computed by a GEMM call (product never stored)",
 });
 
 /// A value stored to memory, and why.
@@ -326,6 +339,23 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
             }
         }
     }
+    // Sums of products that run as a GEMM contraction: their product is read by nothing else,
+    // so it is never stored (in unfused mode too: it is half of one contraction op), and their
+    // operands are stored like a dot's.
+    let gemm_sums: HashSet<NodeId> = g
+        .nodes()
+        .filter(|(id, _)| live[idx(*id)] && !opts.no_gemm.contains(id))
+        .filter_map(|(id, _)| {
+            let c = g.sum_of_products(id)?;
+            let o = opts.gemm?;
+            let alone = readers[idx(c.product)].as_slice() == [id] && !is_out(c.product);
+            (alone && crate::gemm::is_candidate(g, id, &o)).then_some(id)
+        })
+        .collect();
+    let gemm_products: HashSet<NodeId> = gemm_sums
+        .iter()
+        .filter_map(|s| g.sum_of_products(*s).map(|c| c.product))
+        .collect();
     // Dispositions, consumers first: `stage[i]` is why node i is a stage, `None` if inline or
     // a stored tensor.
     let mut stage: Vec<Option<StageReason>> = vec![None; n];
@@ -368,6 +398,9 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
                     dot_widened[i] = true;
                 }
             }
+            if gemm_products.contains(r) {
+                dot_widened[i] = true;
+            }
             if inline_reader {
                 w |= widened[idx(*r)];
                 if rn.op.is_view() || matches!(rn.op, Op::Concat(_)) {
@@ -382,6 +415,8 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
             _ if opts.force_stored.contains(&id) => Some(StageReason::SplitIndex),
             Op::Assign { .. } => Some(StageReason::AssignValue),
             _ if node.op.is_view() || matches!(node.op, Op::Concat(_)) => None,
+            _ if gemm_products.contains(&id) => None,
+            _ if gemm_sums.contains(&id) => Some(StageReason::Contraction),
             _ if !opts.fused => Some(StageReason::Unfused),
             Op::Reduce { .. } => Some(StageReason::Reduction),
             Op::Dot(..) => Some(StageReason::Dot),
@@ -416,9 +451,11 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
                     todo.extend(xn.op.inputs());
                 }
             }
-            let gemm = opts.gemm.is_some_and(|o| {
-                !opts.no_gemm.contains(&id) && crate::gemm::is_candidate(g, id, &o)
-            });
+            let gemm = gemm_sums.contains(&id)
+                || matches!(node.op, Op::Dot(..))
+                    && opts.gemm.is_some_and(|o| {
+                        !opts.no_gemm.contains(&id) && crate::gemm::is_candidate(g, id, &o)
+                    });
             groups.push(Draft {
                 gemm,
                 outer,
@@ -465,6 +502,8 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
             Some(BoundaryReason::SplitIndex)
         } else if stages.iter().any(|s| opts.force_boundary.contains(s)) {
             Some(BoundaryReason::ViewOfOuterAxes)
+        } else if groups[p].gemm && stages.iter().any(|s| gemm_sums.contains(s)) {
+            Some(BoundaryReason::GemmContraction)
         } else if groups[p].gemm {
             Some(BoundaryReason::Gemm)
         } else if readers.len() != 1 {

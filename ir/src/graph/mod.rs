@@ -8,11 +8,13 @@
 
 mod build;
 mod builder;
+mod contraction;
 mod cut;
 mod error;
 mod verify;
 
 pub use builder::{GraphBuilder, Tensor};
+pub use contraction::SumOfProducts;
 pub use error::GraphError;
 
 use crate::arena::Arena;

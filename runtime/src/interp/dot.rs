@@ -171,7 +171,42 @@ pub(crate) fn error_bounds(
     Ok(Some(sums.into_iter().map(|s| k * u * s).collect()))
 }
 
-/// `data` (a float dot's result) with each finite element moved by a random part in [½, 1] of
+/// [`error_bounds`] for a sum of products written as `sum(multiply(a, b), K)` and read as a
+/// contraction (`Graph::sum_of_products`): `K · u · Σ |product|` over each result element's
+/// group of `product`'s elements (the rounded `|a·b|`), so the oracle allows such a sum the
+/// same accumulation error as a dot on the GEMM path. `None` for integers.
+pub(crate) fn sum_error_bounds(
+    product: &ArrayData,
+    groups: &super::reduce::Groups,
+) -> Option<Vec<f64>> {
+    let u = match product {
+        ArrayData::F32(_) => f64::from(f32::EPSILON) / 2.0,
+        ArrayData::F64(_) => f64::EPSILON / 2.0,
+        _ => return None,
+    };
+    let value = |i: usize| match product {
+        ArrayData::F32(v) => v.get(i).map_or(0.0, |x| f64::from(*x)),
+        ArrayData::F64(v) => v.get(i).copied().unwrap_or(0.0),
+        _ => 0.0,
+    };
+    let k = groups.offsets.len() as f64;
+    Some(
+        groups
+            .bases
+            .iter()
+            .map(|b| {
+                k * u
+                    * groups
+                        .offsets
+                        .iter()
+                        .map(|o| value(b + o).abs())
+                        .sum::<f64>()
+            })
+            .collect(),
+    )
+}
+
+/// `data` (a float dot's or sum of products' result) with each finite element moved by a random part in [½, 1] of
 /// its bound, up (`up`) or down — how a perturbed run shows the oracle where a backend summing
 /// a dot in its own precision may differ (crate::interp, "Perturbed runs"). A moved value that
 /// would not be finite is kept.

@@ -46,9 +46,11 @@
 //! read, each float constant and each conversion to float from an integer or bool — is nudged by
 //! `weft_ir::perturb::perturb` (a relative `1 ± rel` per element, classes kept), and so is each
 //! result of a function backends only approximate (`UnaryOp::is_approximate`, `power`), where
-//! their few-ulp error enters, and each float `dot`'s result is moved by up to the error bound
-//! of summing its K products in any order in its own precision, `K·u·Σ|aᵢbᵢ|` (a GEMM
-//! accumulates f32 in f32; docs/numerics.md) — up in odd-seeded runs, down in even ones. That is the test oracle's conditioning probe (docs/testing.md,
+//! their few-ulp error enters, and each float `dot`'s result — and each sum of products that
+//! `Graph::sum_of_products` reads as a contraction — is moved by up to the error bound of
+//! summing its K products in any order in its own precision, `K·u·Σ|aᵢbᵢ|` (a GEMM
+//! accumulates f32 in f32; docs/numerics.md) — up in odd-seeded runs, down in even ones.
+//! That is the test oracle's conditioning probe (docs/testing.md,
 //! "Tolerances"): how far it moves a result is how far a backend summing in another order, or
 //! evaluating a polynomial, may differ there. Nothing else uses it.
 
@@ -378,7 +380,16 @@ impl Interpreter {
                 let groups =
                     reduce::Groups::new(x.shape(), &positions(out_axes)?, &positions(axes)?)
                         .map_err(malformed)?;
-                reduce::reduce(*op, x.data(), &groups).map_err(malformed)?
+                let data = reduce::reduce(*op, x.data(), &groups).map_err(malformed)?;
+                // A sum of products may run as a contraction on a GEMM (f32 in f32): its
+                // error enters here, as a dot's does.
+                match (&self.perturbation, g.sum_of_products(id)) {
+                    (Some(p), Some(_)) => match dot::sum_error_bounds(x.data(), &groups) {
+                        Some(bounds) => dot::nudge(data, &bounds, p.seed_of(id), p.up()),
+                        None => data,
+                    },
+                    _ => data,
+                }
             }
             Op::Dot(x, y) => {
                 let (x, y) = (operand(*x)?, operand(*y)?);
