@@ -522,3 +522,57 @@ proptest::proptest! {
         agree(&g, usize::from(!two_contracted));
     }
 }
+
+/// `relu(… relu(relu(X·W0 + b0)·W1 + b1) …)`, `depth` layers of `width` units over a batch of
+/// `batch`.
+fn deep_mlp(depth: usize, batch: usize, width: usize) -> Graph {
+    let mut g = Graph::new();
+    let b = g.axis("B", batch).unwrap();
+    let units: Vec<Axis> = (0..=depth)
+        .map(|i| g.axis(&format!("A{i}"), width).unwrap())
+        .collect();
+    let mut h = g.placeholder("x", &[b, units[0]], DType::F32).unwrap();
+    for i in 0..depth {
+        let w = g
+            .placeholder(&format!("W{i}"), &[units[i], units[i + 1]], DType::F32)
+            .unwrap();
+        let bias = g
+            .placeholder(&format!("b{i}"), &[units[i + 1]], DType::F32)
+            .unwrap();
+        let d = g.dot(h, w).unwrap();
+        let hb = g.binary(BinaryOp::Add, d, bias).unwrap();
+        h = g.unary(weft::UnaryOp::Relu, hb).unwrap();
+    }
+    g.mark_output(h).unwrap();
+    g
+}
+
+#[test]
+fn a_deep_mlp_on_the_gemm_runs_in_two_scratch_buffers_whatever_its_depth() {
+    // Each GEMM result and its layer's output are scratch; a GEMM's C never shares memory
+    // with its A, so two buffers are the fewest, and depth must not add any.
+    for depth in [2, 8, 12] {
+        let g = deep_mlp(depth, 64, 48);
+        let exe = weft_compiler::JitExecutable::new(
+            std::sync::Arc::new(g.clone()),
+            g.outputs(),
+            &g.placeholders(),
+            &options(true, 1, 2),
+        )
+        .unwrap();
+        let plan = exe.compiled_plan();
+        let text = weft_compiler::explain::explain(&exe);
+        assert_eq!(
+            text.lines().filter(|l| l.starts_with("gemm @")).count(),
+            depth,
+            "{text}"
+        );
+        assert!(
+            plan.buffers.scratch_buffers() <= 2,
+            "depth {depth}: {} scratch buffers\n{}",
+            plan.buffers.scratch_buffers(),
+            plan.buffers.display(&plan.simplified.graph)
+        );
+    }
+    agree(&deep_mlp(8, 32, 24), 8);
+}
