@@ -8,6 +8,7 @@
 //! steady state.
 
 use crate::error::{Error, Result};
+use crate::per_binding::{Binding, PerBinding};
 use crate::transformer::Shared;
 use std::sync::Arc;
 use weft_ir::{ArrayData, AsHostView, Graph, HostArray, HostView, NodeId};
@@ -21,7 +22,21 @@ pub const NO_INPUTS: &[HostArray] = &[];
 /// transformer's variables and persistent tensors. Calls may run from several threads at once:
 /// calls that assign nothing never wait for each other; a call that assigns waits only for
 /// calls touching what it assigns or assigning what it reads.
-pub struct Computation {
+///
+/// If the graph has axes bound at call time ([`Transformer::new`](crate::Transformer::new)),
+/// each call takes their lengths from its inputs and runs the executable compiled for that
+/// binding, compiling it on the binding's first call ([`Computation::bindings`]).
+pub struct Computation(Inner);
+
+enum Inner {
+    /// Every length bound when the computation was made: one executable.
+    Bound(Bound),
+    /// Lengths bound at call time: one executable per binding.
+    PerBinding(Box<PerBinding>),
+}
+
+/// A computation over a fully bound graph: one executable and the checks of its calls.
+pub(crate) struct Bound {
     shared: Arc<Shared>,
     executable: Box<dyn Executable>,
     /// The variables and persistent tensors a call reads and assigns (what it claims).
@@ -33,12 +48,12 @@ pub struct Computation {
     output_shapes: Vec<Vec<usize>>,
 }
 
-impl Computation {
+impl Bound {
     pub(crate) fn new(
         shared: Arc<Shared>,
         executable: Box<dyn Executable>,
         access: StateAccess,
-    ) -> Result<Computation> {
+    ) -> Result<Bound> {
         let g = &*shared.graph;
         let shapes = |nodes: &[NodeId]| -> Result<Vec<Vec<usize>>> {
             nodes
@@ -48,7 +63,7 @@ impl Computation {
         };
         let input_shapes = shapes(executable.placeholders())?;
         let output_shapes = shapes(executable.outputs())?;
-        Ok(Computation {
+        Ok(Bound {
             shared,
             executable,
             access,
@@ -70,29 +85,22 @@ impl Computation {
                 .all(|(x, y)| x.same_table(*y))
     }
 
-    /// True if a call assigns a variable or persistent tensor (and so may wait for other calls
-    /// touching it).
+    /// [`Computation::assigns`].
     pub fn assigns(&self) -> bool {
         !self.access.writes().is_empty()
     }
 
-    /// The outputs, in the order calls return them.
+    /// [`Computation::outputs`].
     pub fn outputs(&self) -> &[NodeId] {
         self.executable.outputs()
     }
 
-    /// The placeholders, in the order calls take inputs.
+    /// [`Computation::placeholders`].
     pub fn placeholders(&self) -> &[NodeId] {
         self.executable.placeholders()
     }
 
-    /// Runs the computation: one array per placeholder in, one array per output out.
-    /// Variables and persistent tensors keep the values `assign`s give them for later calls
-    /// of this and every other computation of the transformer.
-    ///
-    /// Inputs are borrowed: `&[HostArray]`, `&[&HostArray]` or [`HostView`]s of the caller's
-    /// own memory (a slice with its axes, an `ndarray` view); on the JIT, kernels read them in
-    /// place (docs/runtime.md, "Binding caller memory").
+    /// [`Computation::call`] at this binding.
     pub fn call<I: AsHostView>(&self, inputs: &[I]) -> Result<Vec<HostArray>> {
         let permuted = self.check_inputs(inputs)?;
         let mut state = self.shared.state.begin(&self.access);
@@ -102,21 +110,7 @@ impl Computation {
         })
     }
 
-    /// Runs the computation like [`Computation::call`] but writes the outputs into
-    /// caller-owned arrays, one per output in [`Computation::outputs`] order, each with its
-    /// output's axes *in the output's order*, lengths and dtype (make them once with
-    /// [`Computation::output_arrays`]); a mismatch is an error naming the output.
-    ///
-    /// On the JIT backends a steady-state call allocates nothing — no heap allocation at all,
-    /// proved by `tests/steady_state_call.rs` with a counting global allocator — provided the
-    /// inputs are in their placeholders' axes order (a permuted input is transposed into a new
-    /// array), no other call of the same computation runs at the same time (a concurrent call
-    /// makes one more set of device buffers, once) and nothing fails (errors allocate their
-    /// messages). Assigned values are committed into the state in place. The interpreter
-    /// backend computes new arrays and moves them into `outputs`, so it allocates.
-    ///
-    /// On an error the output arrays may hold anything; variables and persistent tensors are
-    /// unchanged.
+    /// [`Computation::call_into`] at this binding.
     pub fn call_into<I: AsHostView>(&self, inputs: &[I], outputs: &mut [HostArray]) -> Result<()> {
         let permuted = self.check_inputs(inputs)?;
         self.check_outputs(outputs)?;
@@ -130,66 +124,7 @@ impl Computation {
         Ok(())
     }
 
-    /// [`Computation::call`] with the inputs given by placeholder name, in any order: every
-    /// placeholder exactly once (an unknown, missing or repeated name is an error naming it).
-    pub fn call_named<I: AsHostView>(&self, inputs: &[(&str, I)]) -> Result<Vec<HostArray>> {
-        let ordered = self.by_name(inputs)?;
-        self.call(&ordered)
-    }
-
-    /// [`Computation::call_into`] with the inputs given by placeholder name, in any order.
-    pub fn call_named_into<I: AsHostView>(
-        &self,
-        inputs: &[(&str, I)],
-        outputs: &mut [HostArray],
-    ) -> Result<()> {
-        let ordered = self.by_name(inputs)?;
-        self.call_into(&ordered, outputs)
-    }
-
-    /// `inputs` put in placeholder order, borrowed.
-    fn by_name<'i, I: AsHostView>(&self, inputs: &'i [(&str, I)]) -> Result<Vec<HostView<'i>>> {
-        let g = &*self.shared.graph;
-        let placeholders = self.placeholders();
-        let mut ordered: Vec<Option<HostView<'i>>> = vec![None; placeholders.len()];
-        for (name, array) in inputs {
-            let position = placeholders
-                .iter()
-                .position(|p| g.node(*p).name.as_deref() == Some(*name))
-                .ok_or_else(|| Error::UnknownInput {
-                    name: name.to_string(),
-                    placeholders: self.placeholder_names(),
-                })?;
-            if ordered[position].replace(array.host_view()).is_some() {
-                return Err(Error::RepeatedInput {
-                    name: name.to_string(),
-                });
-            }
-        }
-        ordered
-            .into_iter()
-            .zip(placeholders)
-            .map(|(v, p)| {
-                v.ok_or_else(|| Error::MissingInput {
-                    name: g.node_label(*p),
-                })
-            })
-            .collect()
-    }
-
-    /// The placeholders' names, for an error.
-    fn placeholder_names(&self) -> String {
-        let g = &*self.shared.graph;
-        let names: Vec<String> = self
-            .placeholders()
-            .iter()
-            .map(|p| g.node_label(*p))
-            .collect();
-        format!("({})", names.join(", "))
-    }
-
-    /// Zero-filled arrays to pass to [`Computation::call_into`]: one per output, with its axes
-    /// (in order), lengths and dtype.
+    /// [`Computation::output_arrays`] at this binding.
     pub fn output_arrays(&self) -> Result<Vec<HostArray>> {
         let g = &*self.shared.graph;
         self.outputs()
@@ -217,7 +152,7 @@ impl Computation {
             return Err(Error::InputCount {
                 expected: placeholders.len(),
                 got: inputs.len(),
-                placeholders: self.placeholder_names(),
+                placeholders: placeholder_names(g, placeholders),
             });
         }
         let exact = placeholders
@@ -302,11 +237,189 @@ impl Computation {
     }
 }
 
+impl Computation {
+    pub(crate) fn bound(b: Bound) -> Computation {
+        Computation(Inner::Bound(b))
+    }
+
+    pub(crate) fn per_binding(p: PerBinding) -> Computation {
+        Computation(Inner::PerBinding(Box::new(p)))
+    }
+
+    /// The graph whose nodes the computation names (with axes bound at call time, the
+    /// unbound one).
+    fn graph(&self) -> &Graph {
+        match &self.0 {
+            Inner::Bound(b) => &b.shared.graph,
+            Inner::PerBinding(p) => p.graph(),
+        }
+    }
+
+    /// True if a call assigns a variable or persistent tensor (and so may wait for other calls
+    /// touching it).
+    pub fn assigns(&self) -> bool {
+        match &self.0 {
+            Inner::Bound(b) => b.assigns(),
+            Inner::PerBinding(p) => p.assigns(),
+        }
+    }
+
+    /// The outputs, in the order calls return them.
+    pub fn outputs(&self) -> &[NodeId] {
+        match &self.0 {
+            Inner::Bound(b) => b.outputs(),
+            Inner::PerBinding(p) => p.outputs(),
+        }
+    }
+
+    /// The placeholders, in the order calls take inputs.
+    pub fn placeholders(&self) -> &[NodeId] {
+        match &self.0 {
+            Inner::Bound(b) => b.placeholders(),
+            Inner::PerBinding(p) => p.placeholders(),
+        }
+    }
+
+    /// Runs the computation: one array per placeholder in, one array per output out.
+    /// Variables and persistent tensors keep the values `assign`s give them for later calls
+    /// of this and every other computation of the transformer.
+    ///
+    /// Inputs are borrowed: `&[HostArray]`, `&[&HostArray]` or [`HostView`]s of the caller's
+    /// own memory (a slice with its axes, an `ndarray` view); on the JIT, kernels read them in
+    /// place (docs/runtime.md, "Binding caller memory"). Axes bound at call time take their
+    /// lengths from the inputs.
+    pub fn call<I: AsHostView>(&self, inputs: &[I]) -> Result<Vec<HostArray>> {
+        match &self.0 {
+            Inner::Bound(b) => b.call(inputs),
+            Inner::PerBinding(p) => p.for_inputs(inputs)?.call(inputs),
+        }
+    }
+
+    /// Runs the computation like [`Computation::call`] but writes the outputs into
+    /// caller-owned arrays, one per output in [`Computation::outputs`] order, each with its
+    /// output's axes *in the output's order*, lengths and dtype (make them once with
+    /// [`Computation::output_arrays`], or [`Computation::output_arrays_for`] when lengths are
+    /// bound at call time); a mismatch is an error naming the output.
+    ///
+    /// On the JIT backends a steady-state call allocates nothing — no heap allocation at all,
+    /// proved by `tests/steady_state_call.rs` with a counting global allocator — provided the
+    /// inputs are in their placeholders' axes order (a permuted input is transposed into a new
+    /// array), no other call of the same computation runs at the same time (a concurrent call
+    /// makes one more set of device buffers, once), its binding (with lengths bound at call
+    /// time) is compiled already and nothing fails (errors allocate their messages). Assigned
+    /// values are committed into the state in place. The interpreter backend computes new
+    /// arrays and moves them into `outputs`, so it allocates.
+    ///
+    /// On an error the output arrays may hold anything; variables and persistent tensors are
+    /// unchanged.
+    pub fn call_into<I: AsHostView>(&self, inputs: &[I], outputs: &mut [HostArray]) -> Result<()> {
+        match &self.0 {
+            Inner::Bound(b) => b.call_into(inputs, outputs),
+            Inner::PerBinding(p) => p.for_inputs(inputs)?.call_into(inputs, outputs),
+        }
+    }
+
+    /// Zero-filled arrays to pass to [`Computation::call_into`]: one per output, with its axes
+    /// (in order), lengths and dtype. With lengths bound at call time they depend on the
+    /// inputs: use [`Computation::output_arrays_for`] (here, an error naming the axes).
+    pub fn output_arrays(&self) -> Result<Vec<HostArray>> {
+        match &self.0 {
+            Inner::Bound(b) => b.output_arrays(),
+            Inner::PerBinding(p) => Err(p.lengths_unknown()),
+        }
+    }
+
+    /// [`Computation::output_arrays`] for a call on `inputs`: with lengths bound at call time,
+    /// the outputs' lengths under the inputs' binding (compiling it if it is new).
+    pub fn output_arrays_for<I: AsHostView>(&self, inputs: &[I]) -> Result<Vec<HostArray>> {
+        match &self.0 {
+            Inner::Bound(b) => b.output_arrays(),
+            Inner::PerBinding(p) => p.for_inputs(inputs)?.output_arrays(),
+        }
+    }
+
+    /// The bindings of axes bound at call time that this computation holds compiled, most
+    /// recently used first (empty when every length was bound when it was made).
+    pub fn bindings(&self) -> Vec<Binding> {
+        match &self.0 {
+            Inner::Bound(_) => Vec::new(),
+            Inner::PerBinding(p) => p.bindings(),
+        }
+    }
+
+    /// How many times this computation has compiled: 1 when every length was bound when it
+    /// was made, else once per binding first seen (again for one evicted and seen again).
+    pub fn compilations(&self) -> usize {
+        match &self.0 {
+            Inner::Bound(_) => 1,
+            Inner::PerBinding(p) => p.compilations(),
+        }
+    }
+
+    /// How many bindings a computation with lengths bound at call time keeps compiled (at
+    /// least 1; [`DEFAULT_BINDING_CAPACITY`](crate::per_binding::DEFAULT_BINDING_CAPACITY)
+    /// unless set): a new binding beyond them evicts the least recently used one. No effect
+    /// when every length was bound when it was made.
+    pub fn set_binding_capacity(&self, capacity: usize) {
+        if let Inner::PerBinding(p) = &self.0 {
+            p.set_capacity(capacity);
+        }
+    }
+
+    /// [`Computation::call`] with the inputs given by placeholder name, in any order: every
+    /// placeholder exactly once (an unknown, missing or repeated name is an error naming it).
+    pub fn call_named<I: AsHostView>(&self, inputs: &[(&str, I)]) -> Result<Vec<HostArray>> {
+        let ordered = self.by_name(inputs)?;
+        self.call(&ordered)
+    }
+
+    /// [`Computation::call_into`] with the inputs given by placeholder name, in any order.
+    pub fn call_named_into<I: AsHostView>(
+        &self,
+        inputs: &[(&str, I)],
+        outputs: &mut [HostArray],
+    ) -> Result<()> {
+        let ordered = self.by_name(inputs)?;
+        self.call_into(&ordered, outputs)
+    }
+
+    /// `inputs` put in placeholder order, borrowed.
+    fn by_name<'i, I: AsHostView>(&self, inputs: &'i [(&str, I)]) -> Result<Vec<HostView<'i>>> {
+        let g = self.graph();
+        let placeholders = self.placeholders();
+        let mut ordered: Vec<Option<HostView<'i>>> = vec![None; placeholders.len()];
+        for (name, array) in inputs {
+            let position = placeholders
+                .iter()
+                .position(|p| g.node(*p).name.as_deref() == Some(*name))
+                .ok_or_else(|| Error::UnknownInput {
+                    name: name.to_string(),
+                    placeholders: placeholder_names(g, placeholders),
+                })?;
+            if ordered[position].replace(array.host_view()).is_some() {
+                return Err(Error::RepeatedInput {
+                    name: name.to_string(),
+                });
+            }
+        }
+        ordered
+            .into_iter()
+            .zip(placeholders)
+            .map(|(v, p)| {
+                v.ok_or_else(|| Error::MissingInput {
+                    name: g.node_label(*p),
+                })
+            })
+            .collect()
+    }
+}
+
 impl std::fmt::Debug for Computation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Computation")
             .field("outputs", &self.outputs())
             .field("placeholders", &self.placeholders())
+            .field("bindings", &self.bindings())
             .finish()
     }
 }
@@ -378,4 +491,10 @@ fn check(graph: &Graph, node: NodeId, array: HostView<'_>) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// The placeholders' names, for an error.
+fn placeholder_names(g: &Graph, placeholders: &[NodeId]) -> String {
+    let names: Vec<String> = placeholders.iter().map(|p| g.node_label(*p)).collect();
+    format!("({})", names.join(", "))
 }

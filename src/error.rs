@@ -40,6 +40,35 @@ pub enum Error {
         /// The placeholders, by name.
         placeholders: String,
     },
+    /// A variable or persistent tensor over an axis without a length: its value persists
+    /// across calls, so its lengths cannot be bound at call time.
+    #[error("`{tensor}` keeps its value across calls, so its axis `{axis}` must have a length before the transformer is made (bind it, or give the value from a file whose shape gives it)")]
+    UnboundState {
+        /// The variable or persistent tensor.
+        tensor: String,
+        /// Its unbound axis.
+        axis: String,
+    },
+    /// Two inputs of one call give an axis bound at call time different lengths.
+    #[error("axis `{axis}` is bound at call time, but input `{first}` gives it length {first_len} and input `{second}` length {second_len}")]
+    ConflictingLengths {
+        /// The axis.
+        axis: String,
+        /// The input read first.
+        first: String,
+        /// Its length there.
+        first_len: usize,
+        /// The input that disagrees.
+        second: String,
+        /// Its length there.
+        second_len: usize,
+    },
+    /// Output arrays asked for before a call gives the lengths of axes bound at call time.
+    #[error("the lengths of {axes} are bound at call time: make output arrays with `output_arrays_for(inputs)`")]
+    LengthsAtCall {
+        /// The axes, named.
+        axes: String,
+    },
     /// A call by name gave one placeholder twice.
     #[error("placeholder `{name}` is given more than once")]
     RepeatedInput {

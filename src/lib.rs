@@ -28,6 +28,7 @@
 pub mod cli;
 pub mod computation;
 pub mod error;
+pub mod per_binding;
 pub mod transformer;
 
 pub use computation::{Computation, NO_INPUTS};

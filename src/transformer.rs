@@ -10,7 +10,7 @@
 //! assign what it reads). Every call reads a consistent snapshot and commits all its assigns
 //! or none (the protocol is in `weft_runtime::state`).
 
-use crate::computation::{conform, Computation};
+use crate::computation::{conform, Bound, Computation};
 use crate::error::{Error, Result};
 use std::sync::Arc;
 use weft_compiler::{JitExecutable, JitOptions};
@@ -66,38 +66,79 @@ impl Backend {
     }
 }
 
-/// What a transformer shares with its computations.
+/// What a transformer shares with its computations. A computation of lengths bound at call
+/// time holds one per binding: the bound graph, the same state.
 pub(crate) struct Shared {
     pub(crate) graph: Arc<Graph>,
-    pub(crate) state: SharedState,
+    pub(crate) state: Arc<SharedState>,
+}
+
+/// How a transformer prepares executables: its backend and the options it was made with.
+#[derive(Clone, Debug)]
+pub(crate) struct Preparer {
+    pub(crate) backend: Backend,
+    pub(crate) jit: Option<JitOptions>,
+    pub(crate) perturbation: Option<Perturbation>,
+}
+
+impl Preparer {
+    /// A computation of `outputs` given `placeholders` over `shared` (its graph fully bound).
+    pub(crate) fn computation(
+        &self,
+        shared: Arc<Shared>,
+        outputs: &[NodeId],
+        placeholders: &[NodeId],
+    ) -> Result<Bound> {
+        let executable = self.backend.prepare(
+            &shared.graph,
+            outputs,
+            placeholders,
+            self.jit.as_ref(),
+            self.perturbation,
+        )?;
+        let plan = Plan::new(&shared.graph, outputs, placeholders)?;
+        let access = StateAccess::of(&shared.graph, &plan);
+        Bound::new(shared, executable, access)
+    }
 }
 
 /// A graph prepared to run on a backend, with the state of its variables and persistent
 /// tensors.
 pub struct Transformer {
     shared: Arc<Shared>,
-    backend: Backend,
-    /// The JIT's options when the caller chose them ([`Transformer::with_jit_options`]).
-    jit: Option<JitOptions>,
-    /// The interpreter's conditioning probe ([`Transformer::perturbed_interpreter`]).
-    perturbation: Option<Perturbation>,
+    /// The backend, the JIT's options when the caller chose them
+    /// ([`Transformer::with_jit_options`]) and the interpreter's conditioning probe
+    /// ([`Transformer::perturbed_interpreter`]).
+    preparer: Preparer,
 }
 
 impl Transformer {
-    /// A transformer for `graph` on `backend`. Binds nothing itself: every axis length must be
-    /// bound already; [`Graph::verify`] runs here, and an unbound axis is an error naming it.
-    /// Variables and persistent tensors start from their initial values.
+    /// A transformer for `graph` on `backend`. [`Graph::verify`] runs here. Declared axes may
+    /// be left unbound when they are axes of placeholders: their lengths are then bound at call
+    /// time, from the inputs' shapes, and each computation compiles once per distinct binding
+    /// (docs/runtime.md, "Lengths bound at call time"; [`Computation::bindings`]). Variables
+    /// and persistent tensors keep their values across calls, so their axes must be bound
+    /// here (an error names the tensor and the axis otherwise). They start from their initial
+    /// values.
     pub fn new(graph: Graph, backend: Backend) -> Result<Transformer> {
-        graph.verify()?;
+        match graph.verify() {
+            Ok(()) => {}
+            Err(weft_ir::GraphError::UnboundAxis { .. }) => {
+                crate::per_binding::check_state(&graph)?
+            }
+            Err(e) => return Err(e.into()),
+        }
         let state = State::initial(&graph)?;
         Ok(Transformer {
             shared: Arc::new(Shared {
                 graph: Arc::new(graph),
-                state: SharedState::new(state),
+                state: Arc::new(SharedState::new(state)),
             }),
-            backend,
-            jit: None,
-            perturbation: None,
+            preparer: Preparer {
+                backend,
+                jit: None,
+                perturbation: None,
+            },
         })
     }
 
@@ -107,7 +148,7 @@ impl Transformer {
     /// measures each element's conditioning (docs/testing.md, "Tolerances").
     pub fn perturbed_interpreter(graph: Graph, p: Perturbation) -> Result<Transformer> {
         let mut t = Transformer::new(graph, Backend::Interpreter)?;
-        t.perturbation = Some(p);
+        t.preparer.perturbation = Some(p);
         Ok(t)
     }
 
@@ -122,7 +163,7 @@ impl Transformer {
             Backend::JitUnfused
         };
         let mut t = Transformer::new(graph, backend)?;
-        t.jit = Some(options);
+        t.preparer.jit = Some(options);
         Ok(t)
     }
 
@@ -133,23 +174,28 @@ impl Transformer {
 
     /// The backend.
     pub fn backend(&self) -> Backend {
-        self.backend
+        self.preparer.backend
     }
 
     /// A computation of `outputs` given `placeholders`: each call takes one array per
     /// placeholder, in this order, and returns one array per output, in this order. Every
-    /// placeholder an output depends on must be listed.
+    /// placeholder an output depends on must be listed. If the graph has axes bound at call
+    /// time, nothing is compiled here: each call binds them from its inputs and compiles on
+    /// the first call of each binding ([`Computation::bindings`]).
     pub fn computation(&self, outputs: &[NodeId], placeholders: &[NodeId]) -> Result<Computation> {
-        let executable = self.backend.prepare(
-            &self.shared.graph,
+        if crate::per_binding::unbound_axes(&self.shared.graph).is_empty() {
+            let bound =
+                self.preparer
+                    .computation(Arc::clone(&self.shared), outputs, placeholders)?;
+            return Ok(Computation::bound(bound));
+        }
+        let per = crate::per_binding::PerBinding::new(
+            Arc::clone(&self.shared),
+            self.preparer.clone(),
             outputs,
             placeholders,
-            self.jit.as_ref(),
-            self.perturbation,
         )?;
-        let plan = Plan::new(&self.shared.graph, outputs, placeholders)?;
-        let access = StateAccess::of(&self.shared.graph, &plan);
-        Computation::new(Arc::clone(&self.shared), executable, access)
+        Ok(Computation::per_binding(per))
     }
 
     /// The current value of a variable or persistent tensor, in its axes order.
@@ -197,7 +243,7 @@ impl Transformer {
 impl std::fmt::Debug for Transformer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Transformer")
-            .field("backend", &self.backend)
+            .field("backend", &self.preparer.backend)
             .field("nodes", &self.shared.graph.len())
             .finish()
     }

@@ -205,9 +205,62 @@ fn steady_state_call_into_allocates_nothing() {
     let (g, outputs) = layernorm();
     let small = allocations_of("layernorm", &g, &outputs, &[]);
     assert_eq!(small, 0, "layernorm: steady-state call_into allocated");
+    let per_binding = per_binding_allocations();
+    assert_eq!(
+        per_binding, 0,
+        "lengths bound at call time: a cached binding's call_into allocated"
+    );
     assert_eq!(
         large, 0,
         "chain with assign: steady-state call_into allocated"
     );
     assert_eq!(no_assign, 0, "chain: steady-state call_into allocated");
+}
+
+/// Calls of a computation whose batch length is bound at call time, alternating between two
+/// cached bindings: how many allocations they made (results checked against the interpreter).
+fn per_binding_allocations() -> usize {
+    let mut g = Graph::new();
+    let b = g.axis_unbound("B");
+    let c = g.axis("C", 64).unwrap();
+    let x = g.placeholder("x", &[b, c], DType::F32).unwrap();
+    let t = g.unary(UnaryOp::Tanh, x).unwrap();
+    let s = g.reduce(weft::ReduceOp::Sum, t, &[c], None).unwrap();
+    let y = g.binary(BinaryOp::Subtract, t, s).unwrap();
+    g.mark_output(y).unwrap();
+    let jit = Transformer::new(g.clone(), Backend::Jit).unwrap();
+    let interp = Transformer::new(g.clone(), Backend::Interpreter).unwrap();
+    let (cj, ci) = (
+        jit.computation(&[y], &[x]).unwrap(),
+        interp.computation(&[y], &[x]).unwrap(),
+    );
+    let batch = |len: usize| {
+        let data: Vec<f32> = (0..len * 64).map(|i| (i % 13) as f32 / 7.0 - 0.9).collect();
+        HostArray::from_vec(Axes::new([b, c]).unwrap(), vec![len, 64], data).unwrap()
+    };
+    let (small, large) = (batch(3), batch(17));
+    let mut outs_small = cj.output_arrays_for(&[&small]).unwrap();
+    let mut outs_large = cj.output_arrays_for(&[&large]).unwrap();
+    for _ in 0..2 {
+        cj.call_into(&[&small], &mut outs_small).unwrap();
+        cj.call_into(&[&large], &mut outs_large).unwrap();
+    }
+    let before = ALLOCATIONS.load(Ordering::SeqCst);
+    for _ in 0..5 {
+        cj.call_into(&[&small], &mut outs_small).unwrap();
+        cj.call_into(&[&large], &mut outs_large).unwrap();
+    }
+    let allocated = ALLOCATIONS.load(Ordering::SeqCst) - before;
+    assert_eq!(cj.compilations(), 2);
+    assert_close(
+        "per binding, B = 3",
+        &outs_small,
+        &ci.call(&[&small]).unwrap(),
+    );
+    assert_close(
+        "per binding, B = 17",
+        &outs_large,
+        &ci.call(&[&large]).unwrap(),
+    );
+    allocated
 }
