@@ -179,6 +179,17 @@ pub enum Error {
     /// A `.weft` file that does not parse.
     #[error(transparent)]
     Parse(#[from] weft_ir::text::ParseError),
+    /// A `.weft` file that did not parse, shown in the style of rustc: the message, the
+    /// position, the source line with a caret under the token at fault, and a "did you mean"
+    /// for a near miss ([`weft_ir::text::ParseError::render`]).
+    #[error("{rendered}")]
+    ParseSource {
+        /// The rendered message.
+        rendered: String,
+        /// The parse error (boxed: it is large and errors are rare).
+        #[source]
+        error: Box<weft_ir::text::ParseError>,
+    },
     /// A file that cannot be read or written.
     #[error("{path}: {source}")]
     Io {

@@ -245,3 +245,27 @@ fn demo_headline_table_has_no_empty_rows() {
         "{table}"
     );
 }
+
+#[test]
+fn parse_errors_show_the_line_a_caret_and_a_suggestion() {
+    let dir = scratch("caret");
+    let f = write(
+        &dir,
+        "typo.weft",
+        "axis Batch = 2\nplaceholder input: f32[Batch]\nout = tahn(input)\noutput out\n",
+    );
+    let err = fails(&["check", &f]);
+    let expected = format!(
+        "error: expected an op name (e.g. add, dot, sum, slice; see docs/text-format.md), found `tahn`\n \
+         --> {f}:3:7\n  |\n3 | out = tahn(input)\n  |       ^^^^ did you mean `tanh`?\n"
+    );
+    assert_eq!(err, expected);
+    // An undeclared axis, misspelt.
+    let f = write(
+        &dir,
+        "axis.weft",
+        "axis Batch = 2\nplaceholder x: f32[Bathc]\n",
+    );
+    let err = fails(&["check", &f]);
+    assert!(err.contains("^^^^^ did you mean `Batch`?"), "{err}");
+}

@@ -427,6 +427,7 @@ fn parse_errors_carry_structured_positions() {
             pos,
             expected,
             found,
+            ..
         }) => {
             assert_eq!((pos.file.as_str(), pos.line, pos.col), ("p.weft", 3, 7));
             assert!(expected.contains("an op name"));

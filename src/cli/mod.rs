@@ -312,7 +312,11 @@ pub fn load(file: &Path, bind: &[Binding]) -> Result<Graph, Error> {
         path: file.display().to_string(),
         source,
     })?;
-    let mut graph = text::parse(&src, &file.display().to_string())?;
+    let mut graph =
+        text::parse(&src, &file.display().to_string()).map_err(|error| Error::ParseSource {
+            rendered: error.render(&src),
+            error: Box::new(error),
+        })?;
     for b in bind {
         let axis = graph.find_axis(&b.axis).ok_or_else(|| Error::UnknownAxis {
             name: b.axis.clone(),

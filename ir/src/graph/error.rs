@@ -59,7 +59,7 @@ pub enum GraphError {
         right_len: usize,
     },
     /// An axis whose length is needed is not bound.
-    #[error("axis `{axis}` has no length: bind it before compiling (e.g. --bind {axis}=LEN)")]
+    #[error("axis `{axis}` has no length: bind it before compiling (`Graph::bind`; on the command line, `--bind {axis}=LEN`)")]
     UnboundAxis {
         /// The unbound axis.
         axis: String,

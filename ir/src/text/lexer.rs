@@ -60,6 +60,7 @@ pub(crate) fn tokenize(source: &str, file: &str) -> Result<Vec<Token>, ParseErro
         },
         expected: expected.to_string(),
         found,
+        help: None,
     };
     while i < chars.len() {
         let c = chars[i];

@@ -42,7 +42,7 @@ impl fmt::Display for SourcePos {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ParseError {
     /// The source does not follow the grammar, or names something undeclared or taken.
-    #[error("{pos}: expected {expected}, found {found}")]
+    #[error("{pos}: expected {expected}, found {found}{}", .help.as_ref().map(|h| format!(" ({h})")).unwrap_or_default())]
     Expected {
         /// Where.
         pos: SourcePos,
@@ -50,6 +50,8 @@ pub enum ParseError {
         expected: String,
         /// What the source has there.
         found: String,
+        /// A hint, e.g. "did you mean `exp`?" for a near miss of a known name.
+        help: Option<String>,
     },
     /// The statement is well formed but the graph rejects it (axes, dtypes, lengths, data).
     #[error("{pos}: {source}")]
@@ -68,6 +70,69 @@ impl ParseError {
             ParseError::Expected { pos, .. } | ParseError::Graph { pos, .. } => pos,
         }
     }
+
+    /// The error in the style of rustc, over the `source` it came from: the message, the
+    /// position, the source line and a caret under the token at fault with the hint, if any.
+    ///
+    /// ```text
+    /// expected an op name (e.g. add, dot, sum, slice; see docs/text-format.md), found `expp`
+    ///  --> model.weft:3:5
+    ///   |
+    /// 3 | y = expp(x)
+    ///   |     ^^^^ did you mean `exp`?
+    /// ```
+    pub fn render(&self, source: &str) -> String {
+        let (message, help) = match self {
+            ParseError::Expected {
+                expected,
+                found,
+                help,
+                ..
+            } => (format!("expected {expected}, found {found}"), help.clone()),
+            ParseError::Graph { source, .. } => (source.to_string(), None),
+        };
+        let pos = self.pos();
+        let Some(line) = source.lines().nth(pos.line.saturating_sub(1)) else {
+            return format!("{message}\n --> {pos}");
+        };
+        let gutter = " ".repeat(pos.line.to_string().len());
+        let rest: Vec<char> = line.chars().skip(pos.col.saturating_sub(1)).collect();
+        let word = rest
+            .iter()
+            .take_while(|c| c.is_alphanumeric() || **c == '_')
+            .count()
+            .max(1);
+        let pad: String = line
+            .chars()
+            .take(pos.col.saturating_sub(1))
+            .map(|c| if c == '\t' { '\t' } else { ' ' })
+            .collect();
+        let mut out = format!(
+            "{message}\n{gutter}--> {pos}\n{gutter} |\n{} | {line}\n{gutter} | {pad}{}",
+            pos.line,
+            "^".repeat(word)
+        );
+        if let Some(h) = help {
+            out += &format!(" {h}");
+        }
+        out
+    }
+}
+
+/// "did you mean `x`?" for the candidate nearest `word`, if one is near enough to be a slip
+/// (an edit distance of at most a third of the word's length, at least 1).
+pub(crate) fn did_you_mean<'a>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<String> {
+    let limit = (word.chars().count() / 3).max(1);
+    candidates
+        .into_iter()
+        .filter(|c| *c != word)
+        .map(|c| (strsim::damerau_levenshtein(word, c), c))
+        .filter(|(d, _)| *d <= limit)
+        .min()
+        .map(|(_, c)| format!("did you mean `{c}`?"))
 }
 
 impl fmt::Display for Graph {

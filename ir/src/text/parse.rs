@@ -7,7 +7,7 @@
 //! declaration can be referred to by their generated names (e.g. `"H[1:3]"`).
 
 use super::lexer::{tokenize, Tok, Token};
-use super::{ParseError, SourcePos, KEYWORDS};
+use super::{did_you_mean, ParseError, SourcePos, KEYWORDS};
 use crate::axis::{Axis, AxisDef, AxisId, Role, SliceRange};
 use crate::dtype::DType;
 use crate::graph::{
@@ -54,6 +54,25 @@ struct Parser<'s> {
     synced_axes: usize,
 }
 
+/// The ops spelled by keyword rather than by an op enum's name (`op_call`'s match arms;
+/// `structural_ops_all_parse` in the tests keeps the two in step).
+const STRUCTURAL_OPS: [&str; 14] = [
+    "select",
+    "convert",
+    "dot",
+    "broadcast",
+    "axes_with_order",
+    "cast_axes",
+    "transpose",
+    "slice",
+    "flatten",
+    "unflatten",
+    "pad",
+    "concat",
+    "expand_dims",
+    "assign",
+];
+
 type PResult<T> = Result<T, ParseError>;
 
 impl Parser<'_> {
@@ -81,11 +100,30 @@ impl Parser<'_> {
     }
 
     fn error_at<T>(&self, i: usize, expected: impl Into<String>, found: String) -> PResult<T> {
+        self.error_with_help(i, expected, found, None)
+    }
+
+    fn error_with_help<T>(
+        &self,
+        i: usize,
+        expected: impl Into<String>,
+        found: String,
+        help: Option<String>,
+    ) -> PResult<T> {
         Err(ParseError::Expected {
             pos: self.pos_of(i),
             expected: expected.into(),
             found,
+            help,
         })
+    }
+
+    /// The name token `i` holds, if it is one (for a "did you mean").
+    fn name_at(&self, i: usize) -> Option<&str> {
+        match &self.toks.get(i)?.tok {
+            Tok::Ident(s) | Tok::Str(s) => Some(s),
+            _ => None,
+        }
     }
 
     fn expected<T>(&self, expected: impl Into<String>) -> PResult<T> {
@@ -492,11 +530,19 @@ impl Parser<'_> {
                     self.graph.assign(t, v)
                 }
                 _ => {
-                    return self.error_at(
+                    let known = UnaryOp::ALL
+                        .iter()
+                        .map(|o| o.name())
+                        .chain(BinaryOp::ALL.iter().map(|o| o.name()))
+                        .chain(CompareOp::ALL.iter().map(|o| o.name()))
+                        .chain(ReduceOp::ALL.iter().map(|o| o.name()))
+                        .chain(STRUCTURAL_OPS);
+                    return self.error_with_help(
                         op_at,
                         "an op name (e.g. add, dot, sum, slice; see docs/text-format.md)",
                         format!("`{op}`"),
-                    )
+                        did_you_mean(op, known),
+                    );
                 }
             }
         };
@@ -559,11 +605,17 @@ impl Parser<'_> {
         };
         match found {
             Some(id) => Ok(id),
-            None => self.error_at(
-                at,
-                "a declared tensor",
-                format!("{}, which is not declared", self.toks[at].tok.describe()),
-            ),
+            None => {
+                let help = self.name_at(at).and_then(|w| {
+                    did_you_mean(w, self.graph.nodes().filter_map(|(_, n)| n.name.as_deref()))
+                });
+                self.error_with_help(
+                    at,
+                    "a declared tensor",
+                    format!("{}, which is not declared", self.toks[at].tok.describe()),
+                    help,
+                )
+            }
         }
     }
 
@@ -604,10 +656,14 @@ impl Parser<'_> {
                 Some(t) => format!("{}@{t}", self.toks[at].tok.describe()),
                 None => self.toks[at].tok.describe(),
             };
-            return self.error_at(
+            let help = self
+                .name_at(at)
+                .and_then(|w| did_you_mean(w, self.axes.keys().map(|k| k.0.as_str())));
+            return self.error_with_help(
                 at,
                 "a declared axis",
                 format!("{shown}, which is not declared"),
+                help,
             );
         };
         let mut dual = 0i32;
@@ -818,5 +874,36 @@ impl Parser<'_> {
             "false" => Ok(false),
             _ => self.error_at(at, "true or false", format!("`{text}`")),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn structural_ops_all_parse() {
+        // Each keyword op reaches its own arm: the error, if any, is about its operands.
+        for op in STRUCTURAL_OPS {
+            let src = format!("axis N = 2\nplaceholder x: f32[N]\ny = {op}(@)\n");
+            let err = parse(&src, "t.weft").unwrap_err().to_string();
+            assert!(!err.contains("an op name"), "{op}: {err}");
+        }
+    }
+
+    #[test]
+    fn near_misses_get_a_suggestion_and_far_ones_none() {
+        let src = "axis Batch = 2\nplaceholder input: f32[Batch]\ny = expp(input)\n";
+        let e = parse(src, "t.weft").unwrap_err();
+        assert!(e.to_string().contains("did you mean `exp`?"), "{e}");
+        let src = "axis Batch = 2\nplaceholder input: f32[Batch]\ny = exp(inptu)\n";
+        let e = parse(src, "t.weft").unwrap_err();
+        assert!(e.to_string().contains("did you mean `input`?"), "{e}");
+        let src = "axis Batch = 2\nplaceholder x: f32[Bacth]\n";
+        let e = parse(src, "t.weft").unwrap_err();
+        assert!(e.to_string().contains("did you mean `Batch`?"), "{e}");
+        let src = "axis N = 2\nplaceholder x: f32[N]\ny = frobnicate(x)\n";
+        let e = parse(src, "t.weft").unwrap_err();
+        assert!(!e.to_string().contains("did you mean"), "{e}");
     }
 }
