@@ -269,3 +269,68 @@ fn parse_errors_show_the_line_a_caret_and_a_suggestion() {
     let err = fails(&["check", &f]);
     assert!(err.contains("^^^^^ did you mean `Batch`?"), "{err}");
 }
+
+#[test]
+fn run_saves_its_inputs_and_runs_again_on_them() {
+    let dir = scratch("save-inputs");
+    let (ins, first, second) = (dir.join("in"), dir.join("o1"), dir.join("o2"));
+    let s = |p: &Path| p.display().to_string();
+    let o = weft(&[
+        "run",
+        "examples/l2.weft",
+        "--seed",
+        "5",
+        "--save-inputs",
+        &s(&ins),
+        "-o",
+        &s(&first),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (x, y) = (s(&ins.join("x.npy")), s(&ins.join("y.npy")));
+    let o = weft(&[
+        "run",
+        "examples/l2.weft",
+        "--input",
+        &format!("x={x}"),
+        "--input",
+        &format!("y={y}"),
+        // The old spelling of `-o` still works.
+        "--output-dir",
+        &s(&second),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let read = |d: &Path| std::fs::read(d.join("s.npy")).unwrap();
+    assert_eq!(read(&first), read(&second));
+    // And the inputs are what the seed drew: another seed gives another output.
+    let third = dir.join("o3");
+    let o = weft(&["run", "examples/l2.weft", "--seed", "6", "-o", &s(&third)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_ne!(read(&first), read(&third));
+}
+
+#[test]
+fn the_command_list_is_one_short_line_per_command() {
+    let help = stdout(&weft(&["--help"]));
+    let commands: Vec<&str> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert!(commands.len() >= 8, "{help}");
+    for line in commands {
+        assert!(line.len() <= 80, "too long: {line}");
+    }
+    // Value names say what a value looks like.
+    let run = stdout(&weft(&["run", "--help"]));
+    for part in [
+        "<NAME=PATH>",
+        "<AXIS=LEN>",
+        "-o, --output <DIR>",
+        "--save-inputs <DIR>",
+    ] {
+        assert!(run.contains(part), "{part} missing from:\n{run}");
+    }
+    let compile = stdout(&weft(&["compile", "--help"]));
+    assert!(compile.contains("-o, --output <DIR>"), "{compile}");
+}

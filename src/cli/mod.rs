@@ -83,82 +83,99 @@ impl From<BackendArg> for Backend {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Parse and verify a graph, and print every tensor's inferred axes.
+    /// Parse and verify a graph; print each tensor's axes.
+    ///
+    /// Parses the `.weft` file, binds the lengths given with `--bind`, verifies the graph and
+    /// prints every tensor's inferred axes and dtype.
     Check {
         /// The `.weft` file.
         file: PathBuf,
-        /// Bind an axis length: AXIS=LEN (repeatable).
-        #[arg(long = "bind", value_parser = parse_binding)]
+        /// Bind an axis length (repeatable).
+        #[arg(long = "bind", value_name = "AXIS=LEN", value_parser = parse_binding)]
         bind: Vec<Binding>,
     },
     /// Print a graph in canonical text form.
+    ///
+    /// The output parses back to the same graph (axis table, nodes and outputs).
     Print {
         /// The `.weft` file.
         file: PathBuf,
-        /// Bind an axis length: AXIS=LEN (repeatable).
-        #[arg(long = "bind", value_parser = parse_binding)]
+        /// Bind an axis length (repeatable).
+        #[arg(long = "bind", value_name = "AXIS=LEN", value_parser = parse_binding)]
         bind: Vec<Binding>,
     },
-    /// Run a graph's outputs on given or seeded random inputs.
+    /// Run a graph's outputs on given or random inputs.
+    ///
+    /// Placeholders given with `--input` are read from `.npy` files; the others are drawn at
+    /// random from `--seed` (and written with `--save-inputs`, to give them back later).
+    /// Prints a summary of each output, and writes it as NAME.npy with `--output`.
     Run {
         /// The `.weft` file.
         file: PathBuf,
-        /// A placeholder's value: NAME=PATH.npy (repeatable); others are drawn at random.
-        #[arg(long = "input", value_parser = parse_input)]
+        /// A placeholder's value from a `.npy` file (repeatable); others are drawn at random.
+        #[arg(long = "input", value_name = "NAME=PATH", value_parser = parse_input)]
         input: Vec<InputFile>,
-        /// Bind an axis length: AXIS=LEN (repeatable).
-        #[arg(long = "bind", value_parser = parse_binding)]
+        /// Bind an axis length (repeatable).
+        #[arg(long = "bind", value_name = "AXIS=LEN", value_parser = parse_binding)]
         bind: Vec<Binding>,
         /// Seed of the generator for inputs not given.
         #[arg(long, default_value_t = 0)]
         seed: u64,
-        /// Write each output as NAME.npy into this directory.
-        #[arg(long)]
+        /// Write each output as NAME.npy into this folder.
+        #[arg(short, long = "output", value_name = "DIR", alias = "output-dir")]
         output_dir: Option<PathBuf>,
+        /// Write every input of the run (given or drawn) as NAME.npy into this folder.
+        #[arg(long, value_name = "DIR")]
+        save_inputs: Option<PathBuf>,
         /// The backend to evaluate with.
         #[arg(long, value_enum, default_value_t = BackendArg::Jit)]
         backend: BackendArg,
     },
-    /// Compile a graph's outputs on the JIT and write every stage's IR into a folder: the
-    /// input graph, the graph after simplify (both `.weft`, runnable), fusion groups, kernel
-    /// programs, layouts, the buffer plan, and per kernel its loop IR, Cranelift IR and
-    /// disassembly, with an index.txt.
+    /// Compile on the JIT and write every stage's IR into a folder.
+    ///
+    /// Writes the input graph, the graph after simplify (both `.weft`, runnable), fusion
+    /// groups, kernel programs, layouts, the buffer plan, and per kernel its loop IR,
+    /// Cranelift IR and disassembly, with an index.txt.
     Compile {
         /// The `.weft` file.
         file: PathBuf,
-        /// Bind an axis length: AXIS=LEN (repeatable).
-        #[arg(long = "bind", value_parser = parse_binding)]
+        /// Bind an axis length (repeatable).
+        #[arg(long = "bind", value_name = "AXIS=LEN", value_parser = parse_binding)]
         bind: Vec<Binding>,
         /// The folder to write into (created if missing).
-        #[arg(long)]
+        #[arg(short = 'o', long = "output", value_name = "DIR", alias = "dump-dir")]
         dump_dir: PathBuf,
         /// Only the stages whose name (input, simplify, fusion, kernels, layout, buffers,
         /// loop-ir, clif, asm) or file name matches this regular expression.
-        #[arg(long)]
+        #[arg(long, value_name = "REGEX")]
         dump_pass: Option<String>,
         /// Compile the unfused baseline (one kernel per op).
         #[arg(long)]
         unfused: bool,
     },
-    /// Explain a compilation: why each materialised tensor is stored, and per kernel its loops,
-    /// vector width, threads and bytes read and written.
+    /// Explain a compilation: what is stored and why, kernel by kernel.
+    ///
+    /// Says why each materialised tensor is stored, and per kernel (and GEMM call) its loops,
+    /// vector width, threads and bytes read and written, and how each input and output moves.
     Explain {
         /// The `.weft` file.
         file: PathBuf,
-        /// Bind an axis length: AXIS=LEN (repeatable).
-        #[arg(long = "bind", value_parser = parse_binding)]
+        /// Bind an axis length (repeatable).
+        #[arg(long = "bind", value_name = "AXIS=LEN", value_parser = parse_binding)]
         bind: Vec<Binding>,
         /// Explain the unfused baseline (one kernel per op).
         #[arg(long)]
         unfused: bool,
     },
-    /// Draw the graph: ops labelled with their axes, fusion groups as clusters, stored
-    /// tensors bold with their reason, inputs as houses, outputs double-bordered.
+    /// Draw the graph with its fusion groups (DOT or SVG).
+    ///
+    /// Ops are labelled with their axes, fusion groups drawn as clusters, stored tensors bold
+    /// with their reason, inputs as houses, outputs double-bordered.
     Graph {
         /// The `.weft` file.
         file: PathBuf,
-        /// Bind an axis length: AXIS=LEN (repeatable).
-        #[arg(long = "bind", value_parser = parse_binding)]
+        /// Bind an axis length (repeatable).
+        #[arg(long = "bind", value_name = "AXIS=LEN", value_parser = parse_binding)]
         bind: Vec<Binding>,
         /// DOT text or SVG.
         #[arg(long, value_enum, default_value_t = graph::GraphFormat::Dot)]
@@ -166,17 +183,19 @@ enum Command {
         /// The graph as given, or simplified with its fusion groups.
         #[arg(long, value_enum, default_value_t = graph::GraphStage::Fused)]
         stage: graph::GraphStage,
-        /// Write here instead of standard output.
-        #[arg(short, long)]
+        /// Write to this file instead of standard output.
+        #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
-    /// Time fused JIT, unfused JIT and the interpreter, interleaved: median / min / max, GB/s,
+    /// Time fused JIT, unfused JIT and the interpreter, interleaved.
+    ///
+    /// Whole calls as a host makes them, in interleaved rounds: median / min / max, GB/s,
     /// GFLOP/s, the unfused/fused ratio, and compile time per stage.
     Bench {
         /// The `.weft` file.
         file: PathBuf,
-        /// Bind an axis length: AXIS=LEN (repeatable).
-        #[arg(long = "bind", value_parser = parse_binding)]
+        /// Bind an axis length (repeatable).
+        #[arg(long = "bind", value_name = "AXIS=LEN", value_parser = parse_binding)]
         bind: Vec<Binding>,
         /// Timed rounds.
         #[arg(long, default_value_t = 10)]
@@ -195,7 +214,11 @@ enum Command {
         #[arg(long)]
         loop_nest: bool,
     },
-    /// Run every bundled example (examples/*.weft) and print its outputs.
+    /// Run, check and time every bundled example.
+    ///
+    /// Runs each examples/*.weft on the JIT, checks it against the reference interpreter
+    /// (max abs/rel error), prints its outputs, and times fused against unfused and the
+    /// interpreter on graphs scaled to about 2^18 elements (a headline table).
     Demo {
         /// The folder of examples.
         #[arg(default_value = "examples")]
@@ -234,10 +257,17 @@ fn run(cli: Cli) -> Result<(), Error> {
             bind,
             seed,
             output_dir,
+            save_inputs,
             backend,
         } => {
             let graph = load(&file, &bind)?;
-            let outputs = run_graph(&graph, &input, seed, backend.into())?;
+            let run = RunRequest {
+                files: &input,
+                seed,
+                backend: backend.into(),
+                save_inputs: save_inputs.as_deref(),
+            };
+            let outputs = run_graph(&graph, run)?;
             print_outputs(&graph, &outputs, output_dir.as_deref())
         }
         Command::Compile {
@@ -337,12 +367,33 @@ fn declared_axes(graph: &Graph) -> String {
 }
 
 /// Evaluates the graph's outputs: placeholders from `.npy` files or drawn with `seed`.
-fn run_graph(
-    graph: &Graph,
-    files: &[InputFile],
+/// What `weft run` was asked for.
+struct RunRequest<'a> {
+    files: &'a [InputFile],
     seed: u64,
     backend: Backend,
-) -> Result<Vec<(NodeId, HostArray)>, Error> {
+    save_inputs: Option<&'a Path>,
+}
+
+impl RunRequest<'_> {
+    /// Every input drawn from seed 0, nothing saved.
+    fn seeded(backend: Backend) -> RunRequest<'static> {
+        RunRequest {
+            files: &[],
+            seed: 0,
+            backend,
+            save_inputs: None,
+        }
+    }
+}
+
+fn run_graph(graph: &Graph, run: RunRequest<'_>) -> Result<Vec<(NodeId, HostArray)>, Error> {
+    let RunRequest {
+        files,
+        seed,
+        backend,
+        save_inputs,
+    } = run;
     let outputs: Vec<NodeId> = if graph.outputs().is_empty() {
         return Err(Error::NoOutputs);
     } else {
@@ -360,6 +411,11 @@ fn run_graph(
         }
     }
     let values = inputs::gather(graph, &placeholders, files, seed)?;
+    if let Some(dir) = save_inputs {
+        let named: Vec<(NodeId, HostArray)> =
+            placeholders.iter().copied().zip(values.clone()).collect();
+        write_npys(graph, &named, dir, "input")?;
+    }
     let transformer = Transformer::new(graph.clone(), backend)?;
     let computation = transformer.computation(&outputs, &placeholders)?;
     let results = computation.call(&values)?;
@@ -371,20 +427,34 @@ fn print_outputs(
     outputs: &[(NodeId, HostArray)],
     output_dir: Option<&Path>,
 ) -> Result<(), Error> {
-    if let Some(dir) = output_dir {
-        std::fs::create_dir_all(dir).map_err(|source| Error::Io {
-            path: dir.display().to_string(),
-            source,
-        })?;
-    }
     for (id, value) in outputs {
+        println!(
+            "{}",
+            summary::describe(graph, &graph.node_label(*id), value)
+        );
+    }
+    match output_dir {
+        Some(dir) => write_npys(graph, outputs, dir, "output"),
+        None => Ok(()),
+    }
+}
+
+/// Writes each value as NAME.npy into `dir` (created if missing), saying so.
+fn write_npys(
+    graph: &Graph,
+    values: &[(NodeId, HostArray)],
+    dir: &Path,
+    what: &str,
+) -> Result<(), Error> {
+    std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+        path: dir.display().to_string(),
+        source,
+    })?;
+    for (id, value) in values {
         let name = graph.node_label(*id);
-        println!("{}", summary::describe(graph, &name, value));
-        if let Some(dir) = output_dir {
-            let path = dir.join(format!("{}.npy", summary::file_stem(&name)));
-            value.write_npy(&path)?;
-            println!("  written to {}", path.display());
-        }
+        let path = dir.join(format!("{}.npy", summary::file_stem(&name)));
+        value.write_npy(&path)?;
+        println!("{what} {name} written to {}", path.display());
     }
     Ok(())
 }
@@ -408,9 +478,9 @@ fn demo(dir: &Path) -> Result<(), Error> {
     for file in &files {
         println!("== {}", file.display());
         let graph = load(file, &[])?;
-        let outputs = run_graph(&graph, &[], 0, Backend::Jit)?;
+        let outputs = run_graph(&graph, RunRequest::seeded(Backend::Jit))?;
         print_outputs(&graph, &outputs, None)?;
-        let reference = run_graph(&graph, &[], 0, Backend::Interpreter)?;
+        let reference = run_graph(&graph, RunRequest::seeded(Backend::Interpreter))?;
         for ((id, jit), (_, interp)) in outputs.iter().zip(&reference) {
             let (abs, rel) = max_errors(jit, interp);
             println!(
