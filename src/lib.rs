@@ -44,6 +44,11 @@ pub use weft_ir::{
 };
 pub use weft_runtime::{host_copy_bytes, Executable, Perturbation, RunError};
 
+/// The `ndarray` crate weft's conversions use (feature `ndarray`), so a program's arrays are
+/// of the same version.
+#[cfg(feature = "ndarray")]
+pub use ndarray;
+
 /// The crates weft is made of, for what the prelude does not cover.
 pub use weft_compiler as compiler;
 pub use weft_ir as ir;

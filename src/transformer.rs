@@ -240,6 +240,76 @@ impl Transformer {
     }
 }
 
+impl Transformer {
+    /// The variables and persistent tensors, in node order.
+    fn stateful(&self) -> Vec<NodeId> {
+        let g = &self.shared.graph;
+        g.nodes()
+            .filter(|(id, _)| self.shared.state.holds(*id))
+            .map(|(id, _)| id)
+            .collect()
+    }
+
+    /// Writes the current value of every variable and persistent tensor into `dir` (created
+    /// if missing) as `NAME.npy` ([`file_stem`] of its name); [`Transformer::load`] reads them
+    /// back. Returns the files written.
+    pub fn save(&self, dir: &std::path::Path) -> Result<Vec<std::path::PathBuf>> {
+        std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+            path: dir.display().to_string(),
+            source,
+        })?;
+        let g = &self.shared.graph;
+        let mut written = Vec::new();
+        for id in self.stateful() {
+            let path = dir.join(format!("{}.npy", file_stem(&g.node_label(id))));
+            self.value_of(id)?.write_npy(&path)?;
+            written.push(path);
+        }
+        Ok(written)
+    }
+
+    /// Sets every variable and persistent tensor from `NAME.npy` in `dir`, as
+    /// [`Transformer::save`] wrote them: each file must exist and fit its tensor (axes in
+    /// declared order, lengths, dtype; an error names the file). Nothing is set unless every
+    /// file reads.
+    pub fn load(&self, dir: &std::path::Path) -> Result<()> {
+        let g = &self.shared.graph;
+        let values = self
+            .stateful()
+            .into_iter()
+            .map(|id| {
+                let path = dir.join(format!("{}.npy", file_stem(&g.node_label(id))));
+                let value = HostArray::read_npy(&path, g.node(id).axes.clone())?;
+                Ok((id, conform(g, id, value.view())?))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        for (id, value) in values {
+            self.set_value(id, &value)?;
+        }
+        Ok(())
+    }
+}
+
+/// The `.npy` file stem of a tensor's name (`%3` becomes `node3`; characters other than
+/// letters, digits, `_` and `-` become `_`): how `weft run` names outputs and inputs and
+/// [`Transformer::save`] names state.
+pub fn file_stem(name: &str) -> String {
+    let s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    match name.strip_prefix('%') {
+        Some(n) => format!("node{n}"),
+        None => s,
+    }
+}
+
 impl std::fmt::Debug for Transformer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Transformer")

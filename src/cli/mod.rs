@@ -452,7 +452,7 @@ fn write_npys(
     })?;
     for (id, value) in values {
         let name = graph.node_label(*id);
-        let path = dir.join(format!("{}.npy", summary::file_stem(&name)));
+        let path = dir.join(format!("{}.npy", crate::transformer::file_stem(&name)));
         value.write_npy(&path)?;
         println!("{what} {name} written to {}", path.display());
     }

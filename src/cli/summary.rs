@@ -54,24 +54,6 @@ pub fn inferred_axes(graph: &Graph) -> Result<String, Error> {
     Ok(s)
 }
 
-/// A file stem for an output name (`%3` becomes `node3`).
-pub fn file_stem(name: &str) -> String {
-    let s: String = name
-        .chars()
-        .map(|c| {
-            if c.is_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    match name.strip_prefix('%') {
-        Some(n) => format!("node{n}"),
-        None => s,
-    }
-}
-
 fn scalar_text(v: Scalar) -> String {
     let mut s = String::new();
     match v {

@@ -131,6 +131,55 @@ impl Graph {
         Ok(id)
     }
 
+    /// A stored tensor (a variable, persistent tensor or constant) whose initial value is the
+    /// `.npy` file at `path`: the file's rank must be the number of `axes` and its dtype
+    /// `dtype`; an axis without a length takes the file's, and a bound one must have it. How a
+    /// program loads trained weights in one step. Errors name the tensor, the file and what
+    /// does not fit.
+    pub fn tensor_from_npy(
+        &mut self,
+        kind: TensorKind,
+        name: &str,
+        axes: &[Axis],
+        dtype: DType,
+        path: &std::path::Path,
+    ) -> Result<NodeId, GraphError> {
+        let init_err = |message: String| GraphError::Init {
+            tensor: name.to_string(),
+            message: format!("{}: {message}", path.display()),
+        };
+        let label = format!("{} {name}", kind.keyword());
+        let checked = self.make_axes(&label, axes)?;
+        let array = crate::host::HostArray::read_npy(path, checked.clone()).map_err(|e| {
+            GraphError::Init {
+                tensor: name.to_string(),
+                message: e.to_string(),
+            }
+        })?;
+        if array.dtype() != dtype {
+            return Err(init_err(format!(
+                "the file holds {} values, the tensor is {dtype}",
+                array.dtype()
+            )));
+        }
+        for (axis, len) in checked.iter().zip(array.shape()) {
+            match self.axis_len(*axis) {
+                Some(l) if l != *len => {
+                    return Err(init_err(format!(
+                        "axis `{}` has length {l}, the file's dimension {len}",
+                        self.axis_name(*axis)
+                    )))
+                }
+                Some(_) => {}
+                None => self
+                    .bind(*axis, *len)
+                    .map_err(|e| init_err(e.to_string()))?,
+            }
+        }
+        let (_, _, data) = array.into_parts();
+        self.tensor(kind, Some(name), axes, dtype, Some(TensorInit::Data(data)))
+    }
+
     /// An input tensor (`ng.placeholder`).
     pub fn placeholder(
         &mut self,

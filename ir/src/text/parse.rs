@@ -337,20 +337,50 @@ impl Parser<'_> {
         } else {
             Vec::new()
         };
-        let init = if self.eat('=') {
-            Some(self.init(dtype)?)
-        } else {
-            None
-        };
         let name = match &handle {
-            NodeHandle::Name(n) => Some(n.as_str()),
+            NodeHandle::Name(n) => Some(n.clone()),
             NodeHandle::Label(_) => None,
+        };
+        let init = if !self.eat('=') {
+            None
+        } else if matches!(self.peek(), Tok::Ident(w) if w == "npy") {
+            let path = self.npy_path()?;
+            let Some(name) = name else {
+                return self.error_at(
+                    handle_at,
+                    "a name for a tensor read from a file",
+                    "a label".into(),
+                );
+            };
+            let id = self
+                .graph
+                .tensor_from_npy(kind, &name, &axes, dtype, &path)
+                .map_err(self.graph_err(kw_at))?;
+            return self.bind_handle(handle, id, handle_at);
+        } else {
+            Some(self.init(dtype)?)
         };
         let id = self
             .graph
-            .tensor(kind, name, &axes, dtype, init)
+            .tensor(kind, name.as_deref(), &axes, dtype, init)
             .map_err(self.graph_err(kw_at))?;
         self.bind_handle(handle, id, handle_at)
+    }
+
+    /// `npy("PATH")`: a `.npy` file, relative to the directory of the file being parsed.
+    fn npy_path(&mut self) -> PResult<std::path::PathBuf> {
+        self.next();
+        self.expect('(')?;
+        let at = self.at;
+        let path = match self.next() {
+            Tok::Str(p) => p,
+            other => return self.error_at(at, "a quoted path", other.describe()),
+        };
+        self.expect(')')?;
+        let dir = std::path::Path::new(self.file)
+            .parent()
+            .unwrap_or(std::path::Path::new(""));
+        Ok(dir.join(path))
     }
 
     fn init(&mut self, dtype: DType) -> PResult<TensorInit> {
