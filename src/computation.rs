@@ -288,6 +288,20 @@ impl Computation {
     /// own memory (a slice with its axes, an `ndarray` view); on the JIT, kernels read them in
     /// place (docs/runtime.md, "Binding caller memory"). Axes bound at call time take their
     /// lengths from the inputs.
+    ///
+    /// ```
+    /// use weft::prelude::*;
+    /// let b = GraphBuilder::new();
+    /// let n = b.axis("N", 4)?;
+    /// let x = b.placeholder("x", &[n], DType::F32)?;
+    /// let y = (x * 2.0)?;
+    /// let t = Transformer::new(b.finish(), Backend::Jit)?;
+    /// let double = t.computation(&[y.id()], &[x.id()])?;
+    /// let input = HostArray::from_vec(Axes::new([n])?, vec![4], vec![1f32, 2., 3., 4.])?;
+    /// let out = double.call(&[&input])?;
+    /// assert_eq!(out[0].to_vec::<f32>()?, vec![2., 4., 6., 8.]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn call<I: AsHostView>(&self, inputs: &[I]) -> Result<Vec<HostArray>> {
         match &self.0 {
             Inner::Bound(b) => b.call(inputs),
@@ -312,6 +326,25 @@ impl Computation {
     ///
     /// On an error the output arrays may hold anything; variables and persistent tensors are
     /// unchanged.
+    ///
+    /// ```
+    /// use weft::prelude::*;
+    /// let b = GraphBuilder::new();
+    /// let n = b.axis("N", 3)?;
+    /// let x = b.placeholder("x", &[n], DType::F64)?;
+    /// let y = x.exp()?;
+    /// let t = Transformer::new(b.finish(), Backend::Jit)?;
+    /// let exp = t.computation(&[y.id()], &[x.id()])?;
+    /// let mut out = exp.output_arrays()?; // once
+    /// let data = [0.0, 1.0, 2.0];
+    /// let axes = Axes::new([n])?;
+    /// for _ in 0..3 {
+    ///     // Reads `data` in place and writes into `out`: no allocation once warm.
+    ///     exp.call_into(&[HostView::new(&axes, &[3], &data)?], &mut out)?;
+    /// }
+    /// assert_eq!(out[0].to_vec::<f64>()?[0], 1.0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn call_into<I: AsHostView>(&self, inputs: &[I], outputs: &mut [HostArray]) -> Result<()> {
         match &self.0 {
             Inner::Bound(b) => b.call_into(inputs, outputs),

@@ -23,7 +23,7 @@ pub enum Error {
     #[error("JIT: {0}")]
     Compile(#[from] weft_compiler::JitError),
     /// A call with more or fewer input arrays than the computation has placeholders.
-    #[error("the computation takes {expected} input arrays (one per placeholder, in order: {placeholders}) but {got} were given")]
+    #[error("the computation takes {} (one per placeholder, in order: {placeholders}) but {got} {} given", weft_ir::size::count(*.expected, "input array", "input arrays"), if *.got == 1 { "was" } else { "were" })]
     InputCount {
         /// Number of placeholders.
         expected: usize,

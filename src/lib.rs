@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! weft: an ahead-of-time compiler for axes-labelled tensor graphs (the Nervana Graph model).
 //!
 //! Build a [`Graph`] (or use a [`GraphBuilder`]), bind its axis lengths, make a

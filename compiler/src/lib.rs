@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! weft-compiler: the graph passes (simplify, fusion, layout, view folding, storage sharing)
 //! that turn an axes-labelled graph into a [`CompiledPlan`] of fused kernels over planned
 //! buffers, and the Cranelift code generation that follows them — the only crate that knows

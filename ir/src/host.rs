@@ -273,7 +273,7 @@ pub enum HostError {
         message: String,
     },
     /// Shape and axes of different rank.
-    #[error("{axes} axes but a shape of rank {rank} ({shape:?})")]
+    #[error("{} but a shape of rank {rank} ({shape:?})", crate::size::count(*.axes, "axis", "axes"))]
     Rank {
         /// The number of axes.
         axes: usize,
@@ -487,9 +487,9 @@ impl HostArray {
         };
         if axes.len() != shape.len() {
             return Err(npy_err(format!(
-                "the file has rank {} (shape {shape:?}) but the tensor has {} axes",
+                "the file has rank {} (shape {shape:?}) but the tensor has {}",
                 shape.len(),
-                axes.len()
+                crate::size::count(axes.len(), "axis", "axes")
             )));
         }
         if !fortran {
@@ -554,6 +554,17 @@ mod nd {
 
     impl HostArray {
         /// An array over `axes` from an `ndarray` array (any memory order).
+        ///
+        /// ```
+        /// use weft_ir::{graph::GraphBuilder, Axes, HostArray};
+        /// let b = GraphBuilder::new();
+        /// let (r, c) = (b.axis("R", 2)?, b.axis("C", 3)?);
+        /// let a = ndarray::Array2::from_shape_fn((2, 3), |(i, j)| (i * 3 + j) as f32);
+        /// let h = HostArray::from_ndarray(Axes::new([r, c])?, &a)?;
+        /// assert_eq!(h.shape(), &[2, 3]);
+        /// assert_eq!(h.to_vec::<f32>()?, vec![0., 1., 2., 3., 4., 5.]);
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
         pub fn from_ndarray<T: Element, D: ndarray::Dimension>(
             axes: Axes,
             a: &ndarray::Array<T, D>,

@@ -96,6 +96,11 @@ impl Graph {
     }
 }
 
+/// `n` followed by the singular or plural noun, as messages say it: "1 axis", "2 axes".
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -38,9 +38,7 @@ pub enum RunError {
         output: String,
     },
     /// A call with the wrong number of input arrays.
-    #[error(
-        "the computation takes {expected} input arrays (one per placeholder) but {got} were given"
-    )]
+    #[error("the computation takes {} (one per placeholder) but {got} {} given", weft_ir::size::count(*.expected, "input array", "input arrays"), if *.got == 1 { "was" } else { "were" })]
     InputCount {
         /// Placeholders of the computation.
         expected: usize,

@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! weft-runtime: running graphs. It holds the state of variables and persistent tensors
 //! ([`State`]), the contract every backend's compiled form meets ([`Executable`]), the set of
 //! nodes one computation evaluates ([`Plan`]), the reference interpreter ([`interp`]) — the

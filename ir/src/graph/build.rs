@@ -558,9 +558,9 @@ impl Graph {
             return Err(self.axes_err(
                 label,
                 format!(
-                    "{} has {} axes but the input {} has {}",
+                    "{} has {} but the input {} has {}",
                     self.axes_name(&axes),
-                    axes.len(),
+                    crate::size::count(axes.len(), "axis", "axes"),
                     self.axes_name(&in_axes),
                     in_axes.len()
                 ),

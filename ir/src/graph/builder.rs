@@ -231,6 +231,17 @@ impl<'g> Tensor<'g> {
     unary_methods!(
         negative, abs, exp, log, sqrt, square, reciprocal, sign, tanh, sigmoid, sin, cos, relu
     );
+    /// `add(self, other)`, elementwise by axis (also `self + other`).
+    #[allow(clippy::should_implement_trait)] // the operator is implemented too; this returns the Result
+    pub fn add(self, other: Tensor<'g>) -> Result<Tensor<'g>, GraphError> {
+        self.builder
+            .with(|g| g.binary(BinaryOp::Add, self.id, other.id))
+    }
+    /// `dot(self, other)`: the contraction of every axis the two share and every dual pair
+    /// (`N*` with `N`); the result has `self`'s remaining axes, then `other`'s.
+    pub fn dot(self, other: Tensor<'g>) -> Result<Tensor<'g>, GraphError> {
+        self.builder.with(|g| g.dot(self.id, other.id))
+    }
     binary_methods!(
         subtract,
         multiply,
@@ -243,8 +254,7 @@ impl<'g> Tensor<'g> {
         less,
         less_equal,
         greater,
-        greater_equal,
-        dot
+        greater_equal
     );
     reduce_methods!(sum => Sum, prod => Prod, max => Max, min => Min, mean => Mean,
         argmax => ArgMax, argmin => ArgMin);

@@ -119,8 +119,9 @@ impl ParseError {
     }
 }
 
-/// "did you mean `x`?" for the candidate nearest `word`, if one is near enough to be a slip
-/// (an edit distance of at most a third of the word's length, at least 1).
+/// "did you mean `x`?" for the candidate nearest `word`, if one is near enough to be a slip:
+/// an edit distance of at most a third of the word's length (at least 1) and less than its
+/// length (so a one-letter name is never "corrected" into another).
 pub(crate) fn did_you_mean<'a>(
     word: &str,
     candidates: impl IntoIterator<Item = &'a str>,
@@ -130,7 +131,7 @@ pub(crate) fn did_you_mean<'a>(
         .into_iter()
         .filter(|c| *c != word)
         .map(|c| (strsim::damerau_levenshtein(word, c), c))
-        .filter(|(d, _)| *d <= limit)
+        .filter(|(d, _)| *d <= limit && *d < word.chars().count())
         .min()
         .map(|(_, c)| format!("did you mean `{c}`?"))
 }
