@@ -294,9 +294,9 @@ impl Computation {
     /// let b = GraphBuilder::new();
     /// let n = b.axis("N", 4)?;
     /// let x = b.placeholder("x", &[n], DType::F32)?;
-    /// let y = (x * 2.0)?;
+    /// let (x, y) = (x.id(), (x * 2.0)?.id());
     /// let t = Transformer::new(b.finish(), Backend::Jit)?;
-    /// let double = t.computation(&[y.id()], &[x.id()])?;
+    /// let double = t.computation(&[y], &[x])?;
     /// let input = HostArray::from_vec(Axes::new([n])?, vec![4], vec![1f32, 2., 3., 4.])?;
     /// let out = double.call(&[&input])?;
     /// assert_eq!(out[0].to_vec::<f32>()?, vec![2., 4., 6., 8.]);
@@ -332,9 +332,9 @@ impl Computation {
     /// let b = GraphBuilder::new();
     /// let n = b.axis("N", 3)?;
     /// let x = b.placeholder("x", &[n], DType::F64)?;
-    /// let y = x.exp()?;
+    /// let (x, y) = (x.id(), x.exp()?.id());
     /// let t = Transformer::new(b.finish(), Backend::Jit)?;
-    /// let exp = t.computation(&[y.id()], &[x.id()])?;
+    /// let exp = t.computation(&[y], &[x])?;
     /// let mut out = exp.output_arrays()?; // once
     /// let data = [0.0, 1.0, 2.0];
     /// let axes = Axes::new([n])?;

@@ -111,12 +111,12 @@ impl Preparer {
 /// let n = b.axis("N", 2)?;
 /// let x = b.placeholder("x", &[n], DType::F32)?;
 /// let w = b.variable("w", &[n], DType::F32, TensorInit::Fill(Scalar::Float(0.5)))?;
-/// let y = (x * w)?;
+/// let (x, w, y) = (x.id(), w.id(), (x * w)?.id());
 /// let t = Transformer::new(b.finish(), Backend::Jit)?; // Backend::Interpreter: the oracle
-/// let scale = t.computation(&[y.id()], &[x.id()])?;
+/// let scale = t.computation(&[y], &[x])?;
 /// let out = scale.call(&[HostArray::from_vec(Axes::new([n])?, vec![2], vec![2f32, 4.])?])?;
 /// assert_eq!(out[0].to_vec::<f32>()?, vec![1., 2.]);
-/// assert_eq!(t.value_of(w.id())?.to_vec::<f32>()?, vec![0.5, 0.5]);
+/// assert_eq!(t.value_of(w)?.to_vec::<f32>()?, vec![0.5, 0.5]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Transformer {
