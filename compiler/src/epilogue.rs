@@ -8,8 +8,9 @@
 //! slots are one storage exactly when equal (each planned buffer, input, state value and
 //! constant has its own storage).
 //!
-//! Guarantees: [`plan_epilogue`] pairs them only when the runtime's check accepts the pair —
-//! no batch axes; the kernel's parallel loop runs over C's `m` rows; every access of the
+//! Guarantees: [`plan_epilogue`] pairs them only when the GEMM alone would be cut into row
+//! blocks (C at least as tall as wide: otherwise row blocks would lose the GEMM's parallelism)
+//! and the runtime's check accepts the pair — no batch axes; the kernel's parallel loop runs over C's `m` rows; every access of the
 //! kernel to C's storage stays, in parallel iteration `p`, within the band of C's row `p`
 //! (the loop IR's affine indices, as [`weft_runtime::Footprint`]s: the coefficient of the
 //! parallel loop is C's row stride and the rest spans at most one row; masks ignored, so
@@ -72,6 +73,11 @@ pub fn plan_epilogue(
 ) -> Result<GemmEpilogue, String> {
     if !spec.batch.is_empty() {
         return Err("the GEMM has batch axes".into());
+    }
+    // C wider than tall: the GEMM alone splits its columns over the threads, which row blocks
+    // of so few rows would not (one block of 64 rows where 2 column blocks ran in parallel).
+    if spec.split != SplitDim::Rows {
+        return Err("the GEMM is cut into column blocks (C is wider than tall)".into());
     }
     let rows = GemmSpec {
         split: SplitDim::Rows,
