@@ -83,9 +83,20 @@ fn assert_close(what: &str, got: &[HostArray], want: &[HostArray]) {
 /// how many allocations those calls made; checks the results (outputs, then every variable)
 /// against the interpreter run as many times.
 fn allocations_of(what: &str, graph: &Graph, outputs: &[NodeId], state: &[NodeId]) -> usize {
+    allocations_with(what, graph, outputs, state, JitOptions::default())
+}
+
+/// [`allocations_of`] with `options`.
+fn allocations_with(
+    what: &str,
+    graph: &Graph,
+    outputs: &[NodeId],
+    state: &[NodeId],
+    options: JitOptions,
+) -> usize {
     let placeholders = graph.placeholders();
     let ins = inputs(graph, &placeholders);
-    let jit = Transformer::new(graph.clone(), Backend::Jit).unwrap();
+    let jit = Transformer::with_jit_options(graph.clone(), options).unwrap();
     let interp = Transformer::new(graph.clone(), Backend::Interpreter).unwrap();
     let cj = jit.computation(outputs, &placeholders).unwrap();
     let ci = interp.computation(outputs, &placeholders).unwrap();
@@ -180,6 +191,23 @@ fn chain() -> (Graph, Vec<NodeId>, NodeId) {
     (g, vec![out, assign], acc)
 }
 
+/// `relu(X·W + b)`, 256 x 256 x 256: a GEMM call and its epilogue kernel (parallel).
+fn mlp() -> (Graph, Vec<NodeId>) {
+    let mut g = Graph::new();
+    let (b, i, o) = (
+        g.axis("B", 256).unwrap(),
+        g.axis("I", 256).unwrap(),
+        g.axis("O", 256).unwrap(),
+    );
+    let x = g.placeholder("X", &[b, i], DType::F32).unwrap();
+    let w = g.placeholder("W", &[i, o], DType::F32).unwrap();
+    let bias = g.placeholder("b", &[o], DType::F32).unwrap();
+    let h = g.dot(x, w).unwrap();
+    let hb = g.binary(BinaryOp::Add, h, bias).unwrap();
+    let out = g.unary(UnaryOp::Relu, hb).unwrap();
+    (g, vec![out])
+}
+
 #[test]
 fn steady_state_call_into_allocates_nothing() {
     // The chain comes first: its warm-up starts the shared thread pool.
@@ -215,6 +243,28 @@ fn steady_state_call_into_allocates_nothing() {
         "chain with assign: steady-state call_into allocated"
     );
     assert_eq!(no_assign, 0, "chain: steady-state call_into allocated");
+    // A GEMM allocates its packing buffers (the `matrixmultiply` crate, per block); running
+    // the epilogue kernel on each block in the same work item adds nothing to that.
+    let (g, outputs) = mlp();
+    let exe = weft_compiler::JitExecutable::new(
+        std::sync::Arc::new(g.clone()),
+        &outputs,
+        &g.placeholders(),
+        &JitOptions::default(),
+    )
+    .unwrap();
+    let text = weft_compiler::explain::explain(&exe);
+    assert!(text.contains("fused step: gemm @"), "{text}");
+    let fused = allocations_with("mlp, fused step", &g, &outputs, &[], JitOptions::default());
+    let apart = JitOptions {
+        epilogue: None,
+        ..JitOptions::default()
+    };
+    let apart = allocations_with("mlp, two steps", &g, &outputs, &[], apart);
+    assert_eq!(
+        fused, apart,
+        "the fused step allocates beyond the GEMM's packing"
+    );
 }
 
 /// Calls of a computation whose batch length is bound at call time, alternating between two

@@ -4,7 +4,9 @@
 //! input graph and the graph after simplify in the `.weft` text form (both re-parse and run),
 //! fusion groups with the reason each boundary is stored, kernel programs, layouts, the buffer
 //! plan (sizes, offsets, sharers, lifetimes, peak bytes against one buffer per tensor), the
-//! GEMM calls (m, n, k, strides, blocks) when there are any, then per kernel its loop IR, its Cranelift IR and its machine code disassembled — and
+//! GEMM calls (m, n, k, strides, blocks) when there are any, the steps of a run (kernels, GEMM
+//! calls, and GEMM calls with their epilogue kernel as one step), then per kernel its loop IR,
+//! its Cranelift IR and its machine code disassembled — and
 //! `index.txt` lists every file written with its stage. Reached by `weft compile --dump-dir`,
 //! [`JitOptions::dump`](crate::JitOptions::dump) and the `WEFT_DUMP=DIR` environment variable.
 
@@ -22,7 +24,7 @@ pub struct DumpFile {
     /// The file name, numbered in pipeline order (`03-fusion.txt`).
     pub name: String,
     /// The stage it shows (`input`, `simplify`, `fusion`, `kernels`, `layout`, `buffers`,
-    /// `gemm`, `loop-ir`, `clif`, `asm`), which `--dump-pass` filters on.
+    /// `gemm`, `steps`, `loop-ir`, `clif`, `asm`), which `--dump-pass` filters on.
     pub stage: String,
     /// The text.
     pub contents: String,
@@ -80,6 +82,7 @@ pub fn dump_stages(source: &Graph, exe: &JitExecutable) -> Result<Vec<DumpFile>,
     if plan.gemms.iter().any(Option::is_some) {
         push("gemm", "txt", "", plan.gemm_display());
     }
+    push("steps", "txt", "", exe.steps_display());
     let compiler = JitCompiler::with_options(CodegenOptions {
         disassemble: true,
         ..CodegenOptions::default()

@@ -21,6 +21,7 @@
 //!   and a steady-state run allocates no device memory.
 
 use crate::codegen::{CodegenError, CodegenOptions, JitCompiler};
+use crate::epilogue::{plan_epilogue, EpilogueOptions};
 use crate::gemm::GemmOptions;
 use crate::io_binding::{bind_input, bind_output, Binding};
 use crate::lower::{lower_plan, BufferBinding, LowerError, LowerOptions, LoweredKernel};
@@ -38,7 +39,8 @@ use weft_ir::{
 use weft_runtime::state::stored_value;
 use weft_runtime::{
     copy_array, BindScope, CompiledKernel, DeviceBufferReference, DeviceBufferStorage, Executable,
-    GemmCall, HostBindings, Plan, RunError, RuntimeError, State, StateView, ThreadPool,
+    GemmCall, GemmEpilogue, HostBindings, Plan, RunError, RuntimeError, State, StateView,
+    ThreadPool,
 };
 
 /// One step of a run, in schedule order.
@@ -48,6 +50,8 @@ enum Step {
     Kernel(usize),
     /// `gemms[i]`.
     Gemm(usize),
+    /// `epilogues[i]`: a GEMM call and its epilogue kernel as one step (crate::epilogue).
+    GemmThen(usize),
 }
 
 /// A step of a run as `weft explain` lists it.
@@ -55,8 +59,12 @@ enum Step {
 pub enum ScheduledStep<'e> {
     /// A JIT kernel.
     Kernel(&'e LoweredKernel),
-    /// A GEMM call (crate::gemm).
-    Gemm(&'e GemmCall),
+    /// A GEMM call (crate::gemm), and, when the kernel after it could not run as its
+    /// epilogue, why not.
+    Gemm(&'e GemmCall, Option<&'e str>),
+    /// A GEMM call, then its epilogue kernel over each row block the call computes, in the
+    /// same work items (crate::epilogue).
+    GemmThen(&'e GemmEpilogue, &'e LoweredKernel),
 }
 
 /// Why a computation could not be compiled for the JIT.
@@ -122,6 +130,10 @@ pub struct JitOptions {
     /// Which dots a GEMM call computes instead of a JIT loop nest (crate::gemm; `None`: none).
     /// Fused and unfused alike.
     pub gemm: Option<GemmOptions>,
+    /// Whether a GEMM call and the kernel after it run as one step, the kernel on each row
+    /// block of the GEMM's result as soon as it is computed (crate::epilogue; `None`: never).
+    /// Results are the same either way.
+    pub epilogue: Option<EpilogueOptions>,
 }
 
 /// The memory budget from `WEFT_MAX_BYTES`, if set to a byte count (anything else is ignored
@@ -148,6 +160,7 @@ impl Default for JitOptions {
             max_bytes: max_bytes_from_env(),
             threads: None,
             gemm: Some(GemmOptions::default()),
+            epilogue: Some(EpilogueOptions::default()),
         }
     }
 }
@@ -246,6 +259,11 @@ pub struct JitExecutable {
     lowered: Vec<LoweredKernel>,
     /// GEMM calls with the storages of A, B and C.
     gemms: Vec<(GemmCall, [usize; 3])>,
+    /// Per GEMM call run alone, why the kernel after it is not its epilogue (if one follows).
+    gemm_notes: Vec<Option<String>>,
+    /// GEMM calls fused with their epilogue kernel: the step, and the indices of the GEMM call
+    /// (in `gemms`) and the kernel (in `kernels`).
+    epilogues: Vec<(GemmEpilogue, usize, usize)>,
     /// Kernels and GEMM calls in schedule order.
     steps: Vec<Step>,
     /// Storage specs: dtype and length, and the constant data to fill it with.
@@ -551,6 +569,34 @@ impl JitExecutable {
         if next_kernel != kernels.len() {
             return Err(PassError::Internal("kernels out of schedule order".into()).into());
         }
+        // A GEMM call and the kernel right after it as one step, where that computes the same.
+        let mut gemm_notes = vec![None; gemms.len()];
+        let mut epilogues = Vec::new();
+        let mut fused_steps = Vec::with_capacity(steps.len());
+        let mut rest = steps.iter().copied().peekable();
+        while let Some(step) = rest.next() {
+            let (Step::Gemm(gi), Some(&Step::Kernel(ki))) = (step, rest.peek()) else {
+                fused_steps.push(step);
+                continue;
+            };
+            let Some(eo) = &options.epilogue else {
+                fused_steps.push(step);
+                continue;
+            };
+            let ((call, gargs), (kernel, kargs)) = (&gemms[gi], &kernels[ki]);
+            match plan_epilogue(call.spec(), *gargs, kernel, kargs, eo, pool.threads()) {
+                Ok(fused) => {
+                    rest.next();
+                    fused_steps.push(Step::GemmThen(epilogues.len()));
+                    epilogues.push((fused, gi, ki));
+                }
+                Err(why) => {
+                    gemm_notes[gi] = Some(why);
+                    fused_steps.push(step);
+                }
+            }
+        }
+        let steps = fused_steps;
         if let Some(budget) = options.max_bytes {
             check_budget(&graph, &plan, &specs, budget)?;
         }
@@ -669,6 +715,8 @@ impl JitExecutable {
             kernels,
             lowered,
             gemms,
+            gemm_notes,
+            epilogues,
             steps,
             specs,
             holders: holders.into_iter().map(|h| h.join("`, `")).collect(),
@@ -732,9 +780,41 @@ impl JitExecutable {
             .iter()
             .filter_map(|s| match s {
                 Step::Kernel(i) => self.lowered.get(*i).map(ScheduledStep::Kernel),
-                Step::Gemm(i) => self.gemms.get(*i).map(|(c, _)| ScheduledStep::Gemm(c)),
+                Step::Gemm(i) => self.gemms.get(*i).map(|(c, _)| {
+                    let note = self.gemm_notes.get(*i).and_then(|n| n.as_deref());
+                    ScheduledStep::Gemm(c, note)
+                }),
+                Step::GemmThen(i) => {
+                    let (fused, _, k) = self.epilogues.get(*i)?;
+                    Some(ScheduledStep::GemmThen(fused, self.lowered.get(*k)?))
+                }
             })
             .collect()
+    }
+
+    /// One line per step of a run, in schedule order: kernels, GEMM calls, and GEMM calls
+    /// with their epilogue kernel as one step (the dump's `steps` stage).
+    pub fn steps_display(&self) -> String {
+        let mut s = String::new();
+        for (i, step) in self.schedule().iter().enumerate() {
+            let line = match step {
+                ScheduledStep::Kernel(lk) => format!("kernel @{}", lk.kernel.name),
+                ScheduledStep::Gemm(call, note) => {
+                    let mut l = call.spec().display();
+                    if let Some(why) = note {
+                        l += &format!("; the next kernel runs after it: {why}");
+                    }
+                    l
+                }
+                ScheduledStep::GemmThen(fused, lk) => format!(
+                    "{}; then epilogue kernel @{} over the same row blocks",
+                    fused.gemm().spec().display(),
+                    lk.kernel.name
+                ),
+            };
+            s += &format!("step {i}: {line}\n");
+        }
+        s
     }
 
     fn workspace(&self) -> Result<Workspace, RunError> {
@@ -1189,6 +1269,12 @@ impl JitExecutable {
                     let (call, args) = &self.gemms[*i];
                     let pool = (pool.threads() > 1).then_some(pool);
                     call.call_bound(pool, references, host, *args)?;
+                    continue;
+                }
+                Step::GemmThen(i) => {
+                    let (fused, _, k) = &self.epilogues[*i];
+                    let pool = (pool.threads() > 1).then_some(pool);
+                    fused.call_bound(&self.kernels[*k].0, pool, references, host)?;
                     continue;
                 }
             };

@@ -37,9 +37,27 @@ pub fn explain(exe: &JitExecutable) -> String {
     for step in exe.schedule() {
         let lk = match step {
             ScheduledStep::Kernel(lk) => lk,
-            ScheduledStep::Gemm(call) => {
+            ScheduledStep::Gemm(call, note) => {
                 gemm(call, exe.threads(), &mut s);
+                if let Some(why) = note {
+                    let _ = writeln!(s, "  the next kernel runs after the whole call: {why}");
+                }
                 continue;
+            }
+            ScheduledStep::GemmThen(fused, lk) => {
+                let _ = writeln!(
+                    s,
+                    "fused step: gemm @{} then epilogue kernel @{} over the same row blocks",
+                    fused.gemm().spec().name,
+                    lk.kernel.name
+                );
+                gemm(fused.gemm(), exe.threads(), &mut s);
+                let _ = writeln!(
+                    s,
+                    "  each work item runs kernel @{} on its rows right after computing them",
+                    lk.kernel.name
+                );
+                lk
             }
         };
         let k = &lk.kernel;

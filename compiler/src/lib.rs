@@ -8,6 +8,7 @@
 
 pub mod codegen;
 pub mod dump;
+pub mod epilogue;
 pub mod executable;
 pub mod explain;
 pub mod gemm;

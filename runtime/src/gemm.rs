@@ -34,6 +34,7 @@ use std::sync::Arc;
 use weft_ir::loop_ir::ScalarType;
 
 use crate::binding::{BindScope, HostBuffer};
+use crate::kernel::{CompiledKernel, Footprint, KernelEntry, KernelSignature};
 use crate::{DeviceBufferReference, DeviceBufferStorage, RuntimeError, ThreadPool};
 
 /// One matrix operand of a GEMM: where element (row 0, column 0) of batch index 0 is, and the
@@ -393,6 +394,182 @@ impl GemmCall {
         Ok(())
     }
 
+    /// Rows `first..last` of C that work item `item` computes (no batch axes, row blocks).
+    fn rows_of(&self, item: usize) -> (usize, usize) {
+        let first = item.saturating_mul(self.spec.block).min(self.spec.m);
+        let last = first.saturating_add(self.spec.block).min(self.spec.m);
+        (first, last)
+    }
+
+    /// Whether a kernel of `signature` may run right after this GEMM on each of its row blocks
+    /// (the rows of its parallel loop = the rows of C just computed) with the same results as
+    /// after the whole GEMM, given how each of its buffers relates in memory to A, B and C:
+    /// `relation(i, t)` for kernel buffer `i` and operand `t` (0 A, 1 B, 2 C). Why not, if not.
+    ///
+    /// The conditions: row blocks without batch axes; the kernel's parallel loop runs over
+    /// C's `m` rows; C's rows lie in disjoint *bands* of `row_stride` elements (row `p`: from
+    /// `c.offset + p·row_stride`); every kernel buffer sharing C's memory starts where C's
+    /// buffer does and its [`Footprint`] keeps iteration `p` inside band `p`; no kernel buffer
+    /// that is written shares memory with B, or with A other than as A's buffer with a
+    /// footprint inside the band of A's row `p`. Then iteration `p` only touches C's memory in
+    /// the band of row `p`, which only the work item computing row `p` writes, before it runs
+    /// the kernel on its rows; and it writes only memory the GEMM no longer reads (A's row
+    /// `p`, read only by that same work item's GEMM, already done).
+    fn check_epilogue(
+        &self,
+        signature: &KernelSignature,
+        relation: impl Fn(usize, usize) -> Relation,
+    ) -> Result<(), String> {
+        let s = &self.spec;
+        if !s.batch.is_empty() {
+            return Err("the GEMM has batch axes".into());
+        }
+        if s.split != SplitDim::Rows {
+            return Err("the GEMM is not cut into row blocks".into());
+        }
+        if signature.parallel_extent != Some(s.m as u64) {
+            return Err(format!(
+                "kernel @{}'s parallel loop is not over C's {} rows",
+                signature.name, s.m
+            ));
+        }
+        // Row p of a matrix of `cols` columns lies in its band `offset + p·rs ..= offset +
+        // p·rs + rs − 1`; a footprint stays in band p when it moves by `rs` and spans band 0.
+        let banded = |v: &MatrixView, cols: usize| {
+            let (rs, cs) = (v.row_stride, v.col_stride);
+            rs > 0 && (cols == 1 || (cs > 0 && (cs as i128) * (cols as i128 - 1) < rs as i128))
+        };
+        let in_band = |v: &MatrixView, f: Option<Footprint>| {
+            f.is_some_and(|f| {
+                f.stride == v.row_stride
+                    && v.offset <= f.lo
+                    && (f.hi as i128) < v.offset as i128 + v.row_stride as i128
+            })
+        };
+        if !banded(&s.c, s.n) {
+            return Err("C's rows are not laid out one after another".into());
+        }
+        for (i, b) in signature.buffers.iter().enumerate() {
+            let footprint = signature.footprints.get(i).copied().flatten();
+            match relation(i, 2) {
+                Relation::Disjoint => {}
+                Relation::Overlap => {
+                    return Err(format!(
+                        "kernel buffer %{} overlaps C's memory without being C's buffer",
+                        b.name
+                    ))
+                }
+                Relation::Same if in_band(&s.c, footprint) => {}
+                Relation::Same => {
+                    return Err(format!(
+                        "kernel buffer %{} (C's buffer) is not read or written row by row of C",
+                        b.name
+                    ))
+                }
+            }
+            if !b.access.can_write() {
+                continue;
+            }
+            // A row of A is read only by the work item of the same row of C, before its
+            // kernel runs: the kernel may overwrite A's buffer row by row (the storage plan
+            // gives a layer's output its dead input's buffer). All of B is read by every item.
+            let a_rows =
+                relation(i, 0) == Relation::Same && banded(&s.a, s.k) && in_band(&s.a, footprint);
+            if (relation(i, 0) != Relation::Disjoint && !a_rows)
+                || relation(i, 1) != Relation::Disjoint
+            {
+                return Err(format!(
+                    "kernel buffer %{} is written and shares memory with the GEMM's operands \
+                     other than row by row of A",
+                    b.name
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// [`GemmCall::check_epilogue`] over the memory a call has bound: `range(i)` is the byte
+    /// range of kernel buffer `i`, and of A, B and C at `n..n + 3` (`n` the kernel's buffer
+    /// count). Also refuses C overlapping A or B.
+    pub(crate) fn check_epilogue_memory(
+        &self,
+        signature: &KernelSignature,
+        range: impl Fn(usize) -> (u128, u128),
+    ) -> Result<(), RuntimeError> {
+        let n = signature.buffers.len();
+        let relation = |x: usize, y: usize| {
+            let ((x0, x1), (y0, y1)) = (range(x), range(y));
+            if x0 == y0 {
+                Relation::Same
+            } else if x0 < y1 && y0 < x1 {
+                Relation::Overlap
+            } else {
+                Relation::Disjoint
+            }
+        };
+        let fail = |message: String| RuntimeError::Gemm {
+            gemm: self.spec.name.clone(),
+            message,
+        };
+        for t in 0..2 {
+            if relation(n + t, n + 2) != Relation::Disjoint {
+                return Err(fail(format!("C shares memory with {}", ["A", "B"][t])));
+            }
+        }
+        self.check_epilogue(signature, |i, t| relation(i, n + t))
+            .map_err(fail)
+    }
+
+    /// Runs every work item: the GEMM's row block over `bases` (A, B, C), then `entry` over
+    /// `table` on the block's rows, split over `pool` if given.
+    ///
+    /// # Safety
+    /// `bases` as [`GemmCall::call_bound`] makes them (each at a buffer of the spec's type
+    /// and declared length, borrowed — C exclusively — until this returns, C sharing no memory
+    /// with A or B); `entry` a kernel whose contract ([`CompiledKernel::from_code`]) holds
+    /// for `table` (valid and its buffers borrowed until this returns) with the signature
+    /// `signature`; and [`GemmCall::check_epilogue_memory`] passed for this signature over
+    /// the memory `table` and `bases` point at.
+    pub(crate) unsafe fn run_with_epilogue(
+        &self,
+        pool: Option<&ThreadPool>,
+        bases: [usize; 3],
+        entry: KernelEntry,
+        table: *const *mut u8,
+    ) {
+        // An address, so the closure is `Sync`; only turned back into the table below.
+        let table = table as usize;
+        let run = |begin: i64, end: i64| {
+            for item in begin.max(0)..end.min(self.items as i64) {
+                let item = item as usize;
+                match self.spec.dtype {
+                    ScalarType::F32 => self.item::<f32>(bases, item),
+                    _ => self.item::<f64>(bases, item),
+                }
+                let (first, last) = self.rows_of(item);
+                if first < last {
+                    // SAFETY: the caller's contract makes `entry` safe on `table` for any
+                    // sub-range of the parallel loop (`0..m`, checked), concurrently on
+                    // disjoint ones — items are disjoint row ranges. Against the GEMM items
+                    // running on other threads: iteration `p` touches C's memory only in the
+                    // band of row `p` (its footprint, checked), which only this item's GEMM
+                    // wrote, before this call; the kernel's other buffers share no memory
+                    // with C, and the ones it writes none with B and none with A except, as
+                    // A's buffer, in the band of A's row `p` (checked), which only this item's
+                    // GEMM read, before this call — so the GEMM's reads and writes and the
+                    // kernel's never meet.
+                    unsafe { entry(table as *const *mut u8, first as i64, last as i64) }
+                }
+            }
+        };
+        match pool {
+            Some(pool) if pool.threads() > 1 && self.items > 1 => {
+                pool.run_fn(self.items as i64, &run)
+            }
+            _ => run(0, self.items as i64),
+        }
+    }
+
     /// Work item `item`: one block of one batch index.
     fn item<T: Float>(&self, bases: [usize; 3], item: usize) {
         let s = &self.spec;
@@ -478,6 +655,95 @@ impl GemmCall {
                 }
             }
         }
+    }
+}
+
+/// How a kernel buffer's memory relates to a GEMM operand's (GemmCall::check_epilogue).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Relation {
+    /// The same buffer (same start).
+    Same,
+    /// Overlapping memory from another start.
+    Overlap,
+    /// No common memory.
+    Disjoint,
+}
+
+/// A GEMM and the JIT kernel after it (its *epilogue*) as one step: each work item computes
+/// one row block of C, then runs the kernel's parallel loop over those rows while they are
+/// still in cache. [`GemmEpilogue::new`] accepts the pair only when that gives the results of
+/// the GEMM followed by the kernel (the conditions are `GemmCall`'s epilogue check, stated on
+/// the buffer slots); each call checks them again on the memory actually bound.
+#[derive(Clone, Debug)]
+pub struct GemmEpilogue {
+    call: GemmCall,
+    gemm_args: [usize; 3],
+    kernel_args: Vec<usize>,
+}
+
+impl GemmEpilogue {
+    /// The GEMM `spec` over slots `gemm_args` (A, B, C), then a kernel of `signature` over
+    /// slots `kernel_args`; slots are indices into the references of a call, and two slots
+    /// are taken to be the same memory exactly when they are equal. `spec` must be cut into
+    /// row blocks; a typed [`RuntimeError::Gemm`] says why the pair cannot be one step.
+    pub fn new(
+        spec: GemmSpec,
+        gemm_args: [usize; 3],
+        signature: &KernelSignature,
+        kernel_args: Vec<usize>,
+    ) -> Result<GemmEpilogue, RuntimeError> {
+        let call = GemmCall::new(spec)?;
+        let fail = |message: String| RuntimeError::Gemm {
+            gemm: call.spec.name.clone(),
+            message,
+        };
+        if kernel_args.len() != signature.buffers.len() {
+            return Err(fail(format!(
+                "kernel @{} takes {} buffers, {} given",
+                signature.name,
+                signature.buffers.len(),
+                kernel_args.len()
+            )));
+        }
+        let relation = |i: usize, t: usize| {
+            if kernel_args[i] == gemm_args[t] {
+                Relation::Same
+            } else {
+                Relation::Disjoint
+            }
+        };
+        call.check_epilogue(signature, relation).map_err(fail)?;
+        Ok(GemmEpilogue {
+            call,
+            gemm_args,
+            kernel_args,
+        })
+    }
+
+    /// The GEMM (with the row blocks the step runs).
+    pub fn gemm(&self) -> &GemmCall {
+        &self.call
+    }
+
+    /// Runs the GEMM and `kernel` (the one [`GemmEpilogue::new`] was checked for) over
+    /// `references`, slots bound in `host` reading or writing the caller's arrays, split over
+    /// `pool` if given. Allocates nothing for kernels of up to
+    /// [`STACK_TABLE`](crate::STACK_TABLE) − 3 buffers.
+    pub fn call_bound(
+        &self,
+        kernel: &CompiledKernel,
+        pool: Option<&ThreadPool>,
+        references: &[DeviceBufferReference],
+        host: Option<&BindScope<'_, '_>>,
+    ) -> Result<(), RuntimeError> {
+        kernel.call_after_gemm(
+            &self.call,
+            self.gemm_args,
+            pool,
+            references,
+            host,
+            &self.kernel_args,
+        )
     }
 }
 
@@ -646,6 +912,54 @@ mod tests {
             call.call_bound(None, &refs, None, [0, 1, 0]),
             Err(RuntimeError::Gemm { .. })
         ));
+    }
+
+    /// A kernel copying C (2 x 2, buffer 0) into buffer 1 with `index` for both, over a
+    /// parallel loop of `rows` iterations.
+    fn epilogue(index: &str, rows: u64) -> KernelSignature {
+        let text = format!(
+            "kernel @e {{\n  buffer %c: f32[6] read\n  buffer %o: f32[6] write\n  \
+             loop %i0 in 0..{rows} parallel {{\n    loop %i1 in 0..2 {{\n      \
+             %v0: f32 = load %c[{index}]\n      store %o[{index}], %v0\n    }}\n  }}\n}}\n"
+        );
+        KernelSignature::of(&weft_ir::loop_ir::parse_kernel("e.lir", &text).unwrap())
+    }
+
+    fn refusal(signature: &KernelSignature, kernel_args: Vec<usize>) -> String {
+        match GemmEpilogue::new(spec(), [0, 1, 2], signature, kernel_args) {
+            Err(RuntimeError::Gemm { message, .. }) => message,
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_epilogue_fits_only_row_by_row_and_away_from_the_operands() {
+        let rows = epilogue("2*%i0 + %i1", 2);
+        let f = Footprint {
+            stride: 2,
+            lo: 0,
+            hi: 1,
+        };
+        assert_eq!(rows.footprints, [Some(f), Some(f)]);
+        assert!(GemmEpilogue::new(spec(), [0, 1, 2], &rows, vec![2, 3]).is_ok());
+        // In place: the kernel writes C's own rows.
+        assert!(GemmEpilogue::new(spec(), [0, 1, 2], &rows, vec![2, 2]).is_ok());
+        // Columns of C.
+        let columns = epilogue("%i0 + 2*%i1", 2);
+        assert!(refusal(&columns, vec![2, 3]).contains("row by row"));
+        // Writing B, or A by other rows than A's (A's rows are 3 long).
+        assert!(refusal(&rows, vec![2, 1]).contains("shares memory"));
+        assert!(refusal(&rows, vec![2, 0]).contains("shares memory"));
+        // A parallel loop over something else than C's rows.
+        assert!(refusal(&epilogue("2*%i0 + %i1", 3), vec![2, 3]).contains("parallel loop"));
+        // Batch axes, and a wrong buffer count.
+        let mut batched = spec();
+        batched.batch.push(BatchAxis {
+            len: 1,
+            strides: [0, 0, 0],
+        });
+        assert!(GemmEpilogue::new(batched, [0, 1, 2], &rows, vec![2, 3]).is_err());
+        assert!(refusal(&rows, vec![2]).contains("buffers"));
     }
 
     #[test]

@@ -10,9 +10,14 @@
 
 use std::sync::Arc;
 
-use weft_ir::loop_ir::{BufferDecl, Kernel};
+use weft_ir::arena::EntityRef;
+use weft_ir::loop_ir::bounds::{expr_range, Interval};
+use weft_ir::loop_ir::{
+    AffineExpr, BufferAccessExpr, BufferDecl, Inst, Kernel, LoopId, ScalarType, Stmt,
+};
 
 use crate::binding::{BindScope, HostBuffer};
+use crate::gemm::GemmCall;
 use crate::storage::StorageBorrow;
 use crate::{DeviceBufferReference, DeviceBufferStorage, RuntimeError, ThreadPool};
 
@@ -34,6 +39,23 @@ pub struct KernelSignature {
     pub buffers: Vec<BufferDecl>,
     /// Extent of the parallel loop, if the kernel has one.
     pub parallel_extent: Option<u64>,
+    /// Per buffer (in table order), where one iteration of the parallel loop may touch it, when
+    /// one [`Footprint`] bounds every access (`None`: no parallel loop, the buffer is not
+    /// accessed, or its accesses move along the parallel loop by different strides). What a
+    /// GEMM epilogue's check relies on (crate::gemm::GemmEpilogue).
+    pub footprints: Vec<Option<Footprint>>,
+}
+
+/// Where one iteration of a kernel's parallel loop may touch a buffer: in iteration `p`, only
+/// elements `lo + p·stride ..= hi + p·stride`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Footprint {
+    /// Elements the footprint moves per iteration of the parallel loop.
+    pub stride: i64,
+    /// Lowest element touched in iteration 0.
+    pub lo: i64,
+    /// Highest element touched in iteration 0.
+    pub hi: i64,
 }
 
 impl KernelSignature {
@@ -43,8 +65,70 @@ impl KernelSignature {
             name: kernel.name.clone(),
             buffers: kernel.buffers.values().cloned().collect(),
             parallel_extent: kernel.parallel_loop().map(|l| kernel.loops[l].extent),
+            footprints: footprints(kernel),
         }
     }
+}
+
+/// Every buffer's [`Footprint`] in `kernel` (see [`KernelSignature::footprints`]): per access,
+/// the coefficient of the parallel loop and the interval the rest of the index spans over the
+/// other loops' whole ranges. Masks are ignored (a masked access touches a subset), so the
+/// footprint contains every element the access can touch.
+fn footprints(kernel: &Kernel) -> Vec<Option<Footprint>> {
+    let n = kernel.buffers.len();
+    let Some(p) = kernel.parallel_loop() else {
+        return vec![None; n];
+    };
+    // Per buffer: `Ok(None)` not accessed yet, `Ok(Some(f))` so far, `Err(())` no footprint.
+    let mut found: Vec<Result<Option<Footprint>, ()>> = vec![Ok(None); n];
+    let range_of = |l: LoopId| -> Option<Interval> {
+        let extent = i128::from(kernel.loops.get(l)?.extent);
+        (extent > 0).then_some(Interval {
+            lo: 0,
+            hi: extent - 1,
+        })
+    };
+    let mut visit = |a: &BufferAccessExpr| {
+        let Some(slot) = found.get_mut(a.buffer.index()) else {
+            return;
+        };
+        let stride = a.index.coefficient(p);
+        let rest = AffineExpr::new(
+            a.index.terms().iter().copied().filter(|(l, _)| *l != p),
+            a.index.offset(),
+        );
+        let range = expr_range(&rest, &range_of).and_then(|r| {
+            Some(Footprint {
+                stride,
+                lo: i64::try_from(r.lo).ok()?,
+                hi: i64::try_from(r.hi).ok()?,
+            })
+        });
+        *slot = match (*slot, range) {
+            (Ok(None), Some(f)) => Ok(Some(f)),
+            (Ok(Some(f)), Some(g)) if f.stride == g.stride => Ok(Some(Footprint {
+                stride: f.stride,
+                lo: f.lo.min(g.lo),
+                hi: f.hi.max(g.hi),
+            })),
+            _ => Err(()),
+        };
+    };
+    fn walk(body: &[Stmt], visit: &mut impl FnMut(&BufferAccessExpr)) {
+        for st in body {
+            match st {
+                Stmt::Let {
+                    inst: Inst::Load(a),
+                    ..
+                } => visit(a),
+                Stmt::Store { target, .. } => visit(target),
+                Stmt::Loop { body, .. } => walk(body, visit),
+                _ => {}
+            }
+        }
+    }
+    walk(&kernel.body, &mut visit);
+    found.into_iter().map(|f| f.ok().flatten()).collect()
 }
 
 /// The native code of one kernel, as a code generator hands it over: the entry point's
@@ -90,8 +174,11 @@ impl CompiledKernel {
     /// `0..parallel_extent` (or any range, without a parallel loop), that function must only
     /// access those buffers within their declared lengths — loads from buffers declared
     /// `read`, stores to buffers declared `write`/`readwrite` — and be safe to run concurrently
-    /// on disjoint sub-ranges. Code generated from a verified loop-IR kernel has these
-    /// properties.
+    /// on disjoint sub-ranges; and, for every buffer `i` with a footprint
+    /// `signature.footprints[i] = Some(f)`, while it runs iteration `p` of the parallel loop it
+    /// must access buffer `i` only at elements `f.lo + p·f.stride ..= f.hi + p·f.stride`. Code
+    /// generated from a verified loop-IR kernel, with the signature [`KernelSignature::of`]
+    /// that kernel, has these properties.
     pub unsafe fn from_code(
         signature: KernelSignature,
         code: Box<dyn KernelCode>,
@@ -126,7 +213,7 @@ impl CompiledKernel {
 
     /// Runs the kernel on the calling thread over its whole iteration space.
     pub fn call(&self, buffers: &[&DeviceBufferReference]) -> Result<(), RuntimeError> {
-        self.invoke(buffers.len(), |i| Some(buffers[i]), None, None)
+        self.invoke(buffers.len(), |i| buffers.get(i).copied(), None, None, None)
     }
 
     /// Runs the kernel, splitting its parallel loop (if any) across `pool`'s threads.
@@ -135,7 +222,13 @@ impl CompiledKernel {
         pool: &ThreadPool,
         buffers: &[&DeviceBufferReference],
     ) -> Result<(), RuntimeError> {
-        self.invoke(buffers.len(), |i| Some(buffers[i]), Some(pool), None)
+        self.invoke(
+            buffers.len(),
+            |i| buffers.get(i).copied(),
+            Some(pool),
+            None,
+            None,
+        )
     }
 
     /// Runs the kernel with buffer parameter `i` bound to `references[args[i]]`, on `pool` if
@@ -147,7 +240,13 @@ impl CompiledKernel {
         references: &[DeviceBufferReference],
         args: &[usize],
     ) -> Result<(), RuntimeError> {
-        self.invoke(args.len(), |i| references.get(args[i]), pool, None)
+        self.invoke(
+            args.len(),
+            |i| args.get(i).and_then(|a| references.get(*a)),
+            pool,
+            None,
+            None,
+        )
     }
 
     /// As [`CompiledKernel::call_indexed`], with every parameter whose slot `args[i]` is bound
@@ -160,23 +259,80 @@ impl CompiledKernel {
         host: &BindScope<'_, '_>,
         args: &[usize],
     ) -> Result<(), RuntimeError> {
+        let slot = |i: usize| args.get(i).copied().unwrap_or(usize::MAX);
         self.invoke(
             args.len(),
-            |i| references.get(args[i]),
+            |i| references.get(slot(i)),
             pool,
-            Some((host, args)),
+            Some((host, &slot)),
+            None,
         )
     }
 
+    /// The GEMM `gemm` (over slots `gemm_args`: A, B, C), then this kernel (over slots `args`),
+    /// in the same work items: each computes one row block of C, then runs the kernel's parallel
+    /// loop over those rows. The caller ([`crate::GemmEpilogue`]) has checked that this is
+    /// equivalent to the GEMM followed by the kernel; every buffer of both is checked, borrowed
+    /// once (exclusively where either writes) and bound to `host`'s slices as in
+    /// [`CompiledKernel::call_bound`].
+    pub(crate) fn call_after_gemm(
+        &self,
+        gemm: &GemmCall,
+        gemm_args: [usize; 3],
+        pool: Option<&ThreadPool>,
+        references: &[DeviceBufferReference],
+        host: Option<&BindScope<'_, '_>>,
+        args: &[usize],
+    ) -> Result<(), RuntimeError> {
+        let n = args.len();
+        let slot = |i: usize| match args.get(i) {
+            Some(a) => *a,
+            None => gemm_args.get(i - n).copied().unwrap_or(usize::MAX),
+        };
+        let host = host.map(|h| (h, &slot as &dyn Fn(usize) -> usize));
+        self.invoke(n, |i| references.get(slot(i)), pool, host, Some(gemm))
+    }
+
+    /// Parameter `i` of a call: the kernel's buffers, then, when a GEMM runs first, its A, B
+    /// (read) and C (written).
+    fn param<'a>(&'a self, gemm: Option<&'a GemmCall>, i: usize) -> Param<'a> {
+        let params = &self.signature.buffers;
+        match (params.get(i), gemm) {
+            (Some(b), _) => Param {
+                name: &b.name,
+                ty: b.ty,
+                len: b.len,
+                write: b.access.can_write(),
+            },
+            (None, Some(g)) => {
+                let t = (i - params.len()).min(2);
+                Param {
+                    name: ["gemm A", "gemm B", "gemm C"][t],
+                    ty: g.spec().dtype,
+                    len: g.spec().lens[t],
+                    write: t == 2,
+                }
+            }
+            (None, None) => Param {
+                name: "",
+                ty: ScalarType::I32,
+                len: 0,
+                write: false,
+            },
+        }
+    }
+
     /// Checks `count` buffers (`buffer(i)` is parameter i's, `None` if it does not exist;
-    /// `host`'s binding of slot `args[i]` instead, when there is one) and runs the kernel over
-    /// them.
+    /// `host`'s binding of slot `slot(i)` instead, when there is one) and runs the kernel over
+    /// them — after `gemm` per work item when given, whose A, B and C are parameters
+    /// `count..count + 3`.
     fn invoke<'r>(
         &self,
         count: usize,
         buffer: impl Fn(usize) -> Option<&'r DeviceBufferReference>,
         pool: Option<&ThreadPool>,
-        host: Option<(&BindScope<'_, '_>, &[usize])>,
+        host: Option<(&BindScope<'_, '_>, &dyn Fn(usize) -> usize)>,
+        gemm: Option<&GemmCall>,
     ) -> Result<(), RuntimeError> {
         let params = &self.signature.buffers;
         if count != params.len() {
@@ -186,65 +342,70 @@ impl CompiledKernel {
                 actual: count,
             });
         }
-        let n = params.len();
+        let n = params.len() + if gemm.is_some() { 3 } else { 0 };
         // Tables sized to the kernel: a small kernel's call does not clear and drop room for
         // `STACK_TABLE` buffers (a visible share of a 1K-element call).
         if n <= SMALL_TABLE {
-            self.invoke_on_stack::<SMALL_TABLE>(n, &buffer, pool, host)
+            self.invoke_on_stack::<SMALL_TABLE>(n, &buffer, pool, host, gemm)
         } else if n <= STACK_TABLE {
-            self.invoke_on_stack::<STACK_TABLE>(n, &buffer, pool, host)
+            self.invoke_on_stack::<STACK_TABLE>(n, &buffer, pool, host, gemm)
         } else {
             let mut storages = vec![None; n];
             let mut hosts = vec![None; n];
-            self.bind_host(host, &mut hosts)?;
-            self.snapshot(&buffer, &hosts, &mut storages)?;
+            self.bind_host(host, gemm, &mut hosts)?;
+            self.snapshot(&buffer, gemm, &hosts, &mut storages)?;
             let mut tables = HeapTables::new(n);
-            self.borrow_and_run(&storages, &hosts, tables.slices(), pool)
+            self.borrow_and_run(&storages, &hosts, tables.slices(), pool, gemm)
         }
     }
 
-    /// [`CompiledKernel::invoke`] with its tables on the stack, room for `N ≥ count` buffers.
+    /// [`CompiledKernel::invoke`] with its tables on the stack, room for `N ≥ n` buffers.
     fn invoke_on_stack<'r, const N: usize>(
         &self,
         n: usize,
         buffer: &impl Fn(usize) -> Option<&'r DeviceBufferReference>,
         pool: Option<&ThreadPool>,
-        host: Option<(&BindScope<'_, '_>, &[usize])>,
+        host: Option<(&BindScope<'_, '_>, &dyn Fn(usize) -> usize)>,
+        gemm: Option<&GemmCall>,
     ) -> Result<(), RuntimeError> {
         let mut storages: [Option<Arc<DeviceBufferStorage>>; N] = [const { None }; N];
         let mut hosts = [None; N];
-        self.bind_host(host, &mut hosts[..n])?;
-        self.snapshot(buffer, &hosts[..n], &mut storages[..n])?;
+        self.bind_host(host, gemm, &mut hosts[..n])?;
+        self.snapshot(buffer, gemm, &hosts[..n], &mut storages[..n])?;
         let mut tables = StackTables::<N>::new();
-        self.borrow_and_run(&storages[..n], &hosts[..n], tables.slices(n), pool)
+        self.borrow_and_run(&storages[..n], &hosts[..n], tables.slices(n), pool, gemm)
     }
 
     /// The host binding of each parameter whose slot is bound, checked against the parameter:
     /// type, length, and no store into a slice bound shared.
     fn bind_host(
         &self,
-        host: Option<(&BindScope<'_, '_>, &[usize])>,
+        host: Option<(&BindScope<'_, '_>, &dyn Fn(usize) -> usize)>,
+        gemm: Option<&GemmCall>,
         hosts: &mut [Option<HostBuffer>],
     ) -> Result<(), RuntimeError> {
-        let Some((scope, args)) = host else {
+        let Some((scope, slot)) = host else {
             return Ok(());
         };
-        for ((param, slot), h) in self.signature.buffers.iter().zip(args).zip(hosts) {
-            let Some(b) = scope.get(*slot) else { continue };
+        for (i, h) in hosts.iter_mut().enumerate() {
+            let Some(b) = scope.get(slot(i)) else {
+                continue;
+            };
+            let param = self.param(gemm, i);
             if b.dtype != param.ty || b.len < param.len {
                 return Err(RuntimeError::BufferMismatch {
                     kernel: self.signature.name.clone(),
-                    buffer: param.name.clone(),
+                    buffer: param.name.to_string(),
                     dtype: param.ty,
                     len: param.len,
                     actual_dtype: b.dtype,
                     actual_len: b.len,
                 });
             }
-            if param.access.can_write() && !b.writable {
+            if param.write && !b.writable {
                 return Err(RuntimeError::ReadOnlyBinding {
                     kernel: self.signature.name.clone(),
-                    buffer: param.name.clone(),
+                    buffer: param.name.to_string(),
                 });
             }
             *h = Some(b);
@@ -258,13 +419,15 @@ impl CompiledKernel {
     fn snapshot<'r>(
         &self,
         buffer: &impl Fn(usize) -> Option<&'r DeviceBufferReference>,
+        gemm: Option<&GemmCall>,
         hosts: &[Option<HostBuffer>],
         storages: &mut [Option<Arc<DeviceBufferStorage>>],
     ) -> Result<(), RuntimeError> {
-        for (i, param) in self.signature.buffers.iter().enumerate() {
+        for (i, storage_of) in storages.iter_mut().enumerate() {
             if hosts[i].is_some() {
                 continue;
             }
+            let param = self.param(gemm, i);
             let Some(reference) = buffer(i) else {
                 return Err(RuntimeError::BufferCount {
                     kernel: self.signature.name.clone(),
@@ -276,29 +439,36 @@ impl CompiledKernel {
             if storage.dtype() != param.ty || storage.len() < param.len {
                 return Err(RuntimeError::BufferMismatch {
                     kernel: self.signature.name.clone(),
-                    buffer: param.name.clone(),
+                    buffer: param.name.to_string(),
                     dtype: param.ty,
                     len: param.len,
                     actual_dtype: storage.dtype(),
                     actual_len: storage.len(),
                 });
             }
-            storages[i] = Some(storage);
+            *storage_of = Some(storage);
         }
         Ok(())
     }
 
     /// Borrows each distinct storage once — exclusively if any parameter bound to it is
-    /// written, shared otherwise — fills the pointer table and enters the code.
+    /// written, shared otherwise — fills the pointer table and enters the code (after `gemm`
+    /// per work item, when given).
     fn borrow_and_run<'s>(
         &self,
         storages: &'s [Option<Arc<DeviceBufferStorage>>],
         hosts: &[Option<HostBuffer>],
         t: Tables<'_, 's>,
         pool: Option<&ThreadPool>,
+        gemm: Option<&GemmCall>,
     ) -> Result<(), RuntimeError> {
-        let params = &self.signature.buffers;
-        group_by_storage(storages, params, t.order, t.leader, t.exclusive);
+        group_by_storage(
+            storages,
+            |i| self.param(gemm, i).write,
+            t.order,
+            t.leader,
+            t.exclusive,
+        );
         for (entry, host) in t.table.iter_mut().zip(hosts) {
             if let Some(h) = host {
                 *entry = h.address;
@@ -315,10 +485,30 @@ impl CompiledKernel {
                 None => {
                     return Err(RuntimeError::StorageBusy {
                         kernel: self.signature.name.clone(),
-                        buffer: params[i].name.clone(),
+                        buffer: self.param(gemm, i).name.to_string(),
                     })
                 }
             }
+        }
+        if let Some(gemm) = gemm {
+            let n = self.signature.buffers.len();
+            let bases = [n, n + 1, n + 2].map(|i| t.table[i] as usize);
+            let ranges = |i: usize| {
+                let p = self.param(Some(gemm), i);
+                let b = t.table[i] as usize as u128;
+                (b, b + u128::from(p.len) * p.ty.size_bytes() as u128)
+            };
+            gemm.check_epilogue_memory(&self.signature, ranges)?;
+            // SAFETY: the table's first `n` entries point at storages or host slices of the
+            // kernel's declared types and at least its declared lengths, and entries `n..n+3`
+            // at the GEMM's A, B and C, of its type and at least its declared lengths (checked
+            // by `bind_host` and `snapshot`), all borrowed until after the call (storages in
+            // `t.borrows`, exclusively where the GEMM or the kernel writes; host slices by the
+            // caller's `BindScope`). `check_epilogue_memory` has just proved the memory
+            // conditions `run_with_epilogue` requires of the kernel's buffers, and the
+            // kernel's code is what `from_code`'s contract describes (footprints included).
+            unsafe { gemm.run_with_epilogue(pool, bases, self.entry, t.table.as_ptr()) };
+            return Ok(());
         }
         let extent = self.signature.parallel_extent.map_or(0, |e| e as i64);
         match (pool, self.signature.parallel_extent) {
@@ -340,13 +530,21 @@ impl CompiledKernel {
     }
 }
 
+/// One parameter of a call, as [`CompiledKernel::param`] describes it.
+struct Param<'a> {
+    name: &'a str,
+    ty: ScalarType,
+    len: u64,
+    write: bool,
+}
+
 /// Which parameters share a storage: `leader[i]` is the first parameter bound to parameter
-/// i's storage, and `exclusive[leader]` whether any of them is written. By sorting parameter
-/// indices by storage address (in place, `order` as room), so any number of buffers costs
-/// O(n log n) and nothing is allocated.
+/// i's storage, and `exclusive[leader]` whether any of them is written (`written(i)`). By
+/// sorting parameter indices by storage address (in place, `order` as room), so any number of
+/// buffers costs O(n log n) and nothing is allocated.
 fn group_by_storage(
     storages: &[Option<Arc<DeviceBufferStorage>>],
-    params: &[BufferDecl],
+    written: impl Fn(usize) -> bool,
     order: &mut [usize],
     leader: &mut [usize],
     exclusive: &mut [bool],
@@ -360,13 +558,13 @@ fn group_by_storage(
     while run < order.len() {
         let first = order[run];
         let mut end = run;
-        let mut written = false;
+        let mut any_written = false;
         while end < order.len() && address(order[end]) == address(first) {
             leader[order[end]] = first;
-            written |= params[order[end]].access.can_write();
+            any_written |= written(order[end]);
             end += 1;
         }
-        exclusive[first] = written;
+        exclusive[first] = any_written;
         run = end;
     }
 }

@@ -29,9 +29,11 @@ pub use device_error::RuntimeError;
 pub use element::Element;
 pub use error::RunError;
 pub use executable::Executable;
-pub use gemm::{BatchAxis, GemmCall, GemmSpec, MatrixView, SplitDim};
+pub use gemm::{BatchAxis, GemmCall, GemmEpilogue, GemmSpec, MatrixView, SplitDim};
 pub use interp::{Interpreter, Perturbation};
-pub use kernel::{CompiledKernel, KernelCode, KernelEntry, KernelSignature, STACK_TABLE};
+pub use kernel::{
+    CompiledKernel, Footprint, KernelCode, KernelEntry, KernelSignature, STACK_TABLE,
+};
 pub use plan::Plan;
 pub use reference::DeviceBufferReference;
 pub use state::{SharedState, State, StateAccess, StateView};

@@ -32,6 +32,9 @@ pub struct BenchOptions {
     /// Also time the fused JIT with every dot on the loop nest (`JitOptions::gemm = None`,
     /// the code path before the GEMM path), as mode `fused-loop-nest`.
     pub loop_nest: bool,
+    /// Also time the fused JIT with every GEMM call and the kernel after it as two steps
+    /// (`JitOptions::epilogue = None`), as mode `fused-epilogue-apart`.
+    pub epilogue_apart: bool,
 }
 
 fn bytes_and_flops(g: &Graph) -> Result<(u64, u64), Error> {
@@ -153,6 +156,18 @@ pub fn bench(graph: Graph, o: BenchOptions) -> Result<String, Error> {
                 graph.clone(),
                 JitOptions {
                     gemm: None,
+                    ..JitOptions::default()
+                },
+            )?,
+        ));
+    }
+    if o.epilogue_apart {
+        modes.push((
+            "fused-epilogue-apart",
+            Transformer::with_jit_options(
+                graph.clone(),
+                JitOptions {
+                    epilogue: None,
                     ..JitOptions::default()
                 },
             )?,

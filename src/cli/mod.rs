@@ -213,6 +213,10 @@ enum Command {
         /// `fused-loop-nest`.
         #[arg(long)]
         loop_nest: bool,
+        /// Also time the fused JIT with every GEMM call and the kernel after it as two steps
+        /// (no epilogue fusion), as mode `fused-epilogue-apart`.
+        #[arg(long)]
+        epilogue_apart: bool,
     },
     /// Run, check and time every bundled example.
     ///
@@ -321,6 +325,7 @@ fn run(cli: Cli) -> Result<(), Error> {
             skip_interp,
             json,
             loop_nest,
+            epilogue_apart,
         } => {
             let options = bench::BenchOptions {
                 runs,
@@ -328,6 +333,7 @@ fn run(cli: Cli) -> Result<(), Error> {
                 skip_interp,
                 json,
                 loop_nest,
+                epilogue_apart,
             };
             print!("{}", bench::bench(load(&file, &bind)?, options)?);
             Ok(())
@@ -526,6 +532,7 @@ fn demo(dir: &Path) -> Result<(), Error> {
             skip_interp: true,
             json: true,
             loop_nest: false,
+            epilogue_apart: false,
         };
         let Ok(report) = load(file, &scaled).and_then(|g| bench::bench(g, options)) else {
             fixed.push(name);
