@@ -576,3 +576,66 @@ fn a_deep_mlp_on_the_gemm_runs_in_two_scratch_buffers_whatever_its_depth() {
     }
     agree(&deep_mlp(8, 32, 24), 8);
 }
+
+/// `inputs` with NaN, +inf, −inf and −0 planted at random positions (one element in 16).
+/// Not the extremes near the type's largest value: an f32 GEMM's sums overflow where the
+/// interpreter's f64 sums do not, as docs/numerics.md states.
+fn plant_specials(inputs: Vec<HostArray>, seed: u64) -> Vec<HostArray> {
+    let mut r = SplitMix(seed);
+    let specials = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -0.0];
+    let mut pick = |x: f64| match r.next_u64() % 16 {
+        0 => specials[(r.next_u64() % 4) as usize],
+        _ => x,
+    };
+    inputs
+        .into_iter()
+        .map(|a| {
+            let data = match a.data() {
+                ArrayData::F32(v) => {
+                    ArrayData::F32(v.iter().map(|x| pick(*x as f64) as f32).collect())
+                }
+                ArrayData::F64(v) => ArrayData::F64(v.iter().map(|x| pick(*x)).collect()),
+                other => other.clone(),
+            };
+            HostArray::new(a.axes().clone(), a.shape().to_vec(), data).unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn special_values_on_the_gemm_path_match_the_interpreter() {
+    // NaN, ±inf and −0 in the operands: NaN and infinities propagate as in the interpreter
+    // (inf·0 is NaN, inf − inf is NaN), signed zeros are kept, for dots and sums of products
+    // alike, fused and unfused, 1 and 2 threads.
+    let (attention, _) = attention([1, 2, 16, 16, 8], DType::F32, [[0, 1, 2, 3]; 3]);
+    for (g, calls) in [
+        (mlp(32, 24, 20, DType::F32, false, true), 1),
+        (mlp(20, 17, 33, DType::F64, true, false), 1),
+        (attention, 2),
+    ] {
+        let ps = g.placeholders();
+        for seed in 0..6 {
+            let inputs =
+                plant_specials(weft_ir::testing::random_inputs(&g, &ps, seed, false), seed);
+            let tol = Tolerance::for_graph(&g);
+            let refs = references(&g, g.outputs(), &ps, &inputs, 2, &tol).unwrap();
+            for fused in [true, false] {
+                assert!(gemm_calls(&g, options(fused, 1, 2)) >= calls);
+                let (one, _) = run_with(&g, &inputs, options(fused, 1, 1));
+                let (two, _) = run_with(&g, &inputs, options(fused, 1, 2));
+                if let Err(m) = compare(&two, &refs, &tol) {
+                    panic!(
+                        "seed {seed}, fused {fused}: {m}\n{}",
+                        weft::ir::text::print(&g)
+                    );
+                }
+                // NaN ≠ NaN: compared as printed (the same values, NaNs where NaNs are).
+                assert_eq!(
+                    format!("{:?}", one.0),
+                    format!("{:?}", two.0),
+                    "1 and 2 threads differ"
+                );
+            }
+        }
+    }
+}
