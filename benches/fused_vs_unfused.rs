@@ -92,7 +92,7 @@ fn chain() -> Workload {
     finish("chain", g, &out, &ids, 5 * 4 * n_len as u64)
 }
 
-/// s = Σ_N (x − y)², seed 000's example.
+/// s = Σ_N (x − y)², the L2 example of docs/design.md.
 fn l2() -> Workload {
     let n_len = (1usize << 24) >> scale();
     let g = GraphBuilder::new();

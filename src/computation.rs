@@ -1,9 +1,9 @@
 //! Computations: callable evaluations of some outputs given some placeholders.
 //!
-//! Every call checks each input against its placeholder — the axes as a set (seed 003: the
-//! order of axes does not matter; a permuted array is transposed), then each axis's length,
-//! then the dtype — and answers a mismatch with an error naming the placeholder. Outputs come
-//! back in their output node's axes order, as new arrays from [`Computation::call`] or written
+//! Every call checks each input against its placeholder — the axes as a set (docs/design.md,
+//! "Axes": the order of axes does not matter; a permuted array is transposed), then each axis's
+//! length, then the dtype — and answers a mismatch with an error naming the placeholder. Outputs
+//! come back in their output node's axes order, as new arrays from [`Computation::call`] or written
 //! into caller-owned arrays by [`Computation::call_into`], which on the JIT allocates nothing in
 //! steady state.
 

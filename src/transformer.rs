@@ -1,5 +1,5 @@
-//! Transformers (seed 003: "make a transformer, ask it for a computation of some outputs given
-//! some placeholders, call it with host arrays, get host arrays back").
+//! Transformers (as in nGraph: make a transformer, ask it for a computation of some outputs
+//! given some placeholders, call it with host arrays, get host arrays back; docs/design.md).
 //!
 //! A [`Transformer`] owns a verified graph, a [`Backend`] and the values of the graph's
 //! variables and persistent tensors. Those values are shared by every computation the

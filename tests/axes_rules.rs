@@ -1,7 +1,7 @@
-//! Seed 003's axes rules, table by table: elementwise result axes (on `Axes::elementwise` and
-//! through graph ops with values checked by axis identity), reductions, dot, broadcast,
-//! cast_axes, the `equal` and `x + y` examples, duplicate axes, and the list/set operations of
-//! `Axes`; plus seed 002's table of tensor kind flags.
+//! The axis rules of docs/design.md ("Axes"), table by table: elementwise result axes (on
+//! `Axes::elementwise` and through graph ops with values checked by axis identity), reductions,
+//! dot, broadcast, cast_axes, the `equal` and `x + y` examples, duplicate axes, and the list/set
+//! operations of `Axes`; plus the table of tensor kind flags (docs/design.md, "Tensor kinds").
 
 mod common;
 use common::*;
@@ -93,7 +93,7 @@ fn project(full: &str, idx: &[usize], sub: &str) -> Vec<usize> {
         .collect()
 }
 
-/// Seed 003's elementwise tables: (left, right, result).
+/// The elementwise tables of docs/design.md, "Axes": (left, right, result).
 const ELEMENTWISE: &[(&str, &str, &str)] = &[
     // When matches, output the same axis.
     ("H", "H", "H"),

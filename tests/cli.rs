@@ -157,7 +157,7 @@ fn bad_input_gives_clear_errors() {
     let e = fails(&["check", &f]);
     assert!(e.contains("typo.weft:3:"), "{e}");
     assert!(e.contains("expected"), "{e}");
-    // A duplicate axis (seed 003, property 2).
+    // A duplicate axis (an axis at most once per tensor: docs/design.md, "Axes").
     let f = write(&dir, "dup.weft", "axis H = 2\nplaceholder x: f32[H, H]\n");
     let e = fails(&["check", &f]);
     assert!(e.contains("dup.weft:2:") && e.contains('H'), "{e}");

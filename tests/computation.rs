@@ -1,4 +1,4 @@
-//! The computation API (seed 003): transformers, computations, inputs in any axis order,
+//! The computation API (docs/design.md): transformers, computations, inputs in any axis order,
 //! outputs in their node's axis order, and variables and persistent tensors that keep their
 //! values across calls and are shared by every computation of a transformer.
 

@@ -427,7 +427,7 @@ fn ambiguous_dot_pairings_are_errors_naming_the_axes() {
     let src = "axis H = 3\nplaceholder T: f32[H, H*]\nd = dot(T, T)\noutput d\n";
     let err = weft::ir::text::parse(src, "ambiguous.weft").unwrap_err();
     names(&err, &["ambiguous.weft:3:", "ambiguous"]);
-    // An unambiguous pairing still contracts: the seed's L2, dot(yᵀ, y), pairs A* with A.
+    // An unambiguous pairing still contracts: the L2 example's dot(yᵀ, y), pairs A* with A.
     let tt = g.transpose(y).unwrap();
     assert!(g.dot(tt, y).is_ok());
 }

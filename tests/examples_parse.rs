@@ -1,6 +1,6 @@
 //! Every bundled `examples/*.weft` parses, has all lengths bound and verifies, and prints to
-//! text that parses back to the same graph; the seed examples have the output axes the seeds
-//! describe.
+//! text that parses back to the same graph; the `seed003_*` examples have the output axes
+//! the axis rules give (docs/design.md, "Axes").
 
 use std::path::{Path, PathBuf};
 use weft_ir::text::{parse, print};

@@ -18,10 +18,10 @@
 //! byte as true, which a Rust `bool` may not hold). Everything else is copied, as before.
 //!
 //! The state (variables, persistent tensors) is treated the same way: a state value read by the
-//! kernels is bound to the state's own array when stored alone, row-major and never written
-//! (the run holds the state shared while its kernels run); an assigned value is written into a
-//! spare array of the target's shape and swapped into the state at the commit — seed 001's
-//! double buffering — when its storage holds exactly that value and nothing else.
+//! kernels is bound to the state's own array when stored alone, row-major and never written (the
+//! run holds the state shared while its kernels run); an assigned value is written into a spare
+//! array of the target's shape and swapped into the state at the commit — double buffering
+//! (docs/design.md, "Device buffers") — when its storage holds exactly that value and nothing else.
 
 use crate::executable::Home;
 use weft_ir::{ArrayData, DType, DataRef, Graph, HostArray, HostView, NodeId};

@@ -1,5 +1,5 @@
-//! Axes: named dimensions with an identity (seed 003), dual axes (seeds 000/001) and ordered,
-//! duplicate-free axis lists with list and set operations.
+//! Axes: named dimensions with an identity, dual axes and ordered, duplicate-free axis lists
+//! with list and set operations (docs/design.md, "Axes").
 //!
 //! An [`Axis`] is a small copyable value: the identity of an axis entry in a
 //! [`Graph`](crate::graph::Graph)'s axis table plus a dual degree. The table entry ([`AxisData`])
@@ -111,7 +111,7 @@ impl Axis {
     }
 }
 
-/// A semantic role an axis may carry (seed 003, "Axes have context").
+/// A semantic role an axis may carry (docs/design.md, "Axes").
 #[derive(Clone, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
 pub enum Role {
     /// Image or feature-map height.
@@ -327,7 +327,7 @@ pub struct AxisData {
 /// Errors of the list and set operations on [`Axes`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AxesError {
-    /// Seed 003, property 2: an axis occurs at most once in the axes of a tensor.
+    /// An axis occurs at most once in the axes of a tensor (docs/design.md, "Axes").
     #[error("axis {0:?} occurs more than once")]
     Duplicate(Axis),
 }
@@ -380,7 +380,8 @@ impl Axes {
     pub fn position(&self, a: Axis) -> Option<usize> {
         self.0.iter().position(|x| *x == a)
     }
-    /// List concatenation (seed 003 `__add__`): an axis in both is an error.
+    /// List concatenation (nGraph's `__add__`; docs/design.md, "Axes"): an axis in both is an
+    /// error.
     pub fn concat(&self, other: &Axes) -> Result<Axes, AxesError> {
         Axes::new(self.0.iter().chain(other.0.iter()).copied())
     }
@@ -434,9 +435,9 @@ impl Axes {
     pub fn is_not_equal_set(&self, other: &Axes) -> bool {
         !self.is_equal_set(other)
     }
-    /// The result axes of an elementwise op (seed 003): (1) the same set in another order keeps
-    /// the left order; (2) if one operand's axes are a superset of the other's, its order wins;
-    /// (3) otherwise the left axes followed by the right axes not among them.
+    /// The result axes of an elementwise op (docs/design.md, "Axes"): (1) the same set in another
+    /// order keeps the left order; (2) if one operand's axes are a superset of the other's, its
+    /// order wins; (3) otherwise the left axes followed by the right axes not among them.
     pub fn elementwise(left: &Axes, right: &Axes) -> Axes {
         if left.is_equal_set(right) || left.is_super_set(right) {
             left.clone()

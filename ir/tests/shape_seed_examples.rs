@@ -1,6 +1,7 @@
-//! Every code example of the reference "Tensor Shape Design" (seed 004), in order, as a test.
+//! Every code example of the reference "Tensor Shape Design" (summarised in docs/design.md,
+//! "Shapes"; 004 is its original number, hence this file's name), in order, as a test.
 //!
-//! Where the seed contradicts its own definitions, the test checks the reading documented in
+//! Where the reference contradicts its own definitions, the test checks the reading documented in
 //! docs/shapes.md ("Contradictions in the reference"); those tests say so by name.
 
 use weft_ir::shape::{JaggedShape, LabelAlgebra, Nested, Shape, ShapeBase, ShapeError, TiledShape};
@@ -115,7 +116,7 @@ fn jagged_construction() -> TestResult {
     Ok(())
 }
 
-/// Contradiction: the seed names this `rank0_shape` but calls it "a jagged vector with no
+/// Contradiction: the reference names this `rank0_shape` but calls it "a jagged vector with no
 /// elements". weft reads the comment: no slices make a rank-1 shape with no elements, which
 /// differs from the null shape.
 #[test]
@@ -127,7 +128,7 @@ fn contradiction_jagged_from_no_slices_is_an_empty_vector() -> TestResult {
     Ok(())
 }
 
-/// Contradiction: the seed's comment numbers the matrices 0, 2, 3 and the rows 0, 2; the
+/// Contradiction: the reference's comment numbers the matrices 0, 2, 3 and the rows 0, 2; the
 /// braces give matrices 0, 1, 2 with rows counted from 0. weft follows the braces.
 #[test]
 fn contradiction_rank3_jagged_of_jagged_matrices_counts_from_zero() -> TestResult {
@@ -174,7 +175,7 @@ fn seed_rank4_jagged_of_jagged() -> Result<JaggedShape, ShapeError> {
     ])
 }
 
-/// The seed declares `rank4_shape` twice; weft's test names the second one apart. Its listed
+/// The reference declares `rank4_shape` twice; weft's test names the second one apart. Its listed
 /// slices along modes 0, 1 and 2 are checked one by one.
 #[test]
 fn jagged_rank4_of_jagged_rank3_of_jagged_matrices() -> TestResult {
@@ -202,7 +203,7 @@ fn jagged_rank4_of_jagged_rank3_of_jagged_matrices() -> TestResult {
     Ok(())
 }
 
-/// Contradiction: the seed says element 0 of the (0,1) slice "is a 10-element vector" and, in
+/// Contradiction: the reference says element 0 of the (0,1) slice "is a 10-element vector" and, in
 /// the same breath, that the slice equals `JaggedShape{s20, s30}`. The construction gives
 /// `{s20, s30}`, which weft checks.
 #[test]
@@ -329,7 +330,7 @@ fn basic_operations_on_smooth_shapes() -> TestResult {
     Ok(())
 }
 
-/// Contradiction: the seed builds `JaggedShape js{s, Shape{10, 20}}` from a rank-3 and a rank-2
+/// Contradiction: the reference builds `JaggedShape js{s, Shape{10, 20}}` from a rank-3 and a rank-2
 /// slice, yet its own definition has all slices of one rank, and it then asserts `rank() == 3`
 /// (so rank-2 slices) and `size() == 6200` (so a 6000-element first slice). weft rejects mixed
 /// slice ranks and reads the first slice as `s` with its first two modes fused: `{200, 30}`.
@@ -366,8 +367,8 @@ fn contradiction_jagged_from_slices_of_different_ranks() -> TestResult {
     Ok(())
 }
 
-/// Contradiction: `s3_3({0, 0}) == s` uses a shape `s3_3` the seed never declares. By the
-/// seed's naming (`s1_2` has layers {1, 2}) it has layers {3, 3}; its layer-0 elements are
+/// Contradiction: `s3_3({0, 0}) == s` uses a shape `s3_3` the reference never declares. By the
+/// reference's naming (`s1_2` has layers {1, 2}) it has layers {3, 3}; its layer-0 elements are
 /// indexed by three indices, so weft asks for element (0, 0, 0) of
 /// `Nested({3, 3}, Shape{10, 20, 30, 10, 20, 30})` and rejects the two-index form.
 #[test]
@@ -447,7 +448,7 @@ fn composing_jagged_shapes() -> TestResult {
     Ok(())
 }
 
-/// Contradiction: the seed claims `js1("j,i") = js0("i,j") + ...` gives
+/// Contradiction: the reference claims `js1("j,i") = js0("i,j") + ...` gives
 /// `JaggedShape{Shape{20}, Shape{10}}`, which only reverses the rows. Permuting modes maps the
 /// element (i, j) to (j, i): the transpose of rows {10, 20} has 20 rows; rows 0..10 hold i in
 /// 0..2, rows 10..20 hold only i = 1. weft computes that transpose.
@@ -471,9 +472,9 @@ fn contradiction_permuting_a_jagged_matrix_transposes_it() -> TestResult {
     Ok(())
 }
 
-/// Contradiction: the seed contracts `js0("i,j") * js0("k,j")` with rows of 10 and 20 and
+/// Contradiction: the reference contracts `js0("i,j") * js0("k,j")` with rows of 10 and 20 and
 /// expects a 2 x 2 result, but row 0 pairs 10 values of j with row 1's 20 — the extent
-/// mismatch the seed itself says throws. weft rejects it, and gives the seed's 2 x 2 result
+/// mismatch the reference itself says throws. weft rejects it, and gives the reference's 2 x 2 result
 /// when the rows match.
 #[test]
 fn contradiction_contracting_jagged_rows_of_different_lengths() -> TestResult {
@@ -587,11 +588,11 @@ fn slicing_and_chipping_smooth_shapes() -> TestResult {
     Ok(())
 }
 
-/// Contradiction: the seed writes `js0.chip(0) == JaggedShape{Shape10}` — by its own brace
+/// Contradiction: the reference writes `js0.chip(0) == JaggedShape{Shape10}` — by its own brace
 /// convention a one-row jagged matrix (rank 2) — but a chip drops the pinned mode. weft's chip
 /// is the rank-1 row `JaggedShape(Shape{10})`; the slice keeps the rank, `JaggedShape{Shape{10}}`.
 ///
-/// For `Nested`, the seed asserts `s1_2.chip(0) == Shape{10, 20}` for `s1_2` over
+/// For `Nested`, the reference asserts `s1_2.chip(0) == Shape{10, 20}` for `s1_2` over
 /// `Shape{10, 20, 30}`; pinning mode 0 leaves `{20, 30}`, which weft returns, still nested: the
 /// chip keeps the (now empty) layer 0, so its `.shape()` is what compares to a plain `Shape`.
 #[test]

@@ -1,6 +1,7 @@
 //! Host memory bound in place of a workspace buffer for the length of one call: how a call reads
-//! the caller's input arrays and writes the caller's output arrays without copying them (seed
-//! 001's re-pointable reference, for memory the runtime does not own).
+//! the caller's input arrays and writes the caller's output arrays without copying them (the
+//! re-pointable reference of docs/design.md, "Device buffers", for memory the runtime does not
+//! own).
 //!
 //! Assumes the caller (an executable) knows which of its buffers a kernel may read from caller
 //! memory (an input's buffer that no kernel writes) or write there (an output's buffer, of

@@ -2,7 +2,7 @@
 //! weft-runtime: running graphs. It holds the state of variables and persistent tensors
 //! ([`State`]), the contract every backend's compiled form meets ([`Executable`]), the set of
 //! nodes one computation evaluates ([`Plan`]), the reference interpreter ([`interp`]) — the
-//! correctness oracle for every other backend — and device buffers after seed 001 (storage,
+//! correctness oracle for every other backend — and device buffers after docs/design.md (storage,
 //! re-pointable references, tensor views) with compiled-kernel handles and their invocation
 //! across a thread pool, and GEMM calls ([`GemmCall`]: a planned contraction run by the
 //! `matrixmultiply` crate over the same buffers and pool). It depends on weft-ir only and knows no code generator: kernels arrive

@@ -1,5 +1,5 @@
 //! `DeviceBufferReference`: a typed, minimum-size slot that points at one storage at a time
-//! and can be re-pointed (double buffering), after seed 001.
+//! and can be re-pointed (double buffering), after docs/design.md, "Device buffers".
 //!
 //! Guarantees: the storage pointed at always has the reference's element type and at least its
 //! minimum size — `new` and `repoint` check, and fail with a typed error otherwise. Re-pointing

@@ -1,5 +1,5 @@
 //! `DeviceTensor`: a strided view (dtype, shape, strides, offset — all in elements) over a
-//! buffer reference, after seed 001.
+//! buffer reference, after docs/design.md, "Device buffers".
 //!
 //! Guarantees: a constructed view only reaches elements `0..min_len` of its reference (checked
 //! in `new`, with negative strides allowed), so host reads and writes through it are in bounds

@@ -12,7 +12,7 @@
 //! - a body is in evaluation order (operands before users) and evaluates each (node, index)
 //!   pair once;
 //! - pad becomes an [`Instr::Guard`] (zero outside the valid region) and concat an
-//!   [`Instr::Choose`] (the part whose range holds the index): seed 000's complex views;
+//!   [`Instr::Choose`] (the part whose range holds the index): the complex views of docs/design.md;
 //! - after [`super::layout`], every load and store also carries its [`StridedView`].
 
 use super::fusion::{is_immediate, FusionGroup, FusionPlan};

@@ -1,7 +1,7 @@
-//! view folding: broadcast, axes_with_order, cast_axes, transpose, slice (ranges with any step,
-//! and pinned indices), flatten/unflatten, expand_dims, pad and concat become index maps —
-//! seed 000's simple views (shape, strides, offset) and complex views (a valid-region mask for
-//! pad, a selection among parts for concat) — never copies.
+//! view folding: broadcast, axes_with_order, cast_axes, transpose, slice (ranges with any step, and
+//! pinned indices), flatten/unflatten, expand_dims, pad and concat become index maps —
+//! docs/design.md's simple views (shape, strides, offset) and complex views (a valid-region mask
+//! for pad, a selection among parts for concat) — never copies.
 //!
 //! Assumes: a verified graph (every length bound).
 //! Guarantees:

@@ -1,4 +1,5 @@
-//! Graphs shared by the pass tests: seed 000's L2 example, softmax, layernorm, an MLP, views.
+//! Graphs shared by the pass tests: the L2 example of docs/design.md, softmax, layernorm, an MLP,
+//! views.
 #![allow(dead_code)]
 
 use weft_ir::graph::GraphBuilder;
@@ -16,7 +17,7 @@ pub fn l2_sum(n: usize) -> Graph {
     g.finish()
 }
 
-/// dot(transpose(x − y), x − y): seed 000's L2 norm.
+/// dot(transpose(x − y), x − y): the L2 norm of docs/design.md.
 pub fn l2_dot(n: usize) -> Graph {
     let g = GraphBuilder::new();
     let ax = g.axis("N", n).unwrap();

@@ -268,7 +268,7 @@ impl Graph {
     }
 
     /// An elementwise binary op; operands pair by axis and broadcast over the others, and the
-    /// result axes follow seed 003's three rules ([`Axes::elementwise`]).
+    /// result axes follow the three rules of docs/design.md, "Axes" ([`Axes::elementwise`]).
     pub fn binary(&mut self, op: BinaryOp, x: NodeId, y: NodeId) -> Result<NodeId, GraphError> {
         let (axes, dtype) = self.elementwise_pair(op.name(), x, y)?;
         if !dtype.is_numeric() {
@@ -427,7 +427,7 @@ impl Graph {
 
     /// The axis pairs `dot` contracts: `(left axis, right axis)`, in left order. The rule
     /// (docs/axes.md): a left axis `A^(k*)` pairs with the right operand's `A^(k*)` (the same
-    /// axis) or `A^((k-1)*)` (its dual partner, seed 001's `M*` with `M`). A pairing must be
+    /// axis) or `A^((k-1)*)` (its dual partner, `M*` with `M`). A pairing must be
     /// unambiguous: a left axis with both partners in the right operand, or a right axis that
     /// two left axes would claim, is an error naming the axes — never a silent choice.
     pub fn dot_pairs(
@@ -718,7 +718,7 @@ impl Graph {
     }
 
     /// A view with `before` zeros and `after` zeros around each listed axis (a complex view,
-    /// seed 000).
+    /// docs/design.md).
     pub fn pad(&mut self, x: NodeId, pads: &[(Axis, usize, usize)]) -> Result<NodeId, GraphError> {
         let label = self.op_label("pad", &[x]);
         let n = self.check_node(x)?;

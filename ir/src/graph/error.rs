@@ -6,7 +6,7 @@ use crate::dtype::DType;
 /// An error building, binding or verifying a [`Graph`](super::Graph).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum GraphError {
-    /// An axis occurs twice in one tensor's axes (seed 003, property 2).
+    /// An axis occurs twice in one tensor's axes (docs/design.md, "Axes").
     #[error("{op}: axis `{axis}` occurs more than once in {axes}")]
     DuplicateAxis {
         /// The op or declaration at fault.

@@ -1,4 +1,4 @@
-//! The axes-labelled op graph (seeds 000–003).
+//! The axes-labelled op graph (docs/design.md).
 //!
 //! A [`Graph`] owns an axis table and an arena of [`Node`]s in creation order; every node's
 //! operands precede it, so creation order is a topological order. Each node records its op, its
@@ -31,7 +31,7 @@ entity!(
     "%"
 );
 
-/// The four kinds of stored tensor of seed 002's table.
+/// The four kinds of stored tensor (docs/design.md, "Tensor kinds").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TensorKind {
     /// Immutable, given when the graph is built.
@@ -44,7 +44,7 @@ pub enum TensorKind {
     PersistentTensor,
 }
 
-/// The flags of seed 002's table of `AssignableTensorOp` helpers.
+/// The flags of nGraph's stored tensors (docs/design.md, "Tensor kinds").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KindFlags {
     /// Immutable; may be inlined.
@@ -58,7 +58,7 @@ pub struct KindFlags {
 }
 
 impl TensorKind {
-    /// The seed-002 flags of this kind.
+    /// The flags of this kind (docs/design.md, "Tensor kinds").
     pub fn flags(self) -> KindFlags {
         let (constant, persistent, trainable, input) = match self {
             TensorKind::Constant => (true, true, false, false),
@@ -383,7 +383,7 @@ impl Op {
         }
     }
 
-    /// True for ops that only re-index their operand (seed 000's simple and complex views).
+    /// True for ops that only re-index their operand (simple and complex views, docs/design.md).
     pub fn is_view(&self) -> bool {
         matches!(
             self,
@@ -472,7 +472,7 @@ impl Graph {
 
     // ---- axes ----------------------------------------------------------------------------
 
-    /// Declares an axis with a known length (seed 003's `make_axis(length, name)`).
+    /// Declares an axis with a known length (nGraph's `make_axis(length, name)`).
     /// A length of 0 is allowed (an empty batch; NumPy's meanings, docs/axes.md).
     pub fn axis(&mut self, name: &str, len: usize) -> Result<Axis, GraphError> {
         Ok(self.declare_axis(name, Some(len), Vec::new()))
@@ -519,8 +519,8 @@ impl Graph {
         self.axes[id].roles.extend(roles.iter().cloned());
     }
 
-    /// Binds the length of a declared axis (seed 003: "delay the specification of the axis
-    /// length"). Rebinding replaces the length; derived axes follow.
+    /// Binds the length of a declared axis (a length bound late: docs/design.md, "Axes"). Rebinding
+    /// replaces the length; derived axes follow.
     pub fn bind(&mut self, axis: Axis, len: usize) -> Result<(), GraphError> {
         let name = self.axis_name(axis);
         let entry = self

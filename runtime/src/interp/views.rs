@@ -1,6 +1,6 @@
 //! Views as index maps: for each view op, where each axis of the operand gets its index from,
 //! given a multi-index of the result (see [`IndexMap`]). The interpreter then reads the operand
-//! element by element. Concatenation is a complex view (seed 002): each result element comes
+//! element by element. Concatenation is a complex view (docs/design.md): each result element comes
 //! from the one part whose range along the concatenated axis covers it.
 
 use super::index::{at, Source};
