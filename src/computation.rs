@@ -16,6 +16,19 @@ use weft_runtime::{Executable, RunError, StateAccess};
 
 /// The inputs of a computation without placeholders: `c.call(NO_INPUTS)` (a bare `&[]` names
 /// no input type for [`Computation::call`] to infer).
+///
+/// ```
+/// use weft::prelude::*;
+/// let b = GraphBuilder::new();
+/// let n = b.axis("N", 2)?;
+/// let w = b.variable("w", &[n], DType::F32, TensorInit::Fill(Scalar::Float(3.0)))?;
+/// let (w, y) = (w.id(), (w * 2.0)?.id());
+/// let t = Transformer::new(b.finish(), Backend::Jit)?;
+/// let out = t.computation(&[y], &[])?.call(NO_INPUTS)?;
+/// assert_eq!(out[0].to_vec::<f32>()?, vec![6.0, 6.0]);
+/// # let _ = w;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const NO_INPUTS: &[HostArray] = &[];
 
 /// A computation handed out by a [`Transformer`](crate::Transformer); it shares the
@@ -26,6 +39,23 @@ pub const NO_INPUTS: &[HostArray] = &[];
 /// If the graph has axes bound at call time ([`Transformer::new`](crate::Transformer::new)),
 /// each call takes their lengths from its inputs and runs the executable compiled for that
 /// binding, compiling it on the binding's first call ([`Computation::bindings`]).
+///
+/// ```
+/// use weft::prelude::*;
+/// let b = GraphBuilder::new();
+/// let batch = b.axis_unbound("B"); // bound by each call's input
+/// let x = b.placeholder("x", &[batch], DType::F32)?;
+/// let (x, y) = (x.id(), x.relu()?.id());
+/// let t = Transformer::new(b.finish(), Backend::Jit)?;
+/// let relu = t.computation(&[y], &[x])?;
+/// for rows in [2usize, 3] {
+///     let data = vec![-1.0f32; rows];
+///     let out = relu.call(&[HostView::new(&Axes::new([batch])?, &[rows], &data)?])?;
+///     assert_eq!(out[0].to_vec::<f32>()?, vec![0.0; rows]);
+/// }
+/// assert_eq!(relu.compilations(), 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Computation(Inner);
 
 enum Inner {

@@ -5,6 +5,21 @@ use weft_ir::{DType, GraphError, HostError};
 use weft_runtime::RunError;
 
 /// An error from building, compiling or calling a computation.
+///
+/// ```
+/// use weft::prelude::*;
+/// let b = GraphBuilder::new();
+/// let n = b.axis("N", 3)?;
+/// let x = b.placeholder("x", &[n], DType::F32)?;
+/// let (x, y) = (x.id(), x.exp()?.id());
+/// let t = Transformer::new(b.finish(), Backend::Jit)?;
+/// let c = t.computation(&[y], &[x])?;
+/// let wrong = HostArray::from_vec(Axes::new([n])?, vec![3], vec![1i32, 2, 3])?;
+/// let e = c.call(&[&wrong]).unwrap_err();
+/// assert!(matches!(e, Error::InputDType { .. }));
+/// assert!(e.to_string().contains("`x`")); // names the placeholder at fault
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The graph is malformed or not ready (e.g. an axis without a length).

@@ -18,6 +18,24 @@ use weft_ir::{Graph, HostArray, NodeId};
 use weft_runtime::{Executable, Interpreter, Perturbation, Plan, SharedState, State, StateAccess};
 
 /// What runs a transformer's computations.
+///
+/// ```
+/// use weft::prelude::*;
+/// let b = GraphBuilder::new();
+/// let n = b.axis("N", 3)?;
+/// let x = b.placeholder("x", &[n], DType::F64)?;
+/// let (x, y) = (x.id(), x.tanh()?.id());
+/// let g = b.finish();
+/// let input = HostArray::from_vec(Axes::new([n])?, vec![3], vec![-1.0, 0.0, 1.0])?;
+/// // The same computation on the JIT and on the reference interpreter.
+/// let on = |backend| -> Result<Vec<f64>, Box<dyn std::error::Error>> {
+///     let t = Transformer::new(g.clone(), backend)?;
+///     Ok(t.computation(&[y], &[x])?.call(&[&input])?[0].to_vec::<f64>()?)
+/// };
+/// let (jit, interp) = (on(Backend::Jit)?, on(Backend::Interpreter)?);
+/// assert!(jit.iter().zip(&interp).all(|(a, b)| (a - b).abs() < 1e-12));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Backend {
     /// Native kernels compiled once by the JIT ([`weft_compiler::JitExecutable`]): fused

@@ -169,3 +169,24 @@ fn save_and_load_round_trip_every_variable_and_refuse_a_misfit() {
     assert!(other.load(&dir).is_err());
     assert_eq!(other.value_of(v).unwrap(), before);
 }
+
+#[test]
+fn the_readme_text_example_is_examples_l2() {
+    // Its statements, in order, are the file's (the file adds comments and blank lines).
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let file =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/l2.weft")).unwrap();
+    let statements = |text: &str| -> Vec<String> {
+        text.lines()
+            .map(|l| l.split('#').next().unwrap_or("").trim().to_string())
+            .filter(|l| !l.is_empty())
+            .collect()
+    };
+    let start = readme
+        .find("```text\n# examples/l2.weft")
+        .expect("the README shows examples/l2.weft");
+    let block = &readme[start + 8..];
+    let block = &block[..block.find("```").unwrap()];
+    assert_eq!(statements(block), statements(&file));
+}

@@ -94,6 +94,13 @@ pub enum JitError {
 }
 
 /// How to compile a JIT executable.
+///
+/// ```
+/// use weft_compiler::JitOptions;
+/// // Two threads, fused; `JitOptions::unfused()` is the one-kernel-per-op baseline.
+/// let options = JitOptions { threads: Some(2), ..JitOptions::default() };
+/// assert!(options.fused && !JitOptions::unfused().fused);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JitOptions {
     /// Fusion and storage sharing (off: one kernel per op, every intermediate stored).

@@ -30,6 +30,16 @@ entity!(
 /// ([`Axis::same_table`]): an array labelled with another graph's axes is rejected instead of
 /// being read as this graph's axes of the same index. [`Axis::new`] makes an axis of no known
 /// table, which every table accepts.
+///
+/// ```
+/// use weft_ir::Graph;
+/// let mut g = Graph::new();
+/// let n = g.axis("N", 4)?;
+/// assert_eq!(g.axis_name(n), "N");
+/// assert_eq!(g.resolve_len(n)?, 4);
+/// assert_ne!(n, n.dual()); // N*, which a dot pairs with N
+/// # Ok::<(), weft_ir::GraphError>(())
+/// ```
 #[derive(Clone, Copy)]
 pub struct Axis {
     /// The axis-table entry.
@@ -164,6 +174,13 @@ impl fmt::Display for Role {
 }
 
 /// A range along an axis, Python style: negative bounds count from the end, `step` is non-zero.
+///
+/// ```
+/// use weft_ir::SliceRange;
+/// let r = SliceRange::range(1, -1); // every element but the first and the last
+/// assert_eq!((r.start, r.stop, r.step), (Some(1), Some(-1), 1));
+/// assert_eq!(SliceRange::reversed().step, -1);
+/// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct SliceRange {
     /// First index taken; `None` is the start (step > 0) or the end (step < 0).
@@ -333,6 +350,16 @@ pub enum AxesError {
 }
 
 /// An ordered list of distinct axes. Order is a presentation, not a layout.
+///
+/// ```
+/// use weft_ir::{Axes, Graph};
+/// let mut g = Graph::new();
+/// let (a, b) = (g.axis("A", 2)?, g.axis("B", 3)?);
+/// let ab = Axes::new([a, b])?;
+/// assert!(ab.is_equal_set(&Axes::new([b, a])?)); // the same set, another order
+/// assert!(Axes::new([a, a]).is_err()); // axes are distinct
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, PartialEq, Eq, Hash, Default, Debug)]
 pub struct Axes(Vec<Axis>);
 

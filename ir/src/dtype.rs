@@ -4,6 +4,12 @@ use std::fmt;
 use std::str::FromStr;
 
 /// The element type of a tensor.
+///
+/// ```
+/// use weft_ir::DType;
+/// assert!(DType::F32.is_float() && !DType::I64.is_float());
+/// assert_eq!(DType::F64.to_string(), "f64");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DType {
     /// IEEE-754 binary32.

@@ -7,6 +7,15 @@ use std::fmt;
 use std::path::Path;
 
 /// A single value of any dtype, as given for `fill` initial values.
+///
+/// ```
+/// use weft_ir::{DType, Graph, Scalar, TensorInit};
+/// let mut g = Graph::new();
+/// let n = g.axis("N", 3)?;
+/// let v = g.variable("v", &[n], DType::F32, TensorInit::Fill(Scalar::Float(0.5)))?;
+/// assert_eq!(g.node(v).dtype, DType::F32);
+/// # Ok::<(), weft_ir::GraphError>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Scalar {
     /// A floating-point value.
@@ -76,6 +85,14 @@ pub fn write_float(f: &mut impl fmt::Write, v: f64) -> fmt::Result {
 }
 
 /// Row-major element data of one dtype.
+///
+/// ```
+/// use weft_ir::{ArrayData, DType};
+/// let d = ArrayData::F32(vec![1.0, 2.0]);
+/// assert_eq!((d.dtype(), d.len()), (DType::F32, 2));
+/// assert_eq!(ArrayData::zeros(DType::I64, 3)?, ArrayData::I64(vec![0; 3]));
+/// # Ok::<(), weft_ir::HostError>(())
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub enum ArrayData {
     /// f32 elements.
@@ -312,6 +329,17 @@ pub enum HostError {
 }
 
 /// A tensor in host memory: axes, their lengths, and row-major data in that axis order.
+///
+/// ```
+/// use weft_ir::{Axes, Graph, HostArray};
+/// let mut g = Graph::new();
+/// let (r, c) = (g.axis("R", 2)?, g.axis("C", 3)?);
+/// let a = HostArray::from_vec(Axes::new([r, c])?, vec![2, 3], vec![1f32, 2., 3., 4., 5., 6.])?;
+/// // The same values with the axes in another order (a transposed copy).
+/// let t = a.with_axes_order(&Axes::new([c, r])?).unwrap();
+/// assert_eq!(t.to_vec::<f32>()?, vec![1., 4., 2., 5., 3., 6.]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct HostArray {
     axes: Axes,

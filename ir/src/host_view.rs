@@ -88,6 +88,17 @@ impl<'a> DataRef<'a> {
 }
 
 /// A borrowed array: axes, lengths and row-major elements the caller owns.
+///
+/// ```
+/// use weft_ir::{Axes, Graph, HostView};
+/// let mut g = Graph::new();
+/// let n = g.axis("N", 3)?;
+/// let axes = Axes::new([n])?;
+/// let mine = vec![1.0f64, 2.0, 3.0];
+/// let v = HostView::new(&axes, &[3], &mine)?; // borrows `mine`, copies nothing
+/// assert_eq!(v.shape(), &[3]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct HostView<'a> {
     axes: &'a Axes,
@@ -172,6 +183,16 @@ impl HostArray {
 }
 
 /// What a call accepts for one input: anything that lends a [`HostView`].
+///
+/// ```
+/// use weft_ir::{AsHostView, Axes, Graph, HostArray};
+/// let mut g = Graph::new();
+/// let n = g.axis("N", 2)?;
+/// let a = HostArray::from_vec(Axes::new([n])?, vec![2], vec![1i32, 2])?;
+/// // An owned array, a reference to one and a view all lend a view.
+/// assert_eq!(a.host_view().shape(), (&a).host_view().shape());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub trait AsHostView {
     /// The input, borrowed.
     fn host_view(&self) -> HostView<'_>;

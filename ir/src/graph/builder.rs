@@ -32,6 +32,17 @@ pub struct GraphBuilder {
 }
 
 /// A node of a [`GraphBuilder`]'s graph, with the ops as methods.
+///
+/// ```
+/// use weft_ir::{graph::GraphBuilder, DType};
+/// let b = GraphBuilder::new();
+/// let (r, c) = (b.axis("R", 2)?, b.axis("C", 3)?);
+/// let x = b.placeholder("x", &[r, c], DType::F32)?;
+/// let centred = (x - x.mean(&[c])?)?; // operators pair and broadcast by axis
+/// let y = centred.square()?.sum(&[c])?.named("ss")?;
+/// assert_eq!(y.axes().as_slice(), &[r]);
+/// # Ok::<(), weft_ir::GraphError>(())
+/// ```
 #[derive(Clone, Copy)]
 pub struct Tensor<'g> {
     builder: &'g GraphBuilder,

@@ -26,12 +26,29 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering as AtomicOrdering};
 
 entity!(
-    /// A node of a graph.
+    /// A node of a graph: an index into its arena, meaningful only to the graph that made it.
+    ///
+    /// ```
+    /// use weft_ir::{DType, Graph};
+    /// let mut g = Graph::new();
+    /// let n = g.axis("N", 2)?;
+    /// let x = g.placeholder("x", &[n], DType::F32)?;
+    /// assert_eq!(g.find("x"), Some(x));
+    /// assert_eq!(g.node(x).dtype, DType::F32);
+    /// # Ok::<(), weft_ir::GraphError>(())
+    /// ```
     NodeId,
     "%"
 );
 
 /// The four kinds of stored tensor (docs/design.md, "Tensor kinds").
+///
+/// ```
+/// use weft_ir::TensorKind;
+/// let v = TensorKind::Variable.flags();
+/// assert!(v.persistent && v.trainable && !v.input);
+/// assert_eq!(TensorKind::PersistentTensor.keyword(), "persistent_tensor");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TensorKind {
     /// Immutable, given when the graph is built.
@@ -85,6 +102,16 @@ impl TensorKind {
 }
 
 /// The value a stored tensor starts with.
+///
+/// ```
+/// use weft_ir::{ArrayData, DType, Graph, Scalar, TensorInit};
+/// let mut g = Graph::new();
+/// let n = g.axis("N", 3)?;
+/// let zeros = g.variable("z", &[n], DType::F64, TensorInit::Fill(Scalar::Float(0.0)))?;
+/// let given = g.variable("w", &[n], DType::F64, TensorInit::Data(ArrayData::F64(vec![1., 2., 3.])))?;
+/// assert_ne!(zeros, given);
+/// # Ok::<(), weft_ir::GraphError>(())
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub enum TensorInit {
     /// Every element the same.
@@ -237,6 +264,17 @@ op_names!(
 );
 
 /// How `slice` treats one axis.
+///
+/// ```
+/// use weft_ir::{AxisSlice, DType, Graph, SliceRange};
+/// let mut g = Graph::new();
+/// let (h, w) = (g.axis("H", 4)?, g.axis("W", 5)?);
+/// let x = g.placeholder("x", &[h, w], DType::F32)?;
+/// // Rows 1..3 of x, column 0: a derived axis of length 2 in H's place; W is dropped.
+/// let s = g.slice(x, &[(h, AxisSlice::Range(SliceRange::range(1, 3))), (w, AxisSlice::Index(0))])?;
+/// assert_eq!(g.shape_of(&g.node(s).axes)?, vec![2]);
+/// # Ok::<(), weft_ir::GraphError>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AxisSlice {
     /// Keep a range; the result has a derived axis in its place.
@@ -415,6 +453,20 @@ pub struct Node {
 
 /// An axes-labelled op graph: an axis table, nodes in creation order, and the outputs marked
 /// for `weft run`.
+///
+/// ```
+/// use weft_ir::{BinaryOp, DType, Graph, ReduceOp};
+/// let mut g = Graph::new();
+/// let (r, c) = (g.axis("R", 2)?, g.axis("C", 3)?);
+/// let x = g.placeholder("x", &[r, c], DType::F32)?;
+/// let b = g.placeholder("b", &[c], DType::F32)?;
+/// let y = g.binary(BinaryOp::Add, x, b)?; // b broadcasts over R, by axis
+/// let s = g.reduce(ReduceOp::Sum, y, &[c], None)?;
+/// g.mark_output(s)?;
+/// assert_eq!(g.shape_of(&g.node(s).axes)?, vec![2]);
+/// g.verify()?;
+/// # Ok::<(), weft_ir::GraphError>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Graph {
     /// The axis table's number, stamped on every axis this graph hands out (`Axis::table`).
