@@ -9,6 +9,7 @@ pub mod axis;
 pub mod dtype;
 pub mod graph;
 pub mod host;
+pub mod host_display;
 pub mod host_view;
 pub mod loop_ir;
 pub mod perturb;
