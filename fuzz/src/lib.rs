@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! weft's fuzzer (stable Rust, no sanitizers): mutated `.weft` texts and random graphs through
 //! parse → verify → compile (fused, unfused, forced parallel) → run, compared with the
 //! interpreter by `weft_ir::testing`'s oracle (docs/testing.md, "The fuzzer").
