@@ -557,7 +557,7 @@ fn check(graph: &Graph, node: NodeId, array: HostView<'_>) -> Result<()> {
 }
 
 /// The placeholders' names, for an error.
-fn placeholder_names(g: &Graph, placeholders: &[NodeId]) -> String {
+pub(crate) fn placeholder_names(g: &Graph, placeholders: &[NodeId]) -> String {
     let names: Vec<String> = placeholders.iter().map(|p| g.node_label(*p)).collect();
     format!("({})", names.join(", "))
 }

@@ -22,7 +22,7 @@
 //!   unbound axis no input has, or a binding whose graph fails verification is an error
 //!   naming the axis (and the inputs) at fault.
 
-use crate::computation::Bound;
+use crate::computation::{placeholder_names, Bound};
 use crate::error::{Error, Result};
 use crate::transformer::{Preparer, Shared};
 use std::sync::{Arc, Mutex};
@@ -187,18 +187,15 @@ impl PerBinding {
     /// The computation for the binding `inputs` give, compiled on its first call.
     pub(crate) fn for_inputs<I: AsHostView>(&self, inputs: &[I]) -> Result<Arc<Bound>> {
         if inputs.len() != self.placeholders.len() {
-            let g = self.graph();
-            let names: Vec<String> = self.placeholders.iter().map(|p| g.node_label(*p)).collect();
             return Err(Error::InputCount {
                 expected: self.placeholders.len(),
                 got: inputs.len(),
-                placeholders: format!("({})", names.join(", ")),
+                placeholders: placeholder_names(self.graph(), &self.placeholders),
             });
         }
-        // Lengths compared in place: a cached binding's call allocates nothing here.
-        for s in &self.sources {
-            self.length(inputs, s)?;
-        }
+        // Lengths compared in place: a cached binding's call allocates nothing here. An input
+        // whose lengths are wrong matches no entry (its `length` is an error), so it reaches
+        // the miss path, which returns that error.
         let mut cache = self.lock();
         let hit = cache.entries.iter().position(|(lens, _)| {
             lens.iter()

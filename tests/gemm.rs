@@ -6,7 +6,7 @@
 
 mod jit_common;
 
-use jit_common::{call_alternately, compare, references};
+use jit_common::{compare, jit_executable, mlp_layer, references, run_jit};
 use weft::prelude::*;
 use weft::{BinaryOp, ReduceOp};
 use weft_compiler::gemm::GemmOptions;
@@ -35,36 +35,14 @@ fn options_sides(fused: bool, min_work: u64, min_side: u64, threads: usize) -> J
 }
 
 /// Runs the outputs of `g` twice (`call`, then `call_into`) with `options`.
-fn run_with(g: &Graph, inputs: &[HostArray], options: JitOptions) -> (Run, Transformer) {
-    run_outputs(g, g.outputs(), inputs, options).unwrap()
-}
-
-/// Runs `outputs` of `g` twice (`call`, then `call_into`) with `options`.
-fn run_outputs(
-    g: &Graph,
-    outputs: &[NodeId],
-    inputs: &[HostArray],
-    options: JitOptions,
-) -> Result<(Run, Transformer), Error> {
-    let t = Transformer::with_jit_options(g.clone(), options)?;
-    let c = t.computation(outputs, &g.placeholders())?;
-    let results = (0..2)
-        .map(|k| call_alternately(&c, inputs, k))
-        .collect::<Result<_, _>>()?;
-    Ok(((results, Vec::new()), t))
+fn run_with(g: &Graph, inputs: &[HostArray], options: JitOptions) -> Run {
+    run_jit(g, g.outputs(), inputs, options).unwrap()
 }
 
 /// How many GEMM calls the computation of `g`'s outputs makes with `options` (from `weft
 /// explain`'s listing).
 fn gemm_calls(g: &Graph, options: JitOptions) -> usize {
-    let exe = weft_compiler::JitExecutable::new(
-        std::sync::Arc::new(g.clone()),
-        g.outputs(),
-        &g.placeholders(),
-        &options,
-    )
-    .unwrap();
-    let text = weft_compiler::explain::explain(&exe);
+    let text = weft_compiler::explain::explain(&jit_executable(g, &options));
     text.lines().filter(|l| l.starts_with("gemm @")).count()
 }
 
@@ -82,35 +60,13 @@ fn agree(g: &Graph, expected: usize) {
             "fused {fused}: {calls} GEMM calls, expected {expected}\n{}",
             weft::ir::text::print(g)
         );
-        let (one, _) = run_with(g, &inputs, options(fused, 1, 1));
-        let (two, _) = run_with(g, &inputs, options(fused, 1, 2));
+        let one = run_with(g, &inputs, options(fused, 1, 1));
+        let two = run_with(g, &inputs, options(fused, 1, 2));
         if let Err(m) = compare(&two, &refs, &tol) {
             panic!("fused {fused} differs: {m}\n{}", weft::ir::text::print(g));
         }
         assert_eq!(one.0, two.0, "1 and 2 threads differ");
     }
-}
-
-/// `relu(X·W + b)` with X over `[B, I]` or `[I, B]` and W over `[I, O]` or `[O, I]`.
-fn mlp(b: usize, i: usize, o: usize, dtype: DType, x_t: bool, w_t: bool) -> Graph {
-    let mut g = Graph::new();
-    let (ba, ia, oa) = (
-        g.axis("B", b).unwrap(),
-        g.axis("I", i).unwrap(),
-        g.axis("O", o).unwrap(),
-    );
-    let x = g
-        .placeholder("X", &if x_t { [ia, ba] } else { [ba, ia] }, dtype)
-        .unwrap();
-    let w = g
-        .placeholder("W", &if w_t { [oa, ia] } else { [ia, oa] }, dtype)
-        .unwrap();
-    let bias = g.placeholder("b", &[oa], dtype).unwrap();
-    let h = g.dot(x, w).unwrap();
-    let hb = g.binary(weft::BinaryOp::Add, h, bias).unwrap();
-    let out = g.unary(weft::UnaryOp::Relu, hb).unwrap();
-    g.mark_output(out).unwrap();
-    g
 }
 
 #[test]
@@ -124,7 +80,7 @@ fn operands_in_either_axis_order_and_odd_lengths() {
             (5, 1023, 3),
         ] {
             for (x_t, w_t) in [(false, false), (true, false), (false, true), (true, true)] {
-                agree(&mlp(b, i, o, dtype, x_t, w_t), 1);
+                agree(&mlp_layer(b, i, o, dtype, x_t, w_t), 1);
             }
         }
     }
@@ -143,7 +99,7 @@ fn random_shapes_around_the_threshold() {
             DType::F64
         };
         let (b, i, o) = (1 + r.below(100), 1 + r.below(200), 1 + r.below(100));
-        let g = mlp(b, i, o, dtype, r.chance(50), r.chance(50));
+        let g = mlp_layer(b, i, o, dtype, r.chance(50), r.chance(50));
         let ps = g.placeholders();
         let inputs = weft_ir::testing::random_inputs(&g, &ps, case, false);
         let tol = Tolerance::for_graph(&g);
@@ -154,7 +110,7 @@ fn random_shapes_around_the_threshold() {
         };
         taken += gemm_calls(&g, default.clone());
         for fused in [true, false] {
-            let (got, _) = run_with(
+            let got = run_with(
                 &g,
                 &inputs,
                 JitOptions {
@@ -237,17 +193,14 @@ fn batch_axes_that_do_not_merge() {
 
 #[test]
 fn mlp_dot_takes_the_gemm_path_and_explain_shows_it() {
-    let g = mlp(256, 96, 80, DType::F32, false, false);
-    let exe = weft_compiler::JitExecutable::new(
-        std::sync::Arc::new(g.clone()),
-        g.outputs(),
-        &g.placeholders(),
+    let g = mlp_layer(256, 96, 80, DType::F32, false, false);
+    let exe = jit_executable(
+        &g,
         &JitOptions {
             threads: Some(2),
             ..JitOptions::default()
         },
-    )
-    .unwrap();
+    );
     let text = weft_compiler::explain::explain(&exe);
     assert!(
         text.contains("computed by a GEMM call"),
@@ -263,7 +216,7 @@ fn mlp_dot_takes_the_gemm_path_and_explain_shows_it() {
     // The epilogue (bias, relu) stays one fused kernel after the call.
     assert_eq!(exe.lowered().len(), 1, "{text}");
     // Below the threshold the same layer keeps the loop nest.
-    let small = mlp(8, 8, 8, DType::F32, false, false);
+    let small = mlp_layer(8, 8, 8, DType::F32, false, false);
     assert_eq!(gemm_calls(&small, JitOptions::default()), 0);
     // And `gemm: None` turns the path off.
     let off = JitOptions {
@@ -276,9 +229,9 @@ fn mlp_dot_takes_the_gemm_path_and_explain_shows_it() {
 #[test]
 fn long_f32_contractions_keep_f64_accumulation() {
     // K above `max_f32_k`: the f32 GEMM's error bound would pass 2^-12 · Σ|ab|.
-    let g = mlp(16, 8192, 16, DType::F32, false, false);
+    let g = mlp_layer(16, 8192, 16, DType::F32, false, false);
     assert_eq!(gemm_calls(&g, JitOptions::default()), 0);
-    let g = mlp(16, 8192, 16, DType::F64, false, false);
+    let g = mlp_layer(16, 8192, 16, DType::F64, false, false);
     assert_eq!(gemm_calls(&g, JitOptions::default()), 1);
 }
 
@@ -305,7 +258,7 @@ fn a_sum_of_negative_zero_products_stays_negative_zero() {
     ];
     for fused in [true, false] {
         assert_eq!(gemm_calls(&g, options(fused, 1, 2)), 1);
-        let (got, _) = run_with(&g, &inputs, options(fused, 1, 2));
+        let got = run_with(&g, &inputs, options(fused, 1, 2));
         let v = got.0[0][0].to_vec::<f32>().unwrap();
         assert!(
             v[..20].iter().all(|x| *x == f32::NEG_INFINITY),
@@ -341,7 +294,7 @@ proptest::proptest! {
             if let Ok(refs) = references(&g, &outputs, &ps, &inputs, 2, &tol) {
                 for fused in [true, false] {
                     let all = options_sides(fused, 1, 1, 2);
-                    let (got, _) = run_outputs(&g, &outputs, &inputs, all)
+                    let got = run_jit(&g, &outputs, &inputs, all)
                         .map_err(|e| proptest::test_runner::TestCaseError::fail(format!(
                             "fused {fused} failed: {e}\n{}", weft::ir::text::print(&g))))?;
                     compare(&got, &refs, &tol).map_err(|m| {
@@ -415,13 +368,7 @@ fn attention_written_as_sums_of_products_runs_two_gemm_contractions() {
 fn explain_names_the_contraction_and_the_product_is_never_stored() {
     let (g, products) = attention([2, 3, 32, 32, 16], DType::F32, [[0, 1, 2, 3]; 3]);
     for fused in [true, false] {
-        let exe = weft_compiler::JitExecutable::new(
-            std::sync::Arc::new(g.clone()),
-            g.outputs(),
-            &g.placeholders(),
-            &options(fused, 1, 2),
-        )
-        .unwrap();
+        let exe = jit_executable(&g, &options(fused, 1, 2));
         let text = weft_compiler::explain::explain(&exe);
         // (Unfused, every value's reason to be stored is "unfused".)
         assert!(
@@ -553,13 +500,7 @@ fn a_deep_mlp_on_the_gemm_runs_in_two_scratch_buffers_whatever_its_depth() {
     // with its A, so two buffers are the fewest, and depth must not add any.
     for depth in [2, 8, 12] {
         let g = deep_mlp(depth, 64, 48);
-        let exe = weft_compiler::JitExecutable::new(
-            std::sync::Arc::new(g.clone()),
-            g.outputs(),
-            &g.placeholders(),
-            &options(true, 1, 2),
-        )
-        .unwrap();
+        let exe = jit_executable(&g, &options(true, 1, 2));
         let plan = exe.compiled_plan();
         let text = weft_compiler::explain::explain(&exe);
         assert_eq!(
@@ -609,8 +550,8 @@ fn special_values_on_the_gemm_path_match_the_interpreter() {
     // alike, fused and unfused, 1 and 2 threads.
     let (attention, _) = attention([1, 2, 16, 16, 8], DType::F32, [[0, 1, 2, 3]; 3]);
     for (g, calls) in [
-        (mlp(32, 24, 20, DType::F32, false, true), 1),
-        (mlp(20, 17, 33, DType::F64, true, false), 1),
+        (mlp_layer(32, 24, 20, DType::F32, false, true), 1),
+        (mlp_layer(20, 17, 33, DType::F64, true, false), 1),
         (attention, 2),
     ] {
         let ps = g.placeholders();
@@ -621,8 +562,8 @@ fn special_values_on_the_gemm_path_match_the_interpreter() {
             let refs = references(&g, g.outputs(), &ps, &inputs, 2, &tol).unwrap();
             for fused in [true, false] {
                 assert!(gemm_calls(&g, options(fused, 1, 2)) >= calls);
-                let (one, _) = run_with(&g, &inputs, options(fused, 1, 1));
-                let (two, _) = run_with(&g, &inputs, options(fused, 1, 2));
+                let one = run_with(&g, &inputs, options(fused, 1, 1));
+                let two = run_with(&g, &inputs, options(fused, 1, 2));
                 if let Err(m) = compare(&two, &refs, &tol) {
                     panic!(
                         "seed {seed}, fused {fused}: {m}\n{}",

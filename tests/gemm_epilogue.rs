@@ -7,14 +7,11 @@
 
 mod jit_common;
 
-use std::sync::Arc;
-
-use jit_common::{call_alternately, compare, references};
+use jit_common::{compare, jit_executable, mlp_layer, references, run_jit};
 use weft::prelude::*;
 use weft_compiler::epilogue::EpilogueOptions;
 use weft_compiler::gemm::GemmOptions;
 use weft_compiler::lower::LowerOptions;
-use weft_compiler::JitExecutable;
 use weft_ir::testing::{Run, Tolerance};
 
 /// Every dot of at least 2 rows and columns on the GEMM, blocks of 16 rows (so small
@@ -42,12 +39,8 @@ fn options(threads: usize, epilogue: bool) -> JitOptions {
     }
 }
 
-fn executable(g: &Graph, options: &JitOptions) -> JitExecutable {
-    JitExecutable::new(Arc::new(g.clone()), g.outputs(), &g.placeholders(), options).unwrap()
-}
-
 fn explain(g: &Graph, options: &JitOptions) -> String {
-    weft_compiler::explain::explain(&executable(g, options))
+    weft_compiler::explain::explain(&jit_executable(g, options))
 }
 
 /// Fused steps in `weft explain`'s listing.
@@ -59,13 +52,7 @@ fn fused_steps(text: &str) -> usize {
 
 /// Runs `g`'s outputs twice (`call`, then `call_into` over shifted inputs and garbage outputs).
 fn run(g: &Graph, inputs: &[HostArray], options: JitOptions) -> Run {
-    let t = Transformer::with_jit_options(g.clone(), options).unwrap();
-    let c = t.computation(g.outputs(), &g.placeholders()).unwrap();
-    let results = (0..2)
-        .map(|k| call_alternately(&c, inputs, k))
-        .collect::<Result<_, _>>()
-        .unwrap();
-    (results, Vec::new())
+    run_jit(g, g.outputs(), inputs, options).unwrap()
 }
 
 /// `g` with epilogue fusion on, for 1, 2 and 3 threads, against the interpreter's oracle and
@@ -89,20 +76,7 @@ fn agree(g: &Graph, fused: usize) {
 
 /// `relu(X·W + b)`, X over `[B, I]`, W over `[I, O]`.
 fn mlp(b: usize, i: usize, o: usize, dtype: DType) -> Graph {
-    let mut g = Graph::new();
-    let (ba, ia, oa) = (
-        g.axis("B", b).unwrap(),
-        g.axis("I", i).unwrap(),
-        g.axis("O", o).unwrap(),
-    );
-    let x = g.placeholder("X", &[ba, ia], dtype).unwrap();
-    let w = g.placeholder("W", &[ia, oa], dtype).unwrap();
-    let bias = g.placeholder("b", &[oa], dtype).unwrap();
-    let h = g.dot(x, w).unwrap();
-    let hb = g.binary(weft::BinaryOp::Add, h, bias).unwrap();
-    let out = g.unary(weft::UnaryOp::Relu, hb).unwrap();
-    g.mark_output(out).unwrap();
-    g
+    mlp_layer(b, i, o, dtype, false, false)
 }
 
 #[test]
@@ -193,11 +167,11 @@ fn a_chain_of_layers_overwrites_a_dead_activation_row_by_row() {
     }
     g.mark_output(a).unwrap();
     // The plan does share: layer 2's output buffer is layer 1's.
-    let plan = executable(&g, &options(2, true))
+    let plan = jit_executable(&g, &options(2, true))
         .compiled_plan()
         .buffers
         .display(
-            &executable(&g, &options(2, true))
+            &jit_executable(&g, &options(2, true))
                 .compiled_plan()
                 .simplified
                 .graph,
@@ -244,7 +218,7 @@ fn an_epilogue_output_in_the_buffer_of_b_stays_a_separate_step() {
 fn explain_and_the_dump_show_the_gemm_and_its_epilogue_as_one_step() {
     // 512 x 256 results: the epilogue is large enough to be parallel by default.
     let g = mlp(512, 96, 256, DType::F32);
-    let exe = executable(
+    let exe = jit_executable(
         &g,
         &JitOptions {
             threads: Some(2),
@@ -272,7 +246,7 @@ fn explain_and_the_dump_show_the_gemm_and_its_epilogue_as_one_step() {
         steps.contents
     );
     // Off: two steps, the GEMM's own blocks.
-    let apart = executable(
+    let apart = jit_executable(
         &g,
         &JitOptions {
             threads: Some(2),

@@ -26,6 +26,53 @@ pub fn run(
     run_on(&t, outputs, ps, inputs, calls)
 }
 
+/// Runs `outputs` of `g` twice (`call`, then `call_into`: [`call_alternately`]) on the JIT
+/// with `options`, every placeholder an input.
+pub fn run_jit(
+    g: &Graph,
+    outputs: &[NodeId],
+    inputs: &[HostArray],
+    options: JitOptions,
+) -> Result<Run, Error> {
+    let t = Transformer::with_jit_options(g.clone(), options)?;
+    run_on(&t, outputs, &g.placeholders(), inputs, 2)
+}
+
+/// The JIT executable of `g`'s outputs given all its placeholders, compiled with `options`
+/// (what `weft explain` and the plan inspections read).
+pub fn jit_executable(g: &Graph, options: &JitOptions) -> weft::compiler::JitExecutable {
+    weft::compiler::JitExecutable::new(
+        std::sync::Arc::new(g.clone()),
+        g.outputs(),
+        &g.placeholders(),
+        options,
+    )
+    .unwrap()
+}
+
+/// `relu(X·W + b)` with X over `[B, I]` (or `[I, B]` if `x_t`) and W over `[I, O]` (or
+/// `[O, I]` if `w_t`): one MLP layer, the GEMM path's standard case.
+pub fn mlp_layer(b: usize, i: usize, o: usize, dtype: DType, x_t: bool, w_t: bool) -> Graph {
+    let mut g = Graph::new();
+    let (ba, ia, oa) = (
+        g.axis("B", b).unwrap(),
+        g.axis("I", i).unwrap(),
+        g.axis("O", o).unwrap(),
+    );
+    let x = g
+        .placeholder("X", &if x_t { [ia, ba] } else { [ba, ia] }, dtype)
+        .unwrap();
+    let w = g
+        .placeholder("W", &if w_t { [oa, ia] } else { [ia, oa] }, dtype)
+        .unwrap();
+    let bias = g.placeholder("b", &[oa], dtype).unwrap();
+    let h = g.dot(x, w).unwrap();
+    let hb = g.binary(weft::BinaryOp::Add, h, bias).unwrap();
+    let out = g.unary(weft::UnaryOp::Relu, hb).unwrap();
+    g.mark_output(out).unwrap();
+    g
+}
+
 fn run_on(
     t: &Transformer,
     outputs: &[NodeId],

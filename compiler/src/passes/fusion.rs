@@ -342,20 +342,16 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
     // Sums of products that run as a GEMM contraction: their product is read by nothing else,
     // so it is never stored (in unfused mode too: it is half of one contraction op), and their
     // operands are stored like a dot's.
-    let gemm_sums: HashSet<NodeId> = g
+    let (gemm_sums, gemm_products): (HashSet<NodeId>, HashSet<NodeId>) = g
         .nodes()
         .filter(|(id, _)| live[idx(*id)] && !opts.no_gemm.contains(id))
         .filter_map(|(id, _)| {
             let c = g.sum_of_products(id)?;
             let o = opts.gemm?;
             let alone = readers[idx(c.product)].as_slice() == [id] && !is_out(c.product);
-            (alone && crate::gemm::is_candidate(g, id, &o)).then_some(id)
+            (alone && crate::gemm::is_candidate(g, id, &o)).then_some((id, c.product))
         })
-        .collect();
-    let gemm_products: HashSet<NodeId> = gemm_sums
-        .iter()
-        .filter_map(|s| g.sum_of_products(*s).map(|c| c.product))
-        .collect();
+        .unzip();
     // Dispositions, consumers first: `stage[i]` is why node i is a stage, `None` if inline or
     // a stored tensor.
     let mut stage: Vec<Option<StageReason>> = vec![None; n];
