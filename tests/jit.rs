@@ -578,3 +578,148 @@ fn narrowed_f32_row_sums_stay_within_their_bound() {
         );
     }
 }
+
+/// Vectorised f32 row max/min reduce with `maxps`/`minps` and settle NaN and signed zeros
+/// from the terms' bits after the loop (`codegen::translate`, `Extreme`): every special case,
+/// at positions in the vector steps (each lane and part) and in the scalar tail.
+#[test]
+fn vector_row_max_and_min_settle_nans_and_signed_zeros_exactly() {
+    const C: usize = 67; // 4 vector steps of 16 and a tail of 3
+    let neg_nan = f32::from_bits(0xffc0_0000);
+    let low_neg_nan = f32::from_bits(0xff80_0001);
+    let high_pos_nan = f32::from_bits(0x7fff_ffff);
+    let mut rows: Vec<Vec<f32>> = Vec::new();
+    let base_neg: Vec<f32> = (0..C).map(|i| -1.0 - i as f32).collect();
+    let base_pos: Vec<f32> = (0..C).map(|i| 1.0 + i as f32).collect();
+    for at in [0, 1, 5, 17, 30, 63, 64, 66] {
+        for (base, special) in [
+            (&base_neg, 0.0),
+            (&base_neg, -0.0),
+            (&base_pos, 0.0),
+            (&base_pos, -0.0),
+            (&base_pos, f32::NAN),
+            (&base_neg, neg_nan),
+            (&base_pos, low_neg_nan),
+            (&base_neg, high_pos_nan),
+            (&base_neg, f32::INFINITY),
+            (&base_pos, f32::NEG_INFINITY),
+        ] {
+            let mut row = base.clone();
+            row[at] = special;
+            rows.push(row);
+        }
+        // Both zeros, the other sign elsewhere: max is +0, min is −0 whatever the order.
+        for (first, second) in [(0.0f32, -0.0f32), (-0.0, 0.0)] {
+            for base in [&base_neg, &base_pos] {
+                let mut row = base.clone();
+                row[at] = first;
+                row[(at + 31) % C] = second;
+                rows.push(row);
+            }
+        }
+    }
+    rows.push(vec![-0.0; C]);
+    rows.push(vec![0.0; C]);
+    rows.push(vec![f32::NEG_INFINITY; C]);
+    let mut g = Graph::new();
+    let (r, c) = (g.axis("R", rows.len()).unwrap(), g.axis("C", C).unwrap());
+    let x = g.placeholder("x", &[r, c], DType::F32).unwrap();
+    let outs: Vec<NodeId> = [ReduceOp::Max, ReduceOp::Min]
+        .iter()
+        .map(|op| g.reduce(*op, x, &[c], None).unwrap())
+        .collect();
+    let data: Vec<f32> = rows.concat();
+    let input = HostArray::from_vec(Axes::new([r, c]).unwrap(), vec![rows.len(), C], data).unwrap();
+    let inputs = [input];
+    let tol = weft_ir::testing::Tolerance::for_graph(&g);
+    let interp = references(&g, &outs, &[x], &inputs, 1, &tol).unwrap();
+    for b in BACKENDS {
+        let jit = run(&g, &outs, &[x], &inputs, 1, b).unwrap();
+        if let Err(m) = compare(&jit, &interp, &tol) {
+            panic!("{b:?} differs: {m}");
+        }
+    }
+    // The settling is what is tested: the row loop must be a vector loop.
+    for &o in &outs {
+        g.mark_output(o).unwrap();
+    }
+    let plan = weft_compiler::compile_plan(&g, &Default::default()).unwrap();
+    let kernels = weft_compiler::lower_plan(&plan, &Default::default()).unwrap();
+    let text = kernels[0].kernel.to_string();
+    assert!(text.contains("vectorize"), "{text}");
+}
+
+/// A divisor uniform over a vector loop is applied as a scaled reciprocal
+/// (`codegen::translate`, `scaled_reciprocal`): within 2 ulp of the divide, with the divide's
+/// zeros, infinities and NaNs, also for subnormal, huge, zero, infinite and NaN divisors and
+/// dividends whose quotients overflow or underflow.
+#[test]
+fn division_by_a_row_value_matches_the_divide_at_every_magnitude() {
+    const C: usize = 67;
+    for dtype in [DType::F32, DType::F64] {
+        let (tiny, huge, min_normal) = match dtype {
+            DType::F32 => (
+                f64::from(f32::from_bits(1)),
+                f64::from(f32::MAX),
+                f64::from(f32::MIN_POSITIVE),
+            ),
+            _ => (f64::from_bits(1), f64::MAX, f64::MIN_POSITIVE),
+        };
+        let divisors = [
+            1.0,
+            -3.0,
+            tiny,
+            -tiny * 3.0,
+            min_normal * 0.75,
+            min_normal,
+            huge,
+            -huge / 3.0,
+            huge / 7.0,
+            0.0,
+            -0.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+        ];
+        let dividends: Vec<f64> = (0..C)
+            .map(|i| match i % 11 {
+                0 => tiny * (i + 1) as f64,
+                1 => huge / (i + 1) as f64,
+                2 => 0.0,
+                3 => -0.0,
+                4 => f64::INFINITY,
+                5 => f64::NAN,
+                6 => min_normal * 1.5,
+                _ => (i as f64 - 30.0) * 0.37,
+            })
+            .collect();
+        let mut g = Graph::new();
+        let (r, c) = (
+            g.axis("R", divisors.len()).unwrap(),
+            g.axis("C", C).unwrap(),
+        );
+        let x = g.placeholder("x", &[r, c], dtype).unwrap();
+        let d = g.placeholder("d", &[r], dtype).unwrap();
+        let q = g.binary(BinaryOp::Divide, x, d).unwrap();
+        let xs: Vec<f64> = divisors.iter().flat_map(|_| dividends.clone()).collect();
+        let (xa, da) = match dtype {
+            DType::F32 => (
+                ArrayData::F32(xs.iter().map(|&v| v as f32).collect()),
+                ArrayData::F32(divisors.iter().map(|&v| v as f32).collect()),
+            ),
+            _ => (ArrayData::F64(xs), ArrayData::F64(divisors.to_vec())),
+        };
+        let inputs = [
+            HostArray::new(Axes::new([r, c]).unwrap(), vec![divisors.len(), C], xa).unwrap(),
+            HostArray::new(Axes::new([r]).unwrap(), vec![divisors.len()], da).unwrap(),
+        ];
+        let tol = weft_ir::testing::Tolerance::for_graph(&g);
+        let interp = references(&g, &[q], &[x, d], &inputs, 1, &tol).unwrap();
+        for b in BACKENDS {
+            let jit = run(&g, &[q], &[x, d], &inputs, 1, b).unwrap();
+            if let Err(m) = compare(&jit, &interp, &tol) {
+                panic!("{dtype:?} {b:?} differs: {m}");
+            }
+        }
+    }
+}

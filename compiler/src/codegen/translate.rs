@@ -81,6 +81,27 @@ enum AccRepr {
         index: Option<Variable>,
     },
     Wide(Vec<Variable>),
+    /// The vector partials of an f32 `max`/`min` over a vector loop, in [`Extreme`] form.
+    Extreme(Vec<Extreme>),
+}
+
+/// One vector partial of an f32 `max` or `min` reduced across a vector loop's steps.
+///
+/// The exact rule (`weft_ir::scalar::reduce_max`: NaN if any term is NaN, −0 < +0) costs
+/// Cranelift's `fmax` eight instructions per vector on x86; softmax's row max spent 2.4
+/// cycles per four elements there. Instead `value` takes `maxps`/`minps` (one instruction:
+/// keeps the accumulator when the term is NaN or equal), and three integer lane-wise
+/// reductions of the terms' bits (one instruction each with SSE4.1) recover the exact result
+/// once, after the loop ([`Translator::settle_extreme`]): a NaN term shows as a signed
+/// maximum above `+inf`'s bits or an unsigned maximum above `−inf`'s, and when the result is
+/// a zero its sign is whether a `+0` (signed maximum 0) or a `−0` (signed minimum `i32::MIN`)
+/// was among the terms.
+#[derive(Clone, Copy, Debug)]
+struct Extreme {
+    value: Variable,
+    bits_smax: Variable,
+    bits_umax: Variable,
+    bits_smin: Variable,
 }
 
 /// The vector loop being emitted. A varying value of float type `t` is held in
@@ -97,6 +118,11 @@ impl WideCtx {
     fn vectors(&self, ty: ScalarType) -> u32 {
         self.parts * (self.lanes / vector_lanes(ty)).max(1)
     }
+}
+
+/// Whether an accumulator reduced across a vector loop takes the [`Extreme`] form.
+fn is_extreme(kind: ReduceKind, ty: ScalarType) -> bool {
+    matches!(kind, ReduceKind::Max | ReduceKind::Min) && ty == ScalarType::F32
 }
 
 /// Lanes of `ty` in a 128-bit vector.
@@ -475,6 +501,12 @@ impl<'b> Translator<'_, 'b> {
         };
         let r = self.repr(value)?;
         match repr {
+            AccRepr::Extreme(parts) => {
+                for (j, e) in parts.iter().enumerate() {
+                    let x = self.part_of(&r, j as u32, decl.ty);
+                    self.extreme_step(decl.kind, e, x);
+                }
+            }
             AccRepr::Wide(vars) => {
                 if self.wide.is_none() {
                     return self.internal(format!("vector accumulator %{a} outside its loop"));
@@ -520,6 +552,91 @@ impl<'b> Translator<'_, 'b> {
         Ok(())
     }
 
+    /// One vector of terms `x` into an [`Extreme`] partial.
+    fn extreme_step(&mut self, kind: ReduceKind, e: &Extreme, x: Value) {
+        let cur = self.b.use_var(e.value);
+        // `maxps x, cur` / `minps x, cur`: `x` only when strictly beyond `cur` (Cranelift
+        // lowers exactly this bitselect-of-fcmp to the one instruction).
+        let beyond = if kind == ReduceKind::Max {
+            self.b.ins().fcmp(FloatCC::LessThan, cur, x)
+        } else {
+            self.b.ins().fcmp(FloatCC::LessThan, x, cur)
+        };
+        let next = self.math().select(beyond, x, cur);
+        self.b.def_var(e.value, next);
+        let bits = self.math().bitcast(types::I32X4, x);
+        let smax = self.b.use_var(e.bits_smax);
+        let smax = self.b.ins().smax(smax, bits);
+        self.b.def_var(e.bits_smax, smax);
+        let umax = self.b.use_var(e.bits_umax);
+        let umax = self.b.ins().umax(umax, bits);
+        self.b.def_var(e.bits_umax, umax);
+        if kind == ReduceKind::Min {
+            let smin = self.b.use_var(e.bits_smin);
+            let smin = self.b.ins().smin(smin, bits);
+            self.b.def_var(e.bits_smin, smin);
+        }
+    }
+
+    /// The exact f32 `max`/`min` of the terms reduced into `parts` (see [`Extreme`]).
+    fn settle_extreme(&mut self, kind: ReduceKind, parts: &[Extreme]) -> Value {
+        let max = kind == ReduceKind::Max;
+        let lanes = |t: &mut Self,
+                     var: fn(&Extreme) -> Variable,
+                     op: &dyn Fn(&mut Self, Value, Value) -> Value| {
+            let mut v = t.b.use_var(var(&parts[0]));
+            for p in &parts[1..] {
+                let x = t.b.use_var(var(p));
+                v = op(t, v, x);
+            }
+            let mut s = t.b.ins().extractlane(v, 0);
+            for lane in 1..4u8 {
+                let x = t.b.ins().extractlane(v, lane);
+                s = op(t, s, x);
+            }
+            s
+        };
+        let pick = move |t: &mut Self, cur: Value, x: Value| {
+            let beyond = if max {
+                t.b.ins().fcmp(FloatCC::LessThan, cur, x)
+            } else {
+                t.b.ins().fcmp(FloatCC::LessThan, x, cur)
+            };
+            t.math().select(beyond, x, cur)
+        };
+        let value = lanes(self, |e| e.value, &pick);
+        let smax = lanes(self, |e| e.bits_smax, &|t, a, b| t.b.ins().smax(a, b));
+        let umax = lanes(self, |e| e.bits_umax, &|t, a, b| t.b.ins().umax(a, b));
+        let pos_nan = self
+            .b
+            .ins()
+            .icmp_imm_s(IntCC::SignedGreaterThan, smax, 0x7f80_0000);
+        let neg_nan = self
+            .b
+            .ins()
+            .icmp_imm_s(IntCC::UnsignedGreaterThan, umax, 0xff80_0000);
+        let nan = self.b.ins().bor(pos_nan, neg_nan);
+        // A zero result's sign: max is +0 if a +0 was reduced, min is −0 if a −0 was.
+        let signed_zero = if max {
+            let has_pos = self.b.ins().icmp_imm_s(IntCC::Equal, smax, 0);
+            let (pos, neg) = (self.b.ins().f32const(0.0), self.b.ins().f32const(-0.0));
+            self.b.ins().select(has_pos, pos, neg)
+        } else {
+            let smin = lanes(self, |e| e.bits_smin, &|t, a, b| t.b.ins().smin(a, b));
+            let has_neg = self
+                .b
+                .ins()
+                .icmp_imm_s(IntCC::Equal, smin, i64::from(i32::MIN));
+            let (pos, neg) = (self.b.ins().f32const(0.0), self.b.ins().f32const(-0.0));
+            self.b.ins().select(has_neg, neg, pos)
+        };
+        let zero = self.b.ins().f32const(0.0);
+        let is_zero = self.b.ins().fcmp(FloatCC::Equal, value, zero);
+        let value = self.b.ins().select(is_zero, signed_zero, value);
+        let quiet_nan = self.b.ins().f32const(f32::NAN);
+        self.b.ins().select(nan, quiet_nan, value)
+    }
+
     // ----- instructions ------------------------------------------------------------------
 
     fn inst(&mut self, ty: ScalarType, inst: &Inst) -> Result<Repr> {
@@ -549,6 +666,10 @@ impl<'b> Translator<'_, 'b> {
                         Repr::Scalar(self.b.use_var(value))
                     }
                     (AccRepr::Scalar { index: Some(i), .. }, _) => Repr::Scalar(self.b.use_var(i)),
+                    (AccRepr::Extreme(_), _) => {
+                        return self
+                            .internal(format!("accumulator %{a} read inside its vector loop"))
+                    }
                     _ => return self.internal(format!("accumulator %{a} has no index")),
                 }
             }
@@ -558,7 +679,18 @@ impl<'b> Translator<'_, 'b> {
             }
             Inst::Binary(op, x, y) => {
                 let (rx, ry) = (self.repr(*x)?, self.repr(*y)?);
-                self.map_wide(ty, &[rx, ry], |t, xs| t.binary_value(*op, ty, xs[0], xs[1]))?
+                match (op, &rx, &ry) {
+                    (BinaryOp::Div, Repr::Wide(_), Repr::Scalar(d)) if ty.is_float() => {
+                        let (r, s) = self.scaled_reciprocal(*d);
+                        self.map_wide(ty, &[rx, Repr::Scalar(r), Repr::Scalar(s)], |t, xs| {
+                            let q = t.b.ins().fmul(xs[0], xs[1]);
+                            t.b.ins().fmul(q, xs[2])
+                        })?
+                    }
+                    _ => {
+                        self.map_wide(ty, &[rx, ry], |t, xs| t.binary_value(*op, ty, xs[0], xs[1]))?
+                    }
+                }
             }
             Inst::Compare(op, x, y) => {
                 let operand_ty = self.ty(*x);
@@ -584,6 +716,46 @@ impl<'b> Translator<'_, 'b> {
                 }
             }
         })
+    }
+
+    /// `(r, s)` with `x / d ≈ (x · r) · s` for every `x`, for a divisor `d` uniform over a
+    /// vector loop: a vector divide costs several times a multiply (3.6 against 1.3 cycles per
+    /// four f32 lanes on Zen 1, in the softmax and layernorm row kernels). `s` is a power of
+    /// two that brings `d · s` where `1 / (d · s)` is normal and finite (1 unless `|d|` is
+    /// below the smallest normal or above `2^(emax - 1)`), `r = 1 / (d · s)`. Two roundings
+    /// (`r`, then `x · r`; multiplying by `s` is exact unless the quotient is subnormal):
+    /// within 2 ulp of the divide (docs/numerics.md); 0, ±inf and NaN divisors give the
+    /// divide's zeros, infinities and NaNs.
+    fn scaled_reciprocal(&mut self, d: Value) -> (Value, Value) {
+        let ty = self.b.func.dfg.value_type(d);
+        // (largest |d| left unscaled, its scale; smallest normal, the scale of those below it)
+        let (big, big_scale, small, small_scale) = if ty == types::F32 {
+            (
+                2f64.powi(126),
+                2f64.powi(-4),
+                2f64.powi(-126),
+                2f64.powi(25),
+            )
+        } else {
+            (
+                2f64.powi(1022),
+                2f64.powi(-4),
+                2f64.powi(-1022),
+                2f64.powi(54),
+            )
+        };
+        let mut m = self.math();
+        let a = m.b.ins().fabs(d);
+        let (big, small) = (m.fconst(ty, big), m.fconst(ty, small));
+        let one = m.fconst(ty, 1.0);
+        let (big_scale, small_scale) = (m.fconst(ty, big_scale), m.fconst(ty, small_scale));
+        let is_big = m.b.ins().fcmp(FloatCC::GreaterThan, a, big);
+        let is_small = m.b.ins().fcmp(FloatCC::LessThan, a, small);
+        let s = m.select(is_small, small_scale, one);
+        let s = m.select(is_big, big_scale, s);
+        let scaled = m.b.ins().fmul(d, s);
+        let r = m.b.ins().fdiv(one, scaled);
+        (r, s)
     }
 
     /// Vectors of `from` (in lane order) converted to vectors of `to`: `f32x4 → 2 × f64x2` by
@@ -1019,15 +1191,41 @@ impl<'b> Translator<'_, 'b> {
             let init = self.identity(decl.kind, decl.ty);
             let vec_ty = vector_type(decl.ty);
             let v = self.b.ins().splat(vec_ty, init);
-            let vars: Vec<Variable> = (0..ctx.vectors(decl.ty))
-                .map(|_| {
-                    let var = self.b.declare_var(vec_ty);
-                    self.b.def_var(var, v);
-                    var
-                })
-                .collect();
-            self.accs[a.index()] = Some(AccRepr::Wide(vars.clone()));
-            saved.push((a, scalar, vars));
+            let var_of = |t: &mut Self, ty: Type, init: Value| {
+                let var = t.b.declare_var(ty);
+                t.b.def_var(var, init);
+                var
+            };
+            let partials = if is_extreme(decl.kind, decl.ty) {
+                let (min, zero, max) = (
+                    self.b.ins().iconst(types::I32, i64::from(i32::MIN)),
+                    self.b.ins().iconst(types::I32, 0),
+                    self.b.ins().iconst(types::I32, i64::from(i32::MAX)),
+                );
+                let (min, zero, max) = (
+                    self.b.ins().splat(types::I32X4, min),
+                    self.b.ins().splat(types::I32X4, zero),
+                    self.b.ins().splat(types::I32X4, max),
+                );
+                AccRepr::Extreme(
+                    (0..ctx.vectors(decl.ty))
+                        .map(|_| Extreme {
+                            value: var_of(self, vec_ty, v),
+                            bits_smax: var_of(self, types::I32X4, min),
+                            bits_umax: var_of(self, types::I32X4, zero),
+                            bits_smin: var_of(self, types::I32X4, max),
+                        })
+                        .collect(),
+                )
+            } else {
+                AccRepr::Wide(
+                    (0..ctx.vectors(decl.ty))
+                        .map(|_| var_of(self, vec_ty, v))
+                        .collect(),
+                )
+            };
+            self.accs[a.index()] = Some(partials.clone());
+            saved.push((a, scalar, partials));
         }
         let step = plan.lanes * plan.parts;
         self.wide = Some(ctx);
@@ -1035,8 +1233,24 @@ impl<'b> Translator<'_, 'b> {
         self.wide = None;
         result?;
         // Combine the partial accumulators into the scalar ones.
-        for (a, scalar, vars) in saved {
+        for (a, scalar, partials) in saved {
             let decl = self.k.accs[a].clone();
+            let vars = match partials {
+                AccRepr::Wide(vars) => vars,
+                AccRepr::Extreme(parts) => {
+                    let s = self.settle_extreme(decl.kind, &parts);
+                    if let AccRepr::Scalar { value, .. } = scalar {
+                        let cur = self.b.use_var(value);
+                        let next = self.combine(decl.kind, decl.ty, cur, s);
+                        self.b.def_var(value, next);
+                    }
+                    self.accs[a.index()] = Some(scalar);
+                    continue;
+                }
+                AccRepr::Scalar { .. } => {
+                    return self.internal(format!("accumulator %{a} has no vector partials"))
+                }
+            };
             let mut v = self.b.use_var(vars[0]);
             for var in &vars[1..] {
                 let x = self.b.use_var(*var);
