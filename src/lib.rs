@@ -28,6 +28,7 @@
 
 pub mod cli;
 pub mod computation;
+pub mod datasets;
 pub mod error;
 pub mod per_binding;
 pub mod transformer;
@@ -50,6 +51,10 @@ pub use weft_runtime::{host_copy_bytes, Executable, Perturbation, RunError};
 #[cfg(feature = "ndarray")]
 pub use ndarray;
 
+/// Training helpers as graph-building functions: losses, a dense layer, optimizers
+/// (`weft_ir::nn`; docs/training.md).
+pub use weft_ir::nn;
+
 /// The crates weft is made of, for what the prelude does not cover.
 pub use weft_compiler as compiler;
 pub use weft_ir as ir;
@@ -57,6 +62,7 @@ pub use weft_runtime as runtime;
 
 /// Everything needed to build and run graphs: `use weft::prelude::*;`.
 pub mod prelude {
+    pub use crate::{datasets, nn};
     pub use crate::{
         ArrayData, AsHostView, Axes, Axis, AxisSlice, Backend, Computation, DType, Error, Graph,
         GraphBuilder, HostArray, HostView, JitOptions, NodeId, Scalar, SliceRange, Tensor,

@@ -12,6 +12,7 @@ pub mod host;
 pub mod host_display;
 pub mod host_view;
 pub mod loop_ir;
+pub mod nn;
 pub mod perturb;
 pub mod scalar;
 pub mod shape;
