@@ -255,6 +255,15 @@ pub enum Error {
     /// `weft run` on a graph that marks no output.
     #[error("the graph marks no output: add a line `output NAME`")]
     NoOutputs,
+    /// A bundled data set that does not read as expected, or a request it cannot meet (a
+    /// split fraction out of range, an index past the end).
+    #[error("data set `{name}`: {message}")]
+    Dataset {
+        /// The data set.
+        name: &'static str,
+        /// What is wrong.
+        message: String,
+    },
     /// `value_of`/`set_value` on a node that holds no state.
     #[error("`{node}` is a {kind}, not a variable or persistent tensor")]
     NotStateful {

@@ -23,11 +23,15 @@
 //! assert_eq!(out[0].to_vec::<f32>()?, vec![10., 21., 32., 13., 24., 35.]);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! Training (docs/training.md): losses, a dense layer and optimizers are graph-building
+//! functions in [`nn`]; a data set to train on is in [`datasets`].
 
 #![forbid(unsafe_code)]
 
 pub mod cli;
 pub mod computation;
+pub mod datasets;
 pub mod error;
 pub mod per_binding;
 pub mod transformer;
@@ -50,6 +54,45 @@ pub use weft_runtime::{host_copy_bytes, Executable, Perturbation, RunError};
 #[cfg(feature = "ndarray")]
 pub use ndarray;
 
+/// Training helpers as graph-building functions: losses, a dense layer, optimizers as
+/// `assign` updates (`weft_ir::nn`; docs/training.md). A training step is one computation
+/// whose outputs include the optimizer's assigns:
+///
+/// ```
+/// use weft::prelude::*;
+///
+/// // Linear regression: pred = X·w, the MSE's gradient by hand (2/n · Xᵀ(pred − y)), SGD.
+/// let mut g = Graph::new();
+/// let (b, f) = (g.axis("B", 4)?, g.axis("F", 2)?);
+/// let x = g.placeholder("x", &[b, f], DType::F64)?;
+/// let y = g.placeholder("y", &[b], DType::F64)?;
+/// let w = g.variable("w", &[f], DType::F64, TensorInit::Fill(Scalar::Float(0.0)))?;
+/// let pred = g.dot(x, w)?;
+/// let loss = nn::mean_squared_error(&mut g, pred, y)?;
+/// let resid = g.subtract(pred, y)?;
+/// let xr = g.dot(resid, x)?; // contracts B
+/// let scale = g.scalar(Scalar::Float(2.0 / 4.0), DType::F64)?;
+/// let grad = g.multiply(scale, xr)?;
+/// let step = nn::sgd(&mut g, &[(w, grad)], 0.25)?;
+///
+/// let t = Transformer::new(g, Backend::Jit)?;
+/// let mut outputs = vec![loss];
+/// outputs.extend(&step.assigns);
+/// let train = t.computation(&outputs, &[x, y])?;
+/// let xs = HostArray::from_vec(Axes::new([b, f])?, vec![4, 2], vec![1.0, 0., 0., 1., 1., 1., 2., -1.])?;
+/// let ys = HostArray::from_vec(Axes::new([b])?, vec![4], vec![2.0, -1., 1., 5.])?; // w = (2, -1)
+/// let first = train.call(&[&xs, &ys])?[0].to_vec::<f64>()?[0];
+/// for _ in 0..200 {
+///     train.call(&[&xs, &ys])?;
+/// }
+/// let last = train.call(&[&xs, &ys])?[0].to_vec::<f64>()?[0];
+/// assert!(first > 1.0 && last < 1e-12);
+/// let w = t.value_of(w)?.to_vec::<f64>()?;
+/// assert!((w[0] - 2.0).abs() < 1e-6 && (w[1] + 1.0).abs() < 1e-6);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub use weft_ir::nn;
+
 /// The crates weft is made of, for what the prelude does not cover.
 pub use weft_compiler as compiler;
 pub use weft_ir as ir;
@@ -57,6 +100,7 @@ pub use weft_runtime as runtime;
 
 /// Everything needed to build and run graphs: `use weft::prelude::*;`.
 pub mod prelude {
+    pub use crate::{datasets, nn};
     pub use crate::{
         ArrayData, AsHostView, Axes, Axis, AxisSlice, Backend, Computation, DType, Error, Graph,
         GraphBuilder, HostArray, HostView, JitOptions, NodeId, Scalar, SliceRange, Tensor,

@@ -486,3 +486,38 @@ fn an_array_labelled_with_another_graphs_axes_is_rejected() {
         vec![-1.0; 4]
     );
 }
+
+#[test]
+fn training_helper_arguments_and_data_set_requests_that_do_not_fit() {
+    // The optimizers' misfits beyond axes and dtypes (tests/nn.rs has every case).
+    let Fixture { mut g, a, .. } = fixture();
+    let w = g
+        .variable("w", &[a], DType::F32, TensorInit::Fill(Scalar::Float(0.0)))
+        .unwrap();
+    let grad = g.placeholder("grad", &[a], DType::F32).unwrap();
+    let err = nn::sgd(&mut g, &[(w, grad), (w, grad)], 0.1).unwrap_err();
+    assert!(matches!(err, GraphError::Argument { .. }), "{err}");
+    names(&err, &["sgd(w, grad)", "`w`", "listed twice"]);
+    let err = nn::adam(
+        &mut g,
+        &[(w, grad)],
+        &nn::Adam {
+            lr: f64::INFINITY,
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    names(&err, &["adam", "lr = inf", "finite and positive"]);
+    // The data set: a split fraction out of range, an index past the end.
+    let d = weft::datasets::digits().unwrap();
+    let err = d.split(2.0, 0).unwrap_err();
+    assert!(
+        matches!(err, weft::Error::Dataset { name: "digits", .. }),
+        "{err}"
+    );
+    names(&err, &["digits", "test fraction 2"]);
+    names(
+        d.subset(&[1797]).unwrap_err(),
+        &["index 1797", "1797 images"],
+    );
+}

@@ -1,6 +1,7 @@
 #![warn(missing_docs)]
 //! weft-ir: the data weft compiles — axes, dtypes, host arrays, the axes-labelled op graph, its
-//! text form, the loop IR and TensorWrapper's shape algebra. It knows no backend.
+//! text form, the loop IR and TensorWrapper's shape algebra — and the training helpers that
+//! build graphs from ordinary ops ([`nn`]). It knows no backend.
 
 #![forbid(unsafe_code)]
 
@@ -12,6 +13,7 @@ pub mod host;
 pub mod host_display;
 pub mod host_view;
 pub mod loop_ir;
+pub mod nn;
 pub mod perturb;
 pub mod scalar;
 pub mod shape;

@@ -139,6 +139,16 @@ pub enum GraphError {
         /// Its dtype.
         dtype: DType,
     },
+    /// An argument of a graph-building helper (`weft_ir::nn`: a loss's labels, an optimizer's
+    /// parameter list or hyper-parameters) that does not fit, for a reason other than axes or
+    /// dtypes.
+    #[error("{op}: {message}")]
+    Argument {
+        /// The helper at fault, with the tensor or parameter named.
+        op: String,
+        /// What is wrong.
+        message: String,
+    },
     /// An axis whose derived length (pad, flatten, concat) overflows `usize`.
     #[error(
         "axis `{axis}`: its length overflows (more than {} elements)",
