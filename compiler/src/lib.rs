@@ -19,6 +19,7 @@ pub mod passes;
 pub mod picture;
 pub mod pipeline;
 mod split;
+pub mod tile;
 
 pub use executable::{JitError, JitExecutable, JitOptions, ScheduledStep};
 pub use lower::{lower_plan, BufferBinding, LowerError, LowerOptions, LoweredKernel};

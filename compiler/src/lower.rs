@@ -95,6 +95,10 @@ pub struct LowerOptions {
     /// Let an f32 sum accumulated in f64 run in f32 where each term's path to the result has
     /// few additions, so its error stays below `2⁻¹⁴ · Σ|xᵢ|` ([`crate::narrow_sums`]).
     pub narrow_f32_sums: bool,
+    /// Cut a transposing copy's innermost loop and the loop its gathered operand is contiguous
+    /// along into blocks ([`crate::tile`]): a 4096 × 4096 transpose walked column by column
+    /// touches a page per element.
+    pub tile_transposes: bool,
     /// Let f64 sums, means and dots run with several vector accumulators (reassociated). Off
     /// (the default), each f64 result is summed in the interpreter's order — vectorised across
     /// results where the kernel has them, never across its own terms — because f64 terms can
@@ -125,6 +129,7 @@ impl Default for LowerOptions {
             vectorize: true,
             f64_accumulation: true,
             narrow_f32_sums: true,
+            tile_transposes: true,
             reassociate_f64_sums: false,
             split_min_terms: 1 << 16,
             split_max_results: 64,
@@ -235,6 +240,9 @@ fn lower_role(
 ) -> Result<LoweredKernel, LowerError> {
     let mut l = Lowerer::new(g, layouts, program, options, role)?;
     l.lower()?;
+    if options.tile_transposes {
+        crate::tile::tile_transposes(&mut l.k);
+    }
     if options.narrow_f32_sums && crate::narrow_sums::narrow_f32_sums(&mut l.k) {
         l.k.body = drop_unused(std::mem::take(&mut l.k.body));
     }
