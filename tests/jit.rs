@@ -757,3 +757,66 @@ fn transposing_copies_are_tiled_and_exact() {
         agree(&g, g.outputs(), 1);
     }
 }
+
+/// Sums over a strided axis run in memory order with their accumulators in a scratch row
+/// (`compiler/src/reduce_in_memory.rs`): each axis of a 3-D tensor summed into each result
+/// order, means (a tail after the sum), column sums whose result loop is the parallel one
+/// (strip-mined), every numeric dtype — against the interpreter, and the rewrite happened.
+#[test]
+fn strided_sums_accumulate_in_memory_order() {
+    for dtype in [DType::F32, DType::F64, DType::I32, DType::I64] {
+        let d = dtype.name();
+        for (red, order) in [
+            ("B", "M, A"),
+            ("B", "A, M"),
+            ("M", "B, A"),
+            ("M", "A, B"),
+            ("A", "M, B"),
+        ] {
+            for op in ["sum", "mean"] {
+                if op == "mean" && !dtype.is_float() {
+                    continue;
+                }
+                let src = format!(
+                    "axis B = 8\naxis M = 5\naxis A = 96\nplaceholder t: {d}[B, M, A]\n\
+                     s = {op}(t, [{red}])\nr = axes_with_order(s, [{order}])\n\
+                     y = multiply(r, r)\noutput r\noutput y\n"
+                );
+                let g = weft::ir::text::parse(&src, "s3.weft").unwrap();
+                agree(&g, g.outputs(), 1);
+            }
+        }
+        // Parallel over M (B·M·A points), each thread with its own rows of accumulators.
+        let src = format!(
+            "axis B = 16\naxis M = 64\naxis A = 128\nplaceholder t: {d}[B, M, A]\n\
+             s = sum(t, [B])\noutput s\n"
+        );
+        let g = weft::ir::text::parse(&src, "par.weft").unwrap();
+        agree(&g, g.outputs(), 2);
+        let plan = weft_compiler::compile_plan(&g, &Default::default()).unwrap();
+        let kernels = weft_compiler::lower_plan(&plan, &Default::default()).unwrap();
+        let k = &kernels[0].kernel;
+        let p = k.parallel_loop().expect("a parallel kernel");
+        let rows = k
+            .buffers
+            .values()
+            .find(|b| b.name.starts_with("acc_"))
+            .unwrap();
+        assert_eq!(
+            rows.len,
+            64 * 128,
+            "one row of accumulators per parallel iteration: {k}"
+        );
+        let row = format!("%{}[128*%{p} + ", rows.name);
+        assert!(k.to_string().contains(&row), "rows indexed by {row}: {k}");
+        let src = format!(
+            "axis B = 64\naxis O = 4096\nplaceholder x: {d}[B, O]\ns = sum(x, [B])\noutput s\n"
+        );
+        let g = weft::ir::text::parse(&src, "cols.weft").unwrap();
+        agree(&g, g.outputs(), 1);
+        let plan = weft_compiler::compile_plan(&g, &Default::default()).unwrap();
+        let kernels = weft_compiler::lower_plan(&plan, &Default::default()).unwrap();
+        let text = kernels[0].kernel.to_string();
+        assert!(text.contains("readwrite"), "{text}");
+    }
+}

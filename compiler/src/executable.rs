@@ -519,7 +519,7 @@ impl JitExecutable {
                         })?;
                         args.push(s);
                     }
-                    BufferBinding::RowScratch(_) => {
+                    BufferBinding::RowScratch(_) | BufferBinding::Accumulators => {
                         let decl =
                             &lk.kernel.buffers.values().nth(args.len()).ok_or_else(|| {
                                 PassError::Internal("scratch binding without a buffer".into())

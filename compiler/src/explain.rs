@@ -64,7 +64,10 @@ pub fn explain(exe: &JitExecutable) -> String {
         let (mut read, mut written, mut scratch) = (0u64, 0u64, 0u64);
         for ((_, decl), binding) in k.buffers.iter().zip(&lk.bindings) {
             let bytes = decl.len * decl.ty.size_bytes() as u64;
-            if matches!(binding, BufferBinding::RowScratch(_)) {
+            if matches!(
+                binding,
+                BufferBinding::RowScratch(_) | BufferBinding::Accumulators
+            ) {
                 scratch += bytes;
                 continue;
             }
@@ -80,6 +83,16 @@ pub fn explain(exe: &JitExecutable) -> String {
             "kernel @{}: reads {read} B, writes {written} B, row scratch {scratch} B",
             k.name
         );
+        for ((_, decl), binding) in k.buffers.iter().zip(&lk.bindings) {
+            if matches!(binding, BufferBinding::Accumulators) {
+                let _ = writeln!(
+                    s,
+                    "  sums over a strided axis in memory order: %{} holds {} {} accumulators \
+                     (a row per parallel iteration), the reduced loop outside the contiguous one",
+                    decl.name, decl.len, decl.ty
+                );
+            }
+        }
         loops(k, &k.body, 1, exe.threads(), &mut s);
     }
     s += &exe.binding_report();

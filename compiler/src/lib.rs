@@ -18,6 +18,7 @@ pub mod narrow_sums;
 pub mod passes;
 pub mod picture;
 pub mod pipeline;
+pub mod reduce_in_memory;
 mod split;
 pub mod tile;
 

@@ -54,6 +54,9 @@ pub enum BufferBinding {
     Tensor(NodeId),
     /// The row scratch of a stage kept locally over loops (private to the kernel).
     RowScratch(NodeId),
+    /// A row of sums' accumulators kept in memory ([`crate::reduce_in_memory`]), private
+    /// to the kernel like row scratch.
+    Accumulators,
     /// The partial results of this node's split reduction (see `split.rs`): written by
     /// its parallel partials kernel, one slot per chunk and result, then read by the combining
     /// kernel right after it. Both kernels bind the same storage.
@@ -99,6 +102,10 @@ pub struct LowerOptions {
     /// along into blocks ([`crate::tile`]): a 4096 × 4096 transpose walked column by column
     /// touches a page per element.
     pub tile_transposes: bool,
+    /// Sum over a strided axis in memory order with a row of accumulators in scratch
+    /// ([`crate::reduce_in_memory`]): a column sum read down the columns waits on memory for
+    /// every term.
+    pub reduce_in_memory: bool,
     /// Let f64 sums, means and dots run with several vector accumulators (reassociated). Off
     /// (the default), each f64 result is summed in the interpreter's order — vectorised across
     /// results where the kernel has them, never across its own terms — because f64 terms can
@@ -130,6 +137,7 @@ impl Default for LowerOptions {
             f64_accumulation: true,
             narrow_f32_sums: true,
             tile_transposes: true,
+            reduce_in_memory: true,
             reassociate_f64_sums: false,
             split_min_terms: 1 << 16,
             split_max_results: 64,
@@ -710,7 +718,17 @@ impl<'a> Lowerer<'a> {
         let mut pruned = false;
         let body = self.prune_empty(body, &mut pruned);
         // Only a pruned loop can leave hoisted values unread (a load of an empty buffer, say).
-        let body = if pruned { drop_unused(body) } else { body };
+        let mut body = if pruned { drop_unused(body) } else { body };
+        if self.options.reduce_in_memory {
+            let (rewritten, added) = crate::reduce_in_memory::reduce_in_memory(
+                &mut self.k,
+                body,
+                self.options.vectorize,
+            );
+            body = rewritten;
+            self.bindings
+                .extend(added.iter().map(|_| BufferBinding::Accumulators));
+        }
         if self.options.vectorize {
             self.block_over_results(&body);
         }

@@ -139,25 +139,16 @@ fn replace_innermost(body: &mut Vec<Stmt>, with: Stmt) {
     *body = vec![with];
 }
 
-/// `e` with each loop of `subs` replaced by its expression; `None` if a coefficient
-/// overflows.
-fn substitute_expr(e: &AffineExpr, subs: &[(LoopId, &AffineExpr)]) -> Option<AffineExpr> {
-    let (mut terms, mut offset) = (Vec::new(), e.offset());
-    for &(l, c) in e.terms() {
-        match subs.iter().find(|(s, _)| *s == l) {
-            Some((_, by)) => {
-                for &(m, d) in by.terms() {
-                    terms.push((m, c.checked_mul(d)?));
-                }
-                offset = offset.checked_add(c.checked_mul(by.offset())?)?;
-            }
-            None => terms.push((l, c)),
-        }
-    }
-    Some(AffineExpr::new(terms, offset))
+/// `e` with each loop of `subs` replaced by its expression; `None` on overflow.
+pub(crate) fn substitute_expr(
+    e: &AffineExpr,
+    subs: &[(LoopId, &AffineExpr)],
+) -> Option<AffineExpr> {
+    subs.iter()
+        .try_fold(e.clone(), |e, (l, by)| e.substitute(*l, by))
 }
 
-fn substitute(s: Stmt, subs: &[(LoopId, &AffineExpr)]) -> Option<Stmt> {
+pub(crate) fn substitute(s: Stmt, subs: &[(LoopId, &AffineExpr)]) -> Option<Stmt> {
     let access = |a: BufferAccessExpr| -> Option<BufferAccessExpr> {
         let mut mask = Vec::with_capacity(a.mask.len());
         for mut m in a.mask {

@@ -61,6 +61,23 @@ impl AffineExpr {
             .map_or(0, |&(_, c)| c)
     }
 
+    /// The expression with `loop_id` replaced by `by`; `None` if a coefficient or the offset
+    /// overflows `i64`. Loop transformations (tiling, strip-mining) rewrite indices with it.
+    pub fn substitute(&self, loop_id: LoopId, by: &AffineExpr) -> Option<AffineExpr> {
+        let (mut terms, mut offset) = (Vec::with_capacity(self.terms.len() + 1), self.constant);
+        for &(l, c) in &self.terms {
+            if l == loop_id {
+                for &(m, d) in &by.terms {
+                    terms.push((m, c.checked_mul(d)?));
+                }
+                offset = offset.checked_add(c.checked_mul(by.constant)?)?;
+            } else {
+                terms.push((l, c));
+            }
+        }
+        Some(AffineExpr::new(terms, offset))
+    }
+
     /// Evaluates the expression in `i128` (no overflow for any `i64` inputs and up to 2^60
     /// terms), given the value of every loop; `None` if a loop has no value.
     pub fn evaluate(&self, value_of: impl Fn(LoopId) -> Option<i64>) -> Option<i128> {
