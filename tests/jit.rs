@@ -762,8 +762,38 @@ fn transposing_copies_are_tiled_and_exact() {
 /// (`compiler/src/reduce_in_memory.rs`): each axis of a 3-D tensor summed into each result
 /// order, means (a tail after the sum), column sums whose result loop is the parallel one
 /// (strip-mined), every numeric dtype — against the interpreter, and the rewrite happened.
+/// Small shapes lower the operand-size threshold so the rewrite applies to them.
 #[test]
 fn strided_sums_accumulate_in_memory_order() {
+    let small = weft::LowerOptions {
+        reduce_in_memory_min_bytes: 0,
+        ..Default::default()
+    };
+    let agree_in_memory = |g: &Graph| {
+        let ps = g.placeholders();
+        let inputs = random_inputs(g, &ps, 1);
+        let tol = weft_ir::testing::Tolerance::for_graph(g);
+        let interp = references(g, g.outputs(), &ps, &inputs, 2, &tol).unwrap();
+        for fused in [true, false] {
+            let options = JitOptions {
+                fused,
+                lower: small,
+                ..JitOptions::default()
+            };
+            let jit = jit_common::run_jit(g, g.outputs(), &inputs, options).unwrap();
+            if let Err(m) = compare(&jit, &interp, &tol) {
+                panic!("fused {fused} differs: {m}\n{}", weft::ir::text::print(g));
+            }
+        }
+        let plan = weft_compiler::compile_plan(g, &Default::default()).unwrap();
+        let kernels = weft_compiler::lower_plan(&plan, &small).unwrap();
+        let k = kernels[0].kernel.clone();
+        assert!(
+            k.buffers.values().any(|b| b.name.starts_with("acc_")),
+            "not accumulated in memory:\n{k}"
+        );
+        k
+    };
     for dtype in [DType::F32, DType::F64, DType::I32, DType::I64] {
         let d = dtype.name();
         for (red, order) in [
@@ -783,7 +813,12 @@ fn strided_sums_accumulate_in_memory_order() {
                      y = multiply(r, r)\noutput r\noutput y\n"
                 );
                 let g = weft::ir::text::parse(&src, "s3.weft").unwrap();
-                agree(&g, g.outputs(), 1);
+                if red == "A" {
+                    // A contiguous reduction stays in registers.
+                    agree(&g, g.outputs(), 1);
+                } else {
+                    agree_in_memory(&g);
+                }
             }
         }
         // Parallel over M (B·M·A points), each thread with its own rows of accumulators.
@@ -792,10 +827,7 @@ fn strided_sums_accumulate_in_memory_order() {
              s = sum(t, [B])\noutput s\n"
         );
         let g = weft::ir::text::parse(&src, "par.weft").unwrap();
-        agree(&g, g.outputs(), 2);
-        let plan = weft_compiler::compile_plan(&g, &Default::default()).unwrap();
-        let kernels = weft_compiler::lower_plan(&plan, &Default::default()).unwrap();
-        let k = &kernels[0].kernel;
+        let k = agree_in_memory(&g);
         let p = k.parallel_loop().expect("a parallel kernel");
         let rows = k
             .buffers
@@ -809,14 +841,22 @@ fn strided_sums_accumulate_in_memory_order() {
         );
         let row = format!("%{}[128*%{p} + ", rows.name);
         assert!(k.to_string().contains(&row), "rows indexed by {row}: {k}");
+        // Columns, the result loop parallel: strip-mined into chunks of results.
         let src = format!(
             "axis B = 64\naxis O = 4096\nplaceholder x: {d}[B, O]\ns = sum(x, [B])\noutput s\n"
         );
         let g = weft::ir::text::parse(&src, "cols.weft").unwrap();
-        agree(&g, g.outputs(), 1);
-        let plan = weft_compiler::compile_plan(&g, &Default::default()).unwrap();
-        let kernels = weft_compiler::lower_plan(&plan, &Default::default()).unwrap();
-        let text = kernels[0].kernel.to_string();
-        assert!(text.contains("readwrite"), "{text}");
+        agree_in_memory(&g);
     }
+    // By default only an operand too large for cache is summed in memory order.
+    let src = "axis B = 256\naxis O = 1024\nplaceholder x: f32[B, O]\ns = sum(x, [B])\noutput s\n";
+    let g = weft::ir::text::parse(src, "big.weft").unwrap();
+    let plan = weft_compiler::compile_plan(&g, &Default::default()).unwrap();
+    let kernels = weft_compiler::lower_plan(&plan, &Default::default()).unwrap();
+    assert!(kernels[0].kernel.to_string().contains("%acc_"));
+    let src = "axis B = 16\naxis O = 1024\nplaceholder x: f32[B, O]\ns = sum(x, [B])\noutput s\n";
+    let g = weft::ir::text::parse(src, "small.weft").unwrap();
+    let plan = weft_compiler::compile_plan(&g, &Default::default()).unwrap();
+    let kernels = weft_compiler::lower_plan(&plan, &Default::default()).unwrap();
+    assert!(!kernels[0].kernel.to_string().contains("%acc_"));
 }

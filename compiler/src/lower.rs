@@ -106,6 +106,9 @@ pub struct LowerOptions {
     /// ([`crate::reduce_in_memory`]): a column sum read down the columns waits on memory for
     /// every term.
     pub reduce_in_memory: bool,
+    /// The least size of the strided operand for [`LowerOptions::reduce_in_memory`] (bytes;
+    /// default [`crate::reduce_in_memory::MIN_BYTES`], 1 MiB): a smaller one stays in cache.
+    pub reduce_in_memory_min_bytes: u64,
     /// Let f64 sums, means and dots run with several vector accumulators (reassociated). Off
     /// (the default), each f64 result is summed in the interpreter's order — vectorised across
     /// results where the kernel has them, never across its own terms — because f64 terms can
@@ -138,6 +141,7 @@ impl Default for LowerOptions {
             narrow_f32_sums: true,
             tile_transposes: true,
             reduce_in_memory: true,
+            reduce_in_memory_min_bytes: crate::reduce_in_memory::MIN_BYTES,
             reassociate_f64_sums: false,
             split_min_terms: 1 << 16,
             split_max_results: 64,
@@ -724,6 +728,7 @@ impl<'a> Lowerer<'a> {
                 &mut self.k,
                 body,
                 self.options.vectorize,
+                self.options.reduce_in_memory_min_bytes,
             );
             body = rewritten;
             self.bindings

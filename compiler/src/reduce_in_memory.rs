@@ -25,7 +25,8 @@
 //! Assumes a kernel as lowering builds it, before register blocking. Guarantees: applied to a
 //! loop `k` whose body is exactly an accumulator declaration, one loop `r` whose flat body lets
 //! values and reduces them into that accumulator (a `sum`, no index), and a flat tail of lets
-//! and stores that reads the accumulator once; only when a load in `r` strides at least
+//! and stores that reads the accumulator once; only when a load in `r` of an operand of at
+//! least `min_bytes` ([`MIN_BYTES`] by default) strides at least
 //! [`MIN_STRIDE`] elements along `r` and 1 along `k` (or along a loop enclosing `k` in a perfect
 //! nest, which is first interchanged with `k`), and nothing in `r` or the tail reads `k`'s
 //! index directly. The accumulators' row (the acc's type, one row per iteration of the
@@ -43,6 +44,11 @@ use crate::tile::substitute;
 /// The least stride (elements) along the reduced loop that makes the rewrite worth it.
 pub const MIN_STRIDE: i64 = 64;
 
+/// The least size (bytes) of the strided operand that makes the rewrite worth it, by default:
+/// below it the operand stays in cache, and register blocking (accumulators in registers, no
+/// load and store per term) is faster — a small dot's loop nest, say.
+pub const MIN_BYTES: u64 = 1 << 20;
+
 /// Results per parallel work item when the accumulated loop is itself the parallel one.
 pub const CHUNK: u64 = 64;
 
@@ -52,15 +58,16 @@ pub fn reduce_in_memory(
     k: &mut Kernel,
     body: Vec<Stmt>,
     vectorize: bool,
+    min_bytes: u64,
 ) -> (Vec<Stmt>, Vec<BufferId>) {
     let mut added = Vec::new();
     let mut body = body;
-    interchange(k, &mut body);
+    interchange(k, &mut body, min_bytes);
     let parallel = match body.as_slice() {
         [Stmt::Loop { loop_id, .. }] if k.loops[*loop_id].annotations.parallel => Some(*loop_id),
         _ => None,
     };
-    let body = walk(k, body, parallel, vectorize, &mut added);
+    let body = walk(k, body, parallel, vectorize, min_bytes, &mut added);
     (body, added)
 }
 
@@ -69,6 +76,7 @@ fn walk(
     body: Vec<Stmt>,
     parallel: Option<LoopId>,
     vectorize: bool,
+    min_bytes: u64,
     added: &mut Vec<BufferId>,
 ) -> Vec<Stmt> {
     let mut out = Vec::with_capacity(body.len());
@@ -77,7 +85,7 @@ fn walk(
             out.push(s);
             continue;
         };
-        if let Some(c) = Candidate::find(k, &body, loop_id) {
+        if let Some(c) = Candidate::find(k, &body, loop_id, min_bytes) {
             if let Some((stmts, buffer)) = rewrite(k, loop_id, body.clone(), c, parallel, vectorize)
             {
                 added.push(buffer);
@@ -85,7 +93,7 @@ fn walk(
                 continue;
             }
         }
-        let body = walk(k, body, parallel, vectorize, added);
+        let body = walk(k, body, parallel, vectorize, min_bytes, added);
         out.push(Stmt::Loop { loop_id, body });
     }
     out
@@ -95,7 +103,7 @@ fn walk(
 /// perfect nest (each body exactly the next loop), swaps the two loops' places (`l`'s
 /// annotations stay at the outer place), so `l` holds the reduction. Iterations of a perfect
 /// nest of result loops are independent, so only their order changes.
-fn interchange(k: &mut Kernel, body: &mut [Stmt]) {
+fn interchange(k: &mut Kernel, body: &mut [Stmt], min_bytes: u64) {
     for s in body.iter_mut() {
         let Stmt::Loop {
             loop_id: l,
@@ -105,14 +113,14 @@ fn interchange(k: &mut Kernel, body: &mut [Stmt]) {
             continue;
         };
         let l = *l;
-        if Candidate::find(k, lb, l).is_none() {
+        if Candidate::find(k, lb, l, min_bytes).is_none() {
             let mut cur: &mut Vec<Stmt> = lb;
             while let [Stmt::Loop {
                 loop_id: d,
                 body: db,
             }] = cur.as_mut_slice()
             {
-                if Candidate::find(k, db, l).is_some() {
+                if Candidate::find(k, db, l, min_bytes).is_some() {
                     let d_id = *d;
                     *d = l;
                     let (la, da) = (k.loops[l].annotations, k.loops[d_id].annotations);
@@ -127,7 +135,7 @@ fn interchange(k: &mut Kernel, body: &mut [Stmt]) {
             }
         }
         if let Stmt::Loop { body: lb, .. } = s {
-            interchange(k, lb);
+            interchange(k, lb, min_bytes);
         }
     }
 }
@@ -141,7 +149,7 @@ struct Candidate {
 
 impl Candidate {
     /// The candidate in loop body `body` whose strided load is contiguous along `along`.
-    fn find(k: &Kernel, body: &[Stmt], along: LoopId) -> Option<Candidate> {
+    fn find(k: &Kernel, body: &[Stmt], along: LoopId, min_bytes: u64) -> Option<Candidate> {
         let [Stmt::DeclareAcc(acc), Stmt::Loop {
             loop_id: r,
             body: rb,
@@ -179,7 +187,12 @@ impl Candidate {
             Stmt::Let {
                 inst: Inst::Load(a),
                 ..
-            } => a.index.coefficient(*r).abs() >= MIN_STRIDE && a.index.coefficient(along) == 1,
+            } => {
+                let decl = &k.buffers[a.buffer];
+                a.index.coefficient(*r).abs() >= MIN_STRIDE
+                    && a.index.coefficient(along) == 1
+                    && decl.len.saturating_mul(decl.ty.size_bytes() as u64) >= min_bytes
+            }
             _ => false,
         });
         let long = k.loops[along].extent >= 4;
