@@ -666,3 +666,34 @@ fn reductions_pair_with_their_kinds() {
     let got = eval(&g, &[dx], &[xi], &[arr(&[c, r], &[3, 2], vec![1.0; 6])]);
     assert_close(&got[0], &[1.0 / 6.0; 6], 1e-15);
 }
+
+#[test]
+fn lengths_may_be_bound_after_grad_unless_a_cut_needs_them() {
+    // A mean's count is computed in the graph: bind N after grad and run.
+    let mut g = Graph::new();
+    let n = g.axis_unbound("N");
+    let x = g.placeholder("x", &[n], DType::F64).unwrap();
+    let sq = g.square(x).unwrap();
+    let loss = g.mean(sq, &[n]).unwrap();
+    let dx = g.grad(loss, &[x]).unwrap()[0];
+    g.bind(n, 4).unwrap();
+    check_shapes(&g, &[x], &[dx]);
+    let got = eval(
+        &g,
+        &[dx],
+        &[x],
+        &[arr(&[n], &[4], vec![1.0, 2.0, 3.0, 4.0])],
+    );
+    assert_eq!(got[0], vec![0.5, 1.0, 1.5, 2.0]);
+    // A slice's adjoint is a pad of fixed widths: its axis's length is needed.
+    let mut g = Graph::new();
+    let n = g.axis_unbound("N");
+    let x = g.placeholder("x", &[n], DType::F64).unwrap();
+    let s = g
+        .slice(x, &[(n, AxisSlice::Range(SliceRange::range(0, 1)))])
+        .unwrap();
+    let axes = g.node(s).axes.clone();
+    let loss = g.sum(s, axes.as_slice()).unwrap();
+    let e = g.grad(loss, &[x]).unwrap_err();
+    assert!(matches!(e, GraphError::UnboundAxis { .. }), "{e}");
+}
