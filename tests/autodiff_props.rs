@@ -403,7 +403,7 @@ fn check_finite_differences(seed: u64) -> Result<(), TestCaseError> {
     for (k, x) in xs.iter().enumerate() {
         let grad = &got[1 + k];
         prop_assert!(grad.iter().all(|v| v.is_finite()), "gradient {:?}", grad);
-        for e in 0..grad.len() {
+        for (e, &ge) in grad.iter().enumerate() {
             let at = |delta: f64| {
                 let mut moved = xs.clone();
                 moved[k].as_mut_slice::<f64>().unwrap()[e] += delta;
@@ -412,11 +412,11 @@ fn check_finite_differences(seed: u64) -> Result<(), TestCaseError> {
             let fd = (at(H) - at(-H)) / (2.0 * H);
             let tol = 1e-5 * (1.0 + fd.abs()) + 1e-7 * loss.abs();
             prop_assert!(
-                (grad[e] - fd).abs() <= tol,
+                (ge - fd).abs() <= tol,
                 "d loss / d {}[{}]: grad {} vs central difference {} (tolerance {:e}, x = {:?})\n{}",
                 g.node_label(case.wrt[k]),
                 e,
-                grad[e],
+                ge,
                 fd,
                 tol,
                 x.to_vec::<f64>().unwrap(),
