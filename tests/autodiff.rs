@@ -697,3 +697,40 @@ fn lengths_may_be_bound_after_grad_unless_a_cut_needs_them() {
     let e = g.grad(loss, &[x]).unwrap_err();
     assert!(matches!(e, GraphError::UnboundAxis { .. }), "{e}");
 }
+
+#[test]
+fn a_dot_whose_adjoint_would_pair_ambiguously_becomes_a_sum_of_products() {
+    // dot(x[A], y[A, A*]) pairs A with A and keeps A*: dot(adj[A*], y) would see A* pair
+    // with both A* and A, so x's adjoint is Σ_{A*} adj · y instead.
+    let mut g = Graph::new();
+    let a = g.axis("A", 2).unwrap();
+    let x = g.placeholder("x", &[a], DType::F64).unwrap();
+    let y = g.placeholder("y", &[a, a.dual()], DType::F64).unwrap();
+    let w = g.placeholder("w", &[a.dual()], DType::F64).unwrap();
+    let z = g.dot(x, y).unwrap();
+    assert_eq!(g.node(z).axes.as_slice(), &[a.dual()]);
+    let p = g.multiply(z, w).unwrap();
+    let loss = g.sum(p, &[a.dual()]).unwrap();
+    let d = g.grad(loss, &[x, y, x]).unwrap();
+    check_shapes(&g, &[x, y, x], &d);
+    assert_ne!(d[0], d[2], "a repeated wrt gets its own node");
+    let (xs, ys, ws) = (vec![2.0, 3.0], vec![1.0, 2.0, 3.0, 4.0], vec![0.5, -1.0]);
+    let got = eval(
+        &g,
+        &d,
+        &[x, y, w],
+        &[
+            arr(&[a], &[2], xs.clone()),
+            arr(&[a, a.dual()], &[2, 2], ys.clone()),
+            arr(&[a.dual()], &[2], ws.clone()),
+        ],
+    );
+    // dx[i] = Σ_j y[i, j] w[j]; dy[i, j] = x[i] w[j].
+    let dx: Vec<f64> = (0..2)
+        .map(|i| ys[2 * i] * ws[0] + ys[2 * i + 1] * ws[1])
+        .collect();
+    let dy: Vec<f64> = (0..4).map(|k| xs[k / 2] * ws[k % 2]).collect();
+    assert_eq!(got[0], dx);
+    assert_eq!(got[1], dy);
+    assert_eq!(got[2], dx);
+}
