@@ -1,6 +1,7 @@
-//! The adjoint rule of every differentiable op: given a node and its adjoint (a node with the
-//! node's axes as a set, in any order, and its dtype), the contribution to each operand's
-//! adjoint, again with exactly that operand's axes as a set and its dtype.
+//! The adjoint rule of every differentiable op: given a node and its adjoint (an [`Adjoint`]:
+//! a node with the node's axes as a set, in any order, and its dtype, or a node to be
+//! broadcast to them), the contribution to each operand's adjoint, again with exactly that
+//! operand's axes as a set and its dtype.
 //!
 //! Conventions (docs/autodiff.md): `relu` has derivative 0 at x ≤ 0, `abs` has `sign(x)` (0
 //! at 0), `sign` has 0; `maximum`/`minimum` split a tie 0.5/0.5 between the operands, as JAX
@@ -222,13 +223,12 @@ fn nonlinear(
             let mut offset = 0usize;
             for (part, axis) in parts {
                 let len = g.resolve_len(*axis)?;
+                let end = checked(offset.checked_add(len))?;
                 if wanted(*part) && len > 0 {
-                    let range = SliceRange::range(as_i64(offset)?, as_i64(offset + len)?);
+                    let range = SliceRange::range(as_i64(offset)?, as_i64(end)?);
                     out.push((*part, take_range(g, adj, cat, range, *axis)?));
                 }
-                offset = offset
-                    .checked_add(len)
-                    .ok_or_else(|| internal(g, id, "its length overflows"))?;
+                offset = end;
             }
         }
         Op::Flatten { input, axes } => {
@@ -267,8 +267,17 @@ fn internal(g: &Graph, id: NodeId, what: &str) -> GraphError {
     }
 }
 
+/// An index or length the backward views need, or the error when it overflows `usize` (only
+/// for axes no tensor can have).
+fn checked(n: Option<usize>) -> Res<usize> {
+    n.ok_or_else(|| GraphError::AxisTooLong {
+        axis: "an axis of the backward pass".into(),
+    })
+}
+
+/// `n` as an i64 slice bound (`size.rs`'s conversion), or the error naming the axis.
 fn as_i64(n: usize) -> Res<i64> {
-    i64::try_from(n).map_err(|_| GraphError::AxisTooLong {
+    crate::size::to_i64(n).ok_or_else(|| GraphError::AxisTooLong {
         axis: format!("{n}"),
     })
 }
@@ -641,8 +650,8 @@ fn scatter_range(
         let (p, wide) = pad_axis(g, e, one, 0, s - 1)?;
         t = g.flatten(p, &[at, wide])?;
         at = g.derived_axis(AxisDef::Flatten(vec![at, wide]));
-        span = l * s;
-        if start + span > n {
+        span = checked(l.checked_mul(s))?;
+        if checked(start.checked_add(span))? > n {
             // The zeros after the last element run past the axis: cut them.
             let keep = n - start;
             let range = SliceRange::range(0, as_i64(keep)?);
