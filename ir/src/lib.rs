@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 pub mod arena;
+pub mod autodiff;
 pub mod axis;
 pub mod dtype;
 pub mod graph;

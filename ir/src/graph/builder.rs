@@ -171,6 +171,33 @@ impl GraphBuilder {
     ) -> Result<Tensor<'g>, GraphError> {
         self.with(|g| g.select(cond.id, a.id, b.id))
     }
+    /// The gradients of the scalar `loss` with respect to each of `wrt` ([`Graph::grad`]):
+    /// one new tensor each, with exactly that tensor's axes and dtype.
+    ///
+    /// ```
+    /// use weft_ir::{graph::GraphBuilder, DType};
+    /// let b = GraphBuilder::new();
+    /// let (r, c) = (b.axis("R", 2)?, b.axis("C", 3)?);
+    /// let w = b.placeholder("w", &[r, c], DType::F32)?;
+    /// let x = b.placeholder("x", &[c], DType::F32)?;
+    /// let loss = w.dot(x)?.square()?.sum(&[r])?;
+    /// let grads = b.grad(loss, &[w, x])?;
+    /// assert_eq!(grads[0].axes().as_slice(), &[r, c]);
+    /// assert_eq!(grads[1].axes().as_slice(), &[c]);
+    /// # Ok::<(), weft_ir::GraphError>(())
+    /// ```
+    pub fn grad<'g>(
+        &'g self,
+        loss: Tensor<'g>,
+        wrt: &[Tensor<'g>],
+    ) -> Result<Vec<Tensor<'g>>, GraphError> {
+        let ids: Vec<NodeId> = wrt.iter().map(|t| t.id).collect();
+        let grads = self.graph.borrow_mut().grad(loss.id, &ids)?;
+        Ok(grads
+            .into_iter()
+            .map(|id| Tensor { builder: self, id })
+            .collect())
+    }
     /// The concatenation of `parts`, each along its own axis.
     pub fn concat<'g>(&'g self, parts: &[(Tensor<'g>, Axis)]) -> Result<Tensor<'g>, GraphError> {
         let p: Vec<(NodeId, Axis)> = parts.iter().map(|(t, a)| (t.id, *a)).collect();
@@ -322,6 +349,24 @@ impl<'g> Tensor<'g> {
     /// `assign(self, value)`: self must be a variable or persistent tensor.
     pub fn assign(self, value: Tensor<'g>) -> Result<Tensor<'g>, GraphError> {
         self.builder.with(|g| g.assign(self.id, value.id))
+    }
+
+    /// The gradients of this scalar loss with respect to each of `wrt`
+    /// ([`GraphBuilder::grad`], [`Graph::grad`]).
+    ///
+    /// ```
+    /// use weft_ir::{graph::GraphBuilder, DType};
+    /// let b = GraphBuilder::new();
+    /// let n = b.axis("N", 4)?;
+    /// let x = b.placeholder("x", &[n], DType::F64)?;
+    /// let loss = x.square()?.sum(&[n])?;
+    /// let dx = loss.grad(&[x])?[0]; // 2x
+    /// assert_eq!(dx.axes().as_slice(), &[n]);
+    /// assert_eq!(dx.dtype(), DType::F64);
+    /// # Ok::<(), weft_ir::GraphError>(())
+    /// ```
+    pub fn grad(self, wrt: &[Tensor<'g>]) -> Result<Vec<Tensor<'g>>, GraphError> {
+        self.builder.grad(self, wrt)
     }
 
     fn scalar_like(self, v: f64) -> Result<Tensor<'g>, GraphError> {

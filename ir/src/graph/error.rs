@@ -158,4 +158,27 @@ pub enum GraphError {
         /// The derived axis.
         axis: String,
     },
+    /// [`Graph::grad`](super::Graph::grad) of a loss that is not a float scalar.
+    #[error("grad: the loss `{loss}` must be a float scalar (no axes, f32 or f64); it has axes {axes} and dtype {dtype}")]
+    GradLoss {
+        /// The loss.
+        loss: String,
+        /// Its axes.
+        axes: String,
+        /// Its dtype.
+        dtype: DType,
+    },
+    /// [`Graph::grad`](super::Graph::grad) through a node with no derivative on a path from a
+    /// `wrt` node to the loss (docs/autodiff.md, "Not differentiable").
+    #[error("grad: `{node}` ({op}) lies on a path from `{wrt}` to the loss and is not differentiable: {reason}")]
+    NotDifferentiable {
+        /// The node's op.
+        op: &'static str,
+        /// The node.
+        node: String,
+        /// The `wrt` node it depends on.
+        wrt: String,
+        /// Why it has no derivative.
+        reason: &'static str,
+    },
 }

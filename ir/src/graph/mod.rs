@@ -13,6 +13,7 @@ mod cut;
 mod error;
 mod verify;
 
+pub(crate) use build::resolve_index;
 pub use builder::{GraphBuilder, Tensor};
 pub use contraction::SumOfProducts;
 pub use error::GraphError;

@@ -43,6 +43,16 @@ enum NodeHandle {
     Label(u32),
 }
 
+impl NodeHandle {
+    fn same(&self, other: &NodeHandle) -> bool {
+        match (self, other) {
+            (NodeHandle::Name(a), NodeHandle::Name(b)) => a == b,
+            (NodeHandle::Label(a), NodeHandle::Label(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
 struct Parser<'s> {
     toks: Vec<Token>,
     at: usize,
@@ -54,9 +64,10 @@ struct Parser<'s> {
     synced_axes: usize,
 }
 
-/// The ops spelled by keyword rather than by an op enum's name (`op_call`'s match arms;
+/// The ops spelled by keyword rather than by an op enum's name (`op_call`'s match arms, and
+/// `grad`, which `op_statement` reads because it may name several results;
 /// `structural_ops_all_parse` in the tests keeps the two in step).
-const STRUCTURAL_OPS: [&str; 14] = [
+const STRUCTURAL_OPS: [&str; 15] = [
     "select",
     "convert",
     "dot",
@@ -71,6 +82,7 @@ const STRUCTURAL_OPS: [&str; 14] = [
     "concat",
     "expand_dims",
     "assign",
+    "grad",
 ];
 
 type PResult<T> = Result<T, ParseError>;
@@ -425,6 +437,25 @@ impl Parser<'_> {
 
     fn op_statement(&mut self) -> PResult<()> {
         let (handle, handle_at) = self.new_node_handle()?;
+        let mut more = Vec::new();
+        while self.eat(',') {
+            let at = self.at;
+            let (h, h_at) = self.new_node_handle()?;
+            let repeated = std::iter::once(&handle)
+                .chain(more.iter().map(|(h, _)| h))
+                .any(|o| o.same(&h));
+            if repeated {
+                return self.error_at(
+                    at,
+                    "a new tensor name",
+                    format!(
+                        "{}, which is already on the left",
+                        self.toks[at].tok.describe()
+                    ),
+                );
+            }
+            more.push((h, h_at));
+        }
         self.expect('=')?;
         let op_at = self.at;
         let op = match self.next() {
@@ -432,9 +463,46 @@ impl Parser<'_> {
             other => return self.error_at(op_at, "an op name", other.describe()),
         };
         self.expect('(')?;
+        if op == "grad" {
+            let ids = self.grad_call(1 + more.len(), op_at)?;
+            self.expect(')')?;
+            let handles = std::iter::once((handle, handle_at)).chain(more);
+            for ((h, at), id) in handles.zip(ids) {
+                self.bind_handle(h, id, at)?;
+            }
+            return Ok(());
+        }
+        if !more.is_empty() {
+            return self.error_at(
+                op_at,
+                "`grad` (the only op with several results)",
+                format!("`{op}`"),
+            );
+        }
         let id = self.op_call(&op, op_at)?;
         self.expect(')')?;
         self.bind_handle(handle, id, handle_at)
+    }
+
+    /// `grad(loss, x1, ..., xk)` after its `(`: the k gradients (`Graph::grad`), one per name
+    /// on the left.
+    fn grad_call(&mut self, k: usize, op_at: usize) -> PResult<Vec<NodeId>> {
+        let loss = self.node_ref()?;
+        let mut wrt = Vec::new();
+        while self.eat(',') {
+            wrt.push(self.node_ref()?);
+        }
+        if wrt.len() != k {
+            let plural = if k == 1 { "tensor" } else { "tensors" };
+            return self.error_at(
+                op_at,
+                format!(
+                    "{k} {plural} after the loss, one per name before `=` (`dx, dy = grad(loss, x, y)`)"
+                ),
+                format!("{}", wrt.len()),
+            );
+        }
+        self.graph.grad(loss, &wrt).map_err(self.graph_err(op_at))
     }
 
     fn op_call(&mut self, op: &str, op_at: usize) -> PResult<NodeId> {
