@@ -742,6 +742,11 @@ fn transposing_copies_are_tiled_and_exact() {
                 let kernels = weft_compiler::lower_plan(&plan, &Default::default()).unwrap();
                 let text = kernels[0].kernel.to_string();
                 assert_eq!(text.matches("loop ").count(), 4, "{text}");
+                let why = weft_compiler::explain::explain(&jit_common::jit_executable(
+                    &g,
+                    &JitOptions::default(),
+                ));
+                assert!(why.contains("tiled 16 x 16: %x strides"), "{why}");
             }
         }
     }
@@ -792,6 +797,12 @@ fn strided_sums_accumulate_in_memory_order() {
             k.buffers.values().any(|b| b.name.starts_with("acc_")),
             "not accumulated in memory:\n{k}"
         );
+        let options = JitOptions {
+            lower: small,
+            ..JitOptions::default()
+        };
+        let why = weft_compiler::explain::explain(&jit_common::jit_executable(g, &options));
+        assert!(why.contains("sum over a strided axis in memory order"), "{why}");
         k
     };
     for dtype in [DType::F32, DType::F64, DType::I32, DType::I64] {

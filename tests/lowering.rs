@@ -94,7 +94,13 @@ fn a_dot_contiguous_along_its_result_is_register_blocked_over_the_result() {
                placeholder w: f32[I, O]\nh = dot(x, w)\noutput h\n";
     let g = weft_ir::text::parse(src, "dot.weft").unwrap();
     let plan = compile_plan(&g, &PlanOptions::default()).unwrap();
-    let k = &lower_plan(&plan, &LowerOptions::default()).unwrap()[0].kernel;
+    let lowered = &lower_plan(&plan, &LowerOptions::default()).unwrap()[0];
+    assert!(
+        lowered.notes.iter().any(|n| n.starts_with("register-blocked")),
+        "{:?}",
+        lowered.notes
+    );
+    let k = &lowered.kernel;
     let text = k.to_string();
     let blocked = text
         .lines()

@@ -83,15 +83,8 @@ pub fn explain(exe: &JitExecutable) -> String {
             "kernel @{}: reads {read} B, writes {written} B, row scratch {scratch} B",
             k.name
         );
-        for ((_, decl), binding) in k.buffers.iter().zip(&lk.bindings) {
-            if matches!(binding, BufferBinding::Accumulators) {
-                let _ = writeln!(
-                    s,
-                    "  sums over a strided axis in memory order: %{} holds {} {} accumulators \
-                     (a row per parallel iteration), the reduced loop outside the contiguous one",
-                    decl.name, decl.len, decl.ty
-                );
-            }
+        for note in &lk.notes {
+            let _ = writeln!(s, "  {note}");
         }
         loops(k, &k.body, 1, exe.threads(), &mut s);
     }

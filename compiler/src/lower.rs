@@ -72,6 +72,10 @@ pub struct LoweredKernel {
     pub kernel: Kernel,
     /// What each buffer parameter is bound to, in parameter order.
     pub bindings: Vec<BufferBinding>,
+    /// Why the loop nest is ordered and vectorised as it is, beyond the result's axis order:
+    /// one line per schedule decision of the lowering (register blocking, tiling, sums in
+    /// memory order), which `weft explain` prints.
+    pub notes: Vec<String>,
 }
 
 /// Tuning of the lowering.
@@ -253,7 +257,7 @@ fn lower_role(
     let mut l = Lowerer::new(g, layouts, program, options, role)?;
     l.lower()?;
     if options.tile_transposes {
-        crate::tile::tile_transposes(&mut l.k);
+        l.notes.extend(crate::tile::tile_transposes(&mut l.k));
     }
     if options.narrow_f32_sums && crate::narrow_sums::narrow_f32_sums(&mut l.k) {
         l.k.body = drop_unused(std::mem::take(&mut l.k.body));
@@ -262,6 +266,7 @@ fn lower_role(
         group: program.group,
         kernel: renumber(l.k),
         bindings: l.bindings,
+        notes: l.notes,
     };
     verify(&lowered.kernel).map_err(|e| LowerError::Verify {
         kernel: program.group,
@@ -301,6 +306,8 @@ struct Lowerer<'a> {
     chunk_loop: Option<LoopId>,
     /// The partials buffer of a split reduction.
     partials: Option<BufferId>,
+    /// [`LoweredKernel::notes`].
+    notes: Vec<String>,
 }
 
 /// Where statements of one stage go while it is built: per loop depth, the statements before
@@ -414,6 +421,11 @@ pub(crate) fn accumulation_type(op: ReduceOp, values: DType, options: &LowerOpti
 }
 
 /// Unroll factor for a vectorised innermost loop of `extent` iterations.
+/// A loop's unroll factor (vector parts per step).
+fn a_unroll(k: &Kernel, l: LoopId) -> u32 {
+    k.loops[l].annotations.unroll
+}
+
 fn unroll_for(extent: usize, reduction: bool) -> u32 {
     match (reduction, extent) {
         (true, e) if e >= 32 => 4,
@@ -651,6 +663,7 @@ impl<'a> Lowerer<'a> {
             role,
             chunk_loop,
             partials,
+            notes: Vec::new(),
         })
     }
 
@@ -724,7 +737,7 @@ impl<'a> Lowerer<'a> {
         // Only a pruned loop can leave hoisted values unread (a load of an empty buffer, say).
         let mut body = if pruned { drop_unused(body) } else { body };
         if self.options.reduce_in_memory {
-            let (rewritten, added) = crate::reduce_in_memory::reduce_in_memory(
+            let (rewritten, added, notes) = crate::reduce_in_memory::reduce_in_memory(
                 &mut self.k,
                 body,
                 self.options.vectorize,
@@ -733,6 +746,7 @@ impl<'a> Lowerer<'a> {
             body = rewritten;
             self.bindings
                 .extend(added.iter().map(|_| BufferBinding::Accumulators));
+            self.notes.extend(notes);
         }
         if self.options.vectorize {
             self.block_over_results(&body);
@@ -1017,6 +1031,14 @@ impl<'a> Lowerer<'a> {
             if crate::codegen::vectorize::plan(&self.k, *p, body).is_none() {
                 self.k.loops[*p].annotations = saved_p;
                 self.k.loops[r].annotations = saved_r;
+            } else {
+                self.notes.push(format!(
+                    "register-blocked: result loop %{p} vectorised around reduction %{r}, \
+                     {} accumulators per step ({} would gather along %{r}, {} along %{p})",
+                    a_unroll(&self.k, *p) * 4,
+                    weft_ir::size::count(gathers(r), "load", "loads"),
+                    gathers(*p)
+                ));
             }
         }
     }

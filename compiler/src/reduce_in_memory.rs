@@ -52,14 +52,15 @@ pub const MIN_BYTES: u64 = 1 << 20;
 /// Results per parallel work item when the accumulated loop is itself the parallel one.
 pub const CHUNK: u64 = 64;
 
-/// Rewrites every qualifying reduction of `body` (see the module docs); returns the new body
-/// and the scratch buffers it added to `k` (in order), which the caller must bind.
+/// Rewrites every qualifying reduction of `body` (see the module docs); returns the new body,
+/// the scratch buffers it added to `k` (in order), which the caller must bind, and a line per
+/// rewrite for `weft explain`.
 pub fn reduce_in_memory(
     k: &mut Kernel,
     body: Vec<Stmt>,
     vectorize: bool,
     min_bytes: u64,
-) -> (Vec<Stmt>, Vec<BufferId>) {
+) -> (Vec<Stmt>, Vec<BufferId>, Vec<String>) {
     let mut added = Vec::new();
     let mut body = body;
     interchange(k, &mut body, min_bytes);
@@ -68,7 +69,18 @@ pub fn reduce_in_memory(
         _ => None,
     };
     let body = walk(k, body, parallel, vectorize, min_bytes, &mut added);
-    (body, added)
+    let notes = added
+        .iter()
+        .map(|b| {
+            let d = &k.buffers[*b];
+            format!(
+                "sum over a strided axis in memory order: %{} holds {} {} accumulators (a row \
+                 per parallel iteration), the reduced loop outside the contiguous one",
+                d.name, d.len, d.ty
+            )
+        })
+        .collect();
+    (body, added, notes)
 }
 
 fn walk(

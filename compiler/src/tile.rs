@@ -26,11 +26,10 @@ pub const TILE: u64 = 16;
 /// The least stride (elements) along the innermost loop that makes a nest worth tiling.
 pub const MIN_STRIDE: i64 = 64;
 
-/// Tiles `k`'s loop nest if it is a transposing copy (see the module docs); true if it did.
-pub fn tile_transposes(k: &mut Kernel) -> bool {
-    let Some(nest) = perfect_nest(&k.body) else {
-        return false;
-    };
+/// Tiles `k`'s loop nest if it is a transposing copy (see the module docs); the reason, for
+/// `weft explain`, if it did.
+pub fn tile_transposes(k: &mut Kernel) -> Option<String> {
+    let nest = perfect_nest(&k.body)?;
     let (inner, body) = (
         *nest.last().expect("a nest has a loop"),
         innermost_body(&k.body),
@@ -45,7 +44,7 @@ pub fn tile_transposes(k: &mut Kernel) -> bool {
                 }
             )
     }) {
-        return false;
+        return None;
     }
     // The worst-strided access along `inner`, and an enclosing loop it is contiguous along.
     let accesses: Vec<&BufferAccessExpr> = body
@@ -59,24 +58,19 @@ pub fn tile_transposes(k: &mut Kernel) -> bool {
             _ => None,
         })
         .collect();
-    let Some(worst) = accesses
+    let worst = accesses
         .iter()
-        .max_by_key(|a| a.index.coefficient(inner).unsigned_abs())
-    else {
-        return false;
-    };
-    if worst.index.coefficient(inner).abs() < MIN_STRIDE {
-        return false;
+        .max_by_key(|a| a.index.coefficient(inner).unsigned_abs())?;
+    let (worst_buffer, worst_stride) = (worst.buffer, worst.index.coefficient(inner));
+    if worst_stride.abs() < MIN_STRIDE {
+        return None;
     }
-    let Some(&outer) = nest[..nest.len() - 1]
+    let &outer = nest[..nest.len() - 1]
         .iter()
-        .find(|&&l| worst.index.coefficient(l).abs() == 1)
-    else {
-        return false;
-    };
+        .find(|&&l| worst.index.coefficient(l).abs() == 1)?;
     let (ni, no) = (k.loops[inner].extent, k.loops[outer].extent);
     if ni % TILE != 0 || no % TILE != 0 {
-        return false;
+        return None;
     }
     let inner_annotations = k.loops[inner].annotations;
     let inner_o = k.add_loop(ni / TILE, LoopAnnotations::default());
@@ -86,14 +80,11 @@ pub fn tile_transposes(k: &mut Kernel) -> bool {
     let outer_expr = AffineExpr::new([(outer, t), (outer_i, 1)], 0);
     let inner_expr = AffineExpr::new([(inner_o, t), (inner_i, 1)], 0);
     let subs = [(outer, &outer_expr), (inner, &inner_expr)];
-    let Some(body) = innermost_body(&k.body)
+    let body = innermost_body(&k.body)
         .iter()
         .cloned()
         .map(|s| substitute(s, &subs))
-        .collect::<Option<Vec<Stmt>>>()
-    else {
-        return false;
-    };
+        .collect::<Option<Vec<Stmt>>>()?;
     // `outer` keeps its id and annotations as the outer part of its axis.
     k.loops[outer].extent = no / TILE;
     let tiled = Stmt::Loop {
@@ -107,7 +98,11 @@ pub fn tile_transposes(k: &mut Kernel) -> bool {
         }],
     };
     replace_innermost(&mut k.body, tiled);
-    true
+    Some(format!(
+        "tiled {TILE} x {TILE}: %{} strides {} elements along the innermost loop %{inner} and 1 \
+         along %{outer}; blocks %{outer} x %{inner_o} outside, %{outer_i} x %{inner_i} inside",
+        k.buffers[worst_buffer].name, worst_stride
+    ))
 }
 
 /// The loops of a perfect nest (each body exactly the next loop), outermost first.
