@@ -802,7 +802,10 @@ fn strided_sums_accumulate_in_memory_order() {
             ..JitOptions::default()
         };
         let why = weft_compiler::explain::explain(&jit_common::jit_executable(g, &options));
-        assert!(why.contains("sum over a strided axis in memory order"), "{why}");
+        assert!(
+            why.contains("sum over a strided axis in memory order"),
+            "{why}"
+        );
         k
     };
     for dtype in [DType::F32, DType::F64, DType::I32, DType::I64] {

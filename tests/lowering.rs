@@ -96,7 +96,10 @@ fn a_dot_contiguous_along_its_result_is_register_blocked_over_the_result() {
     let plan = compile_plan(&g, &PlanOptions::default()).unwrap();
     let lowered = &lower_plan(&plan, &LowerOptions::default()).unwrap()[0];
     assert!(
-        lowered.notes.iter().any(|n| n.starts_with("register-blocked")),
+        lowered
+            .notes
+            .iter()
+            .any(|n| n.starts_with("register-blocked")),
         "{:?}",
         lowered.notes
     );

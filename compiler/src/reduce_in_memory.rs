@@ -40,6 +40,7 @@ use weft_ir::loop_ir::{
 };
 
 use crate::tile::substitute;
+use weft_ir::arena::EntityRef;
 
 /// The least stride (elements) along the reduced loop that makes the rewrite worth it.
 pub const MIN_STRIDE: i64 = 64;
@@ -268,8 +269,9 @@ fn rewrite(
         }
         AffineExpr::new(terms, 0)
     };
-    let name = format!("acc_{}", k.buffers.len());
-    let buffer = k.add_buffer(name, acc_ty, row_len, BufferAccess::ReadWrite);
+    // The buffer is declared only once the rewrite has succeeded (every declared buffer
+    // must be bound); until then its id is the next one.
+    let buffer = BufferId::new(k.buffers.len());
     let slot = |l: LoopId| BufferAccessExpr {
         buffer,
         index: row_index(l),
@@ -316,7 +318,6 @@ fn rewrite(
             other => inner.push(substitute(other, &[(kl, &ke)])?),
         }
     }
-    k.loops[c.r].annotations = LoopAnnotations::default();
     let accumulate = Stmt::Loop {
         loop_id: c.r,
         body: vec![Stmt::Loop {
@@ -343,6 +344,11 @@ fn rewrite(
         loop_id: fin_l,
         body: fin,
     };
+    let name = format!("acc_{}", k.buffers.len());
+    let declared = k.add_buffer(name, acc_ty, row_len, BufferAccess::ReadWrite);
+    debug_assert_eq!(declared, buffer);
+    // The reduced loop now runs once per term row, around the vectorised loop over results.
+    k.loops[c.r].annotations = LoopAnnotations::default();
     let stmts = vec![init, accumulate, finish];
     if strip {
         // `kl` stays the parallel loop, over chunks of `CHUNK` results.
