@@ -1,0 +1,118 @@
+//! Property tests of the schedule transformations of lowering — transposing copies tiled
+//! (`compiler/src/tile.rs`), sums over strided axes in memory order
+//! (`compiler/src/reduce_in_memory.rs`), register blocking — over random 2-D and 3-D shapes
+//! (lengths around the tile and the strides that trigger them), random result orders, reduced
+//! axes, dtypes and a tail after the reduction: fused and unfused JIT against the interpreter,
+//! with the memory-order threshold lowered so small shapes take every path.
+
+mod jit_common;
+
+use jit_common::{compare, random_inputs, references, run_jit};
+use proptest::prelude::*;
+use weft::prelude::*;
+use weft_ir::testing::{proptest_cases, Tolerance};
+
+const NAMES: [&str; 3] = ["P", "Q", "S"];
+
+/// A `.weft` program: a placeholder over `lens`, then either a copy into `order` or a
+/// reduction over the axes at `reduced` followed by the result in `order` and a tail.
+fn program(
+    lens: &[usize],
+    dtype: DType,
+    reduce: Option<(&str, Vec<usize>)>,
+    order: &[usize],
+) -> String {
+    let axes: Vec<&str> = NAMES[..lens.len()].to_vec();
+    let mut src = String::new();
+    for (a, n) in axes.iter().zip(lens) {
+        src += &format!("axis {a} = {n}\n");
+    }
+    src += &format!("placeholder t: {}[{}]\n", dtype.name(), axes.join(", "));
+    match reduce {
+        None => {
+            let o: Vec<&str> = order.iter().map(|&i| axes[i]).collect();
+            src += &format!("y = axes_with_order(t, [{}])\noutput y\n", o.join(", "));
+        }
+        Some((op, red)) => {
+            let r: Vec<&str> = red.iter().map(|&i| axes[i]).collect();
+            let kept: Vec<&str> = order
+                .iter()
+                .filter(|i| !red.contains(i))
+                .map(|&i| axes[i])
+                .collect();
+            src += &format!("s = {op}(t, [{}])\n", r.join(", "));
+            if kept.is_empty() {
+                src += "y = multiply(s, s)\noutput s\noutput y\n";
+            } else {
+                src += &format!(
+                    "r = axes_with_order(s, [{}])\ny = add(r, r)\noutput r\noutput y\n",
+                    kept.join(", ")
+                );
+            }
+        }
+    }
+    src
+}
+
+fn check(src: &str, seed: u64) -> Result<(), TestCaseError> {
+    let g = weft::ir::text::parse(src, "schedule.weft").unwrap();
+    let ps = g.placeholders();
+    let inputs = random_inputs(&g, &ps, seed);
+    let tol = Tolerance::for_graph(&g);
+    let interp = references(&g, g.outputs(), &ps, &inputs, 2, &tol).unwrap();
+    for fused in [true, false] {
+        let options = JitOptions {
+            fused,
+            lower: weft::LowerOptions {
+                reduce_in_memory_min_bytes: 0,
+                ..Default::default()
+            },
+            ..JitOptions::default()
+        };
+        let jit = run_jit(&g, g.outputs(), &inputs, options)
+            .map_err(|e| TestCaseError::fail(format!("{e}\n{src}")))?;
+        if let Err(m) = compare(&jit, &interp, &tol) {
+            return Err(TestCaseError::fail(format!("fused {fused}: {m}\n{src}")));
+        }
+    }
+    Ok(())
+}
+
+fn lens() -> impl Strategy<Value = Vec<usize>> {
+    prop::collection::vec(
+        prop::sample::select(vec![1usize, 3, 16, 17, 32, 64, 80]),
+        2..=3,
+    )
+}
+
+fn order(n: usize) -> impl Strategy<Value = Vec<usize>> {
+    Just((0..n).collect::<Vec<_>>()).prop_shuffle()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(proptest_cases(48)))]
+
+    #[test]
+    fn copies_into_any_order_match_the_interpreter(
+        (lens, order) in lens().prop_flat_map(|l| { let n = l.len(); (Just(l), order(n)) }),
+        dtype in prop::sample::select(vec![DType::F32, DType::F64, DType::I32]),
+        seed in any::<u64>(),
+    ) {
+        check(&program(&lens, dtype, None, &order), seed)?;
+    }
+
+    #[test]
+    fn reductions_into_any_order_match_the_interpreter(
+        (lens, order, red) in lens().prop_flat_map(|l| {
+            let n = l.len();
+            (Just(l), order(n), prop::collection::btree_set(0..n, 1..n))
+        }),
+        op in prop::sample::select(vec!["sum", "mean", "max"]),
+        dtype in prop::sample::select(vec![DType::F32, DType::F64, DType::I64]),
+        seed in any::<u64>(),
+    ) {
+        let op = if op == "mean" && !dtype.is_float() { "sum" } else { op };
+        let red: Vec<usize> = red.into_iter().collect();
+        check(&program(&lens, dtype, Some((op, red)), &order), seed)?;
+    }
+}
