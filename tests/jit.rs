@@ -835,26 +835,26 @@ fn strided_sums_accumulate_in_memory_order() {
                 }
             }
         }
-        // Parallel over M (B·M·A points), each thread with its own rows of accumulators.
-        let src = format!(
-            "axis B = 16\naxis M = 64\naxis A = 128\nplaceholder t: {d}[B, M, A]\n\
-             s = sum(t, [B])\noutput s\n"
-        );
-        let g = weft::ir::text::parse(&src, "par.weft").unwrap();
-        let k = agree_in_memory(&g);
-        let p = k.parallel_loop().expect("a parallel kernel");
-        let rows = k
-            .buffers
-            .values()
-            .find(|b| b.name.starts_with("acc_"))
-            .unwrap();
-        assert_eq!(
-            rows.len,
-            64 * 128,
-            "one row of accumulators per parallel iteration: {k}"
-        );
-        let row = format!("%{}[128*%{p} + ", rows.name);
-        assert!(k.to_string().contains(&row), "rows indexed by {row}: {k}");
+        // Parallel (B·M·A points): the sum over M keeps one row of accumulators per parallel
+        // iteration over B; the sum over B takes the rows of M in groups of 16 (the operand
+        // reads M and A as one flattened index).
+        for (red, stride, len) in [("M", 128, 16 * 128), ("B", 2048, 64 * 128)] {
+            let src = format!(
+                "axis B = 16\naxis M = 64\naxis A = 128\nplaceholder t: {d}[B, M, A]\n\
+                 s = sum(t, [{red}])\noutput s\n"
+            );
+            let g = weft::ir::text::parse(&src, "par.weft").unwrap();
+            let k = agree_in_memory(&g);
+            let p = k.parallel_loop().expect("a parallel kernel");
+            let rows = k
+                .buffers
+                .values()
+                .find(|b| b.name.starts_with("acc_"))
+                .unwrap();
+            assert_eq!(rows.len, len, "{k}");
+            let row = format!("%{}[{stride}*%{p} + ", rows.name);
+            assert!(k.to_string().contains(&row), "rows indexed by {row}: {k}");
+        }
         // Columns, the result loop parallel: strip-mined into chunks of results.
         let src = format!(
             "axis B = 64\naxis O = 4096\nplaceholder x: {d}[B, O]\ns = sum(x, [B])\noutput s\n"

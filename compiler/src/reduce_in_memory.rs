@@ -31,7 +31,9 @@
 //! nest, which is first interchanged with `k`), and nothing in `r` or the tail reads `k`'s
 //! index directly. The accumulators' row (the acc's type, one row per iteration of the
 //! kernel's parallel loop, or the whole extent when `k` is that loop, strip-mined into
-//! [`CHUNK`]s) is a new buffer the caller binds as scratch. Every result is the same sum of the
+//! [`CHUNK`]s; when `k` is the parallel loop's only statement and the operand reads the two as
+//! one flattened index, the parallel loop takes groups of rows, [`rewrite_group`]) is a new
+//! buffer the caller binds as scratch. Every result is the same sum of the
 //! same terms in the same order, so results are unchanged.
 
 use weft_ir::loop_ir::{
@@ -75,8 +77,8 @@ pub fn reduce_in_memory(
         .map(|b| {
             let d = &k.buffers[*b];
             format!(
-                "sum over a strided axis in memory order: %{} holds {} {} accumulators (a row \
-                 per parallel iteration), the reduced loop outside the contiguous one",
+                "sum over a strided axis in memory order: %{} holds {} {} accumulators, the \
+                 reduced loop outside the contiguous one",
                 d.name, d.len, d.ty
             )
         })
@@ -98,6 +100,28 @@ fn walk(
             out.push(s);
             continue;
         };
+        // The parallel loop holding only `k`: rows of results can be taken in groups.
+        if let (
+            Some(p),
+            [Stmt::Loop {
+                loop_id: kl,
+                body: kb,
+            }],
+        ) = (parallel, body.as_slice())
+        {
+            if p == loop_id {
+                if let Some(c) = Candidate::find(k, kb, *kl, min_bytes) {
+                    if let Some((stmts, buffer)) = rewrite_group(k, p, *kl, kb, c, vectorize) {
+                        added.push(buffer);
+                        out.push(Stmt::Loop {
+                            loop_id,
+                            body: stmts,
+                        });
+                        continue;
+                    }
+                }
+            }
+        }
         if let Some(c) = Candidate::find(k, &body, loop_id, min_bytes) {
             if let Some((stmts, buffer)) = rewrite(k, loop_id, body.clone(), c, parallel, vectorize)
             {
@@ -361,5 +385,185 @@ fn rewrite(
             buffer,
         ));
     }
+    Some((stmts, buffer))
+}
+
+/// Most results in a group of rows ([`rewrite_group`]): their f64 accumulators fill 32 KiB.
+pub const GROUP: u64 = 4096;
+
+/// `s` with `f` applied to the access of a load or store; `None` if `f` refuses.
+fn map_access(s: Stmt, f: &dyn Fn(&AffineExpr) -> Option<AffineExpr>) -> Option<Stmt> {
+    let access = |a: BufferAccessExpr| -> Option<BufferAccessExpr> {
+        let mut mask = Vec::with_capacity(a.mask.len());
+        for mut m in a.mask {
+            m.expr = f(&m.expr)?;
+            mask.push(m);
+        }
+        Some(BufferAccessExpr {
+            buffer: a.buffer,
+            index: f(&a.index)?,
+            mask,
+        })
+    };
+    Some(match s {
+        Stmt::Let {
+            result,
+            inst: Inst::Load(a),
+        } => Stmt::Let {
+            result,
+            inst: Inst::Load(access(a)?),
+        },
+        Stmt::Store { target, value } => Stmt::Store {
+            target: access(target)?,
+            value,
+        },
+        other => other,
+    })
+}
+
+/// The rewrite of a result loop `kl` that is the only statement of the kernel's parallel loop
+/// `p`, when every load of the reduced loop's body reads `p` and `kl` as one flattened index
+/// (`p`'s stride is `kl`'s extent times `kl`'s stride): `p` then runs over groups of `q` rows
+/// (`q · extent(kl)` ≤ [`GROUP`] results), and the accumulating loop walks a whole group at
+/// once — `q` rows of the operand back to back instead of one (1 KiB runs of a 256³ sum over
+/// its first axis become 16 KiB). Returns `p`'s new body and the accumulators' buffer.
+fn rewrite_group(
+    k: &mut Kernel,
+    p: LoopId,
+    kl: LoopId,
+    body: &[Stmt],
+    c: Candidate,
+    vectorize: bool,
+) -> Option<(Vec<Stmt>, BufferId)> {
+    let (np, nk) = (k.loops[p].extent, k.loops[kl].extent);
+    let q = (1..=np)
+        .rev()
+        .find(|q| np % q == 0 && q * nk <= GROUP && np / q >= 4)?;
+    if q < 2 {
+        return None;
+    }
+    let [Stmt::DeclareAcc(_), Stmt::Loop { body: r_body, .. }, tail @ ..] = body else {
+        return None;
+    };
+    let uses_index =
+        |s: &Stmt| matches!(s, Stmt::Let { inst: Inst::Index(l), .. } if *l == p || *l == kl);
+    if r_body.iter().chain(tail).any(uses_index) {
+        return None;
+    }
+    let acc_ty = k.accs[c.acc].ty;
+    let group = q * nk;
+    let (qi, nki, gi) = (q as i64, nk as i64, group as i64);
+    let ann = |unroll: u32| LoopAnnotations {
+        vectorize,
+        unroll: if vectorize { unroll } else { 1 },
+        parallel: false,
+    };
+    let init_l = k.add_loop(
+        group,
+        LoopAnnotations {
+            vectorize: false,
+            unroll: 4,
+            parallel: false,
+        },
+    );
+    let acc_l = k.add_loop(group, ann(2));
+    let (row_l, fin_l) = (
+        k.add_loop(q, LoopAnnotations::default()),
+        k.add_loop(nk, ann(2)),
+    );
+    let buffer = BufferId::new(k.buffers.len());
+    let slot = |index: AffineExpr| BufferAccessExpr {
+        buffer,
+        index,
+        mask: Vec::new(),
+    };
+    let group_slot = |l: LoopId| slot(AffineExpr::new([(p, gi), (l, 1)], 0));
+    // p·P + k·K = K·(q·nk·p' + c) where p = q·p' + c / nk, k = c % nk.
+    let collapse = |e: &AffineExpr| -> Option<AffineExpr> {
+        let (cp, ck) = (e.coefficient(p), e.coefficient(kl));
+        if cp != ck.checked_mul(nki)? {
+            return None;
+        }
+        let mut terms: Vec<(LoopId, i64)> = e
+            .terms()
+            .iter()
+            .copied()
+            .filter(|&(l, _)| l != p && l != kl)
+            .collect();
+        terms.extend([(p, ck.checked_mul(gi)?), (acc_l, ck)]);
+        Some(AffineExpr::new(terms, e.offset()))
+    };
+    let mut inner = Vec::with_capacity(r_body.len() + 3);
+    for s in r_body {
+        match s {
+            Stmt::Reduce { value, .. } => {
+                let (old, load) = k.define(acc_ty, Inst::Load(group_slot(acc_l)));
+                let (new, add) = k.define(acc_ty, Inst::Binary(BinaryOp::Add, old, *value));
+                inner.extend([
+                    load,
+                    add,
+                    Stmt::Store {
+                        target: group_slot(acc_l),
+                        value: new,
+                    },
+                ]);
+            }
+            other => inner.push(map_access(other.clone(), &collapse)?),
+        }
+    }
+    // The tail, per row `p = q·p' + row` and result `k`.
+    let p_expr = AffineExpr::new([(p, qi), (row_l, 1)], 0);
+    let k_expr = AffineExpr::var(fin_l);
+    let mut fin = Vec::with_capacity(tail.len());
+    for s in tail {
+        match s {
+            Stmt::Let {
+                result,
+                inst: Inst::AccValue(_),
+            } => fin.push(Stmt::Let {
+                result: *result,
+                inst: Inst::Load(slot(AffineExpr::new(
+                    [(p, gi), (row_l, nki), (fin_l, 1)],
+                    0,
+                ))),
+            }),
+            other => fin.push(map_access(other.clone(), &|e: &AffineExpr| {
+                e.substitute(p, &p_expr)?.substitute(kl, &k_expr)
+            })?),
+        }
+    }
+    let identity = weft_ir::loop_ir::semantics::reduce_identity(ReduceKind::Sum, acc_ty);
+    let (zero, zero_let) = k.define(acc_ty, Inst::Const(identity));
+    let stmts = vec![
+        Stmt::Loop {
+            loop_id: init_l,
+            body: vec![
+                zero_let,
+                Stmt::Store {
+                    target: group_slot(init_l),
+                    value: zero,
+                },
+            ],
+        },
+        Stmt::Loop {
+            loop_id: c.r,
+            body: vec![Stmt::Loop {
+                loop_id: acc_l,
+                body: inner,
+            }],
+        },
+        Stmt::Loop {
+            loop_id: row_l,
+            body: vec![Stmt::Loop {
+                loop_id: fin_l,
+                body: fin,
+            }],
+        },
+    ];
+    let name = format!("acc_{}", k.buffers.len());
+    let declared = k.add_buffer(name, acc_ty, np.checked_mul(nk)?, BufferAccess::ReadWrite);
+    debug_assert_eq!(declared, buffer);
+    k.loops[c.r].annotations = LoopAnnotations::default();
+    k.loops[p].extent = np / q;
     Some((stmts, buffer))
 }
