@@ -63,7 +63,10 @@ fn each_host_program_is_under_its_line_budget() {
             .map(str::trim)
             .filter(|l| !l.is_empty() && !l.starts_with("//"))
             .count();
-        assert!(code < most, "{e}: {code} lines of code, the budget is < {most}");
+        assert!(
+            code < most,
+            "{e}: {code} lines of code, the budget is < {most}"
+        );
     }
 }
 
