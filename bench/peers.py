@@ -31,6 +31,7 @@ WORKLOADS = {
     "mlp": (None, None),
     "attention": (None, None),
     "dense_gelu": (None, None),
+    "train_step": (None, None),  # one optimizer step; its assigns update the state in place
 }
 ALL_SYSTEMS = ["numpy", "numexpr", "jax", "torch", "inductor", "iree", "ort", "tinygrad"]
 

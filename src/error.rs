@@ -264,6 +264,17 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// `weft train` on a file that does not follow its conventions (docs/training.md, "Training
+    /// from the command line"), or an option it cannot use.
+    #[error("weft train {file}: `{name}` {problem}")]
+    Train {
+        /// The `.weft` file.
+        file: String,
+        /// The tensor (or option) at fault.
+        name: String,
+        /// What does not fit.
+        problem: String,
+    },
     /// `value_of`/`set_value` on a node that holds no state.
     #[error("`{node}` is a {kind}, not a variable or persistent tensor")]
     NotStateful {

@@ -58,3 +58,59 @@ fn bench_table_and_skip_interp() {
     assert!(text.contains("unfused / fused:") && text.contains("compile (fused): passes"));
     assert!(!text.contains("interp "), "{text}");
 }
+
+/// bench/workloads/train_step.weft is the peers' train_step: its loss is the nn helpers'
+/// softmax cross-entropy of its logits, each call's assigns are the next call's state (so calls
+/// on one batch lower the loss), and `weft bench` times it.
+#[test]
+fn the_train_step_workload_is_a_momentum_step_that_lowers_the_loss() {
+    use weft::prelude::*;
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/bench/workloads/train_step.weft"
+    );
+    let mut g = weft::ir::text::parse(&std::fs::read_to_string(path).unwrap(), path).unwrap();
+    let find = |name: &str| g.find(name).unwrap();
+    let (x, labels, logits) = (find("x"), find("labels"), find("logits"));
+    let c = g.find_axis("C").unwrap();
+    let reference = nn::softmax_cross_entropy(&mut g, logits, labels, c).unwrap();
+    let mut outputs = g.outputs().to_vec(); // loss, then the parameters' assigns
+    outputs.push(reference);
+    let (x_axes, l_axes) = (g.node(x).axes.clone(), g.node(labels).axes.clone());
+    let t = Transformer::new(g, Backend::Jit).unwrap();
+    let step = t.computation(&outputs, &[x, labels]).unwrap();
+    let xs: Vec<f32> = (0..64 * 64)
+        .map(|i| ((i * 37 % 101) as f32 / 50.0) - 1.0)
+        .collect();
+    let ls: Vec<i64> = (0..64).map(|i| i % 10).collect();
+    let inputs = [
+        HostView::new(&x_axes, &[64, 64], &xs).unwrap(),
+        HostView::new(&l_axes, &[64], &ls).unwrap(),
+    ];
+    let mut losses = Vec::new();
+    for _ in 0..30 {
+        let out = step.call(&inputs).unwrap();
+        let (loss, reference) = (
+            out[0].to_vec::<f32>().unwrap()[0],
+            out[5].to_vec::<f32>().unwrap()[0],
+        );
+        assert!(
+            (loss - reference).abs() <= 1e-5 * reference.abs().max(1.0),
+            "{loss} vs {reference}"
+        );
+        losses.push(loss);
+    }
+    // lr 0.01: a slow, steady descent (2.38 to 2.01 over 30 steps when written).
+    assert!(losses.windows(2).all(|w| w[1] < w[0]), "{losses:?}");
+    assert!(losses[29] < 0.9 * losses[0], "{losses:?}");
+    let out = common::output_ok(common::weft_command().arg("bench").arg(path).args([
+        "--runs",
+        "3",
+        "--warmup",
+        "1",
+        "--json",
+        "--skip-interp",
+    ]));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["modes"][0]["median_ms"].as_f64().unwrap() > 0.0, "{v}");
+}

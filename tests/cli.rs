@@ -334,3 +334,113 @@ fn the_command_list_is_one_short_line_per_command() {
     let compile = stdout(&weft(&["compile", "--help"]));
     assert!(compile.contains("-o, --output <DIR>"), "{compile}");
 }
+
+/// The per-epoch training losses `weft train` printed.
+fn epoch_losses(out: &str) -> Vec<f64> {
+    out.lines()
+        .filter_map(|l| l.strip_prefix("epoch "))
+        .map(|l| {
+            let loss = l.split("loss ").nth(1).unwrap();
+            loss.split(',').next().unwrap().trim().parse().unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn train_digits_mlp_lowers_the_loss_and_saves_every_variable() {
+    let dir = scratch("train");
+    let o = weft(&[
+        "train",
+        "examples/digits_mlp.weft",
+        "--epochs",
+        "2",
+        "--batch",
+        "50",
+        "--seed",
+        "3",
+        "--save",
+        &dir.display().to_string(),
+    ]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let losses = epoch_losses(&out);
+    assert_eq!(losses.len(), 2, "{out}");
+    assert!(losses[1] < losses[0] && losses[0] < 2.3, "{out}"); // ln 10 ≈ 2.3 at chance
+    let last = out.lines().find(|l| l.starts_with("epoch 2")).unwrap();
+    let accuracy: f64 = last
+        .rsplit(' ')
+        .next()
+        .unwrap()
+        .trim_end_matches('%')
+        .parse()
+        .unwrap();
+    assert!(accuracy > 85.0, "{out}");
+    // Parameters and momentum state, each loadable over its axes.
+    for name in ["W1", "b1", "W2", "b2", "vW1", "vb1", "vW2", "vb2"] {
+        assert!(
+            dir.join(format!("{name}.npy")).is_file(),
+            "{name}.npy: {out}"
+        );
+    }
+    let g = weft::ir::text::parse(
+        &std::fs::read_to_string("examples/digits_mlp.weft").unwrap(),
+        "digits_mlp.weft",
+    )
+    .unwrap();
+    let w1 = g.find("W1").unwrap();
+    let saved = HostArray::read_npy(&dir.join("W1.npy"), g.node(w1).axes.clone()).unwrap();
+    assert_eq!(saved.shape(), &[64, 128]);
+    // Deterministic in the seed: the same run prints the same losses.
+    let again = weft(&[
+        "train",
+        "examples/digits_mlp.weft",
+        "--epochs",
+        "2",
+        "--batch",
+        "50",
+        "--seed",
+        "3",
+    ]);
+    assert_eq!(epoch_losses(&stdout(&again)), losses);
+}
+
+#[test]
+fn train_refuses_a_file_that_breaks_its_conventions_naming_the_tensor() {
+    let dir = scratch("train-errors");
+    let model = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/digits_mlp.weft"),
+    )
+    .unwrap();
+    // Each variant still parses (a renamed tensor is renamed where it is used too).
+    let cases = [
+        (model.replace("i64", "i32"), "`labels`"),
+        (model.replace("f32", "f64"), "`x`"),
+        (model.replace("axis P = 64", "axis P = 63"), "`x`"),
+        (model.replace("loss", "lossy"), "`loss`"),
+        (model.replace("logits", "logit"), "`logits`"),
+    ];
+    for (renamed, named) in cases {
+        let file = write(&dir, "m.weft", &renamed);
+        let err = fails(&["train", &file, "--epochs", "1"]);
+        assert!(
+            err.contains("weft train") && err.contains("m.weft") && err.contains(named),
+            "{err}"
+        );
+    }
+    // No assign: nothing to train.
+    let frozen = &model[..model.find("# backward").unwrap()];
+    let err = fails(&[
+        "train",
+        &write(&dir, "frozen.weft", &format!("{frozen}\noutput loss\n")),
+        "--epochs",
+        "1",
+    ]);
+    assert!(err.contains("assign"), "{err}");
+    // Options out of range.
+    let err = fails(&["train", "examples/digits_mlp.weft", "--batch", "0"]);
+    assert!(err.contains("--batch"), "{err}");
+    let err = fails(&["train", "examples/digits_mlp.weft", "--test-fraction", "1"]);
+    assert!(err.contains("--test-fraction"), "{err}");
+    let err = fails(&["train", "examples/digits_mlp.weft", "--test-fraction", "2"]);
+    assert!(err.contains("test fraction"), "{err}");
+}

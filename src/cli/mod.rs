@@ -6,6 +6,7 @@ mod compile;
 mod graph;
 mod inputs;
 mod summary;
+mod train;
 
 use crate::{Backend, Error, Transformer};
 use clap::{Parser, Subcommand};
@@ -218,6 +219,32 @@ enum Command {
         #[arg(long)]
         epilogue_apart: bool,
     },
+    /// Train a classifier written as a `.weft` file on the bundled digits.
+    ///
+    /// The file declares placeholders `x: f32[B, P]` (P = 64 pixels) and `labels: i64[B]`, a
+    /// scalar `loss`, `logits` over [B, C] (C = 10), and the optimizer's updates as `assign`s
+    /// (examples/digits_mlp.weft). Each step feeds a batch and runs every assign; each epoch
+    /// prints the training loss and the test loss and accuracy, with a progress bar.
+    Train {
+        /// The `.weft` file.
+        file: PathBuf,
+        /// Passes over the training set.
+        #[arg(long, default_value_t = 10)]
+        epochs: usize,
+        /// Images per step (the batch axis is bound at each call; the last batch of an epoch
+        /// may be smaller).
+        #[arg(long, default_value_t = 64)]
+        batch: usize,
+        /// Seed of the train/test split and of each epoch's shuffle.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// The fraction of the images held out to test on.
+        #[arg(long, default_value_t = 0.2)]
+        test_fraction: f64,
+        /// Write the trained variables and optimizer state as NAME.npy into this folder.
+        #[arg(long, value_name = "DIR")]
+        save: Option<PathBuf>,
+    },
     /// Run, check and time every bundled example.
     ///
     /// Runs each examples/*.weft on the JIT, checks it against the reference interpreter
@@ -337,6 +364,23 @@ fn run(cli: Cli) -> Result<(), Error> {
             };
             print!("{}", bench::bench(load(&file, &bind)?, options)?);
             Ok(())
+        }
+        Command::Train {
+            file,
+            epochs,
+            batch,
+            seed,
+            test_fraction,
+            save,
+        } => {
+            let options = train::TrainOptions {
+                epochs,
+                batch,
+                seed,
+                test_fraction,
+                save,
+            };
+            train::train(load(&file, &[])?, &file, &options)
         }
         Command::Demo { dir } => demo(&dir),
     }

@@ -593,6 +593,39 @@ impl Graph {
         }
     }
 
+    /// Forgets the length of a declared axis, so that a transformer binds it at each call from
+    /// its inputs (docs/runtime.md, "Lengths bound at call time"): e.g. a batch axis declared
+    /// with a length in a `.weft` file, to be fed batches of several sizes. Derived axes follow.
+    /// Ops checked against the old length are not checked again here; `verify` (and each
+    /// call's binding) checks the graph at the lengths it gets.
+    ///
+    /// ```
+    /// use weft_ir::Graph;
+    /// let mut g = Graph::new();
+    /// let b = g.axis("B", 64)?;
+    /// g.unbind(b)?;
+    /// assert!(g.resolve_len(b).is_err());
+    /// # Ok::<(), weft_ir::GraphError>(())
+    /// ```
+    pub fn unbind(&mut self, axis: Axis) -> Result<(), GraphError> {
+        let name = self.axis_name(axis);
+        let entry = self
+            .axes
+            .get_mut(axis.id)
+            .ok_or_else(|| GraphError::Foreign(name.clone()))?;
+        match &mut entry.def {
+            AxisDef::Base { len } => {
+                *len = None;
+                self.refresh_lens();
+                Ok(())
+            }
+            _ => Err(GraphError::AxisDefinition {
+                axis: name,
+                message: "is derived from other axes; unbind those instead".into(),
+            }),
+        }
+    }
+
     /// The declared axis named `name`, if exactly one has that name.
     pub fn find_axis(&self, name: &str) -> Option<Axis> {
         let mut found = self

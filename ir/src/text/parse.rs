@@ -369,6 +369,8 @@ impl Parser<'_> {
                 .tensor_from_npy(kind, &name, &axes, dtype, &path)
                 .map_err(self.graph_err(kw_at))?;
             return self.bind_handle(handle, id, handle_at);
+        } else if matches!(self.peek(), Tok::Ident(w) if w == "uniform" || w == "normal") {
+            Some(self.random_init(&axes, dtype)?)
         } else {
             Some(self.init(dtype)?)
         };
@@ -393,6 +395,53 @@ impl Parser<'_> {
             .parent()
             .unwrap_or(std::path::Path::new(""));
         Ok(dir.join(path))
+    }
+
+    /// `uniform(SEED, LO, HI)` or `normal(SEED, MEAN, STD)`: values drawn row-major over
+    /// `axes`, whose lengths must be bound (`nn::Random`).
+    fn random_init(&mut self, axes: &[Axis], dtype: DType) -> PResult<TensorInit> {
+        let at = self.at;
+        let Tok::Ident(kind) = self.next() else {
+            return self.expected("uniform or normal");
+        };
+        self.expect('(')?;
+        let seed = self.usize_lit("a seed")? as u64;
+        let mut params = [0.0; 2];
+        for p in &mut params {
+            self.expect(',')?;
+            let p_at = self.at;
+            let text = self.literal_text()?;
+            *p = self.f64_of(&text, p_at)?;
+        }
+        self.expect(')')?;
+        let random = match kind.as_str() {
+            "uniform" => crate::nn::Random::Uniform {
+                lo: params[0],
+                hi: params[1],
+            },
+            _ => crate::nn::Random::Normal {
+                mean: params[0],
+                std: params[1],
+            },
+        };
+        let lens = axes
+            .iter()
+            .map(|&a| self.graph.resolve_len(a))
+            .collect::<Result<Vec<usize>, _>>()
+            .map_err(self.graph_err(at))?;
+        let size = crate::size::tensor_size(dtype, &lens)
+            .filter(|size| crate::host::check_alloc(size.bytes).is_ok())
+            .ok_or_else(|| ParseError::Graph {
+                pos: self.pos_of(at),
+                source: Box::new(GraphError::Argument {
+                    op: kind.clone(),
+                    message: format!("{lens:?} elements of {dtype} cannot be allocated"),
+                }),
+            })?;
+        let data = random
+            .values(seed, size.elements, dtype)
+            .map_err(self.graph_err(at))?;
+        Ok(TensorInit::Data(data))
     }
 
     fn init(&mut self, dtype: DType) -> PResult<TensorInit> {
