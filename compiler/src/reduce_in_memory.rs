@@ -32,7 +32,7 @@
 //! index directly. The accumulators' row (the acc's type, one row per iteration of the
 //! kernel's parallel loop, or the whole extent when `k` is that loop, strip-mined into
 //! [`CHUNK`]s; when `k` is the parallel loop's only statement and the operand reads the two as
-//! one flattened index, the parallel loop takes groups of rows, [`rewrite_group`]) is a new
+//! one flattened index, the parallel loop takes groups of rows, `rewrite_group`) is a new
 //! buffer the caller binds as scratch. Every result is the same sum of the
 //! same terms in the same order, so results are unchanged.
 
@@ -388,7 +388,7 @@ fn rewrite(
     Some((stmts, buffer))
 }
 
-/// Most results in a group of rows ([`rewrite_group`]): their f64 accumulators fill 32 KiB.
+/// Most results in a group of rows (`rewrite_group`): their f64 accumulators fill 32 KiB.
 pub const GROUP: u64 = 4096;
 
 /// `s` with `f` applied to the access of a load or store; `None` if `f` refuses.
