@@ -21,8 +21,9 @@
 use crate::codegen::vectorize;
 use weft_ir::loop_ir::{AccId, Inst, Kernel, LoopId, ReduceKind, ScalarType, Stmt, ValueId};
 
-/// Most additions on one term's path to a narrowed sum (2¹⁰: the bound is 2⁻¹⁴ · Σ|xᵢ|).
-pub const MAX_CHAIN: u64 = 1 << 10;
+/// Most additions on one term's path to a narrowed sum (2¹⁰: the bound is 2⁻¹⁴ · Σ|xᵢ|); the
+/// one rule the interpreter's perturbed runs read too ([`weft_ir::scalar::MAX_F32_SUM_CHAIN`]).
+pub const MAX_CHAIN: u64 = weft_ir::scalar::MAX_F32_SUM_CHAIN;
 
 /// Narrows every f64 sum accumulator of `k` that qualifies (see the module docs); true if
 /// any was (the widening `convert`s it no longer reads are then unused).

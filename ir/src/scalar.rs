@@ -9,6 +9,12 @@
 //! computed in f64 and an f32 result is rounded once; integers are computed in i64 with
 //! wrapping and then wrapped to the result width (two's complement).
 
+/// The most additions a backend may put on one term's path to an f32 sum while accumulating it
+/// in f32 (2¹⁰): the JIT narrows an f32 sum to an f32 accumulator only within it
+/// (`weft_compiler::narrow_sums`), so its error stays below `2⁻¹⁴ · Σ|xᵢ|`, and the
+/// interpreter's perturbed runs nudge f32 sums by `min(n, this) · 2⁻²⁴ · Σ|xᵢ|`
+/// (docs/testing.md, "Tolerances").
+pub const MAX_F32_SUM_CHAIN: u64 = 1 << 10;
 use crate::graph::{BinaryOp, CompareOp, ReduceOp, UnaryOp};
 use crate::host::Element;
 use crate::loop_ir::ScalarValue;

@@ -61,13 +61,16 @@ mod reduce;
 mod views;
 
 use crate::error::RunError;
+
 use crate::executable::Executable;
 use crate::plan::Plan;
 use crate::state::{stored_value, State, StateAccess, StateView};
 use index::IndexMap;
 use std::sync::Arc;
 use weft_ir::arena::EntityRef;
-use weft_ir::{Axes, BinaryOp, Graph, HostArray, Inputs, Node, NodeId, Op, TensorKind};
+use weft_ir::{
+    ArrayData, Axes, BinaryOp, Graph, HostArray, Inputs, Node, NodeId, Op, ReduceOp, TensorKind,
+};
 
 /// The interpreter's conditioning probe (module docs, "Perturbed runs").
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -381,11 +384,31 @@ impl Interpreter {
                     reduce::Groups::new(x.shape(), &positions(out_axes)?, &positions(axes)?)
                         .map_err(malformed)?;
                 let data = reduce::reduce(*op, x.data(), &groups).map_err(malformed)?;
-                // A sum of products may run as a contraction on a GEMM (f32 in f32): its
-                // error enters here, as a dot's does.
-                match (&self.perturbation, g.sum_of_products(id)) {
-                    (Some(p), Some(_)) => match dot::sum_error_bounds(x.data(), &groups) {
-                        Some(bounds) => dot::nudge(data, &bounds, p.seed_of(id), p.up()),
+                // A sum of products may run as a contraction on a GEMM (f32 in f32), and an
+                // f32 sum or mean may be narrowed to f32 and reassociated by the JIT
+                // (docs/numerics.md): their error enters here, as a dot's does.
+                let f32_sum = matches!(op, ReduceOp::Sum | ReduceOp::Mean)
+                    && matches!(x.data(), ArrayData::F32(_));
+                match (
+                    &self.perturbation,
+                    g.sum_of_products(id).is_some() || f32_sum,
+                ) {
+                    (Some(p), true) => match dot::sum_error_bounds(x.data(), &groups) {
+                        Some(mut bounds) => {
+                            // `sum_error_bounds` is n·u·Σ|x|; a narrowed f32 sum has at most
+                            // `MAX_F32_SUM_CHAIN` additions on a term's path (longer ones stay
+                            // in f64), and a mean divides by n.
+                            let n = groups.offsets.len().max(1) as f64;
+                            let mut scale = 1.0;
+                            if g.sum_of_products(id).is_none() {
+                                scale *= n.min(weft_ir::scalar::MAX_F32_SUM_CHAIN as f64) / n;
+                            }
+                            if *op == ReduceOp::Mean {
+                                scale /= n;
+                            }
+                            bounds.iter_mut().for_each(|b| *b *= scale);
+                            dot::nudge(data, &bounds, p.seed_of(id), p.up())
+                        }
                         None => data,
                     },
                     _ => data,
