@@ -634,9 +634,23 @@ impl GemmCall {
             // no later step brings −0 back (an exact zero sum of other values is +0). So the
             // walk stops at the first step that leaves −0: one step for typical data, all K
             // only when the answer is −0.
+            // An infinite or NaN element may be the crate's partial sums passing the type's
+            // range (f32 sums in f32; f64 reassociated) where the interpreter's ordered f64 sum
+            // stays finite: it is summed again the interpreter's way. Rare (overflowing or
+            // non-finite operands), and exact for non-finite operands too.
             for i in 0..rows as isize {
                 for j in 0..cols as isize {
                     let at = pc.offset(i * is(s.c.row_stride) + j * is(s.c.col_stride));
+                    if !(*at).finite() {
+                        let mut acc = -0.0f64;
+                        for p in 0..s.k as isize {
+                            let x = *pa.offset(i * is(s.a.row_stride) + p * is(s.a.col_stride));
+                            let y = *pb.offset(p * is(s.b.row_stride) + j * is(s.b.col_stride));
+                            acc = T::mul_add(acc, x, y);
+                        }
+                        *at = T::finish(acc);
+                        continue;
+                    }
                     if *at != T::ZERO {
                         continue;
                     }
@@ -775,6 +789,8 @@ trait Float: Copy + PartialEq {
     fn mul_add(acc: f64, x: Self, y: Self) -> f64;
     /// The accumulator rounded to the element type.
     fn finish(acc: f64) -> Self;
+    /// Neither infinite nor NaN.
+    fn finite(self) -> bool;
 }
 
 /// `Float` for a type, its `matrixmultiply` entry point and its widening to the
@@ -805,6 +821,9 @@ macro_rules! float_impl {
             }
             fn finish(acc: f64) -> $t {
                 acc as $t
+            }
+            fn finite(self) -> bool {
+                self.is_finite()
             }
         }
     };
