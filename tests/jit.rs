@@ -545,8 +545,13 @@ fn unflattening_an_axis_that_is_also_a_part_of_another_reads_its_own_index() {
 fn narrowed_f32_row_sums_stay_within_their_bound() {
     let src = "axis R = 8\naxis C = 4096\nplaceholder x: f32[R, C]\ns = sum(x, [C])\noutput s\n";
     let g = weft::ir::text::parse(src, "rows.weft").unwrap();
+    // Narrowing is off by default (an f32 accumulator overflows where f64 does not).
+    let narrow = weft::LowerOptions {
+        narrow_f32_sums: true,
+        ..Default::default()
+    };
     let plan = weft_compiler::compile_plan(&g, &Default::default()).unwrap();
-    let kernels = weft_compiler::lower_plan(&plan, &Default::default()).unwrap();
+    let kernels = weft_compiler::lower_plan(&plan, &narrow).unwrap();
     let text = kernels[0].kernel.to_string();
     assert!(text.contains("sum f32"), "{text}");
     let (r, c) = (g.find_axis("R").unwrap(), g.find_axis("C").unwrap());
@@ -562,7 +567,14 @@ fn narrowed_f32_row_sums_stay_within_their_bound() {
         })
         .collect();
     let input = HostArray::from_vec(Axes::new([r, c]).unwrap(), vec![8, 4096], xs.clone()).unwrap();
-    let t = Transformer::new(g.clone(), Backend::Jit).unwrap();
+    let t = Transformer::with_jit_options(
+        g.clone(),
+        JitOptions {
+            lower: narrow,
+            ..JitOptions::default()
+        },
+    )
+    .unwrap();
     let comp = t
         .computation(&[g.find("s").unwrap()], &[g.find("x").unwrap()])
         .unwrap();

@@ -100,7 +100,9 @@ pub struct LowerOptions {
     /// accumulate in f64.
     pub f64_accumulation: bool,
     /// Let an f32 sum accumulated in f64 run in f32 where each term's path to the result has
-    /// few additions, so its error stays below `2⁻¹⁴ · Σ|xᵢ|` ([`crate::narrow_sums`]).
+    /// few additions, so its error stays below `2⁻¹⁴ · Σ|xᵢ|` ([`crate::narrow_sums`]). Off by
+    /// default: an f32 accumulator overflows where the interpreter's f64 one does not (a row
+    /// holding two terms near f32's maximum gave NaN in layernorm; fuzzer, 2026-11-24).
     pub narrow_f32_sums: bool,
     /// Cut a transposing copy's innermost loop and the loop its gathered operand is contiguous
     /// along into blocks ([`crate::tile`]): a 4096 × 4096 transpose walked column by column
@@ -142,7 +144,7 @@ impl Default for LowerOptions {
             parallel_max_chunks: 64,
             vectorize: true,
             f64_accumulation: true,
-            narrow_f32_sums: true,
+            narrow_f32_sums: false,
             tile_transposes: true,
             reduce_in_memory: true,
             reduce_in_memory_min_bytes: crate::reduce_in_memory::MIN_BYTES,
