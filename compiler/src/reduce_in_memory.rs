@@ -38,10 +38,9 @@
 
 use weft_ir::loop_ir::{
     AccId, AffineExpr, BinaryOp, BufferAccess, BufferAccessExpr, BufferId, Inst, Kernel,
-    LoopAnnotations, LoopId, ReduceKind, Stmt,
+    LoopAnnotations, LoopId, ReduceKind, ScalarType, Stmt,
 };
 
-use crate::tile::substitute;
 use weft_ir::arena::EntityRef;
 
 /// The least stride (elements) along the reduced loop that makes the rewrite worth it.
@@ -324,24 +323,9 @@ fn rewrite(
     };
     // loop r { loop acc { v = ...; row[k] += v } }
     let ke = k_expr(acc_l);
-    let mut inner = Vec::with_capacity(r_body.len() + 3);
-    for s in r_body {
-        match s {
-            Stmt::Reduce { value, .. } => {
-                let (old, load) = k.define(acc_ty, Inst::Load(slot(acc_l)));
-                let (new, add) = k.define(acc_ty, Inst::Binary(BinaryOp::Add, old, value));
-                inner.extend([
-                    load,
-                    add,
-                    Stmt::Store {
-                        target: slot(acc_l),
-                        value: new,
-                    },
-                ]);
-            }
-            other => inner.push(substitute(other, &[(kl, &ke)])?),
-        }
-    }
+    let inner = accumulate_in(k, &r_body, acc_ty, &slot(acc_l), &|e: &AffineExpr| {
+        e.substitute(kl, &ke)
+    })?;
     let accumulate = Stmt::Loop {
         loop_id: c.r,
         body: vec![Stmt::Loop {
@@ -351,19 +335,7 @@ fn rewrite(
     };
     // loop fin { tail, with acc.value a = row[k] }
     let fe = k_expr(fin_l);
-    let mut fin = Vec::with_capacity(tail.len());
-    for s in tail {
-        match s {
-            Stmt::Let {
-                result,
-                inst: Inst::AccValue(_),
-            } => fin.push(Stmt::Let {
-                result,
-                inst: Inst::Load(slot(fin_l)),
-            }),
-            other => fin.push(substitute(other, &[(kl, &fe)])?),
-        }
-    }
+    let fin = finish_from(&tail, &slot(fin_l), &|e: &AffineExpr| e.substitute(kl, &fe))?;
     let finish = Stmt::Loop {
         loop_id: fin_l,
         body: fin,
@@ -390,36 +362,6 @@ fn rewrite(
 
 /// Most results in a group of rows (`rewrite_group`): their f64 accumulators fill 32 KiB.
 pub const GROUP: u64 = 4096;
-
-/// `s` with `f` applied to the access of a load or store; `None` if `f` refuses.
-fn map_access(s: Stmt, f: &dyn Fn(&AffineExpr) -> Option<AffineExpr>) -> Option<Stmt> {
-    let access = |a: BufferAccessExpr| -> Option<BufferAccessExpr> {
-        let mut mask = Vec::with_capacity(a.mask.len());
-        for mut m in a.mask {
-            m.expr = f(&m.expr)?;
-            mask.push(m);
-        }
-        Some(BufferAccessExpr {
-            buffer: a.buffer,
-            index: f(&a.index)?,
-            mask,
-        })
-    };
-    Some(match s {
-        Stmt::Let {
-            result,
-            inst: Inst::Load(a),
-        } => Stmt::Let {
-            result,
-            inst: Inst::Load(access(a)?),
-        },
-        Stmt::Store { target, value } => Stmt::Store {
-            target: access(target)?,
-            value,
-        },
-        other => other,
-    })
-}
 
 /// The rewrite of a result loop `kl` that is the only statement of the kernel's parallel loop
 /// `p`, when every load of the reduced loop's body reads `p` and `kl` as one flattened index
@@ -493,45 +435,14 @@ fn rewrite_group(
         terms.extend([(p, ck.checked_mul(gi)?), (acc_l, ck)]);
         Some(AffineExpr::new(terms, e.offset()))
     };
-    let mut inner = Vec::with_capacity(r_body.len() + 3);
-    for s in r_body {
-        match s {
-            Stmt::Reduce { value, .. } => {
-                let (old, load) = k.define(acc_ty, Inst::Load(group_slot(acc_l)));
-                let (new, add) = k.define(acc_ty, Inst::Binary(BinaryOp::Add, old, *value));
-                inner.extend([
-                    load,
-                    add,
-                    Stmt::Store {
-                        target: group_slot(acc_l),
-                        value: new,
-                    },
-                ]);
-            }
-            other => inner.push(map_access(other.clone(), &collapse)?),
-        }
-    }
+    let inner = accumulate_in(k, r_body, acc_ty, &group_slot(acc_l), &collapse)?;
     // The tail, per row `p = q·p' + row` and result `k`.
     let p_expr = AffineExpr::new([(p, qi), (row_l, 1)], 0);
     let k_expr = AffineExpr::var(fin_l);
-    let mut fin = Vec::with_capacity(tail.len());
-    for s in tail {
-        match s {
-            Stmt::Let {
-                result,
-                inst: Inst::AccValue(_),
-            } => fin.push(Stmt::Let {
-                result: *result,
-                inst: Inst::Load(slot(AffineExpr::new(
-                    [(p, gi), (row_l, nki), (fin_l, 1)],
-                    0,
-                ))),
-            }),
-            other => fin.push(map_access(other.clone(), &|e: &AffineExpr| {
-                e.substitute(p, &p_expr)?.substitute(kl, &k_expr)
-            })?),
-        }
-    }
+    let row = slot(AffineExpr::new([(p, gi), (row_l, nki), (fin_l, 1)], 0));
+    let fin = finish_from(tail, &row, &|e: &AffineExpr| {
+        e.substitute(p, &p_expr)?.substitute(kl, &k_expr)
+    })?;
     let identity = weft_ir::loop_ir::semantics::reduce_identity(ReduceKind::Sum, acc_ty);
     let (zero, zero_let) = k.define(acc_ty, Inst::Const(identity));
     let stmts = vec![
@@ -566,4 +477,55 @@ fn rewrite_group(
     k.loops[c.r].annotations = LoopAnnotations::default();
     k.loops[p].extent = np / q;
     Some((stmts, buffer))
+}
+
+/// The reduced loop's body with each `reduce` of a term into the accumulator replaced by adding
+/// it to the accumulator's slot in memory, and every other access rewritten by `map`.
+fn accumulate_in(
+    k: &mut Kernel,
+    r_body: &[Stmt],
+    acc_ty: ScalarType,
+    slot: &BufferAccessExpr,
+    map: &dyn Fn(&AffineExpr) -> Option<AffineExpr>,
+) -> Option<Vec<Stmt>> {
+    let mut inner = Vec::with_capacity(r_body.len() + 3);
+    for s in r_body {
+        match s {
+            Stmt::Reduce { value, .. } => {
+                let (old, load) = k.define(acc_ty, Inst::Load(slot.clone()));
+                let (new, add) = k.define(acc_ty, Inst::Binary(BinaryOp::Add, old, *value));
+                inner.extend([
+                    load,
+                    add,
+                    Stmt::Store {
+                        target: slot.clone(),
+                        value: new,
+                    },
+                ]);
+            }
+            other => inner.push(other.clone().map_access(map)?),
+        }
+    }
+    Some(inner)
+}
+
+/// The tail after the reduction with the accumulator's value read from its slot in memory,
+/// and every other access rewritten by `map`.
+fn finish_from(
+    tail: &[Stmt],
+    slot: &BufferAccessExpr,
+    map: &dyn Fn(&AffineExpr) -> Option<AffineExpr>,
+) -> Option<Vec<Stmt>> {
+    tail.iter()
+        .map(|s| match s {
+            Stmt::Let {
+                result,
+                inst: Inst::AccValue(_),
+            } => Some(Stmt::Let {
+                result: *result,
+                inst: Inst::Load(slot.clone()),
+            }),
+            other => other.clone().map_access(map),
+        })
+        .collect()
 }

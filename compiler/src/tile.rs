@@ -134,40 +134,10 @@ fn replace_innermost(body: &mut Vec<Stmt>, with: Stmt) {
     *body = vec![with];
 }
 
-/// `e` with each loop of `subs` replaced by its expression; `None` on overflow.
-pub(crate) fn substitute_expr(
-    e: &AffineExpr,
-    subs: &[(LoopId, &AffineExpr)],
-) -> Option<AffineExpr> {
-    subs.iter()
-        .try_fold(e.clone(), |e, (l, by)| e.substitute(*l, by))
-}
-
+/// `s` with each loop of `subs` replaced by its expression in its access; `None` on overflow.
 pub(crate) fn substitute(s: Stmt, subs: &[(LoopId, &AffineExpr)]) -> Option<Stmt> {
-    let access = |a: BufferAccessExpr| -> Option<BufferAccessExpr> {
-        let mut mask = Vec::with_capacity(a.mask.len());
-        for mut m in a.mask {
-            m.expr = substitute_expr(&m.expr, subs)?;
-            mask.push(m);
-        }
-        Some(BufferAccessExpr {
-            buffer: a.buffer,
-            index: substitute_expr(&a.index, subs)?,
-            mask,
-        })
-    };
-    Some(match s {
-        Stmt::Let {
-            result,
-            inst: Inst::Load(a),
-        } => Stmt::Let {
-            result,
-            inst: Inst::Load(access(a)?),
-        },
-        Stmt::Store { target, value } => Stmt::Store {
-            target: access(target)?,
-            value,
-        },
-        other => other,
+    s.map_access(&|e: &AffineExpr| {
+        subs.iter()
+            .try_fold(e.clone(), |e, (l, by)| e.substitute(*l, by))
     })
 }

@@ -201,6 +201,45 @@ pub enum Stmt {
     },
 }
 
+impl BufferAccessExpr {
+    /// The access with its index and every mask expression rewritten by `f` (a loop
+    /// transformation's substitution); `None` if `f` refuses one.
+    pub fn map_exprs(self, f: &dyn Fn(&AffineExpr) -> Option<AffineExpr>) -> Option<Self> {
+        let mut mask = Vec::with_capacity(self.mask.len());
+        for mut m in self.mask {
+            m.expr = f(&m.expr)?;
+            mask.push(m);
+        }
+        Some(BufferAccessExpr {
+            buffer: self.buffer,
+            index: f(&self.index)?,
+            mask,
+        })
+    }
+}
+
+impl Stmt {
+    /// A flat statement with the access of its load or store rewritten by `f`
+    /// ([`BufferAccessExpr::map_exprs`]); other statements unchanged (a loop's body is not
+    /// visited). `None` if `f` refuses.
+    pub fn map_access(self, f: &dyn Fn(&AffineExpr) -> Option<AffineExpr>) -> Option<Stmt> {
+        Some(match self {
+            Stmt::Let {
+                result,
+                inst: Inst::Load(a),
+            } => Stmt::Let {
+                result,
+                inst: Inst::Load(a.map_exprs(f)?),
+            },
+            Stmt::Store { target, value } => Stmt::Store {
+                target: target.map_exprs(f)?,
+                value,
+            },
+            other => other,
+        })
+    }
+}
+
 /// A loop-IR kernel.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct Kernel {
