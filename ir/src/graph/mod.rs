@@ -575,22 +575,7 @@ impl Graph {
     /// Binds the length of a declared axis (a length bound late: docs/design.md, "Axes"). Rebinding
     /// replaces the length; derived axes follow.
     pub fn bind(&mut self, axis: Axis, len: usize) -> Result<(), GraphError> {
-        let name = self.axis_name(axis);
-        let entry = self
-            .axes
-            .get_mut(axis.id)
-            .ok_or_else(|| GraphError::Foreign(name.clone()))?;
-        match &mut entry.def {
-            AxisDef::Base { len: l } => {
-                *l = Some(len);
-                self.refresh_lens();
-                Ok(())
-            }
-            _ => Err(GraphError::AxisDefinition {
-                axis: name,
-                message: "is derived from other axes; bind those instead".into(),
-            }),
-        }
+        self.set_len(axis, Some(len), "bind")
     }
 
     /// Forgets the length of a declared axis, so that a transformer binds it at each call from
@@ -608,20 +593,26 @@ impl Graph {
     /// # Ok::<(), weft_ir::GraphError>(())
     /// ```
     pub fn unbind(&mut self, axis: Axis) -> Result<(), GraphError> {
+        self.set_len(axis, None, "unbind")
+    }
+
+    /// [`Graph::bind`] (`Some`) and [`Graph::unbind`] (`None`); `verb` names the caller in the
+    /// error for a derived axis.
+    fn set_len(&mut self, axis: Axis, len: Option<usize>, verb: &str) -> Result<(), GraphError> {
         let name = self.axis_name(axis);
         let entry = self
             .axes
             .get_mut(axis.id)
             .ok_or_else(|| GraphError::Foreign(name.clone()))?;
         match &mut entry.def {
-            AxisDef::Base { len } => {
-                *len = None;
+            AxisDef::Base { len: l } => {
+                *l = len;
                 self.refresh_lens();
                 Ok(())
             }
             _ => Err(GraphError::AxisDefinition {
                 axis: name,
-                message: "is derived from other axes; unbind those instead".into(),
+                message: format!("is derived from other axes; {verb} those instead"),
             }),
         }
     }
