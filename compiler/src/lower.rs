@@ -423,11 +423,6 @@ pub(crate) fn accumulation_type(op: ReduceOp, values: DType, options: &LowerOpti
 }
 
 /// Unroll factor for a vectorised innermost loop of `extent` iterations.
-/// A loop's unroll factor (vector parts per step).
-fn a_unroll(k: &Kernel, l: LoopId) -> u32 {
-    k.loops[l].annotations.unroll
-}
-
 fn unroll_for(extent: usize, reduction: bool) -> u32 {
     match (reduction, extent) {
         (true, e) if e >= 32 => 4,
@@ -1037,7 +1032,7 @@ impl<'a> Lowerer<'a> {
                 self.notes.push(format!(
                     "register-blocked: result loop %{p} vectorised around reduction %{r}, \
                      {} accumulators per step ({} would gather along %{r}, {} along %{p})",
-                    a_unroll(&self.k, *p) * 4,
+                    self.k.loops[*p].annotations.unroll * 4,
                     weft_ir::size::count(gathers(r), "load", "loads"),
                     gathers(*p)
                 ));
