@@ -44,12 +44,15 @@
 //!
 //! With a [`Perturbation`], every float entering the computation — each input, each state value
 //! read, each float constant and each conversion to float from an integer or bool — is nudged by
-//! `weft_ir::perturb::perturb` (a relative `1 ± rel` per element, classes kept), and so is each
-//! result of a function backends only approximate (`UnaryOp::is_approximate`, `power`), where
-//! their few-ulp error enters, and each float `dot`'s result — and each sum of products that
-//! `Graph::sum_of_products` reads as a contraction — is moved by up to the error bound of
-//! summing its K products in any order in its own precision, `K·u·Σ|aᵢbᵢ|` (a GEMM
-//! accumulates f32 in f32; docs/numerics.md) — up in odd-seeded runs, down in even ones.
+//! `weft_ir::perturb::perturb` (a relative `1 ± rel` per element, random signs, classes kept).
+//! Where a backend's own error enters, results are moved one way — up in odd-seeded runs, down
+//! in even ones: each result of a function backends only approximate
+//! (`UnaryOp::is_approximate`, `power`) and of a rounding `add`, `subtract`, `multiply` or
+//! `divide` (a backend rounds it from inputs its earlier errors moved, and an exact
+//! cancellation downstream keeps only that rounding noise) by a relative `rel`; each float
+//! `dot`'s result — and each sum of products that `Graph::sum_of_products` reads as a
+//! contraction — by up to the error bound of summing its K products in any order in its own
+//! precision, `K·u·Σ|aᵢbᵢ|` (a GEMM accumulates f32 in f32; docs/numerics.md).
 //! That is the test oracle's conditioning probe (docs/testing.md,
 //! "Tolerances"): how far it moves a result is how far a backend summing in another order, or
 //! evaluating a polynomial, may differ there. Nothing else uses it.
@@ -104,6 +107,16 @@ impl Perturbation {
             // an input's nudge, which cannot show it (the result moves by far less than an ulp).
             Op::Unary(op, _) => op.is_approximate().then_some(true),
             Op::Binary(BinaryOp::Power, ..) => Some(true),
+            // A rounding op's result: a backend computing it from inputs a few ulps away
+            // (after a polynomial or a reordered sum) rounds it differently, and a later exact
+            // cancellation of it (`g + (−g / e) · e`, where autodiff meets `log(exp(z))`)
+            // leaves only that rounding noise, which no nudge of an input can move: the two
+            // uses of `e` see one value. One way, as function results: two terms nudged
+            // opposite ways by random sizes would cancel again whenever the sizes are close.
+            Op::Binary(
+                BinaryOp::Add | BinaryOp::Subtract | BinaryOp::Multiply | BinaryOp::Divide,
+                ..,
+            ) => Some(true),
             _ => None,
         };
         let Some(approximate) = entry.filter(|_| node.dtype.is_float()) else {
@@ -581,6 +594,45 @@ mod tests {
                 rel: 1.0 / 65536.0,
             }));
             assert!((nudged - base).abs() >= ulp_of_x, "{nudged} vs {base}");
+        }
+    }
+
+    /// tests/findings/fuzz_exp_log_exact_cancellation_in_mutated_digits_mlp.weft: the gradient
+    /// of `z − log(exp(z))` is `g + (−g / e) · e`, exactly 0 but for the rounding of the divide
+    /// and multiply, which a backend whose `e` is an ulp away rounds differently. Both uses of
+    /// `e` see one nudged value, so nudging `e` cannot spread the cancellation; nudging the
+    /// rounding ops' results must, by about the size of the cancelling terms.
+    #[test]
+    fn perturbed_runs_spread_an_exact_cancellation_of_rounded_results() {
+        let mut g = Graph::new();
+        let n = g.axis("N", 1).unwrap();
+        let z = g.placeholder("z", &[n], DType::F32).unwrap();
+        let grad = g.placeholder("g", &[n], DType::F32).unwrap();
+        let e = g.unary(weft_ir::UnaryOp::Exp, z).unwrap();
+        let neg = g.unary(weft_ir::UnaryOp::Negative, grad).unwrap();
+        let q = g.binary(BinaryOp::Divide, neg, e).unwrap();
+        let p = g.binary(BinaryOp::Multiply, q, e).unwrap();
+        let d = g.binary(BinaryOp::Add, grad, p).unwrap();
+        let g = Arc::new(g);
+        let axes = weft_ir::Axes::new([n]).unwrap();
+        let zs = HostArray::from_vec(axes.clone(), vec![1], vec![-1.3_f32]).unwrap();
+        let gs = HostArray::from_vec(axes, vec![1], vec![-0.015_625_f32]).unwrap();
+        let run = |p: Option<Perturbation>| {
+            let mut exe = Interpreter::new(Arc::clone(&g), &[d], &[z, grad]).unwrap();
+            if let Some(p) = p {
+                exe = exe.with_perturbation(p);
+            }
+            let out = exe.run(&[zs.clone(), gs.clone()], &mut State::default());
+            out.unwrap()[0].to_vec::<f32>().unwrap()[0]
+        };
+        let base = run(None);
+        let rel = 1.0 / 65536.0;
+        for seed in 1..=2 {
+            let nudged = run(Some(Perturbation { seed, rel }));
+            // At least a quarter of the nudge of one term: far above the few ulps of 2⁻⁶
+            // (2⁻²⁹ each) a backend's rounding leaves.
+            let floor = 0.015_625 * rel as f32 / 4.0;
+            assert!((nudged - base).abs() >= floor, "{nudged} vs {base}");
         }
     }
 
