@@ -27,8 +27,8 @@ use std::collections::HashMap;
 
 pub mod oracle;
 pub use oracle::{
-    compare_arrays, compare_runs, fill_garbage, observed_outputs, proptest_cases, random_inputs,
-    state_nodes, Run, SplitMix, Tolerance, PERTURBED_REFERENCES,
+    compare_arrays, compare_runs, compare_runs_or, fill_garbage, observed_outputs, proptest_cases,
+    random_inputs, state_nodes, Run, SplitMix, Tolerance, PERTURBED_REFERENCES,
 };
 
 /// What random graphs may contain.
