@@ -34,6 +34,8 @@ pub mod computation;
 pub mod datasets;
 pub mod error;
 pub mod per_binding;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod transformer;
 
 pub use computation::{Computation, NO_INPUTS};

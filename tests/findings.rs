@@ -115,12 +115,20 @@ fn check_graph(name: &str, g: &Graph) -> Result<Vec<String>, String> {
         if let Err(e) = &refs {
             errors.push(format!("Interpreter: {e}"));
         }
+        let case = weft::testing::Case {
+            graph: g,
+            placeholders: &ps,
+            inputs: &inputs,
+            calls: 2,
+            tol: &tol,
+        };
         for backend in [Backend::Jit, Backend::JitUnfused] {
             match (
                 jit_common::run(g, &outputs, &ps, &inputs, 2, backend),
                 &refs,
             ) {
-                (Ok(got), Ok(refs)) => jit_common::compare(&got, refs, &tol)
+                (Ok(got), Ok(refs)) => case
+                    .check(&|g| Transformer::new(g, backend), &outputs, &got, refs)
                     .map_err(|m| format!("{name} on {backend:?}: {m}"))?,
                 (Err(e), Ok(_)) => {
                     return Err(format!(

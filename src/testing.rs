@@ -1,0 +1,347 @@
+//! Differential testing against the reference interpreter (feature `testing`): running a
+//! computation's calls the way every backend test does, the interpreter's references for
+//! `weft_ir::testing`'s oracle, and judging a run that fails the oracle again, node by node.
+//! Shared by the JIT tests (`tests/jit_common`), `tests/findings.rs` and the fuzzer.
+//!
+//! Assumes the oracle of docs/testing.md ("Tolerances"): a backend's run is compared element by
+//! element with the interpreter's base run and its perturbed runs. Guarantees: [`Case::check`]
+//! accepts a run only if it passes that comparison, or if every observed node of the same
+//! configuration run again with every node observed — which must give the same bits for the
+//! run's outputs — matches the interpreter, globally or evaluated alone from the values its
+//! operands took in that run ([`Case::judge_from_operands`]). So every op is checked against
+//! the interpreter on inputs the backend really had: a miscompiled op fails its own check.
+
+use crate::{Backend, Computation, Perturbation, Result, Transformer};
+pub use weft_ir::testing::Run;
+use weft_ir::testing::{
+    compare_arrays, compare_runs, compare_runs_or, fill_garbage, state_nodes, Tolerance,
+    PERTURBED_REFERENCES,
+};
+use weft_ir::{ArrayData, DataRef, Graph, HostArray, HostView, NodeId, Op, TensorKind};
+
+/// Runs `outputs` of `g` `calls` times on `backend` with `inputs` for the placeholders `ps`.
+pub fn run(
+    g: &Graph,
+    outputs: &[NodeId],
+    ps: &[NodeId],
+    inputs: &[HostArray],
+    calls: usize,
+    backend: Backend,
+) -> Result<Run> {
+    let t = Transformer::new(g.clone(), backend)?;
+    run_on(&t, outputs, ps, inputs, calls)
+}
+
+/// Runs `outputs` `calls` times on `t` ([`call_alternately`]), then reads every variable and
+/// persistent tensor.
+pub fn run_on(
+    t: &Transformer,
+    outputs: &[NodeId],
+    ps: &[NodeId],
+    inputs: &[HostArray],
+    calls: usize,
+) -> Result<Run> {
+    let c = t.computation(outputs, ps)?;
+    let results = (0..calls)
+        .map(|k| call_alternately(&c, inputs, k))
+        .collect::<Result<Vec<_>>>()?;
+    let state = state_nodes(t.graph())
+        .iter()
+        .map(|id| t.value_of(*id))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((results, state))
+}
+
+/// Call `k` of `c`: `call` when `k` is even, else `call_into` arrays holding garbage
+/// (`weft_ir::testing::fill_garbage`) with the inputs borrowed from copies that start 1–3
+/// elements into their allocation — so every test checks that a backend writing outputs in
+/// place writes every element, and that one reading inputs in place reads them at any
+/// alignment.
+pub fn call_alternately(c: &Computation, inputs: &[HostArray], k: usize) -> Result<Vec<HostArray>> {
+    if k.is_multiple_of(2) {
+        return c.call(inputs);
+    }
+    let offset = 1 + (k / 2) % 3;
+    let shifted: Vec<ArrayData> = inputs.iter().map(|a| shift(a.data(), offset)).collect();
+    let views = inputs
+        .iter()
+        .zip(&shifted)
+        .map(|(a, d)| HostView::of_data(a.axes(), a.shape(), tail(d, offset)))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let mut outputs = c.output_arrays()?;
+    outputs.iter_mut().for_each(fill_garbage);
+    c.call_into(&views, &mut outputs)?;
+    Ok(outputs)
+}
+
+/// `d` after `offset` default elements.
+fn shift(d: &ArrayData, offset: usize) -> ArrayData {
+    fn s<T: Copy + Default>(v: &[T], offset: usize) -> Vec<T> {
+        let mut out = vec![T::default(); offset];
+        out.extend_from_slice(v);
+        out
+    }
+    match d {
+        ArrayData::F32(v) => ArrayData::F32(s(v, offset)),
+        ArrayData::F64(v) => ArrayData::F64(s(v, offset)),
+        ArrayData::I32(v) => ArrayData::I32(s(v, offset)),
+        ArrayData::I64(v) => ArrayData::I64(s(v, offset)),
+        ArrayData::Bool(v) => ArrayData::Bool(s(v, offset)),
+    }
+}
+
+/// The elements of `d` from `offset` on, borrowed.
+fn tail(d: &ArrayData, offset: usize) -> DataRef<'_> {
+    match d {
+        ArrayData::F32(v) => DataRef::F32(&v[offset..]),
+        ArrayData::F64(v) => DataRef::F64(&v[offset..]),
+        ArrayData::I32(v) => DataRef::I32(&v[offset..]),
+        ArrayData::I64(v) => DataRef::I64(&v[offset..]),
+        ArrayData::Bool(v) => DataRef::Bool(&v[offset..]),
+    }
+}
+
+/// The interpreter's runs the oracle compares with: on `inputs` (the base), then with every
+/// float entering the computation nudged by `tol.perturbation`
+/// ([`Transformer::perturbed_interpreter`], docs/testing.md).
+pub fn references(
+    g: &Graph,
+    outputs: &[NodeId],
+    ps: &[NodeId],
+    inputs: &[HostArray],
+    calls: usize,
+    tol: &Tolerance,
+) -> Result<Vec<Run>> {
+    let mut runs = vec![run(g, outputs, ps, inputs, calls, Backend::Interpreter)?];
+    for seed in 1..=PERTURBED_REFERENCES {
+        let p = Perturbation {
+            seed,
+            rel: tol.perturbation,
+        };
+        let t = Transformer::perturbed_interpreter(g.clone(), p)?;
+        runs.push(run_on(&t, outputs, ps, inputs, calls)?);
+    }
+    Ok(runs)
+}
+
+/// A graph's test case: its placeholders and their values, the number of calls and the
+/// tolerance — what judging a backend's run needs.
+#[derive(Clone, Copy, Debug)]
+pub struct Case<'a> {
+    /// The graph.
+    pub graph: &'a Graph,
+    /// Its placeholders, in the order of `inputs`.
+    pub placeholders: &'a [NodeId],
+    /// A value per placeholder.
+    pub inputs: &'a [HostArray],
+    /// How many calls each run makes.
+    pub calls: usize,
+    /// The oracle's tolerance.
+    pub tol: &'a Tolerance,
+}
+
+/// Makes the backend under test for a graph (the same configuration every time).
+pub type MakeBackend<'a> = &'a dyn Fn(Graph) -> Result<Transformer>;
+
+impl Case<'_> {
+    /// Whether `got`, a run of `outputs` on the backend `make` builds, passes the oracle
+    /// against `refs`, or failing that is explained node by node
+    /// ([`Case::explain_by_every_node`]); the message names both judgements.
+    pub fn check(
+        &self,
+        make: MakeBackend,
+        outputs: &[NodeId],
+        got: &Run,
+        refs: &[Run],
+    ) -> std::result::Result<(), String> {
+        let Err(m) = compare_runs(got, refs, self.tol) else {
+            return Ok(());
+        };
+        self.explain_by_every_node(make, outputs, got)
+            .map_err(|why| format!("{m}; {why}"))
+    }
+
+    /// Whether a run `got` of `outputs` is explained node by node: the backend `make` builds,
+    /// run again with every node observed, gives the same bits for `outputs`, and there every
+    /// node matches the interpreter, or — a computed node — matches it evaluated from the
+    /// values its operands took in that run ([`Case::judge_from_operands`]). Each perturbed
+    /// reference is one consistent world, so two near-ties read together can come out in the
+    /// backend in a combination no reference has; judged op by op on inputs the backend
+    /// really had, a miscompiled op still fails its own check.
+    pub fn explain_by_every_node(
+        &self,
+        make: MakeBackend,
+        outputs: &[NodeId],
+        got: &Run,
+    ) -> std::result::Result<(), String> {
+        let all: Vec<NodeId> = self.graph.nodes().map(|(id, _)| id).collect();
+        let run_all = |t: &Transformer| run_on(t, &all, self.placeholders, self.inputs, self.calls);
+        let every = make(self.graph.clone())
+            .and_then(|t| run_all(&t))
+            .map_err(|e| format!("not explained: with every node observed: {e}"))?;
+        for (call, outs) in got.0.iter().enumerate() {
+            for (k, x) in outs.iter().enumerate() {
+                let j = all.iter().position(|id| *id == outputs[k]);
+                if !j.is_some_and(|j| same_bits(x, &every.0[call][j])) {
+                    return Err(format!(
+                        "not explained: with every node observed, call {call} output {k} differs"
+                    ));
+                }
+            }
+        }
+        let (ps, inputs) = (self.placeholders, self.inputs);
+        let refs = references(self.graph, &all, ps, inputs, self.calls, self.tol)
+            .map_err(|e| e.to_string())?;
+        compare_runs_or(&every, &refs, self.tol, |call, k, m| {
+            self.judge_from_operands(&all, (&every, call, k))
+                .map_err(|why| format!("with every node observed, {m}; {why}"))
+        })
+    }
+
+    /// Judges output `k` of call `call` of the run `got` of `outputs` from the values its
+    /// operands took in that run: the interpreter evaluates the node alone (its computed
+    /// operands cut to placeholders, `Graph::with_placeholder_for`) on those values, with its
+    /// perturbed references. Only for a computed node (not a stored tensor or an assign) whose
+    /// every operand is observed, a placeholder or a constant.
+    pub fn judge_from_operands(
+        &self,
+        outputs: &[NodeId],
+        (got, call, k): (&Run, usize, usize),
+    ) -> std::result::Result<(), String> {
+        let g = self.graph;
+        let node = outputs[k];
+        let op = &g.node(node).op;
+        if matches!(op, Op::Tensor { .. } | Op::Assign { .. }) {
+            return Err("a stored tensor or an assign: not judged from operands".into());
+        }
+        let mut operands = op.inputs();
+        operands.sort();
+        operands.dedup();
+        // Constants evaluate alike in the cut graph; every other operand takes the run's value.
+        operands.retain(|x| !is_constant(g, *x));
+        let mut cut = g.clone();
+        let mut values = Vec::with_capacity(operands.len());
+        for &x in &operands {
+            let value = if let Some(j) = self.placeholders.iter().position(|p| *p == x) {
+                self.inputs[j].clone()
+            } else if let Some(j) = outputs.iter().position(|o| *o == x) {
+                // A variable or persistent tensor cannot be cut: refused here, as not judged.
+                cut = cut.with_placeholder_for(x).map_err(|e| e.to_string())?;
+                got.0[call][j].clone()
+            } else {
+                return Err(format!("operand {} not observed", g.node_label(x)));
+            };
+            values.push(value);
+        }
+        let refs = references(&cut, &[node], &operands, &values, 1, self.tol)
+            .map_err(|e| format!("the interpreter refused the node alone: {e}"))?;
+        let ys: Vec<&HostArray> = refs.iter().map(|r| &r.0[0][0]).collect();
+        compare_arrays(&got.0[call][k], &ys, self.tol)
+            .map_err(|m| format!("and from its operands' values in this run: {m}"))
+    }
+}
+
+fn is_constant(g: &Graph, x: NodeId) -> bool {
+    matches!(
+        g.node(x).op,
+        Op::Tensor {
+            kind: TensorKind::Constant,
+            ..
+        }
+    )
+}
+
+/// Whether two arrays hold the same bits (NaN payloads and zero signs included).
+fn same_bits(a: &HostArray, b: &HostArray) -> bool {
+    let bits = |d: &ArrayData| -> Vec<u64> {
+        match d {
+            ArrayData::F32(v) => v.iter().map(|x| u64::from(x.to_bits())).collect(),
+            ArrayData::F64(v) => v.iter().map(|x| x.to_bits()).collect(),
+            ArrayData::I32(v) => v.iter().map(|x| *x as u64).collect(),
+            ArrayData::I64(v) => v.iter().map(|x| *x as u64).collect(),
+            ArrayData::Bool(v) => v.iter().map(|x| u64::from(*x)).collect(),
+        }
+    };
+    a.axes() == b.axes() && a.dtype() == b.dtype() && bits(a.data()) == bits(b.data())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::JitOptions;
+    use weft_ir::testing::random_inputs;
+
+    /// `x: f64[N]`, `e = exp(x)`, `d = subtract(e, x)`.
+    fn graph() -> Graph {
+        let text = "axis N = 4\nplaceholder x: f64[N]\ne = exp(x)\nd = subtract(e, x)\n";
+        weft_ir::text::parse(text, "t.weft").unwrap()
+    }
+
+    fn bump(run: &mut Run, k: usize, by: f64) {
+        run.0[0][k].as_mut_slice::<f64>().unwrap()[1] += by;
+    }
+
+    #[test]
+    fn a_node_wrong_from_its_own_operands_still_fails() {
+        let g = graph();
+        let (ps, tol) = (g.placeholders(), Tolerance::for_graph(&g));
+        let inputs = random_inputs(&g, &ps, 3, false);
+        let case = Case {
+            graph: &g,
+            placeholders: &ps,
+            inputs: &inputs,
+            calls: 1,
+            tol: &tol,
+        };
+        let outputs: Vec<NodeId> = g.nodes().map(|(id, _)| id).collect();
+        let mut got = run(&g, &outputs, &ps, &inputs, 1, Backend::Interpreter).unwrap();
+        let judge = |got: &Run, k| case.judge_from_operands(&outputs, (got, 0, k));
+        assert_eq!(judge(&got, 2), Ok(()));
+        // A wrong `d` from right operands, and a wrong `e` from the right input: both caught.
+        bump(&mut got, 2, 0.5);
+        assert!(judge(&got, 2).unwrap_err().contains("operands' values"));
+        bump(&mut got, 2, -0.5);
+        bump(&mut got, 1, 0.5);
+        assert!(judge(&got, 1).is_err());
+        // `d` computed right from that wrong `e` is judged right from its operands: the wrong
+        // `e` is what fails.
+        bump(&mut got, 2, 0.5);
+        assert_eq!(judge(&got, 2), Ok(()));
+        // A placeholder has no operands to judge it by.
+        assert!(judge(&got, 0).is_err());
+    }
+
+    /// A run whose observed output differs from what the configuration computes with every
+    /// node observed is not explained; a right run is, and passes the check.
+    #[test]
+    fn a_run_is_explained_only_by_the_same_bits_with_every_node_observed() {
+        let g = graph();
+        let (ps, tol) = (g.placeholders(), Tolerance::for_graph(&g));
+        let inputs = random_inputs(&g, &ps, 3, false);
+        let case = Case {
+            graph: &g,
+            placeholders: &ps,
+            inputs: &inputs,
+            calls: 2,
+            tol: &tol,
+        };
+        let d = [g.find("d").unwrap()];
+        let make = |g| Transformer::with_jit_options(g, JitOptions::default());
+        let jit = make(g.clone()).unwrap();
+        let mut got = run_on(&jit, &d, &ps, &inputs, 2).unwrap();
+        let refs = references(&g, &d, &ps, &inputs, 2, &tol).unwrap();
+        assert_eq!(case.check(&make, &d, &got, &refs), Ok(()));
+        assert_eq!(case.explain_by_every_node(&make, &d, &got), Ok(()));
+        // Within the tolerance, so the check passes, but not the same bits: not explained.
+        bump(&mut got, 0, 1e-9);
+        assert_eq!(case.check(&make, &d, &got, &refs), Ok(()));
+        let why = case.explain_by_every_node(&make, &d, &got);
+        assert!(why.unwrap_err().contains("not explained"));
+        bump(&mut got, 0, 0.5);
+        let why = case.check(&make, &d, &got, &refs).unwrap_err();
+        assert!(
+            why.contains("vs interpreter") && why.contains("not explained"),
+            "{why}"
+        );
+    }
+}
