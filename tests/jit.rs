@@ -886,3 +886,73 @@ fn strided_sums_accumulate_in_memory_order() {
     let kernels = weft_compiler::lower_plan(&plan, &Default::default()).unwrap();
     assert!(!kernels[0].kernel.to_string().contains("%acc_"));
 }
+
+/// Comparisons of floats that vary across a vector loop are lane masks
+/// (`codegen::vectorize`): every comparison, with NaN and signed zeros planted, feeding
+/// `select`, `convert` to float and logical ops, in f32, f64 and a loop mixing both — vector
+/// loops, against the interpreter.
+#[test]
+fn vector_comparisons_select_convert_and_combine_as_masks() {
+    for (tx, ty) in [("f32", "f32"), ("f64", "f64"), ("f32", "f64")] {
+        let mut src = format!(
+            "axis R = 3\naxis C = 37\nplaceholder x: {tx}[R, C]\nplaceholder y: {tx}[R, C]\n\
+             placeholder w: {ty}[R, C]\n"
+        );
+        for (i, op) in [
+            "equal",
+            "not_equal",
+            "less",
+            "less_equal",
+            "greater",
+            "greater_equal",
+        ]
+        .iter()
+        .enumerate()
+        {
+            src += &format!(
+                "c{i} = {op}(x, y)\ns{i} = select(c{i}, x, y)\nk{i} = convert(c{i}, {tx})\n\
+                 output s{i}\noutput k{i}\n"
+            );
+        }
+        // A mask of one type selecting values of another stays scalar; still exact.
+        src +=
+            "n = greater(x, y)\nsw = select(n, w, w)\nkw = multiply(w, w)\noutput sw\noutput kw\n";
+        let g = weft::ir::text::parse(&src, "masks.weft").unwrap();
+        let ps = g.placeholders();
+        let mut inputs = random_inputs(&g, &ps, 7);
+        // NaN, ±0 and ties planted in x and y.
+        for a in inputs.iter_mut().take(2) {
+            let plant = |v: &mut [f64]| {
+                v[3] = f64::NAN;
+                v[10] = 0.0;
+                v[11] = -0.0;
+                v[20] = 1.5;
+                v[57] = 1.5;
+            };
+            let (axes, shape) = (a.axes().clone(), a.shape().to_vec());
+            *a = if tx == "f32" {
+                let mut v: Vec<f64> = a
+                    .to_vec::<f32>()
+                    .unwrap()
+                    .into_iter()
+                    .map(f64::from)
+                    .collect();
+                plant(&mut v);
+                HostArray::from_vec(axes, shape, v.into_iter().map(|x| x as f32).collect()).unwrap()
+            } else {
+                let mut v = a.to_vec::<f64>().unwrap();
+                plant(&mut v);
+                HostArray::from_vec(axes, shape, v).unwrap()
+            };
+        }
+        let tol = weft_ir::testing::Tolerance::for_graph(&g);
+        let outs = g.outputs().to_vec();
+        let interp = references(&g, &outs, &ps, &inputs, 1, &tol).unwrap();
+        for b in BACKENDS {
+            let jit = run(&g, &outs, &ps, &inputs, 1, b).unwrap();
+            if let Err(m) = compare(&jit, &interp, &tol) {
+                panic!("{tx}/{ty} {b:?} differs: {m}");
+            }
+        }
+    }
+}

@@ -680,6 +680,14 @@ impl<'b> Translator<'_, 'b> {
             Inst::Binary(op, x, y) => {
                 let (rx, ry) = (self.repr(*x)?, self.repr(*y)?);
                 match (op, &rx, &ry) {
+                    // Logical ops of two lane masks (the vector plan admits no other varying
+                    // bool operands), mask by mask.
+                    (_, Repr::Wide(xs), Repr::Wide(ys)) if ty == ScalarType::Bool => Repr::Wide(
+                        xs.iter()
+                            .zip(ys)
+                            .map(|(x, y)| self.binary_value(*op, ty, *x, *y))
+                            .collect(),
+                    ),
                     (BinaryOp::Div, Repr::Wide(_), Repr::Scalar(d)) if ty.is_float() => {
                         let (r, s) = self.scaled_reciprocal(*d);
                         self.map_wide(ty, &[rx, Repr::Scalar(r), Repr::Scalar(s)], |t, xs| {
@@ -694,23 +702,44 @@ impl<'b> Translator<'_, 'b> {
             }
             Inst::Compare(op, x, y) => {
                 let operand_ty = self.ty(*x);
-                let (x, y) = (self.scalar(*x)?, self.scalar(*y)?);
-                Repr::Scalar(self.compare_value(*op, operand_ty, x, y))
+                let (rx, ry) = (self.repr(*x)?, self.repr(*y)?);
+                // Vectors compare to lane masks, one per vector of the operands' type.
+                self.map_wide(operand_ty, &[rx, ry], |t, xs| {
+                    t.compare_value(*op, operand_ty, xs[0], xs[1])
+                })?
             }
             Inst::Select {
                 cond,
                 if_true,
                 if_false,
             } => {
-                let c = self.scalar(*cond)?;
                 let (rt, rf) = (self.repr(*if_true)?, self.repr(*if_false)?);
-                self.map_wide(ty, &[rt, rf], |t, xs| t.b.ins().select(c, xs[0], xs[1]))?
+                match self.repr(*cond)? {
+                    Repr::Scalar(c) => {
+                        self.map_wide(ty, &[rt, rf], |t, xs| t.b.ins().select(c, xs[0], xs[1]))?
+                    }
+                    rc => self.map_wide(ty, &[rc, rt, rf], |t, xs| {
+                        t.math().select(xs[0], xs[1], xs[2])
+                    })?,
+                }
             }
             Inst::Convert(x) => {
                 let from = self.ty(*x);
                 let rx = self.repr(*x)?;
                 match rx {
                     _ if from == ty => rx,
+                    // Lane masks of `ty`'s vectors to 1 or 0.
+                    Repr::Wide(masks) if from == ScalarType::Bool => {
+                        let vec_ty = vector_type(ty);
+                        let (one, zero) =
+                            (self.fconst_vec(vec_ty, 1.0), self.fconst_vec(vec_ty, 0.0));
+                        Repr::Wide(
+                            masks
+                                .iter()
+                                .map(|m| self.math().select(*m, one, zero))
+                                .collect(),
+                        )
+                    }
                     Repr::Scalar(x) => Repr::Scalar(self.convert(x, from, ty)),
                     Repr::Wide(xs) => Repr::Wide(self.convert_wide(&xs, from, ty)?),
                 }
@@ -830,6 +859,10 @@ impl<'b> Translator<'_, 'b> {
             })
             .collect();
         Ok(Repr::Wide(parts))
+    }
+
+    fn fconst_vec(&mut self, vec_ty: Type, c: f64) -> Value {
+        self.math().fconst(vec_ty, c)
     }
 
     fn fconst_like(&mut self, x: Value, c: f64) -> Value {

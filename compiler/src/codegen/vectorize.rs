@@ -2,11 +2,14 @@
 //!
 //! Assumes a verified kernel. Guarantees: a returned [`WidePlan`] describes a body that the
 //! translator can run `lanes × parts` iterations at a time with the same results as the scalar
-//! loop (up to float reduction order): every value that varies with the loop is `f32` or `f64`,
-//! and no operation needs per-lane control flow. Otherwise the loop stays scalar — the
+//! loop (up to float reduction order): every value that varies with the loop is `f32`, `f64` or
+//! a `bool` compared from one of them, and no operation needs per-lane control flow. Otherwise the loop stays scalar — the
 //! annotation is a request, not a promise. A value is *varying* if it depends on the vectorised
 //! loop's index (through a load, `index`, an accumulator declared inside, or an operand);
 //! everything else is *uniform* and computed once per vector step as a scalar.
+//!
+//! A `bool` that varies is a comparison of floats held as lane masks of their vectors; it may
+//! select between, convert to, or combine logically with values of that float type only.
 //!
 //! A loop may mix the two float types (an f32 sum accumulated in f64, say): it then steps four
 //! lanes at a time, an f32 value in one `f32x4` per part and an f64 value in two `f64x2` per
@@ -65,6 +68,7 @@ pub(crate) fn plan(k: &Kernel, l: LoopId, body: &[Stmt]) -> Option<WidePlan> {
         declared,
         outer_accs,
         varying: vec![false; k.values.len()],
+        masks: vec![None; k.values.len()],
         has_f32: false,
         has_f64: false,
         accesses: Vec::new(),
@@ -104,6 +108,10 @@ struct Walker<'a> {
     declared: Vec<AccId>,
     outer_accs: Vec<AccId>,
     varying: Vec<bool>,
+    /// Per varying `bool` value: the float type whose comparison made it. It is held as lane
+    /// masks of that type's vectors, and may only meet values of that type (a `select` of
+    /// it, a `convert` to it, a logical op with another of its masks).
+    masks: Vec<Option<ScalarType>>,
     has_f32: bool,
     has_f64: bool,
     /// Every load and store in the body, with whether a store's value varies.
@@ -151,6 +159,11 @@ impl<'a> Walker<'a> {
         !loaded
             || (stored.index.coefficient(self.l) != 0
                 && same.all(|a| a.expr.index == stored.index && a.expr.mask == stored.mask))
+    }
+
+    /// The float type of a varying `bool`'s lane masks ([`Walker::masks`]).
+    fn mask(&self, v: weft_ir::loop_ir::ValueId) -> Option<ScalarType> {
+        self.masks.get(v.index()).copied().flatten()
     }
 
     fn is_varying(&self, v: weft_ir::loop_ir::ValueId) -> bool {
@@ -203,35 +216,50 @@ impl<'a> Walker<'a> {
                         Inst::Binary(op, x, y) => {
                             let v = self.is_varying(*x) || self.is_varying(*y);
                             if v && matches!(op, BinaryOp::And | BinaryOp::Or | BinaryOp::Xor) {
-                                return None;
+                                // Two masks of one float type combine lane by lane.
+                                let (mx, my) = (self.mask(*x), self.mask(*y));
+                                if mx.is_none() || mx != my {
+                                    return None;
+                                }
+                                *self.masks.get_mut(result.index())? = mx;
                             }
                             v
                         }
                         Inst::Compare(_, x, y) => {
-                            if self.is_varying(*x) || self.is_varying(*y) {
-                                return None;
+                            let v = self.is_varying(*x) || self.is_varying(*y);
+                            if v {
+                                let operand = *self.k.values.get(*x)?;
+                                self.require_float(operand)?;
+                                *self.masks.get_mut(result.index())? = Some(operand);
                             }
-                            false
+                            v
                         }
                         Inst::Select {
                             cond,
                             if_true,
                             if_false,
                         } => {
-                            if self.is_varying(*cond) {
+                            if self.is_varying(*cond) && self.mask(*cond) != Some(ty) {
                                 return None;
                             }
-                            self.is_varying(*if_true) || self.is_varying(*if_false)
+                            self.is_varying(*cond)
+                                || self.is_varying(*if_true)
+                                || self.is_varying(*if_false)
                         }
                         Inst::Convert(x) => {
                             let v = self.is_varying(*x);
-                            if v && !self.k.values.get(*x)?.is_float() {
+                            let from = *self.k.values.get(*x)?;
+                            if v && !from.is_float() && self.mask(*x) != Some(ty) {
                                 return None;
                             }
                             v
                         }
                     };
-                    if varying {
+                    if varying && ty == ScalarType::Bool {
+                        if self.masks.get(result.index())?.is_none() {
+                            return None;
+                        }
+                    } else if varying {
                         self.require_float(ty)?;
                     }
                     *self.varying.get_mut(result.index())? = varying;
@@ -239,6 +267,10 @@ impl<'a> Walker<'a> {
                 Stmt::Loop { body, .. } => self.walk(body)?,
                 Stmt::Store { target, value } => {
                     let varying = self.is_varying(*value);
+                    if self.mask(*value).is_some() {
+                        // A mask is not a bool buffer's byte.
+                        return None;
+                    }
                     self.accesses.push(Access {
                         expr: target,
                         store: Some(varying),
