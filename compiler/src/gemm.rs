@@ -36,8 +36,10 @@ pub struct GemmOptions {
     /// Fewest points `M·N·K` (times any batch) of a dot's iteration space: below, the JIT's
     /// loop nest is as fast or faster (measured, docs/benchmarks.md).
     pub min_work: u64,
-    /// Shortest M and N (products of each operand's free axes): a matrix-vector product is
-    /// bound by memory, where the loop nest is as good and keeps f64 accumulation.
+    /// Shortest M and N (products of each operand's free axes): a matrix-vector product
+    /// (a side of 1) is bound by memory, where the loop nest is twice as fast and keeps f64
+    /// accumulation; from a side of 2 the GEMM wins (1.4–3.5× at sides 2–12, and the train
+    /// step's two `[64, 128] × [128, 10]` products; docs/benchmarks.md).
     pub min_side: u64,
     /// Longest contraction an f32 GEMM (accumulating in f32) may have.
     pub max_f32_k: u64,
@@ -54,7 +56,7 @@ impl Default for GemmOptions {
     fn default() -> Self {
         GemmOptions {
             min_work: 1 << 16,
-            min_side: 16,
+            min_side: 2,
             max_f32_k: 1 << 12,
             min_block: 128,
             threads: crate::executable::default_threads(),
