@@ -14,7 +14,7 @@
 use crate::{Backend, Computation, Perturbation, Result, Transformer};
 pub use weft_ir::testing::Run;
 use weft_ir::testing::{
-    compare_arrays, compare_runs, compare_runs_or, fill_garbage, state_nodes, Tolerance,
+    compare_arrays, compare_runs, compare_runs_or, fill_garbage, state_nodes, Observed, Tolerance,
     PERTURBED_REFERENCES,
 };
 use weft_ir::{ArrayData, DataRef, Graph, HostArray, HostView, NodeId, Op, TensorKind};
@@ -112,13 +112,31 @@ pub fn references(
     calls: usize,
     tol: &Tolerance,
 ) -> Result<Vec<Run>> {
-    let mut runs = vec![run(g, outputs, ps, inputs, calls, Backend::Interpreter)?];
-    for seed in 1..=PERTURBED_REFERENCES {
-        let p = Perturbation {
-            seed,
-            rel: tol.perturbation,
+    references_from(g, outputs, ps, inputs, calls, tol, &[])
+}
+
+/// [`references`], every run starting with the state nodes of `state` set to those values.
+fn references_from(
+    g: &Graph,
+    outputs: &[NodeId],
+    ps: &[NodeId],
+    inputs: &[HostArray],
+    calls: usize,
+    tol: &Tolerance,
+    state: &[(NodeId, HostArray)],
+) -> Result<Vec<Run>> {
+    let mut runs = Vec::new();
+    for seed in 0..=PERTURBED_REFERENCES {
+        let t = match seed {
+            0 => Transformer::new(g.clone(), Backend::Interpreter)?,
+            _ => {
+                let rel = tol.perturbation;
+                Transformer::perturbed_interpreter(g.clone(), Perturbation { seed, rel })?
+            }
         };
-        let t = Transformer::perturbed_interpreter(g.clone(), p)?;
+        for (id, value) in state {
+            t.set_value(*id, value)?;
+        }
         runs.push(run_on(&t, outputs, ps, inputs, calls)?);
     }
     Ok(runs)
@@ -192,16 +210,53 @@ impl Case<'_> {
         let (ps, inputs) = (self.placeholders, self.inputs);
         let refs = references(self.graph, &all, ps, inputs, self.calls, self.tol)
             .map_err(|e| e.to_string())?;
-        compare_runs_or(&every, &refs, self.tol, |call, k, m| {
-            self.judge_from_operands(&all, (&every, call, k))
-                .map_err(|why| format!("with every node observed, {m}; {why}"))
+        compare_runs_or(&every, &refs, self.tol, |part, m| {
+            let judged = match part {
+                Observed::Output { call, k } => self.judge_from_operands(&all, (&every, call, k)),
+                Observed::State(k) => self.judge_state(&all, &every, k),
+            };
+            judged.map_err(|why| format!("with every node observed, {m}; {why}"))
         })
+    }
+
+    /// Judges the final value of the `k`-th state node of the run `got` of every node (`all`)
+    /// by [`Case::judge_by_assign`] in the last call.
+    fn judge_state(&self, all: &[NodeId], got: &Run, k: usize) -> std::result::Result<(), String> {
+        let target = state_nodes(self.graph)[k];
+        let last_call = got.0.len().checked_sub(1).ok_or("no call")?;
+        self.judge_by_assign(all, got, target, last_call, &got.1[k])
+    }
+
+    /// Whether `value`, the state of `target` after call `call` of the run `got` of every node
+    /// (`all`), is what the last `assign` to it (in node order, the one that wins) took in that
+    /// call, which that assign's own judgement covers. State no assign sets has no other judge.
+    fn judge_by_assign(
+        &self,
+        all: &[NodeId],
+        got: &Run,
+        target: NodeId,
+        call: usize,
+        value: &HostArray,
+    ) -> std::result::Result<(), String> {
+        let last = self
+            .graph
+            .nodes()
+            .rev()
+            .find(|(_, n)| matches!(n.op, Op::Assign { target: t, .. } if t == target))
+            .map(|(id, _)| id)
+            .ok_or("state no assign sets: not judged from operands")?;
+        let j = all.iter().position(|id| *id == last).expect("every node");
+        if same_bits(value, &got.0[call][j]) {
+            Ok(())
+        } else {
+            Err("not the value its last assign took".into())
+        }
     }
 
     /// Judges output `k` of call `call` of the run `got` of `outputs` from the values its
     /// operands took in that run: the interpreter evaluates the node alone (its computed
-    /// operands cut to placeholders, `Graph::with_placeholder_for`) on those values, with its
-    /// perturbed references. Only for a computed node (not a stored tensor or an assign) whose
+    /// operands cut to placeholders, `Graph::with_placeholder_for_value`) on those values, with its
+    /// perturbed references. Only for a computed node (an assign judged from its value) whose
     /// every operand is observed, a placeholder or a constant.
     pub fn judge_from_operands(
         &self,
@@ -211,29 +266,41 @@ impl Case<'_> {
         let g = self.graph;
         let node = outputs[k];
         let op = &g.node(node).op;
-        if matches!(op, Op::Tensor { .. } | Op::Assign { .. }) {
-            return Err("a stored tensor or an assign: not judged from operands".into());
-        }
-        let mut operands = op.inputs();
+        let mut operands = match op {
+            // State read in a later call holds what the previous call assigned.
+            Op::Tensor { .. } if call > 0 && outputs.len() == g.len() => {
+                return self.judge_by_assign(outputs, got, node, call - 1, &got.0[call][k]);
+            }
+            Op::Tensor { .. } => return Err("a stored tensor: not judged from operands".into()),
+            // An assign's result is its value; its target is state, not an operand to feed.
+            Op::Assign { value, .. } => vec![*value],
+            _ => op.inputs(),
+        };
         operands.sort();
         operands.dedup();
         // Constants evaluate alike in the cut graph; every other operand takes the run's value.
         operands.retain(|x| !is_constant(g, *x));
         let mut cut = g.clone();
-        let mut values = Vec::with_capacity(operands.len());
+        let (mut fed, mut values, mut state) = (Vec::new(), Vec::new(), Vec::new());
         for &x in &operands {
-            let value = if let Some(j) = self.placeholders.iter().position(|p| *p == x) {
-                self.inputs[j].clone()
-            } else if let Some(j) = outputs.iter().position(|o| *o == x) {
-                // A variable or persistent tensor cannot be cut: refused here, as not judged.
-                cut = cut.with_placeholder_for(x).map_err(|e| e.to_string())?;
-                got.0[call][j].clone()
+            let observed = outputs.iter().position(|o| *o == x);
+            if let Some(j) = self.placeholders.iter().position(|p| *p == x) {
+                fed.push(x);
+                values.push(self.inputs[j].clone());
+            } else if let (Some(j), Op::Tensor { .. }) = (observed, &g.node(x).op) {
+                // State read: set, as the backend's run had it at this call.
+                state.push((x, got.0[call][j].clone()));
+            } else if let Some(j) = observed {
+                cut = cut
+                    .with_placeholder_for_value(x)
+                    .map_err(|e| e.to_string())?;
+                fed.push(x);
+                values.push(got.0[call][j].clone());
             } else {
                 return Err(format!("operand {} not observed", g.node_label(x)));
-            };
-            values.push(value);
+            }
         }
-        let refs = references(&cut, &[node], &operands, &values, 1, self.tol)
+        let refs = references_from(&cut, &[node], &fed, &values, 1, self.tol, &state)
             .map_err(|e| format!("the interpreter refused the node alone: {e}"))?;
         let ys: Vec<&HostArray> = refs.iter().map(|r| &r.0[0][0]).collect();
         compare_arrays(&got.0[call][k], &ys, self.tol)

@@ -28,7 +28,7 @@ use std::collections::HashMap;
 pub mod oracle;
 pub use oracle::{
     compare_arrays, compare_runs, compare_runs_or, fill_garbage, observed_outputs, proptest_cases,
-    random_inputs, state_nodes, Run, SplitMix, Tolerance, PERTURBED_REFERENCES,
+    random_inputs, state_nodes, Observed, Run, SplitMix, Tolerance, PERTURBED_REFERENCES,
 };
 
 /// What random graphs may contain.

@@ -26,12 +26,31 @@ impl Graph {
                 op: n.op.name().to_string(),
             });
         }
+        Ok(self.cut_unchecked(node))
+    }
+
+    /// [`Graph::with_placeholder_for`] for the test oracle (feature `testing`), which evaluates
+    /// one reader of `node` alone: `node` may also be an `assign`, whose update of the state
+    /// the cut graph then drops. Errors: `node` not of this graph, or a stored tensor.
+    #[cfg(feature = "testing")]
+    pub fn with_placeholder_for_value(&self, node: NodeId) -> Result<Graph, GraphError> {
+        let n = self.check_node(node)?;
+        if matches!(n.op, Op::Tensor { .. }) {
+            return Err(GraphError::NotComputed {
+                node: self.node_label(node),
+                op: n.op.name().to_string(),
+            });
+        }
+        Ok(self.cut_unchecked(node))
+    }
+
+    fn cut_unchecked(&self, node: NodeId) -> Graph {
         let mut cut = self.clone();
         cut.nodes[node].op = Op::Tensor {
             kind: TensorKind::Placeholder,
             init: None,
         };
-        Ok(cut)
+        cut
     }
 }
 

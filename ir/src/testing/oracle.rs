@@ -202,31 +202,51 @@ pub type Run = (Vec<Vec<HostArray>>, Vec<HostArray>);
 /// Compares a backend's run with the interpreter's runs `refs` (the base first, then the
 /// perturbed ones), naming the call and output, or the state, that differs.
 pub fn compare_runs(got: &Run, refs: &[Run], tol: &Tolerance) -> Result<(), String> {
-    compare_runs_or(got, refs, tol, |_, _, m| Err(m))
+    compare_runs_or(got, refs, tol, |_, m| Err(m))
 }
 
-/// [`compare_runs`], with a second judgement of a call's output that differs: `recheck(call,
-/// k, message)` may accept it (`Ok`) or name why not. The fuzzer judges such an output again
-/// from its operands' values in the backend's own run, where two ill-conditioned elements
-/// combine (a bool compared with another, each a near-tie coming out one way in the backend
-/// and both ways across the references, but never in the backend's combination).
+/// What a [`Run`] holds: output `k` of call `call`, or the final value of state node `k`
+/// (of [`state_nodes`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Observed {
+    /// Output `k` of call `call`.
+    Output {
+        /// The call.
+        call: usize,
+        /// The output.
+        k: usize,
+    },
+    /// The final value of the `k`-th state node.
+    State(usize),
+}
+
+/// [`compare_runs`], with a second judgement of a part that differs: `recheck(part, message)`
+/// may accept it (`Ok`) or name why not. `weft::testing` judges such a part again from its
+/// operands' values in the backend's own run, where two ill-conditioned elements combine (a
+/// bool compared with another, each a near-tie coming out one way in the backend and both ways
+/// across the references, but never in the backend's combination).
 pub fn compare_runs_or(
     got: &Run,
     refs: &[Run],
     tol: &Tolerance,
-    mut recheck: impl FnMut(usize, usize, String) -> Result<(), String>,
+    mut recheck: impl FnMut(Observed, String) -> Result<(), String>,
 ) -> Result<(), String> {
     for (call, outs) in got.0.iter().enumerate() {
         for (k, x) in outs.iter().enumerate() {
             let ys: Vec<&HostArray> = refs.iter().filter_map(|r| r.0.get(call)?.get(k)).collect();
             if let Err(m) = compare_arrays(x, &ys, tol) {
-                recheck(call, k, format!("call {call}, output {k}: {m}"))?;
+                recheck(
+                    Observed::Output { call, k },
+                    format!("call {call}, output {k}: {m}"),
+                )?;
             }
         }
     }
     for (k, x) in got.1.iter().enumerate() {
         let ys: Vec<&HostArray> = refs.iter().filter_map(|r| r.1.get(k)).collect();
-        compare_arrays(x, &ys, tol).map_err(|m| format!("state {k}: {m}"))?;
+        if let Err(m) = compare_arrays(x, &ys, tol) {
+            recheck(Observed::State(k), format!("state {k}: {m}"))?;
+        }
     }
     Ok(())
 }
