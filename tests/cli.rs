@@ -349,7 +349,7 @@ fn epoch_losses(out: &str) -> Vec<f64> {
 #[test]
 fn train_digits_mlp_lowers_the_loss_and_saves_every_variable() {
     let dir = scratch("train");
-    let o = weft(&[
+    let train = [
         "train",
         "examples/digits_mlp.weft",
         "--epochs",
@@ -358,9 +358,9 @@ fn train_digits_mlp_lowers_the_loss_and_saves_every_variable() {
         "50",
         "--seed",
         "3",
-        "--save",
-        &dir.display().to_string(),
-    ]);
+    ];
+    let save = dir.display().to_string();
+    let o = weft(&[&train[..], &["--save", &save]].concat());
     let out = stdout(&o);
     assert!(o.status.success(), "{}", stderr(&o));
     let losses = epoch_losses(&out);
@@ -391,16 +391,7 @@ fn train_digits_mlp_lowers_the_loss_and_saves_every_variable() {
     let saved = HostArray::read_npy(&dir.join("W1.npy"), g.node(w1).axes.clone()).unwrap();
     assert_eq!(saved.shape(), &[64, 128]);
     // Deterministic in the seed: the same run prints the same losses.
-    let again = weft(&[
-        "train",
-        "examples/digits_mlp.weft",
-        "--epochs",
-        "2",
-        "--batch",
-        "50",
-        "--seed",
-        "3",
-    ]);
+    let again = weft(&train);
     assert_eq!(epoch_losses(&stdout(&again)), losses);
 }
 
