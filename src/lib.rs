@@ -49,7 +49,7 @@ pub use weft_ir::{
     Element, Graph, GraphError, HostArray, HostError, HostView, Node, NodeId, Op, ReduceOp, Role,
     Scalar, SliceRange, TensorInit, TensorKind, UnaryOp,
 };
-pub use weft_runtime::{host_copy_bytes, Executable, Perturbation, RunError};
+pub use weft_runtime::{advise_huge_pages, host_copy_bytes, Executable, Perturbation, RunError};
 
 /// The `ndarray` crate weft's conversions use (feature `ndarray`), so a program's arrays are
 /// of the same version.

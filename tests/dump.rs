@@ -173,13 +173,7 @@ fn the_api_dump_option_writes_a_numbered_folder_per_computation() {
 fn dumps_of_every_example_are_snapshots() {
     for path in examples() {
         let g = Arc::new(parse(&path));
-        let exe = JitExecutable::new(
-            g.clone(),
-            g.outputs(),
-            &g.placeholders(),
-            &JitOptions::default(),
-        )
-        .unwrap();
+        let exe = common::jit_executable(&g);
         let files = dump_stages(&g, &exe).unwrap();
         // Cranelift IR and machine code depend on the host's ISA flags: not snapshotted.
         let text: String = files
@@ -190,6 +184,36 @@ fn dumps_of_every_example_are_snapshots() {
         let name = path.file_stem().unwrap().to_string_lossy().to_string();
         insta::assert_snapshot!(format!("dump_{name}"), text);
     }
+}
+
+/// A tiled f32 transpose reads 4 × 4 blocks as whole vectors and transposes them with
+/// unpacks (`codegen::translate::jam`), instead of gathering each lane with an insert.
+#[test]
+fn a_tiled_transpose_moves_4x4_blocks_through_registers() {
+    let src = "axis R = 64\naxis C = 80\nplaceholder x: f32[R, C]\n\
+               y = axes_with_order(x, [C, R])\noutput y\n";
+    let g = Arc::new(weft::ir::text::parse(src, "transpose.weft").unwrap());
+    let exe = common::jit_executable(&g);
+    let files = dump_stages(&g, &exe).unwrap();
+    let asm: String = files
+        .iter()
+        .filter(|f| f.stage == "asm")
+        .map(|f| f.contents.clone())
+        .collect();
+    assert!(
+        asm.contains("punpckldq") && asm.contains("punpckhqdq"),
+        "{asm}"
+    );
+    assert!(
+        !asm.contains("insertps"),
+        "a lane gathered by insertion:\n{asm}"
+    );
+    // `weft explain` says so, from the same decision.
+    let text = weft_compiler::explain::explain(&exe);
+    assert!(
+        text.contains("4 x 4 blocks of %x loaded as whole vectors and transposed in registers"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -6,9 +6,6 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use weft::prelude::*;
-use weft_compiler::JitExecutable;
-
 fn examples() -> Vec<PathBuf> {
     common::example_paths()
 }
@@ -23,13 +20,7 @@ fn dot_has_a_cluster_per_fusion_group_and_every_node() {
     for path in examples() {
         let src = std::fs::read_to_string(&path).unwrap();
         let g = Arc::new(weft::ir::text::parse(&src, "x.weft").unwrap());
-        let exe = JitExecutable::new(
-            g.clone(),
-            g.outputs(),
-            &g.placeholders(),
-            &JitOptions::default(),
-        )
-        .unwrap();
+        let exe = common::jit_executable(&g);
         let plan = exe.compiled_plan();
         let dot = weft(&["--format", "dot"], &path);
         assert!(dot.starts_with("digraph weft {") && dot.trim_end().ends_with('}'));

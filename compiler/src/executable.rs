@@ -954,6 +954,8 @@ impl JitExecutable {
 
     /// Checks `inputs` against the placeholders: count, axes, lengths, dtype. Allocates nothing
     /// unless it fails.
+    /// Every input is exactly what its placeholder takes: its axes in order and from this
+    /// graph's table (`Axes::identical_to`), its lengths and dtype.
     fn check_inputs(&self, inputs: &dyn Inputs) -> Result<(), RunError> {
         let g = &*self.graph;
         if inputs.count() != self.plan.placeholders().len() {
@@ -971,7 +973,7 @@ impl JitExecutable {
         {
             let input = inputs.input(i);
             let node = g.node(*p);
-            if input.axes() != &node.axes
+            if !input.axes().identical_to(&node.axes)
                 || input.shape() != &shape[..]
                 || input.dtype() != node.dtype
             {
@@ -1046,7 +1048,7 @@ impl JitExecutable {
             .zip(&self.output_shapes)
         {
             let node = g.node(*o);
-            if array.axes() != &node.axes
+            if !array.axes().identical_to(&node.axes)
                 || array.shape() != &shape[..]
                 || array.dtype() != node.dtype
             {
@@ -1204,9 +1206,11 @@ impl JitExecutable {
                 tensor: self.graph.node_label(*t),
                 message: "has no value in the state".into(),
             })?;
-            let data = ArrayData::zeros(v.dtype(), v.len()).map_err(|source| RunError::Alloc {
-                tensor: self.graph.node_label(*t),
-                source,
+            let data = weft_runtime::zeroed_host_data(v.dtype(), v.len()).map_err(|source| {
+                RunError::Alloc {
+                    tensor: self.graph.node_label(*t),
+                    source,
+                }
             })?;
             *spare = Some(HostArray::new(v.axes().clone(), v.shape().to_vec(), data)?);
         }
@@ -1372,9 +1376,11 @@ impl JitExecutable {
             .map(|(o, shape)| {
                 let node = g.node(*o);
                 let n = shape.iter().product();
-                let data = ArrayData::zeros(node.dtype, n).map_err(|source| RunError::Alloc {
-                    tensor: g.node_label(*o),
-                    source,
+                let data = weft_runtime::zeroed_host_data(node.dtype, n).map_err(|source| {
+                    RunError::Alloc {
+                        tensor: g.node_label(*o),
+                        source,
+                    }
                 })?;
                 Ok(HostArray::new(node.axes.clone(), shape.clone(), data)?)
             })
@@ -1494,6 +1500,11 @@ fn copy_in(s: &DeviceBufferStorage, d: &ArrayData) -> Result<(), RuntimeError> {
 }
 
 impl Executable for JitExecutable {
+    /// `run_into_in` checks outputs then inputs first (`check_outputs`, `check_inputs`).
+    fn checks_arrays_exactly(&self) -> bool {
+        true
+    }
+
     fn outputs(&self) -> &[NodeId] {
         self.plan.outputs()
     }

@@ -10,8 +10,9 @@
 
 use std::fmt::Write;
 
-use weft_ir::loop_ir::{BufferAccess, Kernel, Stmt};
+use weft_ir::loop_ir::{BufferAccess, Kernel, Stmt, ValueId};
 
+use crate::codegen::translate::{self, jam};
 use crate::codegen::vectorize;
 use crate::executable::{JitExecutable, ScheduledStep};
 use crate::lower::BufferBinding;
@@ -86,7 +87,8 @@ pub fn explain(exe: &JitExecutable) -> String {
         for note in &lk.notes {
             let _ = writeln!(s, "  {note}");
         }
-        loops(k, &k.body, 1, exe.threads(), &mut s);
+        let widened_from = translate::widenings(k);
+        loops(k, &k.body, &widened_from, 1, exe.threads(), &mut s);
     }
     s += &exe.binding_report();
     s
@@ -117,7 +119,15 @@ fn gemm(call: &weft_runtime::GemmCall, threads: usize, s: &mut String) {
     );
 }
 
-fn loops(k: &Kernel, body: &[Stmt], depth: usize, threads: usize, s: &mut String) {
+/// Writes one line per loop of `body` (`widened_from`: [`translate::widenings`] of `k`).
+fn loops(
+    k: &Kernel,
+    body: &[Stmt],
+    widened_from: &[Option<ValueId>],
+    depth: usize,
+    threads: usize,
+    s: &mut String,
+) {
     for st in body {
         let Stmt::Loop { loop_id, body } = st else {
             continue;
@@ -128,8 +138,21 @@ fn loops(k: &Kernel, body: &[Stmt], depth: usize, threads: usize, s: &mut String
         if a.parallel {
             what.push(format!("parallel over {threads} threads"));
         }
+        if let Some(jam) = jam::jam_plan(k, *loop_id, body, a.parallel) {
+            let names: Vec<String> = jam
+                .loads
+                .iter()
+                .map(|(_, access)| format!("%{}", k.buffers[access.buffer].name))
+                .collect();
+            what.push(format!(
+                "4 iterations at a time: 4 x 4 blocks of {} loaded as whole vectors and \
+                 transposed in registers",
+                names.join(", ")
+            ));
+        }
         if a.vectorize {
-            match vectorize::plan(k, *loop_id, body) {
+            let plan = vectorize::plan(k, *loop_id, body);
+            match &plan {
                 Some(p) if p.lanes == 4 => what.push(format!(
                     "vectorised: 4 lanes (f32x4; f64 values as 2 x f64x2) x {} parts",
                     p.parts
@@ -139,6 +162,16 @@ fn loops(k: &Kernel, body: &[Stmt], depth: usize, threads: usize, s: &mut String
                     "scalar (vectorize refused: per-lane control flow, integers or arg-reduction)"
                         .into(),
                 ),
+            }
+            let narrow = plan
+                .map(|p| translate::f32_partials(k, &p, body, widened_from))
+                .unwrap_or_default();
+            if !narrow.is_empty() {
+                let accs: Vec<String> = narrow.iter().map(|a| format!("%{a}")).collect();
+                what.push(format!(
+                    "f32 partials for {} (the loop re-runs in f64 if a total is not finite)",
+                    accs.join(", ")
+                ));
             }
         } else if a.unroll > 1 {
             what.push(format!("unrolled x{}", a.unroll));
@@ -152,6 +185,6 @@ fn loops(k: &Kernel, body: &[Stmt], depth: usize, threads: usize, s: &mut String
             if what.is_empty() { "" } else { ": " },
             what.join(", ")
         );
-        loops(k, body, depth + 1, threads, s);
+        loops(k, body, widened_from, depth + 1, threads, s);
     }
 }

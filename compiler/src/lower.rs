@@ -28,7 +28,7 @@
 //!   mean a sum divided by the count; float argmax/argmin a second accumulator finding the first
 //!   NaN (the interpreter's rule); bool max/min/argmax/argmin run on `i32` 0/1; f32 sums, means,
 //!   dots and products accumulate in f64 as the interpreter's (see
-//!   [`LowerOptions::f64_accumulation`]; short f32 sums are then narrowed to f32 by
+//!   [`LowerOptions::f64_accumulation`]; short f32 sums then keep f32 vector partials by
 //!   [`crate::narrow_sums`]); integer power is
 //!   square-and-multiply over the exponent's bits, unrolled;
 //! - every lowered kernel passes [`verify`] (checked here; a failure is a typed error).
@@ -99,10 +99,12 @@ pub struct LowerOptions {
     /// and f64 values in pairs of `f64x2`. Off, they accumulate in f32. Products always
     /// accumulate in f64.
     pub f64_accumulation: bool,
-    /// Let an f32 sum accumulated in f64 run in f32 where each term's path to the result has
-    /// few additions, so its error stays below `2⁻¹⁴ · Σ|xᵢ|` ([`crate::narrow_sums`]). Off by
-    /// default: an f32 accumulator overflows where the interpreter's f64 one does not (a row
-    /// holding two terms near f32's maximum gave NaN in layernorm; fuzzer, 2026-11-24).
+    /// Let an f32 sum accumulated in f64 keep its vector partials in f32 where each term's
+    /// path through them has few additions, so its error stays below `2⁻¹⁴ · Σ|xᵢ|`
+    /// ([`crate::narrow_sums`]); the loop re-runs summing in f64 when the total is not
+    /// finite, so an f32 partial overflowing where f64 would not (a layernorm row holding two
+    /// terms near f32's maximum; fuzzer, 2026-11-24) costs time, not the result. On by
+    /// default: layernorm 4096² runs 11.3–11.8 → 9.7–10.6 ms (docs/numerics.md).
     pub narrow_f32_sums: bool,
     /// Cut a transposing copy's innermost loop and the loop its gathered operand is contiguous
     /// along into blocks ([`crate::tile`]): a 4096 × 4096 transpose walked column by column
@@ -144,7 +146,7 @@ impl Default for LowerOptions {
             parallel_max_chunks: 64,
             vectorize: true,
             f64_accumulation: true,
-            narrow_f32_sums: false,
+            narrow_f32_sums: true,
             tile_transposes: true,
             reduce_in_memory: true,
             reduce_in_memory_min_bytes: crate::reduce_in_memory::MIN_BYTES,
@@ -261,8 +263,8 @@ fn lower_role(
     if options.tile_transposes {
         l.notes.extend(crate::tile::tile_transposes(&mut l.k));
     }
-    if options.narrow_f32_sums && crate::narrow_sums::narrow_f32_sums(&mut l.k) {
-        l.k.body = drop_unused(std::mem::take(&mut l.k.body));
+    if options.narrow_f32_sums {
+        crate::narrow_sums::narrow_f32_sums(&mut l.k);
     }
     let lowered = LoweredKernel {
         group: program.group,

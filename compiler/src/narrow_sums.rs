@@ -1,144 +1,104 @@
-//! Narrowing f32 sums to f32 accumulators where the error stays bounded.
+//! Keeping the vector partials of short f32 sums in f32, with an f64 re-run on overflow.
 //!
 //! Lowering accumulates f32 sums and means in f64, as the interpreter does
 //! ([`LowerOptions::f64_accumulation`](crate::LowerOptions::f64_accumulation)). On a 4-lane
 //! machine that costs a promote and two `f64x2` adds per four terms — about a fifth of a
-//! layernorm. This pass rewrites such an accumulator to f32 when each of its partial sums
-//! adds few terms, so the error bound below holds whatever the data.
+//! layernorm. This pass marks such an accumulator `partials f32`
+//! ([`AccDecl::narrow_partials`](weft_ir::loop_ir::AccDecl)): code generation then keeps the
+//! vector partials of the loop reducing into it in f32, folds their total into the f64
+//! accumulator, and re-runs the loop as a scalar f64 loop when that total is infinite or NaN —
+//! so an f32 partial that overflows where f64 would not (`3e38 + 3e38 − 3e38`) costs a
+//! re-run, never a wrong class of result.
 //!
 //! Assumes a verified kernel after register blocking (the vector plan it asks for is the one
-//! code generation will use). Guarantees: an f64 `sum` accumulator whose every `reduce` adds
-//! `convert` of an f32 value becomes an f32 accumulator, reading back through an exact
-//! `convert` to f64, only when at most [`MAX_CHAIN`] additions lie on any term's path to the
-//! result (counted by `chain`: `⌈e/A⌉` into each of `A` vector partials, `log2 A` combining
-//! them, fewer than `A` tail terms, and one per iteration of any loop around). Recursive
-//! summation then bounds the error by `MAX_CHAIN · 2⁻²⁴ · Σ|xᵢ|` = `2⁻¹⁴ · Σ|xᵢ|` (Higham,
-//! *Accuracy and Stability of Numerical Algorithms*, §4.2), before the final rounding to f32
-//! that f64 accumulation has too. docs/numerics.md states the bound; the oracle's tolerance
-//! (docs/testing.md) covers it. f32 products are never narrowed (partial products overflow
-//! f32 long before f64), nor are dots whose products are taken in f64.
+//! code generation will use). Guarantees: an f64 `sum` accumulator is marked only when every
+//! `reduce` into it adds `convert` of an f32 value defined in the same body, directly inside
+//! a vectorised loop declared inside the accumulator's scope that stores nothing (re-running
+//! it changes nothing but the partials), with at most [`MAX_CHAIN`] f32 additions on any
+//! term's path to the f64 accumulator (`⌈e/A⌉` into each of `A` vector partials, then fewer
+//! than `parts + lanes` combining them; tail terms and the fold go straight into f64).
+//! Recursive summation then bounds the error by `MAX_CHAIN · 2⁻²⁴ · Σ|xᵢ|` = `2⁻¹⁴ · Σ|xᵢ|`
+//! (Higham, *Accuracy and Stability of Numerical Algorithms*, §4.2), before the final rounding
+//! to f32 that f64 accumulation has too. docs/numerics.md states the bound; the oracle's
+//! tolerance (docs/testing.md) covers it. Products are never marked, nor are dots whose
+//! products are taken in f64.
 
-use crate::codegen::vectorize;
-use weft_ir::loop_ir::{AccId, Inst, Kernel, LoopId, ReduceKind, ScalarType, Stmt, ValueId};
+use crate::codegen::{translate, vectorize};
+use weft_ir::arena::EntityRef;
+use weft_ir::loop_ir::{AccId, Kernel, LoopId, ReduceKind, ScalarType, Stmt, ValueId};
 
-/// Most additions on one term's path to a narrowed sum (2¹⁰: the bound is 2⁻¹⁴ · Σ|xᵢ|); the
-/// one rule the interpreter's perturbed runs read too ([`weft_ir::scalar::MAX_F32_SUM_CHAIN`]).
+/// Most f32 additions on one term's path to a narrowed sum (2¹⁰: the bound is
+/// 2⁻¹⁴ · Σ|xᵢ|); the one rule the interpreter's perturbed runs read too
+/// ([`weft_ir::scalar::MAX_F32_SUM_CHAIN`]).
 pub const MAX_CHAIN: u64 = weft_ir::scalar::MAX_F32_SUM_CHAIN;
 
-/// Narrows every f64 sum accumulator of `k` that qualifies (see the module docs); true if
-/// any was (the widening `convert`s it no longer reads are then unused).
+/// Marks every f64 sum accumulator of `k` that qualifies (see the module docs); true if any
+/// was.
 pub fn narrow_f32_sums(k: &mut Kernel) -> bool {
     let mut found = Vec::new();
-    survey(k, &k.body, &mut Vec::new(), &mut Vec::new(), &mut found);
-    let narrow: Vec<AccId> = found
-        .iter()
-        .filter(|c| c.qualifies(k))
-        .map(|c| c.acc)
-        .collect();
-    if narrow.is_empty() {
-        return false;
+    let widened_from = translate::widenings(k);
+    survey(k, &k.body, &widened_from, &mut Vec::new(), &mut found);
+    let mut any = false;
+    for c in found.iter().filter(|c| c.ok) {
+        let decl = &mut k.accs[c.acc];
+        if decl.kind == ReduceKind::Sum && decl.ty == ScalarType::F64 {
+            decl.narrow_partials = true;
+            any = true;
+        }
     }
-    for &a in &narrow {
-        k.accs[a].ty = ScalarType::F32;
-    }
-    let body = std::mem::take(&mut k.body);
-    k.body = rewrite(k, body, &narrow);
-    true
+    any
 }
 
-/// An f64 sum accumulator and what bounds its error.
+/// An f64 accumulator and whether every reduction into it can keep f32 partials.
 struct Candidate {
     acc: AccId,
-    /// Most additions on one term's path to the result.
-    chain: u64,
-    /// Every `reduce` into it adds `convert` of an f32 value.
-    all_widened: bool,
+    ok: bool,
 }
 
-impl Candidate {
-    fn qualifies(&self, k: &Kernel) -> bool {
-        self.all_widened
-            && k.accs[self.acc].kind == ReduceKind::Sum
-            && k.accs[self.acc].ty == ScalarType::F64
-            && self.chain <= MAX_CHAIN
-    }
+/// Additions on a term's path in f32 partials: `⌈e/A⌉` into its partial (`A = lanes · parts`),
+/// then the `parts` vectors and the `lanes` lanes combined one after another.
+fn chain(extent: u64, lanes: u64, parts: u64) -> u64 {
+    let partials = (lanes * parts).max(1);
+    extent.div_ceil(partials) + parts + lanes
 }
 
-/// Additions on a term's path for a reduction nested in `loops` (those inside the
-/// accumulator's declaration, outermost first). A vectorised innermost loop of extent `e` with
-/// `A` partials adds `⌈e/A⌉` terms to each partial, combines them in `log2 A` steps, adds
-/// fewer than `A` tail terms, and folds the result into the accumulator once per iteration of
-/// the loops around it; otherwise every term goes into the one accumulator.
-fn chain(loops: &[(LoopId, u64)], partials: u64) -> u64 {
-    let product = |ls: &[(LoopId, u64)]| ls.iter().fold(1u64, |t, (_, e)| t.saturating_mul(*e));
-    match loops.split_last() {
-        Some((&(_, e), outer)) if partials > 1 => product(outer)
-            .saturating_add(e.div_ceil(partials))
-            .saturating_add(u64::from(partials.ilog2()))
-            .saturating_add(partials),
-        _ => product(loops),
-    }
-}
-
-/// The widenings `body` defines at its own level: each value that is `convert` of an f32
-/// value, with that value.
-fn widenings(k: &Kernel, body: &[Stmt]) -> Vec<(ValueId, ValueId)> {
-    body.iter()
-        .filter_map(|s| match s {
-            Stmt::Let {
-                result,
-                inst: Inst::Convert(x),
-            } if k.values[*x] == ScalarType::F32 => Some((*result, *x)),
-            _ => None,
-        })
-        .collect()
-}
-
-/// The f32 value `v` widens, if it is one of `widenings`.
-fn widened(widenings: &[(ValueId, ValueId)], v: ValueId) -> Option<ValueId> {
-    widenings.iter().find(|(r, _)| *r == v).map(|(_, x)| *x)
-}
-
-/// Walks `body` inside `loops` (outermost first), recording where accumulators are declared
-/// (`declared`: accumulator and loop depth) and what their reductions look like.
+/// Walks `body`, the body of the innermost of `loops` if any, recording for each f64
+/// accumulator declared in it whether its reductions qualify (`widened_from`: code
+/// generation's map of f64 widenings of f32 values, [`translate::widenings`]).
 fn survey(
     k: &Kernel,
     body: &[Stmt],
-    loops: &mut Vec<(LoopId, u64)>,
-    declared: &mut Vec<(AccId, usize)>,
+    widened_from: &[Option<ValueId>],
+    loops: &mut Vec<LoopId>,
     found: &mut Vec<Candidate>,
 ) {
-    let widen = widenings(k, body);
+    // The vector plan of the loop whose body this is, when that loop stores nothing.
+    let plan = loops.last().and_then(|&l| {
+        (k.loops[l].annotations.vectorize && !vectorize::stores(body))
+            .then(|| vectorize::plan(k, l, body))
+            .flatten()
+            .map(|p| (l, p))
+    });
     for s in body {
         match s {
             Stmt::DeclareAcc(a) if k.accs[*a].ty == ScalarType::F64 => {
-                declared.push((*a, loops.len()));
+                found.push(Candidate { acc: *a, ok: true });
             }
             Stmt::Reduce { acc, value, .. } => {
-                let Some(&(_, depth)) = declared.iter().find(|(a, _)| a == acc) else {
+                let Some(c) = found.iter_mut().find(|c| c.acc == *acc) else {
                     continue;
                 };
-                let partials = match loops.last() {
-                    Some(&(l, _)) if depth < loops.len() => partials_of(k, l, body),
-                    _ => 1,
-                };
-                let chain = chain(&loops[depth..], partials);
-                let ok = widened(&widen, *value).is_some();
-                match found.iter_mut().find(|c| c.acc == *acc) {
-                    Some(c) => {
-                        c.all_widened &= ok;
-                        c.chain = c.chain.max(chain);
-                    }
-                    None => found.push(Candidate {
-                        acc: *acc,
-                        chain,
-                        all_widened: ok,
-                    }),
-                }
+                let widened = widened_from[value.index()].is_some();
+                c.ok &= widened
+                    && plan.as_ref().is_some_and(|(l, p)| {
+                        p.outer_accs.contains(acc)
+                            && chain(k.loops[*l].extent, p.lanes.into(), p.parts.into())
+                                <= MAX_CHAIN
+                    });
             }
             Stmt::Loop { loop_id, body } => {
-                loops.push((*loop_id, k.loops[*loop_id].extent));
-                survey(k, body, loops, declared, found);
+                loops.push(*loop_id);
+                survey(k, body, widened_from, loops, found);
                 loops.pop();
             }
             _ => {}
@@ -146,51 +106,9 @@ fn survey(
     }
 }
 
-/// Independent partial sums of a reduction directly inside loop `l` (whose body is `body`):
-/// the vector plan's, or 1.
-fn partials_of(k: &Kernel, l: LoopId, body: &[Stmt]) -> u64 {
-    if !k.loops[l].annotations.vectorize {
-        return 1;
-    }
-    vectorize::plan(k, l, body).map_or(1, |p| u64::from(p.lanes * p.parts))
-}
-
-/// Reduces the f32 operand instead of its widening, and reads narrowed accumulators back
-/// through a `convert` to f64 so every later use is unchanged.
-fn rewrite(k: &mut Kernel, body: Vec<Stmt>, narrow: &[AccId]) -> Vec<Stmt> {
-    let widen = widenings(k, &body);
-    let mut out = Vec::with_capacity(body.len());
-    for s in body {
-        match s {
-            Stmt::Reduce { acc, value, index } if narrow.contains(&acc) => {
-                let value = widened(&widen, value).unwrap_or(value);
-                out.push(Stmt::Reduce { acc, value, index });
-            }
-            Stmt::Let {
-                result,
-                inst: Inst::AccValue(a),
-            } if narrow.contains(&a) => {
-                let (narrowed, read) = k.define(ScalarType::F32, Inst::AccValue(a));
-                out.push(read);
-                out.push(Stmt::Let {
-                    result,
-                    inst: Inst::Convert(narrowed),
-                });
-            }
-            Stmt::Loop { loop_id, body } => {
-                let body = rewrite(k, body, narrow);
-                out.push(Stmt::Loop { loop_id, body });
-            }
-            other => out.push(other),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use weft_ir::arena::EntityRef;
     use weft_ir::loop_ir::parse_kernel;
 
     /// A row sum of `rows × cols` f32 accumulated in f64, its loops annotated as given.
@@ -222,35 +140,45 @@ mod tests {
     }
 
     #[test]
-    fn a_vectorised_row_of_4096_sums_in_f32() {
+    fn a_vectorised_row_of_4096_keeps_f32_partials() {
         let text = narrowed(row_sum("sum", 8, 4096, "vectorize unroll(4)")).unwrap();
-        assert!(text.contains("acc %a0: sum f32"), "{text}");
-        assert!(text.contains("reduce %a0, %v0"), "{text}");
-        // Read back through an exact widening, so later f64 uses are unchanged.
-        assert!(text.contains(": f32 = acc.value %a0"), "{text}");
-        assert!(text.contains("%v2: f64 = convert"), "{text}");
-        weft_ir::loop_ir::verify(&parse_kernel("k", &text).unwrap()).unwrap();
+        assert!(text.contains("acc %a0: sum f64 partials f32"), "{text}");
+        // The kernel itself is unchanged: the widening stays for the f64 re-run.
+        assert!(text.contains("%v1: f64 = convert %v0"), "{text}");
+        assert!(text.contains("reduce %a0, %v1"), "{text}");
+        let again = parse_kernel("k", &text).unwrap();
+        weft_ir::loop_ir::verify(&again).unwrap();
+        assert_eq!(
+            again.to_string(),
+            text,
+            "the mark survives printing and reading"
+        );
     }
 
     #[test]
-    fn long_or_scalar_sums_and_products_stay_f64() {
+    fn long_scalar_storing_sums_and_products_keep_f64_partials() {
         // 65536 terms over 16 partials: 4096 additions per partial.
         assert!(narrowed(row_sum("sum", 2, 65536, "vectorize unroll(4)")).is_none());
-        // Scalar: every term goes into one accumulator.
-        assert!(narrowed(row_sum("sum", 2, 4096, "")).is_none());
-        assert!(narrowed(row_sum("sum", 2, 1000, "")).is_some());
+        // 16384 terms: 1024 + 4 + 4 additions, past the bound; 8192 terms: 520, within.
+        assert!(narrowed(row_sum("sum", 2, 16384, "vectorize unroll(4)")).is_none());
+        assert!(narrowed(row_sum("sum", 2, 8192, "vectorize unroll(4)")).is_some());
+        // Scalar loops have no partials.
+        assert!(narrowed(row_sum("sum", 2, 1000, "")).is_none());
         assert!(narrowed(row_sum("prod", 2, 64, "vectorize unroll(4)")).is_none());
+        // A loop that stores cannot be re-run.
+        let text = format!("{}", row_sum("sum", 2, 64, "vectorize unroll(4)")).replace(
+            "reduce %a0, %v1",
+            "reduce %a0, %v1\n      store %s[%i0], %v0",
+        );
+        let k = parse_kernel("k", &text).unwrap();
+        assert!(narrowed(k).is_none(), "{text}");
     }
 
     #[test]
-    fn chains_count_the_loops_around_the_vector_loop() {
-        let l = |e| (LoopId::new(0), e);
-        // 16 partials over 4096 terms: 256 + 4 + 16 additions, and the fold into the
-        // accumulator.
-        assert_eq!(chain(&[l(4096)], 16), 1 + 256 + 4 + 16);
-        // Folded into the accumulator once per outer iteration.
-        assert_eq!(chain(&[l(2000), l(16)], 16), 2000 + 1 + 4 + 16);
-        assert_eq!(chain(&[l(30), l(40)], 1), 1200);
-        assert_eq!(chain(&[], 1), 1);
+    fn chains_count_partials_and_their_combination() {
+        // 16 partials over 4096 terms: 256 into each, 4 vectors and 4 lanes combined.
+        assert_eq!(chain(4096, 4, 4), 256 + 4 + 4);
+        assert_eq!(chain(10, 4, 2), 2 + 2 + 4);
+        assert_eq!(chain(0, 4, 1), 5);
     }
 }

@@ -3,10 +3,12 @@
 //! Lowering orders a kernel's loops by its result's axes, so writing `y[C, R]` from `x[R, C]`
 //! puts `R` innermost: every vector step gathers four elements 4096 floats apart, each column
 //! sweep touches 4096 pages, and a 4096 × 4096 transpose took 198 ms against a 7.5 ms
-//! bandwidth floor (Zen 1); tiled, 60–68 ms. This pass cuts the innermost loop `I` and the loop `L` along which
-//! the gathered operand is contiguous into [`TILE`] × [`TILE`] blocks: `L` becomes `L_o` (in
-//! place, still parallel if it was), and `I_o`, `L_i`, `I_i` (vectorised) run innermost, so a
-//! block reads `TILE` short rows and writes `TILE` short rows, all in L1 and a few pages.
+//! bandwidth floor (Zen 1); tiled, 60–68 ms, and 12.7–12.9 ms with 64 × 64 blocks moved through
+//! registers four by four. This pass cuts the innermost loop `I` and the loop `L` along which
+//! the gathered operand is contiguous into square blocks (a side from [`TILES`]): `L` becomes
+//! `L_o` (in place, still parallel if it was), and `I_o`, `L_i`, `I_i` (vectorised) run innermost, so a
+//! block reads short rows and writes short rows, all in cache and a few pages; code
+//! generation then moves 4 × 4 sub-blocks through registers (`codegen::translate::jam`).
 //!
 //! Assumes a kernel as lowering builds it, before verification. Guarantees: applied only to a
 //! perfect loop nest (each loop's body is the next loop, the innermost a flat body of lets and
@@ -18,9 +20,19 @@
 
 use weft_ir::loop_ir::{AffineExpr, BufferAccessExpr, Inst, Kernel, LoopAnnotations, LoopId, Stmt};
 
-/// The side of a block, in elements. Measured on a 4096 × 4096 f32 transpose (Zen 1, one
-/// interleaved run): 8 → 89–127 ms, 16 → 60–68 ms, 32 → 70–79 ms (rows 16 KiB apart share an
-/// L1 set, so a block's rows must fit its 8 ways with the output's).
+/// The sides of a block, in elements, best first: the first that divides both extents is
+/// taken. Measured on a 4096 × 4096 f32 transpose (Zen 1, interleaved runs): with lanes
+/// gathered one by one, 8 → 89–127 ms, 16 → 60–68 ms, 32 → 70–79 ms; since code generation
+/// moves 4 × 4 blocks through registers (`codegen::translate::jam`, 2026-11-24), 16 →
+/// 16.4–17.2 ms, 32 → 14.4–15.1 ms, 64 → 12.7–12.9 ms.
+pub const TILES: [u64; 3] = [64, 32, 16];
+
+/// A larger side is taken only if it leaves at least this many blocks along the tiled outer
+/// loop, which is the parallel one when the nest has one (a 64 × 128 copy in one 64-row block
+/// would run on one thread).
+pub const MIN_OUTER_BLOCKS: u64 = 8;
+
+/// The smallest side in [`TILES`]: extents it does not divide are not tiled.
 pub const TILE: u64 = 16;
 
 /// The least stride (elements) along the innermost loop that makes a nest worth tiling.
@@ -69,14 +81,19 @@ pub fn tile_transposes(k: &mut Kernel) -> Option<String> {
         .iter()
         .find(|&&l| worst.index.coefficient(l).abs() == 1)?;
     let (ni, no) = (k.loops[inner].extent, k.loops[outer].extent);
-    if ni % TILE != 0 || no % TILE != 0 {
-        return None;
-    }
+    // The largest side that divides both and leaves the outer (parallel) loop enough blocks
+    // to share among threads, else the smallest that divides both.
+    let divides = |t: &&u64| ni.is_multiple_of(**t) && no.is_multiple_of(**t);
+    let side = *TILES
+        .iter()
+        .filter(divides)
+        .find(|&&t| no / t >= MIN_OUTER_BLOCKS)
+        .or_else(|| TILES.iter().rev().find(divides))?;
     let inner_annotations = k.loops[inner].annotations;
-    let inner_o = k.add_loop(ni / TILE, LoopAnnotations::default());
-    let outer_i = k.add_loop(TILE, LoopAnnotations::default());
-    let inner_i = k.add_loop(TILE, inner_annotations);
-    let t = TILE as i64;
+    let inner_o = k.add_loop(ni / side, LoopAnnotations::default());
+    let outer_i = k.add_loop(side, LoopAnnotations::default());
+    let inner_i = k.add_loop(side, inner_annotations);
+    let t = side as i64;
     let outer_expr = AffineExpr::new([(outer, t), (outer_i, 1)], 0);
     let inner_expr = AffineExpr::new([(inner_o, t), (inner_i, 1)], 0);
     let subs = [(outer, &outer_expr), (inner, &inner_expr)];
@@ -86,7 +103,7 @@ pub fn tile_transposes(k: &mut Kernel) -> Option<String> {
         .map(|s| substitute(s, &subs))
         .collect::<Option<Vec<Stmt>>>()?;
     // `outer` keeps its id and annotations as the outer part of its axis.
-    k.loops[outer].extent = no / TILE;
+    k.loops[outer].extent = no / side;
     let tiled = Stmt::Loop {
         loop_id: inner_o,
         body: vec![Stmt::Loop {
@@ -99,7 +116,7 @@ pub fn tile_transposes(k: &mut Kernel) -> Option<String> {
     };
     replace_innermost(&mut k.body, tiled);
     Some(format!(
-        "tiled {TILE} x {TILE}: %{} strides {} elements along the innermost loop %{inner} and 1 \
+        "tiled {side} x {side}: %{} strides {} elements along the innermost loop %{inner} and 1 \
          along %{outer}; blocks %{outer} x %{inner_o} outside, %{outer_i} x %{inner_i} inside",
         k.buffers[worst_buffer].name, worst_stride
     ))

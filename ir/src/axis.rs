@@ -364,6 +364,13 @@ pub enum AxesError {
 pub struct Axes(Vec<Axis>);
 
 impl Axes {
+    /// Whether these are the axes `other`, in order, each labelled from the same graph's axis
+    /// table ([`Axis::same_table`]): an array labelled with another graph's axes of the same
+    /// ids is not what a placeholder of this graph takes.
+    pub fn identical_to(&self, other: &Axes) -> bool {
+        self == other && self.iter().zip(other.iter()).all(|(x, y)| x.same_table(*y))
+    }
+
     /// The axes of a scalar.
     pub fn scalar() -> Axes {
         Axes(Vec::new())

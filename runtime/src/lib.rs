@@ -37,6 +37,9 @@ pub use kernel::{
 pub use plan::Plan;
 pub use reference::DeviceBufferReference;
 pub use state::{SharedState, State, StateAccess, StateView};
-pub use storage::{host_copy_bytes, DeviceBufferStorage, STORAGE_ALIGNMENT};
+pub use storage::{
+    advise_huge_pages, host_copy_bytes, zeroed_host_data, DeviceBufferStorage, HUGE_PAGE_MIN_BYTES,
+    STORAGE_ALIGNMENT,
+};
 pub use tensor::DeviceTensor;
 pub use thread_pool::ThreadPool;

@@ -76,23 +76,15 @@ fn inputs_for(g: &Graph) -> Result<Vec<HostArray>, Error> {
             let n = g.node(*p);
             let shape = g.shape_of(&n.axes)?;
             let len: usize = shape.iter().product();
-            let data = match n.dtype {
-                weft_ir::DType::F32 => {
-                    weft_ir::ArrayData::F32((0..len).map(|_| rng.random_range(-1.0..1.0)).collect())
-                }
-                weft_ir::DType::F64 => {
-                    weft_ir::ArrayData::F64((0..len).map(|_| rng.random_range(-1.0..1.0)).collect())
-                }
-                weft_ir::DType::I32 => {
-                    weft_ir::ArrayData::I32((0..len).map(|_| rng.random_range(-9..10)).collect())
-                }
-                weft_ir::DType::I64 => {
-                    weft_ir::ArrayData::I64((0..len).map(|_| rng.random_range(-9..10)).collect())
-                }
-                weft_ir::DType::Bool => {
-                    weft_ir::ArrayData::Bool((0..len).map(|_| rng.random_bool(0.5)).collect())
-                }
-            };
+            // Zeros on huge pages first (as numpy's large arrays are), then filled in place.
+            let mut data = weft_runtime::zeroed_host_data(n.dtype, len)?;
+            match &mut data {
+                weft_ir::ArrayData::F32(v) => v.fill_with(|| rng.random_range(-1.0..1.0)),
+                weft_ir::ArrayData::F64(v) => v.fill_with(|| rng.random_range(-1.0..1.0)),
+                weft_ir::ArrayData::I32(v) => v.fill_with(|| rng.random_range(-9..10)),
+                weft_ir::ArrayData::I64(v) => v.fill_with(|| rng.random_range(-9..10)),
+                weft_ir::ArrayData::Bool(v) => v.fill_with(|| rng.random_bool(0.5)),
+            }
             Ok(HostArray::new(n.axes.clone(), shape, data)?)
         })
         .collect()

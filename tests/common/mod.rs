@@ -90,3 +90,14 @@ pub fn output_ok(cmd: &mut std::process::Command) -> std::process::Output {
     );
     out
 }
+
+/// The fused JIT executable of all of `g`'s outputs over its placeholders, default options.
+pub fn jit_executable(g: &std::sync::Arc<Graph>) -> weft_compiler::JitExecutable {
+    weft_compiler::JitExecutable::new(
+        g.clone(),
+        g.outputs(),
+        &g.placeholders(),
+        &JitOptions::default(),
+    )
+    .unwrap()
+}

@@ -11,7 +11,7 @@ mod handoff;
 mod host;
 mod jit;
 mod math;
-mod translate;
+pub(crate) mod translate;
 pub(crate) mod vectorize;
 
 pub use error::CodegenError;

@@ -19,12 +19,14 @@ use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use weft_ir::arena::EntityRef;
 use weft_ir::loop_ir::{
-    AccId, BinaryOp, BufferAccessExpr, CompareOp, Inst, Kernel, LoopId, ReduceKind, ScalarType,
-    ScalarValue, Stmt, UnaryOp, ValueId,
+    AccDecl, AccId, BinaryOp, BufferAccessExpr, CompareOp, Inst, Kernel, LoopId, ReduceKind,
+    ScalarType, ScalarValue, Stmt, UnaryOp, ValueId,
 };
 
+pub(crate) mod jam;
+
 use super::math::MathEmitter;
-use super::vectorize::{depends_on, plan, WidePlan};
+use super::vectorize::{depends_on, plan, stores, WidePlan};
 use super::CodegenError;
 
 /// The Cranelift type holding a value of `ty` (`bool` is an `i8` holding 0 or 1).
@@ -125,6 +127,25 @@ fn is_extreme(kind: ReduceKind, ty: ScalarType) -> bool {
     matches!(kind, ReduceKind::Max | ReduceKind::Min) && ty == ScalarType::F32
 }
 
+/// The type of an accumulator's vector partials: f32 when `narrow`
+/// ([`AccDecl::narrow_partials`](weft_ir::loop_ir::AccDecl)), else its own.
+fn partial_type(decl: &AccDecl, narrow: bool) -> ScalarType {
+    if narrow {
+        ScalarType::F32
+    } else {
+        decl.ty
+    }
+}
+
+/// Whether `body` reduces into `a` anywhere, nested loops included.
+fn reduces_into(body: &[Stmt], a: AccId) -> bool {
+    body.iter().any(|s| match s {
+        Stmt::Reduce { acc, .. } => *acc == a,
+        Stmt::Loop { body, .. } => reduces_into(body, a),
+        _ => false,
+    })
+}
+
 /// Lanes of `ty` in a 128-bit vector.
 fn vector_lanes(ty: ScalarType) -> u32 {
     16 / ty.size_bytes() as u32
@@ -176,6 +197,9 @@ pub(crate) fn translate(
         wide: None,
         wide_offset: vec![0; kernel.loops.len()],
         parallel: None,
+        widened_from: widenings(kernel),
+        narrowed: Vec::new(),
+        jam_loads: Vec::new(),
     };
     if let Some(l) = kernel.parallel_loop() {
         let extent = kernel.loops[l].extent as i64;
@@ -193,6 +217,54 @@ pub(crate) fn translate(
     Ok(())
 }
 
+/// The accumulators whose vector partials the vector loop with plan `plan` and body `body`
+/// keeps in f32: those marked `partials f32` that every reduction in the body feeds an f64
+/// widening of an f32 value (`widened_from`, from [`widenings`]), if the loop stores nothing
+/// (it may run twice).
+pub(crate) fn f32_partials(
+    k: &Kernel,
+    plan: &WidePlan,
+    body: &[Stmt],
+    widened_from: &[Option<ValueId>],
+) -> Vec<AccId> {
+    let reduces_widened = |a: AccId| {
+        body.iter().all(|s| match s {
+            Stmt::Reduce { acc, value, .. } if *acc == a => widened_from[value.index()].is_some(),
+            Stmt::Loop { body, .. } => !reduces_into(body, a),
+            _ => true,
+        })
+    };
+    if stores(body) {
+        return Vec::new();
+    }
+    plan.outer_accs
+        .iter()
+        .copied()
+        .filter(|a| k.accs[*a].narrow_partials && reduces_widened(*a))
+        .collect()
+}
+
+/// Per value of `kernel`: the f32 value it is `convert` of, if it is an f64 widening.
+pub(crate) fn widenings(kernel: &Kernel) -> Vec<Option<ValueId>> {
+    fn walk(k: &Kernel, body: &[Stmt], out: &mut [Option<ValueId>]) {
+        for s in body {
+            match s {
+                Stmt::Let {
+                    result,
+                    inst: Inst::Convert(x),
+                } if k.values[*x] == ScalarType::F32 && k.values[*result] == ScalarType::F64 => {
+                    out[result.index()] = Some(*x);
+                }
+                Stmt::Loop { body, .. } => walk(k, body, out),
+                _ => {}
+            }
+        }
+    }
+    let mut out = vec![None; kernel.values.len()];
+    walk(kernel, &kernel.body, &mut out);
+    out
+}
+
 struct Translator<'a, 'b> {
     k: &'a Kernel,
     b: FunctionBuilder<'b>,
@@ -206,6 +278,14 @@ struct Translator<'a, 'b> {
     /// Constant added to a loop's index value (lane offsets inside a vector step).
     wide_offset: Vec<i64>,
     parallel: Option<(LoopId, Value, Value)>,
+    /// Per value: the f32 value it is `convert` of, if it widens one to f64.
+    widened_from: Vec<Option<ValueId>>,
+    /// Accumulators whose vector partials the vector loop being emitted keeps in f32
+    /// ([`AccDecl::narrow_partials`](weft_ir::loop_ir::AccDecl)).
+    narrowed: Vec<AccId>,
+    /// Loads whose value the jammed step being emitted took from a transposed block
+    /// ([`jam`]).
+    jam_loads: Vec<(ValueId, Repr)>,
 }
 
 type Result<T> = std::result::Result<T, CodegenError>;
@@ -249,7 +329,11 @@ impl<'b> Translator<'_, 'b> {
         for s in stmts {
             match s {
                 Stmt::Let { result, inst } => {
-                    let r = self.inst(self.k.values[*result], inst)?;
+                    let jammed = self.jam_loads.iter().find(|(v, _)| v == result);
+                    let r = match jammed {
+                        Some((_, r)) => r.clone(),
+                        None => self.inst(self.k.values[*result], inst)?,
+                    };
                     self.values[result.index()] = Some(r);
                 }
                 Stmt::Store { target, value } => self.store(target, *value)?,
@@ -511,10 +595,15 @@ impl<'b> Translator<'_, 'b> {
                 if self.wide.is_none() {
                     return self.internal(format!("vector accumulator %{a} outside its loop"));
                 }
+                // f32 partials add the f32 value the f64 term widens.
+                let (r, ty) = match self.widened_from[value.index()] {
+                    Some(x) if self.narrowed.contains(&a) => (self.repr(x)?, ScalarType::F32),
+                    _ => (r, decl.ty),
+                };
                 for (j, var) in vars.iter().enumerate() {
-                    let x = self.part_of(&r, j as u32, decl.ty);
+                    let x = self.part_of(&r, j as u32, ty);
                     let cur = self.b.use_var(*var);
-                    let next = self.combine(decl.kind, decl.ty, cur, x);
+                    let next = self.combine(decl.kind, ty, cur, x);
                     self.b.def_var(*var, next);
                 }
             }
@@ -1119,18 +1208,89 @@ impl<'b> Translator<'_, 'b> {
     }
 
     fn emit_loop(&mut self, l: LoopId, body: &[Stmt]) -> Result<()> {
+        if let Some(jam) = self.jam_of(l, body) {
+            let [Stmt::Loop { body: inner, .. }] = body else {
+                return self.internal(format!("jammed loop %{l} is not a loop around one loop"));
+            };
+            return self.emit_jammed(l, &jam, inner);
+        }
         let annotations = self.k.loops[l].annotations;
-        let (start, end) = self.loop_range(l);
-        let counter = self.b.declare_var(types::I64);
-        self.b.def_var(counter, start);
         let wide_plan = if annotations.vectorize && self.options.vectorize && self.wide.is_none() {
             plan(self.k, l, body)
         } else {
             None
         };
+        let narrow = match &wide_plan {
+            Some(p) => f32_partials(self.k, p, body, &self.widened_from),
+            None => Vec::new(),
+        };
+        if narrow.is_empty() {
+            return self.emit_loop_as(l, body, wide_plan.as_ref(), &[]);
+        }
+        // f32 partials first; if a total comes out infinite or NaN (an f32 partial may have
+        // overflowed where f64 would not), the outer accumulators go back to their values
+        // before the loop and it runs again as a plain scalar loop in f64, in the
+        // interpreter's order: rare, so one body copy (compile time) rather than vector
+        // speed. The loop stores nothing, so running it twice changes nothing else.
+        let outer: Vec<AccId> = wide_plan
+            .as_ref()
+            .map_or(Vec::new(), |p| p.outer_accs.clone());
+        let mut before = Vec::new();
+        for &a in &outer {
+            if let Some(AccRepr::Scalar { value, index }) = self.accs[a.index()].clone() {
+                for var in std::iter::once(value).chain(index) {
+                    before.push((var, self.b.use_var(var)));
+                }
+            }
+        }
+        self.emit_loop_as(l, body, wide_plan.as_ref(), &narrow)?;
+        let mut finite = None;
+        for &a in &narrow {
+            let Some(AccRepr::Scalar { value, .. }) = self.accs[a.index()].clone() else {
+                return self.internal(format!("accumulator %{a} has no scalar value"));
+            };
+            let v = self.b.use_var(value);
+            let d = self.b.ins().fsub(v, v);
+            let ok = self.b.ins().fcmp(FloatCC::Ordered, d, d);
+            finite = Some(match finite {
+                Some(f) => self.b.ins().band(f, ok),
+                None => ok,
+            });
+        }
+        let (rerun, done) = (self.b.create_block(), self.b.create_block());
+        let finite = finite.expect("narrow is not empty");
+        self.b.ins().brif(finite, done, &[], rerun, &[]);
+        self.b.set_cold_block(rerun);
+        self.b.switch_to_block(rerun);
+        for (var, v) in before {
+            self.b.def_var(var, v);
+        }
+        let (start, end) = self.loop_range(l);
+        let counter = self.b.declare_var(types::I64);
+        self.b.def_var(counter, start);
+        self.emit_steps(l, body, counter, end, 1)?;
+        self.loop_vals[l.index()] = None;
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(done);
+        Ok(())
+    }
+
+    /// Emits loop `l` (vector steps by `wide_plan` if any, then a scalar tail), with the
+    /// vector partials of the accumulators in `narrow` kept in f32.
+    fn emit_loop_as(
+        &mut self,
+        l: LoopId,
+        body: &[Stmt],
+        wide_plan: Option<&WidePlan>,
+        narrow: &[AccId],
+    ) -> Result<()> {
+        let annotations = self.k.loops[l].annotations;
+        let (start, end) = self.loop_range(l);
+        let counter = self.b.declare_var(types::I64);
+        self.b.def_var(counter, start);
         let step = match wide_plan {
             Some(p) => {
-                self.emit_wide_steps(l, body, counter, end, &p)?;
+                self.emit_wide_steps(l, body, counter, end, p, narrow)?;
                 p.lanes * p.parts
             }
             None if annotations.unroll > 1 => {
@@ -1208,6 +1368,7 @@ impl<'b> Translator<'_, 'b> {
         counter: Variable,
         end: Value,
         plan: &WidePlan,
+        narrow: &[AccId],
     ) -> Result<()> {
         let ctx = WideCtx {
             loop_id: l,
@@ -1221,8 +1382,9 @@ impl<'b> Translator<'_, 'b> {
                 return self.internal(format!("accumulator %{a} reduced before its declaration"));
             };
             let decl = self.k.accs[a].clone();
-            let init = self.identity(decl.kind, decl.ty);
-            let vec_ty = vector_type(decl.ty);
+            let part_ty = partial_type(&decl, narrow.contains(&a));
+            let init = self.identity(decl.kind, part_ty);
+            let vec_ty = vector_type(part_ty);
             let v = self.b.ins().splat(vec_ty, init);
             let var_of = |t: &mut Self, ty: Type, init: Value| {
                 let var = t.b.declare_var(ty);
@@ -1252,7 +1414,7 @@ impl<'b> Translator<'_, 'b> {
                 )
             } else {
                 AccRepr::Wide(
-                    (0..ctx.vectors(decl.ty))
+                    (0..ctx.vectors(part_ty))
                         .map(|_| var_of(self, vec_ty, v))
                         .collect(),
                 )
@@ -1262,8 +1424,10 @@ impl<'b> Translator<'_, 'b> {
         }
         let step = plan.lanes * plan.parts;
         self.wide = Some(ctx);
+        self.narrowed = narrow.to_vec();
         let result = self.emit_steps_wide(l, body, counter, end, step);
         self.wide = None;
+        self.narrowed.clear();
         result?;
         // Combine the partial accumulators into the scalar ones.
         for (a, scalar, partials) in saved {
@@ -1284,15 +1448,19 @@ impl<'b> Translator<'_, 'b> {
                     return self.internal(format!("accumulator %{a} has no vector partials"))
                 }
             };
+            let part_ty = partial_type(&decl, narrow.contains(&a));
             let mut v = self.b.use_var(vars[0]);
             for var in &vars[1..] {
                 let x = self.b.use_var(*var);
-                v = self.combine(decl.kind, decl.ty, v, x);
+                v = self.combine(decl.kind, part_ty, v, x);
             }
             let mut s = self.b.ins().extractlane(v, 0);
-            for lane in 1..vector_lanes(decl.ty) {
+            for lane in 1..vector_lanes(part_ty) {
                 let x = self.b.ins().extractlane(v, lane as u8);
-                s = self.combine(decl.kind, decl.ty, s, x);
+                s = self.combine(decl.kind, part_ty, s, x);
+            }
+            if part_ty != decl.ty {
+                s = self.convert(s, part_ty, decl.ty);
             }
             if let AccRepr::Scalar { value, .. } = scalar {
                 let cur = self.b.use_var(value);

@@ -40,6 +40,15 @@ pub(crate) fn depends_on(access: &BufferAccessExpr, l: LoopId) -> bool {
     access.index.coefficient(l) != 0 || access.mask.iter().any(|m| m.expr.coefficient(l) != 0)
 }
 
+/// Whether `body` stores anywhere, nested loops included.
+pub(crate) fn stores(body: &[Stmt]) -> bool {
+    body.iter().any(|s| match s {
+        Stmt::Store { .. } => true,
+        Stmt::Loop { body, .. } => stores(body),
+        _ => false,
+    })
+}
+
 fn collect(body: &[Stmt], declared: &mut Vec<AccId>, reduced: &mut Vec<AccId>) {
     for s in body {
         match s {

@@ -117,6 +117,13 @@ pub struct AccDecl {
     pub kind: ReduceKind,
     /// Type of the reduced values.
     pub ty: ScalarType,
+    /// An f64 `sum` whose terms are widened f32 values may keep the vector partials of the
+    /// vectorised loop reducing into it in f32 (`acc %a: sum f64 partials f32`): a backend
+    /// that does re-runs that loop summing in f64 whenever the total comes out infinite
+    /// or NaN, so only rounding differs from f64 accumulation, never whether the result is
+    /// finite. Set by the compiler's `narrow_sums` pass, which bounds that rounding; readers
+    /// of the kernel that sum in f64 (the loop IR interpreter) ignore it.
+    pub narrow_partials: bool,
 }
 
 /// A memory location: an affine element index into a buffer, optionally masked.
@@ -292,7 +299,11 @@ impl Kernel {
 
     /// Declares an accumulator.
     pub fn add_acc(&mut self, kind: ReduceKind, ty: ScalarType) -> AccId {
-        self.accs.push(AccDecl { kind, ty })
+        self.accs.push(AccDecl {
+            kind,
+            ty,
+            narrow_partials: false,
+        })
     }
 
     /// Creates a value of type `ty` defined by `inst`, returning it and its defining statement.

@@ -82,7 +82,13 @@ fn write_stmt_line(f: &mut Formatter<'_>, k: &Kernel, stmt: &Stmt) -> fmt::Resul
             write!(f, ", %{value}")
         }
         Stmt::DeclareAcc(acc) => match k.accs.get(*acc) {
-            Some(decl) => write!(f, "acc %{acc}: {} {}", decl.kind, decl.ty),
+            Some(decl) => {
+                write!(f, "acc %{acc}: {} {}", decl.kind, decl.ty)?;
+                if decl.narrow_partials {
+                    f.write_str(" partials f32")?;
+                }
+                Ok(())
+            }
             None => write!(f, "acc %{acc}: <undeclared>"),
         },
         Stmt::Reduce { acc, value, index } => {

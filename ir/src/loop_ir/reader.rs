@@ -351,6 +351,11 @@ impl Parser<'_> {
                 let ty = self.expect_type()?;
                 self.kernel.accs[acc].kind = kind;
                 self.kernel.accs[acc].ty = ty;
+                if matches!(self.peek(), Token::Ident(w) if w == "partials") {
+                    self.next();
+                    self.expect_keyword("f32")?;
+                    self.kernel.accs[acc].narrow_partials = true;
+                }
                 Ok(Stmt::DeclareAcc(acc))
             }
             Token::Ident(w) if w == "reduce" => {

@@ -16,7 +16,7 @@ use std::fmt;
 
 use super::bounds::{access_range, Interval};
 use super::printer::{buffer_name, AffineDisplay};
-use super::{AccId, BufferAccessExpr, Inst, Kernel, LoopId, ScalarType, Stmt, ValueId};
+use super::{AccId, BufferAccessExpr, Inst, Kernel, LoopId, ReduceKind, ScalarType, Stmt, ValueId};
 
 /// The largest unroll factor accepted.
 pub const MAX_UNROLL: u32 = 64;
@@ -198,6 +198,15 @@ impl Verifier<'_> {
                     None => self.error(format!("accumulator %{acc} is not declared")),
                     Some(true) => self.error(format!("accumulator %{acc} is declared twice")),
                     Some(false) => {
+                        let decl = &self.k.accs[*acc];
+                        if decl.narrow_partials
+                            && !(decl.kind == ReduceKind::Sum && decl.ty == ScalarType::F64)
+                        {
+                            self.error(format!(
+                                "accumulator %{acc} keeps f32 partials but is a {} {}, not a sum f64",
+                                decl.kind, decl.ty
+                            ));
+                        }
                         self.acc_declared[acc.index_usize()] = true;
                         self.acc_live[acc.index_usize()] = true;
                         accs_here.push(*acc);

@@ -1,0 +1,193 @@
+//! Transposing 4 × 4 blocks in registers: a vector loop that would gather its lanes from
+//! memory far apart, jammed with the loop around it along which that memory is contiguous.
+//!
+//! A transposing copy (`y[C, R] = x[R, C]`, tiled by `crate::tile`) vectorises its
+//! innermost loop `I` along the output, so each lane of an `x` load sits a whole row of `x`
+//! away from the next: four scalar loads and three inserts per vector. When the loop `L`
+//! directly around `I` walks `x` contiguously, four iterations of `L` need exactly the four
+//! rows of a 4 × 4 block: this runs `L` four at a time, loads each block as four contiguous
+//! vectors, transposes them with four unpacks of 32-bit lanes and four of 64-bit halves
+//! (`punpck{l,h}dq`, `punpck{l,h}qdq`), and emits `I`'s body once per row of the block with
+//! the transposed vector as that load's value.
+//!
+//! Assumes a verified kernel. Guarantees: applied only where `L` is not parallel or
+//! vectorised and its extent is a multiple of 4, its body is the vector loop `I` alone, `I`
+//! runs four f32 lanes per part with no tail (its extent a multiple of the step) and only
+//! lets and stores in its body (no accumulator), no buffer is both loaded and stored in it,
+//! and at least one unmasked f32 load strides along `I` and is contiguous along `L`. Then
+//! every iteration `(l, i)` runs exactly once with the same index values, in the order `l`
+//! in blocks of four, `i` by vector steps, `l` within the block; since the body stores only
+//! buffers it does not load, and each iteration stores its own elements, the results equal
+//! the loop nest's.
+
+use super::*;
+
+/// A loop `L` to run four at a time around its vector loop `I`.
+pub(crate) struct Jam {
+    inner: LoopId,
+    parts: u32,
+    /// The loads transposed in registers: their value and access.
+    pub(crate) loads: Vec<(ValueId, BufferAccessExpr)>,
+}
+
+/// The jam of loop `l` of `k` with body `body` (`parallel`: whether `l` runs split over
+/// threads), if the module's conditions hold; `weft explain` reports it.
+pub(crate) fn jam_plan(k: &Kernel, l: LoopId, body: &[Stmt], parallel: bool) -> Option<Jam> {
+    let decl = &k.loops[l];
+    if parallel || decl.annotations.vectorize || decl.extent < 4 || !decl.extent.is_multiple_of(4) {
+        return None;
+    }
+    let [Stmt::Loop {
+        loop_id: inner,
+        body: inner_body,
+    }] = body
+    else {
+        return None;
+    };
+    if !k.loops[*inner].annotations.vectorize {
+        return None;
+    }
+    let p = plan(k, *inner, inner_body)?;
+    let step = u64::from(p.lanes * p.parts);
+    if p.lanes != 4 || !p.outer_accs.is_empty() || !k.loops[*inner].extent.is_multiple_of(step) {
+        return None;
+    }
+    let (mut loaded, mut stored, mut loads) = (Vec::new(), Vec::new(), Vec::new());
+    for s in inner_body {
+        match s {
+            Stmt::Let {
+                result,
+                inst: Inst::Load(a),
+            } => {
+                loaded.push(a.buffer);
+                let (along_i, along_l) = (a.index.coefficient(*inner), a.index.coefficient(l));
+                if a.mask.is_empty()
+                    && k.buffers[a.buffer].ty == ScalarType::F32
+                    && !matches!(along_i, 0 | 1)
+                    && along_l == 1
+                {
+                    loads.push((*result, a.clone()));
+                }
+            }
+            Stmt::Let { .. } => {}
+            Stmt::Store { target, .. } => stored.push(target.buffer),
+            _ => return None,
+        }
+    }
+    if loads.is_empty() || loaded.iter().any(|b| stored.contains(b)) {
+        return None;
+    }
+    Some(Jam {
+        inner: *inner,
+        parts: p.parts,
+        loads,
+    })
+}
+
+impl Translator<'_, '_> {
+    /// The jam of loop `l` with body `body`, if the module's conditions hold here.
+    pub(super) fn jam_of(&self, l: LoopId, body: &[Stmt]) -> Option<Jam> {
+        let parallel = matches!(self.parallel, Some((p, ..)) if p == l);
+        if !self.options.vectorize || self.wide.is_some() {
+            return None;
+        }
+        jam_plan(self.k, l, body, parallel)
+    }
+
+    /// Emits loop `l`, whose body is `jam`'s vector loop with body `inner_body`, four
+    /// iterations of `l` at a time (see the module docs).
+    pub(super) fn emit_jammed(&mut self, l: LoopId, jam: &Jam, inner_body: &[Stmt]) -> Result<()> {
+        let (start, end) = self.loop_range(l);
+        let counter = self.b.declare_var(types::I64);
+        self.b.def_var(counter, start);
+        self.counted_loop(counter, end, 4, |t, lv| {
+            t.loop_vals[l.index()] = Some(lv);
+            let inner = jam.inner;
+            let (istart, iend) = t.loop_range(inner);
+            let icounter = t.b.declare_var(types::I64);
+            t.b.def_var(icounter, istart);
+            t.counted_loop(icounter, iend, 4 * jam.parts, |t, iv| {
+                t.loop_vals[inner.index()] = Some(iv);
+                t.wide = Some(WideCtx {
+                    loop_id: inner,
+                    lanes: 4,
+                    parts: jam.parts,
+                });
+                let result = t.jammed_step(l, jam, inner_body);
+                t.wide = None;
+                t.wide_offset[l.index()] = 0;
+                t.jam_loads.clear();
+                result
+            })?;
+            t.loop_vals[inner.index()] = None;
+            Ok(())
+        })?;
+        self.loop_vals[l.index()] = None;
+        Ok(())
+    }
+
+    /// One vector step of the inner loop for four iterations of `l`: the blocks of every
+    /// transposed load, then the body once per iteration of `l`.
+    fn jammed_step(&mut self, l: LoopId, jam: &Jam, inner_body: &[Stmt]) -> Result<()> {
+        // Per load, per row `u` of the block: the vectors of that row's step.
+        let mut columns: Vec<(ValueId, [Vec<Value>; 4])> = Vec::with_capacity(jam.loads.len());
+        for (value, access) in &jam.loads {
+            let mut rows_of: [Vec<Value>; 4] = Default::default();
+            for part in 0..jam.parts {
+                let mut block = [None; 4];
+                for (m, row) in block.iter_mut().enumerate() {
+                    let lane = i64::from(part * 4) + m as i64;
+                    let index = self.affine(&access.index, lane)?;
+                    let addr = self.address(access, index);
+                    *row = Some(self.b.ins().load(
+                        types::F32X4,
+                        MemFlagsData::new().with_notrap(),
+                        addr,
+                        0,
+                    ));
+                }
+                let block = block.map(|r| r.expect("every row is loaded"));
+                for (u, column) in self.transpose4(block).into_iter().enumerate() {
+                    rows_of[u].push(column);
+                }
+            }
+            columns.push((*value, rows_of));
+        }
+        for u in 0..4 {
+            self.wide_offset[l.index()] = u as i64;
+            self.jam_loads = columns
+                .iter()
+                .map(|(v, rows_of)| (*v, Repr::Wide(rows_of[u].clone())))
+                .collect();
+            self.stmts(inner_body)?;
+        }
+        Ok(())
+    }
+
+    /// The transpose of four `f32x4` rows: column `u` holds lane `u` of each row, in row order.
+    fn transpose4(&mut self, rows: [Value; 4]) -> [Value; 4] {
+        let le = MemFlagsData::new().with_endianness(Endianness::Little);
+        let mut mask = |lanes: &[u8], width: u8| {
+            // Lanes of `width` bytes, from the 32 bytes of both operands.
+            let bytes: Vec<u8> = lanes
+                .iter()
+                .flat_map(|&lane| (0..width).map(move |b| lane * width + b))
+                .collect();
+            self.b.func.dfg.immediates.push(ConstantData::from(bytes))
+        };
+        let (lo32, hi32) = (mask(&[0, 4, 1, 5], 4), mask(&[2, 6, 3, 7], 4));
+        let (lo64, hi64) = (mask(&[0, 2], 8), mask(&[1, 3], 8));
+        let bytes = rows.map(|r| self.b.ins().bitcast(types::I8X16, le, r));
+        let t0 = self.b.ins().shuffle(bytes[0], bytes[1], lo32);
+        let t1 = self.b.ins().shuffle(bytes[0], bytes[1], hi32);
+        let t2 = self.b.ins().shuffle(bytes[2], bytes[3], lo32);
+        let t3 = self.b.ins().shuffle(bytes[2], bytes[3], hi32);
+        let columns = [
+            self.b.ins().shuffle(t0, t2, lo64),
+            self.b.ins().shuffle(t0, t2, hi64),
+            self.b.ins().shuffle(t1, t3, lo64),
+            self.b.ins().shuffle(t1, t3, hi64),
+        ];
+        columns.map(|c| self.b.ins().bitcast(types::F32X4, le, c))
+    }
+}
