@@ -1020,3 +1020,93 @@ fn vector_comparisons_select_convert_and_combine_as_masks() {
         }
     }
 }
+
+/// An f32 `exp` stored into a contiguous span runs after its loop as the native span routine
+/// (`codegen::translate::span`, `weft_runtime::vmath`), bit for bit what the inline code
+/// gives: softmax rows (the `exp` inside a fused row kernel) and a plain `exp` kernel, over
+/// lengths with and without a tail and inputs with every edge (NaN payloads, ±inf, the
+/// overflow and flush limits, subnormals), compared with `span_math` off.
+#[test]
+fn span_exp_gives_the_inline_bits() {
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let edges = [
+        f32::NAN,
+        f32::from_bits(0x7fc0_0123),
+        f32::from_bits(0xffc0_0001),
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        88.722_83,
+        88.722_84,
+        -87.336_54,
+        -87.336_55,
+        -0.0,
+        1e-40,
+        -104.0,
+    ];
+    for (src, name) in [
+        (
+            "placeholder x: f32[R, C]\nm = max(x, [C])\nd = subtract(x, m)\ne = exp(d)\n\
+             t = sum(e, [C])\ny = divide(e, t)\noutput y\n",
+            "softmax",
+        ),
+        ("placeholder x: f32[R, C]\ny = exp(x)\noutput y\n", "exp"),
+    ] {
+        for c in [37usize, 64, 4099] {
+            let text = format!("axis R = 5\naxis C = {c}\n{src}");
+            let g = weft::ir::text::parse(&text, "span.weft").unwrap();
+            let (r, cx) = (g.find_axis("R").unwrap(), g.find_axis("C").unwrap());
+            let xs: Vec<f32> = (0..5 * c)
+                .map(|i| match next() % 8 {
+                    0 => edges[i % edges.len()],
+                    1 => f32::from_bits(next() as u32),
+                    _ => ((next() >> 11) as f64 / (1u64 << 53) as f64 * 240.0 - 120.0) as f32,
+                })
+                .collect();
+            let input = HostArray::from_vec(Axes::new([r, cx]).unwrap(), vec![5, c], xs).unwrap();
+            let run = |span_math: bool| {
+                let options = JitOptions {
+                    codegen: weft::CodegenOptions {
+                        span_math,
+                        ..Default::default()
+                    },
+                    ..JitOptions::default()
+                };
+                let g = Arc::new(g.clone());
+                let exe = weft_compiler::JitExecutable::new(
+                    g.clone(),
+                    g.outputs(),
+                    &g.placeholders(),
+                    &options,
+                )
+                .unwrap();
+                let explained = weft_compiler::explain::explain(&exe);
+                let t = Transformer::with_jit_options((*g).clone(), options).unwrap();
+                let comp = t
+                    .computation(&[g.find("y").unwrap()], &[g.find("x").unwrap()])
+                    .unwrap();
+                let bits: Vec<u32> = comp.call(std::slice::from_ref(&input)).unwrap()[0]
+                    .to_vec::<f32>()
+                    .unwrap()
+                    .iter()
+                    .map(|y| y.to_bits())
+                    .collect();
+                (bits, explained, exe.span_exp())
+            };
+            let (inline, explained_inline, _) = run(false);
+            let (span, explained, available) = run(true);
+            assert_eq!(span, inline, "{name}, C = {c}");
+            assert!(!explained_inline.contains("native AVX2 routine"));
+            assert_eq!(
+                explained.contains("native AVX2 routine"),
+                available,
+                "{name}, C = {c}:\n{explained}"
+            );
+        }
+    }
+}

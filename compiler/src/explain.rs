@@ -12,7 +12,7 @@ use std::fmt::Write;
 
 use weft_ir::loop_ir::{BufferAccess, Kernel, Stmt, ValueId};
 
-use crate::codegen::translate::{self, jam};
+use crate::codegen::translate::{self, jam, span};
 use crate::codegen::vectorize;
 use crate::executable::{JitExecutable, ScheduledStep};
 use crate::lower::BufferBinding;
@@ -88,7 +88,14 @@ pub fn explain(exe: &JitExecutable) -> String {
             let _ = writeln!(s, "  {note}");
         }
         let widened_from = translate::widenings(k);
-        loops(k, &k.body, &widened_from, 1, exe.threads(), &mut s);
+        loops(
+            k,
+            &k.body,
+            &widened_from,
+            1,
+            (exe.threads(), exe.span_exp()),
+            &mut s,
+        );
     }
     s += &exe.binding_report();
     s
@@ -119,13 +126,14 @@ fn gemm(call: &weft_runtime::GemmCall, threads: usize, s: &mut String) {
     );
 }
 
-/// Writes one line per loop of `body` (`widened_from`: [`translate::widenings`] of `k`).
+/// Writes one line per loop of `body` (`widened_from`: [`translate::widenings`] of `k`;
+/// `threads` of the pool, and whether codegen may run span `exp`s natively).
 fn loops(
     k: &Kernel,
     body: &[Stmt],
     widened_from: &[Option<ValueId>],
     depth: usize,
-    threads: usize,
+    (threads, span_exp): (usize, bool),
     s: &mut String,
 ) {
     for st in body {
@@ -163,6 +171,7 @@ fn loops(
                         .into(),
                 ),
             }
+            let vector = plan.is_some();
             let narrow = plan
                 .map(|p| translate::f32_partials(k, &p, body, widened_from))
                 .unwrap_or_default();
@@ -171,6 +180,16 @@ fn loops(
                 what.push(format!(
                     "f32 partials for {} (the loop re-runs in f64 if a total is not finite)",
                     accs.join(", ")
+                ));
+            }
+            if let Some(span) = (span_exp && vector && narrow.is_empty())
+                .then(|| span::span_plan(k, *loop_id, body))
+                .flatten()
+            {
+                what.push(format!(
+                    "%{} = exp stored as its argument, then exp over the span of %{} by the \
+                     native AVX2 routine",
+                    span.result, k.buffers[span.target.buffer].name
                 ));
             }
         } else if a.unroll > 1 {
@@ -185,6 +204,6 @@ fn loops(
             if what.is_empty() { "" } else { ": " },
             what.join(", ")
         );
-        loops(k, body, widened_from, depth + 1, threads, s);
+        loops(k, body, widened_from, depth + 1, (threads, span_exp), s);
     }
 }

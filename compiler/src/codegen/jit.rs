@@ -15,6 +15,7 @@ use cranelift_module::{default_libcall_names, Linkage, Module};
 use weft_ir::loop_ir::{verify, Kernel};
 use weft_ir::scalar::{self, Arith};
 use weft_ir::{BinaryOp as GraphBinary, UnaryOp as GraphUnary};
+use weft_runtime::vmath::weft_exp_f32_span;
 use weft_runtime::CompiledKernel;
 
 use super::handoff::hand_over;
@@ -31,6 +32,10 @@ pub struct CodegenOptions {
     pub fma: bool,
     /// Keep the disassembly of each kernel in its [`KernelListing`].
     pub disassemble: bool,
+    /// Let a vector loop that stores an f32 `exp` into a contiguous span store the argument
+    /// and call the native span routine (`weft_runtime::vmath`, the same bits) after it, when
+    /// the host has AVX2 and FMA (`translate/span.rs`).
+    pub span_math: bool,
 }
 
 impl Default for CodegenOptions {
@@ -39,6 +44,7 @@ impl Default for CodegenOptions {
             vectorize: true,
             fma: true,
             disassemble: false,
+            span_math: true,
         }
     }
 }
@@ -119,15 +125,23 @@ impl JitCompiler {
         self.features
     }
 
+    /// Whether kernels may run an f32 `exp` over a stored span natively:
+    /// [`CodegenOptions::span_math`], with FMA allowed and the host having AVX2 and FMA.
+    pub fn span_exp(&self) -> bool {
+        self.translate_options().span_exp
+    }
+
     /// The options in use.
     pub fn options(&self) -> CodegenOptions {
         self.options
     }
 
     fn translate_options(&self) -> TranslateOptions {
+        let fma = self.options.fma && self.features.fma && self.features.avx;
         TranslateOptions {
-            fma: self.options.fma && self.features.fma && self.features.avx,
+            fma,
             vectorize: self.options.vectorize,
+            span_exp: self.options.span_math && fma && self.features.avx2,
         }
     }
 
@@ -139,6 +153,7 @@ impl JitCompiler {
         builder.symbol("weft_sin_f64", weft_sin_f64 as *const u8);
         builder.symbol("weft_cos_f32", weft_cos_f32 as *const u8);
         builder.symbol("weft_cos_f64", weft_cos_f64 as *const u8);
+        builder.symbol("weft_exp_f32_span", weft_exp_f32_span as *const u8);
         JITModule::new(builder)
     }
 
@@ -187,6 +202,12 @@ impl JitCompiler {
         let sin_f64 = import("weft_sin_f64", types::F64)?;
         let cos_f32 = import("weft_cos_f32", types::F32)?;
         let cos_f64 = import("weft_cos_f64", types::F64)?;
+        let mut span_sig = Signature::new(call_conv);
+        span_sig.params.push(AbiParam::new(types::I64));
+        span_sig.params.push(AbiParam::new(types::I64));
+        let exp_span_f32 = module
+            .declare_function("weft_exp_f32_span", Linkage::Import, &span_sig)
+            .map_err(module_error)?;
         ctx.func.signature = sig;
         ctx.func.name = UserFuncName::user(0, id.as_u32());
         let pow = PowRefs {
@@ -196,6 +217,7 @@ impl JitCompiler {
             sin_f64: module.declare_func_in_func(sin_f64, &mut ctx.func),
             cos_f32: module.declare_func_in_func(cos_f32, &mut ctx.func),
             cos_f64: module.declare_func_in_func(cos_f64, &mut ctx.func),
+            exp_span_f32: module.declare_func_in_func(exp_span_f32, &mut ctx.func),
         };
         let mut fctx = FunctionBuilderContext::new();
         translate(

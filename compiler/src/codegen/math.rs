@@ -13,6 +13,7 @@
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{types, Endianness, InstBuilder, MemFlagsData, Type, Value};
 use cranelift_frontend::FunctionBuilder;
+use weft_runtime::vmath::exp_f32;
 
 /// Emits math functions into a function under construction.
 pub(crate) struct MathEmitter<'a, 'b> {
@@ -77,20 +78,6 @@ fn tanh_coefficients(terms: usize) -> Vec<f64> {
     }
     (0..terms).map(|i| a[2 * i + 1]).collect()
 }
-
-/// Minimax polynomial for `e^r` on `|r| ≤ ln2/2`, lowest degree first, degree 6: the
-/// coefficients of Eigen's `pexp_float` (Eigen/src/Core/arch/Default/GenericPacketMathFunctions.h).
-// The published digits are kept verbatim, so the source can be checked.
-#[allow(clippy::excessive_precision)]
-const EXP_F32: [f64; 7] = [
-    1.0,
-    1.0,
-    0.499_999_880_790_710_449_218_75,
-    0.166_665_181_517_601_013_183_593_75,
-    4.166_965_186_595_916_748_046_875e-2,
-    8.368_944_749_236_106_872_558_593_75e-3,
-    1.374_496_379_867_196_083_068_847_656_25e-3,
-];
 
 /// Minimax polynomial for `e^r` on `|r| ≤ ln2/2`, degree 12: SLEEF's `xexp` (u10) coefficients.
 #[allow(clippy::excessive_precision)]
@@ -249,13 +236,16 @@ impl MathEmitter<'_, '_> {
     pub fn exp(&mut self, x: Value) -> Value {
         let ty = self.b.func.dfg.value_type(x);
         // (largest x with finite e^x, smallest x with normal e^x, -ln2 hi/lo, polynomial).
+        // f32: the constants the native span routine shares (weft_runtime::vmath), so an
+        // `exp` moved to a span gives the same bits.
+        let exp_f32_poly = exp_f32::POLY.map(f64::from);
         let (hi, lo, neg_ln2_hi, neg_ln2_lo, coeffs): (f64, f64, f64, f64, &[f64]) = if is_f32(ty) {
             (
-                88.722_831_726_074_22,
-                -87.336_540_222_167_97,
-                -0.693_359_375,
-                2.121_944_4e-4,
-                &EXP_F32,
+                f64::from(exp_f32::HI),
+                f64::from(exp_f32::LO),
+                f64::from(exp_f32::NEG_LN2_HI),
+                f64::from(exp_f32::NEG_LN2_LO),
+                &exp_f32_poly,
             )
         } else {
             (

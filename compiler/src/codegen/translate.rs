@@ -24,6 +24,7 @@ use weft_ir::loop_ir::{
 };
 
 pub(crate) mod jam;
+pub(crate) mod span;
 
 use super::math::MathEmitter;
 use super::vectorize::{depends_on, plan, stores, WidePlan};
@@ -56,6 +57,9 @@ pub(crate) struct TranslateOptions {
     pub fma: bool,
     /// Whether `vectorize` annotations are honoured.
     pub vectorize: bool,
+    /// Whether an f32 `exp` stored into a span may run as a call of the native span routine
+    /// after its loop ([`span`]).
+    pub span_exp: bool,
 }
 
 /// Imported scalar functions: `pow` (`f32`, `f64`), and `sin`/`cos` for arguments too large
@@ -68,6 +72,8 @@ pub(crate) struct PowRefs {
     pub sin_f64: FuncRef,
     pub cos_f32: FuncRef,
     pub cos_f64: FuncRef,
+    /// `weft_exp_f32_span(ptr, len)`: `e^x` in place over a span ([`span`]).
+    pub exp_span_f32: FuncRef,
 }
 
 #[derive(Clone, Debug)]
@@ -200,6 +206,7 @@ pub(crate) fn translate(
         widened_from: widenings(kernel),
         narrowed: Vec::new(),
         jam_loads: Vec::new(),
+        span_identity: None,
     };
     if let Some(l) = kernel.parallel_loop() {
         let extent = kernel.loops[l].extent as i64;
@@ -286,6 +293,9 @@ struct Translator<'a, 'b> {
     /// Loads whose value the jammed step being emitted took from a transposed block
     /// ([`jam`]).
     jam_loads: Vec<(ValueId, Repr)>,
+    /// The `exp` result the loop being emitted stores as its argument, and that argument
+    /// ([`span`]).
+    span_identity: Option<(ValueId, ValueId)>,
 }
 
 type Result<T> = std::result::Result<T, CodegenError>;
@@ -330,9 +340,10 @@ impl<'b> Translator<'_, 'b> {
             match s {
                 Stmt::Let { result, inst } => {
                     let jammed = self.jam_loads.iter().find(|(v, _)| v == result);
-                    let r = match jammed {
-                        Some((_, r)) => r.clone(),
-                        None => self.inst(self.k.values[*result], inst)?,
+                    let r = match (jammed, self.span_identity) {
+                        (Some((_, r)), _) => r.clone(),
+                        (None, Some((v, arg))) if v == *result => self.repr(arg)?,
+                        (None, _) => self.inst(self.k.values[*result], inst)?,
                     };
                     self.values[result.index()] = Some(r);
                 }
@@ -1225,6 +1236,9 @@ impl<'b> Translator<'_, 'b> {
             None => Vec::new(),
         };
         if narrow.is_empty() {
+            if let Some(span) = wide_plan.as_ref().and(self.span_of(l, body)) {
+                return self.emit_span_exp(l, body, &span, wide_plan.as_ref());
+            }
             return self.emit_loop_as(l, body, wide_plan.as_ref(), &[]);
         }
         // f32 partials first; if a total comes out infinite or NaN (an f32 partial may have

@@ -1,0 +1,226 @@
+//! Native vector math over contiguous spans, which JIT kernels call where their own 128-bit
+//! code is compute-bound: Cranelift emits only 4-lane f32 vectors and keeps a polynomial's
+//! dozen constants in 16 registers by spilling, so an f32 `exp` costs the JIT about 35
+//! instructions per four lanes; rustc's AVX2 code of the same algorithm does eight lanes in
+//! about 20.
+//!
+//! Assumes nothing of the caller but a valid span. Guarantees: [`exp_f32_in_place`] computes,
+//! element by element, bit for bit what the JIT's inline f32 `exp` computes with FMA
+//! (`compiler/src/codegen/math.rs`, from the constants of [`exp_f32`]): the same Cody–Waite
+//! reduction, polynomial, Horner order, fused multiply-adds and edge rules, so moving an `exp`
+//! from inline code to a span changes no result (`tests/jit.rs` checks it bit for bit). The
+//! AVX2+FMA path is chosen at run time; without those features the scalar path gives the same
+//! bits (`f32::mul_add` is the fused operation).
+//!
+//! `unsafe` here: the AVX2 intrinsics (called only after run-time detection) and the span
+//! entry point JIT code calls with a raw pointer and length (its caller vouches for them).
+
+/// The f32 `exp` algorithm's constants, shared by the JIT's inline code and the span routine.
+pub mod exp_f32 {
+    /// The largest `x` with a finite `e^x`; above it (or NaN) the result is `x + inf`.
+    pub const HI: f32 = 88.722_83;
+    /// `ln(f32::MIN_POSITIVE)`; below it the result is `+0` (subnormal results are flushed).
+    pub const LO: f32 = -87.336_54;
+    /// `log2(e)`.
+    pub const LOG2_E: f32 = std::f32::consts::LOG2_E;
+    /// `1.5 · 2^23`: adding and subtracting it rounds to an integer.
+    pub const MAGIC: f32 = 12_582_912.0;
+    /// `−ln 2` split in two: a high part with trailing zero bits (exact products with `k`)
+    /// and the remainder.
+    pub const NEG_LN2_HI: f32 = -0.693_359_4;
+    /// See [`NEG_LN2_HI`].
+    pub const NEG_LN2_LO: f32 = 2.121_944_4e-4;
+    /// Minimax polynomial for `e^r` on `|r| ≤ ln2/2`, lowest degree first, degree 6: the
+    /// coefficients of Eigen's `pexp_float`.
+    // The published digits are kept verbatim, so the source can be checked.
+    #[allow(clippy::excessive_precision)]
+    pub const POLY: [f32; 7] = [
+        1.0,
+        1.0,
+        0.499_999_880_790_710_449_218_75,
+        0.166_665_181_517_601_013_183_593_75,
+        4.166_965_186_595_916_748_046_875e-2,
+        8.368_944_749_236_106_872_558_593_75e-3,
+        1.374_496_379_867_196_083_068_847_656_25e-3,
+    ];
+}
+
+/// `e^x` of one f32, exactly as the vector paths compute each lane.
+fn exp_scalar(x: f32) -> f32 {
+    use exp_f32::*;
+    let t = x.mul_add(LOG2_E, MAGIC);
+    let k = t - MAGIC;
+    let r = k.mul_add(NEG_LN2_HI, x);
+    let r = k.mul_add(NEG_LN2_LO, r);
+    let mut p = POLY[6];
+    for &c in POLY[..6].iter().rev() {
+        p = p.mul_add(r, c);
+    }
+    let y = f32::from_bits(p.to_bits().wrapping_add(t.to_bits() << 23));
+    if x.is_nan() || x > HI {
+        x + f32::INFINITY
+    } else if x < LO {
+        0.0
+    } else {
+        y
+    }
+}
+
+/// `xs[i] = e^xs[i]` for every element, as the JIT's inline f32 `exp` computes it.
+pub fn exp_f32_in_place(xs: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        // SAFETY: the features the function is compiled for were detected on this CPU.
+        unsafe { avx2::exp_in_place(xs) };
+        return;
+    }
+    for x in xs {
+        *x = exp_scalar(*x);
+    }
+}
+
+/// The span entry point JIT kernels call: `e^x` in place over `len` f32s from `ptr`.
+///
+/// # Safety
+/// `ptr` must be valid for reads and writes of `len` f32s, aligned to 4 bytes, and no other
+/// reference may access them during the call (a kernel passes a span of a buffer it alone
+/// writes, within the buffer's length, checked by the loop-IR verifier).
+pub unsafe extern "C" fn weft_exp_f32_span(ptr: *mut f32, len: usize) {
+    if len == 0 {
+        return;
+    }
+    // SAFETY: the caller's contract above.
+    let xs = unsafe { std::slice::from_raw_parts_mut(ptr, len) };
+    exp_f32_in_place(xs);
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::exp_f32::*;
+    use std::arch::x86_64::*;
+
+    /// Eight lanes of [`super::exp_scalar`].
+    #[target_feature(enable = "avx2,fma")]
+    fn exp8(x: __m256) -> __m256 {
+        let t = _mm256_fmadd_ps(x, _mm256_set1_ps(LOG2_E), _mm256_set1_ps(MAGIC));
+        let k = _mm256_sub_ps(t, _mm256_set1_ps(MAGIC));
+        let r = _mm256_fmadd_ps(k, _mm256_set1_ps(NEG_LN2_HI), x);
+        let r = _mm256_fmadd_ps(k, _mm256_set1_ps(NEG_LN2_LO), r);
+        let mut p = _mm256_set1_ps(POLY[6]);
+        for &c in POLY[..6].iter().rev() {
+            p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c));
+        }
+        let k_bits = _mm256_slli_epi32::<23>(_mm256_castps_si256(t));
+        let y = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), k_bits));
+        let over = _mm256_cmp_ps::<_CMP_NLE_UQ>(x, _mm256_set1_ps(HI));
+        let x_inf = _mm256_add_ps(x, _mm256_set1_ps(f32::INFINITY));
+        let y = _mm256_blendv_ps(y, x_inf, over);
+        let under = _mm256_cmp_ps::<_CMP_LT_OQ>(x, _mm256_set1_ps(LO));
+        _mm256_andnot_ps(under, y)
+    }
+
+    /// # Safety
+    /// The CPU must have AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn exp_in_place(xs: &mut [f32]) {
+        let mut chunks = xs.chunks_exact_mut(8);
+        for c in &mut chunks {
+            // SAFETY: `c` holds exactly eight f32s; unaligned loads and stores.
+            unsafe {
+                let x = _mm256_loadu_ps(c.as_ptr());
+                _mm256_storeu_ps(c.as_mut_ptr(), exp8(x));
+            }
+        }
+        let tail = chunks.into_remainder();
+        if !tail.is_empty() {
+            let mut buf = [0f32; 8];
+            buf[..tail.len()].copy_from_slice(tail);
+            // SAFETY: `buf` holds eight f32s.
+            unsafe {
+                let x = _mm256_loadu_ps(buf.as_ptr());
+                _mm256_storeu_ps(buf.as_mut_ptr(), exp8(x));
+            }
+            tail.copy_from_slice(&buf[..tail.len()]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn specials() -> Vec<f32> {
+        let mut xs = vec![
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            exp_f32::HI,
+            exp_f32::LO,
+            f32::from_bits(exp_f32::HI.to_bits() + 1),
+            f32::from_bits(exp_f32::LO.to_bits() + 1),
+            88.0,
+            -87.0,
+            -88.0,
+            89.0,
+            -104.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            -f32::NAN,
+            f32::from_bits(0x7fc0_0123),
+            f32::MIN_POSITIVE,
+            1e-40,
+            f32::MAX,
+            f32::MIN,
+        ];
+        let mut s = 0x2545_f491_u32;
+        for _ in 0..4000 {
+            s ^= s << 13;
+            s ^= s >> 17;
+            s ^= s << 5;
+            xs.push(f32::from_bits(s));
+            xs.push((s as f32 / u32::MAX as f32) * 200.0 - 100.0);
+        }
+        xs
+    }
+
+    #[test]
+    fn the_vector_path_gives_the_scalar_bits_at_every_length() {
+        let xs = specials();
+        let want: Vec<u32> = xs.iter().map(|&x| exp_scalar(x).to_bits()).collect();
+        for len in [0, 1, 7, 8, 9, 23, xs.len()] {
+            let mut got = xs[..len].to_vec();
+            exp_f32_in_place(&mut got);
+            let got: Vec<u32> = got.iter().map(|y| y.to_bits()).collect();
+            assert_eq!(got, want[..len], "length {len}");
+        }
+    }
+
+    #[test]
+    fn the_high_part_of_ln2_has_trailing_zero_bits() {
+        // -0.693359375: k · NEG_LN2_HI is exact for |k| < 2^11.
+        assert_eq!(exp_f32::NEG_LN2_HI.to_bits(), 0xbf31_8000);
+    }
+
+    #[test]
+    fn the_scalar_path_is_exp_within_its_bound() {
+        for x in specials() {
+            let y = exp_scalar(x);
+            let exact = f64::from(x).exp();
+            if x.is_nan() {
+                assert!(y.is_nan());
+            } else if x > exp_f32::HI {
+                assert_eq!(y, f32::INFINITY, "{x}");
+            } else if x < exp_f32::LO {
+                assert_eq!(y.to_bits(), 0, "{x}");
+            } else {
+                let ulp = f64::from(f32::from_bits((exact as f32).to_bits() + 1)) - exact;
+                assert!(
+                    ((f64::from(y) - exact) / ulp.abs()).abs() <= 2.0,
+                    "exp({x}) = {y}, exactly {exact}"
+                );
+            }
+        }
+    }
+}
