@@ -186,11 +186,20 @@ fn loops(
                 .then(|| span::span_plan(k, *loop_id, body))
                 .flatten()
             {
-                what.push(format!(
-                    "%{} = exp stored as its argument, then exp over the span of %{} by the \
-                     native AVX2 routine",
-                    span.result, k.buffers[span.target.buffer].name
-                ));
+                let (f, t) = (span.op.name(), &k.buffers[span.target.buffer].name);
+                what.push(match span.rest {
+                    None => format!(
+                        "%{} = {f} stored as its argument, then {f} over the span of %{t} by \
+                         the native AVX2 routine",
+                        span.result
+                    ),
+                    Some(v) => format!(
+                        "split around %{} = {f}: a first loop stores its argument to %{t}, {f} \
+                         runs over that span by the native AVX2 routine, a second loop reads it \
+                         back and stores %{v}",
+                        span.result
+                    ),
+                });
             }
         } else if a.unroll > 1 {
             what.push(format!("unrolled x{}", a.unroll));

@@ -4,13 +4,15 @@
 //! instructions per four lanes; rustc's AVX2 code of the same algorithm does eight lanes in
 //! about 20.
 //!
-//! Assumes nothing of the caller but a valid span. Guarantees: [`exp_f32_in_place`] computes,
-//! element by element, bit for bit what the JIT's inline f32 `exp` computes with FMA
-//! (`compiler/src/codegen/math.rs`, from the constants of [`exp_f32`]): the same Cody–Waite
-//! reduction, polynomial, Horner order, fused multiply-adds and edge rules, so moving an `exp`
-//! from inline code to a span changes no result (`tests/jit.rs` checks it bit for bit). The
-//! AVX2+FMA path is chosen at run time; without those features the scalar path gives the same
-//! bits (`f32::mul_add` is the fused operation).
+//! Assumes nothing of the caller but a valid span. Guarantees: [`exp_f32_in_place`],
+//! [`tanh_f32_in_place`] and [`sigmoid_f32_in_place`] compute, element by element, bit for bit
+//! what the JIT's inline f32 `exp`, `tanh` and `sigmoid` compute with FMA
+//! (`compiler/src/codegen/math.rs`, from the constants of [`exp_f32`] and
+//! [`tanh_coefficients`]): the same reductions, polynomials, Horner order, fused multiply-adds,
+//! divides and edge rules, so moving one from inline code to a span changes no result
+//! (`tests/jit.rs` checks it bit for bit; a NaN result is NaN on both, but its sign and
+//! payload may differ, since Cranelift and rustc each fold negations into other operations). The AVX2+FMA path is chosen at run time; without
+//! those features the scalar path gives the same bits (`f32::mul_add` is the fused operation).
 //!
 //! `unsafe` here: the AVX2 intrinsics (called only after run-time detection) and the span
 //! entry point JIT code calls with a raw pointer and length (its caller vouches for them).
@@ -45,6 +47,58 @@ pub mod exp_f32 {
     ];
 }
 
+/// Taylor coefficients of `tanh(x) / x` in powers of `x²`, from `tanh' = 1 − tanh²`: the
+/// small-argument series of `tanh` (9 terms for f32, 20 for f64).
+pub fn tanh_coefficients(terms: usize) -> Vec<f64> {
+    let n = 2 * terms + 1;
+    let mut a = vec![0.0f64; n + 1];
+    a[1] = 1.0;
+    for k in 1..n {
+        let mut conv = 0.0;
+        for i in 1..k {
+            conv += a[i] * a[k - i];
+        }
+        a[k + 1] = -conv / (k as f64 + 1.0);
+    }
+    (0..terms).map(|i| a[2 * i + 1]).collect()
+}
+
+/// Below this `|x|` the f32 (and f64) `tanh` takes the series.
+pub const TANH_SERIES_BELOW: f32 = 0.55;
+
+/// The f32 series coefficients, as f32.
+fn tanh_f32_series() -> &'static [f32; 9] {
+    static C: std::sync::OnceLock<[f32; 9]> = std::sync::OnceLock::new();
+    C.get_or_init(|| {
+        let c = tanh_coefficients(9);
+        std::array::from_fn(|i| c[i] as f32)
+    })
+}
+
+/// `tanh(x)` of one f32, exactly as the vector paths compute each lane.
+fn tanh_scalar(x: f32, series: &[f32; 9]) -> f32 {
+    let a = x.abs();
+    let z = x * x;
+    let mut p = series[8];
+    for &c in series[..8].iter().rev() {
+        p = p.mul_add(z, c);
+    }
+    let small = x * p;
+    let e = exp_scalar(a + a);
+    let large_abs = 1.0 - 2.0 / (e + 1.0);
+    let large = f32::from_bits(large_abs.to_bits() | (x.to_bits() & 0x8000_0000));
+    if a < TANH_SERIES_BELOW {
+        small
+    } else {
+        large
+    }
+}
+
+/// `1 / (1 + e^-x)` of one f32, exactly as the vector paths compute each lane.
+fn sigmoid_scalar(x: f32) -> f32 {
+    1.0 / (1.0 + exp_scalar(-x))
+}
+
 /// `e^x` of one f32, exactly as the vector paths compute each lane.
 fn exp_scalar(x: f32) -> f32 {
     use exp_f32::*;
@@ -66,17 +120,73 @@ fn exp_scalar(x: f32) -> f32 {
     }
 }
 
-/// `xs[i] = e^xs[i]` for every element, as the JIT's inline f32 `exp` computes it.
-pub fn exp_f32_in_place(xs: &mut [f32]) {
+/// The span functions: which one a kernel calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpanFn {
+    /// `e^x`.
+    Exp,
+    /// `tanh(x)`.
+    Tanh,
+    /// `1 / (1 + e^-x)`.
+    Sigmoid,
+}
+
+/// Whether this CPU runs the vector path (AVX2 and FMA).
+fn vector_path() -> bool {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+    {
+        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// `xs[i] = f(xs[i])` for every element, as the JIT's inline f32 code computes `f`.
+pub fn apply_f32_in_place(f: SpanFn, xs: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if vector_path() {
         // SAFETY: the features the function is compiled for were detected on this CPU.
-        unsafe { avx2::exp_in_place(xs) };
+        unsafe { avx2::apply_in_place(f, xs) };
         return;
     }
+    let series = tanh_f32_series();
     for x in xs {
-        *x = exp_scalar(*x);
+        *x = match f {
+            SpanFn::Exp => exp_scalar(*x),
+            SpanFn::Tanh => tanh_scalar(*x, series),
+            SpanFn::Sigmoid => sigmoid_scalar(*x),
+        };
     }
+}
+
+/// `xs[i] = e^xs[i]` for every element, as the JIT's inline f32 `exp` computes it.
+pub fn exp_f32_in_place(xs: &mut [f32]) {
+    apply_f32_in_place(SpanFn::Exp, xs);
+}
+
+/// `xs[i] = tanh(xs[i])` for every element, as the JIT's inline f32 `tanh` computes it.
+pub fn tanh_f32_in_place(xs: &mut [f32]) {
+    apply_f32_in_place(SpanFn::Tanh, xs);
+}
+
+/// `xs[i] = 1 / (1 + e^-xs[i])` for every element, as the JIT's inline f32 `sigmoid` computes
+/// it.
+pub fn sigmoid_f32_in_place(xs: &mut [f32]) {
+    apply_f32_in_place(SpanFn::Sigmoid, xs);
+}
+
+/// The span of `len` f32s from `ptr` as a slice.
+///
+/// # Safety
+/// As for [`weft_exp_f32_span`].
+unsafe fn span<'a>(ptr: *mut f32, len: usize) -> &'a mut [f32] {
+    if len == 0 {
+        return &mut [];
+    }
+    // SAFETY: the caller's contract.
+    unsafe { std::slice::from_raw_parts_mut(ptr, len) }
 }
 
 /// The span entry point JIT kernels call: `e^x` in place over `len` f32s from `ptr`.
@@ -86,17 +196,32 @@ pub fn exp_f32_in_place(xs: &mut [f32]) {
 /// reference may access them during the call (a kernel passes a span of a buffer it alone
 /// writes, within the buffer's length, checked by the loop-IR verifier).
 pub unsafe extern "C" fn weft_exp_f32_span(ptr: *mut f32, len: usize) {
-    if len == 0 {
-        return;
-    }
     // SAFETY: the caller's contract above.
-    let xs = unsafe { std::slice::from_raw_parts_mut(ptr, len) };
-    exp_f32_in_place(xs);
+    exp_f32_in_place(unsafe { span(ptr, len) });
+}
+
+/// The span entry point for `tanh`, as [`weft_exp_f32_span`] is for `exp`.
+///
+/// # Safety
+/// As for [`weft_exp_f32_span`].
+pub unsafe extern "C" fn weft_tanh_f32_span(ptr: *mut f32, len: usize) {
+    // SAFETY: the caller's contract above.
+    tanh_f32_in_place(unsafe { span(ptr, len) });
+}
+
+/// The span entry point for `sigmoid`, as [`weft_exp_f32_span`] is for `exp`.
+///
+/// # Safety
+/// As for [`weft_exp_f32_span`].
+pub unsafe extern "C" fn weft_sigmoid_f32_span(ptr: *mut f32, len: usize) {
+    // SAFETY: the caller's contract above.
+    sigmoid_f32_in_place(unsafe { span(ptr, len) });
 }
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use super::exp_f32::*;
+    use super::SpanFn;
     use std::arch::x86_64::*;
 
     /// Eight lanes of [`super::exp_scalar`].
@@ -119,16 +244,52 @@ mod avx2 {
         _mm256_andnot_ps(under, y)
     }
 
-    /// # Safety
-    /// The CPU must have AVX2 and FMA.
+    /// Eight lanes of [`super::tanh_scalar`].
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn exp_in_place(xs: &mut [f32]) {
+    fn tanh8(x: __m256, series: &[f32; 9]) -> __m256 {
+        let sign = _mm256_set1_ps(-0.0);
+        let a = _mm256_andnot_ps(sign, x);
+        let z = _mm256_mul_ps(x, x);
+        let mut p = _mm256_set1_ps(series[8]);
+        for &c in series[..8].iter().rev() {
+            p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(c));
+        }
+        let small = _mm256_mul_ps(x, p);
+        let e = exp8(_mm256_add_ps(a, a));
+        let one = _mm256_set1_ps(1.0);
+        let q = _mm256_div_ps(_mm256_set1_ps(2.0), _mm256_add_ps(e, one));
+        let large = _mm256_or_ps(_mm256_sub_ps(one, q), _mm256_and_ps(x, sign));
+        let is_small = _mm256_cmp_ps::<_CMP_LT_OQ>(a, _mm256_set1_ps(super::TANH_SERIES_BELOW));
+        _mm256_blendv_ps(large, small, is_small)
+    }
+
+    /// Eight lanes of [`super::sigmoid_scalar`].
+    #[target_feature(enable = "avx2,fma")]
+    fn sigmoid8(x: __m256) -> __m256 {
+        let e = exp8(_mm256_xor_ps(x, _mm256_set1_ps(-0.0)));
+        let one = _mm256_set1_ps(1.0);
+        _mm256_div_ps(one, _mm256_add_ps(one, e))
+    }
+
+    /// `f` over eight lanes.
+    #[target_feature(enable = "avx2,fma")]
+    fn apply8(f: SpanFn, x: __m256, series: &[f32; 9]) -> __m256 {
+        match f {
+            SpanFn::Exp => exp8(x),
+            SpanFn::Tanh => tanh8(x, series),
+            SpanFn::Sigmoid => sigmoid8(x),
+        }
+    }
+
+    /// `f` over every element, eight at a time (the tail through a padded copy).
+    #[target_feature(enable = "avx2,fma")]
+    fn apply_chunks(f: SpanFn, xs: &mut [f32], series: &[f32; 9]) {
         let mut chunks = xs.chunks_exact_mut(8);
         for c in &mut chunks {
             // SAFETY: `c` holds exactly eight f32s; unaligned loads and stores.
             unsafe {
                 let x = _mm256_loadu_ps(c.as_ptr());
-                _mm256_storeu_ps(c.as_mut_ptr(), exp8(x));
+                _mm256_storeu_ps(c.as_mut_ptr(), apply8(f, x, series));
             }
         }
         let tail = chunks.into_remainder();
@@ -138,9 +299,22 @@ mod avx2 {
             // SAFETY: `buf` holds eight f32s.
             unsafe {
                 let x = _mm256_loadu_ps(buf.as_ptr());
-                _mm256_storeu_ps(buf.as_mut_ptr(), exp8(x));
+                _mm256_storeu_ps(buf.as_mut_ptr(), apply8(f, x, series));
             }
             tail.copy_from_slice(&buf[..tail.len()]);
+        }
+    }
+
+    /// # Safety
+    /// The CPU must have AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn apply_in_place(f: SpanFn, xs: &mut [f32]) {
+        let series = super::tanh_f32_series();
+        // One loop per function, so each inner loop is straight-line code.
+        match f {
+            SpanFn::Exp => apply_chunks(SpanFn::Exp, xs, series),
+            SpanFn::Tanh => apply_chunks(SpanFn::Tanh, xs, series),
+            SpanFn::Sigmoid => apply_chunks(SpanFn::Sigmoid, xs, series),
         }
     }
 }
@@ -187,13 +361,31 @@ mod tests {
 
     #[test]
     fn the_vector_path_gives_the_scalar_bits_at_every_length() {
-        let xs = specials();
-        let want: Vec<u32> = xs.iter().map(|&x| exp_scalar(x).to_bits()).collect();
-        for len in [0, 1, 7, 8, 9, 23, xs.len()] {
-            let mut got = xs[..len].to_vec();
-            exp_f32_in_place(&mut got);
-            let got: Vec<u32> = got.iter().map(|y| y.to_bits()).collect();
-            assert_eq!(got, want[..len], "length {len}");
+        let mut xs = specials();
+        xs.extend([
+            0.549_999_9,
+            0.55,
+            -0.55,
+            0.550_000_1,
+            9.0,
+            -9.0,
+            1e-3,
+            -1e-30,
+        ]);
+        let series = tanh_f32_series();
+        for f in [SpanFn::Exp, SpanFn::Tanh, SpanFn::Sigmoid] {
+            let scalar = |x: f32| match f {
+                SpanFn::Exp => exp_scalar(x),
+                SpanFn::Tanh => tanh_scalar(x, series),
+                SpanFn::Sigmoid => sigmoid_scalar(x),
+            };
+            let want: Vec<u32> = xs.iter().map(|&x| scalar(x).to_bits()).collect();
+            for len in [0, 1, 7, 8, 9, 23, xs.len()] {
+                let mut got = xs[..len].to_vec();
+                apply_f32_in_place(f, &mut got);
+                let got: Vec<u32> = got.iter().map(|y| y.to_bits()).collect();
+                assert_eq!(got, want[..len], "{f:?}, length {len}");
+            }
         }
     }
 

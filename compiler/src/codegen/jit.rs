@@ -15,7 +15,7 @@ use cranelift_module::{default_libcall_names, Linkage, Module};
 use weft_ir::loop_ir::{verify, Kernel};
 use weft_ir::scalar::{self, Arith};
 use weft_ir::{BinaryOp as GraphBinary, UnaryOp as GraphUnary};
-use weft_runtime::vmath::weft_exp_f32_span;
+use weft_runtime::vmath::{weft_exp_f32_span, weft_sigmoid_f32_span, weft_tanh_f32_span};
 use weft_runtime::CompiledKernel;
 
 use super::handoff::hand_over;
@@ -32,9 +32,9 @@ pub struct CodegenOptions {
     pub fma: bool,
     /// Keep the disassembly of each kernel in its [`KernelListing`].
     pub disassemble: bool,
-    /// Let a vector loop that stores an f32 `exp` into a contiguous span store the argument
-    /// and call the native span routine (`weft_runtime::vmath`, the same bits) after it, when
-    /// the host has AVX2 and FMA (`translate/span.rs`).
+    /// Let a vector loop that stores an f32 `exp`, `tanh` or `sigmoid` into a contiguous span
+    /// store the argument and call the native span routine (`weft_runtime::vmath`, the same
+    /// bits) after it, when the host has AVX2 and FMA (`translate/span.rs`).
     pub span_math: bool,
 }
 
@@ -154,6 +154,8 @@ impl JitCompiler {
         builder.symbol("weft_cos_f32", weft_cos_f32 as *const u8);
         builder.symbol("weft_cos_f64", weft_cos_f64 as *const u8);
         builder.symbol("weft_exp_f32_span", weft_exp_f32_span as *const u8);
+        builder.symbol("weft_tanh_f32_span", weft_tanh_f32_span as *const u8);
+        builder.symbol("weft_sigmoid_f32_span", weft_sigmoid_f32_span as *const u8);
         JITModule::new(builder)
     }
 
@@ -205,9 +207,14 @@ impl JitCompiler {
         let mut span_sig = Signature::new(call_conv);
         span_sig.params.push(AbiParam::new(types::I64));
         span_sig.params.push(AbiParam::new(types::I64));
-        let exp_span_f32 = module
-            .declare_function("weft_exp_f32_span", Linkage::Import, &span_sig)
-            .map_err(module_error)?;
+        let mut span_import = |name: &str| {
+            module
+                .declare_function(name, Linkage::Import, &span_sig)
+                .map_err(module_error)
+        };
+        let exp_span_f32 = span_import("weft_exp_f32_span")?;
+        let tanh_span_f32 = span_import("weft_tanh_f32_span")?;
+        let sigmoid_span_f32 = span_import("weft_sigmoid_f32_span")?;
         ctx.func.signature = sig;
         ctx.func.name = UserFuncName::user(0, id.as_u32());
         let pow = PowRefs {
@@ -218,6 +225,8 @@ impl JitCompiler {
             cos_f32: module.declare_func_in_func(cos_f32, &mut ctx.func),
             cos_f64: module.declare_func_in_func(cos_f64, &mut ctx.func),
             exp_span_f32: module.declare_func_in_func(exp_span_f32, &mut ctx.func),
+            tanh_span_f32: module.declare_func_in_func(tanh_span_f32, &mut ctx.func),
+            sigmoid_span_f32: module.declare_func_in_func(sigmoid_span_f32, &mut ctx.func),
         };
         let mut fctx = FunctionBuilderContext::new();
         translate(

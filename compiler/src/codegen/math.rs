@@ -13,7 +13,7 @@
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{types, Endianness, InstBuilder, MemFlagsData, Type, Value};
 use cranelift_frontend::FunctionBuilder;
-use weft_runtime::vmath::exp_f32;
+use weft_runtime::vmath::{exp_f32, tanh_coefficients, TANH_SERIES_BELOW};
 
 /// Emits math functions into a function under construction.
 pub(crate) struct MathEmitter<'a, 'b> {
@@ -62,21 +62,6 @@ pub(crate) fn int_type_of(ty: Type) -> Type {
         (true, true) => types::I32X4,
         (false, true) => types::I64X2,
     }
-}
-
-/// Taylor coefficients of `tanh(x) / x` in powers of `x²`, from `tanh' = 1 - tanh²`.
-fn tanh_coefficients(terms: usize) -> Vec<f64> {
-    let n = 2 * terms + 1;
-    let mut a = vec![0.0f64; n + 1];
-    a[1] = 1.0;
-    for k in 1..n {
-        let mut conv = 0.0;
-        for i in 1..k {
-            conv += a[i] * a[k - i];
-        }
-        a[k + 1] = -conv / (k as f64 + 1.0);
-    }
-    (0..terms).map(|i| a[2 * i + 1]).collect()
 }
 
 /// Minimax polynomial for `e^r` on `|r| ≤ ln2/2`, degree 12: SLEEF's `xexp` (u10) coefficients.
@@ -410,7 +395,13 @@ impl MathEmitter<'_, '_> {
         let abs_bits = self.bitcast(ity, large_abs);
         let large_bits = self.b.ins().bor(abs_bits, sign);
         let large = self.bitcast(ty, large_bits);
-        let is_small = self.fcmp_const(FloatCC::LessThan, a, 0.55);
+        // f32: the threshold the span routine shares; f64 keeps 0.55 exactly.
+        let below = if is_f32(ty) {
+            f64::from(TANH_SERIES_BELOW)
+        } else {
+            0.55
+        };
+        let is_small = self.fcmp_const(FloatCC::LessThan, a, below);
         self.select(is_small, small, large)
     }
 
@@ -496,7 +487,7 @@ impl MathEmitter<'_, '_> {
 
 #[cfg(test)]
 mod tests {
-    use super::tanh_coefficients;
+    use weft_runtime::vmath::tanh_coefficients;
 
     #[test]
     fn tanh_series_matches_known_coefficients() {

@@ -57,8 +57,8 @@ pub(crate) struct TranslateOptions {
     pub fma: bool,
     /// Whether `vectorize` annotations are honoured.
     pub vectorize: bool,
-    /// Whether an f32 `exp` stored into a span may run as a call of the native span routine
-    /// after its loop ([`span`]).
+    /// Whether an f32 `exp`, `tanh` or `sigmoid` stored into a span may run as a call of the
+    /// native span routine after its loop ([`span`]).
     pub span_exp: bool,
 }
 
@@ -74,6 +74,10 @@ pub(crate) struct PowRefs {
     pub cos_f64: FuncRef,
     /// `weft_exp_f32_span(ptr, len)`: `e^x` in place over a span ([`span`]).
     pub exp_span_f32: FuncRef,
+    /// `weft_tanh_f32_span(ptr, len)`.
+    pub tanh_span_f32: FuncRef,
+    /// `weft_sigmoid_f32_span(ptr, len)`.
+    pub sigmoid_span_f32: FuncRef,
 }
 
 #[derive(Clone, Debug)]

@@ -1,114 +1,141 @@
-//! An f32 `exp` stored into a contiguous span, computed after its vector loop by the native
-//! span routine (`weft_runtime::vmath::weft_exp_f32_span`, AVX2 with FMA).
+//! An f32 `exp`, `tanh` or `sigmoid` stored into a contiguous span, computed after its vector
+//! loop by the native span routine (`weft_runtime::vmath`, AVX2 with FMA).
 //!
 //! Cranelift's 128-bit `exp` needs about 35 instructions per four lanes, a third of them
 //! spills of its constants; softmax's row pass spent most of its time there. When a vector
-//! loop's body ends in `store T[.. + i], exp(a)` — `T` contiguous along the loop, and the
-//! `exp` used by that store alone — the loop stores `a` instead, and one call after the loop
-//! replaces the span it wrote by its `exp`, eight lanes at a time.
+//! loop's one store is `store T[.. + i], f(a)` — `T` contiguous along the loop, and the
+//! result used by that store alone — the loop stores `a` instead, and one call after the loop
+//! replaces the span it wrote by its `f`, eight lanes at a time. When the store's value is
+//! computed *from* `f(a)` (gelu's `0.5·x·(1 + tanh(z))`) and the span fits in cache
+//! (extent ≤ [`MAX_SPLIT_EXTENT`]), the loop splits in two around the call: the first stores
+//! `a` (only what `a` needs), the second reads `f(a)` back from `T[.. + i]` and computes the
+//! rest (only what the store needs, its loads repeated from cache).
 //!
 //! Assumes a verified kernel and a host with AVX2 and FMA (`TranslateOptions::span_exp`).
-//! Guarantees: applied only where the loop is vectorised, its body holds no loop, no
-//! accumulator and no other store to `T` or load of `T` (so no iteration can observe an
-//! element before its `exp`), the store is unmasked with coefficient 1 along the loop, and
-//! the `exp` result has no other use. The span routine gives each element the bits the inline
-//! code would ([`weft_runtime::vmath`]), so results are unchanged; only the time moves.
+//! Guarantees: applied only where the loop is vectorised, its body is lets and that one store
+//! (no loop, no accumulator, no load of `T`, so no iteration can observe another's element
+//! of `T`), and the store is unmasked with coefficient 1 along the loop. Each iteration's
+//! element of `T` ends as the value the loop would store: the first loop's `a`, the call's
+//! `f(a)` (bits of the inline code, [`weft_runtime::vmath`]), the second loop's value from it
+//! computed by the same instructions; so results are unchanged, only the time moves.
 
 use super::*;
 
-/// Loops shorter than this keep the inline `exp`: a call costs about as much as a few dozen
-/// inline vectors.
+/// Loops shorter than this keep the inline function: a call costs about as much as a few
+/// dozen inline vectors.
 const MIN_EXTENT: u64 = 32;
 
-/// An `exp` of loop `l` to take out of the loop and run over the span its store wrote.
+/// The longest loop split in two around the call: the second loop reads the span and the
+/// first loop's operands again, which should still be in L1 or L2 (8192 f32s: 32 KiB each).
+pub(crate) const MAX_SPLIT_EXTENT: u64 = 8192;
+
+/// A function of loop `l` to take out of the loop and run over the span its store wrote.
 #[derive(Clone, Debug)]
 pub(crate) struct SpanExp {
-    /// The `exp`'s result, which the loop replaces by its argument.
+    /// The function.
+    pub(crate) op: UnaryOp,
+    /// Its result, which the loop replaces by its argument.
     pub(crate) result: ValueId,
-    /// The `exp`'s argument.
+    /// Its argument.
     pub(crate) arg: ValueId,
     /// The store writing it: the span starts at its index with `l` at its first iteration.
     pub(crate) target: BufferAccessExpr,
+    /// The value the loop stores, when computed from the result rather than the result
+    /// itself: the loop splits in two around the call.
+    pub(crate) rest: Option<ValueId>,
 }
 
-/// The span `exp` of vector loop `l` with body `body` of `k`, if the module's conditions hold;
-/// `weft explain` reports it.
+/// The span function of vector loop `l` with body `body` of `k`, if the module's conditions
+/// hold; `weft explain` reports it.
 pub(crate) fn span_plan(k: &Kernel, l: LoopId, body: &[Stmt]) -> Option<SpanExp> {
     let decl = &k.loops[l];
     if !decl.annotations.vectorize || decl.extent < MIN_EXTENT {
         return None;
     }
-    let mut found: Option<SpanExp> = None;
-    for s in body {
-        if let Stmt::Let {
-            result,
-            inst: Inst::Unary(UnaryOp::Exp, arg),
-        } = s
-        {
-            if k.values[*result] == ScalarType::F32 && found.is_none() {
-                found = stored_once(k, l, body, *result).map(|target| SpanExp {
-                    result: *result,
-                    arg: *arg,
-                    target,
-                });
-            }
-        }
-    }
-    let span = found?;
-    let clean = body.iter().all(|s| match s {
+    let (target, stored) = the_store(k, l, body)?;
+    let needed = slice(body, stored, None);
+    let (op, result, arg) = body.iter().find_map(|s| match s {
         Stmt::Let {
-            inst: Inst::Load(a),
-            ..
-        } => a.buffer != span.target.buffer,
-        Stmt::Let { .. } => true,
-        Stmt::Store { target, value } => {
-            target.buffer != span.target.buffer || *value == span.result
+            result,
+            inst: Inst::Unary(op @ (UnaryOp::Exp | UnaryOp::Tanh | UnaryOp::Sigmoid), arg),
+        } if k.values[*result] == ScalarType::F32 && needed.contains(result) => {
+            Some((*op, *result, *arg))
         }
-        Stmt::DeclareAcc(_) | Stmt::Reduce { .. } | Stmt::Loop { .. } => false,
-    });
-    clean.then_some(span)
+        _ => None,
+    })?;
+    let rest = (stored != result).then_some(stored);
+    if rest.is_some() && decl.extent > MAX_SPLIT_EXTENT {
+        return None;
+    }
+    Some(SpanExp {
+        op,
+        result,
+        arg,
+        target,
+        rest,
+    })
 }
 
-/// The target of the one store of `v` in `body`, if that is `v`'s only use and the store is
-/// unmasked and contiguous along `l`.
-fn stored_once(k: &Kernel, l: LoopId, body: &[Stmt], v: ValueId) -> Option<BufferAccessExpr> {
-    let mut target = None;
+/// The body's one store, if the body is lets and that store, the store is an unmasked f32
+/// store contiguous along `l`, and nothing in the body loads its buffer.
+fn the_store(k: &Kernel, l: LoopId, body: &[Stmt]) -> Option<(BufferAccessExpr, ValueId)> {
+    let mut store = None;
     for s in body {
         match s {
-            Stmt::Store { target: t, value } if *value == v => {
-                if target.is_some() {
-                    return None;
-                }
-                target = Some(t.clone());
+            Stmt::Store { target, value } if store.is_none() => {
+                store = Some((target.clone(), *value));
             }
-            Stmt::Let { inst, .. } if uses(inst, v) => return None,
-            Stmt::Store { .. } | Stmt::Let { .. } => {}
+            Stmt::Let { .. } => {}
             _ => return None,
         }
     }
-    let t = target?;
+    let (t, v) = store?;
+    let loads_target = body
+        .iter()
+        .any(|s| matches!(s, Stmt::Let { inst: Inst::Load(a), .. } if a.buffer == t.buffer));
     let contiguous = t.mask.is_empty() && t.index.coefficient(l) == 1;
-    (contiguous && k.buffers[t.buffer].ty == ScalarType::F32).then_some(t)
+    (contiguous && !loads_target && k.buffers[t.buffer].ty == ScalarType::F32).then_some((t, v))
 }
 
-/// Whether `inst` reads value `v`.
-fn uses(inst: &Inst, v: ValueId) -> bool {
+/// The values `v` is computed from in `body` (itself included), not looking through `stop`.
+fn slice(body: &[Stmt], v: ValueId, stop: Option<ValueId>) -> Vec<ValueId> {
+    let mut needed = vec![v];
+    for s in body.iter().rev() {
+        if let Stmt::Let { result, inst } = s {
+            if needed.contains(result) && Some(*result) != stop {
+                needed.extend(operands(inst));
+            }
+        }
+    }
+    needed
+}
+
+/// The lets of `body` defining values in `needed`, in order.
+fn lets_of(body: &[Stmt], needed: &[ValueId]) -> Vec<Stmt> {
+    body.iter()
+        .filter(|s| matches!(s, Stmt::Let { result, .. } if needed.contains(result)))
+        .cloned()
+        .collect()
+}
+
+/// The values `inst` reads.
+fn operands(inst: &Inst) -> Vec<ValueId> {
     match inst {
-        Inst::Unary(_, x) | Inst::Convert(x) => *x == v,
-        Inst::Binary(_, x, y) | Inst::Compare(_, x, y) => *x == v || *y == v,
+        Inst::Unary(_, x) | Inst::Convert(x) => vec![*x],
+        Inst::Binary(_, x, y) | Inst::Compare(_, x, y) => vec![*x, *y],
         Inst::Select {
             cond,
             if_true,
             if_false,
-        } => [cond, if_true, if_false].contains(&&v),
+        } => vec![*cond, *if_true, *if_false],
         Inst::Const(_) | Inst::Index(_) | Inst::Load(_) | Inst::AccValue(_) | Inst::AccIndex(_) => {
-            false
+            Vec::new()
         }
     }
 }
 
 impl Translator<'_, '_> {
-    /// The span `exp` of loop `l`, if the options allow it and its conditions hold.
+    /// The span function of loop `l`, if the options allow it and its conditions hold.
     pub(super) fn span_of(&self, l: LoopId, body: &[Stmt]) -> Option<SpanExp> {
         if !self.options.span_exp || !self.options.vectorize || self.wide.is_some() {
             return None;
@@ -116,7 +143,8 @@ impl Translator<'_, '_> {
         span_plan(self.k, l, body)
     }
 
-    /// Emits loop `l` storing the `exp`'s argument, then the call over the span it wrote.
+    /// Emits loop `l` storing the function's argument, then the call over the span it wrote,
+    /// then (split loops) the loop finishing the stored value from it.
     pub(super) fn emit_span_exp(
         &mut self,
         l: LoopId,
@@ -124,10 +152,47 @@ impl Translator<'_, '_> {
         span: &SpanExp,
         wide_plan: Option<&WidePlan>,
     ) -> Result<()> {
-        self.span_identity = Some((span.result, span.arg));
-        let emitted = self.emit_loop_as(l, body, wide_plan, &[]);
-        self.span_identity = None;
-        emitted?;
+        match span.rest {
+            None => {
+                self.span_identity = Some((span.result, span.arg));
+                let emitted = self.emit_loop_as(l, body, wide_plan, &[]);
+                self.span_identity = None;
+                emitted?;
+            }
+            Some(_) => {
+                let mut first = lets_of(body, &slice(body, span.arg, None));
+                first.push(Stmt::Store {
+                    target: span.target.clone(),
+                    value: span.arg,
+                });
+                let first_plan = plan(self.k, l, &first);
+                self.emit_loop_as(l, &first, first_plan.as_ref(), &[])?;
+            }
+        }
+        self.call_span(l, span)?;
+        if let Some(stored) = span.rest {
+            let second: Vec<Stmt> = lets_of(body, &slice(body, stored, Some(span.result)))
+                .into_iter()
+                .map(|s| match s {
+                    Stmt::Let { result, .. } if result == span.result => Stmt::Let {
+                        result,
+                        inst: Inst::Load(span.target.clone()),
+                    },
+                    s => s,
+                })
+                .chain([Stmt::Store {
+                    target: span.target.clone(),
+                    value: stored,
+                }])
+                .collect();
+            let second_plan = plan(self.k, l, &second);
+            self.emit_loop_as(l, &second, second_plan.as_ref(), &[])?;
+        }
+        Ok(())
+    }
+
+    /// The call of the span routine over the elements loop `l` stored.
+    fn call_span(&mut self, l: LoopId, span: &SpanExp) -> Result<()> {
         let (start, end) = self.loop_range(l);
         let len = self.b.ins().isub(end, start);
         let zero = self.b.ins().iconst(types::I64, 0);
@@ -136,7 +201,12 @@ impl Translator<'_, '_> {
         let first = self.affine(&span.target.index, 0);
         self.loop_vals[l.index()] = None;
         let addr = self.address(&span.target, first?);
-        self.b.ins().call(self.pow.exp_span_f32, &[addr, len]);
+        let callee = match span.op {
+            UnaryOp::Tanh => self.pow.tanh_span_f32,
+            UnaryOp::Sigmoid => self.pow.sigmoid_span_f32,
+            _ => self.pow.exp_span_f32,
+        };
+        self.b.ins().call(callee, &[addr, len]);
         Ok(())
     }
 }
