@@ -1068,18 +1068,21 @@ fn span_functions_give_the_inline_bits() {
             "a loop split around tanh",
         ),
     ] {
-        for c in [37usize, 64, 4099] {
-            let text = format!("axis R = 5\naxis C = {c}\n{src}");
+        // Rows with and without a tail, rows longer than a span block, and one long row
+        // (R = 1: the parallel loop is the vector loop, run block by block).
+        for (rows, c) in [(5usize, 37usize), (5, 64), (5, 4099), (1, 100_003)] {
+            let text = format!("axis R = {rows}\naxis C = {c}\n{src}");
             let g = weft::ir::text::parse(&text, "span.weft").unwrap();
             let (r, cx) = (g.find_axis("R").unwrap(), g.find_axis("C").unwrap());
-            let xs: Vec<f32> = (0..5 * c)
+            let xs: Vec<f32> = (0..rows * c)
                 .map(|i| match next() % 8 {
                     0 => edges[i % edges.len()],
                     1 => f32::from_bits(next() as u32),
                     _ => ((next() >> 11) as f64 / (1u64 << 53) as f64 * 240.0 - 120.0) as f32,
                 })
                 .collect();
-            let input = HostArray::from_vec(Axes::new([r, cx]).unwrap(), vec![5, c], xs).unwrap();
+            let input =
+                HostArray::from_vec(Axes::new([r, cx]).unwrap(), vec![rows, c], xs).unwrap();
             let run = |span_math: bool| {
                 let options = JitOptions {
                     codegen: weft::CodegenOptions {
@@ -1121,5 +1124,59 @@ fn span_functions_give_the_inline_bits() {
                 "{name}, C = {c}:\n{explained}"
             );
         }
+    }
+}
+
+/// A parallel vector loop longer than a span block (`codegen::translate::span::BLOCK`) runs
+/// block by block within each thread's share — its first loop, the call, its second loop per
+/// block — and gives the inline code's bits (NaNs aside).
+#[test]
+fn span_blocks_split_a_parallel_loop() {
+    let src = "axis C = 2000003\nplaceholder x: f32[C]\nz = multiply(x, x)\nt = tanh(z)\n\
+               y = add(t, x)\noutput y\n";
+    let g = weft::ir::text::parse(src, "blocks.weft").unwrap();
+    let c = g.find_axis("C").unwrap();
+    let xs: Vec<f32> = (0..2_000_003u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) as f32 / u32::MAX as f32) * 8.0 - 4.0)
+        .collect();
+    let input = HostArray::from_vec(Axes::new([c]).unwrap(), vec![2_000_003], xs).unwrap();
+    let run = |span_math: bool| {
+        let options = JitOptions {
+            codegen: weft::CodegenOptions {
+                span_math,
+                ..Default::default()
+            },
+            threads: Some(2),
+            ..JitOptions::default()
+        };
+        let gs = Arc::new(g.clone());
+        let exe = weft_compiler::JitExecutable::new(
+            gs.clone(),
+            gs.outputs(),
+            &gs.placeholders(),
+            &options,
+        )
+        .unwrap();
+        let explained = weft_compiler::explain::explain(&exe);
+        let t = Transformer::with_jit_options(g.clone(), options).unwrap();
+        let comp = t
+            .computation(&[g.find("y").unwrap()], &[g.find("x").unwrap()])
+            .unwrap();
+        let bits: Vec<u32> = comp.call(std::slice::from_ref(&input)).unwrap()[0]
+            .to_vec::<f32>()
+            .unwrap()
+            .iter()
+            .map(|y| if y.is_nan() { u32::MAX } else { y.to_bits() })
+            .collect();
+        (bits, explained, exe.span_exp())
+    };
+    let (inline, _, _) = run(false);
+    let (span, explained, available) = run(true);
+    assert!(inline == span, "the span path changed a result");
+    if available {
+        assert!(
+            explained.contains("parallel over 2 threads") && explained.contains("split around"),
+            "{explained}"
+        );
     }
 }

@@ -211,6 +211,7 @@ pub(crate) fn translate(
         narrowed: Vec::new(),
         jam_loads: Vec::new(),
         span_identity: None,
+        range_override: None,
     };
     if let Some(l) = kernel.parallel_loop() {
         let extent = kernel.loops[l].extent as i64;
@@ -300,6 +301,8 @@ struct Translator<'a, 'b> {
     /// The `exp` result the loop being emitted stores as its argument, and that argument
     /// ([`span`]).
     span_identity: Option<(ValueId, ValueId)>,
+    /// A block of a loop's range emitted in place of the whole ([`span`]'s blocks).
+    range_override: Option<(LoopId, Value, Value)>,
 }
 
 type Result<T> = std::result::Result<T, CodegenError>;
@@ -1210,6 +1213,11 @@ impl<'b> Translator<'_, 'b> {
     // ----- loops -------------------------------------------------------------------------
 
     fn loop_range(&mut self, l: LoopId) -> (Value, Value) {
+        if let Some((o, lo, hi)) = self.range_override {
+            if o == l {
+                return (lo, hi);
+            }
+        }
         match self.parallel {
             Some((p, lo, hi)) if p == l => (lo, hi),
             _ => {
@@ -1320,7 +1328,8 @@ impl<'b> Translator<'_, 'b> {
         // The scalar tail, unless the steps above provably cover the whole range (a constant
         // extent, not a thread's share of a parallel loop, that the step divides): it would
         // never run, and a vector loop's tail repeats its whole body in scalar code.
-        let whole_range = !matches!(self.parallel, Some((p, ..)) if p == l);
+        let whole_range = !matches!(self.parallel, Some((p, ..)) if p == l)
+            && !matches!(self.range_override, Some((o, ..)) if o == l);
         let covered =
             step > 1 && whole_range && self.k.loops[l].extent.is_multiple_of(u64::from(step));
         if !covered {

@@ -6,10 +6,11 @@
 //! loop's one store is `store T[.. + i], f(a)` — `T` contiguous along the loop, and the
 //! result used by that store alone — the loop stores `a` instead, and one call after the loop
 //! replaces the span it wrote by its `f`, eight lanes at a time. When the store's value is
-//! computed *from* `f(a)` (gelu's `0.5·x·(1 + tanh(z))`) and the span fits in cache
-//! (extent ≤ [`MAX_SPLIT_EXTENT`]), the loop splits in two around the call: the first stores
-//! `a` (only what `a` needs), the second reads `f(a)` back from `T[.. + i]` and computes the
-//! rest (only what the store needs, its loads repeated from cache).
+//! computed *from* `f(a)` (gelu's `0.5·x·(1 + tanh(z))`), the loop splits in two around the
+//! call: the first stores `a` (only what `a` needs), the second reads `f(a)` back from
+//! `T[.. + i]` and computes the rest (only what the store needs, its loads repeated from
+//! cache). A loop longer than [`BLOCK`] runs block by block, each block its loops and its
+//! call, so nothing is read back from memory.
 //!
 //! Assumes a verified kernel and a host with AVX2 and FMA (`TranslateOptions::span_exp`).
 //! Guarantees: applied only where the loop is vectorised, its body is lets and that one store
@@ -25,9 +26,10 @@ use super::*;
 /// dozen inline vectors.
 const MIN_EXTENT: u64 = 32;
 
-/// The longest loop split in two around the call: the second loop reads the span and the
-/// first loop's operands again, which should still be in L1 or L2 (8192 f32s: 32 KiB each).
-pub(crate) const MAX_SPLIT_EXTENT: u64 = 8192;
+/// Longer loops run in blocks of this many iterations, each its loop(s) and its call, so the
+/// call and a split loop's second half read what the first just wrote from L1 (16 KiB of f32),
+/// not memory.
+pub(crate) const BLOCK: u64 = 4096;
 
 /// A function of loop `l` to take out of the loop and run over the span its store wrote.
 #[derive(Clone, Debug)]
@@ -64,9 +66,6 @@ pub(crate) fn span_plan(k: &Kernel, l: LoopId, body: &[Stmt]) -> Option<SpanExp>
         _ => None,
     })?;
     let rest = (stored != result).then_some(stored);
-    if rest.is_some() && decl.extent > MAX_SPLIT_EXTENT {
-        return None;
-    }
     Some(SpanExp {
         op,
         result,
@@ -143,9 +142,48 @@ impl Translator<'_, '_> {
         span_plan(self.k, l, body)
     }
 
-    /// Emits loop `l` storing the function's argument, then the call over the span it wrote,
-    /// then (split loops) the loop finishing the stored value from it.
+    /// Emits loop `l` as [`BLOCK`]-long blocks (or whole, if no longer), each storing the
+    /// function's argument, calling the span routine over what it stored, and (split loops)
+    /// finishing the stored value from it.
     pub(super) fn emit_span_exp(
+        &mut self,
+        l: LoopId,
+        body: &[Stmt],
+        span: &SpanExp,
+        wide_plan: Option<&WidePlan>,
+    ) -> Result<()> {
+        if self.k.loops[l].extent <= BLOCK {
+            return self.emit_span_block(l, body, span, wide_plan);
+        }
+        let (start, end) = self.loop_range(l);
+        let (head, block, exit) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        let cursor = self.b.declare_var(types::I64);
+        self.b.def_var(cursor, start);
+        self.b.ins().jump(head, &[]);
+        self.b.switch_to_block(head);
+        let at = self.b.use_var(cursor);
+        let more = self.b.ins().icmp(IntCC::SignedLessThan, at, end);
+        self.b.ins().brif(more, block, &[], exit, &[]);
+        self.b.switch_to_block(block);
+        let at = self.b.use_var(cursor);
+        let next = self.b.ins().iadd_imm_s(at, BLOCK as i64);
+        let block_end = self.b.ins().smin(next, end);
+        self.range_override = Some((l, at, block_end));
+        let emitted = self.emit_span_block(l, body, span, wide_plan);
+        self.range_override = None;
+        emitted?;
+        self.b.def_var(cursor, next);
+        self.b.ins().jump(head, &[]);
+        self.b.switch_to_block(exit);
+        Ok(())
+    }
+
+    /// One block of [`Self::emit_span_exp`]: loop `l` over its current range.
+    fn emit_span_block(
         &mut self,
         l: LoopId,
         body: &[Stmt],
