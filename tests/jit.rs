@@ -1112,7 +1112,7 @@ fn span_functions_give_the_inline_bits() {
                     // folds `fneg` into `fnmadd`), so every NaN counts as one value.
                     .map(|y| if y.is_nan() { u32::MAX } else { y.to_bits() })
                     .collect();
-                (bits, explained, exe.span_exp())
+                (bits, explained, exe.span_math())
             };
             let (inline, explained_inline, _) = run(false);
             let (span, explained, available) = run(true);
@@ -1168,7 +1168,7 @@ fn span_blocks_split_a_parallel_loop() {
             .iter()
             .map(|y| if y.is_nan() { u32::MAX } else { y.to_bits() })
             .collect();
-        (bits, explained, exe.span_exp())
+        (bits, explained, exe.span_math())
     };
     let (inline, _, _) = run(false);
     let (span, explained, available) = run(true);

@@ -308,9 +308,9 @@ pub struct JitExecutable {
     planned: Vec<usize>,
     /// The pool parallel kernels run on ([`JitOptions::threads`]).
     pool: Arc<ThreadPool>,
-    /// Whether code generation may hand an f32 `exp` stored into a span to the native span
-    /// routine ([`CodegenOptions::span_math`] on a host with AVX2 and FMA).
-    span_exp: bool,
+    /// Whether code generation may hand an f32 `exp`, `tanh` or `sigmoid` stored into a span to
+    /// the native span routine ([`CodegenOptions::span_math`] on a host with AVX2 and FMA).
+    span_math: bool,
 }
 
 impl std::fmt::Debug for JitExecutable {
@@ -744,7 +744,7 @@ impl JitExecutable {
             workspaces: Mutex::new(Vec::new()),
             planned: shared.values().copied().chain(row_scratch).collect(),
             pool,
-            span_exp: compiler.span_exp(),
+            span_math: compiler.span_math(),
         };
         let dump = options
             .dump
@@ -762,10 +762,10 @@ impl JitExecutable {
         self.pool.threads()
     }
 
-    /// Whether its kernels may run an f32 `exp` over a stored span natively
+    /// Whether its kernels may run an f32 `exp`, `tanh` or `sigmoid` over a stored span natively
     /// ([`CodegenOptions::span_math`], and the host has AVX2 and FMA).
-    pub fn span_exp(&self) -> bool {
-        self.span_exp
+    pub fn span_math(&self) -> bool {
+        self.span_math
     }
 
     /// The compiled plan (passes' results) behind this executable.

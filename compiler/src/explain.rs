@@ -93,7 +93,7 @@ pub fn explain(exe: &JitExecutable) -> String {
             &k.body,
             &widened_from,
             1,
-            (exe.threads(), exe.span_exp()),
+            (exe.threads(), exe.span_math()),
             &mut s,
         );
     }
@@ -133,7 +133,7 @@ fn loops(
     body: &[Stmt],
     widened_from: &[Option<ValueId>],
     depth: usize,
-    (threads, span_exp): (usize, bool),
+    (threads, span_math): (usize, bool),
     s: &mut String,
 ) {
     for st in body {
@@ -182,7 +182,7 @@ fn loops(
                     accs.join(", ")
                 ));
             }
-            if let Some(span) = (span_exp && vector && narrow.is_empty())
+            if let Some(span) = (span_math && vector && narrow.is_empty())
                 .then(|| span::span_plan(k, *loop_id, body))
                 .flatten()
             {
@@ -213,6 +213,6 @@ fn loops(
             if what.is_empty() { "" } else { ": " },
             what.join(", ")
         );
-        loops(k, body, widened_from, depth + 1, (threads, span_exp), s);
+        loops(k, body, widened_from, depth + 1, (threads, span_math), s);
     }
 }

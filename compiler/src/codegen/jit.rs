@@ -125,10 +125,10 @@ impl JitCompiler {
         self.features
     }
 
-    /// Whether kernels may run an f32 `exp` over a stored span natively:
+    /// Whether kernels may run an f32 `exp`, `tanh` or `sigmoid` over a stored span natively:
     /// [`CodegenOptions::span_math`], with FMA allowed and the host having AVX2 and FMA.
-    pub fn span_exp(&self) -> bool {
-        self.translate_options().span_exp
+    pub fn span_math(&self) -> bool {
+        self.translate_options().span_math
     }
 
     /// The options in use.
@@ -141,7 +141,7 @@ impl JitCompiler {
         TranslateOptions {
             fma,
             vectorize: self.options.vectorize,
-            span_exp: self.options.span_math && fma && self.features.avx2,
+            span_math: self.options.span_math && fma && self.features.avx2,
         }
     }
 

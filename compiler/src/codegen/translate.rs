@@ -59,7 +59,7 @@ pub(crate) struct TranslateOptions {
     pub vectorize: bool,
     /// Whether an f32 `exp`, `tanh` or `sigmoid` stored into a span may run as a call of the
     /// native span routine after its loop ([`span`]).
-    pub span_exp: bool,
+    pub span_math: bool,
 }
 
 /// Imported scalar functions: `pow` (`f32`, `f64`), and `sin`/`cos` for arguments too large
@@ -1249,7 +1249,7 @@ impl<'b> Translator<'_, 'b> {
         };
         if narrow.is_empty() {
             if let Some(span) = wide_plan.as_ref().and(self.span_of(l, body)) {
-                return self.emit_span_exp(l, body, &span, wide_plan.as_ref());
+                return self.emit_span(l, body, &span, wide_plan.as_ref());
             }
             return self.emit_loop_as(l, body, wide_plan.as_ref(), &[]);
         }

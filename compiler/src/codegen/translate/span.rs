@@ -12,7 +12,7 @@
 //! cache). A loop longer than [`BLOCK`] runs block by block, each block its loops and its
 //! call, so nothing is read back from memory.
 //!
-//! Assumes a verified kernel and a host with AVX2 and FMA (`TranslateOptions::span_exp`).
+//! Assumes a verified kernel and a host with AVX2 and FMA (`TranslateOptions::span_math`).
 //! Guarantees: applied only where the loop is vectorised, its body is lets and that one store
 //! (no loop, no accumulator, no load of `T`, so no iteration can observe another's element
 //! of `T`), and the store is unmasked with coefficient 1 along the loop. Each iteration's
@@ -33,7 +33,7 @@ pub(crate) const BLOCK: u64 = 4096;
 
 /// A function of loop `l` to take out of the loop and run over the span its store wrote.
 #[derive(Clone, Debug)]
-pub(crate) struct SpanExp {
+pub(crate) struct SpanCall {
     /// The function.
     pub(crate) op: UnaryOp,
     /// Its result, which the loop replaces by its argument.
@@ -49,7 +49,7 @@ pub(crate) struct SpanExp {
 
 /// The span function of vector loop `l` with body `body` of `k`, if the module's conditions
 /// hold; `weft explain` reports it.
-pub(crate) fn span_plan(k: &Kernel, l: LoopId, body: &[Stmt]) -> Option<SpanExp> {
+pub(crate) fn span_plan(k: &Kernel, l: LoopId, body: &[Stmt]) -> Option<SpanCall> {
     let decl = &k.loops[l];
     if !decl.annotations.vectorize || decl.extent < MIN_EXTENT {
         return None;
@@ -66,7 +66,7 @@ pub(crate) fn span_plan(k: &Kernel, l: LoopId, body: &[Stmt]) -> Option<SpanExp>
         _ => None,
     })?;
     let rest = (stored != result).then_some(stored);
-    Some(SpanExp {
+    Some(SpanCall {
         op,
         result,
         arg,
@@ -135,8 +135,8 @@ fn operands(inst: &Inst) -> Vec<ValueId> {
 
 impl Translator<'_, '_> {
     /// The span function of loop `l`, if the options allow it and its conditions hold.
-    pub(super) fn span_of(&self, l: LoopId, body: &[Stmt]) -> Option<SpanExp> {
-        if !self.options.span_exp || !self.options.vectorize || self.wide.is_some() {
+    pub(super) fn span_of(&self, l: LoopId, body: &[Stmt]) -> Option<SpanCall> {
+        if !self.options.span_math || !self.options.vectorize || self.wide.is_some() {
             return None;
         }
         span_plan(self.k, l, body)
@@ -145,11 +145,11 @@ impl Translator<'_, '_> {
     /// Emits loop `l` as [`BLOCK`]-long blocks (or whole, if no longer), each storing the
     /// function's argument, calling the span routine over what it stored, and (split loops)
     /// finishing the stored value from it.
-    pub(super) fn emit_span_exp(
+    pub(super) fn emit_span(
         &mut self,
         l: LoopId,
         body: &[Stmt],
-        span: &SpanExp,
+        span: &SpanCall,
         wide_plan: Option<&WidePlan>,
     ) -> Result<()> {
         if self.k.loops[l].extent <= BLOCK {
@@ -182,12 +182,12 @@ impl Translator<'_, '_> {
         Ok(())
     }
 
-    /// One block of [`Self::emit_span_exp`]: loop `l` over its current range.
+    /// One block of [`Self::emit_span`]: loop `l` over its current range.
     fn emit_span_block(
         &mut self,
         l: LoopId,
         body: &[Stmt],
-        span: &SpanExp,
+        span: &SpanCall,
         wide_plan: Option<&WidePlan>,
     ) -> Result<()> {
         match span.rest {
@@ -230,7 +230,7 @@ impl Translator<'_, '_> {
     }
 
     /// The call of the span routine over the elements loop `l` stored.
-    fn call_span(&mut self, l: LoopId, span: &SpanExp) -> Result<()> {
+    fn call_span(&mut self, l: LoopId, span: &SpanCall) -> Result<()> {
         let (start, end) = self.loop_range(l);
         let len = self.b.ins().isub(end, start);
         let zero = self.b.ins().iconst(types::I64, 0);
