@@ -249,3 +249,31 @@ fn explanations_of_every_example_are_snapshots() {
         insta::assert_snapshot!(format!("explain_{name}"), text);
     }
 }
+
+/// With vectorisation switched off (`CodegenOptions::vectorize`), `weft explain` says every
+/// annotated loop runs scalar, as code generation then does, instead of repeating the
+/// annotation's "vectorised".
+#[test]
+fn explain_says_scalar_when_vectorisation_is_off() {
+    let src = "axis R = 8\naxis C = 256\nplaceholder x: f32[R, C]\nm = max(x, [C])\n\
+               d = subtract(x, m)\ne = exp(d)\nt = sum(e, [C])\ny = divide(e, t)\noutput y\n";
+    let g = Arc::new(weft::ir::text::parse(src, "softmax.weft").unwrap());
+    let explained = |vectorize: bool| {
+        let options = JitOptions {
+            codegen: weft::CodegenOptions {
+                vectorize,
+                ..Default::default()
+            },
+            ..JitOptions::default()
+        };
+        let exe = JitExecutable::new(g.clone(), g.outputs(), &g.placeholders(), &options).unwrap();
+        weft_compiler::explain::explain(&exe)
+    };
+    let (on, off) = (explained(true), explained(false));
+    assert!(on.contains("vectorised: 4 lanes"), "{on}");
+    assert!(
+        !off.contains("vectorised") && !off.contains("native AVX2"),
+        "{off}"
+    );
+    assert!(off.contains("scalar (vectorisation off"), "{off}");
+}

@@ -311,6 +311,8 @@ pub struct JitExecutable {
     /// Whether code generation may hand an f32 `exp`, `tanh` or `sigmoid` stored into a span to
     /// the native span routine ([`CodegenOptions::span_math`] on a host with AVX2 and FMA).
     span_math: bool,
+    /// The code generator's switches it was compiled with.
+    codegen: CodegenOptions,
 }
 
 impl std::fmt::Debug for JitExecutable {
@@ -745,6 +747,7 @@ impl JitExecutable {
             planned: shared.values().copied().chain(row_scratch).collect(),
             pool,
             span_math: compiler.span_math(),
+            codegen: compiler.options(),
         };
         let dump = options
             .dump
@@ -760,6 +763,11 @@ impl JitExecutable {
     /// Threads that run its parallel kernels ([`JitOptions::threads`]).
     pub fn threads(&self) -> usize {
         self.pool.threads()
+    }
+
+    /// The code generator's switches its kernels were compiled with.
+    pub fn codegen_options(&self) -> CodegenOptions {
+        self.codegen
     }
 
     /// Whether its kernels may run an f32 `exp`, `tanh` or `sigmoid` over a stored span natively

@@ -93,7 +93,11 @@ pub fn explain(exe: &JitExecutable) -> String {
             &k.body,
             &widened_from,
             1,
-            (exe.threads(), exe.span_math()),
+            Codegen {
+                threads: exe.threads(),
+                vectorize: exe.codegen_options().vectorize,
+                span_math: exe.span_math(),
+            },
             &mut s,
         );
     }
@@ -126,16 +130,31 @@ fn gemm(call: &weft_runtime::GemmCall, threads: usize, s: &mut String) {
     );
 }
 
-/// Writes one line per loop of `body` (`widened_from`: [`translate::widenings`] of `k`;
-/// `threads` of the pool, and whether codegen may run span `exp`s natively).
+/// What code generation was allowed for the kernels explained.
+#[derive(Clone, Copy)]
+struct Codegen {
+    /// Threads of the pool.
+    threads: usize,
+    /// `CodegenOptions::vectorize`: off, every loop is scalar.
+    vectorize: bool,
+    /// Whether span functions run natively (`JitExecutable::span_math`).
+    span_math: bool,
+}
+
+/// Writes one line per loop of `body` (`widened_from`: [`translate::widenings`] of `k`).
 fn loops(
     k: &Kernel,
     body: &[Stmt],
     widened_from: &[Option<ValueId>],
     depth: usize,
-    (threads, span_math): (usize, bool),
+    codegen: Codegen,
     s: &mut String,
 ) {
+    let Codegen {
+        threads,
+        vectorize,
+        span_math,
+    } = codegen;
     for st in body {
         let Stmt::Loop { loop_id, body } = st else {
             continue;
@@ -146,7 +165,10 @@ fn loops(
         if a.parallel {
             what.push(format!("parallel over {threads} threads"));
         }
-        if let Some(jam) = jam::jam_plan(k, *loop_id, body, a.parallel) {
+        if let Some(jam) = vectorize
+            .then(|| jam::jam_plan(k, *loop_id, body, a.parallel))
+            .flatten()
+        {
             let names: Vec<String> = jam
                 .loads
                 .iter()
@@ -158,7 +180,12 @@ fn loops(
                 names.join(", ")
             ));
         }
-        if a.vectorize {
+        if a.vectorize && !vectorize {
+            what.push("scalar (vectorisation off: CodegenOptions::vectorize)".into());
+            if a.unroll > 1 {
+                what.push(format!("unrolled x{}", a.unroll));
+            }
+        } else if a.vectorize {
             let plan = vectorize::plan(k, *loop_id, body);
             match &plan {
                 Some(p) if p.lanes == 4 => what.push(format!(
@@ -213,6 +240,6 @@ fn loops(
             if what.is_empty() { "" } else { ": " },
             what.join(", ")
         );
-        loops(k, body, widened_from, depth + 1, (threads, span_math), s);
+        loops(k, body, widened_from, depth + 1, codegen, s);
     }
 }
