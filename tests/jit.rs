@@ -1021,6 +1021,45 @@ fn vector_comparisons_select_convert_and_combine_as_masks() {
     }
 }
 
+/// Output `y` of graph `g` on `input`, with span functions on or off (and `threads`), as bits
+/// (every NaN one value: a NaN's sign and payload follow each compiler's rewrites — Cranelift
+/// folds `fneg` into `fnmadd`); with `weft explain`'s text and whether span calls were allowed.
+fn span_run(
+    g: &Graph,
+    input: &HostArray,
+    span_math: bool,
+    threads: Option<usize>,
+) -> (Vec<u32>, String, bool) {
+    let options = JitOptions {
+        codegen: weft::CodegenOptions {
+            span_math,
+            ..Default::default()
+        },
+        threads,
+        ..JitOptions::default()
+    };
+    let shared = Arc::new(g.clone());
+    let exe = weft_compiler::JitExecutable::new(
+        shared.clone(),
+        shared.outputs(),
+        &shared.placeholders(),
+        &options,
+    )
+    .unwrap();
+    let explained = weft_compiler::explain::explain(&exe);
+    let t = Transformer::with_jit_options(g.clone(), options).unwrap();
+    let comp = t
+        .computation(&[g.find("y").unwrap()], &[g.find("x").unwrap()])
+        .unwrap();
+    let bits = comp.call(std::slice::from_ref(input)).unwrap()[0]
+        .to_vec::<f32>()
+        .unwrap()
+        .iter()
+        .map(|y| if y.is_nan() { u32::MAX } else { y.to_bits() })
+        .collect();
+    (bits, explained, exe.span_math())
+}
+
 /// An f32 `exp`, `tanh` or `sigmoid` stored into a contiguous span runs after its loop as the
 /// native span routine (`codegen::translate::span`, `weft_runtime::vmath`), bit for bit what
 /// the inline code gives: softmax rows (the `exp` inside a fused row kernel), plain `exp` and
@@ -1083,39 +1122,8 @@ fn span_functions_give_the_inline_bits() {
                 .collect();
             let input =
                 HostArray::from_vec(Axes::new([r, cx]).unwrap(), vec![rows, c], xs).unwrap();
-            let run = |span_math: bool| {
-                let options = JitOptions {
-                    codegen: weft::CodegenOptions {
-                        span_math,
-                        ..Default::default()
-                    },
-                    ..JitOptions::default()
-                };
-                let g = Arc::new(g.clone());
-                let exe = weft_compiler::JitExecutable::new(
-                    g.clone(),
-                    g.outputs(),
-                    &g.placeholders(),
-                    &options,
-                )
-                .unwrap();
-                let explained = weft_compiler::explain::explain(&exe);
-                let t = Transformer::with_jit_options((*g).clone(), options).unwrap();
-                let comp = t
-                    .computation(&[g.find("y").unwrap()], &[g.find("x").unwrap()])
-                    .unwrap();
-                let bits: Vec<u32> = comp.call(std::slice::from_ref(&input)).unwrap()[0]
-                    .to_vec::<f32>()
-                    .unwrap()
-                    .iter()
-                    // A NaN's sign and payload follow each compiler's rewrites (Cranelift
-                    // folds `fneg` into `fnmadd`), so every NaN counts as one value.
-                    .map(|y| if y.is_nan() { u32::MAX } else { y.to_bits() })
-                    .collect();
-                (bits, explained, exe.span_math())
-            };
-            let (inline, explained_inline, _) = run(false);
-            let (span, explained, available) = run(true);
+            let (inline, explained_inline, _) = span_run(&g, &input, false, None);
+            let (span, explained, available) = span_run(&g, &input, true, None);
             assert_eq!(span, inline, "{name}, C = {c}");
             assert!(!explained_inline.contains("native AVX2 routine"));
             assert_eq!(
@@ -1140,38 +1148,8 @@ fn span_blocks_split_a_parallel_loop() {
         .map(|i| (i.wrapping_mul(2_654_435_761) as f32 / u32::MAX as f32) * 8.0 - 4.0)
         .collect();
     let input = HostArray::from_vec(Axes::new([c]).unwrap(), vec![2_000_003], xs).unwrap();
-    let run = |span_math: bool| {
-        let options = JitOptions {
-            codegen: weft::CodegenOptions {
-                span_math,
-                ..Default::default()
-            },
-            threads: Some(2),
-            ..JitOptions::default()
-        };
-        let gs = Arc::new(g.clone());
-        let exe = weft_compiler::JitExecutable::new(
-            gs.clone(),
-            gs.outputs(),
-            &gs.placeholders(),
-            &options,
-        )
-        .unwrap();
-        let explained = weft_compiler::explain::explain(&exe);
-        let t = Transformer::with_jit_options(g.clone(), options).unwrap();
-        let comp = t
-            .computation(&[g.find("y").unwrap()], &[g.find("x").unwrap()])
-            .unwrap();
-        let bits: Vec<u32> = comp.call(std::slice::from_ref(&input)).unwrap()[0]
-            .to_vec::<f32>()
-            .unwrap()
-            .iter()
-            .map(|y| if y.is_nan() { u32::MAX } else { y.to_bits() })
-            .collect();
-        (bits, explained, exe.span_math())
-    };
-    let (inline, _, _) = run(false);
-    let (span, explained, available) = run(true);
+    let (inline, _, _) = span_run(&g, &input, false, Some(2));
+    let (span, explained, available) = span_run(&g, &input, true, Some(2));
     assert!(inline == span, "the span path changed a result");
     if available {
         assert!(
