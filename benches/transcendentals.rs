@@ -1,8 +1,12 @@
-//! Throughput of the inline transcendental functions (compiler/src/codegen/math.rs): for each
-//! of exp, log, tanh, sigmoid, sin and cos in f32 and f64, the graph `y = f(x)` over 2^16
-//! elements (input and output fit in L2), compiled fused on the JIT with one thread and called
-//! through the zero-copy `Computation::call_into`, so the time is the kernel's plus the fixed
-//! per-call overhead. Reported as elements per second.
+//! Throughput of the transcendental functions: for each of exp, log, tanh, sigmoid, sin and
+//! cos in f32 and f64, the graph `y = f(x)` over 2^16 elements (input and output fit in L2),
+//! compiled fused on the JIT with one thread and called through the zero-copy
+//! `Computation::call_into`, so the time is the kernel's plus the fixed per-call overhead.
+//! Reported as elements per second. Group `transcendentals-f32` is what a graph gets (f32
+//! exp, tanh and sigmoid through the native span routine, `weft_runtime::vmath`, where the
+//! host has AVX2 and FMA); `transcendentals-f32-inline` turns span functions off
+//! (`CodegenOptions::span_math`), so every function is the inline f32x4 code of
+//! compiler/src/codegen/math.rs.
 //!
 //! Inputs are uniform over a range where the function does real work (log: positive).
 
@@ -50,11 +54,22 @@ fn input(dtype: DType, n: Axis, lo: f64, hi: f64) -> HostArray {
 }
 
 fn transcendentals(c: &mut Criterion) {
-    let options = JitOptions {
+    let spans = JitOptions {
         threads: Some(1),
         ..JitOptions::default()
     };
-    for (dtype, label) in [(DType::F32, "f32"), (DType::F64, "f64")] {
+    let inline = JitOptions {
+        codegen: weft::CodegenOptions {
+            span_math: false,
+            ..Default::default()
+        },
+        ..spans.clone()
+    };
+    for (dtype, label, options) in [
+        (DType::F32, "f32", spans.clone()),
+        (DType::F32, "f32-inline", inline),
+        (DType::F64, "f64", spans),
+    ] {
         let mut group = c.benchmark_group(format!("transcendentals-{label}"));
         group
             .sample_size(20)
