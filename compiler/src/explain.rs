@@ -214,15 +214,16 @@ fn loops(
                 .flatten()
             {
                 let (f, t) = (span.op.name(), &k.buffers[span.target.buffer].name);
+                let isa = weft_runtime::vmath::span_isa().unwrap_or("scalar");
                 what.push(match span.rest {
                     None => format!(
                         "%{} = {f} stored as its argument, then {f} over the span of %{t} by \
-                         the native AVX2 routine",
+                         the native {isa} routine",
                         span.result
                     ),
                     Some(v) => format!(
                         "split around %{} = {f}: a first loop stores its argument to %{t}, {f} \
-                         runs over that span by the native AVX2 routine, a second loop reads it \
+                         runs over that span by the native {isa} routine, a second loop reads it \
                          back and stores %{v}",
                         span.result
                     ),

@@ -2,7 +2,7 @@
 //! code is compute-bound: Cranelift emits only 4-lane f32 vectors and keeps a polynomial's
 //! dozen constants in 16 registers by spilling, so an f32 `exp` costs the JIT about 35
 //! instructions per four lanes; rustc's AVX2 code of the same algorithm does eight lanes in
-//! about 20.
+//! about 20, its AVX-512 code sixteen.
 //!
 //! Assumes nothing of the caller but a valid span. Guarantees: [`exp_f32_in_place`],
 //! [`tanh_f32_in_place`] and [`sigmoid_f32_in_place`] compute, element by element, bit for bit
@@ -11,11 +11,14 @@
 //! [`tanh_coefficients`]): the same reductions, polynomials, Horner order, fused multiply-adds,
 //! divides and edge rules, so moving one from inline code to a span changes no result
 //! (`tests/jit.rs` checks it bit for bit; a NaN result is NaN on both, but its sign and
-//! payload may differ, since Cranelift and rustc each fold negations into other operations). The AVX2+FMA path is chosen at run time; without
-//! those features the scalar path gives the same bits (`f32::mul_add` is the fused operation).
+//! payload may differ, since Cranelift and rustc each fold negations into other operations).
+//! The path is chosen at run time ([`span_isa`]): AVX-512F (sixteen lanes), else AVX2 with
+//! FMA (eight), else scalar; all three give the same bits (`f32::mul_add` is the fused
+//! operation; the unit tests compare every path the CPU has).
 //!
-//! `unsafe` here: the AVX2 intrinsics (called only after run-time detection) and the span
-//! entry point JIT code calls with a raw pointer and length (its caller vouches for them).
+//! `unsafe` here: the AVX2 and AVX-512 intrinsics (called only after run-time detection) and
+//! the span entry points JIT code calls with a raw pointer and length (its caller vouches for
+//! them).
 
 /// The f32 `exp` algorithm's constants, shared by the JIT's inline code and the span routine.
 pub mod exp_f32 {
@@ -143,14 +146,35 @@ fn vector_path() -> bool {
     }
 }
 
+/// The instruction set the span routines run on this CPU: `"AVX-512"` (sixteen lanes),
+/// `"AVX2"` (eight), or `None` (the scalar path).
+pub fn span_isa() -> Option<&'static str> {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f") && vector_path() {
+        return Some("AVX-512");
+    }
+    vector_path().then_some("AVX2")
+}
+
 /// `xs[i] = f(xs[i])` for every element, as the JIT's inline f32 code computes `f`.
 pub fn apply_f32_in_place(f: SpanFn, xs: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f") && vector_path() {
+        // SAFETY: the features the function is compiled for were detected on this CPU.
+        unsafe { avx512::apply_in_place(f, xs) };
+        return;
+    }
     #[cfg(target_arch = "x86_64")]
     if vector_path() {
         // SAFETY: the features the function is compiled for were detected on this CPU.
         unsafe { avx2::apply_in_place(f, xs) };
         return;
     }
+    apply_scalar(f, xs);
+}
+
+/// The scalar path of [`apply_f32_in_place`] (also what the vector paths are tested against).
+fn apply_scalar(f: SpanFn, xs: &mut [f32]) {
     let series = tanh_f32_series();
     for x in xs {
         *x = match f {
@@ -319,6 +343,110 @@ mod avx2 {
     }
 }
 
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use super::exp_f32::*;
+    use super::SpanFn;
+    use std::arch::x86_64::*;
+
+    /// Sixteen lanes of [`super::exp_scalar`] (AVX-512F; the float logic through integer ops,
+    /// which AVX-512F has).
+    #[target_feature(enable = "avx512f")]
+    fn exp16(x: __m512) -> __m512 {
+        let t = _mm512_fmadd_ps(x, _mm512_set1_ps(LOG2_E), _mm512_set1_ps(MAGIC));
+        let k = _mm512_sub_ps(t, _mm512_set1_ps(MAGIC));
+        let r = _mm512_fmadd_ps(k, _mm512_set1_ps(NEG_LN2_HI), x);
+        let r = _mm512_fmadd_ps(k, _mm512_set1_ps(NEG_LN2_LO), r);
+        let mut p = _mm512_set1_ps(POLY[6]);
+        for &c in POLY[..6].iter().rev() {
+            p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c));
+        }
+        let k_bits = _mm512_slli_epi32::<23>(_mm512_castps_si512(t));
+        let y = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(p), k_bits));
+        let over = _mm512_cmp_ps_mask::<_CMP_NLE_UQ>(x, _mm512_set1_ps(HI));
+        let y = _mm512_mask_add_ps(y, over, x, _mm512_set1_ps(f32::INFINITY));
+        let under = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(x, _mm512_set1_ps(LO));
+        _mm512_maskz_mov_ps(!under, y)
+    }
+
+    /// Sixteen lanes of [`super::tanh_scalar`].
+    #[target_feature(enable = "avx512f")]
+    fn tanh16(x: __m512, series: &[f32; 9]) -> __m512 {
+        let xi = _mm512_castps_si512(x);
+        let sign = _mm512_set1_epi32(i32::MIN);
+        let a = _mm512_castsi512_ps(_mm512_andnot_si512(sign, xi));
+        let z = _mm512_mul_ps(x, x);
+        let mut p = _mm512_set1_ps(series[8]);
+        for &c in series[..8].iter().rev() {
+            p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(c));
+        }
+        let small = _mm512_mul_ps(x, p);
+        let e = exp16(_mm512_add_ps(a, a));
+        let one = _mm512_set1_ps(1.0);
+        let q = _mm512_div_ps(_mm512_set1_ps(2.0), _mm512_add_ps(e, one));
+        let large_abs = _mm512_castps_si512(_mm512_sub_ps(one, q));
+        let large = _mm512_or_si512(large_abs, _mm512_and_si512(xi, sign));
+        let is_small =
+            _mm512_cmp_ps_mask::<_CMP_LT_OQ>(a, _mm512_set1_ps(super::TANH_SERIES_BELOW));
+        _mm512_mask_blend_ps(is_small, _mm512_castsi512_ps(large), small)
+    }
+
+    /// Sixteen lanes of [`super::sigmoid_scalar`].
+    #[target_feature(enable = "avx512f")]
+    fn sigmoid16(x: __m512) -> __m512 {
+        let neg = _mm512_xor_si512(_mm512_castps_si512(x), _mm512_set1_epi32(i32::MIN));
+        let e = exp16(_mm512_castsi512_ps(neg));
+        let one = _mm512_set1_ps(1.0);
+        _mm512_div_ps(one, _mm512_add_ps(one, e))
+    }
+
+    /// `f` over sixteen lanes.
+    #[target_feature(enable = "avx512f")]
+    fn apply16(f: SpanFn, x: __m512, series: &[f32; 9]) -> __m512 {
+        match f {
+            SpanFn::Exp => exp16(x),
+            SpanFn::Tanh => tanh16(x, series),
+            SpanFn::Sigmoid => sigmoid16(x),
+        }
+    }
+
+    /// `f` over every element, sixteen at a time (the tail by masked loads and stores).
+    #[target_feature(enable = "avx512f")]
+    fn apply_chunks(f: SpanFn, xs: &mut [f32], series: &[f32; 9]) {
+        let mut chunks = xs.chunks_exact_mut(16);
+        for c in &mut chunks {
+            // SAFETY: `c` holds exactly sixteen f32s; unaligned loads and stores.
+            unsafe {
+                let x = _mm512_loadu_ps(c.as_ptr());
+                _mm512_storeu_ps(c.as_mut_ptr(), apply16(f, x, series));
+            }
+        }
+        let tail = chunks.into_remainder();
+        if !tail.is_empty() {
+            let mask: __mmask16 = (1u16 << tail.len()) - 1;
+            // SAFETY: the mask covers exactly the tail's elements; masked-off lanes are not
+            // read or written.
+            unsafe {
+                let x = _mm512_maskz_loadu_ps(mask, tail.as_ptr());
+                _mm512_mask_storeu_ps(tail.as_mut_ptr(), mask, apply16(f, x, series));
+            }
+        }
+    }
+
+    /// # Safety
+    /// The CPU must have AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn apply_in_place(f: SpanFn, xs: &mut [f32]) {
+        let series = super::tanh_f32_series();
+        // One loop per function, so each inner loop is straight-line code.
+        match f {
+            SpanFn::Exp => apply_chunks(SpanFn::Exp, xs, series),
+            SpanFn::Tanh => apply_chunks(SpanFn::Tanh, xs, series),
+            SpanFn::Sigmoid => apply_chunks(SpanFn::Sigmoid, xs, series),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -359,6 +487,29 @@ mod tests {
         xs
     }
 
+    /// `f` over `xs` by every path this CPU has (the dispatching entry included).
+    fn vector_results(f: SpanFn, xs: &[f32]) -> Vec<(&'static str, Vec<f32>)> {
+        let mut out = Vec::new();
+        let mut run = |path, apply: &dyn Fn(&mut [f32])| {
+            let mut ys = xs.to_vec();
+            apply(&mut ys);
+            out.push((path, ys));
+        };
+        run("dispatch", &|ys| apply_f32_in_place(f, ys));
+        #[cfg(target_arch = "x86_64")]
+        {
+            if vector_path() {
+                // SAFETY: AVX2 and FMA detected.
+                run("avx2", &|ys| unsafe { avx2::apply_in_place(f, ys) });
+            }
+            if vector_path() && std::arch::is_x86_feature_detected!("avx512f") {
+                // SAFETY: AVX-512F detected.
+                run("avx512", &|ys| unsafe { avx512::apply_in_place(f, ys) });
+            }
+        }
+        out
+    }
+
     #[test]
     fn the_vector_path_gives_the_scalar_bits_at_every_length() {
         let mut xs = specials();
@@ -380,11 +531,11 @@ mod tests {
                 SpanFn::Sigmoid => sigmoid_scalar(x),
             };
             let want: Vec<u32> = xs.iter().map(|&x| scalar(x).to_bits()).collect();
-            for len in [0, 1, 7, 8, 9, 23, xs.len()] {
-                let mut got = xs[..len].to_vec();
-                apply_f32_in_place(f, &mut got);
-                let got: Vec<u32> = got.iter().map(|y| y.to_bits()).collect();
-                assert_eq!(got, want[..len], "{f:?}, length {len}");
+            for len in [0, 1, 7, 8, 9, 15, 16, 17, 23, xs.len()] {
+                for (path, got) in vector_results(f, &xs[..len]) {
+                    let got: Vec<u32> = got.iter().map(|y| y.to_bits()).collect();
+                    assert_eq!(got, want[..len], "{f:?} by {path}, length {len}");
+                }
             }
         }
     }
