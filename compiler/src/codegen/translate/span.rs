@@ -1,13 +1,13 @@
 //! An f32 `exp`, `tanh` or `sigmoid` stored into a contiguous span, computed after its vector
-//! loop by the native span routine (`weft_runtime::vmath`, AVX2 with FMA).
+//! loop by the native span routine (`weft_runtime::vmath`: AVX-512F, or AVX2 with FMA).
 //!
 //! Cranelift's 128-bit `exp` needs about 35 instructions per four lanes, a third of them
 //! spills of its constants; softmax's row pass spent most of its time there. When a vector
 //! loop's one store is `store T[.. + i], f(a)` — `T` contiguous along the loop, and the
 //! result used by that store alone — the loop stores `a` instead, and one call after the loop
-//! replaces the span it wrote by its `f`, eight lanes at a time. When the store's value is
-//! computed *from* `f(a)` (gelu's `0.5·x·(1 + tanh(z))`), the loop splits in two around the
-//! call: the first stores `a` (only what `a` needs), the second reads `f(a)` back from
+//! replaces the span it wrote by its `f`, eight or sixteen lanes at a time. When the store's
+//! value is computed *from* `f(a)` (gelu's `0.5·x·(1 + tanh(z))`), the loop splits in two
+//! around the call: the first stores `a` (only what `a` needs), the second reads `f(a)` back from
 //! `T[.. + i]` and computes the rest (only what the store needs, its loads repeated from
 //! cache). A loop longer than [`BLOCK`] runs block by block, each block its loops and its
 //! call, so nothing is read back from memory.
