@@ -243,89 +243,269 @@ pub unsafe extern "C" fn weft_sigmoid_f32_span(ptr: *mut f32, len: usize) {
 }
 
 #[cfg(target_arch = "x86_64")]
-mod avx2 {
+mod simd {
+    //! The span algorithms written once over [`Lanes`] (a vector of f32 lanes), each step the
+    //! scalar path's operation lane by lane, and instantiated for AVX2 (`__m256`) and
+    //! AVX-512F (`__m512`) by the entry points in `avx2` and `avx512`.
+
     use super::exp_f32::*;
     use super::SpanFn;
-    use std::arch::x86_64::*;
 
-    /// Eight lanes of [`super::exp_scalar`].
-    #[target_feature(enable = "avx2,fma")]
-    fn exp8(x: __m256) -> __m256 {
-        let t = _mm256_fmadd_ps(x, _mm256_set1_ps(LOG2_E), _mm256_set1_ps(MAGIC));
-        let k = _mm256_sub_ps(t, _mm256_set1_ps(MAGIC));
-        let r = _mm256_fmadd_ps(k, _mm256_set1_ps(NEG_LN2_HI), x);
-        let r = _mm256_fmadd_ps(k, _mm256_set1_ps(NEG_LN2_LO), r);
-        let mut p = _mm256_set1_ps(POLY[6]);
-        for &c in POLY[..6].iter().rev() {
-            p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c));
-        }
-        let k_bits = _mm256_slli_epi32::<23>(_mm256_castps_si256(t));
-        let y = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), k_bits));
-        let over = _mm256_cmp_ps::<_CMP_NLE_UQ>(x, _mm256_set1_ps(HI));
-        let x_inf = _mm256_add_ps(x, _mm256_set1_ps(f32::INFINITY));
-        let y = _mm256_blendv_ps(y, x_inf, over);
-        let under = _mm256_cmp_ps::<_CMP_LT_OQ>(x, _mm256_set1_ps(LO));
-        _mm256_andnot_ps(under, y)
+    /// A vector of f32 lanes with the operations the span algorithms use, one or two
+    /// instructions each.
+    ///
+    /// # Safety
+    /// Every method may be called only from code compiled with the implementation's target
+    /// features (the entry points, after run-time detection); `load`/`store` need `N` valid
+    /// f32s at the pointer, `load_partial`/`store_partial` `n < N`.
+    pub(super) trait Lanes: Copy {
+        /// Lanes per vector.
+        const N: usize;
+        /// A per-lane condition.
+        type Mask: Copy;
+        unsafe fn splat(x: f32) -> Self;
+        unsafe fn load(p: *const f32) -> Self;
+        unsafe fn store(self, p: *mut f32);
+        unsafe fn load_partial(p: *const f32, n: usize) -> Self;
+        unsafe fn store_partial(self, p: *mut f32, n: usize);
+        /// `self · b + c`, rounded once.
+        unsafe fn fma(self, b: Self, c: Self) -> Self;
+        unsafe fn add(self, b: Self) -> Self;
+        unsafe fn sub(self, b: Self) -> Self;
+        unsafe fn mul(self, b: Self) -> Self;
+        unsafe fn div(self, b: Self) -> Self;
+        /// The bits of `self` plus the bits of `t` shifted left by 23 (`2^k` into an exponent).
+        unsafe fn add_shifted_bits(self, t: Self) -> Self;
+        /// Sign bit cleared.
+        unsafe fn abs(self) -> Self;
+        /// Sign bit flipped.
+        unsafe fn neg(self) -> Self;
+        /// `self`'s bits with `x`'s sign bit ORed in.
+        unsafe fn or_sign_of(self, x: Self) -> Self;
+        /// `self > c`, or unordered.
+        unsafe fn gt_or_nan(self, c: Self) -> Self::Mask;
+        /// `self < c` (ordered).
+        unsafe fn lt(self, c: Self) -> Self::Mask;
+        /// `a` where `m`, else `self`.
+        unsafe fn select(self, m: Self::Mask, a: Self) -> Self;
+        /// `+0` where `m`, else `self`.
+        unsafe fn zero_where(self, m: Self::Mask) -> Self;
     }
 
-    /// Eight lanes of [`super::tanh_scalar`].
-    #[target_feature(enable = "avx2,fma")]
-    fn tanh8(x: __m256, series: &[f32; 9]) -> __m256 {
-        let sign = _mm256_set1_ps(-0.0);
-        let a = _mm256_andnot_ps(sign, x);
-        let z = _mm256_mul_ps(x, x);
-        let mut p = _mm256_set1_ps(series[8]);
-        for &c in series[..8].iter().rev() {
-            p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(c));
-        }
-        let small = _mm256_mul_ps(x, p);
-        let e = exp8(_mm256_add_ps(a, a));
-        let one = _mm256_set1_ps(1.0);
-        let q = _mm256_div_ps(_mm256_set1_ps(2.0), _mm256_add_ps(e, one));
-        let large = _mm256_or_ps(_mm256_sub_ps(one, q), _mm256_and_ps(x, sign));
-        let is_small = _mm256_cmp_ps::<_CMP_LT_OQ>(a, _mm256_set1_ps(super::TANH_SERIES_BELOW));
-        _mm256_blendv_ps(large, small, is_small)
-    }
-
-    /// Eight lanes of [`super::sigmoid_scalar`].
-    #[target_feature(enable = "avx2,fma")]
-    fn sigmoid8(x: __m256) -> __m256 {
-        let e = exp8(_mm256_xor_ps(x, _mm256_set1_ps(-0.0)));
-        let one = _mm256_set1_ps(1.0);
-        _mm256_div_ps(one, _mm256_add_ps(one, e))
-    }
-
-    /// `f` over eight lanes.
-    #[target_feature(enable = "avx2,fma")]
-    fn apply8(f: SpanFn, x: __m256, series: &[f32; 9]) -> __m256 {
-        match f {
-            SpanFn::Exp => exp8(x),
-            SpanFn::Tanh => tanh8(x, series),
-            SpanFn::Sigmoid => sigmoid8(x),
-        }
-    }
-
-    /// `f` over every element, eight at a time (the tail through a padded copy).
-    #[target_feature(enable = "avx2,fma")]
-    fn apply_chunks(f: SpanFn, xs: &mut [f32], series: &[f32; 9]) {
-        let mut chunks = xs.chunks_exact_mut(8);
-        for c in &mut chunks {
-            // SAFETY: `c` holds exactly eight f32s; unaligned loads and stores.
-            unsafe {
-                let x = _mm256_loadu_ps(c.as_ptr());
-                _mm256_storeu_ps(c.as_mut_ptr(), apply8(f, x, series));
+    /// [`super::exp_scalar`] lane by lane.
+    #[inline(always)]
+    pub(super) unsafe fn exp<V: Lanes>(x: V) -> V {
+        // SAFETY: the trait's contract, passed on to the caller.
+        unsafe {
+            let magic = V::splat(MAGIC);
+            let t = x.fma(V::splat(LOG2_E), magic);
+            let k = t.sub(magic);
+            let r = k.fma(V::splat(NEG_LN2_HI), x);
+            let r = k.fma(V::splat(NEG_LN2_LO), r);
+            let mut p = V::splat(POLY[6]);
+            for &c in POLY[..6].iter().rev() {
+                p = p.fma(r, V::splat(c));
             }
+            let y = p.add_shifted_bits(t);
+            let y = y.select(x.gt_or_nan(V::splat(HI)), x.add(V::splat(f32::INFINITY)));
+            y.zero_where(x.lt(V::splat(LO)))
+        }
+    }
+
+    /// [`super::tanh_scalar`] lane by lane.
+    #[inline(always)]
+    unsafe fn tanh<V: Lanes>(x: V, series: &[f32; 9]) -> V {
+        // SAFETY: the trait's contract, passed on to the caller.
+        unsafe {
+            let a = x.abs();
+            let z = x.mul(x);
+            let mut p = V::splat(series[8]);
+            for &c in series[..8].iter().rev() {
+                p = p.fma(z, V::splat(c));
+            }
+            let small = x.mul(p);
+            let e = exp(a.add(a));
+            let one = V::splat(1.0);
+            let q = V::splat(2.0).div(e.add(one));
+            let large = one.sub(q).or_sign_of(x);
+            large.select(a.lt(V::splat(super::TANH_SERIES_BELOW)), small)
+        }
+    }
+
+    /// [`super::sigmoid_scalar`] lane by lane.
+    #[inline(always)]
+    unsafe fn sigmoid<V: Lanes>(x: V) -> V {
+        // SAFETY: the trait's contract, passed on to the caller.
+        unsafe {
+            let e = exp(x.neg());
+            let one = V::splat(1.0);
+            one.div(one.add(e))
+        }
+    }
+
+    /// `f` over every element, `V::N` at a time (the tail by a partial load and store).
+    ///
+    /// # Safety
+    /// The trait's contract: only from code compiled with `V`'s target features.
+    #[inline(always)]
+    pub(super) unsafe fn apply_chunks<V: Lanes>(f: SpanFn, xs: &mut [f32], series: &[f32; 9]) {
+        let mut chunks = xs.chunks_exact_mut(V::N);
+        for c in &mut chunks {
+            // SAFETY: the caller's contract; `c` holds exactly `V::N` f32s.
+            unsafe { apply(f, V::load(c.as_ptr()), series).store(c.as_mut_ptr()) };
         }
         let tail = chunks.into_remainder();
         if !tail.is_empty() {
-            let mut buf = [0f32; 8];
-            buf[..tail.len()].copy_from_slice(tail);
-            // SAFETY: `buf` holds eight f32s.
-            unsafe {
-                let x = _mm256_loadu_ps(buf.as_ptr());
-                _mm256_storeu_ps(buf.as_mut_ptr(), apply8(f, x, series));
+            let (n, p) = (tail.len(), tail.as_mut_ptr());
+            // SAFETY: the caller's contract; the tail holds `n < V::N` f32s.
+            unsafe { apply(f, V::load_partial(p, n), series).store_partial(p, n) };
+        }
+    }
+
+    /// `f` of every lane. (A function, not a closure: a closure would be compiled without
+    /// the entry point's target features, and the lane operations could not be inlined.)
+    #[inline(always)]
+    unsafe fn apply<V: Lanes>(f: SpanFn, x: V, series: &[f32; 9]) -> V {
+        // SAFETY: the caller's contract.
+        unsafe {
+            match f {
+                SpanFn::Exp => exp(x),
+                SpanFn::Tanh => tanh(x, series),
+                SpanFn::Sigmoid => sigmoid(x),
             }
-            tail.copy_from_slice(&buf[..tail.len()]);
+        }
+    }
+
+    /// The span functions over `xs`, one loop per function so each inner loop is
+    /// straight-line code.
+    ///
+    /// # Safety
+    /// As for [`apply_chunks`].
+    #[inline(always)]
+    pub(super) unsafe fn apply_in_place<V: Lanes>(f: SpanFn, xs: &mut [f32]) {
+        let series = super::tanh_f32_series();
+        // SAFETY: the caller's contract.
+        unsafe {
+            match f {
+                SpanFn::Exp => apply_chunks::<V>(SpanFn::Exp, xs, series),
+                SpanFn::Tanh => apply_chunks::<V>(SpanFn::Tanh, xs, series),
+                SpanFn::Sigmoid => apply_chunks::<V>(SpanFn::Sigmoid, xs, series),
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::simd::Lanes;
+    use super::SpanFn;
+    use std::arch::x86_64::*;
+
+    // SAFETY (every method): the trait's contract — reached only from `apply_in_place`
+    // below, compiled with AVX2 and FMA, which its callers detected.
+    impl Lanes for __m256 {
+        const N: usize = 8;
+        type Mask = __m256;
+        #[inline(always)]
+        unsafe fn splat(x: f32) -> Self {
+            // SAFETY: see the impl.
+            unsafe { _mm256_set1_ps(x) }
+        }
+        #[inline(always)]
+        unsafe fn load(p: *const f32) -> Self {
+            // SAFETY: see the impl; eight f32s at `p`.
+            unsafe { _mm256_loadu_ps(p) }
+        }
+        #[inline(always)]
+        unsafe fn store(self, p: *mut f32) {
+            // SAFETY: see the impl; eight f32s at `p`.
+            unsafe { _mm256_storeu_ps(p, self) }
+        }
+        #[inline(always)]
+        unsafe fn load_partial(p: *const f32, n: usize) -> Self {
+            let mut buf = [0f32; 8];
+            // SAFETY: see the impl; `n < 8` f32s at `p`, into an eight-lane buffer.
+            unsafe {
+                std::ptr::copy_nonoverlapping(p, buf.as_mut_ptr(), n);
+                _mm256_loadu_ps(buf.as_ptr())
+            }
+        }
+        #[inline(always)]
+        unsafe fn store_partial(self, p: *mut f32, n: usize) {
+            let mut buf = [0f32; 8];
+            // SAFETY: see the impl; an eight-lane buffer, then `n < 8` f32s to `p`.
+            unsafe {
+                _mm256_storeu_ps(buf.as_mut_ptr(), self);
+                std::ptr::copy_nonoverlapping(buf.as_ptr(), p, n);
+            }
+        }
+        #[inline(always)]
+        unsafe fn fma(self, b: Self, c: Self) -> Self {
+            // SAFETY: see the impl.
+            unsafe { _mm256_fmadd_ps(self, b, c) }
+        }
+        #[inline(always)]
+        unsafe fn add(self, b: Self) -> Self {
+            // SAFETY: see the impl.
+            unsafe { _mm256_add_ps(self, b) }
+        }
+        #[inline(always)]
+        unsafe fn sub(self, b: Self) -> Self {
+            // SAFETY: see the impl.
+            unsafe { _mm256_sub_ps(self, b) }
+        }
+        #[inline(always)]
+        unsafe fn mul(self, b: Self) -> Self {
+            // SAFETY: see the impl.
+            unsafe { _mm256_mul_ps(self, b) }
+        }
+        #[inline(always)]
+        unsafe fn div(self, b: Self) -> Self {
+            // SAFETY: see the impl.
+            unsafe { _mm256_div_ps(self, b) }
+        }
+        #[inline(always)]
+        unsafe fn add_shifted_bits(self, t: Self) -> Self {
+            // SAFETY: see the impl.
+            unsafe {
+                let k = _mm256_slli_epi32::<23>(_mm256_castps_si256(t));
+                _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(self), k))
+            }
+        }
+        #[inline(always)]
+        unsafe fn abs(self) -> Self {
+            // SAFETY: see the impl.
+            unsafe { _mm256_andnot_ps(_mm256_set1_ps(-0.0), self) }
+        }
+        #[inline(always)]
+        unsafe fn neg(self) -> Self {
+            // SAFETY: see the impl.
+            unsafe { _mm256_xor_ps(self, _mm256_set1_ps(-0.0)) }
+        }
+        #[inline(always)]
+        unsafe fn or_sign_of(self, x: Self) -> Self {
+            // SAFETY: see the impl.
+            unsafe { _mm256_or_ps(self, _mm256_and_ps(x, _mm256_set1_ps(-0.0))) }
+        }
+        #[inline(always)]
+        unsafe fn gt_or_nan(self, c: Self) -> Self::Mask {
+            // SAFETY: see the impl.
+            unsafe { _mm256_cmp_ps::<_CMP_NLE_UQ>(self, c) }
+        }
+        #[inline(always)]
+        unsafe fn lt(self, c: Self) -> Self::Mask {
+            // SAFETY: see the impl.
+            unsafe { _mm256_cmp_ps::<_CMP_LT_OQ>(self, c) }
+        }
+        #[inline(always)]
+        unsafe fn select(self, m: Self::Mask, a: Self) -> Self {
+            // SAFETY: see the impl.
+            unsafe { _mm256_blendv_ps(self, a, m) }
+        }
+        #[inline(always)]
+        unsafe fn zero_where(self, m: Self::Mask) -> Self {
+            // SAFETY: see the impl.
+            unsafe { _mm256_andnot_ps(m, self) }
         }
     }
 
@@ -333,103 +513,126 @@ mod avx2 {
     /// The CPU must have AVX2 and FMA.
     #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn apply_in_place(f: SpanFn, xs: &mut [f32]) {
-        let series = super::tanh_f32_series();
-        // One loop per function, so each inner loop is straight-line code.
-        match f {
-            SpanFn::Exp => apply_chunks(SpanFn::Exp, xs, series),
-            SpanFn::Tanh => apply_chunks(SpanFn::Tanh, xs, series),
-            SpanFn::Sigmoid => apply_chunks(SpanFn::Sigmoid, xs, series),
-        }
+        // SAFETY: compiled with AVX2 and FMA, which the caller detected.
+        unsafe { super::simd::apply_in_place::<__m256>(f, xs) }
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
-    use super::exp_f32::*;
+    use super::simd::Lanes;
     use super::SpanFn;
     use std::arch::x86_64::*;
 
-    /// Sixteen lanes of [`super::exp_scalar`] (AVX-512F; the float logic through integer ops,
-    /// which AVX-512F has).
-    #[target_feature(enable = "avx512f")]
-    fn exp16(x: __m512) -> __m512 {
-        let t = _mm512_fmadd_ps(x, _mm512_set1_ps(LOG2_E), _mm512_set1_ps(MAGIC));
-        let k = _mm512_sub_ps(t, _mm512_set1_ps(MAGIC));
-        let r = _mm512_fmadd_ps(k, _mm512_set1_ps(NEG_LN2_HI), x);
-        let r = _mm512_fmadd_ps(k, _mm512_set1_ps(NEG_LN2_LO), r);
-        let mut p = _mm512_set1_ps(POLY[6]);
-        for &c in POLY[..6].iter().rev() {
-            p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c));
+    /// A lane mask of the sign bit (AVX-512F has the float logic only as integer ops).
+    #[inline(always)]
+    unsafe fn sign() -> __m512i {
+        // SAFETY: see the impl below.
+        unsafe { _mm512_set1_epi32(i32::MIN) }
+    }
+
+    // SAFETY (every method): the trait's contract — reached only from `apply_in_place`
+    // below, compiled with AVX-512F, which its callers detected.
+    impl Lanes for __m512 {
+        const N: usize = 16;
+        type Mask = __mmask16;
+        #[inline(always)]
+        unsafe fn splat(x: f32) -> Self {
+            // SAFETY: see the impl.
+            unsafe { _mm512_set1_ps(x) }
         }
-        let k_bits = _mm512_slli_epi32::<23>(_mm512_castps_si512(t));
-        let y = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(p), k_bits));
-        let over = _mm512_cmp_ps_mask::<_CMP_NLE_UQ>(x, _mm512_set1_ps(HI));
-        let y = _mm512_mask_add_ps(y, over, x, _mm512_set1_ps(f32::INFINITY));
-        let under = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(x, _mm512_set1_ps(LO));
-        _mm512_maskz_mov_ps(!under, y)
-    }
-
-    /// Sixteen lanes of [`super::tanh_scalar`].
-    #[target_feature(enable = "avx512f")]
-    fn tanh16(x: __m512, series: &[f32; 9]) -> __m512 {
-        let xi = _mm512_castps_si512(x);
-        let sign = _mm512_set1_epi32(i32::MIN);
-        let a = _mm512_castsi512_ps(_mm512_andnot_si512(sign, xi));
-        let z = _mm512_mul_ps(x, x);
-        let mut p = _mm512_set1_ps(series[8]);
-        for &c in series[..8].iter().rev() {
-            p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(c));
+        #[inline(always)]
+        unsafe fn load(p: *const f32) -> Self {
+            // SAFETY: see the impl; sixteen f32s at `p`.
+            unsafe { _mm512_loadu_ps(p) }
         }
-        let small = _mm512_mul_ps(x, p);
-        let e = exp16(_mm512_add_ps(a, a));
-        let one = _mm512_set1_ps(1.0);
-        let q = _mm512_div_ps(_mm512_set1_ps(2.0), _mm512_add_ps(e, one));
-        let large_abs = _mm512_castps_si512(_mm512_sub_ps(one, q));
-        let large = _mm512_or_si512(large_abs, _mm512_and_si512(xi, sign));
-        let is_small =
-            _mm512_cmp_ps_mask::<_CMP_LT_OQ>(a, _mm512_set1_ps(super::TANH_SERIES_BELOW));
-        _mm512_mask_blend_ps(is_small, _mm512_castsi512_ps(large), small)
-    }
-
-    /// Sixteen lanes of [`super::sigmoid_scalar`].
-    #[target_feature(enable = "avx512f")]
-    fn sigmoid16(x: __m512) -> __m512 {
-        let neg = _mm512_xor_si512(_mm512_castps_si512(x), _mm512_set1_epi32(i32::MIN));
-        let e = exp16(_mm512_castsi512_ps(neg));
-        let one = _mm512_set1_ps(1.0);
-        _mm512_div_ps(one, _mm512_add_ps(one, e))
-    }
-
-    /// `f` over sixteen lanes.
-    #[target_feature(enable = "avx512f")]
-    fn apply16(f: SpanFn, x: __m512, series: &[f32; 9]) -> __m512 {
-        match f {
-            SpanFn::Exp => exp16(x),
-            SpanFn::Tanh => tanh16(x, series),
-            SpanFn::Sigmoid => sigmoid16(x),
+        #[inline(always)]
+        unsafe fn store(self, p: *mut f32) {
+            // SAFETY: see the impl; sixteen f32s at `p`.
+            unsafe { _mm512_storeu_ps(p, self) }
         }
-    }
-
-    /// `f` over every element, sixteen at a time (the tail by masked loads and stores).
-    #[target_feature(enable = "avx512f")]
-    fn apply_chunks(f: SpanFn, xs: &mut [f32], series: &[f32; 9]) {
-        let mut chunks = xs.chunks_exact_mut(16);
-        for c in &mut chunks {
-            // SAFETY: `c` holds exactly sixteen f32s; unaligned loads and stores.
+        #[inline(always)]
+        unsafe fn load_partial(p: *const f32, n: usize) -> Self {
+            // SAFETY: see the impl; the mask covers the `n < 16` f32s at `p`, masked-off
+            // lanes are not read.
+            unsafe { _mm512_maskz_loadu_ps(((1u32 << n) - 1) as __mmask16, p) }
+        }
+        #[inline(always)]
+        unsafe fn store_partial(self, p: *mut f32, n: usize) {
+            // SAFETY: see the impl; the mask covers the `n < 16` f32s at `p`, masked-off
+            // lanes are not written.
+            unsafe { _mm512_mask_storeu_ps(p, ((1u32 << n) - 1) as __mmask16, self) }
+        }
+        #[inline(always)]
+        unsafe fn fma(self, b: Self, c: Self) -> Self {
+            // SAFETY: see the impl.
+            unsafe { _mm512_fmadd_ps(self, b, c) }
+        }
+        #[inline(always)]
+        unsafe fn add(self, b: Self) -> Self {
+            // SAFETY: see the impl.
+            unsafe { _mm512_add_ps(self, b) }
+        }
+        #[inline(always)]
+        unsafe fn sub(self, b: Self) -> Self {
+            // SAFETY: see the impl.
+            unsafe { _mm512_sub_ps(self, b) }
+        }
+        #[inline(always)]
+        unsafe fn mul(self, b: Self) -> Self {
+            // SAFETY: see the impl.
+            unsafe { _mm512_mul_ps(self, b) }
+        }
+        #[inline(always)]
+        unsafe fn div(self, b: Self) -> Self {
+            // SAFETY: see the impl.
+            unsafe { _mm512_div_ps(self, b) }
+        }
+        #[inline(always)]
+        unsafe fn add_shifted_bits(self, t: Self) -> Self {
+            // SAFETY: see the impl.
             unsafe {
-                let x = _mm512_loadu_ps(c.as_ptr());
-                _mm512_storeu_ps(c.as_mut_ptr(), apply16(f, x, series));
+                let k = _mm512_slli_epi32::<23>(_mm512_castps_si512(t));
+                _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(self), k))
             }
         }
-        let tail = chunks.into_remainder();
-        if !tail.is_empty() {
-            let mask: __mmask16 = (1u16 << tail.len()) - 1;
-            // SAFETY: the mask covers exactly the tail's elements; masked-off lanes are not
-            // read or written.
+        #[inline(always)]
+        unsafe fn abs(self) -> Self {
+            // SAFETY: see the impl.
+            unsafe { _mm512_castsi512_ps(_mm512_andnot_si512(sign(), _mm512_castps_si512(self))) }
+        }
+        #[inline(always)]
+        unsafe fn neg(self) -> Self {
+            // SAFETY: see the impl.
+            unsafe { _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(self), sign())) }
+        }
+        #[inline(always)]
+        unsafe fn or_sign_of(self, x: Self) -> Self {
+            // SAFETY: see the impl.
             unsafe {
-                let x = _mm512_maskz_loadu_ps(mask, tail.as_ptr());
-                _mm512_mask_storeu_ps(tail.as_mut_ptr(), mask, apply16(f, x, series));
+                let s = _mm512_and_si512(_mm512_castps_si512(x), sign());
+                _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(self), s))
             }
+        }
+        #[inline(always)]
+        unsafe fn gt_or_nan(self, c: Self) -> Self::Mask {
+            // SAFETY: see the impl.
+            unsafe { _mm512_cmp_ps_mask::<_CMP_NLE_UQ>(self, c) }
+        }
+        #[inline(always)]
+        unsafe fn lt(self, c: Self) -> Self::Mask {
+            // SAFETY: see the impl.
+            unsafe { _mm512_cmp_ps_mask::<_CMP_LT_OQ>(self, c) }
+        }
+        #[inline(always)]
+        unsafe fn select(self, m: Self::Mask, a: Self) -> Self {
+            // SAFETY: see the impl.
+            unsafe { _mm512_mask_blend_ps(m, self, a) }
+        }
+        #[inline(always)]
+        unsafe fn zero_where(self, m: Self::Mask) -> Self {
+            // SAFETY: see the impl.
+            unsafe { _mm512_maskz_mov_ps(!m, self) }
         }
     }
 
@@ -437,13 +640,8 @@ mod avx512 {
     /// The CPU must have AVX-512F.
     #[target_feature(enable = "avx512f")]
     pub(super) unsafe fn apply_in_place(f: SpanFn, xs: &mut [f32]) {
-        let series = super::tanh_f32_series();
-        // One loop per function, so each inner loop is straight-line code.
-        match f {
-            SpanFn::Exp => apply_chunks(SpanFn::Exp, xs, series),
-            SpanFn::Tanh => apply_chunks(SpanFn::Tanh, xs, series),
-            SpanFn::Sigmoid => apply_chunks(SpanFn::Sigmoid, xs, series),
-        }
+        // SAFETY: compiled with AVX-512F, which the caller detected.
+        unsafe { super::simd::apply_in_place::<__m512>(f, xs) }
     }
 }
 
