@@ -210,7 +210,6 @@ pub(crate) fn translate(
         widened_from: widenings(kernel),
         narrowed: Vec::new(),
         jam_loads: Vec::new(),
-        span_identity: None,
         range_override: None,
     };
     if let Some(l) = kernel.parallel_loop() {
@@ -298,9 +297,6 @@ struct Translator<'a, 'b> {
     /// Loads whose value the jammed step being emitted took from a transposed block
     /// ([`jam`]).
     jam_loads: Vec<(ValueId, Repr)>,
-    /// The `exp` result the loop being emitted stores as its argument, and that argument
-    /// ([`span`]).
-    span_identity: Option<(ValueId, ValueId)>,
     /// A block of a loop's range emitted in place of the whole ([`span`]'s blocks).
     range_override: Option<(LoopId, Value, Value)>,
 }
@@ -347,10 +343,9 @@ impl<'b> Translator<'_, 'b> {
             match s {
                 Stmt::Let { result, inst } => {
                     let jammed = self.jam_loads.iter().find(|(v, _)| v == result);
-                    let r = match (jammed, self.span_identity) {
-                        (Some((_, r)), _) => r.clone(),
-                        (None, Some((v, arg))) if v == *result => self.repr(arg)?,
-                        (None, _) => self.inst(self.k.values[*result], inst)?,
+                    let r = match jammed {
+                        Some((_, r)) => r.clone(),
+                        None => self.inst(self.k.values[*result], inst)?,
                     };
                     self.values[result.index()] = Some(r);
                 }
@@ -1249,7 +1244,7 @@ impl<'b> Translator<'_, 'b> {
         };
         if narrow.is_empty() {
             if let Some(span) = wide_plan.as_ref().and(self.span_of(l, body)) {
-                return self.emit_span(l, body, &span, wide_plan.as_ref());
+                return self.emit_span(l, body, &span);
             }
             return self.emit_loop_as(l, body, wide_plan.as_ref(), &[]);
         }

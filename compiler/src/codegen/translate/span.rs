@@ -145,15 +145,9 @@ impl Translator<'_, '_> {
     /// Emits loop `l` as [`BLOCK`]-long blocks (or whole, if no longer), each storing the
     /// function's argument, calling the span routine over what it stored, and (split loops)
     /// finishing the stored value from it.
-    pub(super) fn emit_span(
-        &mut self,
-        l: LoopId,
-        body: &[Stmt],
-        span: &SpanCall,
-        wide_plan: Option<&WidePlan>,
-    ) -> Result<()> {
+    pub(super) fn emit_span(&mut self, l: LoopId, body: &[Stmt], span: &SpanCall) -> Result<()> {
         if self.k.loops[l].extent <= BLOCK {
-            return self.emit_span_block(l, body, span, wide_plan);
+            return self.emit_span_block(l, body, span);
         }
         let (start, end) = self.loop_range(l);
         let (head, block, exit) = (
@@ -173,7 +167,7 @@ impl Translator<'_, '_> {
         let next = self.b.ins().iadd_imm_s(at, BLOCK as i64);
         let block_end = self.b.ins().smin(next, end);
         self.range_override = Some((l, at, block_end));
-        let emitted = self.emit_span_block(l, body, span, wide_plan);
+        let emitted = self.emit_span_block(l, body, span);
         self.range_override = None;
         emitted?;
         self.b.def_var(cursor, next);
@@ -182,31 +176,17 @@ impl Translator<'_, '_> {
         Ok(())
     }
 
-    /// One block of [`Self::emit_span`]: loop `l` over its current range.
-    fn emit_span_block(
-        &mut self,
-        l: LoopId,
-        body: &[Stmt],
-        span: &SpanCall,
-        wide_plan: Option<&WidePlan>,
-    ) -> Result<()> {
-        match span.rest {
-            None => {
-                self.span_identity = Some((span.result, span.arg));
-                let emitted = self.emit_loop_as(l, body, wide_plan, &[]);
-                self.span_identity = None;
-                emitted?;
-            }
-            Some(_) => {
-                let mut first = lets_of(body, &slice(body, span.arg, None));
-                first.push(Stmt::Store {
-                    target: span.target.clone(),
-                    value: span.arg,
-                });
-                let first_plan = plan(self.k, l, &first);
-                self.emit_loop_as(l, &first, first_plan.as_ref(), &[])?;
-            }
-        }
+    /// One block of [`Self::emit_span`]: loop `l` over its current range, as a first loop
+    /// storing the function's argument (only what it needs), the call, and for split loops
+    /// the second loop.
+    fn emit_span_block(&mut self, l: LoopId, body: &[Stmt], span: &SpanCall) -> Result<()> {
+        let mut first = lets_of(body, &slice(body, span.arg, None));
+        first.push(Stmt::Store {
+            target: span.target.clone(),
+            value: span.arg,
+        });
+        let first_plan = plan(self.k, l, &first);
+        self.emit_loop_as(l, &first, first_plan.as_ref(), &[])?;
         self.call_span(l, span)?;
         if let Some(stored) = span.rest {
             let second: Vec<Stmt> = lets_of(body, &slice(body, stored, Some(span.result)))
