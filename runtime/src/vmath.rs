@@ -134,43 +134,54 @@ pub enum SpanFn {
     Sigmoid,
 }
 
-/// Whether this CPU runs the vector path (AVX2 and FMA).
-fn vector_path() -> bool {
+/// The path the span routines take on this CPU, widest first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Path {
+    /// AVX-512F, sixteen lanes.
+    Avx512,
+    /// AVX2 with FMA, eight lanes.
+    Avx2,
+    /// One element at a time.
+    Scalar,
+}
+
+/// This CPU's [`Path`] (run-time detection; the standard library caches it).
+fn path() -> Path {
     #[cfg(target_arch = "x86_64")]
     {
-        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        use std::arch::is_x86_feature_detected as has;
+        if has!("avx2") && has!("fma") {
+            return if has!("avx512f") {
+                Path::Avx512
+            } else {
+                Path::Avx2
+            };
+        }
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    Path::Scalar
 }
 
 /// The instruction set the span routines run on this CPU: `"AVX-512"` (sixteen lanes),
 /// `"AVX2"` (eight), or `None` (the scalar path).
 pub fn span_isa() -> Option<&'static str> {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx512f") && vector_path() {
-        return Some("AVX-512");
+    match path() {
+        Path::Avx512 => Some("AVX-512"),
+        Path::Avx2 => Some("AVX2"),
+        Path::Scalar => None,
     }
-    vector_path().then_some("AVX2")
 }
 
 /// `xs[i] = f(xs[i])` for every element, as the JIT's inline f32 code computes `f`.
 pub fn apply_f32_in_place(f: SpanFn, xs: &mut [f32]) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx512f") && vector_path() {
+    match path() {
         // SAFETY: the features the function is compiled for were detected on this CPU.
-        unsafe { avx512::apply_in_place(f, xs) };
-        return;
+        #[cfg(target_arch = "x86_64")]
+        Path::Avx512 => unsafe { avx512::apply_in_place(f, xs) },
+        // SAFETY: as above.
+        #[cfg(target_arch = "x86_64")]
+        Path::Avx2 => unsafe { avx2::apply_in_place(f, xs) },
+        _ => apply_scalar(f, xs),
     }
-    #[cfg(target_arch = "x86_64")]
-    if vector_path() {
-        // SAFETY: the features the function is compiled for were detected on this CPU.
-        unsafe { avx2::apply_in_place(f, xs) };
-        return;
-    }
-    apply_scalar(f, xs);
 }
 
 /// The scalar path of [`apply_f32_in_place`] (also what the vector paths are tested against).
@@ -696,11 +707,11 @@ mod tests {
         run("dispatch", &|ys| apply_f32_in_place(f, ys));
         #[cfg(target_arch = "x86_64")]
         {
-            if vector_path() {
+            if path() != Path::Scalar {
                 // SAFETY: AVX2 and FMA detected.
                 run("avx2", &|ys| unsafe { avx2::apply_in_place(f, ys) });
             }
-            if vector_path() && std::arch::is_x86_feature_detected!("avx512f") {
+            if path() == Path::Avx512 {
                 // SAFETY: AVX-512F detected.
                 run("avx512", &|ys| unsafe { avx512::apply_in_place(f, ys) });
             }
