@@ -1030,11 +1030,23 @@ fn span_run(
     span_math: bool,
     threads: Option<usize>,
 ) -> (Vec<u32>, String, bool) {
+    let codegen = weft::CodegenOptions {
+        span_math,
+        ..Default::default()
+    };
+    codegen_run(g, input, codegen, threads)
+}
+
+/// The bits of output `y` of `g` on `input` under `codegen` (NaNs as one value), with
+/// `weft explain`'s report and whether span functions run natively.
+fn codegen_run(
+    g: &Graph,
+    input: &HostArray,
+    codegen: weft::CodegenOptions,
+    threads: Option<usize>,
+) -> (Vec<u32>, String, bool) {
     let options = JitOptions {
-        codegen: weft::CodegenOptions {
-            span_math,
-            ..Default::default()
-        },
+        codegen,
         threads,
         ..JitOptions::default()
     };
@@ -1051,13 +1063,112 @@ fn span_run(
     let comp = t
         .computation(&[g.find("y").unwrap()], &[g.find("x").unwrap()])
         .unwrap();
-    let bits = comp.call(std::slice::from_ref(input)).unwrap()[0]
-        .to_vec::<f32>()
-        .unwrap()
-        .iter()
-        .map(|y| if y.is_nan() { u32::MAX } else { y.to_bits() })
-        .collect();
+    let out = &comp.call(std::slice::from_ref(input)).unwrap()[0];
+    let bits = match out.dtype() {
+        DType::F64 => out
+            .to_vec::<f64>()
+            .unwrap()
+            .iter()
+            .flat_map(|y| {
+                let b = if y.is_nan() { u64::MAX } else { y.to_bits() };
+                [b as u32, (b >> 32) as u32]
+            })
+            .collect(),
+        _ => out
+            .to_vec::<f32>()
+            .unwrap()
+            .iter()
+            .map(|y| if y.is_nan() { u32::MAX } else { y.to_bits() })
+            .collect(),
+    };
     (bits, explained, exe.span_math())
+}
+
+/// Stores to a buffer the kernel only writes, staged and streamed out with non-temporal
+/// stores (`codegen::translate::span`, `weft_runtime::stream`), give the bits of ordinary
+/// stores: elementwise and row kernels, a span function streamed (and one split around its
+/// call, whose second loop reads the staging area back), f32 and f64; rows too short to
+/// stream, rows of one block at every misalignment of their start, rows of several blocks
+/// and one long parallel row. (Blocks must not depend on the destination's address: a vector
+/// loop's scalar tail divides exactly where its body multiplies by a reciprocal, so moving a
+/// block boundary by the output's alignment changed last bits from call to call.)
+#[test]
+fn streamed_stores_give_the_bits_of_ordinary_stores() {
+    let graphs = [
+        (
+            "placeholder x: f32[R, C]\ns = add(x, x)\ny = multiply(s, x)\noutput y\n",
+            4,
+        ),
+        (
+            "placeholder x: f32[R, C]\nm = max(x, [C])\ny = subtract(x, m)\noutput y\n",
+            4,
+        ),
+        ("placeholder x: f32[R, C]\ny = exp(x)\noutput y\n", 4),
+        (
+            "placeholder x: f32[R, C]\nz = multiply(x, x)\nt = tanh(z)\ny = add(t, x)\noutput y\n",
+            4,
+        ),
+        (
+            "placeholder x: f64[R, C]\nm = sum(x, [C])\ny = divide(x, m)\noutput y\n",
+            8,
+        ),
+    ];
+    for (src, size) in graphs {
+        for (rows, c) in [(5usize, 37usize), (5, 1001), (3, 5000), (1, 100_003)] {
+            let text = format!("axis R = {rows}\naxis C = {c}\n{src}");
+            let g = weft::ir::text::parse(&text, "stream.weft").unwrap();
+            let (r, cx) = (g.find_axis("R").unwrap(), g.find_axis("C").unwrap());
+            let xs = (0..rows * c).map(|i| ((i * 7919) % 2001) as f64 / 500.0 - 2.0);
+            let axes = Axes::new([r, cx]).unwrap();
+            let input = if size == 8 {
+                HostArray::from_vec(axes, vec![rows, c], xs.collect::<Vec<f64>>())
+            } else {
+                HostArray::from_vec(axes, vec![rows, c], xs.map(|x| x as f32).collect())
+            }
+            .unwrap();
+            let with = |stream_min_bytes| weft::CodegenOptions {
+                stream_min_bytes,
+                ..Default::default()
+            };
+            let (ordinary, explained_ordinary, _) = codegen_run(&g, &input, with(None), Some(2));
+            let (streamed, explained, _) = codegen_run(&g, &input, with(Some(0)), Some(2));
+            assert!(streamed == ordinary, "{src}, {rows} x {c}: results differ");
+            assert!(!explained_ordinary.contains("streamed out"));
+            assert_eq!(
+                explained.contains("streamed out"),
+                c * size >= 1024,
+                "{src}, {rows} x {c}:\n{explained}"
+            );
+        }
+    }
+}
+
+/// By default only large buffers stream (`weft::compiler::codegen::STREAM_MIN_BYTES`), and only from
+/// loops that also read a large buffer: layernorm's last pass at 4096 x 4096 streams its
+/// output, softmax's (which reads only its row scratch) does not.
+#[test]
+fn only_large_outputs_of_passes_over_memory_stream_by_default() {
+    for (workload, streams) in [("layernorm", true), ("softmax", false), ("small", false)] {
+        let path = format!(
+            "{}/bench/workloads/{workload}.weft",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let g = weft::ir::text::parse(&std::fs::read_to_string(&path).unwrap(), &path).unwrap();
+        let shared = Arc::new(g);
+        let exe = weft_compiler::JitExecutable::new(
+            shared.clone(),
+            shared.outputs(),
+            &shared.placeholders(),
+            &JitOptions::default(),
+        )
+        .unwrap();
+        let explained = weft_compiler::explain::explain(&exe);
+        assert_eq!(
+            explained.contains("streamed out"),
+            streams,
+            "{workload}:\n{explained}"
+        );
+    }
 }
 
 /// An f32 `exp`, `tanh` or `sigmoid` stored into a contiguous span runs after its loop as the

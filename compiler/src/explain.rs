@@ -97,6 +97,7 @@ pub fn explain(exe: &JitExecutable) -> String {
                 threads: exe.threads(),
                 vectorize: exe.codegen_options().vectorize,
                 span_math: exe.span_math(),
+                stream_min_bytes: exe.codegen_options().stream_min_bytes,
             },
             &mut s,
         );
@@ -139,6 +140,8 @@ struct Codegen {
     vectorize: bool,
     /// Whether span functions run natively (`JitExecutable::span_math`).
     span_math: bool,
+    /// `CodegenOptions::stream_min_bytes`.
+    stream_min_bytes: Option<u64>,
 }
 
 /// Writes one line per loop of `body` (`widened_from`: [`translate::widenings`] of `k`).
@@ -154,6 +157,7 @@ fn loops(
         threads,
         vectorize,
         span_math,
+        stream_min_bytes,
     } = codegen;
     for st in body {
         let Stmt::Loop { loop_id, body } = st else {
@@ -228,6 +232,16 @@ fn loops(
                         span.result
                     ),
                 });
+            }
+            if let Some(t) = stream_min_bytes
+                .filter(|_| vector && narrow.is_empty())
+                .and_then(|min| span::stream_plan(k, *loop_id, body, min))
+            {
+                what.push(format!(
+                    "stores to %{} staged in L1 and streamed out (non-temporal: no read for \
+                     ownership)",
+                    k.buffers[t.buffer].name
+                ));
             }
         } else if a.unroll > 1 {
             what.push(format!("unrolled x{}", a.unroll));

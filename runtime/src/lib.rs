@@ -13,6 +13,7 @@ pub mod executable;
 pub mod interp;
 pub mod plan;
 pub mod state;
+pub mod stream;
 pub mod vmath;
 
 mod binding;

@@ -739,10 +739,13 @@ mod tests {
                 SpanFn::Tanh => tanh_scalar(x, series),
                 SpanFn::Sigmoid => sigmoid_scalar(x),
             };
-            let want: Vec<u32> = xs.iter().map(|&x| scalar(x).to_bits()).collect();
+            // A NaN's sign and payload may differ between paths (the module's guarantee):
+            // release builds fold negations differently from debug ones.
+            let bits = |y: f32| if y.is_nan() { u32::MAX } else { y.to_bits() };
+            let want: Vec<u32> = xs.iter().map(|&x| bits(scalar(x))).collect();
             for len in [0, 1, 7, 8, 9, 15, 16, 17, 23, xs.len()] {
                 for (path, got) in vector_results(f, &xs[..len]) {
-                    let got: Vec<u32> = got.iter().map(|y| y.to_bits()).collect();
+                    let got: Vec<u32> = got.iter().map(|&y| bits(y)).collect();
                     assert_eq!(got, want[..len], "{f:?} by {path}, length {len}");
                 }
             }

@@ -35,6 +35,9 @@ pub struct BenchOptions {
     /// Also time the fused JIT with every GEMM call and the kernel after it as two steps
     /// (`JitOptions::epilogue = None`), as mode `fused-epilogue-apart`.
     pub epilogue_apart: bool,
+    /// Also time the fused JIT with every output written by ordinary stores
+    /// (`CodegenOptions::stream_min_bytes = None`), as mode `fused-ordinary-stores`.
+    pub ordinary_stores: bool,
 }
 
 fn bytes_and_flops(g: &Graph) -> Result<(u64, u64), Error> {
@@ -163,6 +166,14 @@ pub fn bench(graph: Graph, o: BenchOptions) -> Result<String, Error> {
                     ..JitOptions::default()
                 },
             )?,
+        ));
+    }
+    if o.ordinary_stores {
+        let mut options = JitOptions::default();
+        options.codegen.stream_min_bytes = None;
+        modes.push((
+            "fused-ordinary-stores",
+            Transformer::with_jit_options(graph.clone(), options)?,
         ));
     }
     if !o.skip_interp {

@@ -218,6 +218,10 @@ enum Command {
         /// (no epilogue fusion), as mode `fused-epilogue-apart`.
         #[arg(long)]
         epilogue_apart: bool,
+        /// Also time the fused JIT with large outputs written by ordinary stores (no
+        /// non-temporal streaming), as mode `fused-ordinary-stores`.
+        #[arg(long)]
+        ordinary_stores: bool,
     },
     /// Train a classifier written as a `.weft` file on the bundled digits.
     ///
@@ -353,6 +357,7 @@ fn run(cli: Cli) -> Result<(), Error> {
             json,
             loop_nest,
             epilogue_apart,
+            ordinary_stores,
         } => {
             let options = bench::BenchOptions {
                 runs,
@@ -361,6 +366,7 @@ fn run(cli: Cli) -> Result<(), Error> {
                 json,
                 loop_nest,
                 epilogue_apart,
+                ordinary_stores,
             };
             print!("{}", bench::bench(load(&file, &bind)?, options)?);
             Ok(())
@@ -577,6 +583,7 @@ fn demo(dir: &Path) -> Result<(), Error> {
             json: true,
             loop_nest: false,
             epilogue_apart: false,
+            ordinary_stores: false,
         };
         let Ok(report) = load(file, &scaled).and_then(|g| bench::bench(g, options)) else {
             fixed.push(name);

@@ -50,6 +50,10 @@ fn detect_host() -> Result<(OwnedTargetIsa, HostFeatures), String> {
         "false"
     };
     set(&mut flags, "enable_verifier", verify)?;
+    // Frames larger than a page (a streamed store's 16 KiB staging area) touch each page in
+    // order, so they cannot step over a thread's stack guard page.
+    set(&mut flags, "enable_probestack", "true")?;
+    set(&mut flags, "probestack_strategy", "inline")?;
     let isa_builder = cranelift_native::builder().map_err(|e| e.to_string())?;
     let isa = isa_builder
         .finish(settings::Flags::new(flags))

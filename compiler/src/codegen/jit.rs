@@ -15,12 +15,14 @@ use cranelift_module::{default_libcall_names, Linkage, Module};
 use weft_ir::loop_ir::{verify, Kernel};
 use weft_ir::scalar::{self, Arith};
 use weft_ir::{BinaryOp as GraphBinary, UnaryOp as GraphUnary};
+use weft_runtime::stream::weft_stream_copy;
 use weft_runtime::vmath::{weft_exp_f32_span, weft_sigmoid_f32_span, weft_tanh_f32_span};
 use weft_runtime::CompiledKernel;
 
 use super::handoff::hand_over;
 use super::host::host_isa;
 use super::translate::{kernel_signature, translate, PowRefs, TranslateOptions};
+use super::STREAM_MIN_BYTES;
 use super::{CodegenError, HostFeatures};
 
 /// Switches of the code generator.
@@ -36,6 +38,11 @@ pub struct CodegenOptions {
     /// store the argument and call the native span routine (`weft_runtime::vmath`, the same
     /// bits) after it, when the host has AVX2 and FMA (`translate/span.rs`).
     pub span_math: bool,
+    /// Write buffers at least this many bytes long through a 16 KiB staging area and
+    /// non-temporal stores (`weft_runtime::stream`), where a vector loop's one store writes
+    /// them contiguously (`translate/span.rs`); `None`: never. Default
+    /// [`STREAM_MIN_BYTES`](crate::codegen::STREAM_MIN_BYTES) (16 MiB).
+    pub stream_min_bytes: Option<u64>,
 }
 
 impl Default for CodegenOptions {
@@ -45,6 +52,7 @@ impl Default for CodegenOptions {
             fma: true,
             disassemble: false,
             span_math: true,
+            stream_min_bytes: Some(STREAM_MIN_BYTES),
         }
     }
 }
@@ -142,6 +150,7 @@ impl JitCompiler {
             fma,
             vectorize: self.options.vectorize,
             span_math: self.options.span_math && fma && self.features.avx2,
+            stream_min_bytes: self.options.stream_min_bytes,
         }
     }
 
@@ -156,6 +165,7 @@ impl JitCompiler {
         builder.symbol("weft_exp_f32_span", weft_exp_f32_span as *const u8);
         builder.symbol("weft_tanh_f32_span", weft_tanh_f32_span as *const u8);
         builder.symbol("weft_sigmoid_f32_span", weft_sigmoid_f32_span as *const u8);
+        builder.symbol("weft_stream_copy", weft_stream_copy as *const u8);
         JITModule::new(builder)
     }
 
@@ -215,6 +225,11 @@ impl JitCompiler {
         let exp_span_f32 = span_import("weft_exp_f32_span")?;
         let tanh_span_f32 = span_import("weft_tanh_f32_span")?;
         let sigmoid_span_f32 = span_import("weft_sigmoid_f32_span")?;
+        let mut copy_sig = Signature::new(call_conv);
+        copy_sig.params.extend([AbiParam::new(types::I64); 3]);
+        let stream_copy = module
+            .declare_function("weft_stream_copy", Linkage::Import, &copy_sig)
+            .map_err(module_error)?;
         ctx.func.signature = sig;
         ctx.func.name = UserFuncName::user(0, id.as_u32());
         let pow = PowRefs {
@@ -227,6 +242,7 @@ impl JitCompiler {
             exp_span_f32: module.declare_func_in_func(exp_span_f32, &mut ctx.func),
             tanh_span_f32: module.declare_func_in_func(tanh_span_f32, &mut ctx.func),
             sigmoid_span_f32: module.declare_func_in_func(sigmoid_span_f32, &mut ctx.func),
+            stream_copy: module.declare_func_in_func(stream_copy, &mut ctx.func),
         };
         let mut fctx = FunctionBuilderContext::new();
         translate(

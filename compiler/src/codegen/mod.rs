@@ -17,3 +17,4 @@ pub(crate) mod vectorize;
 pub use error::CodegenError;
 pub use host::HostFeatures;
 pub use jit::{CodegenOptions, JitCompiler, KernelListing};
+pub use translate::span::STREAM_MIN_BYTES;

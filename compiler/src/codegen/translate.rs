@@ -13,14 +13,14 @@
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
     types, AbiParam, ConstantData, Endianness, FuncRef, Function, InstBuilder, MemFlagsData,
-    Signature, Type, Value,
+    Signature, StackSlot, StackSlotData, StackSlotKind, Type, Value,
 };
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use weft_ir::arena::EntityRef;
 use weft_ir::loop_ir::{
-    AccDecl, AccId, BinaryOp, BufferAccessExpr, CompareOp, Inst, Kernel, LoopId, ReduceKind,
-    ScalarType, ScalarValue, Stmt, UnaryOp, ValueId,
+    AccDecl, AccId, BinaryOp, BufferAccess, BufferAccessExpr, BufferId, CompareOp, Inst, Kernel,
+    LoopId, ReduceKind, ScalarType, ScalarValue, Stmt, UnaryOp, ValueId,
 };
 
 pub(crate) mod jam;
@@ -60,6 +60,9 @@ pub(crate) struct TranslateOptions {
     /// Whether an f32 `exp`, `tanh` or `sigmoid` stored into a span may run as a call of the
     /// native span routine after its loop ([`span`]).
     pub span_math: bool,
+    /// Buffers at least this long that a vector loop writes are staged and streamed out with
+    /// non-temporal stores ([`span`]); `None`: never.
+    pub stream_min_bytes: Option<u64>,
 }
 
 /// Imported scalar functions: `pow` (`f32`, `f64`), and `sin`/`cos` for arguments too large
@@ -78,6 +81,8 @@ pub(crate) struct PowRefs {
     pub tanh_span_f32: FuncRef,
     /// `weft_sigmoid_f32_span(ptr, len)`.
     pub sigmoid_span_f32: FuncRef,
+    /// `weft_stream_copy(dst, src, bytes)`: a copy with non-temporal stores ([`span`]).
+    pub stream_copy: FuncRef,
 }
 
 #[derive(Clone, Debug)]
@@ -211,6 +216,8 @@ pub(crate) fn translate(
         narrowed: Vec::new(),
         jam_loads: Vec::new(),
         range_override: None,
+        staging_slot: None,
+        staging: None,
     };
     if let Some(l) = kernel.parallel_loop() {
         let extent = kernel.loops[l].extent as i64;
@@ -222,6 +229,11 @@ pub(crate) fn translate(
         t.parallel = Some((l, lo, hi));
     }
     t.stmts(&kernel.body)?;
+    if t.staging_slot.is_some() {
+        // Streamed stores are weakly ordered: fence once, before whatever publishes the
+        // kernel's completion to another thread (`weft_runtime::stream`).
+        t.b.ins().fence();
+    }
     t.b.ins().return_(&[]);
     t.b.seal_all_blocks();
     t.b.finalize(frontend);
@@ -299,6 +311,10 @@ struct Translator<'a, 'b> {
     jam_loads: Vec<(ValueId, Repr)>,
     /// A block of a loop's range emitted in place of the whole ([`span`]'s blocks).
     range_override: Option<(LoopId, Value, Value)>,
+    /// The stack slot holding the staging area of streamed stores, once one is needed.
+    staging_slot: Option<StackSlot>,
+    /// Where accesses of a streamed buffer go in the block being emitted ([`span`]).
+    staging: Option<span::Staging>,
 }
 
 type Result<T> = std::result::Result<T, CodegenError>;
@@ -402,8 +418,12 @@ impl<'b> Translator<'_, 'b> {
 
     fn address(&mut self, access: &BufferAccessExpr, index: Value) -> Value {
         let size = self.k.buffers[access.buffer].ty.size_bytes() as i64;
+        let (base, index) = match self.staging {
+            Some(s) if s.buffer == access.buffer => (s.base, self.b.ins().isub(index, s.first)),
+            _ => (self.bases[access.buffer.index()], index),
+        };
         let offset = self.b.ins().imul_imm_s(index, size);
-        self.b.ins().iadd(self.bases[access.buffer.index()], offset)
+        self.b.ins().iadd(base, offset)
     }
 
     /// One element, honouring the mask (masked-out lanes load index 0 and yield zero).
@@ -1243,8 +1263,10 @@ impl<'b> Translator<'_, 'b> {
             None => Vec::new(),
         };
         if narrow.is_empty() {
-            if let Some(span) = wide_plan.as_ref().and(self.span_of(l, body)) {
-                return self.emit_span(l, body, &span);
+            let span = wide_plan.as_ref().and(self.span_of(l, body));
+            let stream = wide_plan.as_ref().and(self.stream_of(l, body));
+            if span.is_some() || stream.is_some() {
+                return self.emit_blocked(l, body, span.as_ref(), stream.as_ref());
             }
             return self.emit_loop_as(l, body, wide_plan.as_ref(), &[]);
         }

@@ -1,24 +1,37 @@
-//! An f32 `exp`, `tanh` or `sigmoid` stored into a contiguous span, computed after its vector
-//! loop by the native span routine (`weft_runtime::vmath`: AVX-512F, or AVX2 with FMA).
+//! Work a vector loop hands to native routines, block by block: an f32 `exp`, `tanh` or
+//! `sigmoid` stored into a contiguous span, computed after the loop by the span routine
+//! (`weft_runtime::vmath`: AVX-512F, or AVX2 with FMA), and a large output written with
+//! non-temporal stores (`weft_runtime::stream`).
 //!
-//! Cranelift's 128-bit `exp` needs about 35 instructions per four lanes, a third of them
-//! spills of its constants; softmax's row pass spent most of its time there. When a vector
-//! loop's one store is `store T[.. + i], f(a)` — `T` contiguous along the loop, and the
-//! result used by that store alone — the loop stores `a` instead, and one call after the loop
-//! replaces the span it wrote by its `f`, eight or sixteen lanes at a time. When the store's
-//! value is computed *from* `f(a)` (gelu's `0.5·x·(1 + tanh(z))`), the loop splits in two
-//! around the call: the first stores `a` (only what `a` needs), the second reads `f(a)` back from
-//! `T[.. + i]` and computes the rest (only what the store needs, its loads repeated from
-//! cache). A loop longer than [`BLOCK`] runs block by block, each block its loops and its
-//! call, so nothing is read back from memory.
+//! **Span functions.** Cranelift's 128-bit `exp` needs about 35 instructions per four lanes, a
+//! third of them spills of its constants; softmax's row pass spent most of its time there.
+//! When a vector loop's one store is `store T[.. + i], f(a)` — `T` contiguous along the loop,
+//! and the result used by that store alone — the loop stores `a` instead, and one call after
+//! the loop replaces the span it wrote by its `f`, eight or sixteen lanes at a time. When the
+//! store's value is computed *from* `f(a)` (gelu's `0.5·x·(1 + tanh(z))`), the loop splits in
+//! two around the call: the first stores `a` (only what `a` needs), the second reads `f(a)`
+//! back from `T[.. + i]` and computes the rest (only what the store needs, its loads repeated
+//! from cache).
 //!
-//! Assumes a verified kernel and a host with AVX2 and FMA (`TranslateOptions::span_math`).
-//! Guarantees: applied only where the loop is vectorised, its body is lets and that one store
-//! (no loop, no accumulator, no load of `T`, so no iteration can observe another's element
-//! of `T`), and the store is unmasked with coefficient 1 along the loop. Each iteration's
-//! element of `T` ends as the value the loop would store: the first loop's `a`, the call's
-//! `f(a)` (bits of the inline code, [`weft_runtime::vmath`]), the second loop's value from it
-//! computed by the same instructions; so results are unchanged, only the time moves.
+//! **Streamed stores.** An ordinary store to a line not in cache first reads that line from
+//! memory, so a kernel that reads one large array and writes another moves three arrays'
+//! worth of bytes. When a vector loop's one store goes to a buffer the kernel only writes and
+//! that is at least `TranslateOptions::stream_min_bytes` long (too large to be read back from
+//! cache), contiguous along the loop, every access of that buffer in a block goes to a 16 KiB
+//! staging area on the stack instead ([`Staging`]), and one call of `weft_stream_copy` after
+//! the block moves it out with non-temporal stores, which skip that read.
+//!
+//! Either way a loop longer than a block ([`BLOCK`] f32 elements, 16 KiB) runs block by block,
+//! each block its loops and calls, so the call reads what the loop just wrote from L1.
+//!
+//! Assumes a verified kernel; span functions also a host with AVX2 and FMA
+//! (`TranslateOptions::span_math`). Guarantees: applied only where the loop is vectorised,
+//! its body is lets and that one store (no loop, no accumulator, no load of `T`, so no
+//! iteration can observe another's element of `T`), and the store is unmasked with coefficient
+//! 1 along the loop. Each iteration's element of `T` ends as the value the loop would store:
+//! the first loop's `a`, the call's `f(a)` (bits of the inline code, [`weft_runtime::vmath`]),
+//! the second loop's value from it computed by the same instructions, the staged element
+//! copied byte for byte; so results are unchanged, only the time moves.
 
 use super::*;
 
@@ -26,10 +39,50 @@ use super::*;
 /// dozen inline vectors.
 const MIN_EXTENT: u64 = 32;
 
+/// Bytes of the staging area for a streamed store: a loop storing at most this much is one
+/// block (a row of softmax or layernorm: 16 KiB of f32 at 4096 columns).
+const STAGING_BYTES: u64 = 16 << 10;
+
+/// Bytes per block of a longer loop with a streamed store: small, so its loads and its
+/// bursts of stores to memory alternate often (measured on chain: 4 KiB blocks 5–13% faster
+/// than ordinary stores, 16 KiB blocks no faster; docs/benchmarks.md).
+const STREAM_BLOCK_BYTES: u64 = 4 << 10;
+
+/// Alignment of the staging area: a cache line.
+const STAGING_ALIGN: u64 = 64;
+
 /// Longer loops run in blocks of this many iterations, each its loop(s) and its call, so the
 /// call and a split loop's second half read what the first just wrote from L1 (16 KiB of f32),
 /// not memory.
 pub(crate) const BLOCK: u64 = 4096;
+
+/// A streamed store writes at least this many contiguous bytes per loop: shorter runs would
+/// leave partly written lines, which non-temporal stores write slowly.
+const MIN_STREAM_RUN: u64 = 1 << 10;
+
+/// The default of `CodegenOptions::stream_min_bytes`: buffers at least this large are written
+/// with non-temporal stores. Half the 32 MiB last-level cache of the machines measured
+/// (docs/benchmarks.md), so what a later kernel or the caller could still find in cache is
+/// written normally.
+pub const STREAM_MIN_BYTES: u64 = 16 << 20;
+
+/// Iterations per block of loop `l` with span call `span` and streamed store `stream`.
+fn block_len(
+    k: &Kernel,
+    l: LoopId,
+    span: Option<&SpanCall>,
+    stream: Option<&BufferAccessExpr>,
+) -> u64 {
+    let streamed = stream.map_or(u64::MAX, |t| {
+        let size = k.buffers[t.buffer].ty.size_bytes() as u64;
+        if k.loops[l].extent.saturating_mul(size) <= STAGING_BYTES {
+            k.loops[l].extent
+        } else {
+            STREAM_BLOCK_BYTES / size
+        }
+    });
+    streamed.min(if span.is_some() { BLOCK } else { u64::MAX })
+}
 
 /// A function of loop `l` to take out of the loop and run over the span its store wrote.
 #[derive(Clone, Debug)]
@@ -54,7 +107,10 @@ pub(crate) fn span_plan(k: &Kernel, l: LoopId, body: &[Stmt]) -> Option<SpanCall
     if !decl.annotations.vectorize || decl.extent < MIN_EXTENT {
         return None;
     }
-    let (target, stored) = the_store(k, l, body)?;
+    let (target, stored) = the_store(l, body)?;
+    if k.buffers[target.buffer].ty != ScalarType::F32 {
+        return None;
+    }
     let needed = slice(body, stored, None);
     let (op, result, arg) = body.iter().find_map(|s| match s {
         Stmt::Let {
@@ -75,9 +131,43 @@ pub(crate) fn span_plan(k: &Kernel, l: LoopId, body: &[Stmt]) -> Option<SpanCall
     })
 }
 
-/// The body's one store, if the body is lets and that store, the store is an unmasked f32
-/// store contiguous along `l`, and nothing in the body loads its buffer.
-fn the_store(k: &Kernel, l: LoopId, body: &[Stmt]) -> Option<(BufferAccessExpr, ValueId)> {
+/// The store of vector loop `l` (body `body` of `k`) to stream, if the conditions of the
+/// module hold with buffers of at least `min_bytes`.
+pub(crate) fn stream_plan(
+    k: &Kernel,
+    l: LoopId,
+    body: &[Stmt],
+    min_bytes: u64,
+) -> Option<BufferAccessExpr> {
+    let decl = &k.loops[l];
+    if !decl.annotations.vectorize {
+        return None;
+    }
+    let (target, _) = the_store(l, body)?;
+    let buffer = &k.buffers[target.buffer];
+    let size = buffer.ty.size_bytes() as u64;
+    let large = buffer.len.saturating_mul(size) >= min_bytes;
+    let long_runs = decl.extent.saturating_mul(size) >= MIN_STREAM_RUN;
+    let write_only = buffer.access == BufferAccess::Write;
+    // Only where the loop also reads a large buffer: a pass over memory, whose loads the
+    // streamed stores leave room for. A loop reading only cached scratch (softmax's last
+    // pass) ran 10% slower streamed: its ordinary stores drain while later passes compute.
+    let reads_large = body.iter().any(|s| match s {
+        Stmt::Let {
+            inst: Inst::Load(a),
+            ..
+        } => {
+            let b = &k.buffers[a.buffer];
+            b.len.saturating_mul(b.ty.size_bytes() as u64) >= min_bytes
+        }
+        _ => false,
+    });
+    (large && long_runs && write_only && reads_large).then_some(target)
+}
+
+/// The body's one store, if the body is lets and that store, the store is unmasked and
+/// contiguous along `l`, and nothing in the body loads its buffer.
+fn the_store(l: LoopId, body: &[Stmt]) -> Option<(BufferAccessExpr, ValueId)> {
     let mut store = None;
     for s in body {
         match s {
@@ -93,7 +183,7 @@ fn the_store(k: &Kernel, l: LoopId, body: &[Stmt]) -> Option<(BufferAccessExpr, 
         .iter()
         .any(|s| matches!(s, Stmt::Let { inst: Inst::Load(a), .. } if a.buffer == t.buffer));
     let contiguous = t.mask.is_empty() && t.index.coefficient(l) == 1;
-    (contiguous && !loads_target && k.buffers[t.buffer].ty == ScalarType::F32).then_some((t, v))
+    (contiguous && !loads_target).then_some((t, v))
 }
 
 /// The values `v` is computed from in `body` (itself included), not looking through `stop`.
@@ -142,15 +232,31 @@ impl Translator<'_, '_> {
         span_plan(self.k, l, body)
     }
 
-    /// Emits loop `l` as [`BLOCK`]-long blocks (or whole, if no longer), each storing the
-    /// function's argument, calling the span routine over what it stored, and (split loops)
-    /// finishing the stored value from it.
-    pub(super) fn emit_span(&mut self, l: LoopId, body: &[Stmt], span: &SpanCall) -> Result<()> {
-        if self.k.loops[l].extent <= BLOCK {
-            return self.emit_span_block(l, body, span);
+    /// The store of loop `l` to stream, if the options allow it and its conditions hold.
+    pub(super) fn stream_of(&self, l: LoopId, body: &[Stmt]) -> Option<BufferAccessExpr> {
+        let min_bytes = self.options.stream_min_bytes?;
+        if !self.options.vectorize || self.wide.is_some() {
+            return None;
+        }
+        stream_plan(self.k, l, body, min_bytes)
+    }
+
+    /// Emits vector loop `l` as blocks of at most [`block_len`] iterations (or whole, if no
+    /// longer), each with the span call and split of `span` and the staging and streaming
+    /// copy of `stream`.
+    pub(super) fn emit_blocked(
+        &mut self,
+        l: LoopId,
+        body: &[Stmt],
+        span: Option<&SpanCall>,
+        stream: Option<&BufferAccessExpr>,
+    ) -> Result<()> {
+        let block = block_len(self.k, l, span, stream);
+        if self.k.loops[l].extent <= block {
+            return self.emit_block(l, body, span, stream);
         }
         let (start, end) = self.loop_range(l);
-        let (head, block, exit) = (
+        let (head, next_block, exit) = (
             self.b.create_block(),
             self.b.create_block(),
             self.b.create_block(),
@@ -161,13 +267,13 @@ impl Translator<'_, '_> {
         self.b.switch_to_block(head);
         let at = self.b.use_var(cursor);
         let more = self.b.ins().icmp(IntCC::SignedLessThan, at, end);
-        self.b.ins().brif(more, block, &[], exit, &[]);
-        self.b.switch_to_block(block);
+        self.b.ins().brif(more, next_block, &[], exit, &[]);
+        self.b.switch_to_block(next_block);
         let at = self.b.use_var(cursor);
-        let next = self.b.ins().iadd_imm_s(at, BLOCK as i64);
+        let next = self.b.ins().iadd_imm_s(at, block as i64);
         let block_end = self.b.ins().smin(next, end);
         self.range_override = Some((l, at, block_end));
-        let emitted = self.emit_span_block(l, body, span);
+        let emitted = self.emit_block(l, body, span, stream);
         self.range_override = None;
         emitted?;
         self.b.def_var(cursor, next);
@@ -176,10 +282,38 @@ impl Translator<'_, '_> {
         Ok(())
     }
 
-    /// One block of [`Self::emit_span`]: loop `l` over its current range, as a first loop
-    /// storing the function's argument (only what it needs), the call, and for split loops
-    /// the second loop.
-    fn emit_span_block(&mut self, l: LoopId, body: &[Stmt], span: &SpanCall) -> Result<()> {
+    /// One block of [`Self::emit_blocked`]: loop `l` over its current range — the whole body,
+    /// or with `span` a first loop storing the function's argument (only what it needs), the
+    /// call, and for split loops the second loop — with `stream`'s buffer staged and then
+    /// copied out.
+    fn emit_block(
+        &mut self,
+        l: LoopId,
+        body: &[Stmt],
+        span: Option<&SpanCall>,
+        stream: Option<&BufferAccessExpr>,
+    ) -> Result<()> {
+        let staged = match stream {
+            Some(target) => Some(self.begin_staging(l, target)?),
+            None => None,
+        };
+        let emitted = match span {
+            Some(span) => self.emit_span_loops(l, body, span),
+            None => {
+                let wide_plan = plan(self.k, l, body);
+                self.emit_loop_as(l, body, wide_plan.as_ref(), &[])
+            }
+        };
+        self.staging = None;
+        emitted?;
+        if let (Some(target), Some((staging, first))) = (stream, staged) {
+            self.stream_out(l, target, staging, first);
+        }
+        Ok(())
+    }
+
+    /// The loops of one block of a span function: the first, the call, the second if split.
+    fn emit_span_loops(&mut self, l: LoopId, body: &[Stmt], span: &SpanCall) -> Result<()> {
         let mut first = lets_of(body, &slice(body, span.arg, None));
         first.push(Stmt::Store {
             target: span.target.clone(),
@@ -209,16 +343,28 @@ impl Translator<'_, '_> {
         Ok(())
     }
 
-    /// The call of the span routine over the elements loop `l` stored.
-    fn call_span(&mut self, l: LoopId, span: &SpanCall) -> Result<()> {
+    /// The index of `access` at the first iteration of loop `l`'s current range.
+    fn first_index(&mut self, l: LoopId, access: &BufferAccessExpr) -> Result<Value> {
+        let (start, _) = self.loop_range(l);
+        self.loop_vals[l.index()] = Some(start);
+        let first = self.affine(&access.index, 0);
+        self.loop_vals[l.index()] = None;
+        first
+    }
+
+    /// The number of iterations of loop `l`'s current range (0 if empty).
+    fn range_len(&mut self, l: LoopId) -> Value {
         let (start, end) = self.loop_range(l);
         let len = self.b.ins().isub(end, start);
         let zero = self.b.ins().iconst(types::I64, 0);
-        let len = self.b.ins().smax(len, zero);
-        self.loop_vals[l.index()] = Some(start);
-        let first = self.affine(&span.target.index, 0);
-        self.loop_vals[l.index()] = None;
-        let addr = self.address(&span.target, first?);
+        self.b.ins().smax(len, zero)
+    }
+
+    /// The call of the span routine over the elements loop `l` stored.
+    fn call_span(&mut self, l: LoopId, span: &SpanCall) -> Result<()> {
+        let len = self.range_len(l);
+        let first = self.first_index(l, &span.target)?;
+        let addr = self.address(&span.target, first);
         let callee = match span.op {
             UnaryOp::Tanh => self.pow.tanh_span_f32,
             UnaryOp::Sigmoid => self.pow.sigmoid_span_f32,
@@ -227,4 +373,47 @@ impl Translator<'_, '_> {
         self.b.ins().call(callee, &[addr, len]);
         Ok(())
     }
+
+    /// Points every access of `target`'s buffer at the staging area for the block of loop
+    /// `l` about to be emitted; returns the area's address and the block's first index.
+    fn begin_staging(&mut self, l: LoopId, target: &BufferAccessExpr) -> Result<(Value, Value)> {
+        let slot = *self.staging_slot.get_or_insert_with(|| {
+            self.b.create_sized_stack_slot(StackSlotData::new(
+                StackSlotKind::ExplicitSlot,
+                (STAGING_BYTES + STAGING_ALIGN) as u32,
+                0,
+            ))
+        });
+        // Stack slots are only as aligned as the frame: align the address by hand.
+        let raw = self.b.ins().stack_addr(types::I64, slot, 0);
+        let bumped = self.b.ins().iadd_imm_s(raw, STAGING_ALIGN as i64 - 1);
+        let staging = self.b.ins().band_imm_s(bumped, -(STAGING_ALIGN as i64));
+        let first = self.first_index(l, target)?;
+        self.staging = Some(Staging {
+            buffer: target.buffer,
+            base: staging,
+            first,
+        });
+        Ok((staging, first))
+    }
+
+    /// The streaming copy of what the block of loop `l` staged for `target` into its place.
+    fn stream_out(&mut self, l: LoopId, target: &BufferAccessExpr, staging: Value, first: Value) {
+        let size = self.k.buffers[target.buffer].ty.size_bytes() as i64;
+        let len = self.range_len(l);
+        let bytes = self.b.ins().imul_imm_s(len, size);
+        let dst = self.address(target, first);
+        self.b
+            .ins()
+            .call(self.pow.stream_copy, &[dst, staging, bytes]);
+    }
+}
+
+/// Where a block's accesses of a streamed buffer go instead ([`Translator::emit_blocked`]):
+/// element `first + j` of `buffer` is element `j` of the staging area at `base`.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Staging {
+    pub(super) buffer: BufferId,
+    pub(super) base: Value,
+    pub(super) first: Value,
 }
