@@ -93,9 +93,16 @@ def main():
         if s:
             bandwidth.append(s)
         for w in workloads:
-            figures = weft_bench(a.weft, w, a.runs)
+            # One process per system, in an order rotated every round: a system that leaves
+            # the machine busy (freeing gigabytes, threads winding down) slows whichever runs
+            # next, so no system always follows the same one.
+            runners = [lambda w=w: weft_bench(a.weft, w, a.runs)]
             if Path(python).exists() and Path(a.peers).exists():
-                figures.update(peers(python, a.peers, w, systems, a.runs))
+                runners += [lambda w=w, s=s: peers(python, a.peers, w, [s], a.runs) for s in systems]
+            k = r % len(runners)
+            figures = {}
+            for run in runners[k:] + runners[:k]:
+                figures.update(run())
             for system, ms in figures.items():
                 times.setdefault((w, system), []).append(ms)
                 if a.json:

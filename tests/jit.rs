@@ -1144,11 +1144,13 @@ fn streamed_stores_give_the_bits_of_ordinary_stores() {
 }
 
 /// By default only large buffers stream (`weft::compiler::codegen::STREAM_MIN_BYTES`), and only from
-/// loops that also read a large buffer: layernorm's last pass at 4096 x 4096 streams its
-/// output, softmax's (which reads only its row scratch) does not.
+/// loops that also read a large buffer, or whose row's next input a span function prefetches:
+/// layernorm's last pass at 4096 x 4096 streams its output, softmax's (which reads only its row
+/// scratch) only where its `exp` runs natively, prefetching.
 #[test]
 fn only_large_outputs_of_passes_over_memory_stream_by_default() {
-    for (workload, streams) in [("layernorm", true), ("softmax", false), ("small", false)] {
+    let native = weft_runtime::vmath::span_isa().is_some();
+    for (workload, streams) in [("layernorm", true), ("softmax", native), ("small", false)] {
         let path = format!(
             "{}/bench/workloads/{workload}.weft",
             env!("CARGO_MANIFEST_DIR")
@@ -1244,6 +1246,31 @@ fn span_functions_give_the_inline_bits() {
             );
         }
     }
+}
+
+/// A span function in a row kernel over a large input prefetches the next row of that input
+/// while it computes (`codegen::translate::span`, `weft_runtime::vmath::Prefetch`): softmax
+/// over 260 x 4099 (4.3 MB, above the prefetch threshold) says so in `weft explain` and gives
+/// the inline code's bits (a prefetch changes no value, and the last row's reaches past the
+/// input harmlessly).
+#[test]
+fn span_functions_prefetch_the_next_row() {
+    let src = "axis R = 260\naxis C = 4099\nplaceholder x: f32[R, C]\nm = max(x, [C])\n\
+               d = subtract(x, m)\ne = exp(d)\nt = sum(e, [C])\ny = divide(e, t)\noutput y\n";
+    let g = weft::ir::text::parse(src, "prefetch.weft").unwrap();
+    let (r, c) = (g.find_axis("R").unwrap(), g.find_axis("C").unwrap());
+    let xs: Vec<f32> = (0..260 * 4099u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) as f32 / u32::MAX as f32) * 60.0 - 30.0)
+        .collect();
+    let input = HostArray::from_vec(Axes::new([r, c]).unwrap(), vec![260, 4099], xs).unwrap();
+    let (inline, _, _) = span_run(&g, &input, false, Some(2));
+    let (span, explained, available) = span_run(&g, &input, true, Some(2));
+    assert!(inline == span, "prefetching changed a result");
+    assert_eq!(
+        explained.contains("prefetching %x's next row"),
+        available,
+        "{explained}"
+    );
 }
 
 /// A parallel vector loop longer than a span block (`codegen::translate::span::BLOCK`) runs

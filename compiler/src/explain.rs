@@ -219,23 +219,29 @@ fn loops(
             {
                 let (f, t) = (span.op.name(), &k.buffers[span.target.buffer].name);
                 let isa = weft_runtime::vmath::span_isa().unwrap_or("scalar");
+                let prefetch = span.prefetch.as_ref().map_or(String::new(), |next| {
+                    format!(
+                        " (prefetching %{}'s next row for %{}, {} B)",
+                        k.buffers[next.load.buffer].name, next.first, next.bytes
+                    )
+                });
                 what.push(match span.rest {
                     None => format!(
                         "%{} = {f} stored as its argument, then {f} over the span of %{t} by \
-                         the native {isa} routine",
+                         the native {isa} routine{prefetch}",
                         span.result
                     ),
                     Some(v) => format!(
                         "split around %{} = {f}: a first loop stores its argument to %{t}, {f} \
-                         runs over that span by the native {isa} routine, a second loop reads it \
-                         back and stores %{v}",
+                         runs over that span by the native {isa} routine{prefetch}, a second \
+                         loop reads it back and stores %{v}",
                         span.result
                     ),
                 });
             }
             if let Some(t) = stream_min_bytes
                 .filter(|_| vector && narrow.is_empty())
-                .and_then(|min| span::stream_plan(k, *loop_id, body, min))
+                .and_then(|min| span::stream_plan(k, *loop_id, body, min, span_math))
             {
                 what.push(format!(
                     "stores to %{} staged in L1 and streamed out (non-temporal: no read for \

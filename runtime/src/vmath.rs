@@ -171,15 +171,81 @@ pub fn span_isa() -> Option<&'static str> {
     }
 }
 
+/// Memory to prefetch while a span is computed: `bytes` from `at`, spread evenly over the
+/// span's vectors, so a kernel's next row arrives from memory while this one computes (the
+/// core would otherwise alternate between waiting for memory and computing). A prefetch
+/// never faults and changes no value, whatever the address.
+#[derive(Clone, Copy, Debug)]
+pub struct Prefetch {
+    /// The first byte.
+    pub at: *const u8,
+    /// How many bytes (0: none).
+    pub bytes: usize,
+}
+
+impl Prefetch {
+    /// Nothing to prefetch.
+    pub const NONE: Prefetch = Prefetch {
+        at: std::ptr::null(),
+        bytes: 0,
+    };
+}
+
+/// Spreads a [`Prefetch`] over the vectors of a span: each vector earns one credit per line
+/// to fetch, and every `vectors` credits buy one line, so every line is asked for once, the
+/// last by the last vector (about one line per vector when the two spans are as long).
+struct PrefetchCursor {
+    at: *const u8,
+    lines: usize,
+    vectors: usize,
+    credit: usize,
+    next: usize,
+}
+
+impl PrefetchCursor {
+    fn new(prefetch: Prefetch, vectors: usize) -> Self {
+        PrefetchCursor {
+            at: prefetch.at,
+            lines: prefetch.bytes.div_ceil(64),
+            vectors: vectors.max(1),
+            credit: 0,
+            next: 0,
+        }
+    }
+
+    /// One more vector computed.
+    #[inline(always)]
+    fn vector_done(&mut self) {
+        self.credit = self.credit.saturating_add(self.lines);
+    }
+
+    /// The next line to prefetch now, if one is due.
+    #[inline(always)]
+    fn next_line(&mut self) -> Option<*const u8> {
+        if self.credit < self.vectors || self.next >= self.lines {
+            return None;
+        }
+        self.credit -= self.vectors;
+        let at = self.at.wrapping_add(64 * self.next);
+        self.next += 1;
+        Some(at)
+    }
+}
+
 /// `xs[i] = f(xs[i])` for every element, as the JIT's inline f32 code computes `f`.
 pub fn apply_f32_in_place(f: SpanFn, xs: &mut [f32]) {
+    apply_f32_prefetching(f, xs, Prefetch::NONE);
+}
+
+/// [`apply_f32_in_place`], prefetching `prefetch` (into L1) as it goes.
+pub fn apply_f32_prefetching(f: SpanFn, xs: &mut [f32], prefetch: Prefetch) {
     match path() {
         // SAFETY: the features the function is compiled for were detected on this CPU.
         #[cfg(target_arch = "x86_64")]
-        Path::Avx512 => unsafe { avx512::apply_in_place(f, xs) },
+        Path::Avx512 => unsafe { avx512::apply_in_place(f, xs, prefetch) },
         // SAFETY: as above.
         #[cfg(target_arch = "x86_64")]
-        Path::Avx2 => unsafe { avx2::apply_in_place(f, xs) },
+        Path::Avx2 => unsafe { avx2::apply_in_place(f, xs, prefetch) },
         _ => apply_scalar(f, xs),
     }
 }
@@ -224,33 +290,61 @@ unsafe fn span<'a>(ptr: *mut f32, len: usize) -> &'a mut [f32] {
     unsafe { std::slice::from_raw_parts_mut(ptr, len) }
 }
 
-/// The span entry point JIT kernels call: `e^x` in place over `len` f32s from `ptr`.
+/// The span entry point JIT kernels call: `e^x` in place over `len` f32s from `ptr`, while
+/// prefetching `prefetch_bytes` from `prefetch` ([`Prefetch`]; any address, or 0 bytes).
 ///
 /// # Safety
 /// `ptr` must be valid for reads and writes of `len` f32s, aligned to 4 bytes, and no other
 /// reference may access them during the call (a kernel passes a span of a buffer it alone
 /// writes, within the buffer's length, checked by the loop-IR verifier).
-pub unsafe extern "C" fn weft_exp_f32_span(ptr: *mut f32, len: usize) {
+pub unsafe extern "C" fn weft_exp_f32_span(
+    ptr: *mut f32,
+    len: usize,
+    prefetch: *const u8,
+    prefetch_bytes: usize,
+) {
+    let prefetch = Prefetch {
+        at: prefetch,
+        bytes: prefetch_bytes,
+    };
     // SAFETY: the caller's contract above.
-    exp_f32_in_place(unsafe { span(ptr, len) });
+    apply_f32_prefetching(SpanFn::Exp, unsafe { span(ptr, len) }, prefetch);
 }
 
 /// The span entry point for `tanh`, as [`weft_exp_f32_span`] is for `exp`.
 ///
 /// # Safety
 /// As for [`weft_exp_f32_span`].
-pub unsafe extern "C" fn weft_tanh_f32_span(ptr: *mut f32, len: usize) {
+pub unsafe extern "C" fn weft_tanh_f32_span(
+    ptr: *mut f32,
+    len: usize,
+    prefetch: *const u8,
+    prefetch_bytes: usize,
+) {
+    let prefetch = Prefetch {
+        at: prefetch,
+        bytes: prefetch_bytes,
+    };
     // SAFETY: the caller's contract above.
-    tanh_f32_in_place(unsafe { span(ptr, len) });
+    apply_f32_prefetching(SpanFn::Tanh, unsafe { span(ptr, len) }, prefetch);
 }
 
 /// The span entry point for `sigmoid`, as [`weft_exp_f32_span`] is for `exp`.
 ///
 /// # Safety
 /// As for [`weft_exp_f32_span`].
-pub unsafe extern "C" fn weft_sigmoid_f32_span(ptr: *mut f32, len: usize) {
+pub unsafe extern "C" fn weft_sigmoid_f32_span(
+    ptr: *mut f32,
+    len: usize,
+    prefetch: *const u8,
+    prefetch_bytes: usize,
+) {
+    let prefetch = Prefetch {
+        at: prefetch,
+        bytes: prefetch_bytes,
+    };
     // SAFETY: the caller's contract above.
-    sigmoid_f32_in_place(unsafe { span(ptr, len) });
+    apply_f32_prefetching(SpanFn::Sigmoid, unsafe { span(ptr, len) }, prefetch);
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -260,7 +354,7 @@ mod simd {
     //! AVX-512F (`__m512`) by the entry points in `avx2` and `avx512`.
 
     use super::exp_f32::*;
-    use super::SpanFn;
+    use super::{Prefetch, PrefetchCursor, SpanFn};
 
     /// A vector of f32 lanes with the operations the span algorithms use, one or two
     /// instructions each.
@@ -359,9 +453,19 @@ mod simd {
     /// # Safety
     /// The trait's contract: only from code compiled with `V`'s target features.
     #[inline(always)]
-    pub(super) unsafe fn apply_chunks<V: Lanes>(f: SpanFn, xs: &mut [f32], series: &[f32; 9]) {
+    pub(super) unsafe fn apply_chunks<V: Lanes>(
+        f: SpanFn,
+        xs: &mut [f32],
+        series: &[f32; 9],
+        prefetch: Prefetch,
+    ) {
+        let mut lines = PrefetchCursor::new(prefetch, xs.len() / V::N);
         let mut chunks = xs.chunks_exact_mut(V::N);
         for c in &mut chunks {
+            lines.vector_done();
+            while let Some(at) = lines.next_line() {
+                prefetch_line(at);
+            }
             // SAFETY: the caller's contract; `c` holds exactly `V::N` f32s.
             unsafe { apply(f, V::load(c.as_ptr()), series).store(c.as_mut_ptr()) };
         }
@@ -393,16 +497,24 @@ mod simd {
     /// # Safety
     /// As for [`apply_chunks`].
     #[inline(always)]
-    pub(super) unsafe fn apply_in_place<V: Lanes>(f: SpanFn, xs: &mut [f32]) {
+    pub(super) unsafe fn apply_in_place<V: Lanes>(f: SpanFn, xs: &mut [f32], prefetch: Prefetch) {
         let series = super::tanh_f32_series();
         // SAFETY: the caller's contract.
         unsafe {
             match f {
-                SpanFn::Exp => apply_chunks::<V>(SpanFn::Exp, xs, series),
-                SpanFn::Tanh => apply_chunks::<V>(SpanFn::Tanh, xs, series),
-                SpanFn::Sigmoid => apply_chunks::<V>(SpanFn::Sigmoid, xs, series),
+                SpanFn::Exp => apply_chunks::<V>(SpanFn::Exp, xs, series, prefetch),
+                SpanFn::Tanh => apply_chunks::<V>(SpanFn::Tanh, xs, series, prefetch),
+                SpanFn::Sigmoid => apply_chunks::<V>(SpanFn::Sigmoid, xs, series, prefetch),
             }
         }
+    }
+
+    /// Asks for the cache line holding `at` (never faults, whatever the address).
+    #[inline(always)]
+    fn prefetch_line(at: *const u8) {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: a prefetch reads nothing architecturally and cannot fault.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(at.cast::<i8>()) };
     }
 }
 
@@ -523,9 +635,9 @@ mod avx2 {
     /// # Safety
     /// The CPU must have AVX2 and FMA.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn apply_in_place(f: SpanFn, xs: &mut [f32]) {
+    pub(super) unsafe fn apply_in_place(f: SpanFn, xs: &mut [f32], prefetch: super::Prefetch) {
         // SAFETY: compiled with AVX2 and FMA, which the caller detected.
-        unsafe { super::simd::apply_in_place::<__m256>(f, xs) }
+        unsafe { super::simd::apply_in_place::<__m256>(f, xs, prefetch) }
     }
 }
 
@@ -650,9 +762,9 @@ mod avx512 {
     /// # Safety
     /// The CPU must have AVX-512F.
     #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn apply_in_place(f: SpanFn, xs: &mut [f32]) {
+    pub(super) unsafe fn apply_in_place(f: SpanFn, xs: &mut [f32], prefetch: super::Prefetch) {
         // SAFETY: compiled with AVX-512F, which the caller detected.
-        unsafe { super::simd::apply_in_place::<__m512>(f, xs) }
+        unsafe { super::simd::apply_in_place::<__m512>(f, xs, prefetch) }
     }
 }
 
@@ -709,11 +821,15 @@ mod tests {
         {
             if path() != Path::Scalar {
                 // SAFETY: AVX2 and FMA detected.
-                run("avx2", &|ys| unsafe { avx2::apply_in_place(f, ys) });
+                run("avx2", &|ys| unsafe {
+                    avx2::apply_in_place(f, ys, Prefetch::NONE)
+                });
             }
             if path() == Path::Avx512 {
                 // SAFETY: AVX-512F detected.
-                run("avx512", &|ys| unsafe { avx512::apply_in_place(f, ys) });
+                run("avx512", &|ys| unsafe {
+                    avx512::apply_in_place(f, ys, Prefetch::NONE)
+                });
             }
         }
         out
@@ -749,6 +865,44 @@ mod tests {
                     assert_eq!(got, want[..len], "{f:?} by {path}, length {len}");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn prefetches_cover_every_line_once_by_the_last_vector() {
+        for (vectors, bytes) in [(256, 16384), (512, 16384), (100, 16384), (7, 1000), (1, 64)] {
+            let base = 0x1000 as *const u8;
+            let prefetch = Prefetch { at: base, bytes };
+            let mut cursor = PrefetchCursor::new(prefetch, vectors);
+            let mut offsets = Vec::new();
+            for _ in 0..vectors {
+                cursor.vector_done();
+                while let Some(at) = cursor.next_line() {
+                    offsets.push(at as usize - base as usize);
+                }
+            }
+            let want: Vec<usize> = (0..bytes.div_ceil(64)).map(|i| 64 * i).collect();
+            assert_eq!(offsets, want, "{vectors} vectors, {bytes} B");
+        }
+        let mut none = PrefetchCursor::new(Prefetch::NONE, 16);
+        none.vector_done();
+        assert!(none.next_line().is_none());
+    }
+
+    #[test]
+    fn prefetching_changes_no_result() {
+        let xs: Vec<f32> = (0..1000).map(|i| i as f32 * 0.37 - 180.0).collect();
+        let other = vec![0u8; 5000];
+        let prefetch = Prefetch {
+            at: other.as_ptr(),
+            bytes: other.len(),
+        };
+        for f in [SpanFn::Exp, SpanFn::Tanh, SpanFn::Sigmoid] {
+            let (mut plain, mut fetching) = (xs.clone(), xs.clone());
+            apply_f32_in_place(f, &mut plain);
+            apply_f32_prefetching(f, &mut fetching, prefetch);
+            let bits = |v: &[f32]| v.iter().map(|y| y.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&plain), bits(&fetching), "{f:?}");
         }
     }
 

@@ -215,8 +215,8 @@ impl JitCompiler {
         let cos_f32 = import("weft_cos_f32", types::F32)?;
         let cos_f64 = import("weft_cos_f64", types::F64)?;
         let mut span_sig = Signature::new(call_conv);
-        span_sig.params.push(AbiParam::new(types::I64));
-        span_sig.params.push(AbiParam::new(types::I64));
+        // (ptr, len, prefetch address, prefetch bytes)
+        span_sig.params.extend([AbiParam::new(types::I64); 4]);
         let mut span_import = |name: &str| {
             module
                 .declare_function(name, Linkage::Import, &span_sig)
