@@ -12,6 +12,7 @@ pub mod error;
 pub mod executable;
 pub mod interp;
 pub mod plan;
+pub mod prefetch;
 pub mod state;
 pub mod stream;
 pub mod vmath;

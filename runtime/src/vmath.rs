@@ -171,66 +171,8 @@ pub fn span_isa() -> Option<&'static str> {
     }
 }
 
-/// Memory to prefetch while a span is computed: `bytes` from `at`, spread evenly over the
-/// span's vectors, so a kernel's next row arrives from memory while this one computes (the
-/// core would otherwise alternate between waiting for memory and computing). A prefetch
-/// never faults and changes no value, whatever the address.
-#[derive(Clone, Copy, Debug)]
-pub struct Prefetch {
-    /// The first byte.
-    pub at: *const u8,
-    /// How many bytes (0: none).
-    pub bytes: usize,
-}
-
-impl Prefetch {
-    /// Nothing to prefetch.
-    pub const NONE: Prefetch = Prefetch {
-        at: std::ptr::null(),
-        bytes: 0,
-    };
-}
-
-/// Spreads a [`Prefetch`] over the vectors of a span: each vector earns one credit per line
-/// to fetch, and every `vectors` credits buy one line, so every line is asked for once, the
-/// last by the last vector (about one line per vector when the two spans are as long).
-struct PrefetchCursor {
-    at: *const u8,
-    lines: usize,
-    vectors: usize,
-    credit: usize,
-    next: usize,
-}
-
-impl PrefetchCursor {
-    fn new(prefetch: Prefetch, vectors: usize) -> Self {
-        PrefetchCursor {
-            at: prefetch.at,
-            lines: prefetch.bytes.div_ceil(64),
-            vectors: vectors.max(1),
-            credit: 0,
-            next: 0,
-        }
-    }
-
-    /// One more vector computed.
-    #[inline(always)]
-    fn vector_done(&mut self) {
-        self.credit = self.credit.saturating_add(self.lines);
-    }
-
-    /// The next line to prefetch now, if one is due.
-    #[inline(always)]
-    fn next_line(&mut self) -> Option<*const u8> {
-        if self.credit < self.vectors || self.next >= self.lines {
-            return None;
-        }
-        self.credit -= self.vectors;
-        let at = self.at.wrapping_add(64 * self.next);
-        self.next += 1;
-        Some(at)
-    }
-}
+pub use crate::prefetch::Prefetch;
+use crate::prefetch::PrefetchCursor;
 
 /// `xs[i] = f(xs[i])` for every element, as the JIT's inline f32 code computes `f`.
 pub fn apply_f32_in_place(f: SpanFn, xs: &mut [f32]) {
@@ -462,10 +404,7 @@ mod simd {
         let mut lines = PrefetchCursor::new(prefetch, xs.len() / V::N);
         let mut chunks = xs.chunks_exact_mut(V::N);
         for c in &mut chunks {
-            lines.vector_done();
-            while let Some(at) = lines.next_line() {
-                prefetch_line(at);
-            }
+            lines.step();
             // SAFETY: the caller's contract; `c` holds exactly `V::N` f32s.
             unsafe { apply(f, V::load(c.as_ptr()), series).store(c.as_mut_ptr()) };
         }
@@ -507,14 +446,6 @@ mod simd {
                 SpanFn::Sigmoid => apply_chunks::<V>(SpanFn::Sigmoid, xs, series, prefetch),
             }
         }
-    }
-
-    /// Asks for the cache line holding `at` (never faults, whatever the address).
-    #[inline(always)]
-    fn prefetch_line(at: *const u8) {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        // SAFETY: a prefetch reads nothing architecturally and cannot fault.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(at.cast::<i8>()) };
     }
 }
 
@@ -866,27 +797,6 @@ mod tests {
                 }
             }
         }
-    }
-
-    #[test]
-    fn prefetches_cover_every_line_once_by_the_last_vector() {
-        for (vectors, bytes) in [(256, 16384), (512, 16384), (100, 16384), (7, 1000), (1, 64)] {
-            let base = 0x1000 as *const u8;
-            let prefetch = Prefetch { at: base, bytes };
-            let mut cursor = PrefetchCursor::new(prefetch, vectors);
-            let mut offsets = Vec::new();
-            for _ in 0..vectors {
-                cursor.vector_done();
-                while let Some(at) = cursor.next_line() {
-                    offsets.push(at as usize - base as usize);
-                }
-            }
-            let want: Vec<usize> = (0..bytes.div_ceil(64)).map(|i| 64 * i).collect();
-            assert_eq!(offsets, want, "{vectors} vectors, {bytes} B");
-        }
-        let mut none = PrefetchCursor::new(Prefetch::NONE, 16);
-        none.vector_done();
-        assert!(none.next_line().is_none());
     }
 
     #[test]

@@ -1,0 +1,112 @@
+//! Software prefetching spread over a native routine's work, so that a kernel's next row
+//! arrives from memory while this one computes.
+//!
+//! A row kernel alternates between waiting on memory (its first pass over a row) and
+//! computing (the passes over the row in cache); the hardware prefetchers only run ahead of
+//! demand loads, so during the compute the memory system idles. `vmath`'s span functions,
+//! which kernels call in their compute phase, take a [`Prefetch`] — the next row's input,
+//! from the compiler — and ask for one line of it now and then as they go
+//! ([`PrefetchCursor`]), few enough at a time that none is dropped. (The streaming copy of
+//! `stream` could carry one too; prefetching layernorm's next row there measured no faster.)
+//!
+//! Assumes nothing: a prefetch never faults and changes no value, whatever the address.
+//! Guarantees: every line of the range is asked for once, the last by the end of the work.
+
+/// Memory to prefetch while a routine works: `bytes` from `at`.
+#[derive(Clone, Copy, Debug)]
+pub struct Prefetch {
+    /// The first byte.
+    pub at: *const u8,
+    /// How many bytes (0: none).
+    pub bytes: usize,
+}
+
+impl Prefetch {
+    /// Nothing to prefetch.
+    pub const NONE: Prefetch = Prefetch {
+        at: std::ptr::null(),
+        bytes: 0,
+    };
+}
+
+/// Spreads a [`Prefetch`] over `steps` steps of work: each step earns one credit per line to
+/// fetch, and every `steps` credits buy one line, so every line is asked for once, the last
+/// by the last step (about one line per step when the two are as long).
+pub(crate) struct PrefetchCursor {
+    at: *const u8,
+    lines: usize,
+    steps: usize,
+    credit: usize,
+    next: usize,
+}
+
+impl PrefetchCursor {
+    pub(crate) fn new(prefetch: Prefetch, steps: usize) -> Self {
+        PrefetchCursor {
+            at: prefetch.at,
+            lines: prefetch.bytes.div_ceil(64),
+            steps: steps.max(1),
+            credit: 0,
+            next: 0,
+        }
+    }
+
+    /// One more step done: asks for the lines now due.
+    #[inline(always)]
+    pub(crate) fn step(&mut self) {
+        self.credit = self.credit.saturating_add(self.lines);
+        while let Some(at) = self.next_line() {
+            prefetch_line(at);
+        }
+    }
+
+    /// The next line due, if any.
+    #[inline(always)]
+    fn next_line(&mut self) -> Option<*const u8> {
+        if self.credit < self.steps || self.next >= self.lines {
+            return None;
+        }
+        self.credit -= self.steps;
+        let at = self.at.wrapping_add(64 * self.next);
+        self.next += 1;
+        Some(at)
+    }
+}
+
+/// Asks for the cache line holding `at` (into L1).
+#[inline(always)]
+fn prefetch_line(at: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: a prefetch reads nothing architecturally and cannot fault.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(at.cast::<i8>()) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = at;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_line_is_due_once_by_the_last_step() {
+        for (steps, bytes) in [(256, 16384), (512, 16384), (100, 16384), (7, 1000), (1, 64)] {
+            let base = 0x1000 as *const u8;
+            let mut cursor = PrefetchCursor::new(Prefetch { at: base, bytes }, steps);
+            let mut offsets = Vec::new();
+            for _ in 0..steps {
+                cursor.credit = cursor.credit.saturating_add(cursor.lines);
+                while let Some(at) = cursor.next_line() {
+                    offsets.push(at as usize - base as usize);
+                }
+            }
+            let want: Vec<usize> = (0..bytes.div_ceil(64)).map(|i| 64 * i).collect();
+            assert_eq!(offsets, want, "{steps} steps, {bytes} B");
+        }
+        let mut none = PrefetchCursor::new(Prefetch::NONE, 16);
+        none.credit = 1 << 20;
+        assert!(none.next_line().is_none());
+    }
+}
