@@ -6,7 +6,7 @@
 //! demand loads, so during the compute the memory system idles. `vmath`'s span functions,
 //! which kernels call in their compute phase, take a [`Prefetch`] — the next row's input,
 //! from the compiler — and ask for one line of it now and then as they go
-//! ([`PrefetchCursor`]), few enough at a time that none is dropped. (The streaming copy of
+//! (`PrefetchCursor`), few enough at a time that none is dropped. (The streaming copy of
 //! `stream` could carry one too; prefetching layernorm's next row there measured no faster.)
 //!
 //! Assumes nothing: a prefetch never faults and changes no value, whatever the address.
