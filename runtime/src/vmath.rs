@@ -220,6 +220,15 @@ pub fn sigmoid_f32_in_place(xs: &mut [f32]) {
     apply_f32_in_place(SpanFn::Sigmoid, xs);
 }
 
+/// What every span entry point does: `f` over the span, prefetching as it goes.
+///
+/// # Safety
+/// As for [`weft_exp_f32_span`].
+unsafe fn span_entry(f: SpanFn, ptr: *mut f32, len: usize, prefetch: Prefetch) {
+    // SAFETY: the caller's contract.
+    apply_f32_prefetching(f, unsafe { span(ptr, len) }, prefetch);
+}
+
 /// The span of `len` f32s from `ptr` as a slice.
 ///
 /// # Safety
@@ -233,24 +242,15 @@ unsafe fn span<'a>(ptr: *mut f32, len: usize) -> &'a mut [f32] {
 }
 
 /// The span entry point JIT kernels call: `e^x` in place over `len` f32s from `ptr`, while
-/// prefetching `prefetch_bytes` from `prefetch` ([`Prefetch`]; any address, or 0 bytes).
+/// prefetching `bytes` from `at` ([`Prefetch`]; any address, or 0 bytes).
 ///
 /// # Safety
 /// `ptr` must be valid for reads and writes of `len` f32s, aligned to 4 bytes, and no other
 /// reference may access them during the call (a kernel passes a span of a buffer it alone
 /// writes, within the buffer's length, checked by the loop-IR verifier).
-pub unsafe extern "C" fn weft_exp_f32_span(
-    ptr: *mut f32,
-    len: usize,
-    prefetch: *const u8,
-    prefetch_bytes: usize,
-) {
-    let prefetch = Prefetch {
-        at: prefetch,
-        bytes: prefetch_bytes,
-    };
+pub unsafe extern "C" fn weft_exp_f32_span(ptr: *mut f32, len: usize, at: *const u8, bytes: usize) {
     // SAFETY: the caller's contract above.
-    apply_f32_prefetching(SpanFn::Exp, unsafe { span(ptr, len) }, prefetch);
+    unsafe { span_entry(SpanFn::Exp, ptr, len, Prefetch { at, bytes }) }
 }
 
 /// The span entry point for `tanh`, as [`weft_exp_f32_span`] is for `exp`.
@@ -260,15 +260,11 @@ pub unsafe extern "C" fn weft_exp_f32_span(
 pub unsafe extern "C" fn weft_tanh_f32_span(
     ptr: *mut f32,
     len: usize,
-    prefetch: *const u8,
-    prefetch_bytes: usize,
+    at: *const u8,
+    bytes: usize,
 ) {
-    let prefetch = Prefetch {
-        at: prefetch,
-        bytes: prefetch_bytes,
-    };
     // SAFETY: the caller's contract above.
-    apply_f32_prefetching(SpanFn::Tanh, unsafe { span(ptr, len) }, prefetch);
+    unsafe { span_entry(SpanFn::Tanh, ptr, len, Prefetch { at, bytes }) }
 }
 
 /// The span entry point for `sigmoid`, as [`weft_exp_f32_span`] is for `exp`.
@@ -278,15 +274,11 @@ pub unsafe extern "C" fn weft_tanh_f32_span(
 pub unsafe extern "C" fn weft_sigmoid_f32_span(
     ptr: *mut f32,
     len: usize,
-    prefetch: *const u8,
-    prefetch_bytes: usize,
+    at: *const u8,
+    bytes: usize,
 ) {
-    let prefetch = Prefetch {
-        at: prefetch,
-        bytes: prefetch_bytes,
-    };
     // SAFETY: the caller's contract above.
-    apply_f32_prefetching(SpanFn::Sigmoid, unsafe { span(ptr, len) }, prefetch);
+    unsafe { span_entry(SpanFn::Sigmoid, ptr, len, Prefetch { at, bytes }) }
 }
 
 #[cfg(target_arch = "x86_64")]
