@@ -353,30 +353,20 @@ impl Translator<'_, '_> {
             return self.emit_block(l, body, span, stream);
         }
         let (start, end) = self.loop_range(l);
-        let (head, next_block, exit) = (
-            self.b.create_block(),
-            self.b.create_block(),
-            self.b.create_block(),
-        );
         let cursor = self.b.declare_var(types::I64);
         self.b.def_var(cursor, start);
-        self.b.ins().jump(head, &[]);
-        self.b.switch_to_block(head);
-        let at = self.b.use_var(cursor);
-        let more = self.b.ins().icmp(IntCC::SignedLessThan, at, end);
-        self.b.ins().brif(more, next_block, &[], exit, &[]);
-        self.b.switch_to_block(next_block);
-        let at = self.b.use_var(cursor);
-        let next = self.b.ins().iadd_imm_s(at, block as i64);
-        let block_end = self.b.ins().smin(next, end);
-        self.range_override = Some((l, at, block_end));
-        let emitted = self.emit_block(l, body, span, stream);
-        self.range_override = None;
-        emitted?;
-        self.b.def_var(cursor, next);
-        self.b.ins().jump(head, &[]);
-        self.b.switch_to_block(exit);
-        Ok(())
+        // `counted_loop` runs whole steps (`at + block <= padded`, i.e. `at < end`); the last
+        // block is cut at `end`.
+        let padded = self.b.ins().iadd_imm_s(end, block as i64 - 1);
+        let step = u32::try_from(block).unwrap_or(u32::MAX);
+        self.counted_loop(cursor, padded, step, |t, at| {
+            let next = t.b.ins().iadd_imm_s(at, i64::from(step));
+            let block_end = t.b.ins().smin(next, end);
+            t.range_override = Some((l, at, block_end));
+            let emitted = t.emit_block(l, body, span, stream);
+            t.range_override = None;
+            emitted
+        })
     }
 
     /// One block of [`Self::emit_blocked`]: loop `l` over its current range — the whole body,
@@ -390,10 +380,9 @@ impl Translator<'_, '_> {
         span: Option<&SpanCall>,
         stream: Option<&BufferAccessExpr>,
     ) -> Result<()> {
-        let staged = match stream {
-            Some(target) => Some(self.begin_staging(l, target)?),
-            None => None,
-        };
+        if let Some(target) = stream {
+            self.begin_staging(l, target)?;
+        }
         let emitted = match span {
             Some(span) => self.emit_span_loops(l, body, span),
             None => {
@@ -401,10 +390,10 @@ impl Translator<'_, '_> {
                 self.emit_loop_as(l, body, wide_plan.as_ref(), &[])
             }
         };
-        self.staging = None;
+        let staged = self.staging.take();
         emitted?;
-        if let (Some(target), Some((staging, first))) = (stream, staged) {
-            self.stream_out(l, target, staging, first);
+        if let (Some(target), Some(staged)) = (stream, staged) {
+            self.stream_out(l, target, staged);
         }
         Ok(())
     }
@@ -496,8 +485,8 @@ impl Translator<'_, '_> {
     }
 
     /// Points every access of `target`'s buffer at the staging area for the block of loop
-    /// `l` about to be emitted; returns the area's address and the block's first index.
-    fn begin_staging(&mut self, l: LoopId, target: &BufferAccessExpr) -> Result<(Value, Value)> {
+    /// `l` about to be emitted (`self.staging`).
+    fn begin_staging(&mut self, l: LoopId, target: &BufferAccessExpr) -> Result<()> {
         let slot = *self.staging_slot.get_or_insert_with(|| {
             self.b.create_sized_stack_slot(StackSlotData::new(
                 StackSlotKind::ExplicitSlot,
@@ -515,18 +504,19 @@ impl Translator<'_, '_> {
             base: staging,
             first,
         });
-        Ok((staging, first))
+        Ok(())
     }
 
-    /// The streaming copy of what the block of loop `l` staged for `target` into its place.
-    fn stream_out(&mut self, l: LoopId, target: &BufferAccessExpr, staging: Value, first: Value) {
+    /// The streaming copy of what the block of loop `l` staged (`staged`, no longer in
+    /// effect) for `target` into its place.
+    fn stream_out(&mut self, l: LoopId, target: &BufferAccessExpr, staged: Staging) {
         let size = self.k.buffers[target.buffer].ty.size_bytes() as i64;
         let len = self.range_len(l);
         let bytes = self.b.ins().imul_imm_s(len, size);
-        let dst = self.address(target, first);
+        let dst = self.address(target, staged.first);
         self.b
             .ins()
-            .call(self.pow.stream_copy, &[dst, staging, bytes]);
+            .call(self.pow.stream_copy, &[dst, staged.base, bytes]);
     }
 }
 
