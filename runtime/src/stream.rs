@@ -13,7 +13,9 @@
 //! computed (a kernel fences once, before it returns). Guarantees: afterwards `dst[..bytes]`
 //! holds `src[..bytes]`, as this thread sees it. The widest store the CPU has is chosen at run
 //! time (AVX-512F: 64 bytes, AVX: 32, else SSE2's 16, which every x86-64 has); the head up
-//! to the first 64-byte boundary of `dst` and the tail are copied with ordinary stores.
+//! to the first 64-byte boundary of `dst` and the tail are written four bytes at a time with
+//! non-temporal `movnti` (an ordinary store there read the line from memory first, which cost
+//! the gain when outputs start 16 bytes past a line), any bytes left over with ordinary ones.
 //!
 //! `unsafe` here: the intrinsics (the AVX and AVX-512 ones called only after run-time
 //! detection) and the entry point JIT code calls with raw pointers (its caller vouches).
@@ -41,7 +43,7 @@ pub unsafe extern "C" fn weft_stream_copy(dst: *mut u8, src: *const u8, bytes: i
 }
 
 /// Copies a partial line: four bytes at a time with non-temporal stores where `dst` allows
-/// (an ordinary store would read the line from memory first), the rest byte by byte.
+/// (an ordinary store would read the line from memory first), the rest with ordinary stores.
 ///
 /// # Safety
 /// As [`weft_stream_copy`], for `bytes` bytes.
