@@ -1175,8 +1175,9 @@ fn only_large_outputs_of_passes_over_memory_stream_by_default() {
 
 /// An f32 `exp`, `tanh` or `sigmoid` stored into a contiguous span runs after its loop as the
 /// native span routine (`codegen::translate::span`, `weft_runtime::vmath`), bit for bit what
-/// the inline code gives: softmax rows (the `exp` inside a fused row kernel), plain `exp` and
-/// `tanh` kernels and a sigmoid of a product, over
+/// the inline code gives: softmax rows (the `exp` inside a fused row kernel, its argument read
+/// and its sum's vector pass done by the routine), rows of `exp` normalised by their sum,
+/// plain `exp` and `tanh` kernels and a sigmoid of a product, over
 /// lengths with and without a tail and inputs with every edge (NaN payloads, ±inf, the
 /// overflow and flush limits, subnormals), compared with `span_math` off.
 #[test]
@@ -1206,7 +1207,12 @@ fn span_functions_give_the_inline_bits() {
         (
             "placeholder x: f32[R, C]\nm = max(x, [C])\nd = subtract(x, m)\ne = exp(d)\n\
              t = sum(e, [C])\ny = divide(e, t)\noutput y\n",
-            "softmax",
+            "softmax (exp less the max)",
+        ),
+        (
+            "placeholder x: f32[R, C]\ne = exp(x)\nt = sum(e, [C])\ny = divide(e, t)\n\
+             output y\n",
+            "exp normalised without its max",
         ),
         ("placeholder x: f32[R, C]\ny = exp(x)\noutput y\n", "exp"),
         ("placeholder x: f32[R, C]\ny = tanh(x)\noutput y\n", "tanh"),
@@ -1244,11 +1250,19 @@ fn span_functions_give_the_inline_bits() {
                 available,
                 "{name}, C = {c}:\n{explained}"
             );
+            // Rows of a row loop read their argument and sum their results in the routine
+            // (one long row is a parallel loop: no sum there).
+            let normalised = name.starts_with("softmax") || name.starts_with("exp normalised");
+            let summed = available && rows > 1 && normalised;
+            assert!(
+                !summed || explained.contains("and sums the results for"),
+                "{name}, C = {c}:\n{explained}"
+            );
         }
     }
 }
 
-/// A span function in a row kernel over a large input prefetches the next row of that input
+/// A span function in a row kernel over a large input prefetches a later row of that input
 /// while it computes (`codegen::translate::span`, `weft_runtime::vmath::Prefetch`): softmax
 /// over 260 x 4099 (4.3 MB, above the prefetch threshold) says so in `weft explain` and gives
 /// the inline code's bits (a prefetch changes no value, and the last row's reaches past the
@@ -1267,7 +1281,7 @@ fn span_functions_prefetch_the_next_row() {
     let (span, explained, available) = span_run(&g, &input, true, Some(2));
     assert!(inline == span, "prefetching changed a result");
     assert_eq!(
-        explained.contains("prefetching %x's next row"),
+        explained.contains("prefetching %x's row 2 ahead"),
         available,
         "{explained}"
     );

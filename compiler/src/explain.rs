@@ -10,7 +10,7 @@
 
 use std::fmt::Write;
 
-use weft_ir::loop_ir::{BufferAccess, Kernel, Stmt, ValueId};
+use weft_ir::loop_ir::{AccId, BufferAccess, Kernel, LoopId, Stmt, ValueId};
 
 use crate::codegen::translate::{self, jam, span};
 use crate::codegen::vectorize;
@@ -159,6 +159,8 @@ fn loops(
         span_math,
         stream_min_bytes,
     } = codegen;
+    // Sum loops of this body whose vector pass an earlier sibling's span routine does.
+    let mut summed_by: Vec<(LoopId, LoopId, AccId, u32)> = Vec::new();
     for st in body {
         let Stmt::Loop { loop_id, body } = st else {
             continue;
@@ -206,7 +208,14 @@ fn loops(
             let narrow = plan
                 .map(|p| translate::f32_partials(k, &p, body, widened_from))
                 .unwrap_or_default();
-            if !narrow.is_empty() {
+            let by_span = summed_by.iter().find(|(m, ..)| m == loop_id);
+            if let Some((_, span_loop, acc, width)) = by_span {
+                what.push(format!(
+                    "its vector pass done by %{span_loop}'s span routine as it stores ({width} \
+                     f32 partials for %{acc}, combined here; the loop re-runs in f64 if the \
+                     total is not finite)"
+                ));
+            } else if !narrow.is_empty() {
                 let accs: Vec<String> = narrow.iter().map(|a| format!("%{a}")).collect();
                 what.push(format!(
                     "f32 partials for {} (the loop re-runs in f64 if a total is not finite)",
@@ -221,20 +230,45 @@ fn loops(
                 let isa = weft_runtime::vmath::span_isa().unwrap_or("scalar");
                 let prefetch = span.prefetch.as_ref().map_or(String::new(), |next| {
                     format!(
-                        " (prefetching %{}'s next row for %{}, {} B)",
-                        k.buffers[next.load.buffer].name, next.first, next.bytes
+                        " (prefetching %{}'s row {} ahead for %{}, {} B)",
+                        k.buffers[next.load.buffer].name,
+                        span::ROWS_AHEAD,
+                        next.first,
+                        next.bytes
                     )
                 });
-                what.push(match span.rest {
-                    None => format!(
-                        "%{} = {f} stored as its argument, then {f} over the span of %{t} by \
-                         the native {isa} routine{prefetch}",
+                let mut routine = format!("the native {isa} routine");
+                if let Some(source) = &span.source {
+                    let from = &k.buffers[source.load.buffer].name;
+                    routine += &match source.shift {
+                        Some(u) => format!(", which reads %{from} less %{u} itself"),
+                        None => format!(", which reads %{from} itself"),
+                    };
+                }
+                if let Some(sum) = &span.sum {
+                    routine += &format!(" and sums the results for %{}", sum.acc);
+                    summed_by.push((sum.loop_id, *loop_id, sum.acc, sum.width));
+                }
+                let routine = routine + &prefetch;
+                what.push(match (span.rest, &span.source) {
+                    (None, Some(_)) => format!(
+                        "%{} = {f} computed into %{t} by {routine}",
                         span.result
                     ),
-                    Some(v) => format!(
+                    (None, None) => format!(
+                        "%{} = {f} stored as its argument, then {f} over the span of %{t} by \
+                         {routine}",
+                        span.result
+                    ),
+                    (Some(v), Some(_)) => format!(
+                        "split around %{} = {f}: {routine} computes it into %{t}, a loop reads \
+                         it back and stores %{v}",
+                        span.result
+                    ),
+                    (Some(v), None) => format!(
                         "split around %{} = {f}: a first loop stores its argument to %{t}, {f} \
-                         runs over that span by the native {isa} routine{prefetch}, a second \
-                         loop reads it back and stores %{v}",
+                         runs over that span by {routine}, a second loop reads it back and \
+                         stores %{v}",
                         span.result
                     ),
                 });

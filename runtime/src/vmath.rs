@@ -174,6 +174,42 @@ pub fn span_isa() -> Option<&'static str> {
 pub use crate::prefetch::Prefetch;
 use crate::prefetch::PrefetchCursor;
 
+/// One call of a span routine: `f` over `len` elements into `dst`, from `dst` itself or from
+/// `src` less `shift`, summing the results into `sums`, prefetching `prefetch`.
+///
+/// Element by element (the scalar path, which the vector paths reproduce bit for bit):
+/// `x = src.is_null() ? dst[i] : src[i] - shift; dst[i] = f(x)`, and for every `i` below
+/// `len - len % width` (`width = sums.len()`), `sums[i % width] += dst[i]` in increasing `i`:
+/// exactly what a JIT vector loop of `width` f32 lanes in total (`lanes × parts`) adds into
+/// its partial accumulators, so handing the loop's sum to the routine changes no bit.
+#[derive(Clone, Copy, Debug)]
+struct Job {
+    dst: *mut f32,
+    len: usize,
+    /// Where the arguments come from: `dst` itself when null.
+    src: *const f32,
+    shift: f32,
+    /// `width` f32 partial sums, or null.
+    sums: *mut f32,
+    width: usize,
+    prefetch: Prefetch,
+}
+
+impl Job {
+    /// `f` in place over `xs`.
+    fn in_place(xs: &mut [f32], prefetch: Prefetch) -> Job {
+        Job {
+            dst: xs.as_mut_ptr(),
+            len: xs.len(),
+            src: std::ptr::null(),
+            shift: 0.0,
+            sums: std::ptr::null_mut(),
+            width: 0,
+            prefetch,
+        }
+    }
+}
+
 /// `xs[i] = f(xs[i])` for every element, as the JIT's inline f32 code computes `f`.
 pub fn apply_f32_in_place(f: SpanFn, xs: &mut [f32]) {
     apply_f32_prefetching(f, xs, Prefetch::NONE);
@@ -181,26 +217,93 @@ pub fn apply_f32_in_place(f: SpanFn, xs: &mut [f32]) {
 
 /// [`apply_f32_in_place`], prefetching `prefetch` (into L1) as it goes.
 pub fn apply_f32_prefetching(f: SpanFn, xs: &mut [f32], prefetch: Prefetch) {
+    // SAFETY: `xs` is valid for reads and writes of its length, no sums.
+    unsafe { run(f, Job::in_place(xs, prefetch)) }
+}
+
+/// `dst[i] = f(src[i] - shift)` for every element of `dst` (`src` at least as long), and
+/// `sums[i % sums.len()] += dst[i]` for the elements up to the last whole multiple of
+/// `sums.len()`, in increasing `i` (the partial sums of a JIT vector loop of that many lanes;
+/// an empty `sums` sums nothing).
+///
+/// # Panics
+/// If `src` is shorter than `dst`.
+pub fn apply_f32_summing(
+    f: SpanFn,
+    src: &[f32],
+    shift: f32,
+    dst: &mut [f32],
+    sums: &mut [f32],
+) {
+    let src = &src[..dst.len()];
+    let job = Job {
+        src: src.as_ptr(),
+        shift,
+        sums: if sums.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            sums.as_mut_ptr()
+        },
+        width: sums.len(),
+        ..Job::in_place(dst, Prefetch::NONE)
+    };
+    // SAFETY: `dst` and `src` (distinct borrows, so not overlapping) hold `dst.len()` f32s,
+    // `sums` its own.
+    unsafe { run(f, job) }
+}
+
+/// Runs `job` on this CPU's path.
+///
+/// # Safety
+/// As for [`weft_exp_f32_span`], over `job`'s fields.
+unsafe fn run(f: SpanFn, job: Job) {
+    // SAFETY (each arm): the caller's contract; the vector paths' features were detected.
     match path() {
-        // SAFETY: the features the function is compiled for were detected on this CPU.
         #[cfg(target_arch = "x86_64")]
-        Path::Avx512 => unsafe { avx512::apply_in_place(f, xs, prefetch) },
-        // SAFETY: as above.
+        Path::Avx512 => unsafe { avx512::run(f, job) },
         #[cfg(target_arch = "x86_64")]
-        Path::Avx2 => unsafe { avx2::apply_in_place(f, xs, prefetch) },
-        _ => apply_scalar(f, xs),
+        Path::Avx2 => unsafe { avx2::run(f, job) },
+        _ => unsafe { run_scalar(f, job) },
     }
 }
 
-/// The scalar path of [`apply_f32_in_place`] (also what the vector paths are tested against).
-fn apply_scalar(f: SpanFn, xs: &mut [f32]) {
+/// The scalar path of [`run`] (also what the vector paths are tested against).
+///
+/// # Safety
+/// As for [`run`].
+unsafe fn run_scalar(f: SpanFn, job: Job) {
     let series = tanh_f32_series();
-    for x in xs {
-        *x = match f {
-            SpanFn::Exp => exp_scalar(*x),
-            SpanFn::Tanh => tanh_scalar(*x, series),
-            SpanFn::Sigmoid => sigmoid_scalar(*x),
-        };
+    for i in 0..job.len {
+        // SAFETY: the caller's contract: `i < len`.
+        unsafe {
+            let x = if job.src.is_null() {
+                *job.dst.add(i)
+            } else {
+                *job.src.add(i) - job.shift
+            };
+            *job.dst.add(i) = match f {
+                SpanFn::Exp => exp_scalar(x),
+                SpanFn::Tanh => tanh_scalar(x, series),
+                SpanFn::Sigmoid => sigmoid_scalar(x),
+            };
+        }
+    }
+    // SAFETY: as above.
+    unsafe { add_sums_scalar(job, 0) };
+}
+
+/// The sums of `job` over its results from element `from` on (the whole groups of
+/// `job.width` only), one element at a time.
+///
+/// # Safety
+/// As for [`run`], with `dst` holding the results.
+unsafe fn add_sums_scalar(job: Job, from: usize) {
+    if job.sums.is_null() || job.width == 0 {
+        return;
+    }
+    for i in from..job.len - job.len % job.width {
+        // SAFETY: the caller's contract: `i < len`, `i % width < width`.
+        unsafe { *job.sums.add(i % job.width) += *job.dst.add(i) };
     }
 }
 
@@ -220,65 +323,102 @@ pub fn sigmoid_f32_in_place(xs: &mut [f32]) {
     apply_f32_in_place(SpanFn::Sigmoid, xs);
 }
 
-/// What every span entry point does: `f` over the span, prefetching as it goes.
+/// What every span entry point does: [`Job`]'s work with `f`.
 ///
 /// # Safety
 /// As for [`weft_exp_f32_span`].
-unsafe fn span_entry(f: SpanFn, ptr: *mut f32, len: usize, prefetch: Prefetch) {
-    // SAFETY: the caller's contract.
-    apply_f32_prefetching(f, unsafe { span(ptr, len) }, prefetch);
-}
-
-/// The span of `len` f32s from `ptr` as a slice.
-///
-/// # Safety
-/// As for [`weft_exp_f32_span`].
-unsafe fn span<'a>(ptr: *mut f32, len: usize) -> &'a mut [f32] {
+#[allow(clippy::too_many_arguments)]
+unsafe fn span_entry(
+    f: SpanFn,
+    dst: *mut f32,
+    len: usize,
+    at: *const u8,
+    bytes: usize,
+    src: *const f32,
+    sums: *mut f32,
+    width: usize,
+    shift: f32,
+) {
     if len == 0 {
-        return &mut [];
+        return;
     }
+    let job = Job {
+        dst,
+        len,
+        src,
+        shift,
+        sums,
+        width: if sums.is_null() { 0 } else { width },
+        prefetch: Prefetch { at, bytes },
+    };
     // SAFETY: the caller's contract.
-    unsafe { std::slice::from_raw_parts_mut(ptr, len) }
+    unsafe { run(f, job) }
 }
 
-/// The span entry point JIT kernels call: `e^x` in place over `len` f32s from `ptr`, while
-/// prefetching `bytes` from `at` ([`Prefetch`]; any address, or 0 bytes).
+/// The span entry point JIT kernels call: `e^x` over `len` f32s into `dst`, `x` read from
+/// `dst` itself (`src` null) or as `src[i] - shift`; the results summed into `width` partials
+/// at `sums` (null: none; see [`apply_f32_summing`] for the order); `bytes` from `at`
+/// prefetched meanwhile ([`Prefetch`]; any address, or 0 bytes).
 ///
 /// # Safety
-/// `ptr` must be valid for reads and writes of `len` f32s, aligned to 4 bytes, and no other
-/// reference may access them during the call (a kernel passes a span of a buffer it alone
-/// writes, within the buffer's length, checked by the loop-IR verifier).
-pub unsafe extern "C" fn weft_exp_f32_span(ptr: *mut f32, len: usize, at: *const u8, bytes: usize) {
+/// `dst` must be valid for reads and writes of `len` f32s and `src`, unless null, for reads
+/// of `len` f32s, both aligned to 4 bytes; `src` either is `dst` or does not overlap its
+/// span; `sums`, unless null, is valid for reads and writes of `width` f32s overlapping
+/// neither; no other reference accesses them during the call (a kernel passes spans of
+/// distinct buffers it alone writes — or reads a buffer written in place, at the same
+/// address — within their lengths, checked by the loop-IR verifier, and partials in its own
+/// stack frame).
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn weft_exp_f32_span(
+    dst: *mut f32,
+    len: usize,
+    at: *const u8,
+    bytes: usize,
+    src: *const f32,
+    sums: *mut f32,
+    width: usize,
+    shift: f32,
+) {
     // SAFETY: the caller's contract above.
-    unsafe { span_entry(SpanFn::Exp, ptr, len, Prefetch { at, bytes }) }
+    unsafe { span_entry(SpanFn::Exp, dst, len, at, bytes, src, sums, width, shift) }
 }
 
 /// The span entry point for `tanh`, as [`weft_exp_f32_span`] is for `exp`.
 ///
 /// # Safety
 /// As for [`weft_exp_f32_span`].
+#[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn weft_tanh_f32_span(
-    ptr: *mut f32,
+    dst: *mut f32,
     len: usize,
     at: *const u8,
     bytes: usize,
+    src: *const f32,
+    sums: *mut f32,
+    width: usize,
+    shift: f32,
 ) {
     // SAFETY: the caller's contract above.
-    unsafe { span_entry(SpanFn::Tanh, ptr, len, Prefetch { at, bytes }) }
+    unsafe { span_entry(SpanFn::Tanh, dst, len, at, bytes, src, sums, width, shift) }
 }
 
 /// The span entry point for `sigmoid`, as [`weft_exp_f32_span`] is for `exp`.
 ///
 /// # Safety
 /// As for [`weft_exp_f32_span`].
+#[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn weft_sigmoid_f32_span(
-    ptr: *mut f32,
+    dst: *mut f32,
     len: usize,
     at: *const u8,
     bytes: usize,
+    src: *const f32,
+    sums: *mut f32,
+    width: usize,
+    shift: f32,
 ) {
     // SAFETY: the caller's contract above.
-    unsafe { span_entry(SpanFn::Sigmoid, ptr, len, Prefetch { at, bytes }) }
+    unsafe { span_entry(SpanFn::Sigmoid, dst, len, at, bytes, src, sums, width, shift) }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -288,7 +428,7 @@ mod simd {
     //! AVX-512F (`__m512`) by the entry points in `avx2` and `avx512`.
 
     use super::exp_f32::*;
-    use super::{Prefetch, PrefetchCursor, SpanFn};
+    use super::{Job, PrefetchCursor, SpanFn};
 
     /// A vector of f32 lanes with the operations the span algorithms use, one or two
     /// instructions each.
@@ -382,29 +522,74 @@ mod simd {
         }
     }
 
-    /// `f` over every element, `V::N` at a time (the tail by a partial load and store).
+    /// The argument at `src + i` less `shift`, its `f` stored at `dst + i`, and returned.
     ///
     /// # Safety
-    /// The trait's contract: only from code compiled with `V`'s target features.
+    /// The trait's contract; `V::N` f32s at `src + i` and `dst + i`.
     #[inline(always)]
-    pub(super) unsafe fn apply_chunks<V: Lanes>(
+    unsafe fn one<V: Lanes>(
         f: SpanFn,
-        xs: &mut [f32],
+        src: *const f32,
+        shift: V,
+        dst: *mut f32,
+        i: usize,
         series: &[f32; 9],
-        prefetch: Prefetch,
-    ) {
-        let mut lines = PrefetchCursor::new(prefetch, xs.len() / V::N);
-        let mut chunks = xs.chunks_exact_mut(V::N);
-        for c in &mut chunks {
-            lines.step();
-            // SAFETY: the caller's contract; `c` holds exactly `V::N` f32s.
-            unsafe { apply(f, V::load(c.as_ptr()), series).store(c.as_mut_ptr()) };
+    ) -> V {
+        // SAFETY: the caller's contract.
+        unsafe {
+            let y = apply(f, V::load(src.add(i)).sub(shift), series);
+            y.store(dst.add(i));
+            y
         }
-        let tail = chunks.into_remainder();
-        if !tail.is_empty() {
-            let (n, p) = (tail.len(), tail.as_mut_ptr());
-            // SAFETY: the caller's contract; the tail holds `n < V::N` f32s.
-            unsafe { apply(f, V::load_partial(p, n), series).store_partial(p, n) };
+    }
+
+    /// `job`'s work, `V::N` elements at a time: whole groups of `A` vectors summed into `A`
+    /// vector partials (`A · V::N` is `job.width`; none when `A` is 0), then the rest
+    /// unsummed, the tail by a partial load and store. In place, `src` is `dst` and `shift`
+    /// 0, and `x − 0` is `x` for every `x` but a NaN (whose result is NaN either way).
+    ///
+    /// # Safety
+    /// The trait's contract, and [`super::run`]'s.
+    #[inline(always)]
+    unsafe fn run_chunks<V: Lanes, const A: usize>(f: SpanFn, job: &Job, series: &[f32; 9]) {
+        let n = V::N;
+        let mut lines = PrefetchCursor::new(job.prefetch, job.len / n);
+        let (src, shift) = if job.src.is_null() {
+            (job.dst.cast_const(), 0.0)
+        } else {
+            (job.src, job.shift)
+        };
+        // SAFETY (the block): the caller's contract; every access is below `len` (or of the
+        // `A · N = width` partials).
+        unsafe {
+            let shift = V::splat(shift);
+            let mut i = 0;
+            if A > 0 {
+                let mut acc = [V::splat(0.0); A];
+                for (a, v) in acc.iter_mut().enumerate() {
+                    *v = V::load(job.sums.add(a * n));
+                }
+                while i + A * n <= job.len {
+                    for v in acc.iter_mut() {
+                        lines.step();
+                        *v = v.add(one(f, src, shift, job.dst, i, series));
+                        i += n;
+                    }
+                }
+                for (a, v) in acc.iter().enumerate() {
+                    v.store(job.sums.add(a * n));
+                }
+            }
+            while i + n <= job.len {
+                lines.step();
+                one(f, src, shift, job.dst, i, series);
+                i += n;
+            }
+            if i < job.len {
+                let m = job.len - i;
+                let x = V::load_partial(src.add(i), m).sub(shift);
+                apply(f, x, series).store_partial(job.dst.add(i), m);
+            }
         }
     }
 
@@ -422,20 +607,47 @@ mod simd {
         }
     }
 
-    /// The span functions over `xs`, one loop per function so each inner loop is
+    /// [`run_chunks`] with `A` vector partials, one loop per function so each inner loop is
     /// straight-line code.
     ///
     /// # Safety
-    /// As for [`apply_chunks`].
+    /// As for [`run_chunks`].
     #[inline(always)]
-    pub(super) unsafe fn apply_in_place<V: Lanes>(f: SpanFn, xs: &mut [f32], prefetch: Prefetch) {
-        let series = super::tanh_f32_series();
+    unsafe fn by_fn<V: Lanes, const A: usize>(f: SpanFn, job: &Job, series: &[f32; 9]) {
         // SAFETY: the caller's contract.
         unsafe {
             match f {
-                SpanFn::Exp => apply_chunks::<V>(SpanFn::Exp, xs, series, prefetch),
-                SpanFn::Tanh => apply_chunks::<V>(SpanFn::Tanh, xs, series, prefetch),
-                SpanFn::Sigmoid => apply_chunks::<V>(SpanFn::Sigmoid, xs, series, prefetch),
+                SpanFn::Exp => run_chunks::<V, A>(SpanFn::Exp, job, series),
+                SpanFn::Tanh => run_chunks::<V, A>(SpanFn::Tanh, job, series),
+                SpanFn::Sigmoid => run_chunks::<V, A>(SpanFn::Sigmoid, job, series),
+            }
+        }
+    }
+
+    /// [`super::run`] on `V`: its sums in 1, 2 or 4 vector partials where `width` is that
+    /// many vectors, else added one element at a time after the loop.
+    ///
+    /// # Safety
+    /// As for [`run_chunks`].
+    #[inline(always)]
+    pub(super) unsafe fn run<V: Lanes>(f: SpanFn, job: Job) {
+        let series = super::tanh_f32_series();
+        let vectors = match job.width {
+            _ if job.sums.is_null() => Some(0),
+            w if w % V::N == 0 => Some(w / V::N),
+            _ => None,
+        };
+        // SAFETY: the caller's contract.
+        unsafe {
+            match vectors {
+                Some(0) => by_fn::<V, 0>(f, &job, series),
+                Some(1) => by_fn::<V, 1>(f, &job, series),
+                Some(2) => by_fn::<V, 2>(f, &job, series),
+                Some(4) => by_fn::<V, 4>(f, &job, series),
+                _ => {
+                    by_fn::<V, 0>(f, &job, series);
+                    super::add_sums_scalar(job, 0);
+                }
             }
         }
     }
@@ -447,7 +659,7 @@ mod avx2 {
     use super::SpanFn;
     use std::arch::x86_64::*;
 
-    // SAFETY (every method): the trait's contract — reached only from `apply_in_place`
+    // SAFETY (every method): the trait's contract — reached only from `run`
     // below, compiled with AVX2 and FMA, which its callers detected.
     impl Lanes for __m256 {
         const N: usize = 8;
@@ -558,9 +770,9 @@ mod avx2 {
     /// # Safety
     /// The CPU must have AVX2 and FMA.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn apply_in_place(f: SpanFn, xs: &mut [f32], prefetch: super::Prefetch) {
-        // SAFETY: compiled with AVX2 and FMA, which the caller detected.
-        unsafe { super::simd::apply_in_place::<__m256>(f, xs, prefetch) }
+    pub(super) unsafe fn run(f: SpanFn, job: super::Job) {
+        // SAFETY: compiled with AVX2 and FMA, which the caller detected; the caller's contract.
+        unsafe { super::simd::run::<__m256>(f, job) }
     }
 }
 
@@ -577,7 +789,7 @@ mod avx512 {
         unsafe { _mm512_set1_epi32(i32::MIN) }
     }
 
-    // SAFETY (every method): the trait's contract — reached only from `apply_in_place`
+    // SAFETY (every method): the trait's contract — reached only from `run`
     // below, compiled with AVX-512F, which its callers detected.
     impl Lanes for __m512 {
         const N: usize = 16;
@@ -685,9 +897,9 @@ mod avx512 {
     /// # Safety
     /// The CPU must have AVX-512F.
     #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn apply_in_place(f: SpanFn, xs: &mut [f32], prefetch: super::Prefetch) {
-        // SAFETY: compiled with AVX-512F, which the caller detected.
-        unsafe { super::simd::apply_in_place::<__m512>(f, xs, prefetch) }
+    pub(super) unsafe fn run(f: SpanFn, job: super::Job) {
+        // SAFETY: compiled with AVX-512F, which the caller detected; the caller's contract.
+        unsafe { super::simd::run::<__m512>(f, job) }
     }
 }
 
@@ -745,13 +957,13 @@ mod tests {
             if path() != Path::Scalar {
                 // SAFETY: AVX2 and FMA detected.
                 run("avx2", &|ys| unsafe {
-                    avx2::apply_in_place(f, ys, Prefetch::NONE)
+                    avx2::run(f, Job::in_place(ys, Prefetch::NONE))
                 });
             }
             if path() == Path::Avx512 {
                 // SAFETY: AVX-512F detected.
                 run("avx512", &|ys| unsafe {
-                    avx512::apply_in_place(f, ys, Prefetch::NONE)
+                    avx512::run(f, Job::in_place(ys, Prefetch::NONE))
                 });
             }
         }
@@ -786,6 +998,69 @@ mod tests {
                 for (path, got) in vector_results(f, &xs[..len]) {
                     let got: Vec<u32> = got.iter().map(|&y| bits(y)).collect();
                     assert_eq!(got, want[..len], "{f:?} by {path}, length {len}");
+                }
+            }
+        }
+    }
+
+    /// Reading from another span less a shift and summing the results give, on every path,
+    /// the bits of the element-by-element definition ([`apply_f32_summing`]): the results
+    /// of `f(src[i] - shift)` and partial sums `sums[i % width]` in increasing `i` over the
+    /// whole groups of `width`, for widths of one, two and four vectors of either path and
+    /// others (added one element at a time), from partials already holding values.
+    #[test]
+    fn summing_from_a_source_gives_the_bits_of_the_definition() {
+        let series = tanh_f32_series();
+        let xs: Vec<f32> = specials().into_iter().filter(|x| x.abs() < 200.0).collect();
+        for f in [SpanFn::Exp, SpanFn::Tanh, SpanFn::Sigmoid] {
+            let scalar = |x: f32| match f {
+                SpanFn::Exp => exp_scalar(x),
+                SpanFn::Tanh => tanh_scalar(x, series),
+                SpanFn::Sigmoid => sigmoid_scalar(x),
+            };
+            for width in [4, 8, 12, 16, 32, 64, 20] {
+                for len in [0, 3, 16, 17, 63, 64, 100, xs.len()] {
+                    let shift = 1.75f32;
+                    let want: Vec<f32> = xs[..len].iter().map(|&x| scalar(x - shift)).collect();
+                    let mut want_sums: Vec<f32> = (0..width).map(|j| j as f32 * 0.5).collect();
+                    for (i, y) in want.iter().enumerate().take(len - len % width) {
+                        want_sums[i % width] += y;
+                    }
+                    let mut paths: Vec<(&str, unsafe fn(SpanFn, Job))> =
+                        vec![("scalar", run_scalar), ("dispatch", run)];
+                    #[cfg(target_arch = "x86_64")]
+                    {
+                        if path() != Path::Scalar {
+                            paths.push(("avx2", avx2::run));
+                        }
+                        if path() == Path::Avx512 {
+                            paths.push(("avx512", avx512::run));
+                        }
+                    }
+                    for (name, run_on) in paths {
+                        let mut dst = vec![0f32; len];
+                        let mut sums: Vec<f32> = (0..width).map(|j| j as f32 * 0.5).collect();
+                        let job = Job {
+                            src: xs.as_ptr(),
+                            shift,
+                            sums: sums.as_mut_ptr(),
+                            width,
+                            ..Job::in_place(&mut dst, Prefetch::NONE)
+                        };
+                        // SAFETY: `dst`, `xs` (at least `len` long) and `sums` are distinct
+                        // allocations of the job's lengths; the path's features were detected.
+                        unsafe { run_on(f, job) };
+                        let bits = |v: &[f32]| v.iter().map(|y| y.to_bits()).collect::<Vec<_>>();
+                        assert_eq!(bits(&dst), bits(&want), "{f:?} {name} {width} {len}");
+                        assert_eq!(bits(&sums), bits(&want_sums), "{f:?} {name} {width} {len}");
+                    }
+                    if width == 16 {
+                        let mut dst = vec![0f32; len];
+                        let mut sums = vec![0f32; 16];
+                        apply_f32_summing(f, &xs, shift, &mut dst, &mut sums);
+                        assert_eq!(dst.iter().map(|y| y.to_bits()).collect::<Vec<_>>(),
+                            want.iter().map(|y| y.to_bits()).collect::<Vec<_>>());
+                    }
                 }
             }
         }

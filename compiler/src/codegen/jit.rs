@@ -215,8 +215,9 @@ impl JitCompiler {
         let cos_f32 = import("weft_cos_f32", types::F32)?;
         let cos_f64 = import("weft_cos_f64", types::F64)?;
         let mut span_sig = Signature::new(call_conv);
-        // (ptr, len, prefetch address, prefetch bytes)
-        span_sig.params.extend([AbiParam::new(types::I64); 4]);
+        // (dst, len, prefetch address, prefetch bytes, src, sums, sums width, shift)
+        span_sig.params.extend([AbiParam::new(types::I64); 7]);
+        span_sig.params.push(AbiParam::new(types::F32));
         let mut span_import = |name: &str| {
             module
                 .declare_function(name, Linkage::Import, &span_sig)

@@ -75,7 +75,8 @@ pub(crate) struct PowRefs {
     pub sin_f64: FuncRef,
     pub cos_f32: FuncRef,
     pub cos_f64: FuncRef,
-    /// `weft_exp_f32_span(ptr, len)`: `e^x` in place over a span ([`span`]).
+    /// `weft_exp_f32_span(dst, len, at, bytes, src, sums, width, shift)`: `e^x` over a span
+    /// ([`span`]).
     pub exp_span_f32: FuncRef,
     /// `weft_tanh_f32_span(ptr, len)`.
     pub tanh_span_f32: FuncRef,
@@ -218,6 +219,7 @@ pub(crate) fn translate(
         range_override: None,
         staging_slot: None,
         staging: None,
+        span_sums: Vec::new(),
     };
     if let Some(l) = kernel.parallel_loop() {
         let extent = kernel.loops[l].extent as i64;
@@ -315,6 +317,9 @@ struct Translator<'a, 'b> {
     staging_slot: Option<StackSlot>,
     /// Where accesses of a streamed buffer go in the block being emitted ([`span`]).
     staging: Option<span::Staging>,
+    /// Sum loops whose vector pass a span routine already did ([`span::SpanSum`]): the loop,
+    /// and the stack slot holding the routine's partials.
+    span_sums: Vec<(LoopId, StackSlot)>,
 }
 
 type Result<T> = std::result::Result<T, CodegenError>;
@@ -1246,6 +1251,10 @@ impl<'b> Translator<'_, 'b> {
     }
 
     fn emit_loop(&mut self, l: LoopId, body: &[Stmt]) -> Result<()> {
+        if let Some(at) = self.span_sums.iter().position(|(m, _)| *m == l) {
+            let (_, slot) = self.span_sums.remove(at);
+            return self.emit_summed_by_span(l, body, slot);
+        }
         if let Some(jam) = self.jam_of(l, body) {
             let [Stmt::Loop { body: inner, .. }] = body else {
                 return self.internal(format!("jammed loop %{l} is not a loop around one loop"));
@@ -1278,17 +1287,36 @@ impl<'b> Translator<'_, 'b> {
         let outer: Vec<AccId> = wide_plan
             .as_ref()
             .map_or(Vec::new(), |p| p.outer_accs.clone());
-        let mut before = Vec::new();
-        for &a in &outer {
+        let before = self.acc_vars_now(&outer);
+        self.emit_loop_as(l, body, wide_plan.as_ref(), &narrow)?;
+        self.rerun_unless_finite(l, body, &narrow, before)
+    }
+
+    /// The variables of the scalar accumulators in `accs` with their current values.
+    fn acc_vars_now(&mut self, accs: &[AccId]) -> Vec<(Variable, Value)> {
+        let mut now = Vec::new();
+        for &a in accs {
             if let Some(AccRepr::Scalar { value, index }) = self.accs[a.index()].clone() {
                 for var in std::iter::once(value).chain(index) {
-                    before.push((var, self.b.use_var(var)));
+                    now.push((var, self.b.use_var(var)));
                 }
             }
         }
-        self.emit_loop_as(l, body, wide_plan.as_ref(), &narrow)?;
+        now
+    }
+
+    /// After loop `l` summed the accumulators in `narrow` with f32 partials: unless every
+    /// total is finite, puts the accumulators back to `before` and runs the loop again as a
+    /// plain scalar loop in f64 ([`Self::emit_loop`]).
+    fn rerun_unless_finite(
+        &mut self,
+        l: LoopId,
+        body: &[Stmt],
+        narrow: &[AccId],
+        before: Vec<(Variable, Value)>,
+    ) -> Result<()> {
         let mut finite = None;
-        for &a in &narrow {
+        for &a in narrow {
             let Some(AccRepr::Scalar { value, .. }) = self.accs[a.index()].clone() else {
                 return self.internal(format!("accumulator %{a} has no scalar value"));
             };
@@ -1300,8 +1328,10 @@ impl<'b> Translator<'_, 'b> {
                 None => ok,
             });
         }
+        let Some(finite) = finite else {
+            return self.internal(format!("loop %{l} re-runs no accumulator"));
+        };
         let (rerun, done) = (self.b.create_block(), self.b.create_block());
-        let finite = finite.expect("narrow is not empty");
         self.b.ins().brif(finite, done, &[], rerun, &[]);
         self.b.set_cold_block(rerun);
         self.b.switch_to_block(rerun);
@@ -1493,27 +1523,40 @@ impl<'b> Translator<'_, 'b> {
                 }
             };
             let part_ty = partial_type(&decl, narrow.contains(&a));
-            let mut v = self.b.use_var(vars[0]);
-            for var in &vars[1..] {
-                let x = self.b.use_var(*var);
-                v = self.combine(decl.kind, part_ty, v, x);
-            }
-            let mut s = self.b.ins().extractlane(v, 0);
-            for lane in 1..vector_lanes(part_ty) {
-                let x = self.b.ins().extractlane(v, lane as u8);
-                s = self.combine(decl.kind, part_ty, s, x);
-            }
-            if part_ty != decl.ty {
-                s = self.convert(s, part_ty, decl.ty);
-            }
-            if let AccRepr::Scalar { value, .. } = scalar {
-                let cur = self.b.use_var(value);
-                let next = self.combine(decl.kind, decl.ty, cur, s);
-                self.b.def_var(value, next);
-            }
+            let parts: Vec<Value> = vars.iter().map(|v| self.b.use_var(*v)).collect();
+            self.settle_partials(&decl, part_ty, &parts, &scalar);
             self.accs[a.index()] = Some(scalar);
         }
         Ok(())
+    }
+
+    /// Combines the vector partials `parts` (of `part_ty`) of an accumulator declared as
+    /// `decl` into its scalar `scalar`: the vectors in order, then their lanes in order,
+    /// converted to the accumulator's type, then into the scalar.
+    fn settle_partials(
+        &mut self,
+        decl: &AccDecl,
+        part_ty: ScalarType,
+        parts: &[Value],
+        scalar: &AccRepr,
+    ) {
+        let mut v = parts[0];
+        for &x in &parts[1..] {
+            v = self.combine(decl.kind, part_ty, v, x);
+        }
+        let mut s = self.b.ins().extractlane(v, 0);
+        for lane in 1..vector_lanes(part_ty) {
+            let x = self.b.ins().extractlane(v, lane as u8);
+            s = self.combine(decl.kind, part_ty, s, x);
+        }
+        if part_ty != decl.ty {
+            s = self.convert(s, part_ty, decl.ty);
+        }
+        if let AccRepr::Scalar { value, .. } = scalar {
+            let cur = self.b.use_var(*value);
+            let next = self.combine(decl.kind, decl.ty, cur, s);
+            self.b.def_var(*value, next);
+        }
     }
 
     fn emit_steps_wide(

@@ -23,12 +23,20 @@
 //! staging area on the stack instead ([`Staging`]), and one call of `weft_stream_copy` after
 //! the block moves it out with non-temporal stores, which skip that read.
 //!
-//! **Prefetching the next row.** A span function's loop inside a row loop whose body first
+//! **Prefetching a row ahead.** A span function's loop inside a row loop whose body first
 //! reads a large input ([`NextRow`]: softmax's max pass over `a`) passes the routine the
-//! address of that read at the next row, and the routine prefetches it line by line while it
-//! computes: the next row's first pass then finds it in cache, so a core's compute and its
-//! memory traffic overlap instead of alternating (softmax 10–15% faster). A prefetch changes
-//! no value and cannot fault, so the last row's, which reaches past the input, is harmless.
+//! address of that read [`ROWS_AHEAD`] rows on, and the routine prefetches it line by line
+//! while it computes: that row's first pass then finds it in cache, so a core's compute and
+//! its memory traffic overlap instead of alternating (softmax 10–15% faster). A prefetch
+//! changes no value and cannot fault, so the last rows', which reach past the input, are
+//! harmless.
+//!
+//! **Reading and summing in the routine.** When the function's argument is a contiguous f32
+//! load, or one less a value from outside the loop ([`Source`]: softmax's `a − max`), the
+//! routine reads it itself and the loop storing the argument is left out; when the next
+//! loop sums the span into f32 partials ([`SpanSum`]: softmax's denominator), the routine
+//! adds each result into the partial that loop's vector code would, so that loop keeps only
+//! its combine, tail and f64 re-run. Two passes over the row fewer, the same bits.
 //!
 //! Either way a loop longer than a block ([`BLOCK`] f32 elements, 16 KiB) runs block by block,
 //! each block its loops and calls, so the call reads what the loop just wrote from L1.
@@ -109,14 +117,51 @@ pub(crate) struct SpanCall {
     pub(crate) rest: Option<ValueId>,
     /// What the call prefetches while it computes.
     pub(crate) prefetch: Option<NextRow>,
+    /// Where the argument comes from, when the routine can read it itself: the first loop
+    /// is left out.
+    pub(crate) source: Option<Source>,
+    /// The sum of the span right after the loop, whose vector pass the routine does.
+    pub(crate) sum: Option<SpanSum>,
 }
 
-/// The span of a large buffer that the next iteration of the loop around a span function's
-/// loop reads first: while the routine computes this row, it prefetches that one, so the
-/// next row's first pass finds it in cache instead of waiting on memory.
+/// An argument the span routine reads itself ([`weft_runtime::vmath`]'s `src` and `shift`):
+/// `load S[.. + i]`, or that less a value from outside the loop (softmax's `a − max`).
+/// Subtracting 0 when there is no shift changes no result (`x − 0` is `x` but for NaN).
+#[derive(Clone, Debug)]
+pub(crate) struct Source {
+    /// The load, contiguous along the loop.
+    pub(crate) load: BufferAccessExpr,
+    /// The value subtracted.
+    pub(crate) shift: Option<ValueId>,
+}
+
+/// A sum loop right after a span function's loop (past accumulator declarations) over the
+/// same span — `acc %a: sum f64 partials f32; loop { load T[.. + j]; convert; reduce %a }`,
+/// softmax's denominator — whose vector pass the span routine does as it stores: it adds
+/// each result into the same f32 partial the loop's vector code would (element `i` into
+/// partial `i mod width`, in order), so the loop keeps only combining those partials, its
+/// scalar tail and its f64 re-run, and the total has the loop's bits.
+#[derive(Clone, Debug)]
+pub(crate) struct SpanSum {
+    /// The sum loop.
+    pub(crate) loop_id: LoopId,
+    /// Its accumulator.
+    pub(crate) acc: AccId,
+    /// Its vector step, `lanes × parts`: the number of partials.
+    pub(crate) width: u32,
+}
+
+/// How many rows ahead a span function prefetches: two measured 4–7% faster than the next
+/// row on softmax (Zen 4, docs/benchmarks.md), three and four no faster than two.
+pub(crate) const ROWS_AHEAD: i64 = 2;
+
+/// The span of a large buffer that an iteration of the loop around a span function's loop
+/// reads first: while the routine computes this row, it prefetches that span
+/// [`ROWS_AHEAD`] rows on, so that row's first pass finds it in cache instead of waiting on
+/// memory.
 #[derive(Clone, Debug)]
 pub(crate) struct NextRow {
-    /// The loop around the span function's loop (its next iteration is the next row).
+    /// The loop around the span function's loop (its iterations are the rows).
     pub(crate) row: LoopId,
     /// The first loop of its body that reads a large buffer, contiguously.
     pub(crate) first: LoopId,
@@ -218,9 +263,95 @@ pub(crate) fn span_plan(k: &Kernel, l: LoopId, body: &[Stmt]) -> Option<SpanCall
         op,
         result,
         arg,
+        source: source_of(k, l, body, arg),
+        sum: sum_after(k, l, &target),
         target,
         rest,
         prefetch: next_row(k, l),
+    })
+}
+
+/// The [`Source`] of argument `arg` of span function loop `l` (body `body`), if it is an
+/// unmasked f32 load contiguous along `l`, or one less a value defined outside the loop.
+fn source_of(k: &Kernel, l: LoopId, body: &[Stmt], arg: ValueId) -> Option<Source> {
+    let def = |v: ValueId| {
+        body.iter().find_map(|s| match s {
+            Stmt::Let { result, inst } if *result == v => Some(inst),
+            _ => None,
+        })
+    };
+    let load = |inst: &Inst| match inst {
+        Inst::Load(a)
+            if a.mask.is_empty()
+                && a.index.coefficient(l) == 1
+                && k.buffers[a.buffer].ty == ScalarType::F32 =>
+        {
+            Some(a.clone())
+        }
+        _ => None,
+    };
+    match def(arg)? {
+        Inst::Binary(BinaryOp::Sub, x, u) if def(*u).is_none() => Some(Source {
+            load: load(def(*x)?)?,
+            shift: Some(*u),
+        }),
+        inst => Some(Source {
+            load: load(inst)?,
+            shift: None,
+        }),
+    }
+}
+
+/// The [`SpanSum`] after span function loop `l` storing to `target`, if `l` is not parallel
+/// and its next sibling loop (past accumulator declarations) is exactly the sum of that span
+/// into an accumulator with f32 partials, whose vector step divides every block length (so
+/// each block's call sums whole steps).
+fn sum_after(k: &Kernel, l: LoopId, target: &BufferAccessExpr) -> Option<SpanSum> {
+    let (_, siblings) = parent(&k.body, l)?;
+    let at = siblings
+        .iter()
+        .position(|s| matches!(s, Stmt::Loop { loop_id, .. } if *loop_id == l))?;
+    let next = siblings[at + 1..]
+        .iter()
+        .find(|s| !matches!(s, Stmt::DeclareAcc(_)))?;
+    let Stmt::Loop { loop_id: m, body } = next else {
+        return None;
+    };
+    let (decl_l, decl_m) = (&k.loops[l], &k.loops[*m]);
+    if decl_l.annotations.parallel || decl_m.annotations.parallel || decl_m.extent != decl_l.extent
+    {
+        return None;
+    }
+    let [Stmt::Let {
+        result: v,
+        inst: Inst::Load(read),
+    }, Stmt::Let {
+        result: w,
+        inst: Inst::Convert(x),
+    }, Stmt::Reduce {
+        acc,
+        value,
+        index: None,
+    }] = body.as_slice()
+    else {
+        return None;
+    };
+    let same_span = read.buffer == target.buffer
+        && read.mask.is_empty()
+        && target.index.substitute(l, &weft_ir::loop_ir::AffineExpr::var(*m)).as_ref() == Some(&read.index);
+    if !same_span || x != v || value != w || k.accs[*acc].kind != ReduceKind::Sum {
+        return None;
+    }
+    let p = plan(k, *m, body)?;
+    if !f32_partials(k, &p, body, &widenings(k)).contains(acc) {
+        return None;
+    }
+    let width = p.lanes * p.parts;
+    let divides = |n: u64| n.is_multiple_of(u64::from(width));
+    (divides(BLOCK) && divides(STREAM_BLOCK_BYTES / 4)).then_some(SpanSum {
+        loop_id: *m,
+        acc: *acc,
+        width,
     })
 }
 
@@ -348,6 +479,9 @@ impl Translator<'_, '_> {
         span: Option<&SpanCall>,
         stream: Option<&BufferAccessExpr>,
     ) -> Result<()> {
+        if let Some(sum) = span.and_then(|s| s.sum.as_ref()) {
+            self.begin_span_sum(sum);
+        }
         let block = block_len(self.k, l, span, stream);
         if self.k.loops[l].extent <= block {
             return self.emit_block(l, body, span, stream);
@@ -400,13 +534,15 @@ impl Translator<'_, '_> {
 
     /// The loops of one block of a span function: the first, the call, the second if split.
     fn emit_span_loops(&mut self, l: LoopId, body: &[Stmt], span: &SpanCall) -> Result<()> {
-        let mut first = lets_of(body, &slice(body, span.arg, None));
-        first.push(Stmt::Store {
-            target: span.target.clone(),
-            value: span.arg,
-        });
-        let first_plan = plan(self.k, l, &first);
-        self.emit_loop_as(l, &first, first_plan.as_ref(), &[])?;
+        if span.source.is_none() {
+            let mut first = lets_of(body, &slice(body, span.arg, None));
+            first.push(Stmt::Store {
+                target: span.target.clone(),
+                value: span.arg,
+            });
+            let first_plan = plan(self.k, l, &first);
+            self.emit_loop_as(l, &first, first_plan.as_ref(), &[])?;
+        }
         self.call_span(l, span)?;
         if let Some(stored) = span.rest {
             let second: Vec<Stmt> = lets_of(body, &slice(body, stored, Some(span.result)))
@@ -456,25 +592,115 @@ impl Translator<'_, '_> {
             UnaryOp::Sigmoid => self.pow.sigmoid_span_f32,
             _ => self.pow.exp_span_f32,
         };
+        let zero = self.b.ins().iconst(types::I64, 0);
         let (at, bytes) = match &span.prefetch {
             Some(next) => self.next_row_address(next)?,
-            None => {
-                let zero = self.b.ins().iconst(types::I64, 0);
-                (zero, zero)
-            }
+            None => (zero, zero),
         };
-        self.b.ins().call(callee, &[addr, len, at, bytes]);
+        let (src, shift) = match &span.source {
+            Some(source) => {
+                let first = self.first_index(l, &source.load)?;
+                let src = self.address(&source.load, first);
+                let shift = match source.shift {
+                    Some(u) => self.scalar(u)?,
+                    None => self.b.ins().f32const(0.0),
+                };
+                (src, shift)
+            }
+            None => (zero, self.b.ins().f32const(0.0)),
+        };
+        let (sums, width) = match &span.sum {
+            Some(sum) => {
+                let Some(&(_, slot)) = self.span_sums.iter().find(|(m, _)| *m == sum.loop_id)
+                else {
+                    return self.internal(format!("span sum of %{} has no partials", sum.loop_id));
+                };
+                let sums = self.b.ins().stack_addr(types::I64, slot, 0);
+                (sums, self.b.ins().iconst(types::I64, i64::from(sum.width)))
+            }
+            None => (zero, zero),
+        };
+        self.b
+            .ins()
+            .call(callee, &[addr, len, at, bytes, src, sums, width, shift]);
         Ok(())
     }
 
-    /// The address and length of `next`'s read at the next iteration of its row loop.
+    /// Zeroed partials for `sum` (on the stack, for the loop's span calls to add into and
+    /// [`Self::emit_summed_by_span`] to combine).
+    fn begin_span_sum(&mut self, sum: &SpanSum) {
+        let slot = self.b.create_sized_stack_slot(StackSlotData::new(
+            StackSlotKind::ExplicitSlot,
+            sum.width * 4,
+            0,
+        ));
+        let base = self.b.ins().stack_addr(types::I64, slot, 0);
+        let zero = self.b.ins().f32const(0.0);
+        let zeros = self.b.ins().splat(types::F32X4, zero);
+        for j in 0..sum.width / 4 {
+            self.b
+                .ins()
+                .store(MemFlagsData::new().with_notrap(), zeros, base, (16 * j) as i32);
+        }
+        self.span_sums.push((sum.loop_id, slot));
+    }
+
+    /// Sum loop `m` (body `body`) whose vector pass the span routine did into the partials at
+    /// `slot` ([`SpanSum`]): those partials combined as the loop's own vector code combines
+    /// them, then the loop's scalar tail, then its f64 re-run if a total is not finite.
+    pub(super) fn emit_summed_by_span(
+        &mut self,
+        m: LoopId,
+        body: &[Stmt],
+        slot: StackSlot,
+    ) -> Result<()> {
+        let Some(p) = plan(self.k, m, body) else {
+            return self.internal(format!("span-summed loop %{m} has no vector plan"));
+        };
+        let narrow = f32_partials(self.k, &p, body, &self.widened_from);
+        let [acc] = narrow[..] else {
+            return self.internal(format!("span-summed loop %{m} sums {} f32 partials", narrow.len()));
+        };
+        let Some(scalar) = self.accs[acc.index()].clone() else {
+            return self.internal(format!("accumulator %{acc} summed before its declaration"));
+        };
+        let before = self.acc_vars_now(&narrow);
+        let width = p.lanes * p.parts;
+        let base = self.b.ins().stack_addr(types::I64, slot, 0);
+        let parts: Vec<Value> = (0..width / 4)
+            .map(|j| {
+                self.b.ins().load(
+                    types::F32X4,
+                    MemFlagsData::new().with_notrap(),
+                    base,
+                    (16 * j) as i32,
+                )
+            })
+            .collect();
+        let decl = self.k.accs[acc].clone();
+        self.settle_partials(&decl, ScalarType::F32, &parts, &scalar);
+        if !self.k.loops[m].extent.is_multiple_of(u64::from(width)) {
+            let (start, end) = self.loop_range(m);
+            let n = self.b.ins().isub(end, start);
+            let steps = self.b.ins().udiv_imm_u(n, i64::from(width));
+            let whole = self.b.ins().imul_imm_u(steps, i64::from(width));
+            let tail = self.b.ins().iadd(start, whole);
+            let counter = self.b.declare_var(types::I64);
+            self.b.def_var(counter, tail);
+            self.emit_steps(m, body, counter, end, 1)?;
+            self.loop_vals[m.index()] = None;
+        }
+        self.rerun_unless_finite(m, body, &narrow, before)
+    }
+
+    /// The address and length of `next`'s read [`ROWS_AHEAD`] iterations of its row loop on.
     fn next_row_address(&mut self, next: &NextRow) -> Result<(Value, Value)> {
         let (row, first) = (next.row.index(), next.first.index());
         let Some(current) = self.loop_vals[row] else {
             return self.internal(format!("prefetch: row loop %{} is not running", next.row));
         };
         let saved = self.loop_vals[first];
-        self.loop_vals[row] = Some(self.b.ins().iadd_imm_s(current, 1));
+        self.loop_vals[row] = Some(self.b.ins().iadd_imm_s(current, ROWS_AHEAD));
         self.loop_vals[first] = Some(self.b.ins().iconst(types::I64, 0));
         let index = self.affine(&next.load.index, 0);
         self.loop_vals[row] = Some(current);
