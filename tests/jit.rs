@@ -1287,6 +1287,41 @@ fn span_functions_prefetch_the_next_row() {
     );
 }
 
+/// A row kernel's pass over its row in cache prefetches a later row of its large input, a
+/// line per vector step, where no span function does (`codegen::translate::span::
+/// pass_prefetch`, `weft_runtime::prefetch::weft_prefetch_line`, called with Cranelift's
+/// `preserve_all` convention from inside the vector loop): layernorm over 260 x 4099 (4.3 MB,
+/// above the prefetch threshold) says so for its variance pass and agrees with the
+/// interpreter on both JIT modes; the last rows' prefetches reach past the input harmlessly.
+#[test]
+fn row_passes_in_cache_prefetch_a_later_row() {
+    let src = "axis R = 260\naxis C = 4099\nplaceholder a: f32[R, C]\nplaceholder g: f32[C]\n\
+               placeholder b: f32[C]\nconstant eps: f32[] = 1e-5\nmu = mean(a, [C])\n\
+               centered = subtract(a, mu)\nsq = square(centered)\nvar = mean(sq, [C])\n\
+               var_eps = add(var, eps)\nsd = sqrt(var_eps)\nnormed = divide(centered, sd)\n\
+               scaled = multiply(normed, g)\nout = add(scaled, b)\noutput out\n";
+    let g = weft::ir::text::parse(src, "layernorm.weft").unwrap();
+    let shared = Arc::new(g.clone());
+    let exe = weft_compiler::JitExecutable::new(
+        shared.clone(),
+        shared.outputs(),
+        &shared.placeholders(),
+        &JitOptions::default(),
+    )
+    .unwrap();
+    let explained = weft_compiler::explain::explain(&exe);
+    let prefetching: Vec<&str> = explained
+        .lines()
+        .filter(|l| l.contains("prefetching %a's row 2 ahead for %i1, a line per step"))
+        .collect();
+    assert_eq!(prefetching.len(), 1, "{explained}");
+    assert!(
+        prefetching[0].contains("f32 partials for %a1"),
+        "{explained}"
+    );
+    agree(&g, g.outputs(), 2);
+}
+
 /// A parallel vector loop longer than a span block (`codegen::translate::span::BLOCK`) runs
 /// block by block within each thread's share — its first loop, the call, its second loop per
 /// block — and gives the inline code's bits (NaNs aside).

@@ -251,10 +251,9 @@ fn loops(
                 }
                 let routine = routine + &prefetch;
                 what.push(match (span.rest, &span.source) {
-                    (None, Some(_)) => format!(
-                        "%{} = {f} computed into %{t} by {routine}",
-                        span.result
-                    ),
+                    (None, Some(_)) => {
+                        format!("%{} = {f} computed into %{t} by {routine}", span.result)
+                    }
                     (None, None) => format!(
                         "%{} = {f} stored as its argument, then {f} over the span of %{t} by \
                          {routine}",
@@ -272,6 +271,18 @@ fn loops(
                         span.result
                     ),
                 });
+            }
+            if let Some(next) = vector
+                .then(|| span::pass_prefetch(k, *loop_id, body, span_math))
+                .flatten()
+            {
+                what.push(format!(
+                    "prefetching %{}'s row {} ahead for %{}, a line per step ({} B)",
+                    k.buffers[next.load.buffer].name,
+                    span::ROWS_AHEAD,
+                    next.first,
+                    next.bytes
+                ));
             }
             if let Some(t) = stream_min_bytes
                 .filter(|_| vector && narrow.is_empty())

@@ -228,13 +228,7 @@ pub fn apply_f32_prefetching(f: SpanFn, xs: &mut [f32], prefetch: Prefetch) {
 ///
 /// # Panics
 /// If `src` is shorter than `dst`.
-pub fn apply_f32_summing(
-    f: SpanFn,
-    src: &[f32],
-    shift: f32,
-    dst: &mut [f32],
-    sums: &mut [f32],
-) {
+pub fn apply_f32_summing(f: SpanFn, src: &[f32], shift: f32, dst: &mut [f32], sums: &mut [f32]) {
     let src = &src[..dst.len()];
     let job = Job {
         src: src.as_ptr(),
@@ -418,7 +412,19 @@ pub unsafe extern "C" fn weft_sigmoid_f32_span(
     shift: f32,
 ) {
     // SAFETY: the caller's contract above.
-    unsafe { span_entry(SpanFn::Sigmoid, dst, len, at, bytes, src, sums, width, shift) }
+    unsafe {
+        span_entry(
+            SpanFn::Sigmoid,
+            dst,
+            len,
+            at,
+            bytes,
+            src,
+            sums,
+            width,
+            shift,
+        )
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -1026,7 +1032,8 @@ mod tests {
                     for (i, y) in want.iter().enumerate().take(len - len % width) {
                         want_sums[i % width] += y;
                     }
-                    let mut paths: Vec<(&str, unsafe fn(SpanFn, Job))> =
+                    type Runner = unsafe fn(SpanFn, Job);
+                    let mut paths: Vec<(&str, Runner)> =
                         vec![("scalar", run_scalar), ("dispatch", run)];
                     #[cfg(target_arch = "x86_64")]
                     {
@@ -1058,8 +1065,10 @@ mod tests {
                         let mut dst = vec![0f32; len];
                         let mut sums = vec![0f32; 16];
                         apply_f32_summing(f, &xs, shift, &mut dst, &mut sums);
-                        assert_eq!(dst.iter().map(|y| y.to_bits()).collect::<Vec<_>>(),
-                            want.iter().map(|y| y.to_bits()).collect::<Vec<_>>());
+                        assert_eq!(
+                            dst.iter().map(|y| y.to_bits()).collect::<Vec<_>>(),
+                            want.iter().map(|y| y.to_bits()).collect::<Vec<_>>()
+                        );
                     }
                 }
             }

@@ -15,6 +15,7 @@ use cranelift_module::{default_libcall_names, Linkage, Module};
 use weft_ir::loop_ir::{verify, Kernel};
 use weft_ir::scalar::{self, Arith};
 use weft_ir::{BinaryOp as GraphBinary, UnaryOp as GraphUnary};
+use weft_runtime::prefetch::weft_prefetch_line;
 use weft_runtime::stream::weft_stream_copy;
 use weft_runtime::vmath::{weft_exp_f32_span, weft_sigmoid_f32_span, weft_tanh_f32_span};
 use weft_runtime::CompiledKernel;
@@ -166,6 +167,7 @@ impl JitCompiler {
         builder.symbol("weft_tanh_f32_span", weft_tanh_f32_span as *const u8);
         builder.symbol("weft_sigmoid_f32_span", weft_sigmoid_f32_span as *const u8);
         builder.symbol("weft_stream_copy", weft_stream_copy as *const u8);
+        builder.symbol("weft_prefetch_line", weft_prefetch_line as *const u8);
         JITModule::new(builder)
     }
 
@@ -231,6 +233,12 @@ impl JitCompiler {
         let stream_copy = module
             .declare_function("weft_stream_copy", Linkage::Import, &copy_sig)
             .map_err(module_error)?;
+        // Clobbers nothing: a call inside a vector loop keeps its registers.
+        let mut prefetch_sig = Signature::new(cranelift_codegen::isa::CallConv::PreserveAll);
+        prefetch_sig.params.push(AbiParam::new(types::I64));
+        let prefetch_line = module
+            .declare_function("weft_prefetch_line", Linkage::Import, &prefetch_sig)
+            .map_err(module_error)?;
         ctx.func.signature = sig;
         ctx.func.name = UserFuncName::user(0, id.as_u32());
         let pow = PowRefs {
@@ -244,6 +252,7 @@ impl JitCompiler {
             tanh_span_f32: module.declare_func_in_func(tanh_span_f32, &mut ctx.func),
             sigmoid_span_f32: module.declare_func_in_func(sigmoid_span_f32, &mut ctx.func),
             stream_copy: module.declare_func_in_func(stream_copy, &mut ctx.func),
+            prefetch_line: module.declare_func_in_func(prefetch_line, &mut ctx.func),
         };
         let mut fctx = FunctionBuilderContext::new();
         translate(

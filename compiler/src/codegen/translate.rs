@@ -84,6 +84,8 @@ pub(crate) struct PowRefs {
     pub sigmoid_span_f32: FuncRef,
     /// `weft_stream_copy(dst, src, bytes)`: a copy with non-temporal stores ([`span`]).
     pub stream_copy: FuncRef,
+    /// `weft_prefetch_line(at)` (`preserve_all`): a line of a later row ([`span`]).
+    pub prefetch_line: FuncRef,
 }
 
 #[derive(Clone, Debug)]
@@ -220,6 +222,7 @@ pub(crate) fn translate(
         staging_slot: None,
         staging: None,
         span_sums: Vec::new(),
+        step_prefetch: None,
     };
     if let Some(l) = kernel.parallel_loop() {
         let extent = kernel.loops[l].extent as i64;
@@ -320,6 +323,9 @@ struct Translator<'a, 'b> {
     /// Sum loops whose vector pass a span routine already did ([`span::SpanSum`]): the loop,
     /// and the stack slot holding the routine's partials.
     span_sums: Vec<(LoopId, StackSlot)>,
+    /// The vector loop whose steps prefetch a later row, and that row's read
+    /// ([`span::pass_prefetch`]).
+    step_prefetch: Option<(LoopId, span::NextRow)>,
 }
 
 type Result<T> = std::result::Result<T, CodegenError>;
@@ -1271,6 +1277,9 @@ impl<'b> Translator<'_, 'b> {
             Some(p) => f32_partials(self.k, p, body, &self.widened_from),
             None => Vec::new(),
         };
+        if let Some(next) = wide_plan.as_ref().and(self.pass_prefetch_of(l, body)) {
+            self.step_prefetch = Some((l, next));
+        }
         if narrow.is_empty() {
             let span = wide_plan.as_ref().and(self.span_of(l, body));
             let stream = wide_plan.as_ref().and(self.stream_of(l, body));
@@ -1569,7 +1578,8 @@ impl<'b> Translator<'_, 'b> {
     ) -> Result<()> {
         self.counted_loop(counter, end, step, |t, i| {
             t.loop_vals[l.index()] = Some(i);
-            t.stmts(body)
+            t.stmts(body)?;
+            t.prefetch_step(l, i, step)
         })
     }
 }

@@ -29,7 +29,11 @@
 //! while it computes: that row's first pass then finds it in cache, so a core's compute and
 //! its memory traffic overlap instead of alternating (softmax 10–15% faster). A prefetch
 //! changes no value and cannot fault, so the last rows', which reach past the input, are
-//! harmless.
+//! harmless. A row with no span function prefetches from its first vector pass after the
+//! first whose step reads at least a line ([`pass_prefetch`]: layernorm's variance pass): each
+//! step calls `weft_prefetch_line` (a naked `prefetcht1; ret` called with Cranelift's
+//! `preserve_all` convention, so the loop's registers stay put) for the same columns
+//! [`ROWS_AHEAD`] rows on (layernorm 13–16% faster).
 //!
 //! **Reading and summing in the routine.** When the function's argument is a contiguous f32
 //! load, or one less a value from outside the loop ([`Source`]: softmax's `a − max`), the
@@ -220,6 +224,45 @@ fn row_prefetched(k: &Kernel, l: LoopId, span_math: bool) -> bool {
     })
 }
 
+/// A pass over a row in cache that prefetches a later row for the row's first pass, when no
+/// span function of the row does ([`NextRow`]): vector loop `l` (body `body`), not parallel,
+/// the first loop after the row's first pass `F` with `F`'s extent whose vector step reads
+/// at least a line of `F`'s input — layernorm's variance pass. Each step asks for the same
+/// columns [`ROWS_AHEAD`] rows on (`weft_prefetch_line`, a line per 64 bytes of the step):
+/// the row's lines spread over the pass, as the span routines spread theirs.
+pub(crate) fn pass_prefetch(
+    k: &Kernel,
+    l: LoopId,
+    body: &[Stmt],
+    span_math: bool,
+) -> Option<NextRow> {
+    let decl = &k.loops[l];
+    if decl.annotations.parallel || row_prefetched(k, l, span_math) {
+        return None;
+    }
+    let next = next_row(k, l)?;
+    let (_, siblings) = parent(&k.body, l)?;
+    let extent = k.loops[next.first].extent;
+    let size = k.buffers[next.load.buffer].ty.size_bytes() as u64;
+    let line_steps = |m: LoopId, body: &[Stmt]| {
+        let p = plan(k, m, body)?;
+        let bytes = u64::from(p.lanes * p.parts) * size;
+        (k.loops[m].extent == extent && bytes >= LINE_BYTES).then_some(m)
+    };
+    let chosen = siblings
+        .iter()
+        .skip_while(|s| !matches!(s, Stmt::Loop { loop_id, .. } if *loop_id == next.first))
+        .skip(1)
+        .find_map(|s| match s {
+            Stmt::Loop { loop_id, body } => line_steps(*loop_id, body),
+            _ => None,
+        })?;
+    (chosen == l && line_steps(l, body).is_some()).then_some(next)
+}
+
+/// A cache line's bytes.
+const LINE_BYTES: u64 = 64;
+
 /// The loop whose body holds loop `l` directly, and that body.
 fn parent(body: &[Stmt], l: LoopId) -> Option<(LoopId, &[Stmt])> {
     body.iter().find_map(|s| match s {
@@ -338,7 +381,11 @@ fn sum_after(k: &Kernel, l: LoopId, target: &BufferAccessExpr) -> Option<SpanSum
     };
     let same_span = read.buffer == target.buffer
         && read.mask.is_empty()
-        && target.index.substitute(l, &weft_ir::loop_ir::AffineExpr::var(*m)).as_ref() == Some(&read.index);
+        && target
+            .index
+            .substitute(l, &weft_ir::loop_ir::AffineExpr::var(*m))
+            .as_ref()
+            == Some(&read.index);
     if !same_span || x != v || value != w || k.accs[*acc].kind != ReduceKind::Sum {
         return None;
     }
@@ -638,9 +685,12 @@ impl Translator<'_, '_> {
         let zero = self.b.ins().f32const(0.0);
         let zeros = self.b.ins().splat(types::F32X4, zero);
         for j in 0..sum.width / 4 {
-            self.b
-                .ins()
-                .store(MemFlagsData::new().with_notrap(), zeros, base, (16 * j) as i32);
+            self.b.ins().store(
+                MemFlagsData::new().with_notrap(),
+                zeros,
+                base,
+                (16 * j) as i32,
+            );
         }
         self.span_sums.push((sum.loop_id, slot));
     }
@@ -659,7 +709,10 @@ impl Translator<'_, '_> {
         };
         let narrow = f32_partials(self.k, &p, body, &self.widened_from);
         let [acc] = narrow[..] else {
-            return self.internal(format!("span-summed loop %{m} sums {} f32 partials", narrow.len()));
+            return self.internal(format!(
+                "span-summed loop %{m} sums {} f32 partials",
+                narrow.len()
+            ));
         };
         let Some(scalar) = self.accs[acc.index()].clone() else {
             return self.internal(format!("accumulator %{acc} summed before its declaration"));
@@ -695,19 +748,53 @@ impl Translator<'_, '_> {
 
     /// The address and length of `next`'s read [`ROWS_AHEAD`] iterations of its row loop on.
     fn next_row_address(&mut self, next: &NextRow) -> Result<(Value, Value)> {
+        let zero = self.b.ins().iconst(types::I64, 0);
+        let at = self.ahead_address(next, zero)?;
+        let bytes = self.b.ins().iconst(types::I64, next.bytes as i64);
+        Ok((at, bytes))
+    }
+
+    /// The address `next`'s read has [`ROWS_AHEAD`] iterations of its row loop on, with its
+    /// own loop at `column`.
+    fn ahead_address(&mut self, next: &NextRow, column: Value) -> Result<Value> {
         let (row, first) = (next.row.index(), next.first.index());
         let Some(current) = self.loop_vals[row] else {
             return self.internal(format!("prefetch: row loop %{} is not running", next.row));
         };
         let saved = self.loop_vals[first];
         self.loop_vals[row] = Some(self.b.ins().iadd_imm_s(current, ROWS_AHEAD));
-        self.loop_vals[first] = Some(self.b.ins().iconst(types::I64, 0));
+        self.loop_vals[first] = Some(column);
         let index = self.affine(&next.load.index, 0);
         self.loop_vals[row] = Some(current);
         self.loop_vals[first] = saved;
-        let at = self.address(&next.load, index?);
-        let bytes = self.b.ins().iconst(types::I64, next.bytes as i64);
-        Ok((at, bytes))
+        Ok(self.address(&next.load, index?))
+    }
+
+    /// The pass prefetch of vector loop `l`, if the options allow it and its conditions hold.
+    pub(super) fn pass_prefetch_of(&self, l: LoopId, body: &[Stmt]) -> Option<NextRow> {
+        if !self.options.vectorize || self.wide.is_some() {
+            return None;
+        }
+        pass_prefetch(self.k, l, body, self.options.span_math)
+    }
+
+    /// The prefetches of one vector step of loop `l` starting at `i` ([`pass_prefetch`]):
+    /// the lines of the step's columns [`ROWS_AHEAD`] rows on.
+    pub(super) fn prefetch_step(&mut self, l: LoopId, i: Value, step: u32) -> Result<()> {
+        let Some((pl, next)) = self.step_prefetch.clone() else {
+            return Ok(());
+        };
+        if pl != l {
+            return Ok(());
+        }
+        let size = self.k.buffers[next.load.buffer].ty.size_bytes() as u64;
+        let step_bytes = u64::from(step) * size;
+        let at = self.ahead_address(&next, i)?;
+        for line in 0..step_bytes / LINE_BYTES {
+            let a = self.b.ins().iadd_imm_s(at, (line * LINE_BYTES) as i64);
+            self.b.ins().call(self.pow.prefetch_line, &[a]);
+        }
+        Ok(())
     }
 
     /// Points every access of `target`'s buffer at the staging area for the block of loop
