@@ -1322,6 +1322,37 @@ fn row_passes_in_cache_prefetch_a_later_row() {
     agree(&g, g.outputs(), 2);
 }
 
+/// A pass over memory whose rows are not adjacent prefetches the row ahead itself
+/// (`codegen::translate::span::pass_prefetch`): a sum over the first axis of a [B, M, A]
+/// f32 tensor of 5.2 MB reads B runs of M·A elements a stride apart, and asks for the run
+/// ahead while it reads one; a sum over the middle axis (its runs adjacent, streamed by the
+/// hardware) does not. Both agree with the interpreter.
+#[test]
+fn passes_over_rows_apart_prefetch_the_row_ahead() {
+    for (over, prefetches) in [("B", true), ("M", false)] {
+        let src = format!(
+            "axis B = 64\naxis M = 128\naxis A = 160\nplaceholder t: f32[B, M, A]\n\
+             s = sum(t, [{over}])\noutput s\n"
+        );
+        let g = weft::ir::text::parse(&src, "sums.weft").unwrap();
+        let shared = Arc::new(g.clone());
+        let exe = weft_compiler::JitExecutable::new(
+            shared.clone(),
+            shared.outputs(),
+            &shared.placeholders(),
+            &JitOptions::default(),
+        )
+        .unwrap();
+        let explained = weft_compiler::explain::explain(&exe);
+        assert_eq!(
+            explained.contains("prefetching %t's row 2 ahead"),
+            prefetches,
+            "sum over {over}:\n{explained}"
+        );
+        agree(&g, g.outputs(), 1);
+    }
+}
+
 /// A parallel vector loop longer than a span block (`codegen::translate::span::BLOCK`) runs
 /// block by block within each thread's share — its first loop, the call, its second loop per
 /// block — and gives the inline code's bits (NaNs aside).
