@@ -250,6 +250,10 @@ fn loops(
                     summed_by.push((sum.loop_id, *loop_id, sum.acc, sum.width));
                 }
                 let routine = routine + &prefetch;
+                if span.source.is_some() && span.rest.is_none() {
+                    // The routine does the whole loop: no vector code of ours runs.
+                    what.retain(|w| !w.starts_with("vectorised"));
+                }
                 what.push(match (span.rest, &span.source) {
                     (None, Some(_)) => {
                         format!("%{} = {f} computed into %{t} by {routine}", span.result)
