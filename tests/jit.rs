@@ -1087,7 +1087,9 @@ fn codegen_run(
 /// Stores to a buffer the kernel only writes, staged and streamed out with non-temporal
 /// stores (`codegen::translate::span`, `weft_runtime::stream`), give the bits of ordinary
 /// stores: elementwise and row kernels, a span function streamed (and one split around its
-/// call, whose second loop reads the staging area back), f32 and f64; rows too short to
+/// call, whose second loop reads the staging area back), f32 and f64, f32 rows divided or
+/// multiplied by a value and streamed by the native routine (its vector part by the scaled
+/// reciprocal, its tail by an exact divide, as the JIT loop does); rows too short to
 /// stream, rows of one block at every misalignment of their start, rows of several blocks
 /// and one long parallel row. (Blocks must not depend on the destination's address: a vector
 /// loop's scalar tail divides exactly where its body multiplies by a reciprocal, so moving a
@@ -1112,6 +1114,14 @@ fn streamed_stores_give_the_bits_of_ordinary_stores() {
             "placeholder x: f64[R, C]\nm = sum(x, [C])\ny = divide(x, m)\noutput y\n",
             8,
         ),
+        (
+            "placeholder x: f32[R, C]\nm = max(x, [C])\ny = divide(x, m)\noutput y\n",
+            4,
+        ),
+        (
+            "placeholder x: f32[R, C]\nm = sum(x, [C])\ny = multiply(m, x)\noutput y\n",
+            4,
+        ),
     ];
     for (src, size) in graphs {
         for (rows, c) in [(5usize, 37usize), (5, 1001), (3, 5000), (1, 100_003)] {
@@ -1133,6 +1143,13 @@ fn streamed_stores_give_the_bits_of_ordinary_stores() {
             let (ordinary, explained_ordinary, _) = codegen_run(&g, &input, with(None), Some(2));
             let (streamed, explained, _) = codegen_run(&g, &input, with(Some(0)), Some(2));
             assert!(streamed == ordinary, "{src}, {rows} x {c}: results differ");
+            // An f32 loop that only scales what it reads is streamed by the native routine.
+            let scaled = size == 4 && (src.contains("divide(x, m)") || src.contains("multiply(m"));
+            assert_eq!(
+                explained.contains("done by the native routine"),
+                scaled && c * size >= 1024,
+                "{src}, {rows} x {c}:\n{explained}"
+            );
             assert!(!explained_ordinary.contains("streamed out"));
             assert_eq!(
                 explained.contains("streamed out"),

@@ -292,11 +292,28 @@ fn loops(
                 .filter(|_| vector && narrow.is_empty())
                 .and_then(|min| span::stream_plan(k, *loop_id, body, min, span_math))
             {
-                what.push(format!(
-                    "stores to %{} staged in L1 and streamed out (non-temporal: no read for \
-                     ownership)",
-                    k.buffers[t.buffer].name
-                ));
+                let name = &k.buffers[t.buffer].name;
+                let line = match span::scaled_copy(k, *loop_id, body, &t) {
+                    Some(copy) => {
+                        let by = if copy.op == weft_ir::loop_ir::BinaryOp::Div {
+                            "divided"
+                        } else {
+                            "multiplied"
+                        };
+                        // The routine does the whole loop: no vector code of ours runs.
+                        what.retain(|w| !w.starts_with("vectorised"));
+                        format!(
+                            "done by the native routine: %{} {by} by %{}, streamed out to \
+                             %{name} (non-temporal: no read for ownership)",
+                            k.buffers[copy.load.buffer].name, copy.by
+                        )
+                    }
+                    None => format!(
+                        "stores to %{name} staged in L1 and streamed out (non-temporal: no read \
+                         for ownership)"
+                    ),
+                };
+                what.push(line);
             }
         } else if a.unroll > 1 {
             what.push(format!("unrolled x{}", a.unroll));

@@ -42,6 +42,150 @@ pub unsafe extern "C" fn weft_stream_copy(dst: *mut u8, src: *const u8, bytes: i
     unsafe { stream_bytes(dst.add(done), src.add(done), bytes - done) };
 }
 
+/// Elements per piece of [`weft_stream_scaled_f32`]: the scaled values of a piece go through a
+/// 1 KiB buffer on the stack (in L1) and out by [`weft_stream_copy`].
+const SCALED_PIECE: usize = 256;
+
+/// A piece's values, aligned to a line so its copy reads whole lines.
+#[repr(C, align(64))]
+struct Piece([f32; SCALED_PIECE]);
+
+/// Writes `dst[i] = (src[i] · r) · s` for `i < len − len % step` and `src[i] / d` for the
+/// rest, with non-temporal stores: bit for bit what a JIT vector loop of step `step` stores
+/// when it divides by `d` (its vector body multiplies by the scaled reciprocal `r`, `s`; its
+/// scalar tail divides), or multiplies by `r` (`s` = 1, `step` = 1). Kernels call it for a
+/// streamed loop that only scales what it reads (softmax's `e / Σe`), instead of staging
+/// the loop's stores (`compiler/src/codegen/translate/span.rs`). Pieces start on `dst`'s
+/// lines, so each is copied out in whole lines; each element's value depends on nothing but
+/// its own, so where the pieces fall changes no bit.
+///
+/// # Safety
+/// `src` must be valid for reads and `dst` for writes of `len` f32s (none if `len <= 0`),
+/// both aligned to 4 bytes, not overlapping; the caller fences as for [`weft_stream_copy`].
+pub unsafe extern "C" fn weft_stream_scaled_f32(
+    dst: *mut f32,
+    src: *const f32,
+    len: i64,
+    step: i64,
+    r: f32,
+    s: f32,
+    d: f32,
+) {
+    let Ok(len) = usize::try_from(len) else {
+        return;
+    };
+    let step = usize::try_from(step).unwrap_or(1).max(1);
+    let exact_from = len - len % step;
+    let mut piece = Piece([0.0; SCALED_PIECE]);
+    // Up to `dst`'s first line boundary, then whole lines (AVX-512F: straight from `src`,
+    // no piece), then pieces.
+    let head = (dst.cast::<u8>().align_offset(64) / 4).min(len);
+    // SAFETY: `head <= len`, within the ranges the caller vouches for.
+    unsafe { scale_piece_out(&mut piece, dst, src, 0, head, exact_from, (r, s, d)) };
+    let mut at = head;
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f") && at < exact_from {
+        let lines = (exact_from - at) / 16;
+        // SAFETY: AVX-512F was detected; `dst + at` is line-aligned (or `lines` is 0) and
+        // both ranges hold the `16 · lines` f32s from `at`, below `exact_from <= len`.
+        unsafe { scale_lines_avx512(dst.add(at), src.add(at), lines, r, s) };
+        at += 16 * lines;
+    }
+    while at < len {
+        let n = SCALED_PIECE.min(len - at);
+        // SAFETY: `at + n <= len`, as above.
+        unsafe { scale_piece_out(&mut piece, dst, src, at, n, exact_from, (r, s, d)) };
+        at += n;
+    }
+}
+
+/// Elements `at..at + n` of [`weft_stream_scaled_f32`], through `piece` and out by
+/// [`weft_stream_copy`].
+///
+/// # Safety
+/// As for [`weft_stream_scaled_f32`], with `at + n <= len` and `n <= SCALED_PIECE`.
+unsafe fn scale_piece_out(
+    piece: &mut Piece,
+    dst: *mut f32,
+    src: *const f32,
+    at: usize,
+    n: usize,
+    exact_from: usize,
+    (r, s, d): (f32, f32, f32),
+) {
+    if n == 0 {
+        return;
+    }
+    let scaled = exact_from.saturating_sub(at).min(n);
+    // SAFETY: the caller's contract: `src[at..at + n]` is valid.
+    let from = unsafe { std::slice::from_raw_parts(src.add(at), n) };
+    scale_piece(&mut piece.0[..n], from, scaled, r, s, d);
+    // SAFETY: `dst[at..at + n]` is valid for writes and does not overlap the stack piece.
+    unsafe {
+        weft_stream_copy(
+            dst.add(at).cast::<u8>(),
+            piece.0.as_ptr().cast::<u8>(),
+            (n * 4) as i64,
+        )
+    };
+}
+
+/// `dst[j] = (src[j] · r) · s` for `lines` lines of 16 f32s, each stored whole with one
+/// non-temporal store: no staging when the destination is line-aligned.
+///
+/// # Safety
+/// The CPU must have AVX-512F; `dst` is 64-byte aligned and valid for writes, `src` for
+/// reads, of `16 · lines` f32s, not overlapping.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn scale_lines_avx512(dst: *mut f32, src: *const f32, lines: usize, r: f32, s: f32) {
+    use std::arch::x86_64::*;
+    let (r, s) = (_mm512_set1_ps(r), _mm512_set1_ps(s));
+    for line in 0..lines {
+        // SAFETY: the caller's contract: line `line` lies within both ranges, `dst`'s
+        // aligned.
+        unsafe {
+            let x = _mm512_loadu_ps(src.add(16 * line));
+            let y = _mm512_mul_ps(_mm512_mul_ps(x, r), s);
+            _mm512_stream_ps(dst.add(16 * line), y);
+        }
+    }
+}
+
+/// `out[j] = (from[j] · r) · s` for `j < scaled`, `from[j] / d` after: 16 lanes at a time
+/// where the CPU has AVX-512F (each lane the same IEEE operations, so the same bits).
+fn scale_piece(out: &mut [f32], from: &[f32], scaled: usize, r: f32, s: f32, d: f32) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        // SAFETY: AVX-512F was detected.
+        return unsafe { scale_piece_avx512(out, from, scaled, r, s, d) };
+    }
+    scale_piece_any(out, from, scaled, r, s, d);
+}
+
+/// [`scale_piece`] compiled for AVX-512F.
+///
+/// # Safety
+/// The CPU must have AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn scale_piece_avx512(out: &mut [f32], from: &[f32], scaled: usize, r: f32, s: f32, d: f32) {
+    scale_piece_any(out, from, scaled, r, s, d);
+}
+
+/// [`scale_piece`]'s loops, vectorised by the compiler for whatever features the caller has.
+#[inline(always)]
+fn scale_piece_any(out: &mut [f32], from: &[f32], scaled: usize, r: f32, s: f32, d: f32) {
+    let (out_scaled, out_exact) = out.split_at_mut(scaled);
+    let (from_scaled, from_exact) = from.split_at(scaled);
+    for (y, x) in out_scaled.iter_mut().zip(from_scaled) {
+        *y = (x * r) * s;
+    }
+    for (y, x) in out_exact.iter_mut().zip(from_exact) {
+        *y = x / d;
+    }
+}
+
 /// Copies a partial line: four bytes at a time with non-temporal stores where `dst` allows
 /// (an ordinary store would read the line from memory first), the rest with ordinary stores.
 ///
@@ -133,7 +277,7 @@ unsafe fn stream_lines_sse2(dst: *mut u8, src: *const u8, lines: usize) {
 
 #[cfg(test)]
 mod tests {
-    use super::weft_stream_copy;
+    use super::{weft_stream_copy, weft_stream_scaled_f32};
 
     #[test]
     fn copies_every_byte_at_every_alignment_and_length() {
@@ -175,6 +319,43 @@ mod tests {
             // and within `src`; the feature the function needs was detected above.
             unsafe { copy(dst.as_mut_ptr().add(at), src.as_ptr(), 9) };
             assert_eq!(&dst[at..at + 576], &src[..576], "{name}");
+        }
+    }
+
+    #[test]
+    fn scaled_streams_give_the_scaled_bits_at_every_alignment_and_length() {
+        let src: Vec<f32> = (0..1200).map(|i| (i as f32 * 0.731).sin() * 1e3).collect();
+        let (r, s, d) = (0.137f32, 2.0f32, 3.0f32);
+        for offset in [0usize, 1, 3, 4, 15] {
+            for len in [0usize, 1, 15, 16, 17, 255, 256, 257, 1000] {
+                for step in [1i64, 8, 16] {
+                    let mut out = vec![0f32; 1300];
+                    let dst = &mut out[offset..offset + len];
+                    // SAFETY: `dst` and `src` hold `len` f32s each and do not overlap.
+                    unsafe {
+                        weft_stream_scaled_f32(
+                            dst.as_mut_ptr(),
+                            src.as_ptr(),
+                            len as i64,
+                            step,
+                            r,
+                            s,
+                            d,
+                        )
+                    };
+                    let exact_from = len - len % step as usize;
+                    for (i, y) in dst.iter().enumerate() {
+                        let want = if i < exact_from {
+                            (src[i] * r) * s
+                        } else {
+                            src[i] / d
+                        };
+                        assert_eq!(y.to_bits(), want.to_bits(), "{offset} {len} {step} {i}");
+                    }
+                    assert!(out[..offset].iter().all(|y| *y == 0.0));
+                    assert!(out[offset + len..].iter().all(|y| *y == 0.0));
+                }
+            }
         }
     }
 

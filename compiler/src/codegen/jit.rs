@@ -16,7 +16,7 @@ use weft_ir::loop_ir::{verify, Kernel};
 use weft_ir::scalar::{self, Arith};
 use weft_ir::{BinaryOp as GraphBinary, UnaryOp as GraphUnary};
 use weft_runtime::prefetch::weft_prefetch_line;
-use weft_runtime::stream::weft_stream_copy;
+use weft_runtime::stream::{weft_stream_copy, weft_stream_scaled_f32};
 use weft_runtime::vmath::{weft_exp_f32_span, weft_sigmoid_f32_span, weft_tanh_f32_span};
 use weft_runtime::CompiledKernel;
 
@@ -168,6 +168,10 @@ impl JitCompiler {
         builder.symbol("weft_sigmoid_f32_span", weft_sigmoid_f32_span as *const u8);
         builder.symbol("weft_stream_copy", weft_stream_copy as *const u8);
         builder.symbol("weft_prefetch_line", weft_prefetch_line as *const u8);
+        builder.symbol(
+            "weft_stream_scaled_f32",
+            weft_stream_scaled_f32 as *const u8,
+        );
         JITModule::new(builder)
     }
 
@@ -233,6 +237,13 @@ impl JitCompiler {
         let stream_copy = module
             .declare_function("weft_stream_copy", Linkage::Import, &copy_sig)
             .map_err(module_error)?;
+        // (dst, src, len, step, r, s, d)
+        let mut scaled_sig = Signature::new(call_conv);
+        scaled_sig.params.extend([AbiParam::new(types::I64); 4]);
+        scaled_sig.params.extend([AbiParam::new(types::F32); 3]);
+        let stream_scaled = module
+            .declare_function("weft_stream_scaled_f32", Linkage::Import, &scaled_sig)
+            .map_err(module_error)?;
         // Clobbers nothing: a call inside a vector loop keeps its registers.
         let mut prefetch_sig = Signature::new(cranelift_codegen::isa::CallConv::PreserveAll);
         prefetch_sig.params.push(AbiParam::new(types::I64));
@@ -253,6 +264,7 @@ impl JitCompiler {
             sigmoid_span_f32: module.declare_func_in_func(sigmoid_span_f32, &mut ctx.func),
             stream_copy: module.declare_func_in_func(stream_copy, &mut ctx.func),
             prefetch_line: module.declare_func_in_func(prefetch_line, &mut ctx.func),
+            stream_scaled: module.declare_func_in_func(stream_scaled, &mut ctx.func),
         };
         let mut fctx = FunctionBuilderContext::new();
         translate(

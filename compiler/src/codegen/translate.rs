@@ -86,6 +86,9 @@ pub(crate) struct PowRefs {
     pub stream_copy: FuncRef,
     /// `weft_prefetch_line(at)` (`preserve_all`): a line of a later row ([`span`]).
     pub prefetch_line: FuncRef,
+    /// `weft_stream_scaled_f32(dst, src, len, step, r, s, d)`: a scaled streamed copy
+    /// ([`span`]).
+    pub stream_scaled: FuncRef,
 }
 
 #[derive(Clone, Debug)]
@@ -223,6 +226,7 @@ pub(crate) fn translate(
         staging: None,
         span_sums: Vec::new(),
         step_prefetch: None,
+        streamed: false,
     };
     if let Some(l) = kernel.parallel_loop() {
         let extent = kernel.loops[l].extent as i64;
@@ -234,7 +238,7 @@ pub(crate) fn translate(
         t.parallel = Some((l, lo, hi));
     }
     t.stmts(&kernel.body)?;
-    if t.staging_slot.is_some() {
+    if t.staging_slot.is_some() || t.streamed {
         // Streamed stores are weakly ordered: fence once, before whatever publishes the
         // kernel's completion to another thread (`weft_runtime::stream`).
         t.b.ins().fence();
@@ -326,6 +330,8 @@ struct Translator<'a, 'b> {
     /// The vector loop whose steps prefetch a later row, and that row's read
     /// ([`span::pass_prefetch`]).
     step_prefetch: Option<(LoopId, span::NextRow)>,
+    /// Whether the kernel called a streaming routine (it fences before returning).
+    streamed: bool,
 }
 
 type Result<T> = std::result::Result<T, CodegenError>;

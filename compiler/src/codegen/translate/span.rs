@@ -470,6 +470,59 @@ fn the_store(l: LoopId, body: &[Stmt]) -> Option<(BufferAccessExpr, ValueId)> {
     (contiguous && !loads_target).then_some((t, v))
 }
 
+/// A streamed loop that only scales a contiguous f32 read by a value from outside the loop
+/// — `store T[.. + i] = S[.. + i] / u` (or `· u`): softmax's last pass. The routine
+/// (`weft_runtime::stream::weft_stream_scaled_f32`) computes and streams it piece by piece,
+/// with the vector body's scaled reciprocal and the scalar tail's exact divide, so no
+/// staging area and no pass of JIT code over it.
+#[derive(Clone, Debug)]
+pub(crate) struct ScaledCopy {
+    /// The read.
+    pub(crate) load: BufferAccessExpr,
+    /// `Div` or `Mul`.
+    pub(crate) op: BinaryOp,
+    /// The divisor or factor.
+    pub(crate) by: ValueId,
+}
+
+/// The [`ScaledCopy`] of vector loop `l` (body `body`) storing to `target`, if the body is
+/// exactly that: a contiguous unmasked f32 load, one divide or multiply by a value defined
+/// outside the body, the store of an f32 buffer.
+pub(crate) fn scaled_copy(
+    k: &Kernel,
+    l: LoopId,
+    body: &[Stmt],
+    target: &BufferAccessExpr,
+) -> Option<ScaledCopy> {
+    let [Stmt::Let {
+        result: v,
+        inst: Inst::Load(load),
+    }, Stmt::Let {
+        result: w,
+        inst: Inst::Binary(op, x, y),
+    }, Stmt::Store { value, .. }] = body
+    else {
+        return None;
+    };
+    let by = match op {
+        BinaryOp::Div if x == v => *y,
+        BinaryOp::Mul if x == v => *y,
+        BinaryOp::Mul if y == v => *x,
+        _ => return None,
+    };
+    let f32s = k.buffers[load.buffer].ty == ScalarType::F32
+        && k.buffers[target.buffer].ty == ScalarType::F32
+        && k.values[by] == ScalarType::F32;
+    let contiguous = load.mask.is_empty() && load.index.coefficient(l) == 1;
+    (value == w && by != *v && f32s && contiguous && load.buffer != target.buffer).then(|| {
+        ScaledCopy {
+            load: load.clone(),
+            op: *op,
+            by,
+        }
+    })
+}
+
 /// The values `v` is computed from in `body` (itself included), not looking through `stop`.
 fn slice(body: &[Stmt], v: ValueId, stop: Option<ValueId>) -> Vec<ValueId> {
     let mut needed = vec![v];
@@ -570,6 +623,11 @@ impl Translator<'_, '_> {
         span: Option<&SpanCall>,
         stream: Option<&BufferAccessExpr>,
     ) -> Result<()> {
+        if let (Some(target), None) = (stream, span) {
+            if let Some(copy) = scaled_copy(self.k, l, body, target) {
+                return self.emit_scaled_copy(l, body, target, &copy);
+            }
+        }
         if let Some(target) = stream {
             self.begin_staging(l, target)?;
         }
@@ -679,6 +737,39 @@ impl Translator<'_, '_> {
         self.b
             .ins()
             .call(callee, &[addr, len, at, bytes, src, sums, width, shift]);
+        Ok(())
+    }
+
+    /// The block of loop `l` (body `body`) as one call of the scaled streaming copy
+    /// ([`ScaledCopy`]), with the loop's vector step for where its scalar tail would start.
+    fn emit_scaled_copy(
+        &mut self,
+        l: LoopId,
+        body: &[Stmt],
+        target: &BufferAccessExpr,
+        copy: &ScaledCopy,
+    ) -> Result<()> {
+        let len = self.range_len(l);
+        let first = self.first_index(l, target)?;
+        let dst = self.address(target, first);
+        let first = self.first_index(l, &copy.load)?;
+        let src = self.address(&copy.load, first);
+        let by = self.scalar(copy.by)?;
+        let (r, s, step) = match copy.op {
+            BinaryOp::Div => {
+                let Some(p) = plan(self.k, l, body) else {
+                    return self.internal(format!("scaled copy %{l} has no vector plan"));
+                };
+                let (r, s) = self.scaled_reciprocal(by);
+                (r, s, i64::from(p.lanes * p.parts))
+            }
+            _ => (by, self.b.ins().f32const(1.0), 1),
+        };
+        let step = self.b.ins().iconst(types::I64, step);
+        self.b
+            .ins()
+            .call(self.pow.stream_scaled, &[dst, src, len, step, r, s, by]);
+        self.streamed = true;
         Ok(())
     }
 
