@@ -841,8 +841,9 @@ fn transposing_copies_are_tiled_and_exact() {
 
 /// Sums over a strided axis run in memory order with their accumulators in a scratch row
 /// (`compiler/src/reduce_in_memory.rs`): each axis of a 3-D tensor summed into each result
-/// order, means (a tail after the sum), column sums whose result loop is the parallel one
-/// (strip-mined), every numeric dtype — against the interpreter, and the rewrite happened.
+/// order (rows a stride apart jammed four a step, with a remainder), means (a tail after the
+/// sum), column sums whose result loop is the parallel one (strip-mined), every numeric dtype
+/// — against the interpreter, and the rewrite happened.
 /// Small shapes lower the operand-size threshold so the rewrite applies to them.
 #[test]
 fn strided_sums_accumulate_in_memory_order() {
@@ -898,7 +899,7 @@ fn strided_sums_accumulate_in_memory_order() {
                     continue;
                 }
                 let src = format!(
-                    "axis B = 8\naxis M = 5\naxis A = 96\nplaceholder t: {d}[B, M, A]\n\
+                    "axis B = 7\naxis M = 5\naxis A = 96\nplaceholder t: {d}[B, M, A]\n\
                      s = {op}(t, [{red}])\nr = axes_with_order(s, [{order}])\n\
                      y = multiply(r, r)\noutput r\noutput y\n"
                 );
@@ -907,7 +908,11 @@ fn strided_sums_accumulate_in_memory_order() {
                     // A contiguous reduction stays in registers.
                     agree(&g, g.outputs(), 1);
                 } else {
-                    agree_in_memory(&g);
+                    // Rows of B are a stride apart: four a step (`reduce_in_memory::JAM`)
+                    // and the three left one at a time; rows of M are adjacent: one a step.
+                    let k = agree_in_memory(&g);
+                    let loads = k.to_string().matches("load %t[").count();
+                    assert_eq!(loads, if red == "B" { 5 } else { 1 }, "{k}");
                 }
             }
         }

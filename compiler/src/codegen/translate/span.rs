@@ -248,7 +248,25 @@ pub(crate) fn pass_prefetch(
     let next = next_row(k, l)?;
     let extent = k.loops[next.first].extent;
     if next.first == l {
-        let adjacent = u64::try_from(next.load.index.coefficient(next.row)) == Ok(extent);
+        // The rows this loop reads of that buffer in one iteration of the row loop (several
+        // when rows are jammed: `reduce_in_memory::JAM`) are adjacent to the next iteration's
+        // when they end where it starts.
+        let first = &next.load.index;
+        let reach = body
+            .iter()
+            .filter_map(|s| match s {
+                Stmt::Let {
+                    inst: Inst::Load(a),
+                    ..
+                } if a.buffer == next.load.buffer && a.index.terms() == first.terms() => {
+                    Some(a.index.offset() - first.offset())
+                }
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0)
+            .saturating_add(i64::try_from(extent).unwrap_or(i64::MAX));
+        let adjacent = first.coefficient(next.row) == reach;
         return (!adjacent && plan(k, l, body).is_some()).then_some(next);
     }
     let (_, siblings) = parent(&k.body, l)?;
