@@ -1178,15 +1178,10 @@ fn only_large_outputs_of_passes_over_memory_stream_by_default() {
             env!("CARGO_MANIFEST_DIR")
         );
         let g = weft::ir::text::parse(&std::fs::read_to_string(&path).unwrap(), &path).unwrap();
-        let shared = Arc::new(g);
-        let exe = weft_compiler::JitExecutable::new(
-            shared.clone(),
-            shared.outputs(),
-            &shared.placeholders(),
+        let explained = weft_compiler::explain::explain(&jit_common::jit_executable(
+            &g,
             &JitOptions::default(),
-        )
-        .unwrap();
-        let explained = weft_compiler::explain::explain(&exe);
+        ));
         assert_eq!(
             explained.contains("streamed out"),
             streams,
@@ -1323,15 +1318,8 @@ fn row_passes_in_cache_prefetch_a_later_row() {
                var_eps = add(var, eps)\nsd = sqrt(var_eps)\nnormed = divide(centered, sd)\n\
                scaled = multiply(normed, g)\nout = add(scaled, b)\noutput out\n";
     let g = weft::ir::text::parse(src, "layernorm.weft").unwrap();
-    let shared = Arc::new(g.clone());
-    let exe = weft_compiler::JitExecutable::new(
-        shared.clone(),
-        shared.outputs(),
-        &shared.placeholders(),
-        &JitOptions::default(),
-    )
-    .unwrap();
-    let explained = weft_compiler::explain::explain(&exe);
+    let explained =
+        weft_compiler::explain::explain(&jit_common::jit_executable(&g, &JitOptions::default()));
     let prefetching: Vec<&str> = explained
         .lines()
         .filter(|l| l.contains("prefetching %a's row 2 ahead for %i1, a line per step"))
@@ -1357,15 +1345,10 @@ fn passes_over_rows_apart_prefetch_the_row_ahead() {
              s = sum(t, [{over}])\noutput s\n"
         );
         let g = weft::ir::text::parse(&src, "sums.weft").unwrap();
-        let shared = Arc::new(g.clone());
-        let exe = weft_compiler::JitExecutable::new(
-            shared.clone(),
-            shared.outputs(),
-            &shared.placeholders(),
+        let explained = weft_compiler::explain::explain(&jit_common::jit_executable(
+            &g,
             &JitOptions::default(),
-        )
-        .unwrap();
-        let explained = weft_compiler::explain::explain(&exe);
+        ));
         assert_eq!(
             explained.contains("prefetching %t's row 2 ahead"),
             prefetches,

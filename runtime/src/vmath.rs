@@ -317,115 +317,75 @@ pub fn sigmoid_f32_in_place(xs: &mut [f32]) {
     apply_f32_in_place(SpanFn::Sigmoid, xs);
 }
 
-/// What every span entry point does: [`Job`]'s work with `f`.
-///
-/// # Safety
-/// As for [`weft_exp_f32_span`].
-#[allow(clippy::too_many_arguments)]
-unsafe fn span_entry(
-    f: SpanFn,
-    dst: *mut f32,
-    len: usize,
-    at: *const u8,
-    bytes: usize,
-    src: *const f32,
-    sums: *mut f32,
-    width: usize,
-    shift: f32,
-) {
-    if len == 0 {
-        return;
-    }
-    let job = Job {
-        dst,
-        len,
-        src,
-        shift,
-        sums,
-        width: if sums.is_null() { 0 } else { width },
-        prefetch: Prefetch { at, bytes },
+/// Defines a span entry point: an `unsafe extern "C"` function of the JIT's span signature
+/// running [`run`] with one [`SpanFn`] (one symbol per function, one body for all).
+macro_rules! span_entry_point {
+    ($(#[$doc:meta])* $name:ident, $f:expr) => {
+        $(#[$doc])*
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe extern "C" fn $name(
+            dst: *mut f32,
+            len: usize,
+            at: *const u8,
+            bytes: usize,
+            src: *const f32,
+            sums: *mut f32,
+            width: usize,
+            shift: f32,
+        ) {
+            if len == 0 {
+                return;
+            }
+            let job = Job {
+                dst,
+                len,
+                src,
+                shift,
+                sums,
+                width: if sums.is_null() { 0 } else { width },
+                prefetch: Prefetch { at, bytes },
+            };
+            // SAFETY: the caller's contract (the entry point's documentation).
+            unsafe { run($f, job) }
+        }
     };
-    // SAFETY: the caller's contract.
-    unsafe { run(f, job) }
 }
 
-/// The span entry point JIT kernels call: `e^x` over `len` f32s into `dst`, `x` read from
-/// `dst` itself (`src` null) or as `src[i] - shift`; the results summed into `width` partials
-/// at `sums` (null: none; see [`apply_f32_summing`] for the order); `bytes` from `at`
-/// prefetched meanwhile ([`Prefetch`]; any address, or 0 bytes).
-///
-/// # Safety
-/// `dst` must be valid for reads and writes of `len` f32s and `src`, unless null, for reads
-/// of `len` f32s, both aligned to 4 bytes; `src` either is `dst` or does not overlap its
-/// span; `sums`, unless null, is valid for reads and writes of `width` f32s overlapping
-/// neither; no other reference accesses them during the call (a kernel passes spans of
-/// distinct buffers it alone writes — or reads a buffer written in place, at the same
-/// address — within their lengths, checked by the loop-IR verifier, and partials in its own
-/// stack frame).
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn weft_exp_f32_span(
-    dst: *mut f32,
-    len: usize,
-    at: *const u8,
-    bytes: usize,
-    src: *const f32,
-    sums: *mut f32,
-    width: usize,
-    shift: f32,
-) {
-    // SAFETY: the caller's contract above.
-    unsafe { span_entry(SpanFn::Exp, dst, len, at, bytes, src, sums, width, shift) }
-}
+span_entry_point!(
+    /// The span entry point JIT kernels call: `e^x` over `len` f32s into `dst`, `x` read from
+    /// `dst` itself (`src` null) or as `src[i] - shift`; the results summed into `width`
+    /// partials at `sums` (null: none; see [`apply_f32_summing`] for the order); `bytes` from
+    /// `at` prefetched meanwhile ([`Prefetch`]; any address, or 0 bytes).
+    ///
+    /// # Safety
+    /// `dst` must be valid for reads and writes of `len` f32s and `src`, unless null, for
+    /// reads of `len` f32s, both aligned to 4 bytes; `src` either is `dst` or does not overlap
+    /// its span; `sums`, unless null, is valid for reads and writes of `width` f32s
+    /// overlapping neither; no other reference accesses them during the call (a kernel passes
+    /// spans of distinct buffers it alone writes — or reads a buffer written in place, at the
+    /// same address — within their lengths, checked by the loop-IR verifier, and partials in
+    /// its own stack frame).
+    weft_exp_f32_span,
+    SpanFn::Exp
+);
 
-/// The span entry point for `tanh`, as [`weft_exp_f32_span`] is for `exp`.
-///
-/// # Safety
-/// As for [`weft_exp_f32_span`].
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn weft_tanh_f32_span(
-    dst: *mut f32,
-    len: usize,
-    at: *const u8,
-    bytes: usize,
-    src: *const f32,
-    sums: *mut f32,
-    width: usize,
-    shift: f32,
-) {
-    // SAFETY: the caller's contract above.
-    unsafe { span_entry(SpanFn::Tanh, dst, len, at, bytes, src, sums, width, shift) }
-}
+span_entry_point!(
+    /// The span entry point for `tanh`, as [`weft_exp_f32_span`] is for `exp`.
+    ///
+    /// # Safety
+    /// As for [`weft_exp_f32_span`].
+    weft_tanh_f32_span,
+    SpanFn::Tanh
+);
 
-/// The span entry point for `sigmoid`, as [`weft_exp_f32_span`] is for `exp`.
-///
-/// # Safety
-/// As for [`weft_exp_f32_span`].
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn weft_sigmoid_f32_span(
-    dst: *mut f32,
-    len: usize,
-    at: *const u8,
-    bytes: usize,
-    src: *const f32,
-    sums: *mut f32,
-    width: usize,
-    shift: f32,
-) {
-    // SAFETY: the caller's contract above.
-    unsafe {
-        span_entry(
-            SpanFn::Sigmoid,
-            dst,
-            len,
-            at,
-            bytes,
-            src,
-            sums,
-            width,
-            shift,
-        )
-    }
-}
+span_entry_point!(
+    /// The span entry point for `sigmoid`, as [`weft_exp_f32_span`] is for `exp`.
+    ///
+    /// # Safety
+    /// As for [`weft_exp_f32_span`].
+    weft_sigmoid_f32_span,
+    SpanFn::Sigmoid
+);
 
 #[cfg(target_arch = "x86_64")]
 mod simd {
