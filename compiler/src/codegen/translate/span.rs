@@ -1,7 +1,8 @@
 //! Work a vector loop hands to native routines, block by block: an f32 `exp`, `tanh` or
 //! `sigmoid` stored into a contiguous span, computed after the loop by the span routine
 //! (`weft_runtime::vmath`: AVX-512F, or AVX2 with FMA), and a large output written with
-//! non-temporal stores (`weft_runtime::stream`).
+//! non-temporal stores (`weft_runtime::stream`) — for a loop that only scales what it reads,
+//! by a routine that computes and streams it ([`ScaledCopy`]); and prefetches of later rows.
 //!
 //! **Span functions.** Cranelift's 128-bit `exp` needs about 35 instructions per four lanes, a
 //! third of them spills of its constants; softmax's row pass spent most of its time there.
@@ -54,7 +55,10 @@
 //! 1 along the loop. Each iteration's element of `T` ends as the value the loop would store:
 //! the first loop's `a`, the call's `f(a)` (bits of the inline code, [`weft_runtime::vmath`]),
 //! the second loop's value from it computed by the same instructions, the staged element
-//! copied byte for byte; so results are unchanged, only the time moves.
+//! copied byte for byte, a routine-read argument `S[i] − u` computed as the loop computes it,
+//! a scaled copy's `(x·r)·s` and tail `x / u` as the loop's vector code and tail compute
+//! them; a [`SpanSum`]'s partials hold the same f32 additions in the same order as the sum
+//! loop's own; so results are unchanged, only the time moves.
 
 use super::*;
 
