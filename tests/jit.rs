@@ -956,6 +956,61 @@ fn strided_sums_accumulate_in_memory_order() {
     assert!(!kernels[0].kernel.to_string().contains("%acc_"));
 }
 
+/// A sum over the contiguous axis stored in another order than its operand's reads the
+/// operand's rows in memory order (`memory_order`): the result loops are reordered, the
+/// results equal the interpreter's in every dtype, fused and unfused, and `weft explain` says
+/// why. Small shapes lower the operand-size threshold so the reordering applies to them.
+#[test]
+fn row_sums_stored_transposed_read_rows_in_memory_order() {
+    let small = weft::LowerOptions {
+        reduce_in_memory_min_bytes: 0,
+        ..Default::default()
+    };
+    for dtype in [DType::F32, DType::F64, DType::I32, DType::I64] {
+        let d = dtype.name();
+        // The note, where the nest is reordered: the operand's strides, outermost first.
+        for (shape, order, note) in [
+            ("B, M, A", "M, B", Some("strides 480, 96")),
+            ("B, M, A", "B, M", None),
+            ("M, B, A", "B, M", Some("strides 672, 96")),
+        ] {
+            let src = format!(
+                "axis B = 7\naxis M = 5\naxis A = 96\nplaceholder t: {d}[{shape}]\n\
+                 s = sum(t, [A])\nr = axes_with_order(s, [{order}])\n\
+                 y = multiply(r, r)\noutput r\noutput y\n"
+            );
+            let g = weft::ir::text::parse(&src, "rows.weft").unwrap();
+            let ps = g.placeholders();
+            let inputs = random_inputs(&g, &ps, 1);
+            let tol = weft_ir::testing::Tolerance::for_graph(&g);
+            let interp = references(&g, g.outputs(), &ps, &inputs, 2, &tol).unwrap();
+            for fused in [true, false] {
+                let options = JitOptions {
+                    fused,
+                    lower: small,
+                    ..JitOptions::default()
+                };
+                let jit = jit_common::run_jit(&g, g.outputs(), &inputs, options).unwrap();
+                if let Err(m) = compare(&jit, &interp, &tol) {
+                    panic!("{d} {shape} -> {order}, fused {fused} differs: {m}");
+                }
+            }
+            let options = JitOptions {
+                lower: small,
+                ..JitOptions::default()
+            };
+            let why = weft_compiler::explain::explain(&jit_common::jit_executable(&g, &options));
+            match note {
+                Some(n) => assert!(
+                    why.contains(&format!("memory order ({n} elements), not the result's")),
+                    "{d} {shape} -> {order}: {why}"
+                ),
+                None => assert!(!why.contains("not the result's"), "{d} {order}: {why}"),
+            }
+        }
+    }
+}
+
 /// Comparisons of floats that vary across a vector loop are lane masks
 /// (`codegen::vectorize`): every comparison, with NaN and signed zeros planted, feeding
 /// `select`, `convert` to float and logical ops, in f32, f64 and a loop mixing both — vector

@@ -14,6 +14,7 @@ pub mod explain;
 pub mod gemm;
 mod io_binding;
 pub mod lower;
+pub mod memory_order;
 pub mod narrow_sums;
 pub mod passes;
 pub mod picture;

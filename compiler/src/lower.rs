@@ -110,6 +110,10 @@ pub struct LowerOptions {
     /// along into blocks ([`crate::tile`]): a 4096 × 4096 transpose walked column by column
     /// touches a page per element.
     pub tile_transposes: bool,
+    /// Reorder a perfect nest of result loops around row reductions so the rows of a large
+    /// operand are read in memory order ([`crate::memory_order`]): summing the last axis of
+    /// `[B, M, A]` into `[M, B]` in the result's order reads rows `M·A` elements apart.
+    pub rows_in_memory_order: bool,
     /// Sum over a strided axis in memory order with a row of accumulators in scratch
     /// ([`crate::reduce_in_memory`]): a column sum read down the columns waits on memory for
     /// every term.
@@ -148,6 +152,7 @@ impl Default for LowerOptions {
             f64_accumulation: true,
             narrow_f32_sums: true,
             tile_transposes: true,
+            rows_in_memory_order: true,
             reduce_in_memory: true,
             reduce_in_memory_min_bytes: crate::reduce_in_memory::MIN_BYTES,
             reassociate_f64_sums: false,
@@ -735,6 +740,13 @@ impl<'a> Lowerer<'a> {
         let body = self.prune_empty(body, &mut pruned);
         // Only a pruned loop can leave hoisted values unread (a load of an empty buffer, say).
         let mut body = if pruned { drop_unused(body) } else { body };
+        if self.options.rows_in_memory_order {
+            self.notes.extend(crate::memory_order::rows_in_memory_order(
+                &mut self.k,
+                &mut body,
+                self.options.reduce_in_memory_min_bytes,
+            ));
+        }
         if self.options.reduce_in_memory {
             let (rewritten, added, notes) = crate::reduce_in_memory::reduce_in_memory(
                 &mut self.k,
