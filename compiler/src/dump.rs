@@ -83,9 +83,10 @@ pub fn dump_stages(source: &Graph, exe: &JitExecutable) -> Result<Vec<DumpFile>,
         push("gemm", "txt", "", plan.gemm_display());
     }
     push("steps", "txt", "", exe.steps_display());
+    // The executable's own switches, so the listings are the code it runs.
     let compiler = JitCompiler::with_options(CodegenOptions {
         disassemble: true,
-        ..CodegenOptions::default()
+        ..exe.codegen_options()
     })
     .map_err(|e| DumpError::Listing {
         kernel: "(host)".into(),
