@@ -187,19 +187,31 @@ fn dumps_of_every_example_are_snapshots() {
 }
 
 /// A tiled f32 transpose reads 4 × 4 blocks as whole vectors and transposes them with
-/// unpacks (`codegen::translate::jam`), instead of gathering each lane with an insert.
+/// unpacks (`codegen::translate::jam`), instead of gathering each lane with an insert; with
+/// the native transpose on (the default, on a host with AVX) the kernel calls it instead.
 #[test]
 fn a_tiled_transpose_moves_4x4_blocks_through_registers() {
     let src = "axis R = 64\naxis C = 80\nplaceholder x: f32[R, C]\n\
                y = axes_with_order(x, [C, R])\noutput y\n";
     let g = Arc::new(weft::ir::text::parse(src, "transpose.weft").unwrap());
-    let exe = common::jit_executable(&g);
+    let jammed = JitOptions {
+        codegen: weft::CodegenOptions {
+            native_transpose: false,
+            ..Default::default()
+        },
+        ..JitOptions::default()
+    };
+    let exe = weft_compiler::JitExecutable::new(g.clone(), g.outputs(), &g.placeholders(), &jammed)
+        .unwrap();
     let files = dump_stages(&g, &exe).unwrap();
-    let asm: String = files
-        .iter()
-        .filter(|f| f.stage == "asm")
-        .map(|f| f.contents.clone())
-        .collect();
+    let stage = |files: &[weft_compiler::dump::DumpFile], name: &str| -> String {
+        files
+            .iter()
+            .filter(|f| f.stage == name)
+            .map(|f| f.contents.clone())
+            .collect()
+    };
+    let asm = stage(&files, "asm");
     assert!(
         asm.contains("punpckldq") && asm.contains("punpckhqdq"),
         "{asm}"
@@ -214,6 +226,21 @@ fn a_tiled_transpose_moves_4x4_blocks_through_registers() {
         text.contains("4 x 4 blocks of %x loaded as whole vectors and transposed in registers"),
         "{text}"
     );
+    // The default: one call of the native transpose per parallel chunk, no jammed loops.
+    let exe = common::jit_executable(&g);
+    if exe.native_transpose() {
+        let files = dump_stages(&g, &exe).unwrap();
+        let clif = stage(&files, "clif");
+        assert!(!stage(&files, "asm").contains("punpckldq"));
+        assert_eq!(clif.matches("call fn").count(), 1, "{clif}");
+        let text = weft_compiler::explain::explain(&exe);
+        assert!(
+            text.contains(
+                "%x transposed into %y by the native routine, the loops inside in one call"
+            ),
+            "{text}"
+        );
+    }
 }
 
 #[test]

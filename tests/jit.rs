@@ -839,6 +839,112 @@ fn transposing_copies_are_tiled_and_exact() {
     }
 }
 
+/// Tiled f32 transposes call the native routine (`weft_runtime::transpose`) once per parallel
+/// chunk, and give the bits of the jammed loops (native transposes off): 2-D shapes whose
+/// sides are and are not multiples of the routine's units (16 rows, 8 columns), a batched
+/// 3-D transpose, inputs read in place at every 4-byte misalignment (the routine's blocks of
+/// columns start where the input is aligned), streamed stores forced on and off, one thread
+/// and two.
+#[test]
+fn native_transposes_give_the_bits_of_the_jammed_loops() {
+    let cases = [
+        (
+            "axis R = 64\naxis C = 80\nplaceholder x: f32[R, C]",
+            "[C, R]",
+        ),
+        (
+            "axis R = 48\naxis C = 136\nplaceholder x: f32[R, C]",
+            "[C, R]",
+        ),
+        (
+            "axis R = 16\naxis C = 64\nplaceholder x: f32[R, C]",
+            "[C, R]",
+        ),
+        (
+            "axis R = 256\naxis C = 96\nplaceholder x: f32[R, C]",
+            "[C, R]",
+        ),
+        (
+            "axis B = 3\naxis R = 48\naxis C = 64\nplaceholder x: f32[B, R, C]",
+            "[B, C, R]",
+        ),
+    ];
+    for (decl, order) in cases {
+        let src = format!("{decl}\ny = axes_with_order(x, {order})\noutput y\n");
+        let g = weft::ir::text::parse(&src, "t.weft").unwrap();
+        let ps = g.placeholders();
+        let input = random_inputs(&g, &ps, 5).remove(0);
+        let values = input.as_slice::<f32>().unwrap();
+        let bits_of = |native: bool, stream_min_bytes, threads, offset: usize| {
+            let options = JitOptions {
+                codegen: weft::CodegenOptions {
+                    native_transpose: native,
+                    stream_min_bytes,
+                    ..Default::default()
+                },
+                threads,
+                ..JitOptions::default()
+            };
+            let explained =
+                weft_compiler::explain::explain(&jit_common::jit_executable(&g, &options));
+            let t = Transformer::with_jit_options(g.clone(), options).unwrap();
+            let c = t.computation(g.outputs(), &ps).unwrap();
+            let mut buffer = vec![0.0f32; offset];
+            buffer.extend_from_slice(values);
+            let view = HostView::new(input.axes(), input.shape(), &buffer[offset..]).unwrap();
+            let out = c.call(&[view]).unwrap().remove(0);
+            let bits: Vec<u32> = out
+                .to_vec::<f32>()
+                .unwrap()
+                .iter()
+                .map(|y| y.to_bits())
+                .collect();
+            (bits, explained)
+        };
+        let want: Vec<u32> = {
+            let tol = weft_ir::testing::Tolerance::for_graph(&g);
+            let interp =
+                references(&g, g.outputs(), &ps, std::slice::from_ref(&input), 1, &tol).unwrap();
+            interp[0].0[0][0]
+                .to_vec::<f32>()
+                .unwrap()
+                .iter()
+                .map(|y| y.to_bits())
+                .collect()
+        };
+        let (jammed, explained) = bits_of(false, None, Some(2), 0);
+        assert!(
+            jammed == want,
+            "{src}: jammed loops differ from the interpreter"
+        );
+        assert!(explained.contains("transposed in registers"), "{explained}");
+        for (stream, threads, offset) in [
+            (None, Some(2), 0),
+            (Some(0), Some(2), 0),
+            (Some(0), Some(1), 1),
+            (None, Some(2), 2),
+            (Some(0), Some(2), 3),
+        ] {
+            let (native, explained) = bits_of(true, stream, threads, offset);
+            assert!(
+                native == want,
+                "{src}: native transpose differs (stream {stream:?}, offset {offset})"
+            );
+            if weft_runtime::transpose::available() {
+                assert!(
+                    explained.contains("transposed into %y by the native routine"),
+                    "{explained}"
+                );
+                assert_eq!(
+                    explained.contains("streamed"),
+                    stream.is_some(),
+                    "{explained}"
+                );
+            }
+        }
+    }
+}
+
 /// Sums over a strided axis run in memory order with their accumulators in a scratch row
 /// (`compiler/src/reduce_in_memory.rs`): each axis of a 3-D tensor summed into each result
 /// order (rows a stride apart jammed four a step, with a remainder), means (a tail after the

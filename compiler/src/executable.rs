@@ -311,6 +311,9 @@ pub struct JitExecutable {
     /// Whether code generation may hand an f32 `exp`, `tanh` or `sigmoid` stored into a span to
     /// the native span routine ([`CodegenOptions::span_math`] on a host with AVX2 and FMA).
     span_math: bool,
+    /// Whether a tiled transposing copy may call the native transpose
+    /// ([`CodegenOptions::native_transpose`] on a host with AVX).
+    native_transpose: bool,
     /// The code generator's switches it was compiled with.
     codegen: CodegenOptions,
 }
@@ -747,6 +750,7 @@ impl JitExecutable {
             planned: shared.values().copied().chain(row_scratch).collect(),
             pool,
             span_math: compiler.span_math(),
+            native_transpose: compiler.native_transpose(),
             codegen: compiler.options(),
         };
         let dump = options
@@ -774,6 +778,12 @@ impl JitExecutable {
     /// ([`CodegenOptions::span_math`], and the host has AVX2 and FMA).
     pub fn span_math(&self) -> bool {
         self.span_math
+    }
+
+    /// Whether a tiled transposing copy of f32s calls the native transpose per parallel chunk
+    /// ([`CodegenOptions::native_transpose`], and the host has AVX).
+    pub fn native_transpose(&self) -> bool {
+        self.native_transpose
     }
 
     /// The compiled plan (passes' results) behind this executable.

@@ -97,6 +97,7 @@ pub fn explain(exe: &JitExecutable) -> String {
                 threads: exe.threads(),
                 vectorize: exe.codegen_options().vectorize,
                 span_math: exe.span_math(),
+                native_transpose: exe.native_transpose(),
                 stream_min_bytes: exe.codegen_options().stream_min_bytes,
             },
             &mut s,
@@ -140,8 +141,54 @@ struct Codegen {
     vectorize: bool,
     /// Whether span functions run natively (`JitExecutable::span_math`).
     span_math: bool,
+    /// Whether tiled transposes call the native routine (`JitExecutable::native_transpose`).
+    native_transpose: bool,
     /// `CodegenOptions::stream_min_bytes`.
     stream_min_bytes: Option<u64>,
+}
+
+/// The lines of loop `o` (body `body`), the two loops inside it and their block done by one
+/// call of the native transpose (`parallel`: the threads, if `o` is the parallel loop).
+fn transpose_lines(
+    k: &Kernel,
+    o: LoopId,
+    body: &[Stmt],
+    call: &jam::TransposeCall,
+    parallel: Option<usize>,
+    depth: usize,
+    s: &mut String,
+) {
+    let mut line = parallel.map_or(String::new(), |t| format!("parallel over {t} threads, "));
+    line += &format!(
+        "%{} transposed into %{} by the native routine, the loops inside in one call (per \
+         chunk): 16 x 8 blocks through AVX registers, a whole line of %{} per row stored at a \
+         time",
+        k.buffers[call.load.buffer].name,
+        k.buffers[call.store.buffer].name,
+        k.buffers[call.store.buffer].name,
+    );
+    if call.stream {
+        line += ", streamed (non-temporal: no read for ownership)";
+    }
+    let mut at = (o, body);
+    for d in depth.. {
+        let (l, b) = at;
+        let what = if l == o {
+            line.as_str()
+        } else {
+            "in that call"
+        };
+        let _ = writeln!(
+            s,
+            "{}loop %{l} in 0..{}: {what}",
+            "  ".repeat(d),
+            k.loops[l].extent
+        );
+        match b {
+            [Stmt::Loop { loop_id, body }] => at = (*loop_id, body.as_slice()),
+            _ => break,
+        }
+    }
 }
 
 /// Writes one line per loop of `body` (`widened_from`: [`translate::widenings`] of `k`).
@@ -157,6 +204,7 @@ fn loops(
         threads,
         vectorize,
         span_math,
+        native_transpose,
         stream_min_bytes,
     } = codegen;
     // Sum loops of this body whose vector pass an earlier sibling's span routine does.
@@ -168,6 +216,24 @@ fn loops(
         let l = &k.loops[*loop_id];
         let a = l.annotations;
         let mut what = Vec::new();
+        if let Some(call) = vectorize
+            .then(|| {
+                native_transpose.then(|| jam::transpose_call(k, *loop_id, body, stream_min_bytes))
+            })
+            .flatten()
+            .flatten()
+        {
+            transpose_lines(
+                k,
+                *loop_id,
+                body,
+                &call,
+                a.parallel.then_some(threads),
+                depth,
+                s,
+            );
+            continue;
+        }
         if a.parallel {
             what.push(format!("parallel over {threads} threads"));
         }

@@ -15,6 +15,7 @@ pub mod plan;
 pub mod prefetch;
 pub mod state;
 pub mod stream;
+pub mod transpose;
 pub mod vmath;
 
 mod binding;

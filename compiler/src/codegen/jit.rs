@@ -17,6 +17,7 @@ use weft_ir::scalar::{self, Arith};
 use weft_ir::{BinaryOp as GraphBinary, UnaryOp as GraphUnary};
 use weft_runtime::prefetch::weft_prefetch_line;
 use weft_runtime::stream::{weft_stream_copy, weft_stream_scaled_f32};
+use weft_runtime::transpose::weft_transpose_32;
 use weft_runtime::vmath::{weft_exp_f32_span, weft_sigmoid_f32_span, weft_tanh_f32_span};
 use weft_runtime::CompiledKernel;
 
@@ -44,6 +45,12 @@ pub struct CodegenOptions {
     /// them contiguously (`translate/span.rs`); `None`: never. Default
     /// [`STREAM_MIN_BYTES`](crate::codegen::STREAM_MIN_BYTES) (16 MiB).
     pub stream_min_bytes: Option<u64>,
+    /// Let a tiled transposing copy of f32s call the native transpose
+    /// (`weft_runtime::transpose`: blocks in AVX registers, whole lines stored at a time,
+    /// streamed for outputs of at least `stream_min_bytes`) per parallel chunk, when the host
+    /// has AVX
+    /// (`translate/jam.rs`).
+    pub native_transpose: bool,
 }
 
 impl Default for CodegenOptions {
@@ -54,6 +61,7 @@ impl Default for CodegenOptions {
             disassemble: false,
             span_math: true,
             stream_min_bytes: Some(STREAM_MIN_BYTES),
+            native_transpose: true,
         }
     }
 }
@@ -140,6 +148,12 @@ impl JitCompiler {
         self.translate_options().span_math
     }
 
+    /// Whether a tiled transposing copy may call the native transpose:
+    /// [`CodegenOptions::native_transpose`], and the host has AVX.
+    pub fn native_transpose(&self) -> bool {
+        self.translate_options().native_transpose
+    }
+
     /// The options in use.
     pub fn options(&self) -> CodegenOptions {
         self.options
@@ -152,6 +166,7 @@ impl JitCompiler {
             vectorize: self.options.vectorize,
             span_math: self.options.span_math && fma && self.features.avx2,
             stream_min_bytes: self.options.stream_min_bytes,
+            native_transpose: self.options.native_transpose && self.features.avx,
         }
     }
 
@@ -168,6 +183,7 @@ impl JitCompiler {
         builder.symbol("weft_sigmoid_f32_span", weft_sigmoid_f32_span as *const u8);
         builder.symbol("weft_stream_copy", weft_stream_copy as *const u8);
         builder.symbol("weft_prefetch_line", weft_prefetch_line as *const u8);
+        builder.symbol("weft_transpose_32", weft_transpose_32 as *const u8);
         builder.symbol(
             "weft_stream_scaled_f32",
             weft_stream_scaled_f32 as *const u8,
@@ -244,6 +260,12 @@ impl JitCompiler {
         let stream_scaled = module
             .declare_function("weft_stream_scaled_f32", Linkage::Import, &scaled_sig)
             .map_err(module_error)?;
+        // (dst, ld, src, ls, rows, cols, stream)
+        let mut transpose_sig = Signature::new(call_conv);
+        transpose_sig.params.extend([AbiParam::new(types::I64); 7]);
+        let transpose_32 = module
+            .declare_function("weft_transpose_32", Linkage::Import, &transpose_sig)
+            .map_err(module_error)?;
         // Clobbers nothing: a call inside a vector loop keeps its registers.
         let mut prefetch_sig = Signature::new(cranelift_codegen::isa::CallConv::PreserveAll);
         prefetch_sig.params.push(AbiParam::new(types::I64));
@@ -265,6 +287,7 @@ impl JitCompiler {
             stream_copy: module.declare_func_in_func(stream_copy, &mut ctx.func),
             prefetch_line: module.declare_func_in_func(prefetch_line, &mut ctx.func),
             stream_scaled: module.declare_func_in_func(stream_scaled, &mut ctx.func),
+            transpose_32: module.declare_func_in_func(transpose_32, &mut ctx.func),
         };
         let mut fctx = FunctionBuilderContext::new();
         translate(

@@ -63,6 +63,8 @@ pub(crate) struct TranslateOptions {
     /// Buffers at least this long that a vector loop writes are staged and streamed out with
     /// non-temporal stores ([`span`]); `None`: never.
     pub stream_min_bytes: Option<u64>,
+    /// Whether a tiled transposing copy may call the native transpose per block ([`jam`]).
+    pub native_transpose: bool,
 }
 
 /// Imported scalar functions: `pow` (`f32`, `f64`), and `sin`/`cos` for arguments too large
@@ -89,6 +91,9 @@ pub(crate) struct PowRefs {
     /// `weft_stream_scaled_f32(dst, src, len, step, r, s, d)`: a scaled streamed copy
     /// ([`span`]).
     pub stream_scaled: FuncRef,
+    /// `weft_transpose_32(dst, ld, src, ls, rows, cols, stream)`: a block of a transposing
+    /// copy ([`jam`]).
+    pub transpose_32: FuncRef,
 }
 
 #[derive(Clone, Debug)]
@@ -1266,6 +1271,9 @@ impl<'b> Translator<'_, 'b> {
         if let Some(at) = self.span_sums.iter().position(|(m, _)| *m == l) {
             let (_, slot) = self.span_sums.remove(at);
             return self.emit_summed_by_span(l, body, slot);
+        }
+        if let Some(call) = self.transpose_call_of(l, body) {
+            return self.emit_transpose_call(&call);
         }
         if let Some(jam) = self.jam_of(l, body) {
             let [Stmt::Loop { body: inner, .. }] = body else {

@@ -84,7 +84,186 @@ pub(crate) fn jam_plan(k: &Kernel, l: LoopId, body: &[Stmt], parallel: bool) -> 
     })
 }
 
+/// A jammed loop `l` whose inner loop `i` only copies, `y[.. + ld·l + i] = x[.. + ls·i + l]`
+/// (f32), perhaps with the loops around it that continue its rows and columns: a transpose,
+/// which one call of the native routine (`weft_runtime::transpose::weft_transpose_32`:
+/// blocks in AVX registers, whole lines of the destination stored at a time) moves instead of
+/// the jammed loops. Where `crate::tile` cut the rows into `o` and `i`, `o` is in the call
+/// (rows `o·s + i` as one run, `s` the extent of `i`, so the routine's blocks start where the
+/// destination's lines do), and so is the loop around `o` that continues `l` (a parallel
+/// chunk of it: the routine then reads `x`'s rows in order).
+#[derive(Clone, Debug)]
+pub(crate) struct TransposeCall {
+    /// The loop around `o` continuing `l`'s columns, and `o`, if the call covers them.
+    cols_outer: Option<LoopId>,
+    o: Option<LoopId>,
+    /// The jammed loop and its inner loop.
+    l: LoopId,
+    inner: LoopId,
+    pub(crate) load: BufferAccessExpr,
+    pub(crate) store: BufferAccessExpr,
+    /// The store's stride along `l`, the load's along the inner loop (elements).
+    ld: i64,
+    ls: i64,
+    /// Whether the routine streams its stores (the output is at least `stream_min_bytes`).
+    pub(crate) stream: bool,
+}
+
+/// The [`TransposeCall`] starting at loop `p` (body `body`), the widest that matches: `p`
+/// continuing the columns of a loop `o` around a jammed loop, `p` continuing the rows of a
+/// jammed loop, or `p` jammed itself. Each loop added must continue the call's rows (or
+/// columns) in both the load and the store, its stride that of the loop it continues times
+/// that loop's extent.
+pub(crate) fn transpose_call(
+    k: &Kernel,
+    p: LoopId,
+    body: &[Stmt],
+    stream_min_bytes: Option<u64>,
+) -> Option<TransposeCall> {
+    let inside = |body: &[Stmt]| match body {
+        [Stmt::Loop { loop_id, body }] => rows_call(k, *loop_id, body, stream_min_bytes),
+        _ => None,
+    };
+    if let Some(call) = inside(body).filter(|c| continues(k, p, c.l, c)) {
+        return Some(TransposeCall {
+            cols_outer: Some(p),
+            ..call
+        });
+    }
+    rows_call(k, p, body, stream_min_bytes).or_else(|| jam_call(k, p, body, stream_min_bytes))
+}
+
+/// Whether loop `outer` continues loop `m` in both of `call`'s accesses (see
+/// [`transpose_call`]), and is not parallel unless it is outermost in the call.
+fn continues(k: &Kernel, outer: LoopId, m: LoopId, call: &TransposeCall) -> bool {
+    let width = i64::try_from(k.loops[m].extent).ok();
+    let along = |a: &BufferAccessExpr| {
+        width.and_then(|w| a.index.coefficient(m).checked_mul(w))
+            == Some(a.index.coefficient(outer))
+    };
+    let inner_serial = call.o.is_none_or(|o| !k.loops[o].annotations.parallel);
+    along(&call.load) && along(&call.store) && inner_serial
+}
+
+/// The call of loop `o` whose body is exactly a jammed loop's [`jam_call`] that `o` continues
+/// along the rows, with the store's stride along `l` at least the rows' whole length.
+fn rows_call(
+    k: &Kernel,
+    o: LoopId,
+    body: &[Stmt],
+    stream_min_bytes: Option<u64>,
+) -> Option<TransposeCall> {
+    let [Stmt::Loop { loop_id: l, body }] = body else {
+        return None;
+    };
+    let call = jam_call(k, *l, body, stream_min_bytes)?;
+    let rows = k.loops[call.inner].extent.saturating_mul(k.loops[o].extent);
+    let fits = u64::try_from(call.ld).is_ok_and(|ld| ld >= rows);
+    (fits && continues(k, o, call.inner, &call)).then_some(TransposeCall { o: Some(o), ..call })
+}
+
+/// The call of loop `l` alone, if `jam_plan` jams it and its inner loop's body is exactly a
+/// load and its store: a store contiguous along the inner loop, with a positive stride along
+/// `l` at least the inner loop's extent (so no two iterations store the same element, and the
+/// routine's order of stores cannot matter), and a load with a positive stride along the inner
+/// loop.
+fn jam_call(
+    k: &Kernel,
+    l: LoopId,
+    body: &[Stmt],
+    stream_min_bytes: Option<u64>,
+) -> Option<TransposeCall> {
+    let jam = jam_plan(k, l, body, k.loops[l].annotations.parallel)?;
+    let [Stmt::Loop {
+        body: inner_body, ..
+    }] = body
+    else {
+        return None;
+    };
+    let [Stmt::Let {
+        result,
+        inst: Inst::Load(load),
+    }, Stmt::Store { target, value }] = inner_body.as_slice()
+    else {
+        return None;
+    };
+    let i = jam.inner;
+    let (ld, ls) = (target.index.coefficient(l), load.index.coefficient(i));
+    let decl = &k.buffers[target.buffer];
+    let copies = value == result
+        && jam.loads.iter().any(|(v, _)| v == result)
+        && decl.ty == ScalarType::F32
+        && target.index.coefficient(i) == 1
+        && ls > 0
+        && u64::try_from(ld).is_ok_and(|ld| ld >= k.loops[i].extent);
+    let bytes = decl.len.saturating_mul(4);
+    copies.then(|| TransposeCall {
+        cols_outer: None,
+        o: None,
+        l,
+        inner: i,
+        load: load.clone(),
+        store: target.clone(),
+        ld,
+        ls,
+        stream: stream_min_bytes.is_some_and(|m| bytes >= m),
+    })
+}
+
 impl Translator<'_, '_> {
+    /// The transpose call of loop `o` with body `body`, if native transposes are on.
+    pub(super) fn transpose_call_of(&self, o: LoopId, body: &[Stmt]) -> Option<TransposeCall> {
+        let on = self.options.native_transpose && self.options.vectorize && self.wide.is_none();
+        on.then(|| transpose_call(self.k, o, body, self.options.stream_min_bytes))
+            .flatten()
+    }
+
+    /// The loop the call starts at and those inside it as one call of the native transpose
+    /// ([`TransposeCall`]).
+    pub(super) fn emit_transpose_call(&mut self, call: &TransposeCall) -> Result<()> {
+        let outer: Vec<LoopId> = call
+            .cols_outer
+            .into_iter()
+            .chain(call.o)
+            .chain([call.l])
+            .collect();
+        for &m in &outer {
+            let (start, _) = self.loop_range(m);
+            self.loop_vals[m.index()] = Some(start);
+        }
+        let first = self.first_index(call.inner, &call.store)?;
+        let dst = self.address(&call.store, first);
+        let first = self.first_index(call.inner, &call.load)?;
+        let src = self.address(&call.load, first);
+        for &m in &outer {
+            self.loop_vals[m.index()] = None;
+        }
+        let rows = self.range_len(call.inner);
+        let rows = match call.o {
+            Some(o) => {
+                let len = self.range_len(o);
+                self.b.ins().imul(len, rows)
+            }
+            None => rows,
+        };
+        let cols = self.range_len(call.l);
+        let cols = match call.cols_outer {
+            Some(p) => {
+                let len = self.range_len(p);
+                self.b.ins().imul(len, cols)
+            }
+            None => cols,
+        };
+        let [ld, ls, stream] =
+            [call.ld, call.ls, i64::from(call.stream)].map(|v| self.b.ins().iconst(types::I64, v));
+        self.b.ins().call(
+            self.pow.transpose_32,
+            &[dst, ld, src, ls, rows, cols, stream],
+        );
+        self.streamed |= call.stream;
+        Ok(())
+    }
+
     /// The jam of loop `l` with body `body`, if the module's conditions hold here.
     pub(super) fn jam_of(&self, l: LoopId, body: &[Stmt]) -> Option<Jam> {
         let parallel = matches!(self.parallel, Some((p, ..)) if p == l);

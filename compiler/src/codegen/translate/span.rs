@@ -702,7 +702,7 @@ impl Translator<'_, '_> {
     }
 
     /// The index of `access` at the first iteration of loop `l`'s current range.
-    fn first_index(&mut self, l: LoopId, access: &BufferAccessExpr) -> Result<Value> {
+    pub(super) fn first_index(&mut self, l: LoopId, access: &BufferAccessExpr) -> Result<Value> {
         let (start, _) = self.loop_range(l);
         self.loop_vals[l.index()] = Some(start);
         let first = self.affine(&access.index, 0);
@@ -711,7 +711,7 @@ impl Translator<'_, '_> {
     }
 
     /// The number of iterations of loop `l`'s current range (0 if empty).
-    fn range_len(&mut self, l: LoopId) -> Value {
+    pub(super) fn range_len(&mut self, l: LoopId) -> Value {
         let (start, end) = self.loop_range(l);
         let len = self.b.ins().isub(end, start);
         let zero = self.b.ins().iconst(types::I64, 0);
