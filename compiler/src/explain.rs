@@ -10,7 +10,9 @@
 
 use std::fmt::Write;
 
-use weft_ir::loop_ir::{AccId, BufferAccess, Kernel, LoopId, Stmt, ValueId};
+use weft_ir::loop_ir::{
+    AccId, BufferAccess, BufferAccessExpr, Inst, Kernel, LoopId, Stmt, ValueId,
+};
 
 use crate::codegen::translate::{self, jam, span};
 use crate::codegen::vectorize;
@@ -87,6 +89,13 @@ pub fn explain(exe: &JitExecutable) -> String {
         for note in &lk.notes {
             let _ = writeln!(s, "  {note}");
         }
+        if lk.notes.is_empty() && k.body.iter().any(|st| matches!(st, Stmt::Loop { .. })) {
+            let _ = writeln!(
+                s,
+                "  loop order: the result's axes, as lowered (no tiling, reordering or sum in \
+                 memory applied)"
+            );
+        }
         let widened_from = translate::widenings(k);
         loops(
             k,
@@ -105,6 +114,47 @@ pub fn explain(exe: &JitExecutable) -> String {
     }
     s += &exe.binding_report();
     s
+}
+
+/// Why loop `l` (body `body`) is a good vector axis, or what it costs: how the largest
+/// buffer whose index varies along it is walked.
+fn vector_axis(k: &Kernel, l: LoopId, body: &[Stmt]) -> String {
+    fn accesses<'k>(body: &'k [Stmt], out: &mut Vec<&'k BufferAccessExpr>) {
+        for st in body {
+            match st {
+                Stmt::Let {
+                    inst: Inst::Load(a),
+                    ..
+                } => out.push(a),
+                Stmt::Store { target, .. } => out.push(target),
+                Stmt::Loop { body, .. } => accesses(body, out),
+                _ => {}
+            }
+        }
+    }
+    let mut all = Vec::new();
+    accesses(body, &mut all);
+    let bytes = |a: &&BufferAccessExpr| {
+        let d = &k.buffers[a.buffer];
+        d.len.saturating_mul(d.ty.size_bytes() as u64)
+    };
+    let largest = all
+        .into_iter()
+        .filter(|a| a.index.coefficient(l) != 0)
+        .max_by_key(bytes);
+    match largest {
+        None => "along a broadcast axis (no access varies along it)".into(),
+        Some(a) => {
+            let name = &k.buffers[a.buffer].name;
+            match a.index.coefficient(l) {
+                1 => format!("along %{name}'s contiguous axis"),
+                c if a.mask.is_empty() => {
+                    format!("%{name} strided by {c} elements along it (lanes gathered)")
+                }
+                _ => format!("%{name} masked along it (lanes gathered)"),
+            }
+        }
+    }
 }
 
 /// A GEMM call's line: shape, strides of A, B and C, batch axes, blocks and threads.
@@ -259,12 +309,16 @@ fn loops(
             }
         } else if a.vectorize {
             let plan = vectorize::plan(k, *loop_id, body);
+            let axis = vector_axis(k, *loop_id, body);
             match &plan {
                 Some(p) if p.lanes == 4 => what.push(format!(
-                    "vectorised: 4 lanes (f32x4; f64 values as 2 x f64x2) x {} parts",
+                    "vectorised: 4 lanes (f32x4; f64 values as 2 x f64x2) x {} parts, {axis}",
                     p.parts
                 )),
-                Some(p) => what.push(format!("vectorised: 2 lanes (f64x2) x {} parts", p.parts)),
+                Some(p) => what.push(format!(
+                    "vectorised: 2 lanes (f64x2) x {} parts, {axis}",
+                    p.parts
+                )),
                 None => what.push(
                     "scalar (vectorize refused: per-lane control flow, integers or arg-reduction)"
                         .into(),
