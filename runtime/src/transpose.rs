@@ -234,7 +234,9 @@ mod tests {
             for cols in [0usize, 1, 5, 8, 15, 16, 24, 64] {
                 for (ls, ld, offset) in [(cols, rows, 0), (cols + 3, rows + 8, 8), (72, 80, 1)] {
                     let (ls, ld) = (ls.max(cols), ld.max(rows).max(1));
-                    let src: Vec<u32> = (0..rows * ls).map(|i| i as u32 * 2654435761).collect();
+                    let src: Vec<u32> = (0..rows * ls)
+                        .map(|i| (i as u32).wrapping_mul(2654435761))
+                        .collect();
                     for stream in [0, 1] {
                         let mut dst = vec![7u32; 8 + offset + cols * ld + 8];
                         // From a 32-byte boundary (streamed stores where `ld` allows), or past it.
