@@ -11,7 +11,7 @@
 use std::fmt::Write;
 
 use weft_ir::loop_ir::{
-    AccId, BufferAccess, BufferAccessExpr, Inst, Kernel, LoopId, Stmt, ValueId,
+    AccId, BodyAccesses, BufferAccess, BufferAccessExpr, Kernel, LoopId, Stmt, ValueId,
 };
 
 use crate::codegen::translate::{self, jam, span};
@@ -119,27 +119,13 @@ pub fn explain(exe: &JitExecutable) -> String {
 /// Why loop `l` (body `body`) is a good vector axis, or what it costs: how the largest
 /// buffer whose index varies along it is walked.
 fn vector_axis(k: &Kernel, l: LoopId, body: &[Stmt]) -> String {
-    fn accesses<'k>(body: &'k [Stmt], out: &mut Vec<&'k BufferAccessExpr>) {
-        for st in body {
-            match st {
-                Stmt::Let {
-                    inst: Inst::Load(a),
-                    ..
-                } => out.push(a),
-                Stmt::Store { target, .. } => out.push(target),
-                Stmt::Loop { body, .. } => accesses(body, out),
-                _ => {}
-            }
-        }
-    }
-    let mut all = Vec::new();
-    accesses(body, &mut all);
+    let BodyAccesses { loads, stores, .. } = BodyAccesses::of(body);
+    let all = loads.into_iter().chain(stores);
     let bytes = |a: &&BufferAccessExpr| {
         let d = &k.buffers[a.buffer];
         d.len.saturating_mul(d.ty.size_bytes() as u64)
     };
     let largest = all
-        .into_iter()
         .filter(|a| a.index.coefficient(l) != 0)
         .max_by_key(bytes);
     match largest {

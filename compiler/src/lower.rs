@@ -972,18 +972,6 @@ impl<'a> Lowerer<'a> {
     /// reassociate_f64_sums`) is always blocked when it can be, since it would run scalar.
     /// Only when the vectoriser accepts `P`'s whole body, and never on the parallel loop.
     fn block_over_results(&mut self, body: &[Stmt]) {
-        fn loads<'s>(body: &'s [Stmt], out: &mut Vec<&'s BufferAccessExpr>) {
-            for s in body {
-                match s {
-                    Stmt::Let {
-                        inst: Inst::Load(a),
-                        ..
-                    } => out.push(a),
-                    Stmt::Loop { body, .. } => loads(body, out),
-                    _ => {}
-                }
-            }
-        }
         for s in body {
             let Stmt::Loop { loop_id: p, body } = s else {
                 continue;
@@ -1015,8 +1003,7 @@ impl<'a> Lowerer<'a> {
             let Some((r, inner)) = inner else {
                 continue;
             };
-            let mut accesses = Vec::new();
-            loads(inner, &mut accesses);
+            let accesses = weft_ir::loop_ir::BodyAccesses::of(inner).loads;
             let gathers = |l: LoopId| {
                 accesses
                     .iter()

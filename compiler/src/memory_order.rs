@@ -26,7 +26,7 @@
 //! parallel nest is reordered only if the loop moved outermost has the old one's iterations
 //! or [`PARALLEL_ITERATIONS`].
 
-use weft_ir::loop_ir::{BufferAccessExpr, BufferId, Inst, Kernel, LoopId, Stmt};
+use weft_ir::loop_ir::{BodyAccesses, BufferAccessExpr, BufferId, Inst, Kernel, LoopId, Stmt};
 
 /// Iterations of the parallel loop that give a pool enough work to balance: a nest whose
 /// parallel loop has more is reordered only if the loop taking its place has this many.
@@ -36,7 +36,11 @@ pub const PARALLEL_ITERATIONS: u64 = 64;
 /// `weft explain` if it did.
 pub fn rows_in_memory_order(k: &mut Kernel, body: &mut [Stmt], min_bytes: u64) -> Option<String> {
     let (nest, inner) = perfect_nest(body)?;
-    let (loads, stores, inside) = accesses(inner);
+    let BodyAccesses {
+        loads,
+        stores,
+        loops: inside,
+    } = BodyAccesses::of(inner);
     if inside.is_empty() || !independent(k, &nest, &loads, &stores, &inside, inner) {
         return None;
     }
@@ -85,36 +89,6 @@ fn perfect_nest(body: &[Stmt]) -> Option<(Vec<LoopId>, &[Stmt])> {
         cur = body;
     }
     (nest.len() >= 2 && cur.iter().any(|s| matches!(s, Stmt::Loop { .. }))).then_some((nest, cur))
-}
-
-/// The loads and stores anywhere in `body`, and the loops inside it.
-fn accesses(body: &[Stmt]) -> (Vec<&BufferAccessExpr>, Vec<&BufferAccessExpr>, Vec<LoopId>) {
-    fn walk<'a>(
-        body: &'a [Stmt],
-        out: &mut (
-            Vec<&'a BufferAccessExpr>,
-            Vec<&'a BufferAccessExpr>,
-            Vec<LoopId>,
-        ),
-    ) {
-        for s in body {
-            match s {
-                Stmt::Let {
-                    inst: Inst::Load(a),
-                    ..
-                } => out.0.push(a),
-                Stmt::Store { target, .. } => out.1.push(target),
-                Stmt::Loop { loop_id, body } => {
-                    out.2.push(*loop_id);
-                    walk(body, out);
-                }
-                _ => {}
-            }
-        }
-    }
-    let mut out = (Vec::new(), Vec::new(), Vec::new());
-    walk(body, &mut out);
-    out
 }
 
 /// Whether the nest's iterations are independent (the module's conditions).

@@ -247,6 +247,43 @@ impl Stmt {
     }
 }
 
+/// The memory a statement sequence touches, nested loops included, in textual order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BodyAccesses<'k> {
+    /// Every load's access.
+    pub loads: Vec<&'k BufferAccessExpr>,
+    /// Every store's access.
+    pub stores: Vec<&'k BufferAccessExpr>,
+    /// Every loop.
+    pub loops: Vec<LoopId>,
+}
+
+impl<'k> BodyAccesses<'k> {
+    /// The accesses of `body` and of every loop in it.
+    pub fn of(body: &'k [Stmt]) -> Self {
+        let mut out = Self::default();
+        out.walk(body);
+        out
+    }
+
+    fn walk(&mut self, body: &'k [Stmt]) {
+        for s in body {
+            match s {
+                Stmt::Let {
+                    inst: Inst::Load(a),
+                    ..
+                } => self.loads.push(a),
+                Stmt::Store { target, .. } => self.stores.push(target),
+                Stmt::Loop { loop_id, body } => {
+                    self.loops.push(*loop_id);
+                    self.walk(body);
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
 /// A loop-IR kernel.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct Kernel {

@@ -238,22 +238,19 @@ impl Translator<'_, '_> {
         for &m in &outer {
             self.loop_vals[m.index()] = None;
         }
-        let rows = self.range_len(call.inner);
-        let rows = match call.o {
-            Some(o) => {
-                let len = self.range_len(o);
-                self.b.ins().imul(len, rows)
+        // A run of `inner`'s (or `l`'s) length per iteration of the loop continuing it.
+        let run = |t: &mut Self, m: LoopId, outer: Option<LoopId>| {
+            let len = t.range_len(m);
+            match outer {
+                Some(o) => {
+                    let times = t.range_len(o);
+                    t.b.ins().imul(times, len)
+                }
+                None => len,
             }
-            None => rows,
         };
-        let cols = self.range_len(call.l);
-        let cols = match call.cols_outer {
-            Some(p) => {
-                let len = self.range_len(p);
-                self.b.ins().imul(len, cols)
-            }
-            None => cols,
-        };
+        let rows = run(self, call.inner, call.o);
+        let cols = run(self, call.l, call.cols_outer);
         let [ld, ls, stream] =
             [call.ld, call.ls, i64::from(call.stream)].map(|v| self.b.ins().iconst(types::I64, v));
         self.b.ins().call(
