@@ -1,9 +1,12 @@
-//! Property tests of the schedule transformations of lowering — transposing copies tiled
-//! (`compiler/src/tile.rs`), sums over strided axes in memory order
-//! (`compiler/src/reduce_in_memory.rs`), register blocking — over random 2-D and 3-D shapes
+//! Property tests of the schedule transformations of lowering and code generation —
+//! transposing copies tiled (`compiler/src/tile.rs`) and moved by the native transpose
+//! (`codegen/translate/jam.rs`), sums over strided axes in memory order
+//! (`compiler/src/reduce_in_memory.rs`), row reductions visiting rows in memory order
+//! (`compiler/src/memory_order.rs`), register blocking — over random 2-D and 3-D shapes
 //! (lengths around the tile and the strides that trigger them), random result orders, reduced
-//! axes, dtypes and a tail after the reduction: fused and unfused JIT against the interpreter,
-//! with the memory-order threshold lowered so small shapes take every path.
+//! axes, dtypes and a tail after the reduction: fused (with ordinary and with streamed stores)
+//! and unfused JIT against the interpreter, with the memory-order threshold lowered so small
+//! shapes take every path.
 
 mod jit_common;
 
@@ -60,11 +63,15 @@ fn check(src: &str, seed: u64) -> Result<(), TestCaseError> {
     let inputs = random_inputs(&g, &ps, seed);
     let tol = Tolerance::for_graph(&g);
     let interp = references(&g, g.outputs(), &ps, &inputs, 2, &tol).unwrap();
-    for fused in [true, false] {
+    for (fused, stream_min_bytes) in [(true, None), (true, Some(0)), (false, None)] {
         let options = JitOptions {
             fused,
             lower: weft::LowerOptions {
                 reduce_in_memory_min_bytes: 0,
+                ..Default::default()
+            },
+            codegen: weft::CodegenOptions {
+                stream_min_bytes,
                 ..Default::default()
             },
             ..JitOptions::default()
@@ -72,7 +79,9 @@ fn check(src: &str, seed: u64) -> Result<(), TestCaseError> {
         let jit = run_jit(&g, g.outputs(), &inputs, options)
             .map_err(|e| TestCaseError::fail(format!("{e}\n{src}")))?;
         if let Err(m) = compare(&jit, &interp, &tol) {
-            return Err(TestCaseError::fail(format!("fused {fused}: {m}\n{src}")));
+            return Err(TestCaseError::fail(format!(
+                "fused {fused}, streaming from {stream_min_bytes:?} B: {m}\n{src}"
+            )));
         }
     }
     Ok(())
