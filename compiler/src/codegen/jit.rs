@@ -121,6 +121,19 @@ extern "C" fn weft_cos_f64(x: f64) -> f64 {
     scalar::unary_float(GraphUnary::Cos, x)
 }
 
+/// The parameters of the span routines (`weft_{exp,tanh,sigmoid}_f32_span`): dst, len,
+/// prefetch address, prefetch bytes, src, sums, sums width (i64), shift (f32).
+const SPAN_PARAMS: [types::Type; 8] = [
+    types::I64,
+    types::I64,
+    types::I64,
+    types::I64,
+    types::I64,
+    types::I64,
+    types::I64,
+    types::F32,
+];
+
 impl JitCompiler {
     /// A compiler for the host with default options.
     pub fn new() -> Result<Self, CodegenError> {
@@ -208,86 +221,41 @@ impl JitCompiler {
         let id = module
             .declare_function("weft_kernel", Linkage::Export, &sig)
             .map_err(module_error)?;
-        let pow_sig = |ty| {
-            let mut s = Signature::new(call_conv);
-            s.params.push(AbiParam::new(ty));
-            s.params.push(AbiParam::new(ty));
-            s.returns.push(AbiParam::new(ty));
-            s
-        };
-        let pow_f32 = module
-            .declare_function("weft_pow_f32", Linkage::Import, &pow_sig(types::F32))
-            .map_err(module_error)?;
-        let pow_f64 = module
-            .declare_function("weft_pow_f64", Linkage::Import, &pow_sig(types::F64))
-            .map_err(module_error)?;
-        let unary_sig = |ty| {
-            let mut s = Signature::new(call_conv);
-            s.params.push(AbiParam::new(ty));
-            s.returns.push(AbiParam::new(ty));
-            s
-        };
-        let mut import = |name: &str, ty| {
-            module
-                .declare_function(name, Linkage::Import, &unary_sig(ty))
-                .map_err(module_error)
-        };
-        let sin_f32 = import("weft_sin_f32", types::F32)?;
-        let sin_f64 = import("weft_sin_f64", types::F64)?;
-        let cos_f32 = import("weft_cos_f32", types::F32)?;
-        let cos_f64 = import("weft_cos_f64", types::F64)?;
-        let mut span_sig = Signature::new(call_conv);
-        // (dst, len, prefetch address, prefetch bytes, src, sums, sums width, shift)
-        span_sig.params.extend([AbiParam::new(types::I64); 7]);
-        span_sig.params.push(AbiParam::new(types::F32));
-        let mut span_import = |name: &str| {
-            module
-                .declare_function(name, Linkage::Import, &span_sig)
-                .map_err(module_error)
-        };
-        let exp_span_f32 = span_import("weft_exp_f32_span")?;
-        let tanh_span_f32 = span_import("weft_tanh_f32_span")?;
-        let sigmoid_span_f32 = span_import("weft_sigmoid_f32_span")?;
-        let mut copy_sig = Signature::new(call_conv);
-        copy_sig.params.extend([AbiParam::new(types::I64); 3]);
-        let stream_copy = module
-            .declare_function("weft_stream_copy", Linkage::Import, &copy_sig)
-            .map_err(module_error)?;
-        // (dst, src, len, step, r, s, d)
-        let mut scaled_sig = Signature::new(call_conv);
-        scaled_sig.params.extend([AbiParam::new(types::I64); 4]);
-        scaled_sig.params.extend([AbiParam::new(types::F32); 3]);
-        let stream_scaled = module
-            .declare_function("weft_stream_scaled_f32", Linkage::Import, &scaled_sig)
-            .map_err(module_error)?;
-        // (dst, ld, src, ls, rows, cols, stream)
-        let mut transpose_sig = Signature::new(call_conv);
-        transpose_sig.params.extend([AbiParam::new(types::I64); 7]);
-        let transpose_32 = module
-            .declare_function("weft_transpose_32", Linkage::Import, &transpose_sig)
-            .map_err(module_error)?;
-        // Clobbers nothing: a call inside a vector loop keeps its registers.
-        let mut prefetch_sig = Signature::new(cranelift_codegen::isa::CallConv::PreserveAll);
-        prefetch_sig.params.push(AbiParam::new(types::I64));
-        let prefetch_line = module
-            .declare_function("weft_prefetch_line", Linkage::Import, &prefetch_sig)
-            .map_err(module_error)?;
         ctx.func.signature = sig;
         ctx.func.name = UserFuncName::user(0, id.as_u32());
+        let mut import = |name: &str, conv, params: &[types::Type], returns: &[types::Type]| {
+            let mut s = Signature::new(conv);
+            s.params.extend(params.iter().map(|&t| AbiParam::new(t)));
+            s.returns.extend(returns.iter().map(|&t| AbiParam::new(t)));
+            let f = module
+                .declare_function(name, Linkage::Import, &s)
+                .map_err(module_error)?;
+            Ok::<_, CodegenError>(module.declare_func_in_func(f, &mut ctx.func))
+        };
+        let (f32, f64, i64) = (types::F32, types::F64, types::I64);
+        // Clobbers nothing: a call inside a vector loop keeps its registers.
+        let preserve_all = cranelift_codegen::isa::CallConv::PreserveAll;
         let pow = PowRefs {
-            f32: module.declare_func_in_func(pow_f32, &mut ctx.func),
-            f64: module.declare_func_in_func(pow_f64, &mut ctx.func),
-            sin_f32: module.declare_func_in_func(sin_f32, &mut ctx.func),
-            sin_f64: module.declare_func_in_func(sin_f64, &mut ctx.func),
-            cos_f32: module.declare_func_in_func(cos_f32, &mut ctx.func),
-            cos_f64: module.declare_func_in_func(cos_f64, &mut ctx.func),
-            exp_span_f32: module.declare_func_in_func(exp_span_f32, &mut ctx.func),
-            tanh_span_f32: module.declare_func_in_func(tanh_span_f32, &mut ctx.func),
-            sigmoid_span_f32: module.declare_func_in_func(sigmoid_span_f32, &mut ctx.func),
-            stream_copy: module.declare_func_in_func(stream_copy, &mut ctx.func),
-            prefetch_line: module.declare_func_in_func(prefetch_line, &mut ctx.func),
-            stream_scaled: module.declare_func_in_func(stream_scaled, &mut ctx.func),
-            transpose_32: module.declare_func_in_func(transpose_32, &mut ctx.func),
+            f32: import("weft_pow_f32", call_conv, &[f32, f32], &[f32])?,
+            f64: import("weft_pow_f64", call_conv, &[f64, f64], &[f64])?,
+            sin_f32: import("weft_sin_f32", call_conv, &[f32], &[f32])?,
+            sin_f64: import("weft_sin_f64", call_conv, &[f64], &[f64])?,
+            cos_f32: import("weft_cos_f32", call_conv, &[f32], &[f32])?,
+            cos_f64: import("weft_cos_f64", call_conv, &[f64], &[f64])?,
+            exp_span_f32: import("weft_exp_f32_span", call_conv, &SPAN_PARAMS, &[])?,
+            tanh_span_f32: import("weft_tanh_f32_span", call_conv, &SPAN_PARAMS, &[])?,
+            sigmoid_span_f32: import("weft_sigmoid_f32_span", call_conv, &SPAN_PARAMS, &[])?,
+            stream_copy: import("weft_stream_copy", call_conv, &[i64; 3], &[])?,
+            prefetch_line: import("weft_prefetch_line", preserve_all, &[i64], &[])?,
+            // (dst, src, len, step, r, s, d)
+            stream_scaled: import(
+                "weft_stream_scaled_f32",
+                call_conv,
+                &[i64, i64, i64, i64, f32, f32, f32],
+                &[],
+            )?,
+            // (dst, ld, src, ls, rows, cols, stream)
+            transpose_32: import("weft_transpose_32", call_conv, &[i64; 7], &[])?,
         };
         let mut fctx = FunctionBuilderContext::new();
         translate(
