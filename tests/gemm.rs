@@ -42,7 +42,7 @@ fn run_with(g: &Graph, inputs: &[HostArray], options: JitOptions) -> Run {
 /// How many GEMM calls the computation of `g`'s outputs makes with `options` (from `weft
 /// explain`'s listing).
 fn gemm_calls(g: &Graph, options: JitOptions) -> usize {
-    let text = weft_compiler::explain::explain(&jit_executable(g, &options));
+    let text = jit_common::explain(g, &options);
     text.lines().filter(|l| l.starts_with("gemm @")).count()
 }
 

@@ -7,7 +7,7 @@
 
 mod jit_common;
 
-use jit_common::{compare, jit_executable, mlp_layer, references, run_jit};
+use jit_common::{compare, explain, jit_executable, mlp_layer, references, run_jit};
 use weft::prelude::*;
 use weft_compiler::epilogue::EpilogueOptions;
 use weft_compiler::gemm::GemmOptions;
@@ -37,10 +37,6 @@ fn options(threads: usize, epilogue: bool) -> JitOptions {
         }),
         ..JitOptions::default()
     }
-}
-
-fn explain(g: &Graph, options: &JitOptions) -> String {
-    weft_compiler::explain::explain(&jit_executable(g, options))
 }
 
 /// Fused steps in `weft explain`'s listing.

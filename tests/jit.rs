@@ -818,10 +818,7 @@ fn transposing_copies_are_tiled_and_exact() {
                 let kernels = weft_compiler::lower_plan(&plan, &Default::default()).unwrap();
                 let text = kernels[0].kernel.to_string();
                 assert_eq!(text.matches("loop ").count(), 4, "{text}");
-                let why = weft_compiler::explain::explain(&jit_common::jit_executable(
-                    &g,
-                    &JitOptions::default(),
-                ));
+                let why = jit_common::explain(&g, &JitOptions::default());
                 assert!(why.contains("tiled 16 x 16: %x strides"), "{why}");
             }
         }
@@ -885,8 +882,7 @@ fn native_transposes_give_the_bits_of_the_jammed_loops() {
                 threads,
                 ..JitOptions::default()
             };
-            let explained =
-                weft_compiler::explain::explain(&jit_common::jit_executable(&g, &options));
+            let explained = jit_common::explain(&g, &options);
             let t = Transformer::with_jit_options(g.clone(), options).unwrap();
             let c = t.computation(g.outputs(), &ps).unwrap();
             let mut buffer = vec![0.0f32; offset];
@@ -984,7 +980,7 @@ fn strided_sums_accumulate_in_memory_order() {
             lower: small,
             ..JitOptions::default()
         };
-        let why = weft_compiler::explain::explain(&jit_common::jit_executable(g, &options));
+        let why = jit_common::explain(g, &options);
         assert!(
             why.contains("sum over a strided axis in memory order"),
             "{why}"
@@ -1105,7 +1101,7 @@ fn row_sums_stored_transposed_read_rows_in_memory_order() {
                 lower: small,
                 ..JitOptions::default()
             };
-            let why = weft_compiler::explain::explain(&jit_common::jit_executable(&g, &options));
+            let why = jit_common::explain(&g, &options);
             match note {
                 Some(n) => assert!(
                     why.contains(&format!("memory order ({n} elements), not the result's")),
@@ -1339,10 +1335,7 @@ fn only_large_outputs_of_passes_over_memory_stream_by_default() {
             env!("CARGO_MANIFEST_DIR")
         );
         let g = weft::ir::text::parse(&std::fs::read_to_string(&path).unwrap(), &path).unwrap();
-        let explained = weft_compiler::explain::explain(&jit_common::jit_executable(
-            &g,
-            &JitOptions::default(),
-        ));
+        let explained = jit_common::explain(&g, &JitOptions::default());
         assert_eq!(
             explained.contains("streamed out"),
             streams,
@@ -1479,8 +1472,7 @@ fn row_passes_in_cache_prefetch_a_later_row() {
                var_eps = add(var, eps)\nsd = sqrt(var_eps)\nnormed = divide(centered, sd)\n\
                scaled = multiply(normed, g)\nout = add(scaled, b)\noutput out\n";
     let g = weft::ir::text::parse(src, "layernorm.weft").unwrap();
-    let explained =
-        weft_compiler::explain::explain(&jit_common::jit_executable(&g, &JitOptions::default()));
+    let explained = jit_common::explain(&g, &JitOptions::default());
     let prefetching: Vec<&str> = explained
         .lines()
         .filter(|l| l.contains("prefetching %a's row 2 ahead for %i1, a line per step"))
@@ -1506,10 +1498,7 @@ fn passes_over_rows_apart_prefetch_the_row_ahead() {
              s = sum(t, [{over}])\noutput s\n"
         );
         let g = weft::ir::text::parse(&src, "sums.weft").unwrap();
-        let explained = weft_compiler::explain::explain(&jit_common::jit_executable(
-            &g,
-            &JitOptions::default(),
-        ));
+        let explained = jit_common::explain(&g, &JitOptions::default());
         assert_eq!(
             explained.contains("prefetching %t's row 2 ahead"),
             prefetches,

@@ -37,6 +37,11 @@ pub fn jit_executable(g: &Graph, options: &JitOptions) -> weft::compiler::JitExe
     .unwrap()
 }
 
+/// `weft explain` of `g`'s outputs compiled with `options`.
+pub fn explain(g: &Graph, options: &JitOptions) -> String {
+    weft::compiler::explain::explain(&jit_executable(g, options))
+}
+
 /// `relu(X·W + b)` with X over `[B, I]` (or `[I, B]` if `x_t`) and W over `[I, O]` (or
 /// `[O, I]` if `w_t`): one MLP layer, the GEMM path's standard case.
 pub fn mlp_layer(b: usize, i: usize, o: usize, dtype: DType, x_t: bool, w_t: bool) -> Graph {
