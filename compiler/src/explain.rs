@@ -183,8 +183,8 @@ struct Codegen {
     stream_min_bytes: Option<u64>,
 }
 
-/// The lines of loop `o` (body `body`), the two loops inside it and their block done by one
-/// call of the native transpose (`parallel`: the threads, if `o` is the parallel loop).
+/// The lines of loop `o` (body `body`) and the loops nested inside it, all done by one call of
+/// the native transpose (`parallel`: the threads, if `o` is the parallel loop).
 fn transpose_lines(
     k: &Kernel,
     o: LoopId,
@@ -252,11 +252,8 @@ fn loops(
         let l = &k.loops[*loop_id];
         let a = l.annotations;
         let mut what = Vec::new();
-        if let Some(call) = vectorize
-            .then(|| {
-                native_transpose.then(|| jam::transpose_call(k, *loop_id, body, stream_min_bytes))
-            })
-            .flatten()
+        if let Some(call) = (vectorize && native_transpose)
+            .then(|| jam::transpose_call(k, *loop_id, body, stream_min_bytes))
             .flatten()
         {
             transpose_lines(

@@ -26,7 +26,9 @@
 //! parallel nest is reordered only if the loop moved outermost has the old one's iterations
 //! or [`PARALLEL_ITERATIONS`].
 
-use weft_ir::loop_ir::{BodyAccesses, BufferAccessExpr, BufferId, Inst, Kernel, LoopId, Stmt};
+use weft_ir::loop_ir::{
+    self, BodyAccesses, BufferAccessExpr, BufferId, Inst, Kernel, LoopId, Stmt,
+};
 
 /// Iterations of the parallel loop that give a pool enough work to balance: a nest whose
 /// parallel loop has more is reordered only if the loop taking its place has this many.
@@ -82,13 +84,9 @@ pub fn rows_in_memory_order(k: &mut Kernel, body: &mut [Stmt], min_bytes: u64) -
 /// The loops of the perfect nest at the top of `body`, outermost first, and the innermost
 /// body, if there are at least two loops and that body holds a loop.
 fn perfect_nest(body: &[Stmt]) -> Option<(Vec<LoopId>, &[Stmt])> {
-    let mut nest = Vec::new();
-    let mut cur = body;
-    while let [Stmt::Loop { loop_id, body }] = cur {
-        nest.push(*loop_id);
-        cur = body;
-    }
-    (nest.len() >= 2 && cur.iter().any(|s| matches!(s, Stmt::Loop { .. }))).then_some((nest, cur))
+    let (nest, inner) = loop_ir::perfect_nest(body);
+    (nest.len() >= 2 && inner.iter().any(|s| matches!(s, Stmt::Loop { .. })))
+        .then_some((nest, inner))
 }
 
 /// Whether the nest's iterations are independent (the module's conditions).

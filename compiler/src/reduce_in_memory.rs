@@ -444,7 +444,7 @@ fn rewrite_group(
     })?;
     let identity = weft_ir::loop_ir::semantics::reduce_identity(ReduceKind::Sum, acc_ty);
     let (zero, zero_let) = k.define(acc_ty, Inst::Const(identity));
-    let stmts = vec![Stmt::Loop {
+    let init = Stmt::Loop {
         loop_id: init_l,
         body: vec![
             zero_let,
@@ -453,15 +453,18 @@ fn rewrite_group(
                 value: zero,
             },
         ],
-    }];
-    let finish = [Stmt::Loop {
+    };
+    let finish = Stmt::Loop {
         loop_id: row_l,
         body: vec![Stmt::Loop {
             loop_id: fin_l,
             body: fin,
         }],
-    }];
-    let stmts: Vec<Stmt> = stmts.into_iter().chain(accumulate).chain(finish).collect();
+    };
+    let stmts: Vec<Stmt> = std::iter::once(init)
+        .chain(accumulate)
+        .chain([finish])
+        .collect();
     let name = format!("acc_{}", k.buffers.len());
     let declared = k.add_buffer(name, acc_ty, np.checked_mul(nk)?, BufferAccess::ReadWrite);
     debug_assert_eq!(declared, buffer);

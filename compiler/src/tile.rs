@@ -18,7 +18,9 @@
 //! same index values, only in another order; iterations of a copy without reductions are
 //! independent (each stores its own element), so results are unchanged.
 
-use weft_ir::loop_ir::{AffineExpr, BufferAccessExpr, Inst, Kernel, LoopAnnotations, LoopId, Stmt};
+use weft_ir::loop_ir::{
+    self, AffineExpr, BufferAccessExpr, Inst, Kernel, LoopAnnotations, LoopId, Stmt,
+};
 
 /// The sides of a block, in elements, best first: the first that divides both extents is
 /// taken. Measured on a 4096 × 4096 f32 transpose (Zen 1, interleaved runs): with lanes
@@ -122,22 +124,15 @@ pub fn tile_transposes(k: &mut Kernel) -> Option<String> {
     ))
 }
 
-/// The loops of a perfect nest (each body exactly the next loop), outermost first.
+/// The loops of a perfect nest of at least two loops around a flat body, outermost first.
 fn perfect_nest(body: &[Stmt]) -> Option<Vec<LoopId>> {
-    let mut nest = Vec::new();
-    let mut cur = body;
-    while let [Stmt::Loop { loop_id, body }] = cur {
-        nest.push(*loop_id);
-        cur = body;
-    }
-    (nest.len() >= 2 && !cur.iter().any(|s| matches!(s, Stmt::Loop { .. }))).then_some(nest)
+    let (nest, inner) = loop_ir::perfect_nest(body);
+    (nest.len() >= 2 && !inner.iter().any(|s| matches!(s, Stmt::Loop { .. }))).then_some(nest)
 }
 
+/// The body inside the perfect nest at the top of `body`.
 fn innermost_body(body: &[Stmt]) -> &[Stmt] {
-    match body {
-        [Stmt::Loop { body, .. }] => innermost_body(body),
-        _ => body,
-    }
+    loop_ir::perfect_nest(body).1
 }
 
 /// Replaces the innermost loop of a perfect nest by `with`.

@@ -63,7 +63,8 @@ pub(crate) struct TranslateOptions {
     /// Buffers at least this long that a vector loop writes are staged and streamed out with
     /// non-temporal stores ([`span`]); `None`: never.
     pub stream_min_bytes: Option<u64>,
-    /// Whether a tiled transposing copy may call the native transpose per block ([`jam`]).
+    /// Whether a transposing copy may call the native transpose for its jammed loop and the
+    /// loops continuing it ([`jam`]).
     pub native_transpose: bool,
 }
 
@@ -80,9 +81,9 @@ pub(crate) struct PowRefs {
     /// `weft_exp_f32_span(dst, len, at, bytes, src, sums, width, shift)`: `e^x` over a span
     /// ([`span`]).
     pub exp_span_f32: FuncRef,
-    /// `weft_tanh_f32_span(ptr, len)`.
+    /// `weft_tanh_f32_span`, the same parameters.
     pub tanh_span_f32: FuncRef,
-    /// `weft_sigmoid_f32_span(ptr, len)`.
+    /// `weft_sigmoid_f32_span`, the same parameters.
     pub sigmoid_span_f32: FuncRef,
     /// `weft_stream_copy(dst, src, bytes)`: a copy with non-temporal stores ([`span`]).
     pub stream_copy: FuncRef,
@@ -91,8 +92,8 @@ pub(crate) struct PowRefs {
     /// `weft_stream_scaled_f32(dst, src, len, step, r, s, d)`: a scaled streamed copy
     /// ([`span`]).
     pub stream_scaled: FuncRef,
-    /// `weft_transpose_32(dst, ld, src, ls, rows, cols, stream)`: a block of a transposing
-    /// copy ([`jam`]).
+    /// `weft_transpose_32(dst, ld, src, ls, rows, cols, stream)`: a transposing copy's
+    /// rows and columns ([`jam`]).
     pub transpose_32: FuncRef,
 }
 

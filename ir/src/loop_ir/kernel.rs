@@ -247,6 +247,18 @@ impl Stmt {
     }
 }
 
+/// The loops of the perfect nest at the top of `body` (each body exactly the next loop),
+/// outermost first — none if `body` is not a single loop — and the body inside the last.
+pub fn perfect_nest(body: &[Stmt]) -> (Vec<LoopId>, &[Stmt]) {
+    let mut nest = Vec::new();
+    let mut cur = body;
+    while let [Stmt::Loop { loop_id, body }] = cur {
+        nest.push(*loop_id);
+        cur = body;
+    }
+    (nest, cur)
+}
+
 /// The memory a statement sequence touches, nested loops included, in textual order.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct BodyAccesses<'k> {
