@@ -70,7 +70,7 @@ pub unsafe extern "C" fn weft_transpose_32(
     };
     let (ld, ls) = (ld as isize, ls as isize);
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx") && rows >= BLOCK && cols >= BLOCK {
+    if available() && rows >= BLOCK && cols >= BLOCK {
         let line = dst.align_offset(64);
         let row_starts = starts(rows, line % LINE, LINE);
         let col_starts = starts(cols, src.align_offset(32) % BLOCK, BLOCK);
