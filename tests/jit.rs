@@ -30,6 +30,26 @@ fn agree(g: &Graph, outputs: &[NodeId], calls: usize) {
     }
 }
 
+/// Runs every output of `g` fused and unfused with lowering options `lower` against the
+/// interpreter (two calls) and compares.
+fn agree_lowered(g: &Graph, lower: weft::LowerOptions) {
+    let ps = g.placeholders();
+    let inputs = random_inputs(g, &ps, 1);
+    let tol = weft_ir::testing::Tolerance::for_graph(g);
+    let interp = references(g, g.outputs(), &ps, &inputs, 2, &tol).unwrap();
+    for fused in [true, false] {
+        let options = JitOptions {
+            fused,
+            lower,
+            ..JitOptions::default()
+        };
+        let jit = jit_common::run_jit(g, g.outputs(), &inputs, options).unwrap();
+        if let Err(m) = compare(&jit, &interp, &tol) {
+            panic!("fused {fused} differs: {m}\n{}", weft::ir::text::print(g));
+        }
+    }
+}
+
 #[test]
 fn every_example_matches_the_interpreter() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
@@ -943,7 +963,7 @@ fn native_transposes_give_the_bits_of_the_jammed_loops() {
 
 /// Sums over a strided axis run in memory order with their accumulators in a scratch row
 /// (`compiler/src/reduce_in_memory.rs`): each axis of a 3-D tensor summed into each result
-/// order (rows a stride apart jammed four a step, with a remainder), means (a tail after the
+/// order (rows a stride apart jammed `reduce_in_memory::JAM` a step, with a remainder), means (a tail after the
 /// sum), column sums whose result loop is the parallel one (strip-mined), every numeric dtype
 /// — against the interpreter, and the rewrite happened.
 /// Small shapes lower the operand-size threshold so the rewrite applies to them.
@@ -954,21 +974,7 @@ fn strided_sums_accumulate_in_memory_order() {
         ..Default::default()
     };
     let agree_in_memory = |g: &Graph| {
-        let ps = g.placeholders();
-        let inputs = random_inputs(g, &ps, 1);
-        let tol = weft_ir::testing::Tolerance::for_graph(g);
-        let interp = references(g, g.outputs(), &ps, &inputs, 2, &tol).unwrap();
-        for fused in [true, false] {
-            let options = JitOptions {
-                fused,
-                lower: small,
-                ..JitOptions::default()
-            };
-            let jit = jit_common::run_jit(g, g.outputs(), &inputs, options).unwrap();
-            if let Err(m) = compare(&jit, &interp, &tol) {
-                panic!("fused {fused} differs: {m}\n{}", weft::ir::text::print(g));
-            }
-        }
+        agree_lowered(g, small);
         let plan = weft_compiler::compile_plan(g, &Default::default()).unwrap();
         let kernels = weft_compiler::lower_plan(&plan, &small).unwrap();
         let k = kernels[0].kernel.clone();
@@ -1082,21 +1088,7 @@ fn row_sums_stored_transposed_read_rows_in_memory_order() {
                  y = multiply(r, r)\noutput r\noutput y\n"
             );
             let g = weft::ir::text::parse(&src, "rows.weft").unwrap();
-            let ps = g.placeholders();
-            let inputs = random_inputs(&g, &ps, 1);
-            let tol = weft_ir::testing::Tolerance::for_graph(&g);
-            let interp = references(&g, g.outputs(), &ps, &inputs, 2, &tol).unwrap();
-            for fused in [true, false] {
-                let options = JitOptions {
-                    fused,
-                    lower: small,
-                    ..JitOptions::default()
-                };
-                let jit = jit_common::run_jit(&g, g.outputs(), &inputs, options).unwrap();
-                if let Err(m) = compare(&jit, &interp, &tol) {
-                    panic!("{d} {shape} -> {order}, fused {fused} differs: {m}");
-                }
-            }
+            agree_lowered(&g, small);
             let options = JitOptions {
                 lower: small,
                 ..JitOptions::default()
