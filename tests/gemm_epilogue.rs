@@ -1,7 +1,7 @@
 //! GEMM epilogue fusion (weft_compiler::epilogue, weft_runtime::GemmEpilogue): a GEMM call and
 //! the kernel after it run as one step, the kernel on each row block of C right after the
-//! block is computed. Against the interpreter's oracle, bit-identical to the two separate
-//! steps (`JitOptions::epilogue: None`) and across 1, 2 and 3 threads; the cases the check
+//! block is computed. Against the interpreter's oracle, and bit-identical to the two separate
+//! steps (`JitOptions::epilogue: false`) with 1, 2 and 3 threads; the cases the check
 //! must refuse (an epilogue reading C by columns, an epilogue whose output reuses an operand's
 //! buffer) keep two steps and stay correct; `weft explain` and the dump name the fused step.
 
@@ -9,7 +9,6 @@ mod jit_common;
 
 use jit_common::{compare, explain, jit_executable, mlp_layer, references, run_jit};
 use weft::prelude::*;
-use weft_compiler::epilogue::EpilogueOptions;
 use weft_compiler::gemm::GemmOptions;
 use weft_compiler::lower::LowerOptions;
 use weft_ir::testing::{Run, Tolerance};
@@ -30,11 +29,7 @@ fn options(threads: usize, epilogue: bool) -> JitOptions {
             min_block: 16,
             ..GemmOptions::default()
         }),
-        epilogue: epilogue.then_some(EpilogueOptions {
-            min_block: 16,
-            blocks_per_thread: 2,
-            ..EpilogueOptions::default()
-        }),
+        epilogue,
         ..JitOptions::default()
     }
 }
@@ -52,7 +47,8 @@ fn run(g: &Graph, inputs: &[HostArray], options: JitOptions) -> Run {
 }
 
 /// `g` with epilogue fusion on, for 1, 2 and 3 threads, against the interpreter's oracle and
-/// bit for bit against fusion off; asserts `fused` fused steps with 2 threads.
+/// bit for bit against fusion off with as many threads; asserts `fused` fused steps with 2
+/// threads.
 fn agree(g: &Graph, fused: usize) {
     let text = explain(g, &options(2, true));
     assert_eq!(fused_steps(&text), fused, "{text}");
@@ -60,8 +56,8 @@ fn agree(g: &Graph, fused: usize) {
     let inputs = weft_ir::testing::random_inputs(g, &ps, 5, false);
     let tol = Tolerance::for_graph(g);
     let refs = references(g, g.outputs(), &ps, &inputs, 2, &tol).unwrap();
-    let apart = run(g, &inputs, options(2, false));
     for threads in [1, 2, 3] {
+        let apart = run(g, &inputs, options(threads, false));
         let got = run(g, &inputs, options(threads, true));
         if let Err(m) = compare(&got, &refs, &tol) {
             panic!("{threads} threads: {m}\n{}", weft::ir::text::print(g));
@@ -246,7 +242,7 @@ fn explain_and_the_dump_show_the_gemm_and_its_epilogue_as_one_step() {
         &g,
         &JitOptions {
             threads: Some(2),
-            epilogue: None,
+            epilogue: false,
             ..JitOptions::default()
         },
     );

@@ -243,7 +243,7 @@ fn steady_state_call_into_allocates_nothing() {
         "chain with assign: steady-state call_into allocated"
     );
     assert_eq!(no_assign, 0, "chain: steady-state call_into allocated");
-    // A GEMM allocates its packing buffers (the `matrixmultiply` crate, per block); running
+    // A GEMM allocates its packing buffers (the `gemm` crate, per block); running
     // the epilogue kernel on each block in the same work item adds nothing to that.
     let (g, outputs) = mlp();
     let exe = weft_compiler::JitExecutable::new(
@@ -257,7 +257,7 @@ fn steady_state_call_into_allocates_nothing() {
     assert!(text.contains("fused step: gemm @"), "{text}");
     let fused = allocations_with("mlp, fused step", &g, &outputs, &[], JitOptions::default());
     let apart = JitOptions {
-        epilogue: None,
+        epilogue: false,
         ..JitOptions::default()
     };
     let apart = allocations_with("mlp, two steps", &g, &outputs, &[], apart);

@@ -21,7 +21,7 @@
 //!   and a steady-state run allocates no device memory.
 
 use crate::codegen::{CodegenError, CodegenOptions, JitCompiler};
-use crate::epilogue::{plan_epilogue, EpilogueOptions};
+use crate::epilogue::plan_epilogue;
 use crate::gemm::GemmOptions;
 use crate::io_binding::{bind_input, bind_output, Binding};
 use crate::lower::{lower_plan, BufferBinding, LowerError, LowerOptions, LoweredKernel};
@@ -138,9 +138,9 @@ pub struct JitOptions {
     /// Fused and unfused alike.
     pub gemm: Option<GemmOptions>,
     /// Whether a GEMM call and the kernel after it run as one step, the kernel on each row
-    /// block of the GEMM's result as soon as it is computed (crate::epilogue; `None`: never).
+    /// block of the GEMM's result as soon as it is computed (crate::epilogue; default true).
     /// Results are the same either way.
-    pub epilogue: Option<EpilogueOptions>,
+    pub epilogue: bool,
 }
 
 /// The memory budget from `WEFT_MAX_BYTES`, if set to a byte count (anything else is ignored
@@ -167,7 +167,7 @@ impl Default for JitOptions {
             max_bytes: max_bytes_from_env(),
             threads: None,
             gemm: Some(GemmOptions::default()),
-            epilogue: Some(EpilogueOptions::default()),
+            epilogue: true,
         }
     }
 }
@@ -594,12 +594,12 @@ impl JitExecutable {
                 fused_steps.push(step);
                 continue;
             };
-            let Some(eo) = &options.epilogue else {
+            if !options.epilogue {
                 fused_steps.push(step);
                 continue;
-            };
+            }
             let ((call, gargs), (kernel, kargs)) = (&gemms[gi], &kernels[ki]);
-            match plan_epilogue(call.spec(), *gargs, kernel, kargs, eo, pool.threads()) {
+            match plan_epilogue(call.spec(), *gargs, kernel, kargs) {
                 Ok(fused) => {
                     rest.next();
                     fused_steps.push(Step::GemmThen(epilogues.len()));

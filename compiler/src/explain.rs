@@ -150,7 +150,7 @@ fn gemm(call: &weft_runtime::GemmCall, threads: usize, s: &mut String) {
     let bytes = |t: usize| u128::from(spec.lens[t]) * size;
     let _ = writeln!(
         s,
-        "gemm @{} (matrixmultiply, runtime CPU dispatch): reads {} B, writes {} B",
+        "gemm @{} (gemm crate, runtime CPU dispatch): reads {} B, writes {} B",
         spec.name,
         bytes(0) + bytes(1),
         bytes(2)

@@ -1,5 +1,5 @@
 //! The GEMM path: which dots run as a call of a tuned GEMM (weft_runtime::GemmCall, the
-//! `matrixmultiply` crate) instead of a JIT loop nest, and the plan entry describing the call.
+//! `gemm` crate) instead of a JIT loop nest, and the plan entry describing the call.
 //!
 //! Assumes: for [`is_candidate`], a verified graph; for [`plan_gemm`], the kernel program of a
 //! [`GroupKind::Gemm`](crate::passes::fusion::GroupKind::Gemm) group (fusion leaves such a dot
@@ -20,8 +20,9 @@
 //!   which case the pipeline compiles that dot with the JIT instead. The runtime checks the
 //!   description again before any call ([`weft_runtime::GemmCall::new`]);
 //! - a call is split into row (or column) blocks over the thread pool, at most one per thread
-//!   ([`GemmSpec::blocks_for`]); every element is computed by the same operations whatever
-//!   the blocks, so results do not depend on the thread count.
+//!   ([`GemmSpec::blocks_for`]); results are bit-identical for a given thread count (the
+//!   crate's calls follow the blocks, so other thread counts may differ in the last bits,
+//!   within the tolerance of docs/numerics.md).
 
 use crate::passes::kernel::{Instr, KernelProgram};
 use crate::passes::layout::LayoutPlan;

@@ -1,6 +1,7 @@
 //! GEMM calls: a contraction the compiler planned as a general matrix multiply, run by the
-//! `matrixmultiply` crate (packed, cache-blocked, with its micro-kernel chosen at run time
-//! from the CPU's features: AVX2+FMA, AVX or SSE2 on x86-64) beside the JIT's kernels.
+//! `gemm` crate (packed, cache-blocked, with its micro-kernels chosen at run time from the
+//! CPU's features: AVX2+FMA, AVX or SSE on x86-64; built without its rayon threads) beside the
+//! JIT's kernels.
 //!
 //! Assumes: a [`GemmSpec`] from the compiler — `C[b, i, j] = Σ_p A[b, i, p] · B[b, p, j]` for
 //! every batch index `b`, each matrix an element offset and a stride per axis into its buffer
@@ -15,19 +16,22 @@
 //!   [`RuntimeError::Gemm`], never a panic;
 //! - each call checks the bound buffers' types and lengths against the declared ones (and that
 //!   C shares no memory with A or B), borrows them (A and B shared, C exclusive) for the call,
-//!   then runs: the batch indices times fixed row (or column) blocks of C — the block size is
-//!   a function of the shape only ([`GemmSpec::block`]) — are the items of one job, each a
-//!   single-threaded `matrixmultiply` call, split over the [`ThreadPool`] when one is given.
-//!   Every element of C is computed by one call over all of K in the crate's fixed K-blocking,
-//!   so results are bit-identical for every thread count and every run;
+//!   then runs: the batch indices times fixed row (or column) blocks of C ([`GemmSpec::block`],
+//!   chosen by the compiler from the shape and the pool's thread count) are the items of one
+//!   job, each a single-threaded `gemm` call, split over the [`ThreadPool`] when one is given.
+//!   Each call is deterministic, so results are bit-identical run after run for a given spec —
+//!   for a given thread count. Across thread counts they may differ in the last bits: the crate
+//!   picks its K-blocking and its code path by the call's shape (a block of one row is a
+//!   matrix-vector product; blocks of at most 64 × 64 block K differently), as BLAS
+//!   libraries do;
 //! - f32 products and sums are taken in f32 (as every BLAS), f64 in f64, in the crate's order;
 //!   the error of each element is within the bound `K · u · Σ_p |A·B|` (u = 2⁻²⁴ or 2⁻⁵³;
 //!   docs/numerics.md). An element the crate leaves at ±0 gets the interpreter's sign: −0
 //!   exactly when every step of the interpreter's sum (products and sum in f64 for f32, from
 //!   −0) stays −0, found by walking those steps until one does not (usually the first).
 //!
-//! `unsafe` here: the calls of the crate's raw-pointer `sgemm`/`dgemm` and the zero fix-up's
-//! reads and writes, each with the bounds argument above (docs/ARCHITECTURE.md).
+//! `unsafe` here: the calls of the crate's raw-pointer `gemm` and the zero fix-up's reads and
+//! writes, each with the bounds argument above (docs/ARCHITECTURE.md).
 
 use std::sync::Arc;
 
@@ -102,9 +106,8 @@ impl GemmSpec {
     /// blocks of at least `min_block` (rounded up to a multiple of 16, the micro-kernels'
     /// tile), at most one per thread of a `threads` pool and at most `max_blocks` of them. Each
     /// block packs all of the other operand again, so a block beyond one per thread costs
-    /// packing and buys nothing. Every element of C is computed by the same operations
-    /// whichever block holds it (the crate's K-blocking is fixed and its micro-kernels keep one
-    /// accumulator per element), so results do not depend on the blocks either.
+    /// packing and buys nothing. The blocks, and so the crate's calls and their results'
+    /// last bits, follow the thread count (module docs).
     pub fn blocks_for(
         m: usize,
         n: usize,
@@ -610,7 +613,9 @@ impl GemmCall {
         // from them is in bounds. C's elements are pairwise distinct (proved injective), and
         // blocks and batch indices are disjoint index sets, so items running concurrently
         // write disjoint memory; A and B do not overlap C (checked). The element offsets and
-        // strides fit isize (checked).
+        // strides fit isize (checked). A row of the block with column stride 1 is `cols`
+        // consecutive elements of C, all in bounds and written by no one else during the call,
+        // so the fix-up may read it as a slice once the crate has returned.
         unsafe {
             let pa = (bases[0] as *const T).offset(is(a));
             let pb = (bases[1] as *const T).offset(is(b));
@@ -637,8 +642,15 @@ impl GemmCall {
             // An infinite or NaN element may be the crate's partial sums passing the type's
             // range (f32 sums in f32; f64 reassociated) where the interpreter's ordered f64 sum
             // stays finite: it is summed again the interpreter's way. Rare (overflowing or
-            // non-finite operands), and exact for non-finite operands too.
+            // non-finite operands), and exact for non-finite operands too. A contiguous row
+            // is first tested whole, without branches (vectorised): most rows have neither.
             for i in 0..rows as isize {
+                if s.c.col_stride == 1 {
+                    let row = std::slice::from_raw_parts(pc.offset(i * is(s.c.row_stride)), cols);
+                    if !row.iter().fold(false, |any, x| any | x.special()) {
+                        continue;
+                    }
+                }
                 for j in 0..cols as isize {
                     let at = pc.offset(i * is(s.c.row_stride) + j * is(s.c.col_stride));
                     if !(*at).finite() {
@@ -767,8 +779,8 @@ trait Float: Copy + PartialEq {
     /// `C ← A·B` (β = 0: C is not read).
     ///
     /// # Safety
-    /// `matrixmultiply::sgemm`/`dgemm`'s contract: every element addressed in bounds, C's
-    /// elements distinct.
+    /// `gemm::gemm`'s contract: every element addressed in bounds, C's elements distinct
+    /// and not overlapping A or B.
     #[allow(clippy::too_many_arguments)]
     unsafe fn gemm(
         m: usize,
@@ -791,9 +803,11 @@ trait Float: Copy + PartialEq {
     fn finish(acc: f64) -> Self;
     /// Neither infinite nor NaN.
     fn finite(self) -> bool;
+    /// Zero (either sign), infinite or NaN: what the fix-up after a call looks at. No branch.
+    fn special(self) -> bool;
 }
 
-/// `Float` for a type, its `matrixmultiply` entry point and its widening to the
+/// `Float` for a type, its `gemm` entry point and its widening to the
 /// interpreter's f64 (exact for f32).
 macro_rules! float_impl {
     ($t:ty, $gemm:path) => {
@@ -813,8 +827,31 @@ macro_rules! float_impl {
                 rsc: isize,
                 csc: isize,
             ) {
-                // SAFETY: forwarded from the caller's contract.
-                unsafe { $gemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, rsc, csc) }
+                // SAFETY: forwarded from the caller's contract. `gemm` computes
+                // dst ← α·dst + β·lhs·rhs; with α = 0 and `read_dst` false C is only written.
+                unsafe {
+                    $gemm(
+                        m,
+                        n,
+                        k,
+                        c,
+                        csc,
+                        rsc,
+                        false,
+                        a,
+                        csa,
+                        rsa,
+                        b,
+                        csb,
+                        rsb,
+                        0.0,
+                        1.0,
+                        false,
+                        false,
+                        false,
+                        gemm::Parallelism::None,
+                    )
+                }
             }
             fn mul_add(acc: f64, x: $t, y: $t) -> f64 {
                 acc + f64::from(x) * f64::from(y)
@@ -825,12 +862,15 @@ macro_rules! float_impl {
             fn finite(self) -> bool {
                 self.is_finite()
             }
+            fn special(self) -> bool {
+                !(self.abs() < <$t>::INFINITY) | (self == 0.0)
+            }
         }
     };
 }
 
-float_impl!(f32, matrixmultiply::sgemm);
-float_impl!(f64, matrixmultiply::dgemm);
+float_impl!(f32, gemm::gemm::<f32>);
+float_impl!(f64, gemm::gemm::<f64>);
 
 #[cfg(test)]
 mod tests {

@@ -5,7 +5,7 @@
 //! correctness oracle for every other backend — and device buffers after docs/design.md (storage,
 //! re-pointable references, tensor views) with compiled-kernel handles and their invocation
 //! across a thread pool, and GEMM calls ([`GemmCall`]: a planned contraction run by the
-//! `matrixmultiply` crate over the same buffers and pool). It depends on weft-ir only and knows no code generator: kernels arrive
+//! `gemm` crate over the same buffers and pool). It depends on weft-ir only and knows no code generator: kernels arrive
 //! as [`KernelCode`]: an entry address and the owner of the memory holding the code.
 
 pub mod error;

@@ -162,7 +162,7 @@ pub fn bench(graph: Graph, o: BenchOptions) -> Result<String, Error> {
             Transformer::with_jit_options(
                 graph.clone(),
                 JitOptions {
-                    epilogue: None,
+                    epilogue: false,
                     ..JitOptions::default()
                 },
             )?,
