@@ -863,7 +863,7 @@ macro_rules! float_impl {
                 self.is_finite()
             }
             fn special(self) -> bool {
-                !(self.abs() < <$t>::INFINITY) | (self == 0.0)
+                !self.is_finite() | (self == 0.0)
             }
         }
     };
