@@ -1,7 +1,7 @@
 //! GEMM calls: a contraction the compiler planned as a general matrix multiply, run by the
 //! `gemm` crate (packed, cache-blocked, with its micro-kernels chosen at run time from the
-//! CPU's features: AVX2+FMA, AVX or SSE on x86-64; built without its rayon threads) beside the
-//! JIT's kernels.
+//! CPU's features: AVX-512F, else AVX2+FMA, else scalar code on x86-64; built without its
+//! rayon threads) beside the JIT's kernels.
 //!
 //! Assumes: a [`GemmSpec`] from the compiler — `C[b, i, j] = Σ_p A[b, i, p] · B[b, p, j]` for
 //! every batch index `b`, each matrix an element offset and a stride per axis into its buffer
