@@ -33,7 +33,7 @@ pub struct BenchOptions {
     /// the code path before the GEMM path), as mode `fused-loop-nest`.
     pub loop_nest: bool,
     /// Also time the fused JIT with every GEMM call and the kernel after it as two steps
-    /// (`JitOptions::epilogue = None`), as mode `fused-epilogue-apart`.
+    /// (`JitOptions::epilogue = false`), as mode `fused-epilogue-apart`.
     pub epilogue_apart: bool,
     /// Also time the fused JIT with every output written by ordinary stores
     /// (`CodegenOptions::stream_min_bytes = None`), as mode `fused-ordinary-stores`.
