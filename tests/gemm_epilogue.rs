@@ -77,8 +77,8 @@ fn bias_and_relu_run_on_each_row_block() {
         for (b, i, o) in [(100, 37, 50), (17, 5, 3), (64, 64, 64), (130, 200, 33)] {
             agree(&mlp(b, i, o, dtype), 1);
         }
-        // C wider than tall: the GEMM alone runs column blocks in parallel, which row blocks
-        // of 20 rows would not; two steps.
+        // C wider than tall, 90 columns: the GEMM cuts them into blocks of 48 (2 threads),
+        // which the epilogue's strips cannot match; two steps.
         agree(&mlp(20, 8, 90, dtype), 0);
     }
 }
@@ -105,6 +105,64 @@ fn a_row_softmax_epilogue_reduces_each_row_in_its_block() {
     let p = g.binary(weft::BinaryOp::Divide, e, s).unwrap();
     g.mark_output(p).unwrap();
     agree(&g, 1);
+}
+
+/// `gelu(X·W + b)` in tanh form (the dense_gelu workload) with X over `[B, I]`.
+fn gelu_layer(b: usize, i: usize, o: usize, dtype: DType) -> Graph {
+    let src = format!(
+        "axis B = {b}\naxis I = {i}\naxis O = {o}\nplaceholder X: {dtype}[B, I]\n\
+         placeholder W: {dtype}[I, O]\nplaceholder b: {dtype}[O]\n\
+         constant half: {dtype}[] = 0.5\nconstant one: {dtype}[] = 1\n\
+         constant c: {dtype}[] = 0.7978845608\nconstant a: {dtype}[] = 0.044715\n\
+         h = dot(X, W)\nx = add(h, b)\nx2 = square(x)\nx3 = multiply(x2, x)\n\
+         ax3 = multiply(x3, a)\ninner = add(x, ax3)\nz = multiply(inner, c)\nt = tanh(z)\n\
+         onet = add(t, one)\nhx = multiply(x, half)\nout = multiply(hx, onet)\noutput out\n"
+    );
+    weft::ir::text::parse(&src, "gelu.weft").unwrap()
+}
+
+#[test]
+fn wide_results_run_the_epilogue_on_each_column_block() {
+    // C wider than tall: the GEMM cuts its columns over the threads, and the kernel after
+    // it, strip-mined, runs on each column block right after it is computed — bias and relu,
+    // and gelu with its tanh (a span routine splitting the strip's loop).
+    for dtype in [DType::F32, DType::F64] {
+        agree(&mlp(20, 8, 96, dtype), 1);
+        agree(&gelu_layer(24, 16, 192, dtype), 1);
+    }
+    let text = explain(&gelu_layer(24, 16, 192, DType::F32), &options(2, true));
+    assert!(
+        text.contains("over the same column blocks")
+            && text.contains("columns in strips of 96, one per column block"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_row_epilogue_on_column_blocks_stays_a_separate_step() {
+    // softmax over O of a wide X·W reads whole rows of C: not an elementwise nest, so it
+    // cannot run block by block; two steps, and the reason is named.
+    let mut g = Graph::new();
+    let (ba, ia, oa) = (
+        g.axis("B", 20).unwrap(),
+        g.axis("I", 12).unwrap(),
+        g.axis("O", 96).unwrap(),
+    );
+    let x = g.placeholder("X", &[ba, ia], DType::F32).unwrap();
+    let w = g.placeholder("W", &[ia, oa], DType::F32).unwrap();
+    let h = g.dot(x, w).unwrap();
+    let m = g.reduce(weft::ReduceOp::Max, h, &[oa], None).unwrap();
+    let z = g.binary(weft::BinaryOp::Subtract, h, m).unwrap();
+    let e = g.unary(weft::UnaryOp::Exp, z).unwrap();
+    let s = g.reduce(weft::ReduceOp::Sum, e, &[oa], None).unwrap();
+    let p = g.binary(weft::BinaryOp::Divide, e, s).unwrap();
+    g.mark_output(p).unwrap();
+    let text = explain(&g, &options(2, true));
+    assert!(
+        text.contains("C is cut into column blocks, and kernel @k1 is not a nest of two loops"),
+        "{text}"
+    );
+    agree(&g, 0);
 }
 
 #[test]

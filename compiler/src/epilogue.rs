@@ -1,31 +1,36 @@
 //! GEMM epilogue fusion: a GEMM call and the JIT kernel right after it in the schedule (its
-//! *epilogue*, e.g. `relu(C + b)`) run as one step, each parallel work item computing one row
-//! block of C and then running the kernel's parallel loop over those same rows, while they are
-//! still in cache ([`weft_runtime::GemmEpilogue`]).
+//! *epilogue*, e.g. `relu(C + b)`) run as one step, each parallel work item computing one
+//! block of C and then running the kernel's parallel loop over that same block, while it is
+//! still in cache ([`weft_runtime::GemmEpilogue`]): the block's rows when the GEMM is cut into
+//! row blocks (C at least as tall as wide), or, when it is cut into column blocks, the one
+//! iteration of a kernel strip-mined so that iteration `j` is column block `j`
+//! ([`crate::column_blocks`]; the executable compiles that variant and passes it here).
 //!
 //! Assumes: a GEMM call planned by [`crate::gemm::plan_gemm`] and the compiled kernel that
 //! follows it in the schedule, each with the workspace storages (slots) of its buffers; two
 //! slots are one storage exactly when equal (each planned buffer, input, state value and
 //! constant has its own storage).
 //!
-//! Guarantees: [`plan_epilogue`] pairs them only when the GEMM alone would be cut into row
-//! blocks (C at least as tall as wide: otherwise row blocks would lose the GEMM's parallelism)
-//! and the runtime's check accepts the pair — no batch axes; the kernel's parallel loop runs over C's `m` rows; every access of the
-//! kernel to C's storage stays, in parallel iteration `p`, within the band of C's row `p`
+//! Guarantees: [`plan_epilogue`] pairs them only when the runtime's check accepts the pair —
+//! no batch axes; rows: the kernel's parallel loop runs over C's `m` rows and every access of
+//! the kernel to C's storage stays, in parallel iteration `p`, within the band of C's row `p`
 //! (the loop IR's affine indices, as [`weft_runtime::Footprint`]s: the coefficient of the
-//! parallel loop is C's row stride and the rest spans at most one row; masks ignored, so
-//! conservative); and the kernel writes no storage the GEMM reads (the storage plan may give
-//! the epilogue's output a dead operand's buffer). Then the fused step computes exactly what
-//! the GEMM followed by the kernel computes, bit for bit: the step's row blocks are the
-//! GEMM's own ([`GemmSpec::blocks_for`]: one per thread), so the GEMM makes the same calls,
-//! and every kernel iteration runs the same code whatever its sub-range. Otherwise it says why,
-//! and the executable keeps the two steps. The runtime checks the conditions again, on the
-//! memory bound, at every call.
+//! parallel loop is C's row stride and the rest spans at most one row); columns: the parallel
+//! loop runs over C's column blocks and every access to C's storage stays in block `p`'s
+//! columns ([`weft_runtime::AccessPattern`]s); masks ignored, so conservative; and the
+//! kernel writes no storage the GEMM reads (the storage plan may give the epilogue's output a
+//! dead operand's buffer: A's, row by row, is allowed for row blocks). Then the fused step
+//! computes exactly what the GEMM followed by the kernel computes, bit for bit: the step's
+//! blocks are the GEMM's own ([`GemmSpec::blocks_for`]: one per thread), so the GEMM makes
+//! the same calls, and every kernel iteration runs the same code whatever its sub-range (the
+//! strip-mined variant runs each of the original iterations once, the same code on the same
+//! indices). Otherwise it says why, and the executable keeps the two steps. The runtime
+//! checks the conditions again, on the memory bound, at every call.
 
-use weft_runtime::{CompiledKernel, GemmEpilogue, GemmSpec, SplitDim};
+use weft_runtime::{CompiledKernel, GemmEpilogue, GemmSpec};
 
 /// The fused step of GEMM `spec` (over storages `gemm_args`: A, B, C) and `kernel` (over
-/// `kernel_args`), in the GEMM's own row blocks; or why the two must stay separate steps.
+/// `kernel_args`), in the GEMM's own blocks; or why the two must stay separate steps.
 pub fn plan_epilogue(
     spec: &GemmSpec,
     gemm_args: [usize; 3],
@@ -34,11 +39,6 @@ pub fn plan_epilogue(
 ) -> Result<GemmEpilogue, String> {
     if !spec.batch.is_empty() {
         return Err("the GEMM has batch axes".into());
-    }
-    // C wider than tall: the GEMM alone splits its columns over the threads, which row blocks
-    // of so few rows would not (one block of 64 rows where 2 column blocks ran in parallel).
-    if spec.split != SplitDim::Rows {
-        return Err("the GEMM is cut into column blocks (C is wider than tall)".into());
     }
     GemmEpilogue::new(
         spec.clone(),

@@ -21,6 +21,7 @@
 //!   and a steady-state run allocates no device memory.
 
 use crate::codegen::{CodegenError, CodegenOptions, JitCompiler};
+use crate::column_blocks::strip_columns;
 use crate::epilogue::plan_epilogue;
 use crate::gemm::GemmOptions;
 use crate::io_binding::{bind_input, bind_output, Binding};
@@ -39,7 +40,7 @@ use weft_ir::{
 use weft_runtime::state::stored_value;
 use weft_runtime::{
     copy_array, BindScope, CompiledKernel, DeviceBufferReference, DeviceBufferStorage, Executable,
-    GemmCall, GemmEpilogue, HostBindings, Plan, RunError, RuntimeError, State, StateView,
+    GemmCall, GemmEpilogue, HostBindings, Plan, RunError, RuntimeError, SplitDim, State, StateView,
     ThreadPool,
 };
 
@@ -511,7 +512,7 @@ impl JitExecutable {
             };
             storage_of.insert(n, s);
         }
-        let lowered = lower_plan(&compiled, &options.lower)?;
+        let mut lowered = lower_plan(&compiled, &options.lower)?;
         let compiler = JitCompiler::with_options(options.codegen)?;
         let mut kernels = Vec::new();
         let mut row_scratch = Vec::new();
@@ -599,8 +600,31 @@ impl JitExecutable {
                 continue;
             }
             let ((call, gargs), (kernel, kargs)) = (&gemms[gi], &kernels[ki]);
-            match plan_epilogue(call.spec(), *gargs, kernel, kargs) {
+            let spec = call.spec();
+            // Column blocks: the kernel strip-mined so that an iteration is one block.
+            let strips = match spec.split {
+                SplitDim::Rows => None,
+                SplitDim::Columns => match strip_columns(&lowered[ki].kernel, spec.block as u64) {
+                    Ok(k) => Some((compiler.compile(&k)?, k)),
+                    Err(why) => {
+                        gemm_notes[gi] = Some(format!("C is cut into column blocks, and {why}"));
+                        fused_steps.push(step);
+                        continue;
+                    }
+                },
+            };
+            let candidate = strips.as_ref().map_or(kernel, |(compiled, _)| compiled);
+            match plan_epilogue(spec, *gargs, candidate, kargs) {
                 Ok(fused) => {
+                    if let Some((compiled, k)) = strips {
+                        kernels[ki].0 = compiled;
+                        lowered[ki].kernel = k;
+                        lowered[ki].notes.push(format!(
+                            "columns in strips of {}, one per column block of the GEMM before \
+                             it, the strips parallel",
+                            spec.block
+                        ));
+                    }
                     rest.next();
                     fused_steps.push(Step::GemmThen(epilogues.len()));
                     epilogues.push((fused, gi, ki));
@@ -842,9 +866,13 @@ impl JitExecutable {
                     l
                 }
                 ScheduledStep::GemmThen(fused, lk) => format!(
-                    "{}; then epilogue kernel @{} over the same row blocks",
+                    "{}; then epilogue kernel @{} over the same {} blocks",
                     fused.gemm().spec().display(),
-                    lk.kernel.name
+                    lk.kernel.name,
+                    match fused.gemm().spec().split {
+                        SplitDim::Rows => "row",
+                        SplitDim::Columns => "column",
+                    }
                 ),
             };
             s += &format!("step {i}: {line}\n");

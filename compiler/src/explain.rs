@@ -48,16 +48,24 @@ pub fn explain(exe: &JitExecutable) -> String {
                 continue;
             }
             ScheduledStep::GemmThen(fused, lk) => {
+                let (blocks, what) = match fused.gemm().spec().split {
+                    weft_runtime::SplitDim::Rows => {
+                        ("row blocks", "rows right after computing them")
+                    }
+                    weft_runtime::SplitDim::Columns => {
+                        ("column blocks", "column block right after computing it")
+                    }
+                };
                 let _ = writeln!(
                     s,
-                    "fused step: gemm @{} then epilogue kernel @{} over the same row blocks",
+                    "fused step: gemm @{} then epilogue kernel @{} over the same {blocks}",
                     fused.gemm().spec().name,
                     lk.kernel.name
                 );
                 gemm(fused.gemm(), exe.threads(), &mut s);
                 let _ = writeln!(
                     s,
-                    "  each work item runs kernel @{} on its rows right after computing them",
+                    "  each work item runs kernel @{} on its {what}",
                     lk.kernel.name
                 );
                 lk

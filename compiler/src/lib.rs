@@ -7,6 +7,7 @@
 #![deny(unsafe_code)]
 
 pub mod codegen;
+pub mod column_blocks;
 pub mod dump;
 pub mod epilogue;
 pub mod executable;

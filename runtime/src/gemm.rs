@@ -38,7 +38,7 @@ use std::sync::Arc;
 use weft_ir::loop_ir::ScalarType;
 
 use crate::binding::{BindScope, HostBuffer};
-use crate::kernel::{CompiledKernel, Footprint, KernelEntry, KernelSignature};
+use crate::kernel::{AccessPattern, CompiledKernel, Footprint, KernelEntry, KernelSignature};
 use crate::{DeviceBufferReference, DeviceBufferStorage, RuntimeError, ThreadPool};
 
 /// One matrix operand of a GEMM: where element (row 0, column 0) of batch index 0 is, and the
@@ -397,19 +397,42 @@ impl GemmCall {
         Ok(())
     }
 
-    /// Rows `first..last` of C that work item `item` computes (no batch axes, row blocks).
-    fn rows_of(&self, item: usize) -> (usize, usize) {
-        let first = item.saturating_mul(self.spec.block).min(self.spec.m);
-        let last = first.saturating_add(self.spec.block).min(self.spec.m);
-        (first, last)
+    /// The iterations `first..last` of an epilogue kernel's parallel loop that work item
+    /// `item` runs (no batch axes): the rows of C it computes, or, in column blocks, its block.
+    fn parallel_range(&self, item: usize) -> (usize, usize) {
+        match self.spec.split {
+            SplitDim::Rows => {
+                let first = item.saturating_mul(self.spec.block).min(self.spec.m);
+                let last = first.saturating_add(self.spec.block).min(self.spec.m);
+                (first, last)
+            }
+            SplitDim::Columns => (item, item.saturating_add(1).min(self.blocks)),
+        }
     }
 
-    /// Whether a kernel of `signature` may run right after this GEMM on each of its row blocks
-    /// (the rows of its parallel loop = the rows of C just computed) with the same results as
-    /// after the whole GEMM, given how each of its buffers relates in memory to A, B and C:
-    /// `relation(i, t)` for kernel buffer `i` and operand `t` (0 A, 1 B, 2 C). Why not, if not.
+    /// Whether a kernel of `signature` may run right after this GEMM on each of its blocks
+    /// (the iterations of its parallel loop = the rows, or the column block, of C just
+    /// computed) with the same results as after the whole GEMM, given how each of its buffers
+    /// relates in memory to A, B and C: `relation(i, t)` for kernel buffer `i` and operand `t`
+    /// (0 A, 1 B, 2 C). Why not, if not. No batch axes; then by the split: rows
+    /// ([`GemmCall::check_row_epilogue`]) or columns ([`GemmCall::check_column_epilogue`]).
+    fn check_epilogue(
+        &self,
+        signature: &KernelSignature,
+        relation: impl Fn(usize, usize) -> Relation,
+    ) -> Result<(), String> {
+        if !self.spec.batch.is_empty() {
+            return Err("the GEMM has batch axes".into());
+        }
+        match self.spec.split {
+            SplitDim::Rows => self.check_row_epilogue(signature, relation),
+            SplitDim::Columns => self.check_column_epilogue(signature, relation),
+        }
+    }
+
+    /// [`GemmCall::check_epilogue`] for row blocks.
     ///
-    /// The conditions: row blocks without batch axes; the kernel's parallel loop runs over
+    /// The conditions: the kernel's parallel loop runs over
     /// C's `m` rows; C's rows lie in disjoint *bands* of `row_stride` elements (row `p`: from
     /// `c.offset + p·row_stride`); every kernel buffer sharing C's memory starts where C's
     /// buffer does and its [`Footprint`] keeps iteration `p` inside band `p`; no kernel buffer
@@ -418,30 +441,19 @@ impl GemmCall {
     /// the band of row `p`, which only the work item computing row `p` writes, before it runs
     /// the kernel on its rows; and it writes only memory the GEMM no longer reads (A's row
     /// `p`, read only by that same work item's GEMM, already done).
-    fn check_epilogue(
+    fn check_row_epilogue(
         &self,
         signature: &KernelSignature,
         relation: impl Fn(usize, usize) -> Relation,
     ) -> Result<(), String> {
         let s = &self.spec;
-        if !s.batch.is_empty() {
-            return Err("the GEMM has batch axes".into());
-        }
-        if s.split != SplitDim::Rows {
-            return Err("the GEMM is not cut into row blocks".into());
-        }
         if signature.parallel_extent != Some(s.m as u64) {
             return Err(format!(
                 "kernel @{}'s parallel loop is not over C's {} rows",
                 signature.name, s.m
             ));
         }
-        // Row p of a matrix of `cols` columns lies in its band `offset + p·rs ..= offset +
-        // p·rs + rs − 1`; a footprint stays in band p when it moves by `rs` and spans band 0.
-        let banded = |v: &MatrixView, cols: usize| {
-            let (rs, cs) = (v.row_stride, v.col_stride);
-            rs > 0 && (cols == 1 || (cs > 0 && (cs as i128) * (cols as i128 - 1) < rs as i128))
-        };
+        // A footprint stays in band p (`banded`) when it moves by `rs` and spans band 0.
         let in_band = |v: &MatrixView, f: Option<Footprint>| {
             f.is_some_and(|f| {
                 f.stride == v.row_stride
@@ -491,6 +503,89 @@ impl GemmCall {
         Ok(())
     }
 
+    /// [`GemmCall::check_epilogue`] for column blocks.
+    ///
+    /// The conditions: C's `n` columns are a whole number of blocks and the kernel's parallel
+    /// loop runs over them (iteration `p` = block `p`, columns `p·block ..< (p + 1)·block`);
+    /// C's rows lie in disjoint bands (as for rows); every kernel buffer sharing C's memory
+    /// starts where C's buffer does, and each of its accesses moves by `block·col_stride` per
+    /// iteration and — its terms along whole rows (coefficients that are multiples of the
+    /// row stride) set aside — spans, within a band, only the columns of block 0; no kernel
+    /// buffer that is written shares memory with A or B (every item reads all of A and its
+    /// columns of B). Then iteration `p` touches C's memory only in block `p`'s columns, which
+    /// only work item `p` writes, before it runs the kernel's iteration `p`, and it writes
+    /// nothing the GEMM reads.
+    fn check_column_epilogue(
+        &self,
+        signature: &KernelSignature,
+        relation: impl Fn(usize, usize) -> Relation,
+    ) -> Result<(), String> {
+        let s = &self.spec;
+        if s.n % s.block != 0 {
+            return Err(format!(
+                "C's {} columns are not a whole number of blocks of {}",
+                s.n, s.block
+            ));
+        }
+        if signature.parallel_extent != Some((s.n / s.block) as u64) {
+            return Err(format!(
+                "kernel @{}'s parallel loop is not over C's {} column blocks",
+                signature.name,
+                s.n / s.block
+            ));
+        }
+        if !banded(&s.c, s.n) {
+            return Err("C's rows are not laid out one after another".into());
+        }
+        let (rs, cs) = (i128::from(s.c.row_stride), i128::from(s.c.col_stride));
+        let last_column = (s.block as i128 - 1) * cs;
+        let in_block = |a: &AccessPattern| {
+            let col = (i128::from(a.offset) - i128::from(s.c.offset)).rem_euclid(rs);
+            let (mut lo, mut hi) = (col, col);
+            for &(c, extent) in &a.terms {
+                let c = i128::from(c);
+                if extent > 0 && c % rs != 0 {
+                    let far = c * (i128::from(extent) - 1);
+                    if far < 0 {
+                        lo += far;
+                    } else {
+                        hi += far;
+                    }
+                }
+            }
+            i128::from(a.parallel) == s.block as i128 * cs && lo >= 0 && hi <= last_column
+        };
+        for (i, b) in signature.buffers.iter().enumerate() {
+            let accesses = signature.accesses.get(i).map_or(&[][..], Vec::as_slice);
+            match relation(i, 2) {
+                Relation::Disjoint => {}
+                Relation::Overlap => {
+                    return Err(format!(
+                        "kernel buffer %{} overlaps C's memory without being C's buffer",
+                        b.name
+                    ))
+                }
+                Relation::Same if accesses.iter().all(in_block) => {}
+                Relation::Same => {
+                    return Err(format!(
+                        "kernel buffer %{} (C's buffer) is not read or written column block \
+                         by column block of C",
+                        b.name
+                    ))
+                }
+            }
+            if b.access.can_write()
+                && (relation(i, 0) != Relation::Disjoint || relation(i, 1) != Relation::Disjoint)
+            {
+                return Err(format!(
+                    "kernel buffer %{} is written and shares memory with the GEMM's operands",
+                    b.name
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// [`GemmCall::check_epilogue`] over the memory a call has bound: `range(i)` is the byte
     /// range of kernel buffer `i`, and of A, B and C at `n..n + 3` (`n` the kernel's buffer
     /// count). Also refuses C overlapping A or B.
@@ -523,8 +618,9 @@ impl GemmCall {
             .map_err(fail)
     }
 
-    /// Runs every work item: the GEMM's row block over `bases` (A, B, C), then `entry` over
-    /// `table` on the block's rows, split over `pool` if given.
+    /// Runs every work item: the GEMM's block over `bases` (A, B, C), then `entry` over
+    /// `table` on the block's iterations ([`GemmCall::parallel_range`]), split over `pool` if
+    /// given.
     ///
     /// # Safety
     /// `bases` as [`GemmCall::call_bound`] makes them (each at a buffer of the spec's type
@@ -549,18 +645,22 @@ impl GemmCall {
                     ScalarType::F32 => self.item::<f32>(bases, item),
                     _ => self.item::<f64>(bases, item),
                 }
-                let (first, last) = self.rows_of(item);
+                let (first, last) = self.parallel_range(item);
                 if first < last {
                     // SAFETY: the caller's contract makes `entry` safe on `table` for any
-                    // sub-range of the parallel loop (`0..m`, checked), concurrently on
-                    // disjoint ones — items are disjoint row ranges. Against the GEMM items
-                    // running on other threads: iteration `p` touches C's memory only in the
-                    // band of row `p` (its footprint, checked), which only this item's GEMM
-                    // wrote, before this call; the kernel's other buffers share no memory
-                    // with C, and the ones it writes none with B and none with A except, as
-                    // A's buffer, in the band of A's row `p` (checked), which only this item's
-                    // GEMM read, before this call — so the GEMM's reads and writes and the
-                    // kernel's never meet.
+                    // sub-range of the parallel loop (`0..m`, or `0..blocks` for column
+                    // blocks, checked), concurrently on disjoint ones — items are disjoint
+                    // ranges. Against the GEMM items running on other threads: rows — iteration
+                    // `p` touches C's memory only in the band of row `p` (its footprint,
+                    // checked), which only this item's GEMM wrote, before this call; the
+                    // kernel's other buffers share no memory with C, and the ones it writes
+                    // none with B and none with A except, as A's buffer, in the band of A's
+                    // row `p` (checked), which only this item's GEMM read, before this call.
+                    // Columns — iteration `p` touches C's memory only in block `p`'s columns
+                    // (its accesses, checked), which only this item's GEMM wrote, before this
+                    // call, and the buffers it writes share no memory with A, B or C other
+                    // than those columns. So the GEMM's reads and writes and the kernel's
+                    // never meet.
                     unsafe { entry(table as *const *mut u8, first as i64, last as i64) }
                 }
             }
@@ -684,6 +784,13 @@ impl GemmCall {
     }
 }
 
+/// Whether row `p` of a matrix of `cols` columns lies in its own band `offset + p·rs ..=
+/// offset + p·rs + rs − 1`: rows one after another, columns moving forward within a row.
+fn banded(v: &MatrixView, cols: usize) -> bool {
+    let (rs, cs) = (v.row_stride, v.col_stride);
+    rs > 0 && (cols == 1 || (cs > 0 && (cs as i128) * (cols as i128 - 1) < rs as i128))
+}
+
 /// How a kernel buffer's memory relates to a GEMM operand's (GemmCall::check_epilogue).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Relation {
@@ -696,8 +803,9 @@ enum Relation {
 }
 
 /// A GEMM and the JIT kernel after it (its *epilogue*) as one step: each work item computes
-/// one row block of C, then runs the kernel's parallel loop over those rows while they are
-/// still in cache. [`GemmEpilogue::new`] accepts the pair only when that gives the results of
+/// one block of C — a block of rows, or of columns — then runs the kernel's parallel loop
+/// over that block (the block's rows, or the one iteration for that column block) while it
+/// is still in cache. [`GemmEpilogue::new`] accepts the pair only when that gives the results of
 /// the GEMM followed by the kernel (the conditions are `GemmCall`'s epilogue check, stated on
 /// the buffer slots); each call checks them again on the memory actually bound.
 #[derive(Clone, Debug)]
@@ -710,8 +818,8 @@ pub struct GemmEpilogue {
 impl GemmEpilogue {
     /// The GEMM `spec` over slots `gemm_args` (A, B, C), then a kernel of `signature` over
     /// slots `kernel_args`; slots are indices into the references of a call, and two slots
-    /// are taken to be the same memory exactly when they are equal. `spec` must be cut into
-    /// row blocks; a typed [`RuntimeError::Gemm`] says why the pair cannot be one step.
+    /// are taken to be the same memory exactly when they are equal. A typed
+    /// [`RuntimeError::Gemm`] says why the pair cannot be one step.
     pub fn new(
         spec: GemmSpec,
         gemm_args: [usize; 3],
@@ -746,7 +854,7 @@ impl GemmEpilogue {
         })
     }
 
-    /// The GEMM (with the row blocks the step runs).
+    /// The GEMM (with the blocks the step runs).
     pub fn gemm(&self) -> &GemmCall {
         &self.call
     }
@@ -1019,6 +1127,72 @@ mod tests {
         });
         assert!(GemmEpilogue::new(batched, [0, 1, 2], &rows, vec![2, 3]).is_err());
         assert!(refusal(&rows, vec![2]).contains("buffers"));
+    }
+
+    /// C (2 x 4, row stride 4) = A (2 x 3) · B (3 x 4), in column blocks of `block`.
+    fn column_spec(block: usize) -> GemmSpec {
+        let c = MatrixView {
+            offset: 0,
+            row_stride: 4,
+            col_stride: 1,
+        };
+        GemmSpec {
+            n: 4,
+            b: c,
+            c,
+            lens: [6, 12, 8],
+            split: SplitDim::Columns,
+            block,
+            ..spec()
+        }
+    }
+
+    /// A kernel copying C (buffer 0) into buffer 1 with `index` for both, over a parallel
+    /// loop `%j` of `blocks` iterations around the rows `%i0` and a column block's `%i1`.
+    fn column_epilogue(index: &str, blocks: u64) -> KernelSignature {
+        let text = format!(
+            "kernel @e {{\n  buffer %c: f32[8] read\n  buffer %o: f32[8] write\n  \
+             loop %j in 0..{blocks} parallel {{\n    loop %i0 in 0..2 {{\n      \
+             loop %i1 in 0..2 {{\n        %v0: f32 = load %c[{index}]\n        \
+             store %o[{index}], %v0\n      }}\n    }}\n  }}\n}}\n"
+        );
+        KernelSignature::of(&weft_ir::loop_ir::parse_kernel("e.lir", &text).unwrap())
+    }
+
+    #[test]
+    fn an_epilogue_fits_column_blocks_only_block_by_block_and_away_from_the_operands() {
+        let refused =
+            |spec: GemmSpec, sig: &KernelSignature, args: Vec<usize>| match GemmEpilogue::new(
+                spec,
+                [0, 1, 2],
+                sig,
+                args,
+            ) {
+                Err(RuntimeError::Gemm { message, .. }) => message,
+                other => panic!("expected a refusal, got {other:?}"),
+            };
+        let blocks = column_epilogue("4*%i0 + 2*%j + %i1", 2);
+        assert_eq!(
+            blocks.accesses[0],
+            [AccessPattern {
+                parallel: 2,
+                offset: 0,
+                terms: vec![(4, 2), (1, 2)],
+            }]
+        );
+        assert!(GemmEpilogue::new(column_spec(2), [0, 1, 2], &blocks, vec![2, 3]).is_ok());
+        // In place: the kernel writes C's own column block.
+        assert!(GemmEpilogue::new(column_spec(2), [0, 1, 2], &blocks, vec![2, 2]).is_ok());
+        // Reading the next block's first column too; blocks that do not tile C's columns; a
+        // parallel loop over another count.
+        let wide = column_epilogue("4*%i0 + 2*%j + 2*%i1", 2);
+        assert!(refused(column_spec(2), &wide, vec![2, 3]).contains("column block by column block"));
+        assert!(refused(column_spec(3), &blocks, vec![2, 3]).contains("whole number"));
+        let three = column_epilogue("4*%i0 + 2*%j + %i1", 3);
+        assert!(refused(column_spec(2), &three, vec![2, 3]).contains("column blocks"));
+        // Writing A or B, which every item reads.
+        assert!(refused(column_spec(2), &blocks, vec![2, 1]).contains("shares memory"));
+        assert!(refused(column_spec(2), &blocks, vec![2, 0]).contains("shares memory"));
     }
 
     #[test]

@@ -12,9 +12,7 @@ use std::sync::Arc;
 
 use weft_ir::arena::EntityRef;
 use weft_ir::loop_ir::bounds::{expr_range, Interval};
-use weft_ir::loop_ir::{
-    AffineExpr, BufferAccessExpr, BufferDecl, Inst, Kernel, LoopId, ScalarType, Stmt,
-};
+use weft_ir::loop_ir::{AffineExpr, BufferAccessExpr, BufferDecl, Kernel, LoopId, ScalarType};
 
 use crate::binding::{BindScope, HostBuffer};
 use crate::gemm::GemmCall;
@@ -44,6 +42,22 @@ pub struct KernelSignature {
     /// accessed, or its accesses move along the parallel loop by different strides). What a
     /// GEMM epilogue's check relies on (crate::gemm::GemmEpilogue).
     pub footprints: Vec<Option<Footprint>>,
+    /// Per buffer (in table order), every access of it as an [`AccessPattern`] (empty: not
+    /// accessed, or no parallel loop). What a GEMM epilogue over column blocks checks.
+    pub accesses: Vec<Vec<AccessPattern>>,
+}
+
+/// One access of a buffer: in iteration `p` of the parallel loop it touches elements
+/// `offset + parallel·p + Σ coefficient·i` for `0 ≤ i < extent` of each other loop (masks
+/// ignored, so a superset of what a masked access touches).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AccessPattern {
+    /// The coefficient of the parallel loop.
+    pub parallel: i64,
+    /// The constant term.
+    pub offset: i64,
+    /// `(coefficient, extent)` of every other loop the index moves along.
+    pub terms: Vec<(i64, u64)>,
 }
 
 /// Where one iteration of a kernel's parallel loop may touch a buffer: in iteration `p`, only
@@ -66,8 +80,35 @@ impl KernelSignature {
             buffers: kernel.buffers.values().cloned().collect(),
             parallel_extent: kernel.parallel_loop().map(|l| kernel.loops[l].extent),
             footprints: footprints(kernel),
+            accesses: access_patterns(kernel),
         }
     }
+}
+
+/// Every buffer's [`AccessPattern`]s in `kernel` (see [`KernelSignature::accesses`]).
+fn access_patterns(kernel: &Kernel) -> Vec<Vec<AccessPattern>> {
+    let mut found = vec![Vec::new(); kernel.buffers.len()];
+    let Some(p) = kernel.parallel_loop() else {
+        return found;
+    };
+    let accesses = weft_ir::loop_ir::BodyAccesses::of(&kernel.body);
+    for a in accesses.loads.iter().chain(&accesses.stores) {
+        let Some(slot) = found.get_mut(a.buffer.index()) else {
+            continue;
+        };
+        slot.push(AccessPattern {
+            parallel: a.index.coefficient(p),
+            offset: a.index.offset(),
+            terms: a
+                .index
+                .terms()
+                .iter()
+                .filter(|(l, _)| *l != p)
+                .map(|&(l, c)| (c, kernel.loops.get(l).map_or(0, |d| d.extent)))
+                .collect(),
+        });
+    }
+    found
 }
 
 /// Every buffer's [`Footprint`] in `kernel` (see [`KernelSignature::footprints`]): per access,
@@ -114,20 +155,12 @@ fn footprints(kernel: &Kernel) -> Vec<Option<Footprint>> {
             _ => Err(()),
         };
     };
-    fn walk(body: &[Stmt], visit: &mut impl FnMut(&BufferAccessExpr)) {
-        for st in body {
-            match st {
-                Stmt::Let {
-                    inst: Inst::Load(a),
-                    ..
-                } => visit(a),
-                Stmt::Store { target, .. } => visit(target),
-                Stmt::Loop { body, .. } => walk(body, visit),
-                _ => {}
-            }
-        }
-    }
-    walk(&kernel.body, &mut visit);
+    let accesses = weft_ir::loop_ir::BodyAccesses::of(&kernel.body);
+    accesses
+        .loads
+        .iter()
+        .chain(&accesses.stores)
+        .for_each(|a| visit(a));
     found.into_iter().map(|f| f.ok().flatten()).collect()
 }
 

@@ -36,7 +36,7 @@ pub use executable::Executable;
 pub use gemm::{BatchAxis, GemmCall, GemmEpilogue, GemmSpec, MatrixView, SplitDim};
 pub use interp::{Interpreter, Perturbation};
 pub use kernel::{
-    CompiledKernel, Footprint, KernelCode, KernelEntry, KernelSignature, STACK_TABLE,
+    AccessPattern, CompiledKernel, Footprint, KernelCode, KernelEntry, KernelSignature, STACK_TABLE,
 };
 pub use plan::Plan;
 pub use reference::DeviceBufferReference;
