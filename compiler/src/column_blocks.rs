@@ -46,7 +46,7 @@ pub fn strip_columns(k: &Kernel, width: u64) -> Result<Kernel, String> {
         ));
     }
     let n = k.loops[cols].extent;
-    if width == 0 || n % width != 0 {
+    if width == 0 || !n.is_multiple_of(width) {
         return Err(format!(
             "blocks of {width} columns do not divide kernel @{name}'s {n}"
         ));

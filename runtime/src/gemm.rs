@@ -521,7 +521,7 @@ impl GemmCall {
         relation: impl Fn(usize, usize) -> Relation,
     ) -> Result<(), String> {
         let s = &self.spec;
-        if s.n % s.block != 0 {
+        if !s.n.is_multiple_of(s.block) {
             return Err(format!(
                 "C's {} columns are not a whole number of blocks of {}",
                 s.n, s.block
