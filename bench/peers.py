@@ -4,7 +4,8 @@
 Each round times, in turn: the STREAM bandwidth probe; then per workload `weft bench --json`
 (whole `call_into`s of the fused and unfused JIT over borrowed inputs, the way a host calls)
 and every installed peer through ../shared/peers/peers.py (numpy, numexpr, jax, torch,
-inductor, iree, iree-host, ort, tinygrad: its docstring says what each timed call covers).
+inductor, iree, iree-host, ort, tinygrad: its docstring says what each timed call covers), or,
+for the workloads it does not define (bcast_exp), through bench/peers_local.py (numpy, jax).
 Rounds interleave systems so a shared machine's drift lands on all of them; the figure of a
 (workload, system) is the median over rounds of each round's median.
 
@@ -32,7 +33,9 @@ WORKLOADS = {
     "attention": (None, None),
     "dense_gelu": (None, None),
     "train_step": (None, None),  # one optimizer step; its assigns update the state in place
+    "bcast_exp": (None, None),  # exp inside a reduction: compute-bound (bench/peers_local.py)
 }
+LOCAL = {"bcast_exp"}  # timed by bench/peers_local.py
 ALL_SYSTEMS = ["numpy", "numexpr", "jax", "torch", "inductor", "iree", "ort", "tinygrad"]
 
 
@@ -97,8 +100,9 @@ def main():
             # the machine busy (freeing gigabytes, threads winding down) slows whichever runs
             # next, so no system always follows the same one.
             runners = [lambda w=w: weft_bench(a.weft, w, a.runs)]
-            if Path(python).exists() and Path(a.peers).exists():
-                runners += [lambda w=w, s=s: peers(python, a.peers, w, [s], a.runs) for s in systems]
+            script = ROOT / "bench/peers_local.py" if w in LOCAL else Path(a.peers)
+            if Path(python).exists() and script.exists():
+                runners += [lambda w=w, s=s: peers(python, script, w, [s], a.runs) for s in systems]
             k = r % len(runners)
             figures = {}
             for run in runners[k:] + runners[:k]:

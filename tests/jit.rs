@@ -1188,14 +1188,14 @@ fn span_run(
         span_math,
         ..Default::default()
     };
-    codegen_run(g, input, codegen, threads)
+    codegen_run(g, std::slice::from_ref(input), codegen, threads)
 }
 
-/// The bits of output `y` of `g` on `input` under `codegen` (NaNs as one value), with
-/// `weft explain`'s report and whether span functions run natively.
+/// The bits of output `y` of `g` on `inputs` (for its placeholders in order) under `codegen`
+/// (NaNs as one value), with `weft explain`'s report and whether span functions run natively.
 fn codegen_run(
     g: &Graph,
-    input: &HostArray,
+    inputs: &[HostArray],
     codegen: weft::CodegenOptions,
     threads: Option<usize>,
 ) -> (Vec<u32>, String, bool) {
@@ -1215,9 +1215,9 @@ fn codegen_run(
     let explained = weft_compiler::explain::explain(&exe);
     let t = Transformer::with_jit_options(g.clone(), options).unwrap();
     let comp = t
-        .computation(&[g.find("y").unwrap()], &[g.find("x").unwrap()])
+        .computation(&[g.find("y").unwrap()], &g.placeholders())
         .unwrap();
-    let out = &comp.call(std::slice::from_ref(input)).unwrap()[0];
+    let out = &comp.call(inputs).unwrap()[0];
     let bits = match out.dtype() {
         DType::F64 => out
             .to_vec::<f64>()
@@ -1294,8 +1294,10 @@ fn streamed_stores_give_the_bits_of_ordinary_stores() {
                 stream_min_bytes,
                 ..Default::default()
             };
-            let (ordinary, explained_ordinary, _) = codegen_run(&g, &input, with(None), Some(2));
-            let (streamed, explained, _) = codegen_run(&g, &input, with(Some(0)), Some(2));
+            let (ordinary, explained_ordinary, _) =
+                codegen_run(&g, std::slice::from_ref(&input), with(None), Some(2));
+            let (streamed, explained, _) =
+                codegen_run(&g, std::slice::from_ref(&input), with(Some(0)), Some(2));
             assert!(streamed == ordinary, "{src}, {rows} x {c}: results differ");
             // An f32 loop that only scales what it reads is streamed by the native routine.
             let scaled = size == 4 && (src.contains("divide(x, m)") || src.contains("multiply(m"));
@@ -1421,6 +1423,90 @@ fn span_functions_give_the_inline_bits() {
                 !summed || explained.contains("and sums the results for"),
                 "{name}, C = {c}:\n{explained}"
             );
+        }
+    }
+}
+
+/// A row loop that only sums an f32 `exp`, `tanh` or `sigmoid` of a broadcast difference
+/// (`Σ_C exp(x[R] − y[C])`, the other order, a plain load) is summed by the span routine —
+/// the routine reading `y` and adding into the loop's f32 partials — with the bits of the
+/// inline code: lengths with and without a tail and longer than a span block, inputs with
+/// every edge (NaN payloads, ±inf, overflow, so the f64 re-run runs too), 1 and 2 threads.
+#[test]
+fn sums_of_span_functions_give_the_inline_bits() {
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let edges = [
+        f32::NAN,
+        f32::from_bits(0x7fc0_0123),
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        88.722_84,
+        -87.336_55,
+        -0.0,
+        1e-40,
+    ];
+    for (src, name) in [
+        (
+            "d = subtract(x, c)\ne = exp(d)\ny = sum(e, [C])\n",
+            "exp(x - c)",
+        ),
+        (
+            "d = subtract(c, x)\ne = exp(d)\ny = sum(e, [C])\n",
+            "exp(c - x)",
+        ),
+        (
+            "d = subtract(x, c)\ne = tanh(d)\ny = sum(e, [C])\n",
+            "tanh(x - c)",
+        ),
+        (
+            "d = subtract(c, x)\ne = sigmoid(d)\ny = sum(e, [C])\n",
+            "sigmoid(c - x)",
+        ),
+        ("e = exp(c)\ny = sum(e, [C])\n", "exp(c)"),
+    ] {
+        for (rows, cols, special) in [
+            (5, 37, false),
+            (5, 64, true),
+            (3, 4099, true),
+            (2, 9000, false),
+        ] {
+            let text = format!(
+                "axis R = {rows}\naxis C = {cols}\nplaceholder x: f32[R]\n\
+                 placeholder c: f32[C]\n{src}output y\n"
+            );
+            let g = weft::ir::text::parse(&text, "sum_span.weft").unwrap();
+            let (r, cx) = (g.find_axis("R").unwrap(), g.find_axis("C").unwrap());
+            let mut value = |i: usize| match next() % 16 {
+                0 if special => edges[i % edges.len()],
+                _ => ((next() >> 11) as f64 / (1u64 << 53) as f64 * 40.0 - 20.0) as f32,
+            };
+            let xs: Vec<f32> = (0..rows).map(&mut value).collect();
+            let cs: Vec<f32> = (0..cols).map(&mut value).collect();
+            let inputs = [
+                HostArray::from_vec(Axes::new([r]).unwrap(), vec![rows], xs).unwrap(),
+                HostArray::from_vec(Axes::new([cx]).unwrap(), vec![cols], cs).unwrap(),
+            ];
+            for threads in [Some(1), Some(2)] {
+                let with = |span_math| weft::CodegenOptions {
+                    span_math,
+                    ..Default::default()
+                };
+                let (inline, explained_inline, _) = codegen_run(&g, &inputs, with(false), threads);
+                let (span, explained, available) = codegen_run(&g, &inputs, with(true), threads);
+                assert_eq!(span, inline, "{name}, C = {cols}");
+                assert!(!explained_inline.contains("summed by the native"));
+                assert_eq!(
+                    explained.contains("summed by the native"),
+                    available,
+                    "{name}, C = {cols}:\n{explained}"
+                );
+            }
         }
     }
 }

@@ -320,7 +320,29 @@ fn loops(
                 .map(|p| translate::f32_partials(k, &p, body, widened_from))
                 .unwrap_or_default();
             let by_span = summed_by.iter().find(|(m, ..)| m == loop_id);
-            if let Some((_, span_loop, acc, width)) = by_span {
+            let reduce_span = (span_math && vector)
+                .then(|| span::reduce_span_plan(k, *loop_id, body))
+                .flatten();
+            if let Some(span) = reduce_span {
+                let from = &k.buffers[span.source.load.buffer].name;
+                let arg = match (span.source.shift, span.source.negated) {
+                    (Some(u), true) => format!("%{u} less %{from}"),
+                    (Some(u), false) => format!("%{from} less %{u}"),
+                    (None, _) => format!("%{from}"),
+                };
+                // The routine does the loop's vector pass: no vector code of ours runs.
+                what.retain(|w| !w.starts_with("vectorised"));
+                what.push(format!(
+                    "%{} = {} summed by the native {} routine, which reads {arg} itself ({} f32 \
+                     partials for %{}, combined here; the loop re-runs in f64 if the total is \
+                     not finite)",
+                    span.result,
+                    span.op.name(),
+                    weft_runtime::vmath::span_isa().unwrap_or("scalar"),
+                    span.sum.width,
+                    span.sum.acc
+                ));
+            } else if let Some((_, span_loop, acc, width)) = by_span {
                 what.push(format!(
                     "its vector pass done by %{span_loop}'s span routine as it stores ({width} \
                      f32 partials for %{acc}, combined here; the loop re-runs in f64 if the \

@@ -189,6 +189,8 @@ struct Job {
     /// Where the arguments come from: `dst` itself when null.
     src: *const f32,
     shift: f32,
+    /// The argument is `shift − src[i]` (else `src[i] − shift`); only with a `src`.
+    negate: bool,
     /// `width` f32 partial sums, or null.
     sums: *mut f32,
     width: usize,
@@ -203,6 +205,7 @@ impl Job {
             len: xs.len(),
             src: std::ptr::null(),
             shift: 0.0,
+            negate: false,
             sums: std::ptr::null_mut(),
             width: 0,
             prefetch,
@@ -221,18 +224,26 @@ pub fn apply_f32_prefetching(f: SpanFn, xs: &mut [f32], prefetch: Prefetch) {
     unsafe { run(f, Job::in_place(xs, prefetch)) }
 }
 
-/// `dst[i] = f(src[i] - shift)` for every element of `dst` (`src` at least as long), and
-/// `sums[i % sums.len()] += dst[i]` for the elements up to the last whole multiple of
-/// `sums.len()`, in increasing `i` (the partial sums of a JIT vector loop of that many lanes;
-/// an empty `sums` sums nothing).
+/// `dst[i] = f(src[i] - shift)` for every element of `dst` (`src` at least as long; with
+/// `negate`, `f(shift - src[i])`), and `sums[i % sums.len()] += dst[i]` for the elements up
+/// to the last whole multiple of `sums.len()`, in increasing `i` (the partial sums of a JIT
+/// vector loop of that many lanes; an empty `sums` sums nothing).
 ///
 /// # Panics
 /// If `src` is shorter than `dst`.
-pub fn apply_f32_summing(f: SpanFn, src: &[f32], shift: f32, dst: &mut [f32], sums: &mut [f32]) {
+pub fn apply_f32_summing(
+    f: SpanFn,
+    src: &[f32],
+    shift: f32,
+    negate: bool,
+    dst: &mut [f32],
+    sums: &mut [f32],
+) {
     let src = &src[..dst.len()];
     let job = Job {
         src: src.as_ptr(),
         shift,
+        negate,
         sums: if sums.is_empty() {
             std::ptr::null_mut()
         } else {
@@ -272,6 +283,8 @@ unsafe fn run_scalar(f: SpanFn, job: Job) {
         unsafe {
             let x = if job.src.is_null() {
                 *job.dst.add(i)
+            } else if job.negate {
+                job.shift - *job.src.add(i)
             } else {
                 *job.src.add(i) - job.shift
             };
@@ -332,6 +345,7 @@ macro_rules! span_entry_point {
             sums: *mut f32,
             width: usize,
             shift: f32,
+            negate: usize,
         ) {
             if len == 0 {
                 return;
@@ -341,6 +355,7 @@ macro_rules! span_entry_point {
                 len,
                 src,
                 shift,
+                negate: negate != 0 && !src.is_null(),
                 sums,
                 width: if sums.is_null() { 0 } else { width },
                 prefetch: Prefetch { at, bytes },
@@ -353,7 +368,8 @@ macro_rules! span_entry_point {
 
 span_entry_point!(
     /// The span entry point JIT kernels call: `e^x` over `len` f32s into `dst`, `x` read from
-    /// `dst` itself (`src` null) or as `src[i] - shift`; the results summed into `width`
+    /// `dst` itself (`src` null) or as `src[i] - shift` (`shift - src[i]` if `negate` is not
+    /// 0: a sum of `exp(u − y[j])` over a row of `y`); the results summed into `width`
     /// partials at `sums` (null: none; see [`apply_f32_summing`] for the order); `bytes` from
     /// `at` prefetched meanwhile ([`Prefetch`]; any address, or 0 bytes).
     ///
@@ -488,12 +504,33 @@ mod simd {
         }
     }
 
-    /// The argument at `src + i` less `shift`, its `f` stored at `dst + i`, and returned.
+    /// The argument `x` at `src + i` less `shift` (`shift − x` if `NEG`).
+    ///
+    /// # Safety
+    /// The trait's contract; `n` f32s at `src + i` (`V::N` when `n` is `V::N`).
+    #[inline(always)]
+    unsafe fn arg<V: Lanes, const NEG: bool>(src: *const f32, shift: V, i: usize, n: usize) -> V {
+        // SAFETY: the caller's contract.
+        unsafe {
+            let x = if n == V::N {
+                V::load(src.add(i))
+            } else {
+                V::load_partial(src.add(i), n)
+            };
+            if NEG {
+                shift.sub(x)
+            } else {
+                x.sub(shift)
+            }
+        }
+    }
+
+    /// The argument at `src + i` ([`arg`]), its `f` stored at `dst + i`, and returned.
     ///
     /// # Safety
     /// The trait's contract; `V::N` f32s at `src + i` and `dst + i`.
     #[inline(always)]
-    unsafe fn one<V: Lanes>(
+    unsafe fn one<V: Lanes, const NEG: bool>(
         f: SpanFn,
         src: *const f32,
         shift: V,
@@ -503,7 +540,7 @@ mod simd {
     ) -> V {
         // SAFETY: the caller's contract.
         unsafe {
-            let y = apply(f, V::load(src.add(i)).sub(shift), series);
+            let y = apply(f, arg::<V, NEG>(src, shift, i, V::N), series);
             y.store(dst.add(i));
             y
         }
@@ -517,7 +554,11 @@ mod simd {
     /// # Safety
     /// The trait's contract, and [`super::run`]'s.
     #[inline(always)]
-    unsafe fn run_chunks<V: Lanes, const A: usize>(f: SpanFn, job: &Job, series: &[f32; 9]) {
+    unsafe fn run_chunks<V: Lanes, const A: usize, const NEG: bool>(
+        f: SpanFn,
+        job: &Job,
+        series: &[f32; 9],
+    ) {
         let n = V::N;
         let mut lines = PrefetchCursor::new(job.prefetch, job.len / n);
         let (src, shift) = if job.src.is_null() {
@@ -538,7 +579,7 @@ mod simd {
                 while i + A * n <= job.len {
                     for v in acc.iter_mut() {
                         lines.step();
-                        *v = v.add(one(f, src, shift, job.dst, i, series));
+                        *v = v.add(one::<V, NEG>(f, src, shift, job.dst, i, series));
                         i += n;
                     }
                 }
@@ -548,12 +589,12 @@ mod simd {
             }
             while i + n <= job.len {
                 lines.step();
-                one(f, src, shift, job.dst, i, series);
+                one::<V, NEG>(f, src, shift, job.dst, i, series);
                 i += n;
             }
             if i < job.len {
                 let m = job.len - i;
-                let x = V::load_partial(src.add(i), m).sub(shift);
+                let x = arg::<V, NEG>(src, shift, i, m);
                 apply(f, x, series).store_partial(job.dst.add(i), m);
             }
         }
@@ -573,8 +614,8 @@ mod simd {
         }
     }
 
-    /// [`run_chunks`] with `A` vector partials, one loop per function so each inner loop is
-    /// straight-line code.
+    /// [`run_chunks`] with `A` vector partials, one loop per function and sign of the
+    /// argument so each inner loop is straight-line code.
     ///
     /// # Safety
     /// As for [`run_chunks`].
@@ -582,10 +623,30 @@ mod simd {
     unsafe fn by_fn<V: Lanes, const A: usize>(f: SpanFn, job: &Job, series: &[f32; 9]) {
         // SAFETY: the caller's contract.
         unsafe {
+            if job.negate {
+                by_arg::<V, A, true>(f, job, series)
+            } else {
+                by_arg::<V, A, false>(f, job, series)
+            }
+        }
+    }
+
+    /// [`by_fn`] for one sign of the argument.
+    ///
+    /// # Safety
+    /// As for [`run_chunks`].
+    #[inline(always)]
+    unsafe fn by_arg<V: Lanes, const A: usize, const NEG: bool>(
+        f: SpanFn,
+        job: &Job,
+        series: &[f32; 9],
+    ) {
+        // SAFETY: the caller's contract.
+        unsafe {
             match f {
-                SpanFn::Exp => run_chunks::<V, A>(SpanFn::Exp, job, series),
-                SpanFn::Tanh => run_chunks::<V, A>(SpanFn::Tanh, job, series),
-                SpanFn::Sigmoid => run_chunks::<V, A>(SpanFn::Sigmoid, job, series),
+                SpanFn::Exp => run_chunks::<V, A, NEG>(SpanFn::Exp, job, series),
+                SpanFn::Tanh => run_chunks::<V, A, NEG>(SpanFn::Tanh, job, series),
+                SpanFn::Sigmoid => run_chunks::<V, A, NEG>(SpanFn::Sigmoid, job, series),
             }
         }
     }
@@ -969,9 +1030,10 @@ mod tests {
         }
     }
 
-    /// Reading from another span less a shift and summing the results give, on every path,
-    /// the bits of the element-by-element definition ([`apply_f32_summing`]): the results
-    /// of `f(src[i] - shift)` and partial sums `sums[i % width]` in increasing `i` over the
+    /// Reading from another span less a shift (or a shift less it) and summing the results
+    /// give, on every path, the bits of the element-by-element definition
+    /// ([`apply_f32_summing`]): the results of `f(src[i] - shift)` (`f(shift - src[i])`) and
+    /// partial sums `sums[i % width]` in increasing `i` over the
     /// whole groups of `width`, for widths of one, two and four vectors of either path and
     /// others (added one element at a time), from partials already holding values.
     #[test]
@@ -984,10 +1046,14 @@ mod tests {
                 SpanFn::Tanh => tanh_scalar(x, series),
                 SpanFn::Sigmoid => sigmoid_scalar(x),
             };
-            for width in [4, 8, 12, 16, 32, 64, 20] {
+            for (width, negate) in [4, 8, 12, 16, 32, 64, 20]
+                .into_iter()
+                .flat_map(|w| [(w, false), (w, true)])
+            {
                 for len in [0, 3, 16, 17, 63, 64, 100, xs.len()] {
                     let shift = 1.75f32;
-                    let want: Vec<f32> = xs[..len].iter().map(|&x| scalar(x - shift)).collect();
+                    let arg = |x: f32| if negate { shift - x } else { x - shift };
+                    let want: Vec<f32> = xs[..len].iter().map(|&x| scalar(arg(x))).collect();
                     let mut want_sums: Vec<f32> = (0..width).map(|j| j as f32 * 0.5).collect();
                     for (i, y) in want.iter().enumerate().take(len - len % width) {
                         want_sums[i % width] += y;
@@ -1010,6 +1076,7 @@ mod tests {
                         let job = Job {
                             src: xs.as_ptr(),
                             shift,
+                            negate,
                             sums: sums.as_mut_ptr(),
                             width,
                             ..Job::in_place(&mut dst, Prefetch::NONE)
@@ -1018,13 +1085,14 @@ mod tests {
                         // allocations of the job's lengths; the path's features were detected.
                         unsafe { run_on(f, job) };
                         let bits = |v: &[f32]| v.iter().map(|y| y.to_bits()).collect::<Vec<_>>();
-                        assert_eq!(bits(&dst), bits(&want), "{f:?} {name} {width} {len}");
-                        assert_eq!(bits(&sums), bits(&want_sums), "{f:?} {name} {width} {len}");
+                        let case = format!("{f:?} {name} {width} {len} negate {negate}");
+                        assert_eq!(bits(&dst), bits(&want), "{case}");
+                        assert_eq!(bits(&sums), bits(&want_sums), "{case}");
                     }
                     if width == 16 {
                         let mut dst = vec![0f32; len];
                         let mut sums = vec![0f32; 16];
-                        apply_f32_summing(f, &xs, shift, &mut dst, &mut sums);
+                        apply_f32_summing(f, &xs, shift, negate, &mut dst, &mut sums);
                         assert_eq!(
                             dst.iter().map(|y| y.to_bits()).collect::<Vec<_>>(),
                             want.iter().map(|y| y.to_bits()).collect::<Vec<_>>()

@@ -122,8 +122,8 @@ extern "C" fn weft_cos_f64(x: f64) -> f64 {
 }
 
 /// The parameters of the span routines (`weft_{exp,tanh,sigmoid}_f32_span`): dst, len,
-/// prefetch address, prefetch bytes, src, sums, sums width (i64), shift (f32).
-const SPAN_PARAMS: [types::Type; 8] = [
+/// prefetch address, prefetch bytes, src, sums, sums width (i64), shift (f32), negate (i64).
+const SPAN_PARAMS: [types::Type; 9] = [
     types::I64,
     types::I64,
     types::I64,
@@ -132,6 +132,7 @@ const SPAN_PARAMS: [types::Type; 8] = [
     types::I64,
     types::I64,
     types::F32,
+    types::I64,
 ];
 
 impl JitCompiler {

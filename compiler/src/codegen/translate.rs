@@ -1303,6 +1303,9 @@ impl<'b> Translator<'_, 'b> {
             }
             return self.emit_loop_as(l, body, wide_plan.as_ref(), &[]);
         }
+        if let Some(span) = wide_plan.as_ref().and(self.reduce_span_of(l, body)) {
+            return self.emit_reduce_span(l, body, &span);
+        }
         // f32 partials first; if a total comes out infinite or NaN (an f32 partial may have
         // overflowed where f64 would not), the outer accumulators go back to their values
         // before the loop and it runs again as a plain scalar loop in f64, in the
