@@ -89,11 +89,16 @@ fn a_row_softmax_epilogue_reduces_each_row_in_its_block() {
     // elements of C, so it fuses. (48 rows: a row kernel's parallel loop runs over at most
     // `LowerOptions::parallel_max_chunks` chunks of rows, and only one row per iteration fits
     // the row-block check.)
+    agree(&softmax_layer(48, 24, 40), 1);
+}
+
+/// softmax over O of X·W, X over `[B, I]`, W over `[I, O]`, f32.
+fn softmax_layer(b: usize, i: usize, o: usize) -> Graph {
     let mut g = Graph::new();
     let (ba, ia, oa) = (
-        g.axis("B", 48).unwrap(),
-        g.axis("I", 24).unwrap(),
-        g.axis("O", 40).unwrap(),
+        g.axis("B", b).unwrap(),
+        g.axis("I", i).unwrap(),
+        g.axis("O", o).unwrap(),
     );
     let x = g.placeholder("X", &[ba, ia], DType::F32).unwrap();
     let w = g.placeholder("W", &[ia, oa], DType::F32).unwrap();
@@ -104,7 +109,7 @@ fn a_row_softmax_epilogue_reduces_each_row_in_its_block() {
     let s = g.reduce(weft::ReduceOp::Sum, e, &[oa], None).unwrap();
     let p = g.binary(weft::BinaryOp::Divide, e, s).unwrap();
     g.mark_output(p).unwrap();
-    agree(&g, 1);
+    g
 }
 
 /// `gelu(X·W + b)` in tanh form (the dense_gelu workload) with X over `[B, I]`.
@@ -142,21 +147,7 @@ fn wide_results_run_the_epilogue_on_each_column_block() {
 fn a_row_epilogue_on_column_blocks_stays_a_separate_step() {
     // softmax over O of a wide X·W reads whole rows of C: not an elementwise nest, so it
     // cannot run block by block; two steps, and the reason is named.
-    let mut g = Graph::new();
-    let (ba, ia, oa) = (
-        g.axis("B", 20).unwrap(),
-        g.axis("I", 12).unwrap(),
-        g.axis("O", 96).unwrap(),
-    );
-    let x = g.placeholder("X", &[ba, ia], DType::F32).unwrap();
-    let w = g.placeholder("W", &[ia, oa], DType::F32).unwrap();
-    let h = g.dot(x, w).unwrap();
-    let m = g.reduce(weft::ReduceOp::Max, h, &[oa], None).unwrap();
-    let z = g.binary(weft::BinaryOp::Subtract, h, m).unwrap();
-    let e = g.unary(weft::UnaryOp::Exp, z).unwrap();
-    let s = g.reduce(weft::ReduceOp::Sum, e, &[oa], None).unwrap();
-    let p = g.binary(weft::BinaryOp::Divide, e, s).unwrap();
-    g.mark_output(p).unwrap();
+    let g = softmax_layer(20, 12, 96);
     let text = explain(&g, &options(2, true));
     assert!(
         text.contains("C is cut into column blocks, and kernel @k1 is not a nest of two loops"),

@@ -1434,13 +1434,7 @@ fn span_functions_give_the_inline_bits() {
 /// every edge (NaN payloads, ±inf, overflow, so the f64 re-run runs too), 1 and 2 threads.
 #[test]
 fn sums_of_span_functions_give_the_inline_bits() {
-    let mut state = 0x2545_f491_4f6c_dd1du64;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut rng = weft_ir::perturb::SplitMix(0x2545_f491_4f6c_dd1d);
     let edges = [
         f32::NAN,
         f32::from_bits(0x7fc0_0123),
@@ -1482,9 +1476,9 @@ fn sums_of_span_functions_give_the_inline_bits() {
             );
             let g = weft::ir::text::parse(&text, "sum_span.weft").unwrap();
             let (r, cx) = (g.find_axis("R").unwrap(), g.find_axis("C").unwrap());
-            let mut value = |i: usize| match next() % 16 {
+            let mut value = |i: usize| match rng.below(16) {
                 0 if special => edges[i % edges.len()],
-                _ => ((next() >> 11) as f64 / (1u64 << 53) as f64 * 40.0 - 20.0) as f32,
+                _ => (rng.unit() * 40.0 - 20.0) as f32,
             };
             let xs: Vec<f32> = (0..rows).map(&mut value).collect();
             let cs: Vec<f32> = (0..cols).map(&mut value).collect();

@@ -18,7 +18,7 @@
 //! with the same index values, only in another order and split, so results are unchanged.
 //! The result is verified again; otherwise the reason, for `weft explain`.
 
-use weft_ir::loop_ir::{self, verify, AffineExpr, Inst, Kernel, LoopAnnotations, Stmt};
+use weft_ir::loop_ir::{self, verify, AffineExpr, Kernel, LoopAnnotations, Stmt};
 
 /// `k` with its column loop cut into strips of `width` and the strips made the parallel loop
 /// (module docs), or why not.
@@ -30,12 +30,7 @@ pub fn strip_columns(k: &Kernel, width: u64) -> Result<Kernel, String> {
             "kernel @{name} is not a nest of two loops, rows around columns"
         ));
     };
-    let flat = body.iter().all(|s| match s {
-        Stmt::Let { inst, .. } => !matches!(inst, Inst::Index(_)),
-        Stmt::Store { .. } => true,
-        _ => false,
-    });
-    if !flat {
+    if !loop_ir::elementwise_body(body) {
         return Err(format!(
             "kernel @{name} is not elementwise (a reduction or a loop index in its body)"
         ));

@@ -48,16 +48,7 @@ pub fn tile_transposes(k: &mut Kernel) -> Option<String> {
         *nest.last().expect("a nest has a loop"),
         innermost_body(&k.body),
     );
-    if body.iter().any(|s| {
-        !matches!(s, Stmt::Let { .. } | Stmt::Store { .. })
-            || matches!(
-                s,
-                Stmt::Let {
-                    inst: Inst::Index(_),
-                    ..
-                }
-            )
-    }) {
+    if !loop_ir::elementwise_body(body) {
         return None;
     }
     // The worst-strided access along `inner`, and an enclosing loop it is contiguous along.

@@ -35,7 +35,7 @@
 
 use std::sync::Arc;
 
-use weft_ir::loop_ir::ScalarType;
+use weft_ir::loop_ir::{BufferDecl, ScalarType};
 
 use crate::binding::{BindScope, HostBuffer};
 use crate::kernel::{AccessPattern, CompiledKernel, Footprint, KernelEntry, KernelSignature};
@@ -466,22 +466,7 @@ impl GemmCall {
         }
         for (i, b) in signature.buffers.iter().enumerate() {
             let footprint = signature.footprints.get(i).copied().flatten();
-            match relation(i, 2) {
-                Relation::Disjoint => {}
-                Relation::Overlap => {
-                    return Err(format!(
-                        "kernel buffer %{} overlaps C's memory without being C's buffer",
-                        b.name
-                    ))
-                }
-                Relation::Same if in_band(&s.c, footprint) => {}
-                Relation::Same => {
-                    return Err(format!(
-                        "kernel buffer %{} (C's buffer) is not read or written row by row of C",
-                        b.name
-                    ))
-                }
-            }
+            on_c(b, relation(i, 2), in_band(&s.c, footprint), "row by row")?;
             if !b.access.can_write() {
                 continue;
             }
@@ -557,23 +542,8 @@ impl GemmCall {
         };
         for (i, b) in signature.buffers.iter().enumerate() {
             let accesses = signature.accesses.get(i).map_or(&[][..], Vec::as_slice);
-            match relation(i, 2) {
-                Relation::Disjoint => {}
-                Relation::Overlap => {
-                    return Err(format!(
-                        "kernel buffer %{} overlaps C's memory without being C's buffer",
-                        b.name
-                    ))
-                }
-                Relation::Same if accesses.iter().all(in_block) => {}
-                Relation::Same => {
-                    return Err(format!(
-                        "kernel buffer %{} (C's buffer) is not read or written column block \
-                         by column block of C",
-                        b.name
-                    ))
-                }
-            }
+            let fits = accesses.iter().all(in_block);
+            on_c(b, relation(i, 2), fits, "column block by column block")?;
             if b.access.can_write()
                 && (relation(i, 0) != Relation::Disjoint || relation(i, 1) != Relation::Disjoint)
             {
@@ -789,6 +759,24 @@ impl GemmCall {
 fn banded(v: &MatrixView, cols: usize) -> bool {
     let (rs, cs) = (v.row_stride, v.col_stride);
     rs > 0 && (cols == 1 || (cs > 0 && (cs as i128) * (cols as i128 - 1) < rs as i128))
+}
+
+/// Kernel buffer `b` against C, given how its memory relates to C's: no common memory, or C's
+/// own buffer with accesses that `fit` their iteration's block of C (read or written `by`
+/// its blocks).
+fn on_c(b: &BufferDecl, relation: Relation, fit: bool, by: &str) -> Result<(), String> {
+    match relation {
+        Relation::Disjoint => Ok(()),
+        Relation::Overlap => Err(format!(
+            "kernel buffer %{} overlaps C's memory without being C's buffer",
+            b.name
+        )),
+        Relation::Same if fit => Ok(()),
+        Relation::Same => Err(format!(
+            "kernel buffer %{} (C's buffer) is not read or written {by} of C",
+            b.name
+        )),
+    }
 }
 
 /// How a kernel buffer's memory relates to a GEMM operand's (GemmCall::check_epilogue).

@@ -259,6 +259,17 @@ pub fn perfect_nest(body: &[Stmt]) -> (Vec<LoopId>, &[Stmt]) {
     (nest, cur)
 }
 
+/// Whether `body` is only lets and stores, reading no loop index as a value: no loop, no
+/// accumulator, so no iteration of a loop around it depends on another or on its position
+/// (what reordering or re-splitting such a loop's iterations needs, beside its indices).
+pub fn elementwise_body(body: &[Stmt]) -> bool {
+    body.iter().all(|s| match s {
+        Stmt::Let { inst, .. } => !matches!(inst, Inst::Index(_)),
+        Stmt::Store { .. } => true,
+        _ => false,
+    })
+}
+
 /// The memory a statement sequence touches, nested loops included, in textual order.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct BodyAccesses<'k> {

@@ -21,8 +21,8 @@ mod verifier;
 pub use affine::{AffineExpr, MaskBound};
 pub use interpreter::{interpret, BufferData, InterpretError};
 pub use kernel::{
-    perfect_nest, AccDecl, AccId, BodyAccesses, BufferAccess, BufferAccessExpr, BufferDecl,
-    BufferId, Inst, Kernel, LoopAnnotations, LoopDecl, LoopId, Stmt, ValueId,
+    elementwise_body, perfect_nest, AccDecl, AccId, BodyAccesses, BufferAccess, BufferAccessExpr,
+    BufferDecl, BufferId, Inst, Kernel, LoopAnnotations, LoopDecl, LoopId, Stmt, ValueId,
 };
 pub use ops::{BinaryOp, CompareOp, ReduceKind, UnaryOp};
 pub use printer::{AffineDisplay, StmtDisplay};

@@ -722,23 +722,7 @@ impl Translator<'_, '_> {
             6,
         ));
         let slot = self.zeroed_partials(span.sum.width);
-        if self.k.loops[l].extent <= block {
-            self.call_reduce_span(l, span, scratch, slot)?;
-        } else {
-            let (start, end) = self.loop_range(l);
-            let cursor = self.b.declare_var(types::I64);
-            self.b.def_var(cursor, start);
-            let padded = self.b.ins().iadd_imm_s(end, block as i64 - 1);
-            let step = u32::try_from(block).unwrap_or(u32::MAX);
-            self.counted_loop(cursor, padded, step, |t, at| {
-                let next = t.b.ins().iadd_imm_s(at, i64::from(step));
-                let block_end = t.b.ins().smin(next, end);
-                t.range_override = Some((l, at, block_end));
-                let called = t.call_reduce_span(l, span, scratch, slot);
-                t.range_override = None;
-                called
-            })?;
-        }
+        self.in_blocks(l, block, |t| t.call_reduce_span(l, span, scratch, slot))?;
         self.emit_summed_by_span(l, body, slot)
     }
 
@@ -805,8 +789,19 @@ impl Translator<'_, '_> {
             self.begin_span_sum(sum);
         }
         let block = block_len(self.k, l, span, stream);
+        self.in_blocks(l, block, |t| t.emit_block(l, body, span, stream))
+    }
+
+    /// `emit` once over loop `l`'s range if it is at most `block` long, else in a loop of
+    /// blocks of `block` iterations, each with `l`'s range overridden to the block.
+    fn in_blocks(
+        &mut self,
+        l: LoopId,
+        block: u64,
+        mut emit: impl FnMut(&mut Self) -> Result<()>,
+    ) -> Result<()> {
         if self.k.loops[l].extent <= block {
-            return self.emit_block(l, body, span, stream);
+            return emit(self);
         }
         let (start, end) = self.loop_range(l);
         let cursor = self.b.declare_var(types::I64);
@@ -819,7 +814,7 @@ impl Translator<'_, '_> {
             let next = t.b.ins().iadd_imm_s(at, i64::from(step));
             let block_end = t.b.ins().smin(next, end);
             t.range_override = Some((l, at, block_end));
-            let emitted = t.emit_block(l, body, span, stream);
+            let emitted = emit(t);
             t.range_override = None;
             emitted
         })
