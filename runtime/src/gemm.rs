@@ -714,10 +714,11 @@ impl GemmCall {
             // stays finite: it is summed again the interpreter's way. Rare (overflowing or
             // non-finite operands), and exact for non-finite operands too. A contiguous row
             // is first tested whole, without branches (vectorised): most rows have neither.
+            let wide = wide_vectors();
             for i in 0..rows as isize {
                 if s.c.col_stride == 1 {
                     let row = std::slice::from_raw_parts(pc.offset(i * is(s.c.row_stride)), cols);
-                    if !row.iter().fold(false, |any, x| any | x.special()) {
+                    if !any_special(row, wide) {
                         continue;
                     }
                 }
@@ -869,6 +870,40 @@ impl GemmEpilogue {
     }
 }
 
+/// Whether the CPU has AVX2 (x86-64, detected once by the standard library).
+fn wide_vectors() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Whether any element of `row` is zero, infinite or NaN ([`Float::special`]), in vectors
+/// of 256 bits when `wide` (the CPU has AVX2), else of the build's baseline.
+fn any_special<T: Float>(row: &[T], wide: bool) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if wide {
+        // SAFETY: `wide` is only true where AVX2 was detected.
+        return unsafe { any_special_avx2(row) };
+    }
+    let _ = wide;
+    row.iter().fold(false, |any, x| any | x.special())
+}
+
+/// [`any_special`] compiled for AVX2.
+///
+/// # Safety
+/// The CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn any_special_avx2<T: Float>(row: &[T]) -> bool {
+    row.iter().fold(false, |any, x| any | x.special())
+}
+
 /// f32 and f64: the crate's entry point and the interpreter's accumulation.
 trait Float: Copy + PartialEq {
     const ZERO: Self;
@@ -958,6 +993,7 @@ macro_rules! float_impl {
             fn finite(self) -> bool {
                 self.is_finite()
             }
+            #[inline(always)]
             fn special(self) -> bool {
                 !self.is_finite() | (self == 0.0)
             }
