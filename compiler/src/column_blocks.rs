@@ -18,7 +18,7 @@
 //! with the same index values, only in another order and split, so results are unchanged.
 //! The result is verified again; otherwise the reason, for `weft explain`.
 
-use weft_ir::loop_ir::{self, verify, AffineExpr, Kernel, LoopAnnotations, Stmt};
+use weft_ir::loop_ir::{self, verify, AffineExpr, Kernel, LoopAnnotations};
 
 /// `k` with its column loop cut into strips of `width` and the strips made the parallel loop
 /// (module docs), or why not.
@@ -70,16 +70,7 @@ pub fn strip_columns(k: &Kernel, width: u64) -> Result<Kernel, String> {
         .map(|s| crate::tile::substitute(s, &[(cols, &by)]))
         .collect::<Option<Vec<_>>>()
         .ok_or_else(overflow)?;
-    out.body = vec![Stmt::Loop {
-        loop_id: strips,
-        body: vec![Stmt::Loop {
-            loop_id: rows,
-            body: vec![Stmt::Loop {
-                loop_id: cols,
-                body,
-            }],
-        }],
-    }];
+    out.body = loop_ir::nest(&[strips, rows, cols], body);
     verify(&out).map_err(|e| format!("kernel @{name} in strips does not verify: {e}"))?;
     Ok(out)
 }

@@ -97,16 +97,7 @@ pub fn tile_transposes(k: &mut Kernel) -> Option<String> {
         .collect::<Option<Vec<Stmt>>>()?;
     // `outer` keeps its id and annotations as the outer part of its axis.
     k.loops[outer].extent = no / side;
-    let tiled = Stmt::Loop {
-        loop_id: inner_o,
-        body: vec![Stmt::Loop {
-            loop_id: outer_i,
-            body: vec![Stmt::Loop {
-                loop_id: inner_i,
-                body,
-            }],
-        }],
-    };
+    let tiled = loop_ir::nest(&[inner_o, outer_i, inner_i], body);
     replace_innermost(&mut k.body, tiled);
     Some(format!(
         "tiled {side} x {side}: %{} strides {} elements along the innermost loop %{inner} and 1 \
@@ -126,15 +117,15 @@ fn innermost_body(body: &[Stmt]) -> &[Stmt] {
     loop_ir::perfect_nest(body).1
 }
 
-/// Replaces the innermost loop of a perfect nest by `with`.
-fn replace_innermost(body: &mut Vec<Stmt>, with: Stmt) {
+/// Replaces the innermost loop of a perfect nest by the statements `with`.
+fn replace_innermost(body: &mut Vec<Stmt>, with: Vec<Stmt>) {
     if let [Stmt::Loop { body: inner, .. }] = body.as_mut_slice() {
         if matches!(inner.as_slice(), [Stmt::Loop { .. }]) {
             replace_innermost(inner, with);
             return;
         }
     }
-    *body = vec![with];
+    *body = with;
 }
 
 /// `s` with each loop of `subs` replaced by its expression in its access; `None` on overflow.

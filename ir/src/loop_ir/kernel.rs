@@ -259,6 +259,15 @@ pub fn perfect_nest(body: &[Stmt]) -> (Vec<LoopId>, &[Stmt]) {
     (nest, cur)
 }
 
+/// The perfect nest of `loops` (outermost first) around `body`: the inverse of
+/// [`perfect_nest`]. `body` itself if `loops` is empty.
+pub fn nest(loops: &[LoopId], body: Vec<Stmt>) -> Vec<Stmt> {
+    loops
+        .iter()
+        .rev()
+        .fold(body, |body, &loop_id| vec![Stmt::Loop { loop_id, body }])
+}
+
 /// Whether `body` is only lets and stores, reading no loop index as a value: no loop, no
 /// accumulator, so no iteration of a loop around it depends on another or on its position
 /// (what reordering or re-splitting such a loop's iterations needs, beside its indices).

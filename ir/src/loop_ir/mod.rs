@@ -21,8 +21,9 @@ mod verifier;
 pub use affine::{AffineExpr, MaskBound};
 pub use interpreter::{interpret, BufferData, InterpretError};
 pub use kernel::{
-    elementwise_body, perfect_nest, AccDecl, AccId, BodyAccesses, BufferAccess, BufferAccessExpr,
-    BufferDecl, BufferId, Inst, Kernel, LoopAnnotations, LoopDecl, LoopId, Stmt, ValueId,
+    elementwise_body, nest, perfect_nest, AccDecl, AccId, BodyAccesses, BufferAccess,
+    BufferAccessExpr, BufferDecl, BufferId, Inst, Kernel, LoopAnnotations, LoopDecl, LoopId, Stmt,
+    ValueId,
 };
 pub use ops::{BinaryOp, CompareOp, ReduceKind, UnaryOp};
 pub use printer::{AffineDisplay, StmtDisplay};
