@@ -52,6 +52,12 @@ fn run(g: &Graph, inputs: &[HostArray], options: JitOptions) -> Run {
 fn agree(g: &Graph, fused: usize) {
     let text = explain(g, &options(2, true));
     assert_eq!(fused_steps(&text), fused, "{text}");
+    agree_fused_or_not(g);
+}
+
+/// `g` with epilogue fusion on, for 1, 2 and 3 threads, against the interpreter's oracle and
+/// bit for bit against fusion off with as many threads, however many steps fuse.
+fn agree_fused_or_not(g: &Graph) {
     let ps = g.placeholders();
     let inputs = weft_ir::testing::random_inputs(g, &ps, 5, false);
     let tol = Tolerance::for_graph(g);
@@ -140,6 +146,36 @@ fn wide_results_run_the_epilogue_on_each_column_block() {
         text.contains("over the same column blocks")
             && text.contains("columns in strips of 96, one per column block"),
         "{text}"
+    );
+}
+
+#[test]
+fn random_layers_fuse_in_row_or_column_blocks_with_the_bits_of_two_steps() {
+    // Shapes tall and wide, column counts the blocks divide and not, f32 and f64, bias + relu
+    // and gelu: whatever fuses gives the two steps' bits and the interpreter's values.
+    let mut r = weft_ir::perturb::SplitMix(2026);
+    let (mut rows, mut columns) = (0, 0);
+    for case in 0..24 {
+        let dtype = if r.chance(50) { DType::F32 } else { DType::F64 };
+        let (b, i) = (2 + r.below(60), 1 + r.below(40));
+        let o = if r.chance(50) {
+            16 * (1 + r.below(12))
+        } else {
+            2 + r.below(150)
+        };
+        let g = if case % 2 == 0 {
+            mlp(b, i, o, dtype)
+        } else {
+            gelu_layer(b, i, o, dtype)
+        };
+        let text = explain(&g, &options(2, true));
+        rows += text.matches("over the same row blocks").count();
+        columns += text.matches("over the same column blocks").count();
+        agree_fused_or_not(&g);
+    }
+    assert!(
+        rows >= 2 && columns >= 2,
+        "{rows} layers fused in row blocks, {columns} in column blocks, of 24"
     );
 }
 
