@@ -414,8 +414,9 @@ impl GemmCall {
     /// (the iterations of its parallel loop = the rows, or the column block, of C just
     /// computed) with the same results as after the whole GEMM, given how each of its buffers
     /// relates in memory to A, B and C: `relation(i, t)` for kernel buffer `i` and operand `t`
-    /// (0 A, 1 B, 2 C). Why not, if not. No batch axes; then by the split: rows
-    /// ([`GemmCall::check_row_epilogue`]) or columns ([`GemmCall::check_column_epilogue`]).
+    /// (0 A, 1 B, 2 C). Why not, if not. No batch axes, and C's rows in disjoint bands
+    /// ([`banded`]); then by the split: rows ([`GemmCall::check_row_epilogue`]) or columns
+    /// ([`GemmCall::check_column_epilogue`]).
     fn check_epilogue(
         &self,
         signature: &KernelSignature,
@@ -423,6 +424,9 @@ impl GemmCall {
     ) -> Result<(), String> {
         if !self.spec.batch.is_empty() {
             return Err("the GEMM has batch axes".into());
+        }
+        if !banded(&self.spec.c, self.spec.n) {
+            return Err("C's rows are not laid out one after another".into());
         }
         match self.spec.split {
             SplitDim::Rows => self.check_row_epilogue(signature, relation),
@@ -433,8 +437,8 @@ impl GemmCall {
     /// [`GemmCall::check_epilogue`] for row blocks.
     ///
     /// The conditions: the kernel's parallel loop runs over
-    /// C's `m` rows; C's rows lie in disjoint *bands* of `row_stride` elements (row `p`: from
-    /// `c.offset + p·row_stride`); every kernel buffer sharing C's memory starts where C's
+    /// C's `m` rows (which lie in disjoint *bands* of `row_stride` elements, row `p` from
+    /// `c.offset + p·row_stride`, checked by the caller); every kernel buffer sharing C's memory starts where C's
     /// buffer does and its [`Footprint`] keeps iteration `p` inside band `p`; no kernel buffer
     /// that is written shares memory with B, or with A other than as A's buffer with a
     /// footprint inside the band of A's row `p`. Then iteration `p` only touches C's memory in
@@ -461,11 +465,8 @@ impl GemmCall {
                     && (f.hi as i128) < v.offset as i128 + v.row_stride as i128
             })
         };
-        if !banded(&s.c, s.n) {
-            return Err("C's rows are not laid out one after another".into());
-        }
         for (i, b) in signature.buffers.iter().enumerate() {
-            let footprint = signature.footprints.get(i).copied().flatten();
+            let footprint = signature.footprint(i);
             on_c(b, relation(i, 2), in_band(&s.c, footprint), "row by row")?;
             if !b.access.can_write() {
                 continue;
@@ -492,7 +493,7 @@ impl GemmCall {
     ///
     /// The conditions: C's `n` columns are a whole number of blocks and the kernel's parallel
     /// loop runs over them (iteration `p` = block `p`, columns `p·block ..< (p + 1)·block`);
-    /// C's rows lie in disjoint bands (as for rows); every kernel buffer sharing C's memory
+    /// every kernel buffer sharing C's memory
     /// starts where C's buffer does, and each of its accesses moves by `block·col_stride` per
     /// iteration and — its terms along whole rows (coefficients that are multiples of the
     /// row stride) set aside — spans, within a band, only the columns of block 0; no kernel
@@ -519,26 +520,17 @@ impl GemmCall {
                 s.n / s.block
             ));
         }
-        if !banded(&s.c, s.n) {
-            return Err("C's rows are not laid out one after another".into());
-        }
         let (rs, cs) = (i128::from(s.c.row_stride), i128::from(s.c.col_stride));
         let last_column = (s.block as i128 - 1) * cs;
         let in_block = |a: &AccessPattern| {
             let col = (i128::from(a.offset) - i128::from(s.c.offset)).rem_euclid(rs);
-            let (mut lo, mut hi) = (col, col);
-            for &(c, extent) in &a.terms {
-                let c = i128::from(c);
-                if extent > 0 && c % rs != 0 {
-                    let far = c * (i128::from(extent) - 1);
-                    if far < 0 {
-                        lo += far;
-                    } else {
-                        hi += far;
-                    }
-                }
-            }
-            i128::from(a.parallel) == s.block as i128 * cs && lo >= 0 && hi <= last_column
+            // Terms along whole rows stay in the column; empty loops never run.
+            let reach = a.reach(|&(c, extent)| extent > 0 && i128::from(c) % rs != 0);
+            reach.is_some_and(|(lo, hi)| {
+                i128::from(a.parallel) == s.block as i128 * cs
+                    && col + lo >= 0
+                    && col + hi <= last_column
+            })
         };
         for (i, b) in signature.buffers.iter().enumerate() {
             let accesses = signature.accesses.get(i).map_or(&[][..], Vec::as_slice);
@@ -1131,7 +1123,7 @@ mod tests {
             lo: 0,
             hi: 1,
         };
-        assert_eq!(rows.footprints, [Some(f), Some(f)]);
+        assert_eq!([rows.footprint(0), rows.footprint(1)], [Some(f), Some(f)]);
         assert!(GemmEpilogue::new(spec(), [0, 1, 2], &rows, vec![2, 3]).is_ok());
         // In place: the kernel writes C's own rows.
         assert!(GemmEpilogue::new(spec(), [0, 1, 2], &rows, vec![2, 2]).is_ok());

@@ -11,8 +11,7 @@
 use std::sync::Arc;
 
 use weft_ir::arena::EntityRef;
-use weft_ir::loop_ir::bounds::{expr_range, Interval};
-use weft_ir::loop_ir::{AffineExpr, BufferAccessExpr, BufferDecl, Kernel, LoopId, ScalarType};
+use weft_ir::loop_ir::{BufferDecl, Kernel, ScalarType};
 
 use crate::binding::{BindScope, HostBuffer};
 use crate::gemm::GemmCall;
@@ -37,13 +36,10 @@ pub struct KernelSignature {
     pub buffers: Vec<BufferDecl>,
     /// Extent of the parallel loop, if the kernel has one.
     pub parallel_extent: Option<u64>,
-    /// Per buffer (in table order), where one iteration of the parallel loop may touch it, when
-    /// one [`Footprint`] bounds every access (`None`: no parallel loop, the buffer is not
-    /// accessed, or its accesses move along the parallel loop by different strides). What a
-    /// GEMM epilogue's check relies on (crate::gemm::GemmEpilogue).
-    pub footprints: Vec<Option<Footprint>>,
     /// Per buffer (in table order), every access of it as an [`AccessPattern`] (empty: not
-    /// accessed, or no parallel loop). What a GEMM epilogue over column blocks checks.
+    /// accessed, or no parallel loop). What a GEMM epilogue's check relies on
+    /// (crate::gemm::GemmEpilogue), directly for column blocks, as [`KernelSignature::footprint`]s
+    /// for row blocks.
     pub accesses: Vec<Vec<AccessPattern>>,
 }
 
@@ -58,6 +54,23 @@ pub struct AccessPattern {
     pub offset: i64,
     /// `(coefficient, extent)` of every other loop the index moves along.
     pub terms: Vec<(i64, u64)>,
+}
+
+impl AccessPattern {
+    /// The lowest and highest value of `Σ coefficient·i` over the terms `keep` selects, each
+    /// `i` over `0..extent`; `None` if a selected loop is empty (the access never runs).
+    pub fn reach(&self, keep: impl Fn(&(i64, u64)) -> bool) -> Option<(i128, i128)> {
+        let (mut lo, mut hi) = (0i128, 0i128);
+        for &(c, extent) in self.terms.iter().filter(|t| keep(t)) {
+            let far = i128::from(c) * (i128::from(extent.checked_sub(1)?));
+            if far < 0 {
+                lo += far;
+            } else {
+                hi += far;
+            }
+        }
+        Some((lo, hi))
+    }
 }
 
 /// Where one iteration of a kernel's parallel loop may touch a buffer: in iteration `p`, only
@@ -79,9 +92,35 @@ impl KernelSignature {
             name: kernel.name.clone(),
             buffers: kernel.buffers.values().cloned().collect(),
             parallel_extent: kernel.parallel_loop().map(|l| kernel.loops[l].extent),
-            footprints: footprints(kernel),
             accesses: access_patterns(kernel),
         }
+    }
+
+    /// Where one iteration of the parallel loop may touch buffer `i`, when one [`Footprint`]
+    /// bounds every access (`None`: no parallel loop, the buffer is not accessed, an access in
+    /// an empty loop or past `i64`, or accesses moving along the parallel loop by different
+    /// strides). Masks are ignored (a masked access touches a subset), so the footprint
+    /// contains every element the accesses can touch.
+    pub fn footprint(&self, i: usize) -> Option<Footprint> {
+        let mut found: Option<Footprint> = None;
+        for a in self.accesses.get(i)? {
+            let (lo, hi) = a.reach(|_| true)?;
+            let g = Footprint {
+                stride: a.parallel,
+                lo: i64::try_from(i128::from(a.offset) + lo).ok()?,
+                hi: i64::try_from(i128::from(a.offset) + hi).ok()?,
+            };
+            found = Some(match found {
+                None => g,
+                Some(f) if f.stride == g.stride => Footprint {
+                    stride: f.stride,
+                    lo: f.lo.min(g.lo),
+                    hi: f.hi.max(g.hi),
+                },
+                Some(_) => return None,
+            });
+        }
+        found
     }
 }
 
@@ -109,59 +148,6 @@ fn access_patterns(kernel: &Kernel) -> Vec<Vec<AccessPattern>> {
         });
     }
     found
-}
-
-/// Every buffer's [`Footprint`] in `kernel` (see [`KernelSignature::footprints`]): per access,
-/// the coefficient of the parallel loop and the interval the rest of the index spans over the
-/// other loops' whole ranges. Masks are ignored (a masked access touches a subset), so the
-/// footprint contains every element the access can touch.
-fn footprints(kernel: &Kernel) -> Vec<Option<Footprint>> {
-    let n = kernel.buffers.len();
-    let Some(p) = kernel.parallel_loop() else {
-        return vec![None; n];
-    };
-    // Per buffer: `Ok(None)` not accessed yet, `Ok(Some(f))` so far, `Err(())` no footprint.
-    let mut found: Vec<Result<Option<Footprint>, ()>> = vec![Ok(None); n];
-    let range_of = |l: LoopId| -> Option<Interval> {
-        let extent = i128::from(kernel.loops.get(l)?.extent);
-        (extent > 0).then_some(Interval {
-            lo: 0,
-            hi: extent - 1,
-        })
-    };
-    let mut visit = |a: &BufferAccessExpr| {
-        let Some(slot) = found.get_mut(a.buffer.index()) else {
-            return;
-        };
-        let stride = a.index.coefficient(p);
-        let rest = AffineExpr::new(
-            a.index.terms().iter().copied().filter(|(l, _)| *l != p),
-            a.index.offset(),
-        );
-        let range = expr_range(&rest, &range_of).and_then(|r| {
-            Some(Footprint {
-                stride,
-                lo: i64::try_from(r.lo).ok()?,
-                hi: i64::try_from(r.hi).ok()?,
-            })
-        });
-        *slot = match (*slot, range) {
-            (Ok(None), Some(f)) => Ok(Some(f)),
-            (Ok(Some(f)), Some(g)) if f.stride == g.stride => Ok(Some(Footprint {
-                stride: f.stride,
-                lo: f.lo.min(g.lo),
-                hi: f.hi.max(g.hi),
-            })),
-            _ => Err(()),
-        };
-    };
-    let accesses = weft_ir::loop_ir::BodyAccesses::of(&kernel.body);
-    accesses
-        .loads
-        .iter()
-        .chain(&accesses.stores)
-        .for_each(|a| visit(a));
-    found.into_iter().map(|f| f.ok().flatten()).collect()
 }
 
 /// The native code of one kernel, as a code generator hands it over: the entry point's
