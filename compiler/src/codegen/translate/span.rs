@@ -217,12 +217,7 @@ pub(crate) fn reduce_span_plan(k: &Kernel, l: LoopId, body: &[Stmt]) -> Option<R
         }
     }
     let (acc, value) = reduce?;
-    let def = |v: ValueId| {
-        body.iter().find_map(|s| match s {
-            Stmt::Let { result, inst } if *result == v => Some(inst),
-            _ => None,
-        })
-    };
+    let def = |v: ValueId| definition(body, v);
     let Inst::Convert(result) = def(value)? else {
         return None;
     };
@@ -445,15 +440,18 @@ pub(crate) fn span_plan(k: &Kernel, l: LoopId, body: &[Stmt]) -> Option<SpanCall
     })
 }
 
+/// The instruction defining `v` in `body`, if a let there does.
+fn definition(body: &[Stmt], v: ValueId) -> Option<&Inst> {
+    body.iter().find_map(|s| match s {
+        Stmt::Let { result, inst } if *result == v => Some(inst),
+        _ => None,
+    })
+}
+
 /// The [`Source`] of argument `arg` of span function loop `l` (body `body`), if it is an
 /// unmasked f32 load contiguous along `l`, or one less a value defined outside the loop.
 fn source_of(k: &Kernel, l: LoopId, body: &[Stmt], arg: ValueId) -> Option<Source> {
-    let def = |v: ValueId| {
-        body.iter().find_map(|s| match s {
-            Stmt::Let { result, inst } if *result == v => Some(inst),
-            _ => None,
-        })
-    };
+    let def = |v: ValueId| definition(body, v);
     let load = |inst: &Inst| match inst {
         Inst::Load(a)
             if a.mask.is_empty()
@@ -736,18 +734,9 @@ impl Translator<'_, '_> {
     ) -> Result<()> {
         let len = self.range_len(l);
         let dst = self.b.ins().stack_addr(types::I64, scratch, 0);
-        let first = self.first_index(l, &span.source.load)?;
-        let src = self.address(&span.source.load, first);
-        let shift = match span.source.shift {
-            Some(u) => self.scalar(u)?,
-            None => self.b.ins().f32const(0.0),
-        };
+        let (src, shift, negate) = self.source_args(l, &span.source)?;
         let sums = self.b.ins().stack_addr(types::I64, slot, 0);
         let width = self.b.ins().iconst(types::I64, i64::from(span.sum.width));
-        let negate = self
-            .b
-            .ins()
-            .iconst(types::I64, i64::from(span.source.negated));
         let zero = self.b.ins().iconst(types::I64, 0);
         let callee = self.span_callee(span.op);
         self.b.ins().call(
@@ -755,6 +744,19 @@ impl Translator<'_, '_> {
             &[dst, len, zero, zero, src, sums, width, shift, negate],
         );
         Ok(())
+    }
+
+    /// The routine's `src`, `shift` and `negate` arguments for `source` over loop `l`'s current
+    /// range.
+    fn source_args(&mut self, l: LoopId, source: &Source) -> Result<(Value, Value, Value)> {
+        let first = self.first_index(l, &source.load)?;
+        let src = self.address(&source.load, first);
+        let shift = match source.shift {
+            Some(u) => self.scalar(u)?,
+            None => self.b.ins().f32const(0.0),
+        };
+        let negate = self.b.ins().iconst(types::I64, i64::from(source.negated));
+        Ok((src, shift, negate))
     }
 
     /// The span routine of `op`.
@@ -915,17 +917,9 @@ impl Translator<'_, '_> {
             Some(next) => self.next_row_address(next)?,
             None => (zero, zero),
         };
-        let (src, shift) = match &span.source {
-            Some(source) => {
-                let first = self.first_index(l, &source.load)?;
-                let src = self.address(&source.load, first);
-                let shift = match source.shift {
-                    Some(u) => self.scalar(u)?,
-                    None => self.b.ins().f32const(0.0),
-                };
-                (src, shift)
-            }
-            None => (zero, self.b.ins().f32const(0.0)),
+        let (src, shift, negate) = match &span.source {
+            Some(source) => self.source_args(l, source)?,
+            None => (zero, self.b.ins().f32const(0.0), zero),
         };
         let (sums, width) = match &span.sum {
             Some(sum) => {
@@ -938,8 +932,6 @@ impl Translator<'_, '_> {
             }
             None => (zero, zero),
         };
-        let negate = i64::from(span.source.as_ref().is_some_and(|s| s.negated));
-        let negate = self.b.ins().iconst(types::I64, negate);
         self.b.ins().call(
             callee,
             &[addr, len, at, bytes, src, sums, width, shift, negate],
