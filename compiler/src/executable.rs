@@ -869,10 +869,7 @@ impl JitExecutable {
                     "{}; then epilogue kernel @{} over the same {} blocks",
                     fused.gemm().spec().display(),
                     lk.kernel.name,
-                    match fused.gemm().spec().split {
-                        SplitDim::Rows => "row",
-                        SplitDim::Columns => "column",
-                    }
+                    fused.gemm().spec().split.noun()
                 ),
             };
             s += &format!("step {i}: {line}\n");

@@ -48,19 +48,17 @@ pub fn explain(exe: &JitExecutable) -> String {
                 continue;
             }
             ScheduledStep::GemmThen(fused, lk) => {
-                let (blocks, what) = match fused.gemm().spec().split {
-                    weft_runtime::SplitDim::Rows => {
-                        ("row blocks", "rows right after computing them")
-                    }
-                    weft_runtime::SplitDim::Columns => {
-                        ("column blocks", "column block right after computing it")
-                    }
+                let split = fused.gemm().spec().split;
+                let what = match split {
+                    weft_runtime::SplitDim::Rows => "rows right after computing them",
+                    weft_runtime::SplitDim::Columns => "column block right after computing it",
                 };
                 let _ = writeln!(
                     s,
-                    "fused step: gemm @{} then epilogue kernel @{} over the same {blocks}",
+                    "fused step: gemm @{} then epilogue kernel @{} over the same {} blocks",
                     fused.gemm().spec().name,
-                    lk.kernel.name
+                    lk.kernel.name,
+                    split.noun()
                 );
                 gemm(fused.gemm(), exe.threads(), &mut s);
                 let _ = writeln!(
@@ -324,12 +322,7 @@ fn loops(
                 .then(|| span::reduce_span_plan(k, *loop_id, body))
                 .flatten();
             if let Some(span) = reduce_span {
-                let from = &k.buffers[span.source.load.buffer].name;
-                let arg = match (span.source.shift, span.source.negated) {
-                    (Some(u), true) => format!("%{u} less %{from}"),
-                    (Some(u), false) => format!("%{from} less %{u}"),
-                    (None, _) => format!("%{from}"),
-                };
+                let arg = source_text(k, &span.source);
                 // The routine does the loop's vector pass: no vector code of ours runs.
                 what.retain(|w| !w.starts_with("vectorised"));
                 what.push(format!(
@@ -372,11 +365,7 @@ fn loops(
                 });
                 let mut routine = format!("the native {isa} routine");
                 if let Some(source) = &span.source {
-                    let from = &k.buffers[source.load.buffer].name;
-                    routine += &match source.shift {
-                        Some(u) => format!(", which reads %{from} less %{u} itself"),
-                        None => format!(", which reads %{from} itself"),
-                    };
+                    routine += &format!(", which reads {} itself", source_text(k, source));
                 }
                 if let Some(sum) = &span.sum {
                     routine += &format!(" and sums the results for %{}", sum.acc);
@@ -461,5 +450,15 @@ fn loops(
             what.join(", ")
         );
         loops(k, body, widened_from, depth + 1, codegen, s);
+    }
+}
+
+/// What a span routine reads as its argument: `%y`, `%y less %u`, or `%u less %y`.
+fn source_text(k: &Kernel, source: &span::Source) -> String {
+    let from = &k.buffers[source.load.buffer].name;
+    match (source.shift, source.negated) {
+        (Some(u), true) => format!("%{u} less %{from}"),
+        (Some(u), false) => format!("%{from} less %{u}"),
+        (None, _) => format!("%{from}"),
     }
 }

@@ -72,6 +72,16 @@ pub enum SplitDim {
     Columns,
 }
 
+impl SplitDim {
+    /// `"row"` or `"column"`, for listings.
+    pub fn noun(self) -> &'static str {
+        match self {
+            SplitDim::Rows => "row",
+            SplitDim::Columns => "column",
+        }
+    }
+}
+
 /// What the compiler planned: `C[b] = A[b] · B[b]` over buffers of the declared lengths.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GemmSpec {
@@ -165,13 +175,10 @@ impl GemmSpec {
             );
         }
         s += &format!(
-            "; {} blocks of {} {}",
+            "; {} blocks of {} {}s",
             self.blocks(),
             self.block,
-            match self.split {
-                SplitDim::Rows => "rows",
-                SplitDim::Columns => "columns",
-            }
+            self.split.noun()
         );
         s
     }
