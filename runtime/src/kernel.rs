@@ -193,9 +193,11 @@ impl CompiledKernel {
     /// `0..parallel_extent` (or any range, without a parallel loop), that function must only
     /// access those buffers within their declared lengths — loads from buffers declared
     /// `read`, stores to buffers declared `write`/`readwrite` — and be safe to run concurrently
-    /// on disjoint sub-ranges; and, for every buffer `i` with a footprint
-    /// `signature.footprints[i] = Some(f)`, while it runs iteration `p` of the parallel loop it
-    /// must access buffer `i` only at elements `f.lo + p·f.stride ..= f.hi + p·f.stride`. Code
+    /// on disjoint sub-ranges; and, while it runs iteration `p` of the parallel loop, it must
+    /// access each buffer `i` only at elements one of `signature.accesses[i]` reaches in
+    /// iteration `p` (`offset + parallel·p + Σ coefficient·i`, each `i` within its extent) —
+    /// so within [`KernelSignature::footprint`]`(i)` where that is `Some(f)`:
+    /// `f.lo + p·f.stride ..= f.hi + p·f.stride`. Code
     /// generated from a verified loop-IR kernel, with the signature [`KernelSignature::of`]
     /// that kernel, has these properties.
     pub unsafe fn from_code(
