@@ -328,6 +328,82 @@ pub enum AxisDef {
     Flatten(Vec<Axis>),
     /// The concatenation of several axes, in order.
     Concat(Vec<Axis>),
+    /// The positions of a window sliding over `of` (a convolution's or pool's output axis);
+    /// it carries `of`'s roles. Length [`window_len`].
+    Window {
+        /// The axis the window slides over.
+        of: Axis,
+        /// The window's extent: a filter axis or a fixed length.
+        kernel: WindowKernel,
+        /// Stride, dilation and padding.
+        step: WindowStep,
+    },
+    /// A convolution's output feature axis, made from the filter's Channelout axis: the same
+    /// length, with the Channel role, so the next convolution contracts it.
+    Features(Axis),
+}
+
+/// The extent of a sliding window: the length of a filter axis, or a fixed length (pools).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum WindowKernel {
+    /// As long as this filter axis.
+    Axis(Axis),
+    /// A fixed number of taps.
+    Len(usize),
+}
+
+/// How a window moves over one axis: `stride` between positions, `dilation` between taps,
+/// `before` and `after` zeros of padding.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct WindowStep {
+    /// Distance between consecutive window positions (≥ 1).
+    pub stride: usize,
+    /// Distance between consecutive taps of one window (≥ 1).
+    pub dilation: usize,
+    /// Padding before the axis.
+    pub before: usize,
+    /// Padding after the axis.
+    pub after: usize,
+}
+
+impl Default for WindowStep {
+    fn default() -> WindowStep {
+        WindowStep {
+            stride: 1,
+            dilation: 1,
+            before: 0,
+            after: 0,
+        }
+    }
+}
+
+/// The number of positions of a window of `taps` taps moving by `step` over an axis of `len`:
+/// `(len + before + after − dilation·(taps − 1) − 1) / stride + 1`. An error (the message says
+/// why) when the stride, dilation or tap count is 0, a length overflows, or the window is
+/// longer than the padded axis.
+pub fn window_len(len: usize, taps: usize, step: &WindowStep) -> Result<usize, String> {
+    if step.stride == 0 || step.dilation == 0 || taps == 0 {
+        return Err(format!(
+            "stride {}, dilation {} and window {} must all be at least 1",
+            step.stride, step.dilation, taps
+        ));
+    }
+    let too_long = || "the padded length or the window's extent overflows".to_string();
+    let padded = len
+        .checked_add(step.before)
+        .and_then(|n| n.checked_add(step.after))
+        .ok_or_else(too_long)?;
+    let extent = (taps - 1)
+        .checked_mul(step.dilation)
+        .and_then(|n| n.checked_add(1))
+        .ok_or_else(too_long)?;
+    if extent > padded {
+        return Err(format!(
+            "a window spanning {extent} (window {taps}, dilation {}) is longer than the padded length {padded} ({len} + {} + {})",
+            step.dilation, step.before, step.after
+        ));
+    }
+    Ok((padded - extent) / step.stride + 1)
 }
 
 /// An entry of a graph's axis table.

@@ -25,11 +25,13 @@ pub mod size;
 pub mod testing;
 pub mod text;
 
-pub use axis::{Axes, AxesError, Axis, AxisDef, AxisId, Role, SliceRange};
+pub use axis::{
+    Axes, AxesError, Axis, AxisDef, AxisId, Role, SliceRange, WindowKernel, WindowStep,
+};
 pub use dtype::DType;
 pub use graph::{
-    AxisSlice, BinaryOp, CompareOp, Graph, GraphError, KindFlags, Node, NodeId, Op, ReduceOp,
-    SumOfProducts, TensorInit, TensorKind, UnaryOp,
+    AxisSlice, BinaryOp, CompareOp, ConvSpec, Graph, GraphError, KindFlags, Node, NodeId, Op,
+    PoolKind, PoolSpec, ReduceOp, SumOfProducts, TensorInit, TensorKind, UnaryOp,
 };
 pub use host::{ArrayData, Element, HostArray, HostError, Scalar};
 pub use host_view::{AsHostView, DataRef, HostView, Inputs};

@@ -350,6 +350,14 @@ impl Gen<'_> {
             AxisDef::Pad { of, before, after } => self.len(*of) + before + after,
             AxisDef::Flatten(parts) => parts.iter().map(|p| self.len(*p)).product(),
             AxisDef::Concat(parts) => parts.iter().map(|p| self.len(*p)).sum(),
+            AxisDef::Window { of, kernel, step } => {
+                let taps = match kernel {
+                    crate::axis::WindowKernel::Len(n) => *n,
+                    crate::axis::WindowKernel::Axis(k) => self.len(*k),
+                };
+                crate::axis::window_len(self.len(*of), taps, step).unwrap_or(1)
+            }
+            AxisDef::Features(of) => self.len(*of),
         }
     }
 

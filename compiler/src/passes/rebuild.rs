@@ -119,6 +119,12 @@ pub fn add_like(g: &mut Graph, node: &Node, keep_name: bool) -> Result<NodeId, P
         Op::Concat(parts) => g.concat(parts)?,
         Op::ExpandDims { input, axis, pos } => g.expand_dims(*input, *axis, *pos)?,
         Op::Assign { target, value } => g.assign(*target, *value)?,
+        Op::Convolution {
+            input,
+            filter,
+            spec,
+        } => g.convolution(*input, *filter, spec)?,
+        Op::Pool { input, spec } => g.pool(*input, spec)?,
     };
     let id = coerce_axes(g, id, &node.axes, node.dtype)?;
     if keep_name {
@@ -216,6 +222,19 @@ pub fn remap_op(
         Op::Assign { target, value } => Op::Assign {
             target: f(*target)?,
             value: f(*value)?,
+        },
+        Op::Convolution {
+            input,
+            filter,
+            spec,
+        } => Op::Convolution {
+            input: f(*input)?,
+            filter: f(*filter)?,
+            spec: spec.clone(),
+        },
+        Op::Pool { input, spec } => Op::Pool {
+            input: f(*input)?,
+            spec: spec.clone(),
         },
     })
 }

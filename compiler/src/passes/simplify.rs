@@ -16,7 +16,10 @@
 //!   `x − 0 → x` with `+0.0`. `log(exp x) → x` is inexact (rounding; `exp` overflows to inf
 //!   past ≈88.7 in f32) and runs only with `inexact`;
 //! - a peephole that drops a broadcasting operand keeps the result axes: the kept operand is
-//!   wrapped in `broadcast`/`axes_with_order` to the replaced node's axes.
+//!   wrapped in `broadcast`/`axes_with_order` to the replaced node's axes;
+//! - no `convolution` or pool survives: each is expanded into pads, strided slices, dots and
+//!   elementwise ops with the same axes and value (`Graph::expand_convolution`,
+//!   `Graph::expand_pool`), so the passes after this one never see them.
 
 use super::rebuild::{add_like, coerce_axes, empty_like, remap_op, NodeMap};
 use super::PassError;
@@ -63,6 +66,8 @@ pub struct SimplifyStats {
     pub folded: usize,
     /// Algebraic peepholes applied.
     pub peepholes: usize,
+    /// Convolutions and pools expanded into ordinary ops.
+    pub expanded: usize,
 }
 
 /// The result of [`simplify`].
@@ -182,6 +187,21 @@ impl Simplifier<'_> {
                 .ok_or_else(|| PassError::Internal(format!("operand {x} was removed")))
         })?;
         let node = Node { op, ..node.clone() };
+        // Convolutions and pools become pads, strided slices, dots and elementwise ops, which
+        // the later passes fuse and lower (`weft_ir::graph::convolution`).
+        let expanded = match &node.op {
+            Op::Convolution {
+                input,
+                filter,
+                spec,
+            } => Some(self.out.expand_convolution(*input, *filter, spec)?),
+            Op::Pool { input, spec } => Some(self.out.expand_pool(*input, spec)?),
+            _ => None,
+        };
+        if let Some(e) = expanded {
+            self.stats.expanded += 1;
+            return coerce_axes(&mut self.out, e, &node.axes, node.dtype);
+        }
         if let Some(v) = self.large_fill(&node) {
             let axes: Vec<_> = node.axes.iter().copied().collect();
             let b = self.uniform(&axes, node.dtype, v)?;

@@ -103,6 +103,20 @@ fn backward(g: &mut Graph, loss: NodeId, wrt: &[NodeId]) -> Result<Vec<NodeId>, 
             dtype,
         });
     }
+    let seed = g.scalar(Scalar::Float(1.0), dtype)?;
+    backward_from(g, loss, seed, wrt)
+}
+
+/// The vector-Jacobian products of `output` seeded with `seed` (a node with `output`'s axes as a
+/// set and its dtype): for each `wrt` node, `Σ seed · ∂output/∂wrt`. `grad` seeds a scalar loss
+/// with 1; the convolution and pool rules seed their expansion with their own adjoint.
+pub(crate) fn backward_from(
+    g: &mut Graph,
+    output: NodeId,
+    seed: NodeId,
+    wrt: &[NodeId],
+) -> Result<Vec<NodeId>, GraphError> {
+    let loss = output;
     for w in wrt {
         g.check_node(*w)?;
     }
@@ -175,7 +189,6 @@ fn backward(g: &mut Graph, loss: NodeId, wrt: &[NodeId]) -> Result<Vec<NodeId>, 
     })?;
 
     let mut adjoint: HashMap<NodeId, Adjoint> = HashMap::new();
-    let seed = g.scalar(Scalar::Float(1.0), dtype)?;
     adjoint.insert(loss, Adjoint::Node(seed));
     for i in order.into_iter().rev() {
         let id = pg[i];

@@ -212,6 +212,18 @@ fn nonlinear(
                 }
             }
         }
+        Op::Convolution {
+            input,
+            filter,
+            spec,
+        } => {
+            let expanded = g.expand_convolution(*input, *filter, spec)?;
+            through(g, expanded, adj, &[*input, *filter], wanted, &mut out)?;
+        }
+        Op::Pool { input, spec } => {
+            let expanded = g.expand_pool(*input, spec)?;
+            through(g, expanded, adj, &[*input], wanted, &mut out)?;
+        }
         Op::Pad { input, pads } => {
             if wanted(*input) {
                 out.push((*input, unpad(g, adj, pads)?));
@@ -258,6 +270,23 @@ fn nonlinear(
         }
     }
     Ok(out)
+}
+
+/// The contributions of a convolution or pool through `expanded`, its value built from ordinary
+/// ops (`Graph::expand_convolution`, `Graph::expand_pool`): the backward walk of that
+/// expansion, seeded with the node's adjoint, for each wanted operand.
+fn through(
+    g: &mut Graph,
+    expanded: NodeId,
+    adj: NodeId,
+    operands: &[NodeId],
+    wanted: &dyn Fn(NodeId) -> bool,
+    out: &mut Vec<(NodeId, NodeId)>,
+) -> Res<()> {
+    let wrt: Vec<NodeId> = operands.iter().copied().filter(|o| wanted(*o)).collect();
+    let grads = super::backward_from(g, expanded, adj, &wrt)?;
+    out.extend(wrt.into_iter().zip(grads));
+    Ok(())
 }
 
 fn internal(g: &Graph, id: NodeId, what: &str) -> GraphError {

@@ -9,12 +9,12 @@ use crate::dtype::DType;
 use crate::host::Scalar;
 
 impl Graph {
-    fn op_label(&self, op: &str, inputs: &[NodeId]) -> String {
+    pub(super) fn op_label(&self, op: &str, inputs: &[NodeId]) -> String {
         let args: Vec<String> = inputs.iter().map(|i| self.node_label(*i)).collect();
         format!("{op}({})", args.join(", "))
     }
 
-    fn make_axes(&self, op: &str, axes: &[Axis]) -> Result<Axes, GraphError> {
+    pub(super) fn make_axes(&self, op: &str, axes: &[Axis]) -> Result<Axes, GraphError> {
         for a in axes {
             if self.axis_table().len() <= a.id.as_u32() as usize {
                 return Err(GraphError::Foreign(format!("{op}: axis {}", a.id)));
@@ -29,7 +29,7 @@ impl Graph {
         })
     }
 
-    fn push_op(&mut self, op: Op, axes: Axes, dtype: DType) -> NodeId {
+    pub(super) fn push_op(&mut self, op: Op, axes: Axes, dtype: DType) -> NodeId {
         self.push_node(Node {
             op,
             axes,
@@ -49,7 +49,7 @@ impl Graph {
         )
     }
 
-    fn axes_err(&self, op: String, message: String) -> GraphError {
+    pub(super) fn axes_err(&self, op: String, message: String) -> GraphError {
         GraphError::Axes { op, message }
     }
 

@@ -9,6 +9,7 @@
 mod build;
 mod builder;
 mod contraction;
+pub mod convolution;
 mod cut;
 mod error;
 mod verify;
@@ -16,10 +17,12 @@ mod verify;
 pub(crate) use build::resolve_index;
 pub use builder::{GraphBuilder, Tensor};
 pub use contraction::SumOfProducts;
+pub use convolution::{ConvPairing, ConvSpec, PoolKind, PoolSpec, PooledAxis, SpatialPair};
 pub use error::GraphError;
 
 use crate::arena::Arena;
-use crate::axis::{Axes, Axis, AxisData, AxisDef, AxisId, Role, SliceRange};
+use crate::axis::{window_len, Axes, Axis, AxisData, AxisDef, AxisId, Role, SliceRange};
+use crate::axis::{WindowKernel, WindowStep};
 use crate::dtype::DType;
 use crate::entity;
 use crate::host::{ArrayData, Scalar};
@@ -364,6 +367,22 @@ pub enum Op {
         /// Its position in the result.
         pos: usize,
     },
+    /// A convolution pairing `input` and `filter` by axis role (`convolution.rs`).
+    Convolution {
+        /// The input (feature maps).
+        input: NodeId,
+        /// The filter.
+        filter: NodeId,
+        /// Strides, dilations, padding and groups, per spatial role.
+        spec: ConvSpec,
+    },
+    /// Max or average pooling over windows of some axes, named by role (`convolution.rs`).
+    Pool {
+        /// The pooled tensor.
+        input: NodeId,
+        /// Kind, and per role the window and how it moves.
+        spec: PoolSpec,
+    },
     /// Evaluates to `value`; after the call the variable holds it.
     Assign {
         /// A variable or persistent tensor.
@@ -396,6 +415,8 @@ impl Op {
             Op::Concat(_) => "concat",
             Op::ExpandDims { .. } => "expand_dims",
             Op::Assign { .. } => "assign",
+            Op::Convolution { .. } => "convolution",
+            Op::Pool { spec, .. } => spec.kind.name(),
         }
     }
 
@@ -414,8 +435,10 @@ impl Op {
             | Op::Flatten { input, .. }
             | Op::Unflatten { input, .. }
             | Op::Pad { input, .. }
+            | Op::Pool { input, .. }
             | Op::ExpandDims { input, .. } => vec![*input],
             Op::Binary(_, a, b) | Op::Compare(_, a, b) | Op::Dot(a, b) => vec![*a, *b],
+            Op::Convolution { input, filter, .. } => vec![*input, *filter],
             Op::Select(c, a, b) => vec![*c, *a, *b],
             Op::Concat(parts) => parts.iter().map(|(n, _)| *n).collect(),
             Op::Assign { target, value } => vec![*target, *value],
@@ -567,9 +590,14 @@ impl Graph {
         self.axes.iter()
     }
 
-    /// Adds roles to a declared axis.
+    /// Adds roles to an axis (those it lacks).
     pub fn add_roles(&mut self, id: AxisId, roles: &[Role]) {
-        self.axes[id].roles.extend(roles.iter().cloned());
+        let have = &mut self.axes[id].roles;
+        for r in roles {
+            if !have.contains(r) {
+                have.push(r.clone());
+            }
+        }
     }
 
     /// Binds the length of a declared axis (a length bound late: docs/design.md, "Axes"). Rebinding
@@ -732,6 +760,28 @@ impl Graph {
                 }
                 acc
             }
+            AxisDef::Window { of, kernel, step } => {
+                let l = match part(*of) {
+                    Ok(l) => l,
+                    Err(d) => return Ok(d),
+                };
+                let taps = match kernel {
+                    WindowKernel::Len(n) => *n,
+                    WindowKernel::Axis(k) => match part(*k) {
+                        Ok(n) => n,
+                        Err(d) => return Ok(d),
+                    },
+                };
+                window_len(l, taps, step).map_err(|message| GraphError::Range {
+                    op: "window".into(),
+                    axis: self.axis_name(*of),
+                    message,
+                })?
+            }
+            AxisDef::Features(of) => match part(*of) {
+                Ok(l) => l,
+                Err(d) => return Ok(d),
+            },
         };
         Ok(Derived::Len(n))
     }
@@ -770,9 +820,16 @@ impl Graph {
             return self.axis_of(*id);
         }
         let name = self.derived_name(&def);
+        // A window axis is the axis it slides over, seen through the window: same roles. A
+        // feature axis is what the next convolution contracts: a Channel.
+        let roles = match &def {
+            AxisDef::Window { of, .. } => self.axes[of.id].roles.clone(),
+            AxisDef::Features(_) => vec![Role::Channel],
+            _ => Vec::new(),
+        };
         let id = self.axes.push(AxisData {
             name,
-            roles: Vec::new(),
+            roles,
             def: def.clone(),
         });
         self.derived.insert(def, id);
@@ -800,6 +857,25 @@ impl Graph {
                 let n: Vec<String> = parts.iter().map(|a| self.axis_name(*a)).collect();
                 n.join("|")
             }
+            AxisDef::Window { of, kernel, step } => {
+                let k = match kernel {
+                    WindowKernel::Axis(a) => self.axis_name(*a),
+                    WindowKernel::Len(n) => n.to_string(),
+                };
+                let d = WindowStep::default();
+                let mut s = format!("{}~{k}", self.axis_name(*of));
+                if step.stride != d.stride {
+                    s += &format!("/{}", step.stride);
+                }
+                if step.dilation != d.dilation {
+                    s += &format!(":{}", step.dilation);
+                }
+                if (step.before, step.after) != (0, 0) {
+                    s += &format!("+pad({},{})", step.before, step.after);
+                }
+                s
+            }
+            AxisDef::Features(of) => format!("{}'", self.axis_name(*of)),
         }
     }
 

@@ -8,11 +8,11 @@
 
 use super::lexer::{tokenize, Tok, Token};
 use super::{did_you_mean, ParseError, SourcePos, KEYWORDS};
-use crate::axis::{Axis, AxisDef, AxisId, Role, SliceRange};
+use crate::axis::{Axis, AxisDef, AxisId, Role, SliceRange, WindowKernel, WindowStep};
 use crate::dtype::DType;
 use crate::graph::{
-    AxisSlice, BinaryOp, CompareOp, Graph, GraphError, NodeId, ReduceOp, TensorInit, TensorKind,
-    UnaryOp,
+    AxisSlice, BinaryOp, CompareOp, ConvSpec, Graph, GraphError, NodeId, PoolKind, PoolSpec,
+    ReduceOp, TensorInit, TensorKind, UnaryOp,
 };
 use crate::host::{ArrayData, Scalar};
 use std::collections::{HashMap, HashSet};
@@ -67,7 +67,7 @@ struct Parser<'s> {
 /// The ops spelled by keyword rather than by an op enum's name (`op_call`'s match arms, and
 /// `grad`, which `op_statement` reads because it may name several results;
 /// `structural_ops_all_parse` in the tests keeps the two in step).
-const STRUCTURAL_OPS: [&str; 15] = [
+const STRUCTURAL_OPS: [&str; 18] = [
     "select",
     "convert",
     "dot",
@@ -82,10 +82,24 @@ const STRUCTURAL_OPS: [&str; 15] = [
     "concat",
     "expand_dims",
     "assign",
+    "convolution",
+    "max_pool",
+    "avg_pool",
     "grad",
 ];
 
 type PResult<T> = Result<T, ParseError>;
+
+/// The derivations an axis declaration may spell.
+const DERIVATIONS: [&str; 6] = ["slice", "pad", "flatten", "concat", "window", "features"];
+
+/// A convolution's or pool's argument after its operands.
+enum WindowArg {
+    /// `groups=N`.
+    Groups(usize),
+    /// `Role=(...)`: the role, a pool's window length, the step.
+    Role(Role, Option<usize>, WindowStep),
+}
 
 impl Parser<'_> {
     // ---- tokens ----------------------------------------------------------------------------
@@ -252,12 +266,13 @@ impl Parser<'_> {
         if self.eat('=') {
             match self.peek().clone() {
                 Tok::Num(_) => len = Some(self.usize_lit("an axis length")?),
-                Tok::Ident(w) if ["slice", "pad", "flatten", "concat"].contains(&w.as_str()) => {
+                Tok::Ident(w) if DERIVATIONS.contains(&w.as_str()) => {
                     def = Some(self.derivation()?)
                 }
                 _ => {
-                    return self
-                        .expected("an axis length or a derivation (slice, pad, flatten or concat)")
+                    return self.expected(
+                        "an axis length or a derivation (slice, pad, flatten, concat, window or features)",
+                    )
                 }
             }
         }
@@ -331,6 +346,36 @@ impl Parser<'_> {
                 AxisDef::Pad { of, before, after }
             }
             "flatten" => AxisDef::Flatten(self.axis_seq(')', false)?),
+            "window" => {
+                let of = self.axis_ref()?;
+                self.expect(',')?;
+                let kernel = match self.peek() {
+                    Tok::Num(_) => WindowKernel::Len(self.usize_lit("a window length")?),
+                    _ => WindowKernel::Axis(self.axis_ref()?),
+                };
+                let mut n = [0usize; 4];
+                for (v, what) in n.iter_mut().zip([
+                    "a stride",
+                    "a dilation",
+                    "a padding width",
+                    "a padding width",
+                ]) {
+                    self.expect(',')?;
+                    *v = self.usize_lit(what)?;
+                }
+                let [stride, dilation, before, after] = n;
+                AxisDef::Window {
+                    of,
+                    kernel,
+                    step: WindowStep {
+                        stride,
+                        dilation,
+                        before,
+                        after,
+                    },
+                }
+            }
+            "features" => AxisDef::Features(self.axis_ref()?),
             _ => AxisDef::Concat(self.axis_seq(')', false)?),
         };
         self.expect(')')?;
@@ -676,6 +721,42 @@ impl Parser<'_> {
                     let (t, v) = self.two_nodes()?;
                     self.graph.assign(t, v)
                 }
+                "convolution" => {
+                    let (x, f) = self.two_nodes()?;
+                    let mut spec = ConvSpec::new();
+                    while self.eat(',') {
+                        match self.window_arg(false)? {
+                            WindowArg::Groups(n) => spec.groups = n,
+                            WindowArg::Role(role, _, step) => spec.steps.push((role, step)),
+                        }
+                    }
+                    self.graph.convolution(x, f, &spec)
+                }
+                "max_pool" | "avg_pool" => {
+                    let x = self.node_ref()?;
+                    let kind = if op == "max_pool" {
+                        PoolKind::Max
+                    } else {
+                        PoolKind::Avg
+                    };
+                    let mut spec = PoolSpec::new(kind);
+                    while self.eat(',') {
+                        let at = self.at;
+                        match self.window_arg(true)? {
+                            WindowArg::Role(role, Some(taps), step) => {
+                                spec.windows.push((role, taps, step))
+                            }
+                            _ => {
+                                return self.error_at(
+                                    at,
+                                    "a role's window: `Height=(window=2)`",
+                                    "no window length".to_string(),
+                                )
+                            }
+                        }
+                    }
+                    self.graph.pool(x, &spec)
+                }
                 _ => {
                     let known = UnaryOp::ALL
                         .iter()
@@ -921,6 +1002,65 @@ impl Parser<'_> {
             },
             other => self.error_at(at, "a dtype (f32, f64, i32, i64 or bool)", other.describe()),
         }
+    }
+
+    /// One argument of a convolution or pool after its operands: `groups=N` (convolutions), or
+    /// `Role=(key=value, ...)` with keys `stride`, `dilation`, `pad=(before, after)` and, for
+    /// pools, `window` (whose length is the default stride).
+    fn window_arg(&mut self, pool: bool) -> PResult<WindowArg> {
+        let at = self.at;
+        let role = match self.next() {
+            Tok::Ident(w) if w == "groups" && !pool => {
+                self.expect('=')?;
+                return Ok(WindowArg::Groups(self.usize_lit("a group count")?));
+            }
+            Tok::Ident(s) => Role::parse(&s),
+            Tok::Str(s) => Role::User(s),
+            other => return self.error_at(at, "a role (`Height=(...)`)", other.describe()),
+        };
+        self.expect('=')?;
+        self.expect('(')?;
+        let (mut step, mut taps, mut stride) = (WindowStep::default(), None, None);
+        loop {
+            let key_at = self.at;
+            let key = match self.next() {
+                Tok::Ident(k) => k,
+                other => {
+                    return self.error_at(
+                        key_at,
+                        "stride, dilation, pad or window",
+                        other.describe(),
+                    )
+                }
+            };
+            self.expect('=')?;
+            match key.as_str() {
+                "stride" => stride = Some(self.usize_lit("a stride")?),
+                "dilation" => step.dilation = self.usize_lit("a dilation")?,
+                "pad" => {
+                    self.expect('(')?;
+                    step.before = self.usize_lit("a padding width")?;
+                    self.expect(',')?;
+                    step.after = self.usize_lit("a padding width")?;
+                    self.expect(')')?;
+                }
+                "window" if pool => taps = Some(self.usize_lit("a window length")?),
+                _ => {
+                    let keys = if pool {
+                        "window, stride, dilation or pad"
+                    } else {
+                        "stride, dilation or pad"
+                    };
+                    return self.error_at(key_at, keys, format!("`{key}`"));
+                }
+            }
+            if !self.eat(',') {
+                break;
+            }
+        }
+        self.expect(')')?;
+        step.stride = stride.or(taps).unwrap_or(1);
+        Ok(WindowArg::Role(role, taps, step))
     }
 
     fn usize_lit(&mut self, what: &str) -> PResult<usize> {

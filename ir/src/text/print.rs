@@ -7,7 +7,7 @@
 //! same name. Floats print in their shortest exact form (f32 values as f32).
 
 use super::{name_token, quote};
-use crate::axis::{Axis, AxisDef, AxisId, Role, SliceRange};
+use crate::axis::{Axis, AxisDef, AxisId, Role, SliceRange, WindowKernel, WindowStep};
 use crate::dtype::DType;
 use crate::graph::{AxisSlice, Graph, NodeId, Op, TensorInit};
 use crate::host::{write_float, ArrayData, Scalar};
@@ -67,6 +67,25 @@ impl<'g> Printer<'g> {
                 AxisDef::Concat(parts) => {
                     write!(line, " = concat({})", self.axis_list(parts)).unwrap()
                 }
+                AxisDef::Window { of, kernel, step } => {
+                    let k = match kernel {
+                        WindowKernel::Axis(a) => self.axis(*a),
+                        WindowKernel::Len(n) => n.to_string(),
+                    };
+                    let WindowStep {
+                        stride,
+                        dilation,
+                        before,
+                        after,
+                    } = step;
+                    write!(
+                        line,
+                        " = window({}, {k}, {stride}, {dilation}, {before}, {after})",
+                        self.axis(*of)
+                    )
+                    .unwrap()
+                }
+                AxisDef::Features(of) => write!(line, " = features({})", self.axis(*of)).unwrap(),
             }
             if !data.roles.is_empty() {
                 let roles: Vec<String> = data.roles.iter().map(role_text).collect();
@@ -168,6 +187,30 @@ impl<'g> Printer<'g> {
                 format!("{}, {}, {pos}", n(input), self.axis(*axis))
             }
             Op::Assign { target, value } => format!("{}, {}", n(target), n(value)),
+            Op::Convolution {
+                input,
+                filter,
+                spec,
+            } => {
+                let mut s = format!("{}, {}", n(input), n(filter));
+                for (role, step) in &spec.steps {
+                    if let Some(w) = step_text(None, step) {
+                        write!(s, ", {}=({w})", role_text(role)).unwrap();
+                    }
+                }
+                if spec.groups != 1 {
+                    write!(s, ", groups={}", spec.groups).unwrap();
+                }
+                s
+            }
+            Op::Pool { input, spec } => {
+                let mut s = n(input);
+                for (role, taps, step) in &spec.windows {
+                    let w = step_text(Some(*taps), step).unwrap_or_default();
+                    write!(s, ", {}=({w})", role_text(role)).unwrap();
+                }
+                s
+            }
         };
         format!("{}({args})", op.name())
     }
@@ -200,6 +243,25 @@ impl<'g> Printer<'g> {
 
 fn range_text(r: &SliceRange) -> String {
     r.to_string()
+}
+
+/// A window's settings as `key=value` pairs, those that differ from the defaults (a pool's
+/// `window` always, its stride defaulting to the window); `None` when nothing differs.
+fn step_text(taps: Option<usize>, step: &WindowStep) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some(t) = taps {
+        parts.push(format!("window={t}"));
+    }
+    if step.stride != taps.unwrap_or(1) {
+        parts.push(format!("stride={}", step.stride));
+    }
+    if step.dilation != 1 {
+        parts.push(format!("dilation={}", step.dilation));
+    }
+    if (step.before, step.after) != (0, 0) {
+        parts.push(format!("pad=({}, {})", step.before, step.after));
+    }
+    (!parts.is_empty()).then(|| parts.join(", "))
 }
 
 fn role_text(r: &Role) -> String {

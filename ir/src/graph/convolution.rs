@@ -1,0 +1,931 @@
+//! Convolution and pooling, paired by axis role (seed 000, "Convolution"; seed 003's roles).
+//!
+//! Assumes: operands made by the builders (axes and dtypes inferred).
+//!
+//! Guarantees:
+//! - [`Graph::convolution`] pairs input and filter by role, never by position: every input axis
+//!   with a spatial role ([`SPATIAL_ROLES`]) slides over the filter axis of the same role; the
+//!   input's Channel axis contracts with the filter's Channel axis (in `groups` blocks); the
+//!   filter's Channelout axis becomes the output's channel axis, a derived axis with the
+//!   Channel role ([`AxisDef::Features`]) that the next convolution contracts. Every other
+//!   input axis is a batch axis and is kept. The output has the input's axis order, each
+//!   spatial axis replaced by its window axis ([`AxisDef::Window`], same roles) and the Channel
+//!   axis by the features axis.
+//! - [`Graph::pool`] slides a window over the axis of each role its spec lists (any role,
+//!   so crossmap pooling over Channel is a pool too), taking the maximum or the average of
+//!   the taps inside the input (padding never counts).
+//! - A pairing the roles do not determine, a zero stride, dilation, window or group count, or
+//!   (lengths bound) a window longer than its padded axis or channels that the groups do not
+//!   divide is a typed [`GraphError`] naming the axes, when the node is made.
+//! - [`Graph::expand_convolution`] and [`Graph::expand_pool`] build, from ordinary ops (pad,
+//!   strided slices, cast_axes, dot, add, maximum, select, divide), a node with the same axes
+//!   and value: one strided slice of the padded input per filter tap. The compiler lowers the
+//!   two ops through them and autodiff differentiates them through them.
+
+use super::{AxisSlice, BinaryOp, Graph, GraphError, NodeId, Op, TensorInit};
+use crate::axis::{Axes, Axis, AxisDef, Role, SliceRange, WindowKernel, WindowStep};
+use crate::dtype::DType;
+use crate::host::{ArrayData, Scalar};
+
+/// The roles a window slides over in a convolution: the image and sequence axes.
+pub const SPATIAL_ROLES: [Role; 4] = [Role::Depth, Role::Height, Role::Width, Role::Time];
+
+/// How a convolution's filter moves, per spatial role, and how many channel groups it has.
+///
+/// ```
+/// use weft_ir::{ConvSpec, Role};
+/// let spec = ConvSpec::new().stride(Role::Height, 2).stride(Role::Width, 2).pad(Role::Height, 1, 1);
+/// assert_eq!(spec.step(&Role::Height).stride, 2);
+/// assert_eq!(spec.step(&Role::Time).stride, 1); // roles not listed: stride 1, no padding
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ConvSpec {
+    /// Stride, dilation and padding per role; a role not listed moves by 1 without padding.
+    pub steps: Vec<(Role, WindowStep)>,
+    /// Channel groups (1: every output channel sees every input channel).
+    pub groups: usize,
+}
+
+impl Default for ConvSpec {
+    fn default() -> ConvSpec {
+        ConvSpec::new()
+    }
+}
+
+impl ConvSpec {
+    /// Stride 1, no dilation, no padding, one group.
+    pub fn new() -> ConvSpec {
+        ConvSpec {
+            steps: Vec::new(),
+            groups: 1,
+        }
+    }
+    /// The step over `role`'s axis.
+    pub fn step(&self, role: &Role) -> WindowStep {
+        find_step(&self.steps, role).unwrap_or_default()
+    }
+    /// Moves by `stride` over `role`'s axis.
+    pub fn stride(mut self, role: Role, stride: usize) -> ConvSpec {
+        step_mut(&mut self.steps, role).stride = stride;
+        self
+    }
+    /// Spaces the filter's taps `dilation` apart over `role`'s axis.
+    pub fn dilation(mut self, role: Role, dilation: usize) -> ConvSpec {
+        step_mut(&mut self.steps, role).dilation = dilation;
+        self
+    }
+    /// Pads `role`'s axis with `before` and `after` zeros.
+    pub fn pad(mut self, role: Role, before: usize, after: usize) -> ConvSpec {
+        let s = step_mut(&mut self.steps, role);
+        (s.before, s.after) = (before, after);
+        self
+    }
+    /// Splits the channels into `groups` blocks, output block g seeing input block g only.
+    pub fn groups(mut self, groups: usize) -> ConvSpec {
+        self.groups = groups;
+        self
+    }
+}
+
+fn find_step(steps: &[(Role, WindowStep)], role: &Role) -> Option<WindowStep> {
+    steps.iter().find(|(r, _)| r == role).map(|(_, s)| *s)
+}
+
+fn step_mut(steps: &mut Vec<(Role, WindowStep)>, role: Role) -> &mut WindowStep {
+    let i = match steps.iter().position(|(r, _)| *r == role) {
+        Some(i) => i,
+        None => {
+            steps.push((role, WindowStep::default()));
+            steps.len() - 1
+        }
+    };
+    &mut steps[i].1
+}
+
+/// What a pool computes over each window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PoolKind {
+    /// The largest tap (`maximum`'s rules: NaN if any tap is NaN).
+    Max,
+    /// The mean of the taps inside the input (padding is not counted).
+    Avg,
+}
+
+impl PoolKind {
+    /// The op's name: `max_pool` or `avg_pool`.
+    pub fn name(self) -> &'static str {
+        match self {
+            PoolKind::Max => "max_pool",
+            PoolKind::Avg => "avg_pool",
+        }
+    }
+}
+
+/// A pool: its kind and, per pooled role, the window length and how it moves.
+///
+/// ```
+/// use weft_ir::{PoolKind, PoolSpec, Role};
+/// // 2×2 windows moving by 2 (a window's stride defaults to its length).
+/// let spec = PoolSpec::new(PoolKind::Max).window(Role::Height, 2).window(Role::Width, 2);
+/// assert_eq!(spec.windows[0].2.stride, 2);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PoolSpec {
+    /// Max or average.
+    pub kind: PoolKind,
+    /// Per pooled role: the window's length (taps) and its step.
+    pub windows: Vec<(Role, usize, WindowStep)>,
+}
+
+impl PoolSpec {
+    /// A pool over no role yet.
+    pub fn new(kind: PoolKind) -> PoolSpec {
+        PoolSpec {
+            kind,
+            windows: Vec::new(),
+        }
+    }
+    /// Pools `role`'s axis in windows of `len`, moving by `len` (set another with `stride`).
+    pub fn window(mut self, role: Role, len: usize) -> PoolSpec {
+        let w = self.entry(role);
+        w.1 = len;
+        w.2.stride = len;
+        self
+    }
+    /// Moves `role`'s window by `stride`.
+    pub fn stride(mut self, role: Role, stride: usize) -> PoolSpec {
+        self.entry(role).2.stride = stride;
+        self
+    }
+    /// Spaces `role`'s taps `dilation` apart.
+    pub fn dilation(mut self, role: Role, dilation: usize) -> PoolSpec {
+        self.entry(role).2.dilation = dilation;
+        self
+    }
+    /// Pads `role`'s axis; padding never counts as a tap (each must be shorter than the window).
+    pub fn pad(mut self, role: Role, before: usize, after: usize) -> PoolSpec {
+        let w = self.entry(role);
+        (w.2.before, w.2.after) = (before, after);
+        self
+    }
+    fn entry(&mut self, role: Role) -> &mut (Role, usize, WindowStep) {
+        let i = match self.windows.iter().position(|w| w.0 == role) {
+            Some(i) => i,
+            None => {
+                self.windows.push((role, 0, WindowStep::default()));
+                self.windows.len() - 1
+            }
+        };
+        &mut self.windows[i]
+    }
+}
+
+/// One spatial role of a convolution: the input axis that the filter axis slides over.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpatialPair {
+    /// The role both axes carry.
+    pub role: Role,
+    /// The input's axis.
+    pub input: Axis,
+    /// The filter's axis.
+    pub filter: Axis,
+    /// Stride, dilation and padding.
+    pub step: WindowStep,
+}
+
+impl SpatialPair {
+    /// The derived axis of the window positions over `input`.
+    pub fn output_def(&self) -> AxisDef {
+        AxisDef::Window {
+            of: self.input,
+            kernel: WindowKernel::Axis(self.filter),
+            step: self.step,
+        }
+    }
+}
+
+/// How a convolution pairs its operands' axes, from their roles.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConvPairing {
+    /// The input's Channel axis.
+    pub channel: Axis,
+    /// The filter's Channel axis (a group's share of the input channels).
+    pub filter_channel: Axis,
+    /// The filter's Channelout axis.
+    pub filter_out: Axis,
+    /// The spatial pairs, in the input's axis order.
+    pub spatial: Vec<SpatialPair>,
+    /// Channel groups.
+    pub groups: usize,
+}
+
+/// One pooled axis.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PooledAxis {
+    /// The input's axis.
+    pub input: Axis,
+    /// Taps per window.
+    pub taps: usize,
+    /// Stride, dilation and padding.
+    pub step: WindowStep,
+}
+
+impl PooledAxis {
+    /// The derived axis of the window positions over `input`.
+    pub fn output_def(&self) -> AxisDef {
+        AxisDef::Window {
+            of: self.input,
+            kernel: WindowKernel::Len(self.taps),
+            step: self.step,
+        }
+    }
+}
+
+impl Graph {
+    fn roles_of(&self, a: Axis) -> &[Role] {
+        &self.axis_data(a.id).roles
+    }
+
+    /// The axes of `axes` carrying `role`.
+    fn with_role(&self, axes: &Axes, role: &Role) -> Vec<Axis> {
+        axes.iter()
+            .filter(|a| self.roles_of(**a).contains(role))
+            .copied()
+            .collect()
+    }
+
+    /// The one axis of `axes` with `role`, or an error saying there is none or several.
+    fn one_with_role(
+        &self,
+        label: &str,
+        what: &str,
+        axes: &Axes,
+        role: &Role,
+    ) -> Result<Axis, GraphError> {
+        match self.with_role(axes, role).as_slice() {
+            [a] => Ok(*a),
+            [] => Err(self.axes_err(
+                label.to_string(),
+                format!(
+                    "the {what} {} has no axis with the {role} role",
+                    self.axes_name(axes)
+                ),
+            )),
+            several => Err(self.axes_err(
+                label.to_string(),
+                format!(
+                    "the {what} has several axes with the {role} role: {}",
+                    self.axes_name(&Axes::new_unchecked(several))
+                ),
+            )),
+        }
+    }
+
+    /// The spatial role of `a`, if any; an error if it has several.
+    fn spatial_role(&self, label: &str, a: Axis) -> Result<Option<Role>, GraphError> {
+        let roles: Vec<&Role> = self
+            .roles_of(a)
+            .iter()
+            .filter(|r| SPATIAL_ROLES.contains(r))
+            .collect();
+        match roles.as_slice() {
+            [] => Ok(None),
+            [r] => Ok(Some((*r).clone())),
+            [r, s, ..] => Err(self.axes_err(
+                label.to_string(),
+                format!(
+                    "axis `{}` has two spatial roles, {r} and {s}",
+                    self.axis_name(a)
+                ),
+            )),
+        }
+    }
+
+    /// Pairs a convolution's input axes `x` with its filter axes `f` by role.
+    pub fn conv_pairing(
+        &self,
+        label: &str,
+        x: &Axes,
+        f: &Axes,
+        spec: &ConvSpec,
+    ) -> Result<ConvPairing, GraphError> {
+        let err = |g: &Graph, m: String| g.axes_err(label.to_string(), m);
+        if spec.groups == 0 {
+            return Err(GraphError::Argument {
+                op: label.to_string(),
+                message: "groups must be at least 1".into(),
+            });
+        }
+        let channel = self.one_with_role(label, "input", x, &Role::Channel)?;
+        let filter_channel = self.one_with_role(label, "filter", f, &Role::Channel)?;
+        let filter_out = self.one_with_role(label, "filter", f, &Role::Channelout)?;
+        if filter_channel == filter_out {
+            return Err(err(
+                self,
+                format!(
+                    "the filter's axis `{}` is both its Channel and its Channelout axis",
+                    self.axis_name(filter_out)
+                ),
+            ));
+        }
+        let mut spatial = Vec::new();
+        for a in x.iter() {
+            let Some(role) = self.spatial_role(label, *a)? else {
+                continue;
+            };
+            if *a == channel {
+                return Err(err(
+                    self,
+                    format!(
+                        "axis `{}` is both the input's Channel axis and spatial ({role})",
+                        self.axis_name(*a)
+                    ),
+                ));
+            }
+            let [k] = self.with_role(f, &role)[..] else {
+                return Err(err(
+                    self,
+                    format!(
+                        "the input's axis `{}` ({role}) needs exactly one filter axis with the {role} role to slide; the filter {} has {}",
+                        self.axis_name(*a),
+                        self.axes_name(f),
+                        self.with_role(f, &role).len()
+                    ),
+                ));
+            };
+            if k == *a {
+                return Err(err(
+                    self,
+                    format!(
+                        "axis `{}` is both the input's and the filter's {role} axis; the filter needs an axis of its own",
+                        self.axis_name(k)
+                    ),
+                ));
+            }
+            spatial.push((role, *a, k));
+        }
+        if spatial.is_empty() {
+            return Err(err(
+                self,
+                format!(
+                    "the input {} has no axis with a spatial role (Depth, Height, Width, Time) for the filter to slide over",
+                    self.axes_name(x)
+                ),
+            ));
+        }
+        for (role, _) in &spec.steps {
+            if !spatial.iter().any(|(r, _, _)| r == role) {
+                return Err(err(
+                    self,
+                    format!(
+                        "the spec moves the filter over {role}, but the input {} has no {role} axis",
+                        self.axes_name(x)
+                    ),
+                ));
+            }
+        }
+        for k in f.iter() {
+            let paired = *k == filter_channel
+                || *k == filter_out
+                || spatial.iter().any(|(_, _, fk)| fk == k);
+            if !paired {
+                return Err(err(
+                    self,
+                    format!(
+                        "the filter's axis `{}` pairs with nothing: a filter has one Channel, one Channelout and one axis per spatial role of the input",
+                        self.axis_name(*k)
+                    ),
+                ));
+            }
+            if x.contains(*k) && *k != channel {
+                return Err(err(
+                    self,
+                    format!(
+                        "axis `{}` is an axis of both the input and the filter",
+                        self.axis_name(*k)
+                    ),
+                ));
+            }
+        }
+        if x.contains(filter_out) {
+            return Err(err(
+                self,
+                format!(
+                    "the filter's Channelout axis `{}` is an axis of the input",
+                    self.axis_name(filter_out)
+                ),
+            ));
+        }
+        let mut pairs = Vec::new();
+        for (role, input, filter) in spatial {
+            let step = spec.step(&role);
+            self.check_window(label, input, WindowKernel::Axis(filter), &step)?;
+            pairs.push(SpatialPair {
+                role,
+                input,
+                filter,
+                step,
+            });
+        }
+        self.check_groups(label, channel, filter_channel, filter_out, spec.groups)?;
+        Ok(ConvPairing {
+            channel,
+            filter_channel,
+            filter_out,
+            spatial: pairs,
+            groups: spec.groups,
+        })
+    }
+
+    /// With the lengths bound: the window fits its padded axis.
+    fn check_window(
+        &self,
+        label: &str,
+        of: Axis,
+        kernel: WindowKernel,
+        step: &WindowStep,
+    ) -> Result<(), GraphError> {
+        let taps = match kernel {
+            WindowKernel::Len(n) => Some(n),
+            WindowKernel::Axis(k) => self.axis_len(k),
+        };
+        let range = |message| GraphError::Range {
+            op: label.to_string(),
+            axis: self.axis_name(of),
+            message,
+        };
+        if step.stride == 0 || step.dilation == 0 || taps == Some(0) {
+            return Err(range(format!(
+                "stride {}, dilation {} and window {} must all be at least 1",
+                step.stride,
+                step.dilation,
+                taps.unwrap_or(1)
+            )));
+        }
+        if let (Some(len), Some(taps)) = (self.axis_len(of), taps) {
+            crate::axis::window_len(len, taps, step).map_err(range)?;
+        }
+        Ok(())
+    }
+
+    /// With the lengths bound: `groups` divides the output channels and the input channels are
+    /// `groups` times the filter's.
+    fn check_groups(
+        &self,
+        label: &str,
+        channel: Axis,
+        filter_channel: Axis,
+        filter_out: Axis,
+        groups: usize,
+    ) -> Result<(), GraphError> {
+        let (c, j, k) = (
+            self.axis_len(channel),
+            self.axis_len(filter_channel),
+            self.axis_len(filter_out),
+        );
+        if let (Some(c), Some(j)) = (c, j) {
+            if j.checked_mul(groups) != Some(c) {
+                return Err(self.axes_err(
+                    label.to_string(),
+                    format!(
+                        "the input's Channel axis `{}` has length {c}, but {groups} group(s) of the filter's Channel axis `{}` (length {j}) make {}",
+                        self.axis_name(channel),
+                        self.axis_name(filter_channel),
+                        j.saturating_mul(groups)
+                    ),
+                ));
+            }
+        }
+        if let Some(k) = k {
+            if k % groups != 0 {
+                return Err(self.axes_err(
+                    label.to_string(),
+                    format!(
+                        "the filter's Channelout axis `{}` has length {k}, which {groups} groups do not divide",
+                        self.axis_name(filter_out)
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The pooled axes of an input `x` under `spec`.
+    pub fn pool_axes(
+        &self,
+        label: &str,
+        x: &Axes,
+        spec: &PoolSpec,
+    ) -> Result<Vec<PooledAxis>, GraphError> {
+        if spec.windows.is_empty() {
+            return Err(GraphError::Argument {
+                op: label.to_string(),
+                message: "a pool needs at least one window (a role and its length)".into(),
+            });
+        }
+        let mut out: Vec<PooledAxis> = Vec::new();
+        for (role, taps, step) in &spec.windows {
+            let input = self.one_with_role(label, "input", x, role)?;
+            if out.iter().any(|p| p.input == input) {
+                return Err(self.axes_err(
+                    label.to_string(),
+                    format!(
+                        "axis `{}` is pooled twice (it has two of the listed roles)",
+                        self.axis_name(input)
+                    ),
+                ));
+            }
+            if step.before >= *taps || step.after >= *taps {
+                return Err(GraphError::Range {
+                    op: label.to_string(),
+                    axis: self.axis_name(input),
+                    message: format!(
+                        "padding ({}, {}) must be shorter than the window {taps}: a window of padding alone has no tap",
+                        step.before, step.after
+                    ),
+                });
+            }
+            self.check_window(label, input, WindowKernel::Len(*taps), step)?;
+            out.push(PooledAxis {
+                input,
+                taps: *taps,
+                step: *step,
+            });
+        }
+        Ok(out)
+    }
+
+    fn float_operands(&self, label: &str, ids: &[NodeId]) -> Result<DType, GraphError> {
+        let dtype = self.check_node(ids[0])?.dtype;
+        for id in ids {
+            let d = self.check_node(*id)?.dtype;
+            if d != dtype {
+                return Err(GraphError::DTypeMismatch {
+                    op: label.to_string(),
+                    left: dtype,
+                    right: d,
+                });
+            }
+        }
+        if !dtype.is_float() {
+            return Err(GraphError::UnsupportedDType {
+                op: label.to_string(),
+                dtype,
+                expected: "f32 or f64",
+            });
+        }
+        Ok(dtype)
+    }
+
+    /// A convolution of `x` with `filter`, axes paired by role (module docs).
+    pub fn convolution(
+        &mut self,
+        x: NodeId,
+        filter: NodeId,
+        spec: &ConvSpec,
+    ) -> Result<NodeId, GraphError> {
+        let label = self.op_label("convolution", &[x, filter]);
+        let dtype = self.float_operands(&label, &[x, filter])?;
+        let (xa, fa) = (self.node(x).axes.clone(), self.node(filter).axes.clone());
+        let p = self.conv_pairing(&label, &xa, &fa, spec)?;
+        let out = self.conv_output_axes(&xa, &p);
+        let axes = self.make_axes(&label, &out)?;
+        Ok(self.push_op(
+            Op::Convolution {
+                input: x,
+                filter,
+                spec: spec.clone(),
+            },
+            axes,
+            dtype,
+        ))
+    }
+
+    /// A pool of `x` (module docs).
+    pub fn pool(&mut self, x: NodeId, spec: &PoolSpec) -> Result<NodeId, GraphError> {
+        let label = self.op_label(spec.kind.name(), &[x]);
+        let dtype = self.float_operands(&label, &[x])?;
+        let xa = self.node(x).axes.clone();
+        let pooled = self.pool_axes(&label, &xa, spec)?;
+        let out = self.pool_output_axes(&xa, &pooled);
+        let axes = self.make_axes(&label, &out)?;
+        Ok(self.push_op(
+            Op::Pool {
+                input: x,
+                spec: spec.clone(),
+            },
+            axes,
+            dtype,
+        ))
+    }
+
+    /// The convolution `x ⊛ filter` built from pads, strided slices, dots and adds: one slice
+    /// of the padded input per filter tap, contracted with that tap of the filter over the
+    /// channels, the taps summed in row-major order of the filter's spatial axes. The result
+    /// has the axes [`Graph::convolution`] gives, in its order. Needs every length bound.
+    pub fn expand_convolution(
+        &mut self,
+        x: NodeId,
+        filter: NodeId,
+        spec: &ConvSpec,
+    ) -> Result<NodeId, GraphError> {
+        let label = self.op_label("convolution", &[x, filter]);
+        self.float_operands(&label, &[x, filter])?;
+        let (xa, fa) = (self.node(x).axes.clone(), self.node(filter).axes.clone());
+        let p = self.conv_pairing(&label, &xa, &fa, spec)?;
+        let want = self.conv_output_axes(&xa, &p);
+        let features = self.derived_axis(AxisDef::Features(p.filter_out));
+        let xp = self.pad_windows(x, p.spatial.iter().map(|s| (s.input, s.step)))?;
+        let j = self.resolve_len(p.filter_channel)?;
+        let kg = self.resolve_len(p.filter_out)? / p.groups;
+        let mut parts = Vec::new();
+        for grp in 0..p.groups {
+            // This group's input channels, relabelled as the filter's channel axis.
+            let (xg, fg, out_axis) = if p.groups == 1 {
+                let xg = self.relabel(xp, p.channel, p.filter_channel)?;
+                (xg, filter, p.filter_out)
+            } else {
+                let cs = SliceRange::range(as_i64(grp * j)?, as_i64((grp + 1) * j)?);
+                let ks = SliceRange::range(as_i64(grp * kg)?, as_i64((grp + 1) * kg)?);
+                let xg = self.slice(xp, &[(p.channel, AxisSlice::Range(cs))])?;
+                let fg = self.slice(filter, &[(p.filter_out, AxisSlice::Range(ks))])?;
+                let c_axis = self.derived_axis(AxisDef::Slice {
+                    of: p.channel,
+                    range: cs,
+                });
+                let xg = self.relabel(xg, c_axis, p.filter_channel)?;
+                let k_axis = self.derived_axis(AxisDef::Slice {
+                    of: p.filter_out,
+                    range: ks,
+                });
+                (xg, fg, k_axis)
+            };
+            let taps: Vec<usize> = p
+                .spatial
+                .iter()
+                .map(|s| self.resolve_len(s.filter))
+                .collect::<Result<_, _>>()?;
+            let mut acc: Option<NodeId> = None;
+            for tap in row_major(&taps) {
+                let windows: Vec<(Axis, WindowStep, Axis)> = p
+                    .spatial
+                    .iter()
+                    .map(|s| (s.input, s.step, self.derived_axis(s.output_def())))
+                    .collect();
+                let xt = self.tap_slice(xg, &windows, &tap)?;
+                let pins: Vec<(Axis, AxisSlice)> = p
+                    .spatial
+                    .iter()
+                    .zip(&tap)
+                    .map(|(s, t)| Ok((s.filter, AxisSlice::Index(as_i64(*t)?))))
+                    .collect::<Result<_, GraphError>>()?;
+                let ft = self.slice(fg, &pins)?;
+                let term = self.dot(xt, ft)?;
+                acc = Some(match acc {
+                    None => term,
+                    Some(a) => self.binary(BinaryOp::Add, a, term)?,
+                });
+            }
+            let part = acc.ok_or_else(|| GraphError::Argument {
+                op: label.clone(),
+                message: "the filter has no taps".into(),
+            })?;
+            parts.push((part, out_axis));
+        }
+        let joined = if parts.len() == 1 {
+            self.relabel(parts[0].0, p.filter_out, features)?
+        } else {
+            let cat = self.concat(&parts)?;
+            let cat_axis =
+                self.derived_axis(AxisDef::Concat(parts.iter().map(|(_, a)| *a).collect()));
+            self.relabel(cat, cat_axis, features)?
+        };
+        self.axes_with_order(joined, &want)
+    }
+
+    /// The pool of `x` built from pads, strided slices and `maximum` or `add` (then a divide by
+    /// the count of taps inside the input): one slice of the padded input per window tap,
+    /// folded in row-major tap order. For a max pool the padding is `−inf` (a `select` on a
+    /// constant mask), so it never wins. Needs every length bound.
+    pub fn expand_pool(&mut self, x: NodeId, spec: &PoolSpec) -> Result<NodeId, GraphError> {
+        let label = self.op_label(spec.kind.name(), &[x]);
+        let dtype = self.float_operands(&label, &[x])?;
+        let xa = self.node(x).axes.clone();
+        let pooled = self.pool_axes(&label, &xa, spec)?;
+        let padded = self.pad_windows(x, pooled.iter().map(|p| (p.input, p.step)))?;
+        let any_pad = pooled.iter().any(|p| p.step.before + p.step.after > 0);
+        let xp = if spec.kind == PoolKind::Max && any_pad {
+            let mask = self.inside_mask(&pooled)?;
+            let low = self.scalar(Scalar::Float(f64::NEG_INFINITY), dtype)?;
+            self.select(mask, padded, low)?
+        } else {
+            padded
+        };
+        let taps: Vec<usize> = pooled.iter().map(|p| p.taps).collect();
+        let windows: Vec<(Axis, WindowStep, Axis)> = pooled
+            .iter()
+            .map(|p| (p.input, p.step, self.derived_axis(p.output_def())))
+            .collect();
+        let op = match spec.kind {
+            PoolKind::Max => BinaryOp::Maximum,
+            PoolKind::Avg => BinaryOp::Add,
+        };
+        let mut acc: Option<NodeId> = None;
+        for tap in row_major(&taps) {
+            let t = self.tap_slice(xp, &windows, &tap)?;
+            acc = Some(match acc {
+                None => t,
+                Some(a) => self.binary(op, a, t)?,
+            });
+        }
+        let acc = acc.ok_or_else(|| GraphError::Argument {
+            op: label.clone(),
+            message: "the window has no taps".into(),
+        })?;
+        if spec.kind == PoolKind::Max {
+            return Ok(acc);
+        }
+        let count = self.tap_counts(&pooled, dtype)?;
+        self.binary(BinaryOp::Divide, acc, count)
+    }
+
+    /// `t` with axis `from` relabelled `to` (same length), the other axes as they are.
+    fn relabel(&mut self, t: NodeId, from: Axis, to: Axis) -> Result<NodeId, GraphError> {
+        if from == to {
+            return Ok(t);
+        }
+        let axes: Vec<Axis> = self
+            .node(t)
+            .axes
+            .iter()
+            .map(|a| if *a == from { to } else { *a })
+            .collect();
+        self.cast_axes(t, &axes)
+    }
+
+    /// `x` padded with zeros as each window's step asks (no pad node when none does).
+    fn pad_windows(
+        &mut self,
+        x: NodeId,
+        windows: impl Iterator<Item = (Axis, WindowStep)>,
+    ) -> Result<NodeId, GraphError> {
+        let pads: Vec<(Axis, usize, usize)> = windows
+            .filter(|(_, s)| s.before + s.after > 0)
+            .map(|(a, s)| (a, s.before, s.after))
+            .collect();
+        if pads.is_empty() {
+            Ok(x)
+        } else {
+            self.pad(x, &pads)
+        }
+    }
+
+    /// The padded axis of `of` under `step` (`of` itself without padding).
+    fn padded_axis(&mut self, of: Axis, step: &WindowStep) -> Axis {
+        if step.before + step.after == 0 {
+            of
+        } else {
+            self.derived_axis(AxisDef::Pad {
+                of,
+                before: step.before,
+                after: step.after,
+            })
+        }
+    }
+
+    /// The taps `tap` of every window of the padded `xp`: a strided slice per windowed axis,
+    /// relabelled as the output's window axis.
+    fn tap_slice(
+        &mut self,
+        xp: NodeId,
+        windows: &[(Axis, WindowStep, Axis)],
+        tap: &[usize],
+    ) -> Result<NodeId, GraphError> {
+        let mut slices = Vec::new();
+        let mut relabels = Vec::new();
+        for ((of, step, out), t) in windows.iter().zip(tap) {
+            let axis = self.padded_axis(*of, step);
+            let n = self.resolve_len(*out)?;
+            let start = t * step.dilation;
+            let stop = start + (n - 1) * step.stride + 1;
+            let range = SliceRange {
+                start: Some(as_i64(start)?),
+                stop: Some(as_i64(stop)?),
+                step: as_i64(step.stride)?,
+            };
+            slices.push((axis, AxisSlice::Range(range)));
+            relabels.push((self.derived_axis(AxisDef::Slice { of: axis, range }), *out));
+        }
+        let mut t = self.slice(xp, &slices)?;
+        for (from, to) in relabels {
+            t = self.relabel(t, from, to)?;
+        }
+        Ok(t)
+    }
+
+    /// A bool constant over the padded pooled axes: true inside the input, false in padding.
+    fn inside_mask(&mut self, pooled: &[PooledAxis]) -> Result<NodeId, GraphError> {
+        let mut axes = Vec::new();
+        let mut ranges = Vec::new();
+        for p in pooled {
+            axes.push(self.padded_axis(p.input, &p.step));
+            let len = self.resolve_len(p.input)?;
+            ranges.push((
+                p.step.before,
+                p.step.before + len,
+                len + p.step.before + p.step.after,
+            ));
+        }
+        let shape: Vec<usize> = ranges.iter().map(|r| r.2).collect();
+        let data = row_major(&shape)
+            .map(|i| i.iter().zip(&ranges).all(|(i, r)| *i >= r.0 && *i < r.1))
+            .collect();
+        self.constant(
+            None,
+            &axes,
+            DType::Bool,
+            TensorInit::Data(ArrayData::Bool(data)),
+        )
+    }
+
+    /// The number of taps of each window inside the input, over the output's window axes.
+    fn tap_counts(&mut self, pooled: &[PooledAxis], dtype: DType) -> Result<NodeId, GraphError> {
+        let mut per_axis: Vec<Vec<f64>> = Vec::new();
+        let mut axes = Vec::new();
+        for p in pooled {
+            let len = self.resolve_len(p.input)?;
+            let output = self.derived_axis(p.output_def());
+            axes.push(output);
+            let n = self.resolve_len(output)?;
+            let counts = (0..n)
+                .map(|o| {
+                    (0..p.taps)
+                        .filter(|t| {
+                            let at = o * p.step.stride + t * p.step.dilation;
+                            at >= p.step.before && at < p.step.before + len
+                        })
+                        .count() as f64
+                })
+                .collect();
+            per_axis.push(counts);
+        }
+        let shape: Vec<usize> = per_axis.iter().map(Vec::len).collect();
+        let counts =
+            row_major(&shape).map(|i| i.iter().zip(&per_axis).map(|(i, c)| c[*i]).product::<f64>());
+        let data = match dtype {
+            DType::F32 => ArrayData::F32(counts.map(|c| c as f32).collect()),
+            _ => ArrayData::F64(counts.collect()),
+        };
+        self.constant(None, &axes, dtype, TensorInit::Data(data))
+    }
+}
+
+impl Graph {
+    /// The output axes of a convolution of an input over `x`: position by position, the
+    /// Channel axis replaced by the features axis and each spatial axis by its window axis.
+    pub fn conv_output_axes(&mut self, x: &Axes, p: &ConvPairing) -> Vec<Axis> {
+        x.iter()
+            .map(|a| {
+                if *a == p.channel {
+                    self.derived_axis(AxisDef::Features(p.filter_out))
+                } else {
+                    match p.spatial.iter().find(|s| s.input == *a) {
+                        Some(s) => self.derived_axis(s.output_def()),
+                        None => *a,
+                    }
+                }
+            })
+            .collect()
+    }
+
+    /// The output axes of a pool of an input over `x`: each pooled axis replaced by its window
+    /// axis, in place.
+    pub fn pool_output_axes(&mut self, x: &Axes, pooled: &[PooledAxis]) -> Vec<Axis> {
+        x.iter()
+            .map(|a| match pooled.iter().find(|p| p.input == *a) {
+                Some(p) => self.derived_axis(p.output_def()),
+                None => *a,
+            })
+            .collect()
+    }
+}
+
+fn as_i64(n: usize) -> Result<i64, GraphError> {
+    i64::try_from(n).map_err(|_| GraphError::Argument {
+        op: "convolution".into(),
+        message: format!("{n} does not fit i64"),
+    })
+}
+
+/// Every index of a row-major array of `shape`, in order.
+pub fn row_major(shape: &[usize]) -> impl Iterator<Item = Vec<usize>> + '_ {
+    let total: usize = shape.iter().product();
+    (0..total).map(move |mut flat| {
+        let mut idx = vec![0; shape.len()];
+        for (i, n) in shape.iter().enumerate().rev() {
+            idx[i] = flat % n;
+            flat /= n;
+        }
+        idx
+    })
+}

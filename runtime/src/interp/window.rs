@@ -1,0 +1,192 @@
+//! Convolution and pooling written plainly: for every output element, a loop over every tap.
+//! This is the oracle the compiler's expansion into pads, slices and dots is tested against,
+//! so it shares nothing with that expansion but the pairing of axes by role
+//! (`weft_ir::graph::convolution`) and the scalar rules of `maximum`, `add` and `divide`.
+//!
+//! Assumes: a node the builders made (operands' axes paired, lengths bound and checked), the
+//! output's axes position by position the input's (window axes where the input's spatial or
+//! pooled axes stand, the features axis where its Channel axis stands).
+//! Guarantees: a convolution sums `x·w` over the group's channels and every tap, in f64 from
+//! −0 (as a dot does), and rounds once to the dtype; padding is a zero that multiplies like any
+//! element (so `0·inf` is NaN there too). A pool folds
+//! its taps in row-major order of the spec's roles with the dtype's own `maximum` or `add` —
+//! padding is `−inf` for `max_pool` and a zero for `avg_pool` — and an average divides by the
+//! count of taps inside the input.
+
+use weft_ir::graph::convolution::row_major;
+use weft_ir::graph::{ConvPairing, PooledAxis};
+use weft_ir::scalar::Arith;
+use weft_ir::{ArrayData, Axes, BinaryOp, PoolKind};
+
+/// Row-major strides of `shape`.
+fn strides(shape: &[usize]) -> Vec<usize> {
+    let mut s = vec![1; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * shape[i + 1];
+    }
+    s
+}
+
+/// The source index along a windowed axis of length `len` for window position `o` and tap `t`,
+/// or `None` in the padding.
+fn source(o: usize, t: usize, step: &weft_ir::WindowStep, len: usize) -> Option<usize> {
+    let at = o * step.stride + t * step.dilation;
+    at.checked_sub(step.before).filter(|i| *i < len)
+}
+
+fn floats(a: &ArrayData) -> Result<Vec<f64>, String> {
+    match a {
+        ArrayData::F32(v) => Ok(v.iter().map(|x| f64::from(*x)).collect()),
+        ArrayData::F64(v) => Ok(v.clone()),
+        _ => Err("convolution and pooling take f32 or f64".into()),
+    }
+}
+
+/// One operand of a convolution: its axes, shape and values.
+pub(crate) struct Operand<'a> {
+    pub axes: &'a Axes,
+    pub shape: &'a [usize],
+    pub data: &'a ArrayData,
+}
+
+/// The convolution of `x` with `f` paired as `p`, over `out_shape` (the input's axis positions),
+/// and each element's error bound for a backend summing in another order and precision:
+/// `n · u · Σ |x·w|` over its `n` terms (as a dot's, `dot::error_bounds`).
+pub(crate) fn convolution(
+    p: &ConvPairing,
+    x: Operand,
+    f: Operand,
+    out_shape: &[usize],
+) -> Result<(ArrayData, Vec<f64>), String> {
+    let (xv, fv) = (floats(x.data)?, floats(f.data)?);
+    let pos = |axes: &Axes, a| axes.position(a).ok_or("an axis of the pairing is missing");
+    let (xs, fs) = (strides(x.shape), strides(f.shape));
+    let x_channel = pos(x.axes, p.channel)?;
+    let f_channel = pos(f.axes, p.filter_channel)?;
+    let f_out = pos(f.axes, p.filter_out)?;
+    let spatial: Vec<(usize, usize)> = p
+        .spatial
+        .iter()
+        .map(|s| Ok((pos(x.axes, s.input)?, pos(f.axes, s.filter)?)))
+        .collect::<Result<_, &str>>()?;
+    let j_len = f.shape[f_channel];
+    let k_per_group = f.shape[f_out] / p.groups.max(1);
+    let taps: Vec<usize> = spatial.iter().map(|(_, fi)| f.shape[*fi]).collect();
+    let tap_list: Vec<Vec<usize>> = row_major(&taps).collect();
+    let mut out = Vec::with_capacity(out_shape.iter().product());
+    let mut bounds = Vec::with_capacity(out_shape.iter().product());
+    let u = match x.data {
+        ArrayData::F32(_) => f64::from(f32::EPSILON) / 2.0,
+        _ => f64::EPSILON / 2.0,
+    };
+    let terms = (j_len * tap_list.len()) as f64;
+    for o in row_major(out_shape) {
+        let k = o[x_channel];
+        let group = k / k_per_group.max(1);
+        // The input offset of the batch axes, and the filter offset of this output channel.
+        let mut x_base = 0;
+        for (i, c) in o.iter().enumerate() {
+            if i != x_channel && !spatial.iter().any(|(xi, _)| *xi == i) {
+                x_base += c * xs[i];
+            }
+        }
+        let f_base = k * fs[f_out];
+        // From −0, as a dot sums: a sum is −0 exactly when every term is.
+        let (mut acc, mut magnitude) = (-0.0f64, 0.0f64);
+        for j in 0..j_len {
+            let xc = x_base + (group * j_len + j) * xs[x_channel];
+            let fc = f_base + j * fs[f_channel];
+            for tap in &tap_list {
+                let mut xi = Some(xc);
+                let mut fi = fc;
+                for (((xa, fa), t), s) in spatial.iter().zip(tap).zip(&p.spatial) {
+                    xi = xi.and_then(|xi| {
+                        source(o[*xa], *t, &s.step, x.shape[*xa]).map(|at| xi + at * xs[*xa])
+                    });
+                    fi += t * fs[*fa];
+                }
+                let v = xi.map_or(0.0, |i| xv[i]);
+                acc += v * fv[fi];
+                magnitude += (v * fv[fi]).abs();
+            }
+        }
+        out.push(acc);
+        bounds.push(terms * u * magnitude);
+    }
+    let data = match x.data {
+        ArrayData::F32(_) => ArrayData::F32(out.iter().map(|v| *v as f32).collect()),
+        _ => ArrayData::F64(out),
+    };
+    Ok((data, bounds))
+}
+
+/// The pool of `x` over `pooled` (in the spec's role order), over `out_shape`.
+pub(crate) fn pool(
+    kind: PoolKind,
+    pooled: &[PooledAxis],
+    x: Operand,
+    out_shape: &[usize],
+) -> Result<ArrayData, String> {
+    match x.data {
+        ArrayData::F32(v) => pool_typed(kind, pooled, &x, v, out_shape).map(ArrayData::F32),
+        ArrayData::F64(v) => pool_typed(kind, pooled, &x, v, out_shape).map(ArrayData::F64),
+        _ => Err("pooling takes f32 or f64".into()),
+    }
+}
+
+fn pool_typed<T: Arith + Copy + From<f32>>(
+    kind: PoolKind,
+    pooled: &[PooledAxis],
+    x: &Operand,
+    values: &[T],
+    out_shape: &[usize],
+) -> Result<Vec<T>, String> {
+    let xs = strides(x.shape);
+    let at: Vec<usize> = pooled
+        .iter()
+        .map(|p| x.axes.position(p.input).ok_or("a pooled axis is missing"))
+        .collect::<Result<_, _>>()?;
+    let taps: Vec<usize> = pooled.iter().map(|p| p.taps).collect();
+    let tap_list: Vec<Vec<usize>> = row_major(&taps).collect();
+    let (op, padding) = match kind {
+        PoolKind::Max => (BinaryOp::Maximum, T::from(f32::NEG_INFINITY)),
+        PoolKind::Avg => (BinaryOp::Add, T::from(0.0)),
+    };
+    let binary = |op, a, b| T::binary(op, a, b).ok_or("no such arithmetic on the dtype");
+    let mut out = Vec::with_capacity(out_shape.iter().product());
+    for o in row_major(out_shape) {
+        let mut base = 0;
+        for (i, c) in o.iter().enumerate() {
+            if !at.contains(&i) {
+                base += c * xs[i];
+            }
+        }
+        let mut acc: Option<T> = None;
+        let mut inside = 0usize;
+        for tap in &tap_list {
+            let mut xi = Some(base);
+            for ((p, a), t) in pooled.iter().zip(&at).zip(tap) {
+                xi = xi.and_then(|xi| {
+                    source(o[*a], *t, &p.step, x.shape[*a]).map(|s| xi + s * xs[*a])
+                });
+            }
+            let v = match xi {
+                Some(i) => {
+                    inside += 1;
+                    values[i]
+                }
+                None => padding,
+            };
+            acc = Some(match acc {
+                None => v,
+                Some(a) => binary(op, a, v)?,
+            });
+        }
+        let acc = acc.ok_or("a window without taps")?;
+        out.push(match kind {
+            PoolKind::Max => acc,
+            PoolKind::Avg => binary(BinaryOp::Divide, acc, T::from(inside as f32))?,
+        });
+    }
+    Ok(out)
+}

@@ -1,0 +1,489 @@
+//! Convolution and pooling (`weft_ir::graph::convolution`): hand-computed cases, axes paired by
+//! role in any order, typed errors naming the axes, the text format's round trip, the JIT
+//! (fused and unfused, through the expansion into slices and dots) against the interpreter
+//! over random shapes, strides, paddings, dilations, groups and roles, and gradients against
+//! central finite differences.
+
+mod jit_common;
+
+use jit_common::{compare, references, run};
+use proptest::prelude::*;
+use weft::prelude::*;
+use weft::{ConvSpec, GraphError, PoolKind, PoolSpec, Role};
+use weft_ir::testing::{proptest_cases, SplitMix, Tolerance};
+
+const BACKENDS: [Backend; 3] = [Backend::Interpreter, Backend::Jit, Backend::JitUnfused];
+
+/// Every backend's value of `out`, all placeholders given as `inputs`.
+fn on_every_backend(g: &Graph, out: NodeId, inputs: &[HostArray]) -> Vec<Vec<f64>> {
+    BACKENDS
+        .iter()
+        .map(|b| {
+            let t = Transformer::new(g.clone(), *b).unwrap();
+            let c = t.computation(&[out], &g.placeholders()).unwrap();
+            let r = c.call(inputs).unwrap();
+            let r = r[0].clone();
+            match r.dtype() {
+                DType::F32 => r
+                    .to_vec::<f32>()
+                    .unwrap()
+                    .iter()
+                    .map(|v| *v as f64)
+                    .collect(),
+                _ => r.to_vec::<f64>().unwrap(),
+            }
+        })
+        .collect()
+}
+
+fn array(g: &Graph, id: NodeId, v: Vec<f64>) -> HostArray {
+    let axes = g.node(id).axes.clone();
+    let shape = g.shape_of(&axes).unwrap();
+    if g.node(id).dtype == DType::F32 {
+        let v: Vec<f32> = v.iter().map(|x| *x as f32).collect();
+        return HostArray::from_vec(axes, shape, v).unwrap();
+    }
+    HostArray::from_vec(axes, shape, v).unwrap()
+}
+
+#[test]
+fn a_padded_one_dimensional_convolution_by_hand() {
+    let mut g = Graph::new();
+    let t = g.axis_with_roles("T", Some(5), vec![Role::Time]).unwrap();
+    let c = g
+        .axis_with_roles("C", Some(1), vec![Role::Channel])
+        .unwrap();
+    let k = g
+        .axis_with_roles("K", Some(1), vec![Role::Channelout])
+        .unwrap();
+    let r = g.axis_with_roles("R", Some(3), vec![Role::Time]).unwrap();
+    let x = g.placeholder("x", &[t, c], DType::F64).unwrap();
+    let f = g.placeholder("f", &[k, c, r], DType::F64).unwrap();
+    let y = g
+        .convolution(x, f, &ConvSpec::new().pad(Role::Time, 1, 1))
+        .unwrap();
+    // y[t] = x[t−1] − x[t+1], zeros outside: [0 − 2, 1 − 3, 2 − 4, 3 − 5, 4 − 0].
+    let xs = [
+        array(&g, x, vec![1.0, 2.0, 3.0, 4.0, 5.0]),
+        array(&g, f, vec![1.0, 0.0, -1.0]),
+    ];
+    for got in on_every_backend(&g, y, &xs) {
+        assert_eq!(got, vec![-2.0, -2.0, -2.0, -2.0, 4.0]);
+    }
+    // The output keeps the input's axis order: the window axis, then the features axis.
+    let out = &g.node(y).axes;
+    assert_eq!(g.axis_name(out.as_slice()[0]), "T~R+pad(1,1)");
+    assert_eq!(g.axis_name(out.as_slice()[1]), "K'");
+    assert_eq!(g.axis_data(out.as_slice()[1].id).roles, vec![Role::Channel]);
+}
+
+#[test]
+fn pools_by_hand_padding_never_counts() {
+    let mut g = Graph::new();
+    let h = g.axis_with_roles("H", Some(4), vec![Role::Height]).unwrap();
+    let x = g.placeholder("x", &[h], DType::F32).unwrap();
+    let spec = |kind| {
+        PoolSpec::new(kind)
+            .window(Role::Height, 3)
+            .stride(Role::Height, 2)
+            .pad(Role::Height, 1, 1)
+    };
+    let m = g.pool(x, &spec(PoolKind::Max)).unwrap();
+    let a = g.pool(x, &spec(PoolKind::Avg)).unwrap();
+    // Windows over [pad, −1, −2, −3, −4, pad]: {pad, −1, −2}, {−2, −3, −4}.
+    let xs = [array(&g, x, vec![-1.0, -2.0, -3.0, -4.0])];
+    for got in on_every_backend(&g, m, &xs) {
+        assert_eq!(got, vec![-1.0, -2.0]);
+    }
+    for got in on_every_backend(&g, a, &xs) {
+        assert_eq!(got, vec![-1.5, -3.0]);
+    }
+    // A NaN tap makes the max NaN, as `maximum` does.
+    let xs = [array(&g, x, vec![1.0, 0.0, 0.0, f64::NAN])];
+    for got in on_every_backend(&g, m, &xs) {
+        assert!(got[0] == 1.0 && got[1].is_nan(), "{got:?}");
+    }
+}
+
+/// A 2-D convolution written in two axis orders gives the same values: pairing is by role.
+#[test]
+fn roles_pair_axes_in_any_order() {
+    let mut g = Graph::new();
+    let n = g.axis("N", 2).unwrap();
+    let c = g
+        .axis_with_roles("C", Some(3), vec![Role::Channel])
+        .unwrap();
+    let h = g.axis_with_roles("H", Some(5), vec![Role::Height]).unwrap();
+    let w = g.axis_with_roles("W", Some(4), vec![Role::Width]).unwrap();
+    let k = g
+        .axis_with_roles("K", Some(2), vec![Role::Channelout])
+        .unwrap();
+    let j = g
+        .axis_with_roles("J", Some(3), vec![Role::Channel])
+        .unwrap();
+    let r = g.axis_with_roles("R", Some(2), vec![Role::Height]).unwrap();
+    let s = g.axis_with_roles("S", Some(3), vec![Role::Width]).unwrap();
+    let spec = ConvSpec::new()
+        .stride(Role::Width, 2)
+        .pad(Role::Width, 1, 0);
+    let x1 = g.placeholder("x1", &[n, c, h, w], DType::F64).unwrap();
+    let f1 = g.placeholder("f1", &[k, j, r, s], DType::F64).unwrap();
+    let x2 = g.axes_with_order(x1, &[w, n, h, c]).unwrap();
+    let f2 = g.axes_with_order(f1, &[s, r, k, j]).unwrap();
+    let y1 = g.convolution(x1, f1, &spec).unwrap();
+    let y2 = g.convolution(x2, f2, &spec).unwrap();
+    let order: Vec<Axis> = g.node(y1).axes.iter().copied().collect();
+    let y2 = g.axes_with_order(y2, &order).unwrap();
+    let mut rng = SplitMix(7);
+    let mut draw = |id| {
+        let len: usize = g.shape_of(&g.node(id).axes).unwrap().iter().product();
+        array(&g, id, (0..len).map(|_| rng.unit() - 0.5).collect())
+    };
+    let xs = [draw(x1), draw(f1)];
+    // The same values, up to the order the taps are summed in.
+    let a = on_every_backend(&g, y1, &xs);
+    let b = on_every_backend(&g, y2, &xs);
+    for (p, q) in a.iter().zip(&b) {
+        for (u, v) in p.iter().zip(q) {
+            assert!((u - v).abs() < 1e-12, "{u} vs {v}");
+        }
+    }
+}
+
+#[test]
+fn bad_pairings_are_typed_errors_naming_the_axes() {
+    let mut g = Graph::new();
+    let n = g.axis("N", 2).unwrap();
+    let c = g
+        .axis_with_roles("C", Some(4), vec![Role::Channel])
+        .unwrap();
+    let h = g.axis_with_roles("H", Some(5), vec![Role::Height]).unwrap();
+    let w = g.axis_with_roles("W", Some(5), vec![Role::Width]).unwrap();
+    let k = g
+        .axis_with_roles("K", Some(3), vec![Role::Channelout])
+        .unwrap();
+    let j = g
+        .axis_with_roles("J", Some(4), vec![Role::Channel])
+        .unwrap();
+    let r = g.axis_with_roles("R", Some(3), vec![Role::Height]).unwrap();
+    let big = g
+        .axis_with_roles("R9", Some(9), vec![Role::Height])
+        .unwrap();
+    let d = g.axis_with_roles("D", Some(2), vec![Role::Depth]).unwrap();
+    let z = g.axis("Z", 2).unwrap();
+    let f32_ = DType::F32;
+    let x = g.placeholder("x", &[n, c, h], f32_).unwrap();
+    let no_channel = g.placeholder("nc", &[n, h], f32_).unwrap();
+    let f = g.placeholder("f", &[k, j, r], f32_).unwrap();
+    let f_depth = g.placeholder("fd", &[k, j, d], f32_).unwrap();
+    let f_extra = g.placeholder("fz", &[k, j, r, z], f32_).unwrap();
+    let f_big = g.placeholder("fb", &[k, j, big], f32_).unwrap();
+    let f_w = g.placeholder("fw", &[k, j, r], f32_).unwrap();
+    let x_hw = g.placeholder("xhw", &[n, c, h, w], f32_).unwrap();
+    let x64 = g.placeholder("x64", &[n, c, h], DType::F64).unwrap();
+    let cases: Vec<(Result<NodeId, GraphError>, &str)> = vec![
+        (
+            g.convolution(no_channel, f, &ConvSpec::new()),
+            "the input (N, H) has no axis with the Channel role",
+        ),
+        (
+            g.convolution(x, f_depth, &ConvSpec::new()),
+            "the input's axis `H` (Height) needs exactly one filter axis with the Height role",
+        ),
+        (
+            g.convolution(x, f_extra, &ConvSpec::new()),
+            "the filter's axis `Z` pairs with nothing",
+        ),
+        (
+            g.convolution(x, f_big, &ConvSpec::new()),
+            "axis `H`: a window spanning 9",
+        ),
+        (
+            g.convolution(x_hw, f_w, &ConvSpec::new()),
+            "the input's axis `W` (Width) needs exactly one filter axis",
+        ),
+        (
+            g.convolution(x, f, &ConvSpec::new().stride(Role::Width, 2)),
+            "the spec moves the filter over Width, but the input (N, C, H) has no Width axis",
+        ),
+        (
+            g.convolution(x, f, &ConvSpec::new().groups(2)),
+            "the input's Channel axis `C` has length 4, but 2 group(s)",
+        ),
+        (
+            g.convolution(x, f, &ConvSpec::new().stride(Role::Height, 0)),
+            "stride 0",
+        ),
+        (
+            g.convolution(x64, f, &ConvSpec::new()),
+            "dtypes f64 and f32",
+        ),
+        (
+            g.pool(x, &PoolSpec::new(PoolKind::Max).window(Role::Width, 2)),
+            "the input (N, C, H) has no axis with the Width role",
+        ),
+        (
+            g.pool(
+                x,
+                &PoolSpec::new(PoolKind::Avg)
+                    .window(Role::Height, 2)
+                    .pad(Role::Height, 2, 0),
+            ),
+            "padding (2, 0) must be shorter than the window 2",
+        ),
+        (
+            g.pool(x, &PoolSpec::new(PoolKind::Max)),
+            "a pool needs at least one window",
+        ),
+    ];
+    for (k, (result, want)) in cases.into_iter().enumerate() {
+        let e = result.expect_err(want).to_string();
+        assert!(e.contains(want), "case {k}: `{e}` does not say `{want}`");
+    }
+}
+
+#[test]
+fn the_text_format_round_trips_convolutions_and_pools() {
+    let text = "\
+axis N = 2
+axis C = 4 : Channel
+axis H = 7 : Height
+axis W = 6 : Width
+axis K = 6 : Channelout
+axis J = 2 : Channel
+axis R = 3 : Height
+axis S = 2 : Width
+placeholder x: f32[N, C, H, W]
+placeholder f: f32[K, J, R, S]
+y = convolution(x, f, Height=(stride=2, pad=(1, 1)), Width=(dilation=2), groups=2)
+m = max_pool(y, Height=(window=2, stride=1, pad=(1, 0)), Width=(window=2))
+a = avg_pool(m, Channel=(window=3))
+output a
+";
+    let g = weft_ir::text::parse(text, "c.weft").unwrap();
+    let printed = weft_ir::text::print(&g);
+    assert!(
+        printed.contains("= window(H, R, 2, 1, 1, 1) : Height"),
+        "{printed}"
+    );
+    assert!(printed.contains("= features(K) : Channel"), "{printed}");
+    assert!(printed.contains("groups=2"), "{printed}");
+    let again = weft_ir::text::parse(&printed, "c.weft").unwrap();
+    assert_eq!(weft_ir::text::print(&again), printed);
+    // Errors point at the argument.
+    let bad = text.replace("Height=(stride=2,", "Height=(strde=2,");
+    let e = weft_ir::text::parse(&bad, "c.weft")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("stride, dilation or pad") && e.contains("11:"),
+        "{e}"
+    );
+}
+
+/// A random convolution, then (sometimes) a pool of its result: 1-D (Time), 2-D or 3-D
+/// (Depth) by the roles drawn, axes in a random order, random strides, paddings, dilations and
+/// groups, f32 or f64.
+struct Case {
+    g: Graph,
+    out: Vec<NodeId>,
+}
+
+fn draw(seed: u64) -> Case {
+    let mut r = SplitMix(seed);
+    let mut g = Graph::new();
+    let roles: Vec<Role> = match r.below(3) {
+        0 => vec![Role::Time],
+        1 => vec![Role::Height, Role::Width],
+        _ => vec![Role::Depth, Role::Height, Role::Width],
+    };
+    let groups = 1 + r.below(3);
+    let (j, kg) = (1 + r.below(3), 1 + r.below(3));
+    let dtype = if r.chance(50) { DType::F32 } else { DType::F64 };
+    let mut x_axes = vec![
+        g.axis("N", 1 + r.below(2)).unwrap(),
+        g.axis_with_roles("C", Some(groups * j), vec![Role::Channel])
+            .unwrap(),
+    ];
+    let mut f_axes = vec![
+        g.axis_with_roles("K", Some(groups * kg), vec![Role::Channelout])
+            .unwrap(),
+        g.axis_with_roles("J", Some(j), vec![Role::Channel])
+            .unwrap(),
+    ];
+    let mut spec = ConvSpec::new().groups(groups);
+    for (i, role) in roles.iter().enumerate() {
+        let taps = 1 + r.below(3);
+        let dilation = 1 + r.below(2);
+        let stride = 1 + r.below(3);
+        let (before, after) = (r.below(3), r.below(3));
+        let extent = dilation * (taps - 1) + 1;
+        let len = (extent + r.below(5)).saturating_sub(before + after).max(1);
+        x_axes.push(
+            g.axis_with_roles(&format!("X{i}"), Some(len), vec![role.clone()])
+                .unwrap(),
+        );
+        f_axes.push(
+            g.axis_with_roles(&format!("F{i}"), Some(taps), vec![role.clone()])
+                .unwrap(),
+        );
+        spec = spec
+            .stride(role.clone(), stride)
+            .dilation(role.clone(), dilation)
+            .pad(role.clone(), before, after);
+    }
+    shuffle(&mut r, &mut x_axes);
+    shuffle(&mut r, &mut f_axes);
+    let x = g.placeholder("x", &x_axes, dtype).unwrap();
+    let f = g.placeholder("f", &f_axes, dtype).unwrap();
+    let y = g.convolution(x, f, &spec).unwrap();
+    let mut out = vec![y];
+    if r.chance(60) {
+        let kind = if r.chance(50) {
+            PoolKind::Max
+        } else {
+            PoolKind::Avg
+        };
+        let role = roles[r.below(roles.len())].clone();
+        let axis = *g
+            .node(y)
+            .axes
+            .iter()
+            .find(|a| g.axis_data(a.id).roles.contains(&role))
+            .unwrap();
+        let len = g.axis_len(axis).unwrap();
+        let taps = 1 + r.below(len.min(3));
+        let pad = r.below(taps);
+        let spec = PoolSpec::new(kind)
+            .window(role.clone(), taps)
+            .stride(role.clone(), 1 + r.below(2))
+            .pad(role, pad, r.below(taps));
+        if let Ok(p) = g.pool(y, &spec) {
+            out.push(p);
+        }
+    }
+    Case { g, out }
+}
+
+fn shuffle<T>(r: &mut SplitMix, v: &mut [T]) {
+    for i in (1..v.len()).rev() {
+        v.swap(i, r.below(i + 1));
+    }
+}
+
+fn random_values(g: &Graph, ps: &[NodeId], seed: u64) -> Vec<HostArray> {
+    let mut r = SplitMix(seed);
+    ps.iter()
+        .map(|p| {
+            let axes = g.node(*p).axes.clone();
+            let shape = g.shape_of(&axes).unwrap();
+            let n: usize = shape.iter().product();
+            let v: Vec<f64> = (0..n).map(|_| 2.0 * r.unit() - 1.0).collect();
+            if g.node(*p).dtype == DType::F32 {
+                let v: Vec<f32> = v.iter().map(|x| *x as f32).collect();
+                HostArray::from_vec(axes, shape, v).unwrap()
+            } else {
+                HostArray::from_vec(axes, shape, v).unwrap()
+            }
+        })
+        .collect()
+}
+
+fn check_jit(seed: u64) -> Result<(), TestCaseError> {
+    let case = draw(seed);
+    let g = &case.g;
+    let ps = g.placeholders();
+    let xs = random_values(g, &ps, seed);
+    let tol = Tolerance::for_graph(g);
+    let refs = references(g, &case.out, &ps, &xs, 1, &tol).unwrap();
+    for backend in [Backend::Jit, Backend::JitUnfused] {
+        let got = run(g, &case.out, &ps, &xs, 1, backend).map_err(|e| {
+            TestCaseError::fail(format!(
+                "{backend:?} failed: {e}\n{}",
+                weft_ir::text::print(g)
+            ))
+        })?;
+        compare(&got, &refs, &tol).map_err(|m| {
+            TestCaseError::fail(format!(
+                "{backend:?} differs: {m}\n{}",
+                weft_ir::text::print(g)
+            ))
+        })?;
+    }
+    Ok(())
+}
+
+/// Central differences of `loss = Σ out · weights` for each placeholder element, against
+/// `grad` (f64; max pools only where no two taps tie, which random values make sure of).
+fn check_gradients(seed: u64) -> Result<(), TestCaseError> {
+    let mut case = draw(seed);
+    let g = &mut case.g;
+    for p in g.placeholders() {
+        if g.node(p).dtype == DType::F32 {
+            return Ok(()); // f64 only: differences in f32 are too coarse
+        }
+    }
+    let last = *case.out.last().unwrap();
+    let axes: Vec<Axis> = g.node(last).axes.iter().copied().collect();
+    let n: usize = g.shape_of(&g.node(last).axes).unwrap().iter().product();
+    let mut r = SplitMix(seed ^ 0x5eed);
+    let weights: Vec<f64> = (0..n).map(|_| r.unit() - 0.5).collect();
+    let wts = g
+        .constant(
+            None,
+            &axes,
+            DType::F64,
+            weft::TensorInit::Data(weft::ArrayData::F64(weights)),
+        )
+        .unwrap();
+    let prod = g.multiply(last, wts).unwrap();
+    let loss = g.sum(prod, &axes).unwrap();
+    let ps = g.placeholders();
+    let grads = g.grad(loss, &ps).unwrap();
+    let t = Transformer::new(g.clone(), Backend::Interpreter).unwrap();
+    let mut outs = vec![loss];
+    outs.extend(&grads);
+    let all = t.computation(&outs, &ps).unwrap();
+    let f = t.computation(&[loss], &ps).unwrap();
+    let xs = random_values(g, &ps, seed);
+    let value = |c: &Computation, xs: &[HostArray]| -> Vec<Vec<f64>> {
+        c.call(xs)
+            .unwrap()
+            .iter()
+            .map(|a| a.to_vec::<f64>().unwrap())
+            .collect()
+    };
+    let got = value(&all, &xs);
+    let h = 1e-6;
+    for (k, _) in xs.iter().enumerate() {
+        for (e, &ge) in got[1 + k].iter().enumerate() {
+            let at = |delta: f64| {
+                let mut moved = xs.clone();
+                moved[k].as_mut_slice::<f64>().unwrap()[e] += delta;
+                value(&f, &moved)[0][0]
+            };
+            let fd = (at(h) - at(-h)) / (2.0 * h);
+            prop_assert!(
+                (ge - fd).abs() <= 1e-6 * (1.0 + fd.abs()),
+                "d loss / d {}[{e}]: grad {ge} vs central difference {fd}\n{}",
+                g.node_label(ps[k]),
+                weft_ir::text::print(g)
+            );
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(proptest_cases(64)))]
+
+    #[test]
+    fn convolutions_and_pools_on_the_jit_match_the_interpreter(seed in any::<u64>()) {
+        check_jit(seed)?;
+    }
+
+    #[test]
+    fn gradients_match_central_differences(seed in any::<u64>()) {
+        check_gradients(seed)?;
+    }
+}
