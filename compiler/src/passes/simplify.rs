@@ -24,6 +24,7 @@
 use super::rebuild::{add_like, coerce_axes, empty_like, remap_op, NodeMap};
 use super::PassError;
 use std::collections::HashMap;
+use weft_ir::graph::ConvExpansion;
 use weft_ir::size::element_count;
 use weft_ir::{
     Axis, BinaryOp, DType, Graph, HostArray, Node, NodeId, Op, Scalar, TensorInit, TensorKind,
@@ -194,7 +195,12 @@ impl Simplifier<'_> {
                 input,
                 filter,
                 spec,
-            } => Some(self.out.expand_convolution(*input, *filter, spec)?),
+            } => {
+                Some(
+                    self.out
+                        .expand_convolution(*input, *filter, spec, ConvExpansion::Shifted)?,
+                )
+            }
             Op::Pool { input, spec } => Some(self.out.expand_pool(*input, spec)?),
             _ => None,
         };

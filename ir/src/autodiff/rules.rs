@@ -12,7 +12,9 @@
 //! (the product of the other elements).
 
 use crate::axis::{Axes, Axis, AxisDef, SliceRange};
-use crate::graph::{AxisSlice, BinaryOp, Graph, GraphError, NodeId, Op, ReduceOp, UnaryOp};
+use crate::graph::{
+    AxisSlice, BinaryOp, ConvExpansion, Graph, GraphError, NodeId, Op, ReduceOp, UnaryOp,
+};
 use crate::host::Scalar;
 
 type Res<T> = Result<T, GraphError>;
@@ -217,7 +219,7 @@ fn nonlinear(
             filter,
             spec,
         } => {
-            let expanded = g.expand_convolution(*input, *filter, spec)?;
+            let expanded = g.expand_convolution(*input, *filter, spec, ConvExpansion::Strided)?;
             through(g, expanded, adj, &[*input, *filter], wanted, &mut out)?;
         }
         Op::Pool { input, spec } => {

@@ -180,6 +180,19 @@ impl PoolSpec {
     }
 }
 
+/// How [`Graph::expand_convolution`] takes each tap's input positions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConvExpansion {
+    /// One strided slice of the padded input per spatial axis: any stride; each tap's operand
+    /// is a view over several axes (a loop nest, not a matrix).
+    Strided,
+    /// Where every stride is 1: the padded spatial axes flattened, each tap one contiguous
+    /// slice of them, so each tap's product is a matrix product per image (the GEMM path);
+    /// the strided form otherwise. Computes the positions past each inner spatial axis's
+    /// output length too, then crops them.
+    Shifted,
+}
+
 /// One spatial role of a convolution: the input axis that the filter axis slides over.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SpatialPair {
@@ -619,15 +632,17 @@ impl Graph {
         ))
     }
 
-    /// The convolution `x ⊛ filter` built from pads, strided slices, dots and adds: one slice
-    /// of the padded input per filter tap, contracted with that tap of the filter over the
-    /// channels, the taps summed in row-major order of the filter's spatial axes. The result
-    /// has the axes [`Graph::convolution`] gives, in its order. Needs every length bound.
+    /// The convolution `x ⊛ filter` built from pads, slices, dots and adds: for each filter tap,
+    /// the input positions it meets, contracted with that tap of the filter over the channels,
+    /// the taps summed in row-major order of the filter's spatial axes ([`ConvExpansion`]
+    /// says how the positions are taken). The result has the axes [`Graph::convolution`] gives,
+    /// in its order. Needs every length bound.
     pub fn expand_convolution(
         &mut self,
         x: NodeId,
         filter: NodeId,
         spec: &ConvSpec,
+        how: ConvExpansion,
     ) -> Result<NodeId, GraphError> {
         let label = self.op_label("convolution", &[x, filter]);
         self.float_operands(&label, &[x, filter])?;
@@ -635,19 +650,19 @@ impl Graph {
         let p = self.conv_pairing(&label, &xa, &fa, spec)?;
         let want = self.conv_output_axes(&xa, &p);
         let features = self.derived_axis(AxisDef::Features(p.filter_out));
-        let xp = self.pad_windows(x, p.spatial.iter().map(|s| (s.input, s.step)))?;
         let j = self.resolve_len(p.filter_channel)?;
         let kg = self.resolve_len(p.filter_out)? / p.groups;
+        let shifted = how == ConvExpansion::Shifted && p.spatial.iter().all(|s| s.step.stride == 1);
         let mut parts = Vec::new();
         for grp in 0..p.groups {
             // This group's input channels, relabelled as the filter's channel axis.
             let (xg, fg, out_axis) = if p.groups == 1 {
-                let xg = self.relabel(xp, p.channel, p.filter_channel)?;
+                let xg = self.relabel(x, p.channel, p.filter_channel)?;
                 (xg, filter, p.filter_out)
             } else {
                 let cs = SliceRange::range(as_i64(grp * j)?, as_i64((grp + 1) * j)?);
                 let ks = SliceRange::range(as_i64(grp * kg)?, as_i64((grp + 1) * kg)?);
-                let xg = self.slice(xp, &[(p.channel, AxisSlice::Range(cs))])?;
+                let xg = self.slice(x, &[(p.channel, AxisSlice::Range(cs))])?;
                 let fg = self.slice(filter, &[(p.filter_out, AxisSlice::Range(ks))])?;
                 let c_axis = self.derived_axis(AxisDef::Slice {
                     of: p.channel,
@@ -660,36 +675,11 @@ impl Graph {
                 });
                 (xg, fg, k_axis)
             };
-            let taps: Vec<usize> = p
-                .spatial
-                .iter()
-                .map(|s| self.resolve_len(s.filter))
-                .collect::<Result<_, _>>()?;
-            let mut acc: Option<NodeId> = None;
-            for tap in row_major(&taps) {
-                let windows: Vec<(Axis, WindowStep, Axis)> = p
-                    .spatial
-                    .iter()
-                    .map(|s| (s.input, s.step, self.derived_axis(s.output_def())))
-                    .collect();
-                let xt = self.tap_slice(xg, &windows, &tap)?;
-                let pins: Vec<(Axis, AxisSlice)> = p
-                    .spatial
-                    .iter()
-                    .zip(&tap)
-                    .map(|(s, t)| Ok((s.filter, AxisSlice::Index(as_i64(*t)?))))
-                    .collect::<Result<_, GraphError>>()?;
-                let ft = self.slice(fg, &pins)?;
-                let term = self.dot(xt, ft)?;
-                acc = Some(match acc {
-                    None => term,
-                    Some(a) => self.binary(BinaryOp::Add, a, term)?,
-                });
-            }
-            let part = acc.ok_or_else(|| GraphError::Argument {
-                op: label.clone(),
-                message: "the filter has no taps".into(),
-            })?;
+            let part = if shifted {
+                self.shifted_taps(xg, fg, &p)?
+            } else {
+                self.strided_taps(xg, fg, &p)?
+            };
             parts.push((part, out_axis));
         }
         let joined = if parts.len() == 1 {
@@ -701,6 +691,140 @@ impl Graph {
             self.relabel(cat, cat_axis, features)?
         };
         self.axes_with_order(joined, &want)
+    }
+
+    /// The taps of `filter` (or a group's share) pinned one at a time, with `Σ term(tap)`.
+    fn sum_over_taps(
+        &mut self,
+        filter: NodeId,
+        p: &ConvPairing,
+        mut term: impl FnMut(&mut Graph, &[usize], NodeId) -> Result<NodeId, GraphError>,
+    ) -> Result<NodeId, GraphError> {
+        let taps: Vec<usize> = p
+            .spatial
+            .iter()
+            .map(|s| self.resolve_len(s.filter))
+            .collect::<Result<_, _>>()?;
+        let mut acc: Option<NodeId> = None;
+        for tap in row_major(&taps) {
+            let pins: Vec<(Axis, AxisSlice)> = p
+                .spatial
+                .iter()
+                .zip(&tap)
+                .map(|(s, t)| Ok((s.filter, AxisSlice::Index(as_i64(*t)?))))
+                .collect::<Result<_, GraphError>>()?;
+            let ft = self.slice(filter, &pins)?;
+            let t = term(self, &tap, ft)?;
+            acc = Some(match acc {
+                None => t,
+                Some(a) => self.binary(BinaryOp::Add, a, t)?,
+            });
+        }
+        acc.ok_or_else(|| GraphError::Argument {
+            op: "convolution".into(),
+            message: "the filter has no taps".into(),
+        })
+    }
+
+    /// [`ConvExpansion::Strided`]: per tap, a strided slice of the padded input per spatial axis.
+    fn strided_taps(
+        &mut self,
+        x: NodeId,
+        filter: NodeId,
+        p: &ConvPairing,
+    ) -> Result<NodeId, GraphError> {
+        let xp = self.pad_windows(x, p.spatial.iter().map(|s| (s.input, s.step)))?;
+        let windows: Vec<(Axis, WindowStep, Axis)> = p
+            .spatial
+            .iter()
+            .map(|s| (s.input, s.step, self.derived_axis(s.output_def())))
+            .collect();
+        self.sum_over_taps(filter, p, |g, tap, ft| {
+            let xt = g.tap_slice(xp, &windows, tap)?;
+            g.dot(xt, ft)
+        })
+    }
+
+    /// [`ConvExpansion::Shifted`] (every stride 1): the padded input's spatial axes flattened
+    /// into one, each tap a contiguous slice of it shifted by the tap's offset, so each tap's
+    /// product is a plain matrix product per image (a batched GEMM). The positions past each
+    /// inner spatial axis's output length are computed and cropped; one extra padded row on
+    /// the outermost spatial axis keeps the last tap's slice inside the image.
+    fn shifted_taps(
+        &mut self,
+        x: NodeId,
+        filter: NodeId,
+        p: &ConvPairing,
+    ) -> Result<NodeId, GraphError> {
+        let m = p.spatial.len();
+        let mut padded = Vec::new();
+        let (mut lens, mut outs) = (Vec::new(), Vec::new());
+        for (i, s) in p.spatial.iter().enumerate() {
+            let mut step = s.step;
+            if i == 0 && m > 1 {
+                step.after += 1;
+            }
+            padded.push((s.input, step));
+            outs.push(self.derived_axis(s.output_def()));
+            lens.push(self.resolve_len(s.input)? + step.before + step.after);
+        }
+        let xp = self.pad_windows(x, padded.iter().copied())?;
+        let pad_axes: Vec<Axis> = padded
+            .iter()
+            .map(|(a, step)| self.padded_axis(*a, step))
+            .collect();
+        let (flat, flat_axis) = if m == 1 {
+            (xp, pad_axes[0])
+        } else {
+            let f = self.flatten(xp, &pad_axes)?;
+            (f, self.derived_axis(AxisDef::Flatten(pad_axes.clone())))
+        };
+        // Row-major multipliers of the padded axes, and the span of output rows computed.
+        let mut mult = vec![1usize; m];
+        for i in (0..m.saturating_sub(1)).rev() {
+            mult[i] = mult[i + 1] * lens[i + 1];
+        }
+        let span = self.resolve_len(outs[0])? * mult[0];
+        let whole = SliceRange::range(0, as_i64(span)?);
+        let q = self.derived_axis(AxisDef::Slice {
+            of: flat_axis,
+            range: whole,
+        });
+        let acc = self.sum_over_taps(filter, p, |g, tap, ft| {
+            let off: usize = tap
+                .iter()
+                .zip(&p.spatial)
+                .zip(&mult)
+                .map(|((t, s), m)| t * s.step.dilation * m)
+                .sum();
+            let range = SliceRange::range(as_i64(off)?, as_i64(off + span)?);
+            let xt = g.slice(flat, &[(flat_axis, AxisSlice::Range(range))])?;
+            let at = g.derived_axis(AxisDef::Slice {
+                of: flat_axis,
+                range,
+            });
+            let xt = g.relabel(xt, at, q)?;
+            g.dot(xt, ft)
+        })?;
+        if m == 1 {
+            return self.relabel(acc, q, outs[0]);
+        }
+        // Back to the spatial axes: the outer one is already the output's; crop the others.
+        let mut parts = vec![outs[0]];
+        parts.extend(&pad_axes[1..]);
+        let rows = self.derived_axis(AxisDef::Flatten(parts));
+        let acc = self.relabel(acc, q, rows)?;
+        let mut t = self.unflatten(acc, rows)?;
+        for i in 1..m {
+            let keep = SliceRange::range(0, as_i64(self.resolve_len(outs[i])?)?);
+            t = self.slice(t, &[(pad_axes[i], AxisSlice::Range(keep))])?;
+            let cropped = self.derived_axis(AxisDef::Slice {
+                of: pad_axes[i],
+                range: keep,
+            });
+            t = self.relabel(t, cropped, outs[i])?;
+        }
+        Ok(t)
     }
 
     /// The pool of `x` built from pads, strided slices and `maximum` or `add` (then a divide by

@@ -17,7 +17,9 @@ mod verify;
 pub(crate) use build::resolve_index;
 pub use builder::{GraphBuilder, Tensor};
 pub use contraction::SumOfProducts;
-pub use convolution::{ConvPairing, ConvSpec, PoolKind, PoolSpec, PooledAxis, SpatialPair};
+pub use convolution::{
+    ConvExpansion, ConvPairing, ConvSpec, PoolKind, PoolSpec, PooledAxis, SpatialPair,
+};
 pub use error::GraphError;
 
 use crate::arena::Arena;
