@@ -1,6 +1,7 @@
 //! The host programs of examples/ — a layer norm called 1000 times on ndarray data, an MLP
-//! with weights from `.npy` files, one graph at two batch sizes, an MLP trained on the digits —
-//! run as tests; each stays under 40 lines of code (the training program under 65: below);
+//! with weights from `.npy` files, one graph at two batch sizes, an MLP and a CNN trained on
+//! the digits — run as tests; each stays under 40 lines of code (the training programs under
+//! 65 and 90: below);
 //! the README's library example is the first of them, verbatim. And the `.npy` initial values
 //! behind the MLP: lengths from the file, errors naming it.
 
@@ -13,6 +14,8 @@ mod layernorm_ndarray;
 mod mlp_npy;
 #[path = "../examples/train_digits.rs"]
 mod train_digits;
+#[path = "../examples/train_digits_cnn.rs"]
+mod train_digits_cnn;
 
 use weft::prelude::*;
 
@@ -20,11 +23,12 @@ use weft::prelude::*;
 /// and an evaluation, then runs epochs of batches with a progress bar, evaluates, saves and
 /// checks its target: every line is one a user's training program has, and squeezing them
 /// under 40 would cost the readability the example exists for.
-const EXAMPLES: [(&str, usize); 4] = [
+const EXAMPLES: [(&str, usize); 5] = [
     ("layernorm_ndarray", 40),
     ("mlp_npy", 40),
     ("batch_sizes", 40),
     ("train_digits", 65),
+    ("train_digits_cnn", 90),
 ];
 
 fn source(example: &str) -> String {
@@ -53,6 +57,12 @@ fn one_graph_at_two_batch_sizes_compiles_once_per_size() {
 fn an_mlp_trained_on_the_digits_reaches_97_percent() {
     // The example asserts its test accuracy after 20 epochs (seed 0, 20% test split).
     train_digits::main().unwrap();
+}
+
+#[test]
+fn a_cnn_trained_on_the_digits_reaches_98_percent() {
+    // The example asserts its test accuracy after 20 epochs (seed 0, 20% test split).
+    train_digits_cnn::main().unwrap();
 }
 
 #[test]

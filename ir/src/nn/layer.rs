@@ -266,15 +266,119 @@ pub fn dense(
     )?;
     let xw = g.dot(x, w)?;
     let affine = g.add(xw, b)?;
-    let output = match activation {
-        Activation::Identity => affine,
-        Activation::Relu => g.relu(affine)?,
-        Activation::Tanh => g.tanh(affine)?,
-        Activation::Sigmoid => g.sigmoid(affine)?,
-    };
+    let output = activation.apply(g, affine)?;
     Ok(Dense {
         output,
         weight: w,
+        bias: b,
+    })
+}
+
+impl Activation {
+    /// The activation of `x`, a new node (or `x` itself for `Identity`).
+    pub fn apply(self, g: &mut Graph, x: NodeId) -> Result<NodeId, GraphError> {
+        match self {
+            Activation::Identity => Ok(x),
+            Activation::Relu => g.relu(x),
+            Activation::Tanh => g.tanh(x),
+            Activation::Sigmoid => g.sigmoid(x),
+        }
+    }
+}
+
+/// A convolution layer: its output and its trainable variables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Conv {
+    /// `activation(convolution(x, filter) + b)`.
+    pub output: NodeId,
+    /// The filter over the given filter axes, the variable `NAME_w`.
+    pub filter: NodeId,
+    /// The bias over the output's features axis, the variable `NAME_b`.
+    pub bias: NodeId,
+}
+
+impl Conv {
+    /// The trainable variables, filter then bias.
+    pub fn variables(&self) -> [NodeId; 2] {
+        [self.filter, self.bias]
+    }
+}
+
+/// A convolution layer named `name`: `activation(convolution(x, W, spec) + b)`, pairing axes
+/// by role (`Graph::convolution`). `W` (the variable `NAME_w`) is over `filter_axes`, which
+/// hold one Channelout axis, one Channel axis and one axis per spatial role of `x`; it is drawn
+/// by `init` with `fan_in` = the filter's size less its Channelout axis (channels × taps).
+/// `b` (`NAME_b`, zero) is over the output's features axis.
+///
+/// ```
+/// use weft_ir::{nn, ConvSpec, DType, Graph, Role};
+/// let mut g = Graph::new();
+/// let b = g.axis("B", 4)?;
+/// let c = g.axis_with_roles("C", Some(1), vec![Role::Channel])?;
+/// let (h, w) = (g.axis_with_roles("H", Some(8), vec![Role::Height])?, g.axis_with_roles("W", Some(8), vec![Role::Width])?);
+/// let k = g.axis_with_roles("K", Some(16), vec![Role::Channelout])?;
+/// let (r, s) = (g.axis_with_roles("R", Some(3), vec![Role::Height])?, g.axis_with_roles("S", Some(3), vec![Role::Width])?);
+/// let x = g.placeholder("x", &[b, c, h, w], DType::F32)?;
+/// let spec = ConvSpec::new().pad(Role::Height, 1, 1).pad(Role::Width, 1, 1);
+/// let l = nn::conv(&mut g, "conv1", x, &[k, c, r, s], &spec, nn::Activation::Relu, nn::Init::he(1))?;
+/// assert_eq!(g.shape_of(&g.node(l.output).axes)?, vec![4, 16, 8, 8]);
+/// # Ok::<(), weft_ir::GraphError>(())
+/// ```
+pub fn conv(
+    g: &mut Graph,
+    name: &str,
+    x: NodeId,
+    filter_axes: &[Axis],
+    spec: &crate::graph::ConvSpec,
+    activation: Activation,
+    init: Init,
+) -> Result<Conv, GraphError> {
+    let op = format!("conv {name}: {}", label(g, "conv", &[x]));
+    let dtype = float_dtype(g, &op, x)?;
+    let mut fan_in = 1usize;
+    let mut fan_out = 1usize;
+    for a in filter_axes {
+        let len = g.resolve_len(*a)?;
+        if g.axis_data(a.id)
+            .roles
+            .contains(&crate::axis::Role::Channelout)
+        {
+            fan_out = fan_out.saturating_mul(len);
+        } else {
+            fan_in = fan_in.saturating_mul(len);
+        }
+    }
+    let w = g.variable(
+        &format!("{name}_w"),
+        filter_axes,
+        dtype,
+        TensorInit::Data(init.values(fan_in, fan_out, dtype)),
+    )?;
+    let y = g.convolution(x, w, spec)?;
+    let out_axes = g.node(w).axes.clone();
+    let features = out_axes
+        .iter()
+        .find(|a| {
+            g.axis_data(a.id)
+                .roles
+                .contains(&crate::axis::Role::Channelout)
+        })
+        .map(|k| g.derived_axis(crate::axis::AxisDef::Features(*k)))
+        .ok_or_else(|| GraphError::Axes {
+            op: op.clone(),
+            message: "the filter has no Channelout axis".into(),
+        })?;
+    let b = g.variable(
+        &format!("{name}_b"),
+        &[features],
+        dtype,
+        TensorInit::Fill(Scalar::Float(0.0)),
+    )?;
+    let affine = g.add(y, b)?;
+    let output = activation.apply(g, affine)?;
+    Ok(Conv {
+        output,
+        filter: w,
         bias: b,
     })
 }

@@ -26,7 +26,7 @@ pub mod layer;
 pub mod loss;
 pub mod optim;
 
-pub use layer::{dense, Activation, Dense, Init, InitScheme, Random};
+pub use layer::{conv, dense, Activation, Conv, Dense, Init, InitScheme, Random};
 pub use loss::{accuracy, iota, log_softmax, mean_squared_error, one_hot, softmax_cross_entropy};
 pub use optim::{adam, momentum, sgd, Adam, Updates};
 
