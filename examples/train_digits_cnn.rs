@@ -13,26 +13,18 @@ const SEED: u64 = 0; // the split, the initial weights and each epoch's shuffle
 const EPOCHS: usize = 20;
 const BATCH: usize = 64;
 
-fn role_axis(g: &mut Graph, name: &str, len: usize, role: Role) -> Result<Axis, weft::GraphError> {
-    g.axis_with_roles(name, Some(len), vec![role])
-}
-
 pub fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (train, test) = datasets::digits()?.split(0.2, SEED)?; // 1438 and 359 images
     let mut g = Graph::new();
-    let (b, p) = (g.axis_unbound("B"), g.axis("P", 64)?);
-    let (h, w) = (
-        role_axis(&mut g, "H", 8, Role::Height)?,
-        role_axis(&mut g, "W", 8, Role::Width)?,
+    let (b, p, c) = (g.axis_unbound("B"), g.axis("P", 64)?, g.axis("C", 10)?);
+    let mut axis = |name, len, role| g.axis_with_roles(name, Some(len), vec![role]);
+    let (h, w) = (axis("H", 8, Role::Height)?, axis("W", 8, Role::Width)?);
+    let (r, s) = (axis("R", 3, Role::Height)?, axis("S", 3, Role::Width)?);
+    let gray = axis("gray", 1, Role::Channel)?;
+    let (k1, k2) = (
+        axis("K1", 16, Role::Channelout)?,
+        axis("K2", 32, Role::Channelout)?,
     );
-    let gray = role_axis(&mut g, "gray", 1, Role::Channel)?;
-    let (r, s) = (
-        role_axis(&mut g, "R", 3, Role::Height)?,
-        role_axis(&mut g, "S", 3, Role::Width)?,
-    );
-    let k1 = role_axis(&mut g, "K1", 16, Role::Channelout)?;
-    let k2 = role_axis(&mut g, "K2", 32, Role::Channelout)?;
-    let c = g.axis("C", 10)?;
     let x = g.placeholder("x", &[b, p], DType::F32)?;
     let labels = g.placeholder("labels", &[b], DType::I64)?;
 
@@ -45,16 +37,9 @@ pub fn main() -> Result<(), Box<dyn std::error::Error>> {
     let same = ConvSpec::new()
         .pad(Role::Height, 1, 1)
         .pad(Role::Width, 1, 1);
-    let conv1 = nn::conv(
-        &mut g,
-        "conv1",
-        image,
-        &[k1, gray, r, s],
-        &same,
-        Relu,
-        nn::Init::he(SEED),
-    )?;
-    // conv1's features axis (Channel role) is what conv2's filter contracts.
+    let he = nn::Init::he(SEED);
+    let conv1 = nn::conv(&mut g, "conv1", image, &[k1, gray, r, s], &same, Relu, he)?;
+    // conv1's features axis (the Channel role) is the axis conv2's filter contracts.
     let f1 = g.derived_axis(AxisDef::Features(k1));
     let conv2 = nn::conv(
         &mut g,
@@ -63,7 +48,7 @@ pub fn main() -> Result<(), Box<dyn std::error::Error>> {
         &[k2, f1, r, s],
         &same,
         Relu,
-        nn::Init::he(SEED + 1),
+        he,
     )?;
     let pool = PoolSpec::new(PoolKind::Max)
         .window(Role::Height, 2)
