@@ -34,6 +34,7 @@ WORKLOADS = {
     "dense_gelu": (None, None),
     "train_step": (None, None),  # one optimizer step; its assigns update the state in place
     "bcast_exp": (None, None),  # exp inside a reduction: compute-bound (bench/peers_local.py)
+    "conv": (None, None),  # 3×3, 64 → 64 channels, 32 images of 56 × 56, bias and relu: 7.4 GFLOP
 }
 LOCAL = {"bcast_exp"}  # timed by bench/peers_local.py
 ALL_SYSTEMS = ["numpy", "numexpr", "jax", "torch", "inductor", "iree", "ort", "tinygrad"]
