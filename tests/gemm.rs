@@ -256,8 +256,19 @@ fn long_f32_contractions_keep_f64_accumulation() {
 
 #[test]
 fn a_sum_of_negative_zero_products_stays_negative_zero() {
-    // Row 0 of X is +0, W is negative: every product of row 0 is −0, so the interpreter's sum
-    // (from −0) is −0, and `reciprocal` turns the zero's sign into an infinity's.
+    negative_zero_sums(false);
+}
+
+#[test]
+fn a_transposed_result_keeps_negative_zero_sums_too() {
+    negative_zero_sums(true);
+}
+
+/// Row 0 of X is +0, W is negative: every product of row 0 is −0, so the interpreter's sum
+/// (from −0) is −0, and `reciprocal` turns the zero's sign into an infinity's. With
+/// `transposed`, the output is ordered [O, B], so the GEMM writes C column by column and the
+/// fix-up tests C's columns.
+fn negative_zero_sums(transposed: bool) {
     let mut g = Graph::new();
     let (ba, ia, oa) = (
         g.axis("B", 20).unwrap(),
@@ -268,6 +279,11 @@ fn a_sum_of_negative_zero_products_stays_negative_zero() {
     let w = g.placeholder("W", &[ia, oa], DType::F32).unwrap();
     let h = g.dot(x, w).unwrap();
     let r = g.unary(weft::UnaryOp::Reciprocal, h).unwrap();
+    let r = if transposed {
+        g.axes_with_order(r, &[oa, ba]).unwrap()
+    } else {
+        r
+    };
     g.mark_output(r).unwrap();
     let mut xs = vec![1.0f32; 20 * 30];
     xs[..30].iter_mut().for_each(|v| *v = 0.0);
@@ -279,12 +295,24 @@ fn a_sum_of_negative_zero_products_stays_negative_zero() {
         assert_eq!(gemm_calls(&g, options(fused, 1, 2)), 1);
         let got = run_with(&g, &inputs, options(fused, 1, 2));
         let v = got.0[0][0].to_vec::<f32>().unwrap();
-        assert!(
-            v[..20].iter().all(|x| *x == f32::NEG_INFINITY),
-            "{:?}",
-            &v[..20]
-        );
-        assert!(v[20..].iter().all(|x| (*x + 1.0 / 30.0).abs() < 1e-6));
+        // Element (b, o) of the result, in its axes order.
+        let at = |b: usize, o: usize| {
+            if transposed {
+                v[o * 20 + b]
+            } else {
+                v[b * 20 + o]
+            }
+        };
+        for o in 0..20 {
+            assert_eq!(at(0, o), f32::NEG_INFINITY, "{v:?}");
+            for b in 1..20 {
+                assert!((at(b, o) + 1.0 / 30.0).abs() < 1e-6);
+            }
+        }
+        if transposed && fused {
+            let plan = jit_common::explain(&g, &options(fused, 1, 2));
+            assert!(plan.contains("C @0 strides (1, 20)"), "{plan}");
+        }
     }
 }
 

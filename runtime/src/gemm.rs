@@ -683,8 +683,9 @@ impl GemmCall {
         // blocks and batch indices are disjoint index sets, so items running concurrently
         // write disjoint memory; A and B do not overlap C (checked). The element offsets and
         // strides fit isize (checked). A row of the block with column stride 1 is `cols`
-        // consecutive elements of C, all in bounds and written by no one else during the call,
-        // so the fix-up may read it as a slice once the crate has returned.
+        // consecutive elements of C (a column with row stride 1, `rows` of them), all in
+        // bounds and written by no one else during the call, so the fix-up may read it as a
+        // slice once the crate has returned.
         unsafe {
             let pa = (bases[0] as *const T).offset(is(a));
             let pb = (bases[1] as *const T).offset(is(b));
@@ -711,18 +712,44 @@ impl GemmCall {
             // An infinite or NaN element may be the crate's partial sums passing the type's
             // range (f32 sums in f32; f64 reassociated) where the interpreter's ordered f64 sum
             // stays finite: it is summed again the interpreter's way. Rare (overflowing or
-            // non-finite operands), and exact for non-finite operands too. A contiguous row
-            // is first tested whole, without branches (vectorised): most rows have neither.
+            // non-finite operands), and exact for non-finite operands too. A contiguous line
+            // of C is first tested whole, without branches (vectorised): most have neither.
+            // Lines run along C's contiguous direction: rows when its column stride is 1,
+            // columns when its row stride is 1 (a GEMM writing a transposed C).
             let wide = wide_vectors();
-            for i in 0..rows as isize {
-                if s.c.col_stride == 1 {
-                    let row = std::slice::from_raw_parts(pc.offset(i * is(s.c.row_stride)), cols);
-                    if !any_special(row, wide) {
+            let (rs, cs) = (is(s.c.row_stride), is(s.c.col_stride));
+            let (lines, len, by_rows) = if cs == 1 || rs != 1 {
+                (rows, cols, true)
+            } else {
+                (cols, rows, false)
+            };
+            for line in 0..lines as isize {
+                let contiguous = if by_rows { cs == 1 } else { rs == 1 };
+                if contiguous {
+                    let start = pc.offset(line * if by_rows { rs } else { cs });
+                    if !any_special(std::slice::from_raw_parts(start, len), wide) {
                         continue;
                     }
                 }
-                for j in 0..cols as isize {
-                    let at = pc.offset(i * is(s.c.row_stride) + j * is(s.c.col_stride));
+                // The line's special elements, 64 at a time from a branch-free bit mask.
+                let start = pc.offset(line * if by_rows { rs } else { cs });
+                let specials = (0..len).step_by(64).flat_map(|c0| {
+                    let n = (len - c0).min(64);
+                    let mut mask = if contiguous {
+                        let chunk = std::slice::from_raw_parts(start.add(c0), n);
+                        special_mask(chunk, wide)
+                    } else {
+                        u64::MAX >> (64 - n)
+                    };
+                    std::iter::from_fn(move || {
+                        let e = (mask != 0).then(|| c0 + mask.trailing_zeros() as usize)?;
+                        mask &= mask - 1;
+                        Some(e as isize)
+                    })
+                });
+                for e in specials {
+                    let (i, j) = if by_rows { (line, e) } else { (e, line) };
+                    let at = pc.offset(i * rs + j * cs);
                     if !(*at).finite() {
                         let mut acc = -0.0f64;
                         for p in 0..s.k as isize {
@@ -891,6 +918,33 @@ fn any_special<T: Float>(row: &[T], wide: bool) -> bool {
     }
     let _ = wide;
     row.iter().fold(false, |any, x| any | x.special())
+}
+
+/// Bit `e` set for each special element `e` of `chunk` (at most 64 elements), without branches.
+fn special_mask<T: Float>(chunk: &[T], wide: bool) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    if wide {
+        // SAFETY: `wide` is only true where AVX2 was detected.
+        return unsafe { special_mask_avx2(chunk) };
+    }
+    let _ = wide;
+    chunk
+        .iter()
+        .enumerate()
+        .fold(0, |m, (e, x)| m | (u64::from(x.special()) << e))
+}
+
+/// [`special_mask`] compiled for AVX2.
+///
+/// # Safety
+/// The CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn special_mask_avx2<T: Float>(chunk: &[T]) -> u64 {
+    chunk
+        .iter()
+        .enumerate()
+        .fold(0, |m, (e, x)| m | (u64::from(x.special()) << e))
 }
 
 /// [`any_special`] compiled for AVX2.
