@@ -115,7 +115,7 @@ pub fn graph_from_choices(choices: &[u32], config: &GraphConfig) -> Graph {
 
 /// The op kinds the generator draws, by name (as [`Op::name`] for ops; `tensor` for stored
 /// tensors of any kind).
-pub const OP_KINDS: [&str; 19] = [
+pub const OP_KINDS: [&str; 21] = [
     "tensor",
     "unary",
     "binary",
@@ -135,15 +135,17 @@ pub const OP_KINDS: [&str; 19] = [
     "concat",
     "expand_dims",
     "assign",
+    "convolution",
+    "pool",
 ];
 
 /// Per op kind (index into [`OP_KINDS`]): draws the builder accepted, draws it rejected.
 #[derive(Clone, Debug, Default)]
 pub struct DrawStats {
     /// Accepted draws per kind.
-    pub built: [usize; 19],
+    pub built: [usize; 21],
     /// Rejected draws per kind.
-    pub rejected: [usize; 19],
+    pub rejected: [usize; 21],
 }
 
 /// The graph a choice stream draws, with how many draws of each kind the builder accepted.
@@ -722,8 +724,132 @@ impl Gen<'_> {
                     .pick_node(|g, n| g.node(n).dtype == d && g.node(n).axes.is_equal_set(&axes))?;
                 self.g.assign(t, v)
             }
+            "convolution" => {
+                let x = match self.pick_node(|g, n| conv_input(g, n).is_some()) {
+                    Some(x) if self.c.chance(60) => x,
+                    _ => self.image()?,
+                };
+                self.convolution(x)
+            }
+            "pool" => {
+                let x = self
+                    .pick_node(|g, n| g.node(n).dtype.is_float() && !pool_roles(g, n).is_empty())?;
+                self.pool(x)
+            }
             other => unreachable!("OP_KINDS has no draw for {other}"),
         })
+    }
+
+    /// A new axis with one role and an intended length (bound, or sometimes not).
+    fn role_axis(&mut self, role: Role, len: usize) -> Option<Axis> {
+        let name = self.axis_name();
+        let bound = !self.cfg.unbound_axes || self.c.chance(75);
+        let a = self
+            .g
+            .axis_with_roles(&name, bound.then_some(len), vec![role])
+            .ok()?;
+        self.lens.insert(a.id, len);
+        Some(a)
+    }
+
+    /// A new float placeholder a convolution can take: a Channel axis, one to three new
+    /// spatial axes of distinct roles, and sometimes an axis of the table as a batch axis.
+    fn image(&mut self) -> Option<NodeId> {
+        let mut axes = Vec::new();
+        if self.c.chance(60) {
+            let b = self.any_axis();
+            let plain = b.dual == 0 && self.g.axis_data(b.id).roles.is_empty();
+            if plain && self.len(b) <= 4 {
+                axes.push(b);
+            }
+        }
+        let channels = 1 + self.c.below(4);
+        axes.push(self.role_axis(Role::Channel, channels)?);
+        let roles = [Role::Depth, Role::Height, Role::Width, Role::Time];
+        let spatial = self.c.subset(&roles, 1, 2);
+        for r in spatial {
+            let len = 1 + self.c.below(6);
+            axes.push(self.role_axis(r, len)?);
+        }
+        let n = axes.len();
+        for i in (1..n).rev() {
+            axes.swap(i, self.c.below(i + 1));
+        }
+        let dtype = self.c.pick(&[DType::F32, DType::F64]);
+        let name = format!("image{}", self.g.len());
+        let x = self.g.placeholder(&name, &axes, dtype).ok()?;
+        self.pool.push(x);
+        Some(x)
+    }
+
+    /// A convolution of `x` (which [`conv_input`] accepts) with a new filter placeholder whose
+    /// axes pair with `x`'s by role: random taps, strides, dilations, paddings, groups.
+    fn convolution(&mut self, x: NodeId) -> Result<NodeId, GraphError> {
+        let Some((channel, spatial)) = conv_input(&self.g, x) else {
+            return Err(GraphError::Argument {
+                op: "convolution".into(),
+                message: "the generator picked an input it cannot pair".into(),
+            });
+        };
+        let c_len = self.len(channel);
+        let groups = if c_len.is_multiple_of(2) && self.c.chance(25) {
+            2
+        } else {
+            1
+        };
+        let mut filter = Vec::new();
+        let per_group = 1 + self.c.below(2);
+        let k = self.role_axis(Role::Channelout, groups * per_group);
+        filter.extend(k);
+        let j = if groups == 1 && self.c.chance(50) {
+            Some(channel)
+        } else {
+            self.role_axis(Role::Channel, c_len / groups)
+        };
+        filter.extend(j);
+        let mut spec = crate::graph::ConvSpec::new().groups(groups);
+        for (a, role) in spatial {
+            let (before, after) = (self.c.below(2), self.c.below(2));
+            let dilation = 1 + self.c.below(2);
+            let room = self.len(a) + before + after;
+            let taps = (1 + self.c.below(3)).min((room - 1) / dilation + 1).max(1);
+            filter.extend(self.role_axis(role.clone(), taps));
+            spec = spec
+                .stride(role.clone(), 1 + self.c.below(2))
+                .dilation(role.clone(), dilation)
+                .pad(role, before, after);
+        }
+        let dtype = self.dtype_of(x);
+        let name = self.node_name();
+        let f = self
+            .g
+            .placeholder(name.as_deref().unwrap_or("filter"), &filter, dtype);
+        let f = match f {
+            Ok(f) => f,
+            Err(_) => {
+                let unnamed = format!("filter{}", self.g.len());
+                self.g.placeholder(&unnamed, &filter, dtype)?
+            }
+        };
+        self.g.convolution(x, f, &spec)
+    }
+
+    /// A max or average pool of `x` over one of its roles ([`pool_roles`]).
+    fn pool(&mut self, x: NodeId) -> Result<NodeId, GraphError> {
+        let roles = pool_roles(&self.g, x);
+        let (a, role) = self.c.pick(&roles);
+        let kind = if self.c.chance(50) {
+            crate::graph::PoolKind::Max
+        } else {
+            crate::graph::PoolKind::Avg
+        };
+        let len = self.len(a);
+        let taps = 1 + self.c.below(len.min(3));
+        let spec = crate::graph::PoolSpec::new(kind)
+            .window(role.clone(), taps)
+            .stride(role.clone(), 1 + self.c.below(2))
+            .pad(role, self.c.below(taps), self.c.below(taps));
+        self.g.pool(x, &spec)
     }
 
     fn tensor(&mut self) -> Result<NodeId, GraphError> {
@@ -784,6 +910,61 @@ impl Gen<'_> {
         };
         SliceRange { start, stop, step }
     }
+}
+
+/// The Channel axis and the spatial axes (with their role) of a float node a convolution can
+/// take: exactly one Channel axis without a spatial role, at least one spatial axis, no axis
+/// with two spatial roles, no spatial role twice.
+fn conv_input(g: &Graph, n: NodeId) -> Option<(Axis, Vec<(Axis, Role)>)> {
+    use crate::graph::convolution::SPATIAL_ROLES;
+    let node = g.node(n);
+    if !node.dtype.is_float() {
+        return None;
+    }
+    let roles = |a: &Axis| g.axis_data(a.id).roles.clone();
+    let channels: Vec<Axis> = node
+        .axes
+        .iter()
+        .filter(|a| roles(a).contains(&Role::Channel))
+        .copied()
+        .collect();
+    let [channel] = channels[..] else {
+        return None;
+    };
+    let mut spatial: Vec<(Axis, Role)> = Vec::new();
+    for a in node.axes.iter() {
+        let sp: Vec<Role> = roles(a)
+            .into_iter()
+            .filter(|r| SPATIAL_ROLES.contains(r))
+            .collect();
+        match sp.as_slice() {
+            [] => {}
+            [r] if *a != channel && a.dual == 0 && !spatial.iter().any(|(_, q)| q == r) => {
+                spatial.push((*a, r.clone()))
+            }
+            _ => return None,
+        }
+    }
+    (!spatial.is_empty() && channel.dual == 0).then_some((channel, spatial))
+}
+
+/// The roles of a node's axes that name exactly one of them (what a pool may take), with it.
+fn pool_roles(g: &Graph, n: NodeId) -> Vec<(Axis, Role)> {
+    let axes = &g.node(n).axes;
+    let mut out: Vec<(Axis, Role)> = Vec::new();
+    for a in axes.iter() {
+        for r in &g.axis_data(a.id).roles {
+            let holders = axes
+                .iter()
+                .filter(|b| g.axis_data(b.id).roles.contains(r))
+                .count();
+            let pooled_twice = out.iter().any(|(b, _)| b == a);
+            if holders == 1 && a.dual == 0 && !pooled_twice {
+                out.push((*a, r.clone()));
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]

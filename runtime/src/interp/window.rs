@@ -6,9 +6,11 @@
 //! Assumes: a node the builders made (operands' axes paired, lengths bound and checked), the
 //! output's axes position by position the input's (window axes where the input's spatial or
 //! pooled axes stand, the features axis where its Channel axis stands).
-//! Guarantees: a convolution sums `x·w` over the group's channels and every tap, in f64 from
-//! −0 (as a dot does), and rounds once to the dtype; padding is a zero that multiplies like any
-//! element (so `0·inf` is NaN there too). A pool folds
+//! Guarantees: a convolution is, per filter tap, a dot over the group's channels (each product
+//! and the sum in f64 from −0, rounded to the dtype), the taps then added in the dtype in
+//! row-major order of the spatial axes (the input's order) — the association the compiler's
+//! expansions compute, so an f32 sum that overflows does so in both; padding is a zero that
+//! multiplies like any element (so `0·inf` is NaN there too). A pool folds
 //! its taps in row-major order of the spec's roles with the dtype's own `maximum` or `add` —
 //! padding is `−inf` for `max_pool` and a zero for `avg_pool` — and an average divides by the
 //! count of taps inside the input.
@@ -80,6 +82,10 @@ pub(crate) fn convolution(
         _ => f64::EPSILON / 2.0,
     };
     let terms = (j_len * tap_list.len()) as f64;
+    // To the dtype: f32 values round (an f32 add of two f32 values, computed in f64 and
+    // rounded once, is the correctly rounded f32 sum).
+    let f32_data = matches!(x.data, ArrayData::F32(_));
+    let round = |v: f64| if f32_data { f64::from(v as f32) } else { v };
     for o in row_major(out_shape) {
         let k = o[x_channel];
         let group = k / k_per_group.max(1);
@@ -91,14 +97,14 @@ pub(crate) fn convolution(
             }
         }
         let f_base = k * fs[f_out];
-        // From −0, as a dot sums: a sum is −0 exactly when every term is.
-        let (mut acc, mut magnitude) = (-0.0f64, 0.0f64);
-        for j in 0..j_len {
-            let xc = x_base + (group * j_len + j) * xs[x_channel];
-            let fc = f_base + j * fs[f_channel];
-            for tap in &tap_list {
-                let mut xi = Some(xc);
-                let mut fi = fc;
+        // Per tap, a dot over the group's channels (from −0, as a dot sums: −0 exactly when
+        // every product is), rounded to the dtype; the taps added in the dtype.
+        let (mut total, mut magnitude) = (None::<f64>, 0.0f64);
+        for tap in &tap_list {
+            let mut acc = -0.0f64;
+            for j in 0..j_len {
+                let mut xi = Some(x_base + (group * j_len + j) * xs[x_channel]);
+                let mut fi = f_base + j * fs[f_channel];
                 for (((xa, fa), t), s) in spatial.iter().zip(tap).zip(&p.spatial) {
                     xi = xi.and_then(|xi| {
                         source(o[*xa], *t, &s.step, x.shape[*xa]).map(|at| xi + at * xs[*xa])
@@ -109,8 +115,10 @@ pub(crate) fn convolution(
                 acc += v * fv[fi];
                 magnitude += (v * fv[fi]).abs();
             }
+            let acc = round(acc);
+            total = Some(total.map_or(acc, |t| round(t + acc)));
         }
-        out.push(acc);
+        out.push(total.unwrap_or(-0.0));
         bounds.push(terms * u * magnitude);
     }
     let data = match x.data {
