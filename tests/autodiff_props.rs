@@ -21,11 +21,10 @@
 
 mod jit_common;
 
-use jit_common::{compare, references, run};
 use proptest::prelude::*;
 use weft::prelude::*;
 use weft::{BinaryOp, CompareOp, ReduceOp, UnaryOp};
-use weft_ir::testing::{proptest_cases, SplitMix, Tolerance};
+use weft_ir::testing::{proptest_cases, SplitMix};
 use weft_ir::AxisDef;
 
 const H: f64 = 1e-5;
@@ -434,23 +433,7 @@ fn check_jit(seed: u64) -> Result<(), TestCaseError> {
     let g = &case.g;
     let ps = g.placeholders();
     let xs = inputs(g, &ps, seed);
-    let tol = Tolerance::for_graph(g);
-    let refs = references(g, &outs, &ps, &xs, 1, &tol).unwrap();
-    for backend in [Backend::Jit, Backend::JitUnfused] {
-        let got = run(g, &outs, &ps, &xs, 1, backend).map_err(|e| {
-            TestCaseError::fail(format!(
-                "{backend:?} failed: {e}\n{}",
-                weft_ir::text::print(g)
-            ))
-        })?;
-        compare(&got, &refs, &tol).map_err(|m| {
-            TestCaseError::fail(format!(
-                "{backend:?} differs: {m}\n{}",
-                weft_ir::text::print(g)
-            ))
-        })?;
-    }
-    Ok(())
+    jit_common::check_backends(g, &outs, &xs)
 }
 
 proptest! {

@@ -6,11 +6,10 @@
 
 mod jit_common;
 
-use jit_common::{compare, references, run};
 use proptest::prelude::*;
 use weft::prelude::*;
 use weft::{ConvSpec, GraphError, PoolKind, PoolSpec, Role};
-use weft_ir::testing::{proptest_cases, SplitMix, Tolerance};
+use weft_ir::testing::{proptest_cases, SplitMix};
 
 const BACKENDS: [Backend; 3] = [Backend::Interpreter, Backend::Jit, Backend::JitUnfused];
 
@@ -416,23 +415,7 @@ fn check_jit(seed: u64) -> Result<(), TestCaseError> {
     let g = &case.g;
     let ps = g.placeholders();
     let xs = random_values(g, &ps, seed);
-    let tol = Tolerance::for_graph(g);
-    let refs = references(g, &case.out, &ps, &xs, 1, &tol).unwrap();
-    for backend in [Backend::Jit, Backend::JitUnfused] {
-        let got = run(g, &case.out, &ps, &xs, 1, backend).map_err(|e| {
-            TestCaseError::fail(format!(
-                "{backend:?} failed: {e}\n{}",
-                weft_ir::text::print(g)
-            ))
-        })?;
-        compare(&got, &refs, &tol).map_err(|m| {
-            TestCaseError::fail(format!(
-                "{backend:?} differs: {m}\n{}",
-                weft_ir::text::print(g)
-            ))
-        })?;
-    }
-    Ok(())
+    jit_common::check_backends(g, &case.out, &xs)
 }
 
 /// Central differences of `loss = Σ out · weights` for each placeholder element, against

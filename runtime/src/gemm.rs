@@ -917,6 +917,13 @@ fn any_special<T: Float>(row: &[T], wide: bool) -> bool {
         return unsafe { any_special_avx2(row) };
     }
     let _ = wide;
+    any_special_in(row)
+}
+
+/// Whether `row` holds a special element, without branches (inlined into both callers, so
+/// the AVX2 one is compiled for AVX2).
+#[inline(always)]
+fn any_special_in<T: Float>(row: &[T]) -> bool {
     row.iter().fold(false, |any, x| any | x.special())
 }
 
@@ -928,6 +935,13 @@ fn special_mask<T: Float>(chunk: &[T], wide: bool) -> u64 {
         return unsafe { special_mask_avx2(chunk) };
     }
     let _ = wide;
+    special_bits(chunk)
+}
+
+/// Bit `e` set for each special element `e` of `chunk`, without branches (inlined into both
+/// callers).
+#[inline(always)]
+fn special_bits<T: Float>(chunk: &[T]) -> u64 {
     chunk
         .iter()
         .enumerate()
@@ -941,10 +955,7 @@ fn special_mask<T: Float>(chunk: &[T], wide: bool) -> u64 {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn special_mask_avx2<T: Float>(chunk: &[T]) -> u64 {
-    chunk
-        .iter()
-        .enumerate()
-        .fold(0, |m, (e, x)| m | (u64::from(x.special()) << e))
+    special_bits(chunk)
 }
 
 /// [`any_special`] compiled for AVX2.
@@ -954,7 +965,7 @@ unsafe fn special_mask_avx2<T: Float>(chunk: &[T]) -> u64 {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn any_special_avx2<T: Float>(row: &[T]) -> bool {
-    row.iter().fold(false, |any, x| any | x.special())
+    any_special_in(row)
 }
 
 /// f32 and f64: the crate's entry point and the interpreter's accumulation.

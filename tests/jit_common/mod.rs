@@ -64,3 +64,31 @@ pub fn mlp_layer(b: usize, i: usize, o: usize, dtype: DType, x_t: bool, w_t: boo
     g.mark_output(out).unwrap();
     g
 }
+
+/// `outputs` of `g` on the JIT, fused and unfused, against the interpreter's references with
+/// `g`'s tolerance (`weft_ir::testing`'s oracle); the failure names the backend and prints `g`.
+pub fn check_backends(
+    g: &Graph,
+    outputs: &[NodeId],
+    inputs: &[HostArray],
+) -> Result<(), proptest::test_runner::TestCaseError> {
+    use proptest::test_runner::TestCaseError;
+    let ps = g.placeholders();
+    let tol = weft_ir::testing::Tolerance::for_graph(g);
+    let refs = references(g, outputs, &ps, inputs, 1, &tol).unwrap();
+    for backend in [Backend::Jit, Backend::JitUnfused] {
+        let got = run(g, outputs, &ps, inputs, 1, backend).map_err(|e| {
+            TestCaseError::fail(format!(
+                "{backend:?} failed: {e}\n{}",
+                weft_ir::text::print(g)
+            ))
+        })?;
+        compare(&got, &refs, &tol).map_err(|m| {
+            TestCaseError::fail(format!(
+                "{backend:?} differs: {m}\n{}",
+                weft_ir::text::print(g)
+            ))
+        })?;
+    }
+    Ok(())
+}

@@ -348,18 +348,9 @@ fn in_order(g: &mut Graph, t: NodeId, axes: &Axes) -> Res<NodeId> {
     }
 }
 
-/// `t` with its axis `from` relabelled `to` (a cast, position by position).
+/// `t` with its axis `from` relabelled `to` ([`Graph::relabel`]).
 fn relabel(g: &mut Graph, t: NodeId, from: Axis, to: Axis) -> Res<NodeId> {
-    if from == to {
-        return Ok(t);
-    }
-    let axes: Vec<Axis> = g
-        .node(t)
-        .axes
-        .iter()
-        .map(|a| if *a == from { to } else { *a })
-        .collect();
-    g.cast_axes(t, &axes)
+    g.relabel(t, from, to)
 }
 
 fn unary(g: &mut Graph, op: UnaryOp, y: NodeId, x: NodeId, adj: NodeId) -> Res<Option<NodeId>> {

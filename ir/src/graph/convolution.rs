@@ -873,8 +873,14 @@ impl Graph {
         self.binary(BinaryOp::Divide, acc, count)
     }
 
-    /// `t` with axis `from` relabelled `to` (same length), the other axes as they are.
-    fn relabel(&mut self, t: NodeId, from: Axis, to: Axis) -> Result<NodeId, GraphError> {
+    /// `t` with axis `from` relabelled `to` (same length; a `cast_axes`, position by
+    /// position), the other axes as they are; `t` itself when `from == to`.
+    pub(crate) fn relabel(
+        &mut self,
+        t: NodeId,
+        from: Axis,
+        to: Axis,
+    ) -> Result<NodeId, GraphError> {
         if from == to {
             return Ok(t);
         }
