@@ -501,3 +501,29 @@ proptest! {
         check_gradients(seed)?;
     }
 }
+
+#[test]
+fn explain_says_how_each_convolution_and_pool_was_expanded() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/bench/workloads/conv.weft"
+    ))
+    .unwrap();
+    let g = weft_ir::text::parse(&text, "conv.weft").unwrap();
+    let plan = jit_common::explain(&g, &JitOptions::default());
+    assert!(
+        plan.contains("y: convolution over (N, F, H~R+pad(1,1), W~S+pad(1,1)): 9 filter taps as shifted matrix products"),
+        "{plan}"
+    );
+    assert!(plan.contains("computed by a GEMM call"), "{plan}");
+    // A stride of 2 takes the strided form; a pool is a fold.
+    let strided = text.replace("Width=(pad=(1, 1)))", "Width=(pad=(1, 1), stride=2))");
+    let mut g = weft_ir::text::parse(&strided, "conv.weft").unwrap();
+    let out = g.find("y").unwrap();
+    let pool = PoolSpec::new(PoolKind::Avg).window(Role::Height, 2);
+    let p = g.pool(out, &pool).unwrap();
+    g.mark_output(p).unwrap();
+    let plan = jit_common::explain(&g, &JitOptions::default());
+    assert!(plan.contains("9 filter taps as strided slices"), "{plan}");
+    assert!(plan.contains("avg_pool over"), "{plan}");
+}

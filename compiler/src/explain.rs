@@ -23,7 +23,15 @@ use crate::lower::BufferBinding;
 pub fn explain(exe: &JitExecutable) -> String {
     let plan = exe.compiled_plan();
     let g = &plan.simplified.graph;
-    let mut s = String::from("# materialised tensors: why each is stored\n");
+    let mut s = String::new();
+    if !plan.simplified.expansions.is_empty() {
+        s += "# convolutions and pools: each expanded into ordinary ops\n";
+        for e in &plan.simplified.expansions {
+            let _ = writeln!(s, "{e}");
+        }
+        s += "\n";
+    }
+    s += "# materialised tensors: why each is stored\n";
     for b in &plan.fusion.boundaries {
         let n = g.node(b.node);
         let _ = writeln!(

@@ -80,6 +80,8 @@ pub struct Simplified {
     pub map: NodeMap,
     /// What was done.
     pub stats: SimplifyStats,
+    /// Each convolution and pool expanded, and how: `weft explain`'s lines.
+    pub expansions: Vec<String>,
 }
 
 /// A function evaluating node `id` of a graph whose operands are all constants; `None` when it
@@ -99,6 +101,7 @@ pub fn simplify(
         map: NodeMap::new(g.len()),
         cse: HashMap::new(),
         stats: SimplifyStats::default(),
+        expansions: Vec::new(),
         opts,
         evaluate,
     };
@@ -122,7 +125,46 @@ pub fn simplify(
         graph,
         map: s.map.then(&sweep),
         stats: s.stats,
+        expansions: s.expansions,
     })
+}
+
+/// How a convolution or pool node was expanded, in words.
+fn expansion_text(g: &Graph, node: &Node) -> String {
+    let named = |n: &Node| n.name.as_ref().map_or(String::new(), |s| format!("{s}: "));
+    let taps = |axes: Vec<Axis>| -> usize { axes.iter().filter_map(|a| g.axis_len(*a)).product() };
+    match &node.op {
+        Op::Convolution { filter, spec, .. } => {
+            let spatial: Vec<Axis> = g
+                .node(*filter)
+                .axes
+                .iter()
+                .filter(|a| {
+                    let roles = &g.axis_data(a.id).roles;
+                    !roles.contains(&weft_ir::Role::Channel)
+                        && !roles.contains(&weft_ir::Role::Channelout)
+                })
+                .copied()
+                .collect();
+            let form = ConvExpansion::Shifted.for_spec(spec);
+            format!(
+                "{}{} over {}: {} filter taps as {}",
+                named(node),
+                node.op.name(),
+                g.axes_name(&node.axes),
+                taps(spatial),
+                form.describe()
+            )
+        }
+        Op::Pool { spec, .. } => format!(
+            "{}{} over {}: {} taps folded over strided views of the padded input",
+            named(node),
+            node.op.name(),
+            g.axes_name(&node.axes),
+            spec.windows.iter().map(|w| w.1).product::<usize>()
+        ),
+        _ => String::new(),
+    }
 }
 
 fn lost(g: &Graph, id: NodeId) -> PassError {
@@ -176,6 +218,7 @@ struct Simplifier<'a> {
     map: NodeMap,
     cse: HashMap<String, NodeId>,
     stats: SimplifyStats,
+    expansions: Vec<String>,
     opts: &'a SimplifyOptions,
     evaluate: Option<ConstantEvaluator<'a>>,
 }
@@ -206,6 +249,7 @@ impl Simplifier<'_> {
         };
         if let Some(e) = expanded {
             self.stats.expanded += 1;
+            self.expansions.push(expansion_text(&self.out, &node));
             return coerce_axes(&mut self.out, e, &node.axes, node.dtype);
         }
         if let Some(v) = self.large_fill(&node) {

@@ -193,6 +193,30 @@ pub enum ConvExpansion {
     Shifted,
 }
 
+impl ConvExpansion {
+    /// The form `expand_convolution` takes for `spec` when asked for this one: `Shifted` only
+    /// where every stride is 1.
+    pub fn for_spec(self, spec: &ConvSpec) -> ConvExpansion {
+        if self == ConvExpansion::Shifted && spec.steps.iter().all(|(_, s)| s.stride == 1) {
+            ConvExpansion::Shifted
+        } else {
+            ConvExpansion::Strided
+        }
+    }
+
+    /// What the form computes, for `weft explain`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ConvExpansion::Shifted => {
+                "shifted matrix products (every stride 1): the padded spatial axes flattened, each tap one contiguous slice of them, so each tap is a GEMM-shaped dot per image"
+            }
+            ConvExpansion::Strided => {
+                "strided slices (a stride above 1): each tap a dot over strided views of the padded input"
+            }
+        }
+    }
+}
+
 /// One spatial role of a convolution: the input axis that the filter axis slides over.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SpatialPair {
@@ -652,7 +676,7 @@ impl Graph {
         let features = self.derived_axis(AxisDef::Features(p.filter_out));
         let j = self.resolve_len(p.filter_channel)?;
         let kg = self.resolve_len(p.filter_out)? / p.groups;
-        let shifted = how == ConvExpansion::Shifted && p.spatial.iter().all(|s| s.step.stride == 1);
+        let shifted = how.for_spec(spec) == ConvExpansion::Shifted;
         let mut parts = Vec::new();
         for grp in 0..p.groups {
             // This group's input channels, relabelled as the filter's channel axis.
