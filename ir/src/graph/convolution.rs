@@ -60,6 +60,23 @@ impl ConvSpec {
             groups: 1,
         }
     }
+    /// The same spec in its one written form: the first step per role (the one that
+    /// applies), steps equal to the default left out. `Graph::convolution` stores this form,
+    /// so a convolution prints and parses back to the same node.
+    pub fn canonical(&self) -> ConvSpec {
+        let mut steps: Vec<(Role, WindowStep)> = Vec::new();
+        for (role, step) in &self.steps {
+            if !steps.iter().any(|(r, _)| r == role) {
+                steps.push((role.clone(), *step));
+            }
+        }
+        steps.retain(|(_, s)| *s != WindowStep::default());
+        ConvSpec {
+            steps,
+            groups: self.groups,
+        }
+    }
+
     /// The step over `role`'s axis.
     pub fn step(&self, role: &Role) -> WindowStep {
         find_step(&self.steps, role).unwrap_or_default()
@@ -631,7 +648,7 @@ impl Graph {
             Op::Convolution {
                 input: x,
                 filter,
-                spec: spec.clone(),
+                spec: spec.canonical(),
             },
             axes,
             dtype,
