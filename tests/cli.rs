@@ -396,6 +396,26 @@ fn train_digits_mlp_lowers_the_loss_and_saves_every_variable() {
 }
 
 #[test]
+fn train_digits_cnn_from_the_text_format_learns() {
+    // Convolutions, a max pool and their gradients written as a .weft file, trained by the CLI.
+    let o = weft(&["train", "examples/digits_cnn.weft", "--epochs", "3", "--seed", "0"]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let losses = epoch_losses(&out);
+    assert_eq!(losses.len(), 3, "{out}");
+    assert!(losses[2] < losses[0] && losses[0] < 2.3, "{out}");
+    let last = out.lines().find(|l| l.starts_with("epoch 3")).unwrap();
+    let accuracy: f64 = last
+        .rsplit(' ')
+        .next()
+        .unwrap()
+        .trim_end_matches('%')
+        .parse()
+        .unwrap();
+    assert!(accuracy > 90.0, "{out}");
+}
+
+#[test]
 fn train_refuses_a_file_that_breaks_its_conventions_naming_the_tensor() {
     let dir = scratch("train-errors");
     let model = std::fs::read_to_string(
