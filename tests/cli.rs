@@ -398,7 +398,14 @@ fn train_digits_mlp_lowers_the_loss_and_saves_every_variable() {
 #[test]
 fn train_digits_cnn_from_the_text_format_learns() {
     // Convolutions, a max pool and their gradients written as a .weft file, trained by the CLI.
-    let o = weft(&["train", "examples/digits_cnn.weft", "--epochs", "3", "--seed", "0"]);
+    let o = weft(&[
+        "train",
+        "examples/digits_cnn.weft",
+        "--epochs",
+        "3",
+        "--seed",
+        "0",
+    ]);
     let out = stdout(&o);
     assert!(o.status.success(), "{}", stderr(&o));
     let losses = epoch_losses(&out);
