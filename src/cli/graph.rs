@@ -55,6 +55,9 @@ pub fn picture(graph: Graph, stage: GraphStage, format: GraphFormat) -> Result<S
     }
 }
 
+/// The most edges `--format svg` lays out (the digits MLP's training graph has 117).
+pub const SVG_MAX_EDGES: usize = 400;
+
 fn svg(dot: &str) -> Result<String, Error> {
     use layout::backends::svg::SVGWriter;
     use layout::gv::{DotParser, GraphBuilder};
@@ -62,10 +65,32 @@ fn svg(dot: &str) -> Result<String, Error> {
     let ast = parser
         .process()
         .map_err(|e| Error::Picture { message: e })?;
-    let mut builder = GraphBuilder::new();
-    builder.visit_graph(&ast);
-    let mut visual = builder.get();
-    let mut writer = SVGWriter::new();
-    visual.do_it(false, false, false, &mut writer);
-    Ok(writer.finalize())
+    // layout-rs takes tens of seconds on graphs of hundreds of edges and then may panic on
+    // their geometry ("Can't normalize the unit vector"): larger graphs are refused at once,
+    // and a panic below that is contained and reported, both naming the way out.
+    let edges = dot.matches("->").count();
+    if edges > SVG_MAX_EDGES {
+        return Err(Error::Picture {
+            message: format!(
+                "{edges} edges are more than the built-in SVG layout draws ({SVG_MAX_EDGES}); \
+                 write DOT with `--format dot` and draw it with Graphviz"
+            ),
+        });
+    }
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let drawn = std::panic::catch_unwind(|| {
+        let mut builder = GraphBuilder::new();
+        builder.visit_graph(&ast);
+        let mut visual = builder.get();
+        let mut writer = SVGWriter::new();
+        visual.do_it(false, false, false, &mut writer);
+        writer.finalize()
+    });
+    std::panic::set_hook(hook);
+    drawn.map_err(|_| Error::Picture {
+        message: "the SVG layout failed on this graph (layout-rs); write DOT with `--format dot` \
+                  and draw it with Graphviz"
+            .into(),
+    })
 }
