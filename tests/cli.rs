@@ -400,7 +400,7 @@ fn train_digits_cnn_from_the_text_format_learns() {
     // Convolutions, a max pool and their gradients written as a .weft file, trained by the CLI.
     let o = weft(&[
         "train",
-        "examples/digits_cnn.weft",
+        "examples/train/digits_cnn.weft",
         "--epochs",
         "3",
         "--seed",
