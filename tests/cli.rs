@@ -346,6 +346,20 @@ fn epoch_losses(out: &str) -> Vec<f64> {
         .collect()
 }
 
+/// The test accuracy (percent) `weft train` printed for epoch `epoch`.
+fn epoch_accuracy(out: &str, epoch: usize) -> f64 {
+    let line = out
+        .lines()
+        .find(|l| l.starts_with(&format!("epoch {epoch}:")))
+        .unwrap();
+    line.rsplit(' ')
+        .next()
+        .unwrap()
+        .trim_end_matches('%')
+        .parse()
+        .unwrap()
+}
+
 #[test]
 fn train_digits_mlp_lowers_the_loss_and_saves_every_variable() {
     let dir = scratch("train");
@@ -366,15 +380,7 @@ fn train_digits_mlp_lowers_the_loss_and_saves_every_variable() {
     let losses = epoch_losses(&out);
     assert_eq!(losses.len(), 2, "{out}");
     assert!(losses[1] < losses[0] && losses[0] < 2.3, "{out}"); // ln 10 ≈ 2.3 at chance
-    let last = out.lines().find(|l| l.starts_with("epoch 2")).unwrap();
-    let accuracy: f64 = last
-        .rsplit(' ')
-        .next()
-        .unwrap()
-        .trim_end_matches('%')
-        .parse()
-        .unwrap();
-    assert!(accuracy > 85.0, "{out}");
+    assert!(epoch_accuracy(&out, 2) > 85.0, "{out}");
     // Parameters and momentum state, each loadable over its axes.
     for name in ["W1", "b1", "W2", "b2", "vW1", "vb1", "vW2", "vb2"] {
         assert!(
@@ -411,15 +417,7 @@ fn train_digits_cnn_from_the_text_format_learns() {
     let losses = epoch_losses(&out);
     assert_eq!(losses.len(), 3, "{out}");
     assert!(losses[2] < losses[0] && losses[0] < 2.3, "{out}");
-    let last = out.lines().find(|l| l.starts_with("epoch 3")).unwrap();
-    let accuracy: f64 = last
-        .rsplit(' ')
-        .next()
-        .unwrap()
-        .trim_end_matches('%')
-        .parse()
-        .unwrap();
-    assert!(accuracy > 90.0, "{out}");
+    assert!(epoch_accuracy(&out, 3) > 90.0, "{out}");
 }
 
 #[test]

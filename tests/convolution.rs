@@ -392,22 +392,9 @@ fn shuffle<T>(r: &mut SplitMix, v: &mut [T]) {
     }
 }
 
+/// Values in [-2, 2) for every placeholder, no special values (the oracle's generator).
 fn random_values(g: &Graph, ps: &[NodeId], seed: u64) -> Vec<HostArray> {
-    let mut r = SplitMix(seed);
-    ps.iter()
-        .map(|p| {
-            let axes = g.node(*p).axes.clone();
-            let shape = g.shape_of(&axes).unwrap();
-            let n: usize = shape.iter().product();
-            let v: Vec<f64> = (0..n).map(|_| 2.0 * r.unit() - 1.0).collect();
-            if g.node(*p).dtype == DType::F32 {
-                let v: Vec<f32> = v.iter().map(|x| *x as f32).collect();
-                HostArray::from_vec(axes, shape, v).unwrap()
-            } else {
-                HostArray::from_vec(axes, shape, v).unwrap()
-            }
-        })
-        .collect()
+    weft_ir::testing::random_inputs(g, ps, seed, false)
 }
 
 fn check_jit(seed: u64) -> Result<(), TestCaseError> {
