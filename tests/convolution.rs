@@ -514,3 +514,24 @@ fn explain_says_how_each_convolution_and_pool_was_expanded() {
     assert!(plan.contains("9 filter taps as strided slices"), "{plan}");
     assert!(plan.contains("avg_pool over"), "{plan}");
 }
+
+#[test]
+fn two_equal_convolutions_expand_once() {
+    let mut g = Graph::new();
+    let t = g.axis_with_roles("T", Some(6), vec![Role::Time]).unwrap();
+    let c = g
+        .axis_with_roles("C", Some(2), vec![Role::Channel])
+        .unwrap();
+    let k = g
+        .axis_with_roles("K", Some(3), vec![Role::Channelout])
+        .unwrap();
+    let r = g.axis_with_roles("R", Some(2), vec![Role::Time]).unwrap();
+    let x = g.placeholder("x", &[t, c], DType::F32).unwrap();
+    let f = g.placeholder("f", &[k, c, r], DType::F32).unwrap();
+    let a = g.convolution(x, f, &ConvSpec::new()).unwrap();
+    let b = g.convolution(x, f, &ConvSpec::new()).unwrap();
+    g.mark_output(a).unwrap();
+    g.mark_output(b).unwrap();
+    let plan = jit_common::explain(&g, &JitOptions::default());
+    assert_eq!(plan.matches("filter taps as").count(), 1, "{plan}");
+}

@@ -17,7 +17,8 @@
 //!   past ≈88.7 in f32) and runs only with `inexact`;
 //! - a peephole that drops a broadcasting operand keeps the result axes: the kept operand is
 //!   wrapped in `broadcast`/`axes_with_order` to the replaced node's axes;
-//! - no `convolution` or pool survives: each is expanded into pads, strided slices, dots and
+//! - no `convolution` or pool survives: after the common-subexpression lookup (two equal ones
+//!   expand once) and constant folding, each is expanded into pads, strided slices, dots and
 //!   elementwise ops with the same axes and value (`Graph::expand_convolution`,
 //!   `Graph::expand_pool`), so the passes after this one never see them.
 
@@ -130,40 +131,39 @@ pub fn simplify(
 }
 
 /// How a convolution or pool node was expanded, in words.
-fn expansion_text(g: &Graph, node: &Node) -> String {
+fn expansion_text(g: &Graph, node: &Node) -> Result<String, PassError> {
     let named = |n: &Node| n.name.as_ref().map_or(String::new(), |s| format!("{s}: "));
-    let taps = |axes: Vec<Axis>| -> usize { axes.iter().filter_map(|a| g.axis_len(*a)).product() };
     match &node.op {
-        Op::Convolution { filter, spec, .. } => {
-            let spatial: Vec<Axis> = g
-                .node(*filter)
-                .axes
+        Op::Convolution {
+            input,
+            filter,
+            spec,
+        } => {
+            let (x, f) = (&g.node(*input).axes, &g.node(*filter).axes);
+            let p = g.conv_pairing("convolution", x, f, spec)?;
+            let taps: usize = p
+                .spatial
                 .iter()
-                .filter(|a| {
-                    let roles = &g.axis_data(a.id).roles;
-                    !roles.contains(&weft_ir::Role::Channel)
-                        && !roles.contains(&weft_ir::Role::Channelout)
-                })
-                .copied()
-                .collect();
+                .filter_map(|s| g.axis_len(s.filter))
+                .product();
             let form = ConvExpansion::Shifted.for_spec(spec);
-            format!(
+            Ok(format!(
                 "{}{} over {}: {} filter taps as {}",
                 named(node),
                 node.op.name(),
                 g.axes_name(&node.axes),
-                taps(spatial),
+                taps,
                 form.describe()
-            )
+            ))
         }
-        Op::Pool { spec, .. } => format!(
+        Op::Pool { spec, .. } => Ok(format!(
             "{}{} over {}: {} taps folded over strided views of the padded input",
             named(node),
             node.op.name(),
             g.axes_name(&node.axes),
             spec.windows.iter().map(|w| w.1).product::<usize>()
-        ),
-        _ => String::new(),
+        )),
+        _ => Ok(String::new()),
     }
 }
 
@@ -231,27 +231,6 @@ impl Simplifier<'_> {
                 .ok_or_else(|| PassError::Internal(format!("operand {x} was removed")))
         })?;
         let node = Node { op, ..node.clone() };
-        // Convolutions and pools become pads, strided slices, dots and elementwise ops, which
-        // the later passes fuse and lower (`weft_ir::graph::convolution`).
-        let expanded = match &node.op {
-            Op::Convolution {
-                input,
-                filter,
-                spec,
-            } => {
-                Some(
-                    self.out
-                        .expand_convolution(*input, *filter, spec, ConvExpansion::Shifted)?,
-                )
-            }
-            Op::Pool { input, spec } => Some(self.out.expand_pool(*input, spec)?),
-            _ => None,
-        };
-        if let Some(e) = expanded {
-            self.stats.expanded += 1;
-            self.expansions.push(expansion_text(&self.out, &node));
-            return coerce_axes(&mut self.out, e, &node.axes, node.dtype);
-        }
         if let Some(v) = self.large_fill(&node) {
             let axes: Vec<_> = node.axes.iter().copied().collect();
             let b = self.uniform(&axes, node.dtype, v)?;
@@ -276,12 +255,35 @@ impl Simplifier<'_> {
                 self.stats.folded += 1;
                 c
             }
-            None => add_like(&mut self.out, &node, true)?,
+            None => match self.expand(&node)? {
+                Some(e) => e,
+                None => add_like(&mut self.out, &node, true)?,
+            },
         };
         if let Some(k) = key {
             self.cse.insert(k, id);
         }
         Ok(id)
+    }
+
+    /// A convolution or pool as pads, strided slices, dots and elementwise ops, which the later
+    /// passes fuse and lower (`weft_ir::graph::convolution`), with the node's axes; `None` for
+    /// other ops. After the common-subexpression lookup, so two equal ones expand once.
+    fn expand(&mut self, node: &Node) -> Result<Option<NodeId>, PassError> {
+        let e = match &node.op {
+            Op::Convolution {
+                input,
+                filter,
+                spec,
+            } => self
+                .out
+                .expand_convolution(*input, *filter, spec, ConvExpansion::Shifted)?,
+            Op::Pool { input, spec } => self.out.expand_pool(*input, spec)?,
+            _ => return Ok(None),
+        };
+        self.stats.expanded += 1;
+        self.expansions.push(expansion_text(&self.out, node)?);
+        Ok(Some(coerce_axes(&mut self.out, e, &node.axes, node.dtype)?))
     }
 
     /// The uniform value of a constant, if `id` is one filled with a single value or the
