@@ -377,17 +377,23 @@ impl Default for WindowStep {
     }
 }
 
-/// The number of positions of a window of `taps` taps moving by `step` over an axis of `len`:
-/// `(len + before + after − dilation·(taps − 1) − 1) / stride + 1`. An error (the message says
-/// why) when the stride, dilation or tap count is 0, a length overflows, or the window is
-/// longer than the padded axis.
-pub fn window_len(len: usize, taps: usize, step: &WindowStep) -> Result<usize, String> {
+/// An error naming them when the stride, the dilation or the tap count is 0.
+pub fn zero_in_window(taps: usize, step: &WindowStep) -> Result<(), String> {
     if step.stride == 0 || step.dilation == 0 || taps == 0 {
         return Err(format!(
             "stride {}, dilation {} and window {} must all be at least 1",
             step.stride, step.dilation, taps
         ));
     }
+    Ok(())
+}
+
+/// The number of positions of a window of `taps` taps moving by `step` over an axis of `len`:
+/// `(len + before + after − dilation·(taps − 1) − 1) / stride + 1`. An error (the message says
+/// why) when the stride, dilation or tap count is 0, a length overflows, or the window is
+/// longer than the padded axis.
+pub fn window_len(len: usize, taps: usize, step: &WindowStep) -> Result<usize, String> {
+    zero_in_window(taps, step)?;
     let too_long = || "the padded length or the window's extent overflows".to_string();
     let padded = len
         .checked_add(step.before)

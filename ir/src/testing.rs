@@ -765,8 +765,9 @@ impl Gen<'_> {
         }
         let channels = 1 + self.c.below(4);
         axes.push(self.role_axis(Role::Channel, channels)?);
-        let roles = [Role::Depth, Role::Height, Role::Width, Role::Time];
-        let spatial = self.c.subset(&roles, 1, 2);
+        let spatial = self
+            .c
+            .subset(&crate::graph::convolution::SPATIAL_ROLES, 1, 2);
         for r in spatial {
             let len = 1 + self.c.below(6);
             axes.push(self.role_axis(r, len)?);

@@ -718,21 +718,19 @@ impl GemmCall {
             // columns when its row stride is 1 (a GEMM writing a transposed C).
             let wide = wide_vectors();
             let (rs, cs) = (is(s.c.row_stride), is(s.c.col_stride));
-            let (lines, len, by_rows) = if cs == 1 || rs != 1 {
-                (rows, cols, true)
+            let by_rows = cs == 1 || rs != 1;
+            let (lines, len, line_stride) = if by_rows {
+                (rows, cols, rs)
             } else {
-                (cols, rows, false)
+                (cols, rows, cs)
             };
+            let contiguous = if by_rows { cs == 1 } else { rs == 1 };
             for line in 0..lines as isize {
-                let contiguous = if by_rows { cs == 1 } else { rs == 1 };
-                if contiguous {
-                    let start = pc.offset(line * if by_rows { rs } else { cs });
-                    if !any_special(std::slice::from_raw_parts(start, len), wide) {
-                        continue;
-                    }
+                let start = pc.offset(line * line_stride);
+                if contiguous && !any_special(std::slice::from_raw_parts(start, len), wide) {
+                    continue;
                 }
                 // The line's special elements, 64 at a time from a branch-free bit mask.
-                let start = pc.offset(line * if by_rows { rs } else { cs });
                 let specials = (0..len).step_by(64).flat_map(|c0| {
                     let n = (len - c0).min(64);
                     let mut mask = if contiguous {

@@ -40,18 +40,6 @@ pub struct BenchOptions {
     pub ordinary_stores: bool,
 }
 
-/// The filter elements each output element of a convolution meets: the filter's size less its
-/// Channelout axis (a group's input channels times the taps).
-fn channel_taps(g: &Graph, filter: crate::NodeId) -> Result<u64, Error> {
-    let mut n = 1u64;
-    for a in g.node(filter).axes.iter() {
-        if !g.axis_data(a.id).roles.contains(&crate::Role::Channelout) {
-            n *= g.resolve_len(*a)? as u64;
-        }
-    }
-    Ok(n)
-}
-
 fn bytes_and_flops(g: &Graph) -> Result<(u64, u64), Error> {
     let elements = |id| -> Result<u64, Error> {
         let n = g.node(id);
@@ -77,7 +65,10 @@ fn bytes_and_flops(g: &Graph) -> Result<(u64, u64), Error> {
                 2 * out * k as u64
             }
             // A multiply and an add per output element, input channel of its group and tap.
-            Op::Convolution { filter, .. } => 2 * elements(id)? * channel_taps(g, *filter)?,
+            Op::Convolution { filter, .. } => {
+                let axes: Vec<_> = g.node(*filter).axes.iter().copied().collect();
+                2 * elements(id)? * g.filter_fans(&axes)?.0 as u64
+            }
             // One comparison or add per tap.
             Op::Pool { spec, .. } => {
                 elements(id)? * spec.windows.iter().map(|w| w.1 as u64).product::<u64>()

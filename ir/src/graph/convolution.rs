@@ -491,6 +491,23 @@ impl Graph {
         })
     }
 
+    /// A filter's fans over `filter_axes`: the product of every length but the Channelout
+    /// axes' (the input channels times the taps: what each output element meets), and the
+    /// Channelout axes' product. Initialisers scale by them; `weft bench` counts flops by
+    /// the first.
+    pub fn filter_fans(&self, filter_axes: &[Axis]) -> Result<(usize, usize), GraphError> {
+        let (mut fan_in, mut fan_out) = (1usize, 1usize);
+        for a in filter_axes {
+            let len = self.resolve_len(*a)?;
+            if self.roles_of(*a).contains(&Role::Channelout) {
+                fan_out = fan_out.saturating_mul(len);
+            } else {
+                fan_in = fan_in.saturating_mul(len);
+            }
+        }
+        Ok((fan_in, fan_out))
+    }
+
     /// With the lengths bound: the window fits its padded axis.
     fn check_window(
         &self,
@@ -508,14 +525,8 @@ impl Graph {
             axis: self.axis_name(of),
             message,
         };
-        if step.stride == 0 || step.dilation == 0 || taps == Some(0) {
-            return Err(range(format!(
-                "stride {}, dilation {} and window {} must all be at least 1",
-                step.stride,
-                step.dilation,
-                taps.unwrap_or(1)
-            )));
-        }
+        // An unbound filter length is checked once bound; the stride and dilation now.
+        crate::axis::zero_in_window(taps.unwrap_or(1), step).map_err(range)?;
         if let (Some(len), Some(taps)) = (self.axis_len(of), taps) {
             crate::axis::window_len(len, taps, step).map_err(range)?;
         }

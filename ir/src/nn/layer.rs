@@ -335,19 +335,7 @@ pub fn conv(
 ) -> Result<Conv, GraphError> {
     let op = format!("conv {name}: {}", label(g, "conv", &[x]));
     let dtype = float_dtype(g, &op, x)?;
-    let mut fan_in = 1usize;
-    let mut fan_out = 1usize;
-    for a in filter_axes {
-        let len = g.resolve_len(*a)?;
-        if g.axis_data(a.id)
-            .roles
-            .contains(&crate::axis::Role::Channelout)
-        {
-            fan_out = fan_out.saturating_mul(len);
-        } else {
-            fan_in = fan_in.saturating_mul(len);
-        }
-    }
+    let (fan_in, fan_out) = g.filter_fans(filter_axes)?;
     let w = g.variable(
         &format!("{name}_w"),
         filter_axes,
@@ -355,19 +343,10 @@ pub fn conv(
         TensorInit::Data(init.values(fan_in, fan_out, dtype)),
     )?;
     let y = g.convolution(x, w, spec)?;
-    let out_axes = g.node(w).axes.clone();
-    let features = out_axes
-        .iter()
-        .find(|a| {
-            g.axis_data(a.id)
-                .roles
-                .contains(&crate::axis::Role::Channelout)
-        })
-        .map(|k| g.derived_axis(crate::axis::AxisDef::Features(*k)))
-        .ok_or_else(|| GraphError::Axes {
-            op: op.clone(),
-            message: "the filter has no Channelout axis".into(),
-        })?;
+    // The convolution paired the axes: its Channelout axis names the output's features axis.
+    let (x_axes, w_axes) = (g.node(x).axes.clone(), g.node(w).axes.clone());
+    let filter_out = g.conv_pairing(&op, &x_axes, &w_axes, spec)?.filter_out;
+    let features = g.derived_axis(crate::axis::AxisDef::Features(filter_out));
     let b = g.variable(
         &format!("{name}_b"),
         &[features],

@@ -510,16 +510,6 @@ impl Interpreter {
                 let (x, f) = (operand(*input)?, operand(*filter)?);
                 let label = g.node_label(id);
                 let p = g.conv_pairing(&label, x.axes(), f.axes(), spec)?;
-                let x = window::Operand {
-                    axes: x.axes(),
-                    shape: x.shape(),
-                    data: x.data(),
-                };
-                let f = window::Operand {
-                    axes: f.axes(),
-                    shape: f.shape(),
-                    data: f.data(),
-                };
                 let (data, bounds) = window::convolution(&p, x, f, out_shape).map_err(malformed)?;
                 // Its expansion sums on the GEMM path and in the dtype (docs/numerics.md).
                 match &self.perturbation {
@@ -530,11 +520,6 @@ impl Interpreter {
             Op::Pool { input, spec } => {
                 let x = operand(*input)?;
                 let pooled = g.pool_axes(&g.node_label(id), x.axes(), spec)?;
-                let x = window::Operand {
-                    axes: x.axes(),
-                    shape: x.shape(),
-                    data: x.data(),
-                };
                 window::pool(spec.kind, &pooled, x, out_shape).map_err(malformed)?
             }
             Op::Assign { value, .. } => {

@@ -18,7 +18,7 @@
 use weft_ir::graph::convolution::row_major;
 use weft_ir::graph::{ConvPairing, PooledAxis};
 use weft_ir::scalar::Arith;
-use weft_ir::{ArrayData, Axes, BinaryOp, PoolKind};
+use weft_ir::{ArrayData, Axes, BinaryOp, HostArray, PoolKind};
 
 /// Row-major strides of `shape`.
 fn strides(shape: &[usize]) -> Vec<usize> {
@@ -44,47 +44,40 @@ fn floats(a: &ArrayData) -> Result<Vec<f64>, String> {
     }
 }
 
-/// One operand of a convolution: its axes, shape and values.
-pub(crate) struct Operand<'a> {
-    pub axes: &'a Axes,
-    pub shape: &'a [usize],
-    pub data: &'a ArrayData,
-}
-
 /// The convolution of `x` with `f` paired as `p`, over `out_shape` (the input's axis positions),
 /// and each element's error bound for a backend summing in another order and precision:
 /// `n · u · Σ |x·w|` over its `n` terms (as a dot's, `dot::error_bounds`).
 pub(crate) fn convolution(
     p: &ConvPairing,
-    x: Operand,
-    f: Operand,
+    x: &HostArray,
+    f: &HostArray,
     out_shape: &[usize],
 ) -> Result<(ArrayData, Vec<f64>), String> {
-    let (xv, fv) = (floats(x.data)?, floats(f.data)?);
+    let (xv, fv) = (floats(x.data())?, floats(f.data())?);
     let pos = |axes: &Axes, a| axes.position(a).ok_or("an axis of the pairing is missing");
-    let (xs, fs) = (strides(x.shape), strides(f.shape));
-    let x_channel = pos(x.axes, p.channel)?;
-    let f_channel = pos(f.axes, p.filter_channel)?;
-    let f_out = pos(f.axes, p.filter_out)?;
+    let (xs, fs) = (strides(x.shape()), strides(f.shape()));
+    let x_channel = pos(x.axes(), p.channel)?;
+    let f_channel = pos(f.axes(), p.filter_channel)?;
+    let f_out = pos(f.axes(), p.filter_out)?;
     let spatial: Vec<(usize, usize)> = p
         .spatial
         .iter()
-        .map(|s| Ok((pos(x.axes, s.input)?, pos(f.axes, s.filter)?)))
+        .map(|s| Ok((pos(x.axes(), s.input)?, pos(f.axes(), s.filter)?)))
         .collect::<Result<_, &str>>()?;
-    let j_len = f.shape[f_channel];
-    let k_per_group = f.shape[f_out] / p.groups.max(1);
-    let taps: Vec<usize> = spatial.iter().map(|(_, fi)| f.shape[*fi]).collect();
+    let j_len = f.shape()[f_channel];
+    let k_per_group = f.shape()[f_out] / p.groups.max(1);
+    let taps: Vec<usize> = spatial.iter().map(|(_, fi)| f.shape()[*fi]).collect();
     let tap_list: Vec<Vec<usize>> = row_major(&taps).collect();
     let mut out = Vec::with_capacity(out_shape.iter().product());
     let mut bounds = Vec::with_capacity(out_shape.iter().product());
-    let u = match x.data {
+    let u = match x.data() {
         ArrayData::F32(_) => f64::from(f32::EPSILON) / 2.0,
         _ => f64::EPSILON / 2.0,
     };
     let terms = (j_len * tap_list.len()) as f64;
     // To the dtype: f32 values round (an f32 add of two f32 values, computed in f64 and
     // rounded once, is the correctly rounded f32 sum).
-    let f32_data = matches!(x.data, ArrayData::F32(_));
+    let f32_data = matches!(x.data(), ArrayData::F32(_));
     let round = |v: f64| if f32_data { f64::from(v as f32) } else { v };
     for o in row_major(out_shape) {
         let k = o[x_channel];
@@ -107,7 +100,7 @@ pub(crate) fn convolution(
                 let mut fi = f_base + j * fs[f_channel];
                 for (((xa, fa), t), s) in spatial.iter().zip(tap).zip(&p.spatial) {
                     xi = xi.and_then(|xi| {
-                        source(o[*xa], *t, &s.step, x.shape[*xa]).map(|at| xi + at * xs[*xa])
+                        source(o[*xa], *t, &s.step, x.shape()[*xa]).map(|at| xi + at * xs[*xa])
                     });
                     fi += t * fs[*fa];
                 }
@@ -121,7 +114,7 @@ pub(crate) fn convolution(
         out.push(total.unwrap_or(-0.0));
         bounds.push(terms * u * magnitude);
     }
-    let data = match x.data {
+    let data = match x.data() {
         ArrayData::F32(_) => ArrayData::F32(out.iter().map(|v| *v as f32).collect()),
         _ => ArrayData::F64(out),
     };
@@ -132,12 +125,12 @@ pub(crate) fn convolution(
 pub(crate) fn pool(
     kind: PoolKind,
     pooled: &[PooledAxis],
-    x: Operand,
+    x: &HostArray,
     out_shape: &[usize],
 ) -> Result<ArrayData, String> {
-    match x.data {
-        ArrayData::F32(v) => pool_typed(kind, pooled, &x, v, out_shape).map(ArrayData::F32),
-        ArrayData::F64(v) => pool_typed(kind, pooled, &x, v, out_shape).map(ArrayData::F64),
+    match x.data() {
+        ArrayData::F32(v) => pool_typed(kind, pooled, x, v, out_shape).map(ArrayData::F32),
+        ArrayData::F64(v) => pool_typed(kind, pooled, x, v, out_shape).map(ArrayData::F64),
         _ => Err("pooling takes f32 or f64".into()),
     }
 }
@@ -145,14 +138,14 @@ pub(crate) fn pool(
 fn pool_typed<T: Arith + Copy + From<f32>>(
     kind: PoolKind,
     pooled: &[PooledAxis],
-    x: &Operand,
+    x: &HostArray,
     values: &[T],
     out_shape: &[usize],
 ) -> Result<Vec<T>, String> {
-    let xs = strides(x.shape);
+    let xs = strides(x.shape());
     let at: Vec<usize> = pooled
         .iter()
-        .map(|p| x.axes.position(p.input).ok_or("a pooled axis is missing"))
+        .map(|p| x.axes().position(p.input).ok_or("a pooled axis is missing"))
         .collect::<Result<_, _>>()?;
     let taps: Vec<usize> = pooled.iter().map(|p| p.taps).collect();
     let tap_list: Vec<Vec<usize>> = row_major(&taps).collect();
@@ -175,7 +168,7 @@ fn pool_typed<T: Arith + Copy + From<f32>>(
             let mut xi = Some(base);
             for ((p, a), t) in pooled.iter().zip(&at).zip(tap) {
                 xi = xi.and_then(|xi| {
-                    source(o[*a], *t, &p.step, x.shape[*a]).map(|s| xi + s * xs[*a])
+                    source(o[*a], *t, &p.step, x.shape()[*a]).map(|s| xi + s * xs[*a])
                 });
             }
             let v = match xi {
