@@ -502,7 +502,11 @@ fn explain_says_how_each_convolution_and_pool_was_expanded() {
         plan.contains("y: convolution over (N, F, H~R+pad(1,1), W~S+pad(1,1)): 9 filter taps as shifted matrix products"),
         "{plan}"
     );
-    assert!(plan.contains("computed by a GEMM call"), "{plan}");
+    assert!(
+        plan.contains("sum of taps computed by one GEMM call (taps never stored)"),
+        "{plan}"
+    );
+    assert!(plan.contains("9 taps summed in C"), "{plan}");
     // A stride of 2 takes the strided form; a pool is a fold.
     let strided = text.replace("Width=(pad=(1, 1)))", "Width=(pad=(1, 1), stride=2))");
     let mut g = weft_ir::text::parse(&strided, "conv.weft").unwrap();

@@ -12,7 +12,9 @@
 //! constant has its own storage).
 //!
 //! Guarantees: [`plan_epilogue`] pairs them only when the runtime's check accepts the pair —
-//! no batch axes; rows: the kernel's parallel loop runs over C's `m` rows and every access of
+//! batch axes: one, one block per batch index (a sum of convolution taps over a batch of
+//! images), the kernel's parallel loop over the batch indices and every access to C's storage
+//! within batch index `p`'s matrix in iteration `p`; otherwise no batch axes and rows: the kernel's parallel loop runs over C's `m` rows and every access of
 //! the kernel to C's storage stays, in parallel iteration `p`, within the band of C's row `p`
 //! (the loop IR's affine indices, as [`weft_runtime::Footprint`]s: the coefficient of the
 //! parallel loop is C's row stride and the rest spans at most one row); columns: the parallel
@@ -37,9 +39,6 @@ pub fn plan_epilogue(
     kernel: &CompiledKernel,
     kernel_args: &[usize],
 ) -> Result<GemmEpilogue, String> {
-    if !spec.batch.is_empty() {
-        return Err("the GEMM has batch axes".into());
-    }
     GemmEpilogue::new(
         spec.clone(),
         gemm_args,

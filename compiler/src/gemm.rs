@@ -24,12 +24,12 @@
 //!   crate's calls follow the blocks, so other thread counts may differ in the last bits,
 //!   within the tolerance of docs/numerics.md).
 
-use crate::passes::kernel::{Instr, KernelProgram};
+use crate::passes::kernel::{Instr, KernelProgram, StageProgram};
 use crate::passes::layout::LayoutPlan;
 use crate::passes::views::StridedView;
 use weft_ir::loop_ir::ScalarType;
 use weft_ir::{Axis, DType, Graph, NodeId, Op, ReduceOp};
-pub use weft_runtime::{BatchAxis, GemmSpec, MatrixView, SplitDim};
+pub use weft_runtime::{BatchAxis, GemmSpec, GemmTap, MatrixView, SplitDim};
 
 /// When dots take the GEMM path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -163,15 +163,100 @@ fn stride_of(v: &StridedView, axis: Axis) -> i64 {
 
 /// The GEMM call computing `program` (a `GroupKind::Gemm` group after layout), or why not.
 /// Returns the spec and the stored tensors of A, B and C.
+///
+/// A group of several stages is a sum of taps (`passes::fusion::TapSum`): the dots, then the
+/// chain of adds reading them. Each dot must be the same GEMM but for where A and B start
+/// (one stored A, one stored B); the call sums them into C in the chain's order
+/// ([`GemmSpec::taps`]).
 pub fn plan_gemm(
     g: &Graph,
     layouts: &LayoutPlan,
     program: &KernelProgram,
     options: &GemmOptions,
 ) -> Result<(GemmSpec, [NodeId; 3]), String> {
-    let [st] = program.stages.as_slice() else {
-        return Err("the group has more than the dot".into());
+    let (last, terms) = program.stages.split_last().ok_or("an empty group")?;
+    let c = last
+        .store
+        .as_ref()
+        .and_then(|t| t.view.as_ref())
+        .ok_or("the result is not stored")?;
+    if terms.is_empty() {
+        return plan_one(g, layouts, program, last, c, options);
+    }
+    if tap_order(last).as_deref() != Some(&terms.iter().map(|t| t.node).collect::<Vec<_>>()) {
+        return Err("the last stage is not the chain of adds of the taps".into());
+    }
+    let (mut spec, tensors) = plan_one(g, layouts, program, &terms[0], c, options)?;
+    let mut taps = Vec::with_capacity(terms.len());
+    for t in terms {
+        let (s, ts) = plan_one(g, layouts, program, t, c, options)?;
+        let moved = GemmSpec {
+            a: MatrixView {
+                offset: spec.a.offset,
+                ..s.a
+            },
+            b: MatrixView {
+                offset: spec.b.offset,
+                ..s.b
+            },
+            name: spec.name.clone(),
+            ..s.clone()
+        };
+        if ts != tensors || moved != spec {
+            return Err(format!(
+                "tap {} is not the first tap's GEMM moved along A and B",
+                g.node_label(t.node)
+            ));
+        }
+        taps.push(GemmTap {
+            a: s.a.offset - spec.a.offset,
+            b: s.b.offset - spec.b.offset,
+        });
+    }
+    spec.name = g.node_label(last.node);
+    spec.taps = taps;
+    // One block per batch index when the batch alone fills the pool: a block's taps then
+    // run over one matrix of C, and an epilogue kernel looping over the batch can follow
+    // each item (weft_runtime::GemmEpilogue).
+    let batch: usize = spec.batch.iter().map(|b| b.len).product();
+    if !spec.batch.is_empty() && batch >= options.threads {
+        (spec.split, spec.block) = (SplitDim::Rows, spec.m);
+    }
+    weft_runtime::GemmCall::new(spec.clone()).map_err(|e| e.to_string())?;
+    Ok((spec, tensors))
+}
+
+/// The dots a tap sum's last stage adds, in order: `add(add(t₀, t₁), …)` over plain reads
+/// of earlier stages at the same point, and nothing else.
+fn tap_order(last: &StageProgram) -> Option<Vec<NodeId>> {
+    if last.reduction.is_some() || !last.loops.is_empty() {
+        return None;
+    }
+    let local = |v: usize| match &last.body.get(v)?.instr {
+        Instr::ReadLocal { node, index, valid } if index.is_empty() && valid.is_empty() => {
+            Some(*node)
+        }
+        _ => None,
     };
+    let (mut order, mut v) = (Vec::new(), last.result);
+    while let Instr::Binary(weft_ir::BinaryOp::Add, x, y) = &last.body.get(v)?.instr {
+        order.push(local(*y)?);
+        v = *x;
+    }
+    order.push(local(v)?);
+    order.reverse();
+    (last.body.len() == 2 * order.len() - 1).then_some(order)
+}
+
+/// [`plan_gemm`] for one dot stage `st` of `program`, its result stored through `c`.
+fn plan_one(
+    g: &Graph,
+    layouts: &LayoutPlan,
+    program: &KernelProgram,
+    st: &StageProgram,
+    c: &StridedView,
+    options: &GemmOptions,
+) -> Result<(GemmSpec, [NodeId; 3]), String> {
     let node = g.node(st.node);
     let dtype = match node.dtype {
         DType::F32 => ScalarType::F32,
@@ -200,11 +285,6 @@ pub fn plan_gemm(
     if st.body.iter().any(|i| i.dtype != node.dtype) {
         return Err("a conversion inside the dot".into());
     }
-    let c = st
-        .store
-        .as_ref()
-        .and_then(|t| t.view.as_ref())
-        .ok_or("the result is not stored")?;
     let len_of = |t: NodeId| -> Result<u64, String> {
         layouts
             .layouts
@@ -295,6 +375,7 @@ pub fn plan_gemm(
         lens: [len_of(a.tensor)?, len_of(b.tensor)?, len_of(c.tensor)?],
         split,
         block,
+        taps: Vec::new(),
     };
     // The runtime's own checks (bounds, C without aliasing), so a plan that would fail them
     // falls back to the JIT here rather than failing at run time.

@@ -190,7 +190,11 @@ pub fn compile_plan_with(
             match plan_gemm(g, &layouts, p, &gemm_options) {
                 Ok(call) => gemms.push(Some(call)),
                 Err(_) => {
-                    no_gemm.extend(grp.stages.iter().map(|s| s.node));
+                    // A sum of taps falls back to a GEMM call per tap; a dot to the JIT.
+                    match grp.stages.as_slice() {
+                        [_, .., sum] => no_gemm.push(sum.node),
+                        stages => no_gemm.extend(stages.iter().map(|s| s.node)),
+                    }
                     continue 'plan;
                 }
             }

@@ -3,11 +3,12 @@
 //! CPU's features: AVX-512F, else AVX2+FMA, else scalar code on x86-64; built without its
 //! rayon threads) beside the JIT's kernels.
 //!
-//! Assumes: a [`GemmSpec`] from the compiler — `C[b, i, j] = Σ_p A[b, i, p] · B[b, p, j]` for
-//! every batch index `b`, each matrix an element offset and a stride per axis into its buffer
-//! (any strides the layout pass chose, negative and zero included for A and B; they are passed
-//! to the crate as strides, never copied), f32 or f64, and the buffer lengths the compiler
-//! planned.
+//! Assumes: a [`GemmSpec`] from the compiler — `C[b, i, j] = Σ_t Σ_p A_t[b, i, p] · B_t[b, p, j]`
+//! for every batch index `b`, each matrix an element offset and a stride per axis into its
+//! buffer (any strides the layout pass chose, negative and zero included for A and B; they are
+//! passed to the crate as strides, never copied), `A_t`, `B_t` A and B moved by tap `t`'s
+//! offsets ([`GemmTap`]: a convolution's filter taps; a plain GEMM has one tap at 0), f32 or
+//! f64, and the buffer lengths the compiler planned.
 //!
 //! Guarantees:
 //! - [`GemmCall::new`] proves, once, that every element the call addresses lies within the
@@ -20,15 +21,24 @@
 //!   chosen by the compiler from the shape and the pool's thread count) are the items of one
 //!   job, each a single-threaded `gemm` call, split over the [`ThreadPool`] when one is given.
 //!   Each call is deterministic, so results are bit-identical run after run for a given spec —
-//!   for a given thread count. Across thread counts they may differ in the last bits: the crate
+//!   for a given thread count. Several taps run over sub-blocks of a block (about 256 KiB of
+//!   C, so it stays in cache), each sub-block one crate call per tap, the first writing C and
+//!   the others adding to it; where several taps read B along strided rows, B is first packed
+//!   once per call into a per-thread scratch kept between calls, every tap's `k × n` matrix
+//!   with `k` contiguous — the layout the crate reads without packing it again in every call
+//!   (the same values: results are unchanged). Across thread counts they may differ in the last bits: the crate
 //!   picks its K-blocking and its code path by the call's shape (a block of one row is a
 //!   matrix-vector product; blocks of at most 64 × 64 block K differently), as BLAS
 //!   libraries do;
 //! - f32 products and sums are taken in f32 (as every BLAS), f64 in f64, in the crate's order;
 //!   the error of each element is within the bound `K · u · Σ_p |A·B|` (u = 2⁻²⁴ or 2⁻⁵³;
-//!   docs/numerics.md). An element the crate leaves at ±0 gets the interpreter's sign: −0
-//!   exactly when every step of the interpreter's sum (products and sum in f64 for f32, from
-//!   −0) stays −0, found by walking those steps until one does not (usually the first).
+//!   docs/numerics.md), taps summed in C in the element type as the interpreter adds a
+//!   convolution's taps. An element the crate leaves at ±0 gets the interpreter's sign: −0
+//!   exactly when every step of the interpreter's sums (each tap's products and sum in f64 for
+//!   f32, from −0) stays −0, found by walking those steps until one does not (usually the
+//!   first); a non-finite one is computed again the interpreter's way (each tap's f64 sum
+//!   rounded, the taps added in order), as the crate's f32 sums may pass f32's range where the
+//!   interpreter's f64 sums do not.
 //!
 //! `unsafe` here: the calls of the crate's raw-pointer `gemm` and the zero fix-up's reads and
 //! writes, each with the bounds argument above (docs/ARCHITECTURE.md).
@@ -63,6 +73,16 @@ pub struct BatchAxis {
     pub strides: [i64; 3],
 }
 
+/// One term of a GEMM of several taps: `A` and `B` read this many elements further on (a
+/// convolution's filter tap: the input shifted, the filter's tap pinned).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct GemmTap {
+    /// Elements added to A's offset.
+    pub a: i64,
+    /// Elements added to B's offset.
+    pub b: i64,
+}
+
 /// Which dimension of C the parallel blocks cut.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SplitDim {
@@ -82,7 +102,9 @@ impl SplitDim {
     }
 }
 
-/// What the compiler planned: `C[b] = A[b] · B[b]` over buffers of the declared lengths.
+/// What the compiler planned: `C[b] = Σ_t A_t[b] · B_t[b]` over buffers of the declared
+/// lengths, `A_t` and `B_t` A and B moved by tap `t` ([`GemmSpec::taps`]; one tap at 0 when
+/// none are listed: `C[b] = A[b] · B[b]`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct GemmSpec {
     /// A name for errors and listings (the dot's label).
@@ -109,6 +131,9 @@ pub struct GemmSpec {
     pub split: SplitDim,
     /// Rows (or columns) per block, at least 1.
     pub block: usize,
+    /// The terms summed into C, in the order the interpreter adds them (in the element
+    /// type, each term a dot summed in f64): empty for a plain GEMM.
+    pub taps: Vec<GemmTap>,
 }
 
 impl GemmSpec {
@@ -138,10 +163,21 @@ impl GemmSpec {
         (split, block)
     }
 
-    /// `m·n·k` per batch index times the batch count: the multiply-adds of one call.
+    /// `m·n·k` per batch index and tap times the batch count and the taps: the multiply-adds
+    /// of one call.
     pub fn work(&self) -> u128 {
         let batch: u128 = self.batch.iter().map(|b| b.len as u128).product();
-        batch * self.m as u128 * self.n as u128 * self.k as u128
+        batch * self.m as u128 * self.n as u128 * self.k as u128 * self.taps().len() as u128
+    }
+
+    /// The taps summed into C: at least one (`(0, 0)` when none are listed).
+    pub fn taps(&self) -> &[GemmTap] {
+        const PLAIN: [GemmTap; 1] = [GemmTap { a: 0, b: 0 }];
+        if self.taps.is_empty() {
+            &PLAIN
+        } else {
+            &self.taps
+        }
     }
 
     /// Number of blocks per batch index.
@@ -174,6 +210,18 @@ impl GemmSpec {
                 b.len, b.strides[0], b.strides[1], b.strides[2]
             );
         }
+        if self.taps.len() > 1 {
+            let offsets: Vec<String> = self
+                .taps
+                .iter()
+                .map(|t| format!("({}, {})", t.a, t.b))
+                .collect();
+            s += &format!(
+                "; {} taps summed in C, A and B moved by {}",
+                self.taps.len(),
+                offsets.join(" ")
+            );
+        }
         s += &format!(
             "; {} blocks of {} {}s",
             self.blocks(),
@@ -184,6 +232,26 @@ impl GemmSpec {
     }
 }
 
+/// Where work items read B: B itself, or a copy packed once per call ([`GemmCall::pack_b`]).
+struct BOperand {
+    /// The buffer's address.
+    base: usize,
+    /// Tap 0's B in it.
+    view: MatrixView,
+    /// Packed: tap `t`'s B starts `t` times this many elements on.
+    packed_taps: Option<i64>,
+}
+
+impl BOperand {
+    /// Elements from tap 0's B to tap `t`'s.
+    fn tap(&self, t: usize, tap: &GemmTap) -> i64 {
+        self.packed_taps.map_or(tap.b, |stride| t as i64 * stride)
+    }
+}
+
+/// Bytes of C a GEMM of several taps computes at a time ([`GemmCall::item`]).
+const TAP_BLOCK_BYTES: usize = 256 << 10;
+
 /// A checked GEMM, ready to be called over buffers.
 #[derive(Clone, Debug)]
 pub struct GemmCall {
@@ -191,6 +259,8 @@ pub struct GemmCall {
     /// Batch indices × blocks: the work items.
     items: usize,
     blocks: usize,
+    /// Rows (or columns) of the sub-blocks a block with several taps is run in.
+    tap_block: usize,
 }
 
 /// The lowest and highest element index `offset + Σ i·stride` reaches for `0 ≤ i < len`.
@@ -252,7 +322,18 @@ impl GemmCall {
         for (t, (v, (rows, cols))) in views.iter().zip(dims).enumerate() {
             let mut axes = vec![(rows, v.row_stride), (cols, v.col_stride)];
             axes.extend(spec.batch.iter().map(|b| (b.len, b.strides[t])));
-            let (lo, hi) = reach(v.offset, &axes);
+            // Every tap's A and B; C is the same for all.
+            let mut lo = i128::MAX;
+            let mut hi = i128::MIN;
+            for tap in spec.taps() {
+                let delta = [tap.a, tap.b, 0][t];
+                let offset = v
+                    .offset
+                    .checked_add(delta)
+                    .ok_or_else(|| fail("a tap's offset past i64".into()))?;
+                let (l, h) = reach(offset, &axes);
+                (lo, hi) = (lo.min(l), hi.max(h));
+            }
             if lo < 0 || hi >= spec.lens[t] as i128 {
                 return Err(fail(format!(
                     "{} reaches elements {lo}..={hi} of a buffer of {}",
@@ -281,10 +362,19 @@ impl GemmCall {
             .and_then(|b| b.checked_mul(blocks))
             .filter(|i| i64::try_from(*i).is_ok())
             .ok_or_else(|| fail("too many work items".into()))?;
+        // Sub-blocks of C of about 256 KiB (whole micro-kernel tiles of 16), in cache while
+        // every tap adds into them.
+        let line = match spec.split {
+            SplitDim::Rows => spec.n,
+            SplitDim::Columns => spec.m,
+        };
+        let bytes = line.saturating_mul(spec.dtype.size_bytes()).max(1);
+        let tap_block = ((TAP_BLOCK_BYTES / bytes) / 16 * 16).clamp(16, spec.block.max(16));
         Ok(GemmCall {
             spec,
             items,
             blocks,
+            tap_block,
         })
     }
 
@@ -387,26 +477,24 @@ impl GemmCall {
             _ => None,
         };
         let bases = [base(0), base(1), base(2)];
-        let run = |begin: i64, end: i64| {
-            for item in begin.max(0)..end.min(self.items as i64) {
-                match self.spec.dtype {
-                    ScalarType::F32 => self.item::<f32>(bases, item as usize),
-                    _ => self.item::<f64>(bases, item as usize),
-                }
+        // SAFETY: `bases` as `run` needs them (checked and borrowed above), no epilogue.
+        unsafe {
+            match self.spec.dtype {
+                ScalarType::F32 => self.run::<f32>(pool, bases, None),
+                _ => self.run::<f64>(pool, bases, None),
             }
-        };
-        match pool {
-            Some(pool) if pool.threads() > 1 && self.items > 1 => {
-                pool.run_fn(self.items as i64, &run)
-            }
-            _ => run(0, self.items as i64),
         }
         Ok(())
     }
 
     /// The iterations `first..last` of an epilogue kernel's parallel loop that work item
-    /// `item` runs (no batch axes): the rows of C it computes, or, in column blocks, its block.
+    /// `item` runs: the rows of C it computes, or, in column blocks, its block; with batch
+    /// axes (one block each), its batch index.
     fn parallel_range(&self, item: usize) -> (usize, usize) {
+        if !self.spec.batch.is_empty() {
+            // One block per batch index (checked): the kernel's iteration of that index.
+            return (item, item.saturating_add(1).min(self.items));
+        }
         match self.spec.split {
             SplitDim::Rows => {
                 let first = item.saturating_mul(self.spec.block).min(self.spec.m);
@@ -430,7 +518,7 @@ impl GemmCall {
         relation: impl Fn(usize, usize) -> Relation,
     ) -> Result<(), String> {
         if !self.spec.batch.is_empty() {
-            return Err("the GEMM has batch axes".into());
+            return self.check_batch_epilogue(signature, relation);
         }
         if !banded(&self.spec.c, self.spec.n) {
             return Err("C's rows are not laid out one after another".into());
@@ -439,6 +527,74 @@ impl GemmCall {
             SplitDim::Rows => self.check_row_epilogue(signature, relation),
             SplitDim::Columns => self.check_column_epilogue(signature, relation),
         }
+    }
+
+    /// [`GemmCall::check_epilogue`] for a GEMM with batch axes (a convolution over a batch of
+    /// images).
+    ///
+    /// The conditions: one batch axis, one work item per batch index (a single block), and
+    /// the kernel's parallel loop runs over the batch indices; C's matrix of batch index `b`
+    /// lies in its own band of `stride` elements from `c.offset + b·stride` (all strides
+    /// positive); every kernel buffer sharing C's memory is C's buffer with a footprint
+    /// keeping iteration `b` inside band `b`; no buffer the kernel writes shares memory with
+    /// A or B. Then iteration `b` touches C's memory only where the item of batch index `b`
+    /// wrote, before it runs, and writes nothing any GEMM item reads.
+    fn check_batch_epilogue(
+        &self,
+        signature: &KernelSignature,
+        relation: impl Fn(usize, usize) -> Relation,
+    ) -> Result<(), String> {
+        let s = &self.spec;
+        let [batch] = s.batch.as_slice() else {
+            return Err("the GEMM has several batch axes".into());
+        };
+        if self.blocks != 1 {
+            return Err("the GEMM has several blocks per batch index".into());
+        }
+        if signature.parallel_extent != Some(batch.len as u64) {
+            return Err(format!(
+                "kernel @{}'s parallel loop is not over the GEMM's {} batch indices",
+                signature.name, batch.len
+            ));
+        }
+        let stride = batch.strides[2];
+        let (lo, hi) = reach(s.c.offset, &[(s.m, s.c.row_stride), (s.n, s.c.col_stride)]);
+        let banded = stride > 0
+            && s.c.row_stride > 0
+            && s.c.col_stride > 0
+            && hi < s.c.offset as i128 + stride as i128;
+        if !banded || lo != s.c.offset as i128 {
+            return Err("C's batch indices are not laid out one after another".into());
+        }
+        let band = MatrixView {
+            offset: s.c.offset,
+            row_stride: stride,
+            col_stride: 1,
+        };
+        let in_band = |f: Option<Footprint>| {
+            f.is_some_and(|f| {
+                f.stride == band.row_stride
+                    && band.offset <= f.lo
+                    && (f.hi as i128) < band.offset as i128 + band.row_stride as i128
+            })
+        };
+        for (i, b) in signature.buffers.iter().enumerate() {
+            on_c(
+                b,
+                relation(i, 2),
+                in_band(signature.footprint(i)),
+                "batch index by batch index",
+            )?;
+            if b.access.can_write()
+                && (relation(i, 0) != Relation::Disjoint || relation(i, 1) != Relation::Disjoint)
+            {
+                return Err(format!(
+                    "kernel buffer %{} is written and shares memory with the GEMM's operands",
+                    b.name
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// [`GemmCall::check_epilogue`] for row blocks.
@@ -605,48 +761,129 @@ impl GemmCall {
         entry: KernelEntry,
         table: *const *mut u8,
     ) {
+        // SAFETY: forwarded from this function's contract.
+        unsafe {
+            match self.spec.dtype {
+                ScalarType::F32 => self.run::<f32>(pool, bases, Some((entry, table))),
+                _ => self.run::<f64>(pool, bases, Some((entry, table))),
+            }
+        }
+    }
+
+    /// Runs every work item over `bases` (A, B, C), each followed by `epilogue`'s kernel on
+    /// the item's iterations when given, split over `pool` if given. B is first packed once
+    /// ([`GemmCall::pack_b`]) when several taps read it along strided rows.
+    ///
+    /// # Safety
+    /// As [`GemmCall::run_with_epilogue`] (without an epilogue: only its conditions on
+    /// `bases`).
+    unsafe fn run<T: Float>(
+        &self,
+        pool: Option<&ThreadPool>,
+        bases: [usize; 3],
+        epilogue: Option<(KernelEntry, *const *mut u8)>,
+    ) {
         // An address, so the closure is `Sync`; only turned back into the table below.
-        let table = table as usize;
-        let run = |begin: i64, end: i64| {
-            for item in begin.max(0)..end.min(self.items as i64) {
-                let item = item as usize;
-                match self.spec.dtype {
-                    ScalarType::F32 => self.item::<f32>(bases, item),
-                    _ => self.item::<f64>(bases, item),
+        let epilogue = epilogue.map(|(entry, table)| (entry, table as usize));
+        let go = |b: &BOperand| {
+            let run = |begin: i64, end: i64| {
+                for item in begin.max(0)..end.min(self.items as i64) {
+                    let item = item as usize;
+                    self.item::<T>([bases[0], bases[2]], b, item);
+                    let Some((entry, table)) = epilogue else {
+                        continue;
+                    };
+                    let (first, last) = self.parallel_range(item);
+                    if first < last {
+                        // SAFETY: the caller's contract makes `entry` safe on `table` for any
+                        // sub-range of the parallel loop (`0..m`, `0..blocks` for column
+                        // blocks, or the batch indices, checked), concurrently on disjoint
+                        // ones — items are disjoint ranges. Against the GEMM items running on
+                        // other threads: rows — iteration `p` touches C's memory only in the
+                        // band of row `p` (its footprint, checked), which only this item's
+                        // GEMM wrote, before this call; the kernel's other buffers share no
+                        // memory with C, and the ones it writes none with B and none with A
+                        // except, as A's buffer, in the band of A's row `p` (checked), which
+                        // only this item's GEMM read, before this call. Columns — iteration
+                        // `p` touches C's memory only in block `p`'s columns (its accesses,
+                        // checked), which only this item's GEMM wrote, before this call, and
+                        // the buffers it writes share no memory with A, B or C other than
+                        // those columns. Batch indices — iteration `p` touches C's memory
+                        // only in batch index `p`'s band (its footprint, checked), which only
+                        // this item wrote, and writes no memory of A or B. So the GEMM's reads
+                        // and writes and the kernel's never meet.
+                        unsafe { entry(table as *const *mut u8, first as i64, last as i64) }
+                    }
                 }
-                let (first, last) = self.parallel_range(item);
-                if first < last {
-                    // SAFETY: the caller's contract makes `entry` safe on `table` for any
-                    // sub-range of the parallel loop (`0..m`, or `0..blocks` for column
-                    // blocks, checked), concurrently on disjoint ones — items are disjoint
-                    // ranges. Against the GEMM items running on other threads: rows — iteration
-                    // `p` touches C's memory only in the band of row `p` (its footprint,
-                    // checked), which only this item's GEMM wrote, before this call; the
-                    // kernel's other buffers share no memory with C, and the ones it writes
-                    // none with B and none with A except, as A's buffer, in the band of A's
-                    // row `p` (checked), which only this item's GEMM read, before this call.
-                    // Columns — iteration `p` touches C's memory only in block `p`'s columns
-                    // (its accesses, checked), which only this item's GEMM wrote, before this
-                    // call, and the buffers it writes share no memory with A, B or C other
-                    // than those columns. So the GEMM's reads and writes and the kernel's
-                    // never meet.
-                    unsafe { entry(table as *const *mut u8, first as i64, last as i64) }
+            };
+            match pool {
+                Some(pool) if pool.threads() > 1 && self.items > 1 => {
+                    pool.run_fn(self.items as i64, &run)
                 }
+                _ => run(0, self.items as i64),
             }
         };
-        match pool {
-            Some(pool) if pool.threads() > 1 && self.items > 1 => {
-                pool.run_fn(self.items as i64, &run)
+        let direct = BOperand {
+            base: bases[1],
+            view: self.spec.b,
+            packed_taps: None,
+        };
+        if !self.packs_b() {
+            return go(&direct);
+        }
+        T::with_scratch(
+            self.spec.taps().len() * self.spec.k * self.spec.n,
+            |packed| {
+                // SAFETY: `bases[1]` is B's buffer, checked against every element the taps
+                // address (the caller's contract).
+                unsafe { self.pack_b(bases[1] as *const T, packed) };
+                go(&BOperand {
+                    base: packed.as_ptr() as usize,
+                    view: MatrixView {
+                        offset: 0,
+                        row_stride: 1,
+                        col_stride: self.spec.k as i64,
+                    },
+                    packed_taps: Some((self.spec.k * self.spec.n) as i64),
+                })
+            },
+        )
+    }
+
+    /// Whether B is packed before the items run: several taps (each would make the crate pack
+    /// its B again in every block) reading B along strided rows, the same B for every batch
+    /// index.
+    fn packs_b(&self) -> bool {
+        let s = &self.spec;
+        s.taps.len() > 1 && s.b.row_stride != 1 && s.batch.iter().all(|b| b.strides[1] == 0)
+    }
+
+    /// Copies every tap's `k × n` B into `packed`, column by column (`k` contiguous), tap
+    /// after tap: the layout the crate reads without packing.
+    ///
+    /// # Safety
+    /// `b` points at B's buffer, in which every element of every tap lies (`GemmCall::new`).
+    unsafe fn pack_b<T: Float>(&self, b: *const T, packed: &mut [T]) {
+        let s = &self.spec;
+        let mut out = packed.iter_mut();
+        for tap in s.taps() {
+            for j in 0..s.n as i64 {
+                for p in 0..s.k as i64 {
+                    let at = s.b.offset + tap.b + p * s.b.row_stride + j * s.b.col_stride;
+                    if let Some(o) = out.next() {
+                        // SAFETY: element (p, j) of tap `tap`'s B, in bounds (the contract).
+                        *o = unsafe { *b.offset(at as isize) };
+                    }
+                }
             }
-            _ => run(0, self.items as i64),
         }
     }
 
     /// Work item `item`: one block of one batch index.
-    fn item<T: Float>(&self, bases: [usize; 3], item: usize) {
+    fn item<T: Float>(&self, bases: [usize; 2], b: &BOperand, item: usize) {
         let s = &self.spec;
         let (mut batch, block) = (item / self.blocks, item % self.blocks);
-        let mut off = [s.a.offset, s.b.offset, s.c.offset];
+        let mut off = [s.a.offset, b.view.offset, s.c.offset];
         for axis in s.batch.iter().rev() {
             let i = (batch % axis.len) as i64;
             batch /= axis.len;
@@ -664,115 +901,159 @@ impl GemmCall {
         if first >= last {
             return;
         }
-        let (i0, rows, j0, cols) = match s.split {
-            SplitDim::Rows => (first, last - first, 0, s.n),
-            SplitDim::Columns => (0, s.m, first, last - first),
+        // Several taps run over sub-blocks of the block, all taps each, so C's sub-block
+        // stays in cache while every tap adds into it.
+        let taps = s.taps();
+        let step = if taps.len() > 1 {
+            self.tap_block
+        } else {
+            last - first
         };
-        let (i0, j0) = (i0 as i64, j0 as i64);
-        let a = off[0] + i0 * s.a.row_stride;
-        let b = off[1] + j0 * s.b.col_stride;
-        let c = off[2] + i0 * s.c.row_stride + j0 * s.c.col_stride;
         let is = |x: i64| x as isize;
-        // SAFETY: `GemmCall::new` proved that for every batch index, 0 ≤ i < m, 0 ≤ p < k and
-        // 0 ≤ j < n, the elements `A[off + i·rs + p·cs]`, `B[..]` and `C[..]` lie within the
-        // declared lengths, and `call_bound` checked that each base address points at a
-        // buffer of this element type and at least that length, borrowed (C exclusively) until
-        // it returns; this block addresses a subset of those elements (rows `i0..i0+rows`,
-        // columns `j0..j0+cols`), so `a`, `b`, `c` and everything the crate reads or writes
-        // from them is in bounds. C's elements are pairwise distinct (proved injective), and
-        // blocks and batch indices are disjoint index sets, so items running concurrently
-        // write disjoint memory; A and B do not overlap C (checked). The element offsets and
-        // strides fit isize (checked). A row of the block with column stride 1 is `cols`
-        // consecutive elements of C (a column with row stride 1, `rows` of them), all in
-        // bounds and written by no one else during the call, so the fix-up may read it as a
-        // slice once the crate has returned.
-        unsafe {
-            let pa = (bases[0] as *const T).offset(is(a));
-            let pb = (bases[1] as *const T).offset(is(b));
-            let pc = (bases[2] as *mut T).offset(is(c));
-            T::gemm(
-                rows,
-                s.k,
-                cols,
-                pa,
-                is(s.a.row_stride),
-                is(s.a.col_stride),
-                pb,
-                is(s.b.row_stride),
-                is(s.b.col_stride),
-                pc,
-                is(s.c.row_stride),
-                is(s.c.col_stride),
-            );
-            // A zero the crate computed is +0 (its sums start at +0); the interpreter's, summed
-            // from −0, is −0 exactly when every step leaves the sum at −0 — once it is not,
-            // no later step brings −0 back (an exact zero sum of other values is +0). So the
-            // walk stops at the first step that leaves −0: one step for typical data, all K
-            // only when the answer is −0.
-            // An infinite or NaN element may be the crate's partial sums passing the type's
-            // range (f32 sums in f32; f64 reassociated) where the interpreter's ordered f64 sum
-            // stays finite: it is summed again the interpreter's way. Rare (overflowing or
-            // non-finite operands), and exact for non-finite operands too. A contiguous line
-            // of C is first tested whole, without branches (vectorised): most have neither.
-            // Lines run along C's contiguous direction: rows when its column stride is 1,
-            // columns when its row stride is 1 (a GEMM writing a transposed C).
-            let wide = wide_vectors();
-            let (rs, cs) = (is(s.c.row_stride), is(s.c.col_stride));
-            let by_rows = cs == 1 || rs != 1;
-            let (lines, len, line_stride) = if by_rows {
-                (rows, cols, rs)
-            } else {
-                (cols, rows, cs)
+        let mut sub = first;
+        while sub < last {
+            let end = (sub + step).min(last);
+            let (i0, rows, j0, cols) = match s.split {
+                SplitDim::Rows => (sub, end - sub, 0, s.n),
+                SplitDim::Columns => (0, s.m, sub, end - sub),
             };
-            let contiguous = if by_rows { cs == 1 } else { rs == 1 };
-            for line in 0..lines as isize {
-                let start = pc.offset(line * line_stride);
-                if contiguous && !any_special(std::slice::from_raw_parts(start, len), wide) {
-                    continue;
+            let (i0, j0) = (i0 as i64, j0 as i64);
+            let a = off[0] + i0 * s.a.row_stride;
+            let bj = off[1] + j0 * b.view.col_stride;
+            let c = off[2] + i0 * s.c.row_stride + j0 * s.c.col_stride;
+            // SAFETY: `GemmCall::new` proved that for every batch index, tap, 0 ≤ i < m,
+            // 0 ≤ p < k and 0 ≤ j < n, the elements `A[off + tap.a + i·rs + p·cs]`,
+            // `B[off + tap.b + ..]` and `C[..]` lie within the declared lengths, and
+            // `call_bound` checked that each base address points at a buffer of this element
+            // type and at least that length, borrowed (C exclusively) until it returns; this
+            // sub-block addresses a subset of those elements (rows `i0..i0+rows`, columns
+            // `j0..j0+cols`), so `a`, `b`, `c`, each tap's shift of them and everything the
+            // crate reads or writes from them is in bounds. C's elements are pairwise distinct
+            // (proved injective), and blocks and batch indices are disjoint index sets, so
+            // items running concurrently write disjoint memory; A and B do not overlap C
+            // (checked). The element offsets and strides fit isize (checked).
+            unsafe {
+                let pa = (bases[0] as *const T).offset(is(a));
+                let pb = (b.base as *const T).offset(is(bj));
+                let pc = (bases[1] as *mut T).offset(is(c));
+                for (t, tap) in taps.iter().enumerate() {
+                    T::gemm(
+                        rows,
+                        s.k,
+                        cols,
+                        pa.offset(is(tap.a)),
+                        is(s.a.row_stride),
+                        is(s.a.col_stride),
+                        pb.offset(is(b.tap(t, tap))),
+                        is(b.view.row_stride),
+                        is(b.view.col_stride),
+                        pc,
+                        is(s.c.row_stride),
+                        is(s.c.col_stride),
+                        t > 0,
+                    );
                 }
-                // The line's special elements, 64 at a time from a branch-free bit mask.
-                let specials = (0..len).step_by(64).flat_map(|c0| {
-                    let n = (len - c0).min(64);
-                    let mut mask = if contiguous {
-                        let chunk = std::slice::from_raw_parts(start.add(c0), n);
-                        special_mask(chunk, wide)
-                    } else {
-                        u64::MAX >> (64 - n)
-                    };
-                    std::iter::from_fn(move || {
-                        let e = (mask != 0).then(|| c0 + mask.trailing_zeros() as usize)?;
-                        mask &= mask - 1;
-                        Some(e as isize)
-                    })
-                });
-                for e in specials {
-                    let (i, j) = if by_rows { (line, e) } else { (e, line) };
-                    let at = pc.offset(i * rs + j * cs);
-                    if !(*at).finite() {
-                        let mut acc = -0.0f64;
-                        for p in 0..s.k as isize {
-                            let x = *pa.offset(i * is(s.a.row_stride) + p * is(s.a.col_stride));
-                            let y = *pb.offset(p * is(s.b.row_stride) + j * is(s.b.col_stride));
-                            acc = T::mul_add(acc, x, y);
-                        }
-                        *at = T::finish(acc);
-                        continue;
-                    }
-                    if *at != T::ZERO {
-                        continue;
-                    }
-                    let mut acc = -0.0f64;
-                    for p in 0..s.k as isize {
-                        let x = *pa.offset(i * is(s.a.row_stride) + p * is(s.a.col_stride));
-                        let y = *pb.offset(p * is(s.b.row_stride) + j * is(s.b.col_stride));
-                        acc = T::mul_add(acc, x, y);
-                        if acc.to_bits() != (-0.0f64).to_bits() {
-                            break;
-                        }
-                    }
-                    if acc.to_bits() == (-0.0f64).to_bits() {
-                        *at = T::finish(acc);
-                    }
+                self.fix_up(pa, (pb, b), pc, rows, cols);
+            }
+            sub = end;
+        }
+    }
+
+    /// Gives the block of C at `pc` (`rows × cols`, its A rows at `pa`, its B columns at `pb`)
+    /// the interpreter's zeros and non-finite values.
+    ///
+    /// A zero the crate computed is +0 (its sums start at +0); the interpreter's, each tap's
+    /// sum taken from −0 and the taps added in order, is −0 exactly when every step of every
+    /// tap leaves its sum at −0 — once one does not, no later step brings −0 back (an exact
+    /// zero sum of other values is +0). So the walk stops at the first step that leaves −0:
+    /// one step for typical data, all of them only when the answer is −0. An infinite or NaN
+    /// element may be the crate's partial sums passing the type's range (f32 sums in f32; f64
+    /// reassociated) where the interpreter's ordered f64 sums stay finite: it is computed again
+    /// the interpreter's way. Rare (overflowing or non-finite operands), and exact for
+    /// non-finite operands too. A contiguous line of C is first tested whole, without branches
+    /// (vectorised): most have neither. Lines run along C's contiguous direction: rows when
+    /// its column stride is 1, columns when its row stride is 1 (a GEMM writing a transposed
+    /// C).
+    ///
+    /// # Safety
+    /// As in [`GemmCall::item`]: the block and every element the taps' sums read are in
+    /// bounds, C's block written by no one else until this returns.
+    unsafe fn fix_up<T: Float>(
+        &self,
+        pa: *const T,
+        (pb, b): (*const T, &BOperand),
+        pc: *mut T,
+        rows: usize,
+        cols: usize,
+    ) {
+        let s = &self.spec;
+        let is = |x: i64| x as isize;
+        let wide = wide_vectors();
+        let (rs, cs) = (is(s.c.row_stride), is(s.c.col_stride));
+        let by_rows = cs == 1 || rs != 1;
+        let (lines, len, line_stride) = if by_rows {
+            (rows, cols, rs)
+        } else {
+            (cols, rows, cs)
+        };
+        let contiguous = if by_rows { cs == 1 } else { rs == 1 };
+        // The interpreter's steps of element (i, j): tap by tap, each an f64 sum from −0.
+        let tap_sum = |t: usize, i: isize, j: isize, until_not_negative_zero: bool| {
+            let tap = &s.taps()[t];
+            let (ta, tb) = (is(tap.a), is(b.tap(t, tap)));
+            let (brs, bcs) = (is(b.view.row_stride), is(b.view.col_stride));
+            let mut acc = -0.0f64;
+            for p in 0..s.k as isize {
+                // SAFETY: the caller's bounds (every tap's A row i and B column j).
+                let (x, y) = unsafe {
+                    (
+                        *pa.offset(ta + i * is(s.a.row_stride) + p * is(s.a.col_stride)),
+                        *pb.offset(tb + p * brs + j * bcs),
+                    )
+                };
+                acc = T::mul_add(acc, x, y);
+                if until_not_negative_zero && acc.to_bits() != (-0.0f64).to_bits() {
+                    break;
+                }
+            }
+            acc
+        };
+        for line in 0..lines as isize {
+            // SAFETY: the line lies in the caller's block; contiguous lines are `len`
+            // consecutive elements.
+            let start = unsafe { pc.offset(line * line_stride) };
+            if contiguous && !any_special(unsafe { std::slice::from_raw_parts(start, len) }, wide) {
+                continue;
+            }
+            // The line's special elements, 64 at a time from a branch-free bit mask.
+            let specials = (0..len).step_by(64).flat_map(|c0| {
+                let n = (len - c0).min(64);
+                let mut mask = if contiguous {
+                    // SAFETY: as above, a part of the line.
+                    let chunk = unsafe { std::slice::from_raw_parts(start.add(c0), n) };
+                    special_mask(chunk, wide)
+                } else {
+                    u64::MAX >> (64 - n)
+                };
+                std::iter::from_fn(move || {
+                    let e = (mask != 0).then(|| c0 + mask.trailing_zeros() as usize)?;
+                    mask &= mask - 1;
+                    Some(e as isize)
+                })
+            });
+            for e in specials {
+                let (i, j) = if by_rows { (line, e) } else { (e, line) };
+                // SAFETY: element (i, j) of the caller's block.
+                let at = unsafe { &mut *pc.offset(i * rs + j * cs) };
+                if !(*at).finite() {
+                    let mut taps = (0..s.taps().len()).map(|t| T::finish(tap_sum(t, i, j, false)));
+                    let first = taps.next().unwrap_or(T::ZERO);
+                    *at = taps.fold(first, T::add);
+                } else if *at == T::ZERO
+                    && (0..s.taps().len())
+                        .all(|t| tap_sum(t, i, j, true).to_bits() == (-0.0f64).to_bits())
+                {
+                    *at = T::finish(-0.0);
                 }
             }
         }
@@ -816,8 +1097,8 @@ enum Relation {
 }
 
 /// A GEMM and the JIT kernel after it (its *epilogue*) as one step: each work item computes
-/// one block of C — a block of rows, or of columns — then runs the kernel's parallel loop
-/// over that block (the block's rows, or the one iteration for that column block) while it
+/// one block of C — a block of rows, or of columns, or with batch axes one batch index's
+/// matrix — then runs the kernel's parallel loop over that block (the block's rows, or the one iteration for that column block) while it
 /// is still in cache. [`GemmEpilogue::new`] accepts the pair only when that gives the results of
 /// the GEMM followed by the kernel (the conditions are `GemmCall`'s epilogue check, stated on
 /// the buffer slots); each call checks them again on the memory actually bound.
@@ -969,7 +1250,7 @@ unsafe fn any_special_avx2<T: Float>(row: &[T]) -> bool {
 /// f32 and f64: the crate's entry point and the interpreter's accumulation.
 trait Float: Copy + PartialEq {
     const ZERO: Self;
-    /// `C ← A·B` (β = 0: C is not read).
+    /// `C ← A·B` (C is not read), or `C ← C + A·B` when `accumulate`.
     ///
     /// # Safety
     /// `gemm::gemm`'s contract: every element addressed in bounds, C's elements distinct
@@ -988,7 +1269,13 @@ trait Float: Copy + PartialEq {
         c: *mut Self,
         rsc: isize,
         csc: isize,
+        accumulate: bool,
     );
+    /// `self + other` in the element type.
+    fn add(self, other: Self) -> Self;
+    /// Runs `f` on this thread's scratch of `len` elements (kept between calls, so a
+    /// steady-state call allocates nothing).
+    fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [Self]) -> R) -> R;
     /// `acc + x·y` in the interpreter's precision (f64; for f32 the product of the widened
     /// operands, exact).
     fn mul_add(acc: f64, x: Self, y: Self) -> f64;
@@ -1019,9 +1306,11 @@ macro_rules! float_impl {
                 c: *mut $t,
                 rsc: isize,
                 csc: isize,
+                accumulate: bool,
             ) {
                 // SAFETY: forwarded from the caller's contract. `gemm` computes
-                // dst ← α·dst + β·lhs·rhs; with α = 0 and `read_dst` false C is only written.
+                // dst ← α·dst + β·lhs·rhs; with `read_dst` false C is only written, with it
+                // (α = 1) C's elements are read and added to.
                 unsafe {
                     $gemm(
                         m,
@@ -1030,14 +1319,14 @@ macro_rules! float_impl {
                         c,
                         csc,
                         rsc,
-                        false,
+                        accumulate,
                         a,
                         csa,
                         rsa,
                         b,
                         csb,
                         rsb,
-                        0.0,
+                        if accumulate { 1.0 } else { 0.0 },
                         1.0,
                         false,
                         false,
@@ -1045,6 +1334,26 @@ macro_rules! float_impl {
                         gemm::Parallelism::None,
                     )
                 }
+            }
+            fn add(self, other: $t) -> $t {
+                self + other
+            }
+            fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [$t]) -> R) -> R {
+                thread_local! {
+                    static SCRATCH: std::cell::RefCell<Vec<$t>> = const {
+                        std::cell::RefCell::new(Vec::new())
+                    };
+                }
+                SCRATCH.with(|cell| match cell.try_borrow_mut() {
+                    Ok(mut v) => {
+                        if v.len() < len {
+                            v.resize(len, 0.0);
+                        }
+                        f(&mut v[..len])
+                    }
+                    // Re-entered (not done by this module): a scratch of its own.
+                    Err(_) => f(&mut vec![0.0; len]),
+                })
             }
             fn mul_add(acc: f64, x: $t, y: $t) -> f64 {
                 acc + f64::from(x) * f64::from(y)
@@ -1097,6 +1406,7 @@ mod tests {
             lens: [6, 6, 4],
             split: SplitDim::Rows,
             block: 1,
+            taps: Vec::new(),
         }
     }
 
@@ -1279,6 +1589,184 @@ mod tests {
         // Writing A or B, which every item reads.
         assert!(refused(column_spec(2), &blocks, vec![2, 1]).contains("shares memory"));
         assert!(refused(column_spec(2), &blocks, vec![2, 0]).contains("shares memory"));
+    }
+
+    /// A 1-D convolution as a GEMM of 3 taps: C[i, j] = Σ_t Σ_p x[p·10 + i + t] · w[j·6 +
+    /// p·3 + t] for 8 positions i, 2 channels p, 2 features j (B's rows strided: packed).
+    fn tap_spec() -> GemmSpec {
+        GemmSpec {
+            name: "taps".into(),
+            dtype: ScalarType::F32,
+            m: 8,
+            n: 2,
+            k: 2,
+            a: MatrixView {
+                offset: 0,
+                row_stride: 1,
+                col_stride: 10,
+            },
+            b: MatrixView {
+                offset: 0,
+                row_stride: 3,
+                col_stride: 6,
+            },
+            c: MatrixView {
+                offset: 0,
+                row_stride: 1,
+                col_stride: 8,
+            },
+            batch: Vec::new(),
+            lens: [20, 12, 16],
+            split: SplitDim::Rows,
+            block: 8,
+            taps: (0..3).map(|t| GemmTap { a: t, b: t }).collect(),
+        }
+    }
+
+    /// The interpreter's taps: each an f64 sum from −0 rounded to f32, added in f32 in order.
+    fn taps_by_hand(x: &[f32], w: &[f32]) -> Vec<f32> {
+        let mut c = vec![0.0f32; 16];
+        for j in 0..2 {
+            for i in 0..8 {
+                let tap = |t: usize| {
+                    let sum = (0..2).fold(-0.0f64, |acc, p| {
+                        acc + f64::from(x[p * 10 + i + t]) * f64::from(w[j * 6 + p * 3 + t])
+                    });
+                    sum as f32
+                };
+                c[j * 8 + i] = tap(0) + tap(1) + tap(2);
+            }
+        }
+        c
+    }
+
+    fn run_taps(spec: GemmSpec, x: &[f32], w: &[f32]) -> Vec<f32> {
+        let call = GemmCall::new(spec).unwrap();
+        let refs = [
+            reference("x", x),
+            reference("w", w),
+            reference("c", &[7.0; 16]),
+        ];
+        call.call_bound(Some(&ThreadPool::new(2)), &refs, None, [0, 1, 2])
+            .unwrap();
+        refs[2].storage().to_vec::<f32>().unwrap()
+    }
+
+    #[test]
+    fn taps_are_summed_into_c_as_the_interpreter_sums_them() {
+        let x: Vec<f32> = (0..20).map(|v| (v as f32 * 0.37).sin()).collect();
+        let w: Vec<f32> = (0..12).map(|v| (v as f32 * 0.71).cos()).collect();
+        let call = GemmCall::new(tap_spec()).unwrap();
+        assert!(call.packs_b());
+        assert!(call.spec().display().contains("3 taps summed in C"));
+        assert_eq!(call.spec().work(), 8 * 2 * 2 * 3);
+        let got = run_taps(tap_spec(), &x, &w);
+        for (g, want) in got.iter().zip(taps_by_hand(&x, &w)) {
+            assert!((g - want).abs() <= 1e-6, "{got:?}");
+        }
+        // B read in place (unit row stride: no packing) gives the same.
+        let mut direct = tap_spec();
+        direct.b = MatrixView {
+            offset: 0,
+            row_stride: 1,
+            col_stride: 6,
+        };
+        direct.taps = (0..3).map(|t| GemmTap { a: t, b: 2 * t }).collect();
+        assert!(!GemmCall::new(direct.clone()).unwrap().packs_b());
+        let w2: Vec<f32> = (0..12)
+            .map(|e| w[(e / 6) * 6 + (e % 2) * 3 + (e % 6) / 2])
+            .collect();
+        assert_eq!(run_taps(direct, &x, &w2), got);
+    }
+
+    #[test]
+    fn taps_keep_the_interpreters_negative_zeros_and_finite_sums() {
+        // All products −0: every tap's sum stays −0, so C is −0; a +0 tap makes it +0.
+        let x = vec![-0.0f32; 20];
+        let mut w = vec![1.0f32; 12];
+        let c = run_taps(tap_spec(), &x, &w);
+        assert!(
+            c.iter().all(|v| v.to_bits() == (-0.0f32).to_bits()),
+            "{c:?}"
+        );
+        w[0] = -1.0; // feature 0, channel 0, tap 0: −0 · −1 = +0.
+        let c = run_taps(tap_spec(), &x, &w);
+        assert_eq!(c[0].to_bits(), 0.0f32.to_bits());
+        assert_eq!(c[8].to_bits(), (-0.0f32).to_bits());
+        // Channel sums past f32's range within a tap, back in range in f64: the crate's f32
+        // sum overflows, the interpreter's does not.
+        let mut x = vec![0.0f32; 20];
+        let mut w = vec![0.0f32; 12];
+        x[0] = 3e38;
+        x[10] = 3e38;
+        w[0] = 1.0; // channel 0, tap 0
+        w[3] = -1.0; // channel 1, tap 0
+        x[1] = 3e38; // position 0 at tap 1 reads x[1]
+        w[1] = 1.0;
+        let c = run_taps(tap_spec(), &x, &w);
+        assert_eq!(c, taps_by_hand(&x, &w));
+        assert_eq!(c[0], 3e38);
+    }
+
+    #[test]
+    fn a_tap_out_of_bounds_is_a_typed_error() {
+        let mut s = tap_spec();
+        s.taps[2].a = 3;
+        assert!(gemm_error(s).contains("A reaches elements 0..=20"));
+        let mut s = tap_spec();
+        s.taps[1].b = -1;
+        assert!(gemm_error(s).contains("B reaches elements -1"));
+        let mut s = tap_spec();
+        s.a.offset = 1;
+        s.taps[1].a = i64::MAX;
+        assert!(gemm_error(s).contains("past i64"));
+    }
+
+    /// A kernel copying C (a batch of 2 matrices of 4, buffer 0) into buffer 1 with `index`,
+    /// over a parallel loop of `batch` iterations.
+    fn batch_epilogue(index: &str, batch: u64) -> KernelSignature {
+        let text = format!(
+            "kernel @e {{\n  buffer %c: f32[8] read\n  buffer %o: f32[8] write\n  \
+             loop %i0 in 0..{batch} parallel {{\n    loop %i1 in 0..4 {{\n      \
+             %v0: f32 = load %c[{index}]\n      store %o[{index}], %v0\n    }}\n  }}\n}}\n"
+        );
+        KernelSignature::of(&weft_ir::loop_ir::parse_kernel("e.lir", &text).unwrap())
+    }
+
+    #[test]
+    fn an_epilogue_after_a_batched_gemm_fits_batch_index_by_batch_index() {
+        // C[b] (2 × 2, row-major) = A[b] (2 × 3) · B, two batch indices 4 elements apart.
+        let batched = |block: usize| GemmSpec {
+            batch: vec![BatchAxis {
+                len: 2,
+                strides: [6, 0, 4],
+            }],
+            lens: [12, 6, 8],
+            block,
+            ..spec()
+        };
+        let fits = batch_epilogue("4*%i0 + %i1", 2);
+        assert!(GemmEpilogue::new(batched(2), [0, 1, 2], &fits, vec![2, 3]).is_ok());
+        // In place: the kernel writes C's own batch index.
+        assert!(GemmEpilogue::new(batched(2), [0, 1, 2], &fits, vec![2, 2]).is_ok());
+        let refused =
+            |spec: GemmSpec, sig: &KernelSignature, args: Vec<usize>| match GemmEpilogue::new(
+                spec,
+                [0, 1, 2],
+                sig,
+                args,
+            ) {
+                Err(RuntimeError::Gemm { message, .. }) => message,
+                other => panic!("expected a refusal, got {other:?}"),
+            };
+        // Several blocks per batch index; a loop over another count; reading the next
+        // batch index's matrix; writing A.
+        assert!(refused(batched(1), &fits, vec![2, 3]).contains("several blocks"));
+        let three = batch_epilogue("4*%i0 + %i1", 3);
+        assert!(refused(batched(2), &three, vec![2, 3]).contains("batch indices"));
+        let wide = batch_epilogue("4*%i0 + 2*%i1", 2);
+        assert!(refused(batched(2), &wide, vec![2, 3]).contains("batch index by batch index"));
+        assert!(refused(batched(2), &fits, vec![2, 0]).contains("shares memory"));
     }
 
     #[test]

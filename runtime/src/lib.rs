@@ -33,7 +33,7 @@ pub use device_error::RuntimeError;
 pub use element::Element;
 pub use error::RunError;
 pub use executable::Executable;
-pub use gemm::{BatchAxis, GemmCall, GemmEpilogue, GemmSpec, MatrixView, SplitDim};
+pub use gemm::{BatchAxis, GemmCall, GemmEpilogue, GemmSpec, GemmTap, MatrixView, SplitDim};
 pub use interp::{Interpreter, Perturbation};
 pub use kernel::{
     AccessPattern, CompiledKernel, Footprint, KernelCode, KernelEntry, KernelSignature, STACK_TABLE,

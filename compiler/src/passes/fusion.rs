@@ -26,6 +26,11 @@
 //!   ([`StageReason::Contraction`], [`BoundaryReason::GemmContraction`]): the product is inline
 //!   in the sum's group, in unfused mode too (it is half of one contraction), so the batched
 //!   product `[.., M, N, K]` is never stored, and `a` and `b` are stored like a dot's operands;
+//! - likewise a left-deep chain of adds of such dots, alike in axes and dtype, each read only
+//!   by the chain ([`TapSum`]: what a convolution expands into, one dot per filter tap): one
+//!   [`GroupKind::Gemm`] group whose stages are the dots ([`StageReason::Tap`], never stored)
+//!   and the chain's last add, in fused and unfused mode (it is one convolution), computed by
+//!   one GEMM call adding each tap into the result ([`BoundaryReason::GemmTaps`]);
 //! - every value that crosses groups or leaves the computation has a [`Boundary`] naming why;
 //! - `groups` is a topological schedule: a group only reads values of earlier groups.
 //!
@@ -49,6 +54,11 @@ pub enum StageReason {
     /// A sum of products read as a contraction (`Graph::sum_of_products`) and computed by a
     /// GEMM call: its product is never stored.
     Contraction,
+    /// A term of a sum of GEMM taps ([`TapSum`]): its GEMM call adds it into the sum's
+    /// result, so it is never stored.
+    Tap,
+    /// The last add of a sum of GEMM taps ([`TapSum`]): the GEMM call's result.
+    TapSum,
     /// An expensive op read by several consumers (or twice by one).
     MultipleConsumersExpensive,
     /// An expensive op read through a broadcast: inline, it would be recomputed per repeat.
@@ -99,6 +109,9 @@ pub enum BoundaryReason {
     /// A sum of products computed as a contraction by a GEMM call (`Graph::sum_of_products`):
     /// the product is never stored, the result is, as a dot's.
     GemmContraction,
+    /// A sum of dots computed by one GEMM call adding each into the result in turn
+    /// ([`TapSum`]: a convolution's taps).
+    GemmTaps,
 }
 
 macro_rules! display_names {
@@ -121,6 +134,8 @@ display_names!(StageReason {
     Reduction => "reduction",
     Dot => "dot",
     Contraction => "sum of products computed as a contraction",
+    Tap => "tap of a sum of GEMM taps (added in place, never stored)",
+    TapSum => "sum of GEMM taps",
     MultipleConsumersExpensive => "expensive, several consumers",
     BroadcastExpensive => "expensive, read through a broadcast",
     DotOperand => "dot operand read many times",
@@ -141,6 +156,7 @@ display_names!(BoundaryReason {
     Unfused => "unfused",
     SplitIndex => "flattened axis iterated whole by its reader",
     Gemm => "computed by a GEMM call",
+    GemmTaps => "sum of taps computed by one GEMM call (taps never stored)",
     GemmContraction => "sum of products computed by a GEMM call (product never stored)",
 });
 
@@ -352,6 +368,9 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
             (alone && crate::gemm::is_candidate(g, id, &o)).then_some((id, c.product))
         })
         .unzip();
+    let taps = TapSum::find(g, &readers, &is_out, &opts);
+    let tap_dots: HashSet<NodeId> = taps.values().flat_map(|t| t.dots.iter().copied()).collect();
+    let tap_adds: HashSet<NodeId> = taps.values().flat_map(|t| t.adds.iter().copied()).collect();
     // Dispositions, consumers first: `stage[i]` is why node i is a stage, `None` if inline or
     // a stored tensor.
     let mut stage: Vec<Option<StageReason>> = vec![None; n];
@@ -413,6 +432,9 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
             _ if node.op.is_view() || matches!(node.op, Op::Concat(_)) => None,
             _ if gemm_products.contains(&id) => None,
             _ if gemm_sums.contains(&id) => Some(StageReason::Contraction),
+            _ if tap_dots.contains(&id) => Some(StageReason::Tap),
+            _ if tap_adds.contains(&id) => None,
+            _ if taps.contains_key(&id) => Some(StageReason::TapSum),
             _ if !opts.fused => Some(StageReason::Unfused),
             Op::Reduce { .. } => Some(StageReason::Reduction),
             Op::Dot(..) => Some(StageReason::Dot),
@@ -430,24 +452,24 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
     let mut groups: Vec<Draft> = Vec::new();
     for (id, node) in g.nodes() {
         if let (true, Some(reason)) = (live[idx(id)], stage[idx(id)]) {
-            let outer = node_space(g, id)?;
-            let mut reads = BTreeSet::new();
-            let mut nodes = BTreeSet::new();
-            nodes.insert(id);
-            let mut todo = node.op.inputs();
-            while let Some(x) = todo.pop() {
-                let xn = g.node(x);
-                if stage[idx(x)].is_some() || matches!(xn.op, Op::Tensor { .. }) {
-                    if !is_immediate(&xn.op) {
-                        reads.insert(x);
-                    } else {
-                        nodes.insert(x);
-                    }
-                } else if nodes.insert(x) {
-                    todo.extend(xn.op.inputs());
-                }
+            if tap_dots.contains(&id) {
+                // In its sum's group, below.
+                continue;
             }
-            let gemm = gemm_sums.contains(&id)
+            let outer = node_space(g, id)?;
+            let (mut reads, mut nodes) = (BTreeSet::new(), BTreeSet::new());
+            let mut stages = Vec::new();
+            for t in taps.get(&id).map_or(&[][..], |t| &t.dots) {
+                closure(g, *t, &stage, &mut nodes, &mut reads);
+                stages.push((*t, StageReason::Tap));
+            }
+            closure(g, id, &stage, &mut nodes, &mut reads);
+            stages.push((id, reason));
+            for (t, _) in &stages {
+                reads.remove(t);
+            }
+            let gemm = taps.contains_key(&id)
+                || gemm_sums.contains(&id)
                 || matches!(node.op, Op::Dot(..))
                     && opts.gemm.is_some_and(|o| {
                         !opts.no_gemm.contains(&id) && crate::gemm::is_candidate(g, id, &o)
@@ -455,7 +477,7 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
             groups.push(Draft {
                 gemm,
                 outer,
-                stages: vec![(id, reason)],
+                stages,
                 nodes,
                 reads,
                 alive: true,
@@ -498,6 +520,8 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
             Some(BoundaryReason::SplitIndex)
         } else if stages.iter().any(|s| opts.force_boundary.contains(s)) {
             Some(BoundaryReason::ViewOfOuterAxes)
+        } else if groups[p].gemm && stages.iter().any(|s| taps.contains_key(s)) {
+            Some(BoundaryReason::GemmTaps)
         } else if groups[p].gemm && stages.iter().any(|s| gemm_sums.contains(s)) {
             Some(BoundaryReason::GemmContraction)
         } else if groups[p].gemm {
@@ -620,6 +644,117 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
         boundaries,
         live,
     })
+}
+
+/// Adds node `id` and the inline nodes it is computed from to `nodes`, and the stages and
+/// stored tensors they read to `reads` (uniform constants are immediates: nodes).
+fn closure(
+    g: &Graph,
+    id: NodeId,
+    stage: &[Option<StageReason>],
+    nodes: &mut BTreeSet<NodeId>,
+    reads: &mut BTreeSet<NodeId>,
+) {
+    nodes.insert(id);
+    let mut todo = g.node(id).op.inputs();
+    while let Some(x) = todo.pop() {
+        let xn = g.node(x);
+        if stage[x.as_u32() as usize].is_some() || matches!(xn.op, Op::Tensor { .. }) {
+            if !is_immediate(&xn.op) {
+                reads.insert(x);
+            } else {
+                nodes.insert(x);
+            }
+        } else if nodes.insert(x) {
+            todo.extend(xn.op.inputs());
+        }
+    }
+}
+
+/// A sum of GEMM taps: `add(add(d₀, d₁), …, dₙ₋₁)`, a left-deep chain of at least two dots the
+/// GEMM path takes ([`crate::gemm::is_candidate`], none in `no_gemm`), alike in axes and
+/// dtype, each dot and inner add read only by the chain and none an output, at most
+/// [`GemmOptions::max_f32_k`](crate::gemm::GemmOptions::max_f32_k) products per element for
+/// f32 — what a convolution expands into (`Graph::expand_convolution`, one dot per filter
+/// tap). One GEMM call computes it, adding each dot into the result in the chain's order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TapSum {
+    /// The dots, in the order the chain adds them.
+    pub dots: Vec<NodeId>,
+    /// The chain's inner adds (inline in the sum's group).
+    pub adds: Vec<NodeId>,
+}
+
+impl TapSum {
+    /// Every sum of taps of `g`, by its last add (outermost chains first, so a chain's inner
+    /// adds are never sums of their own).
+    fn find(
+        g: &Graph,
+        readers: &[Vec<NodeId>],
+        is_out: &impl Fn(NodeId) -> bool,
+        opts: &FusionOptions,
+    ) -> HashMap<NodeId, TapSum> {
+        let mut found = HashMap::new();
+        let Some(o) = opts.gemm else {
+            return found;
+        };
+        let mut claimed = HashSet::new();
+        let only_read_by =
+            |x: NodeId, r: NodeId| readers[x.as_u32() as usize].as_slice() == [r] && !is_out(x);
+        let tap = |x: NodeId, r: NodeId| {
+            matches!(g.node(x).op, Op::Dot(..))
+                && only_read_by(x, r)
+                && !opts.no_gemm.contains(&x)
+                && crate::gemm::is_candidate(g, x, &o)
+        };
+        for (id, node) in g.nodes().rev() {
+            if claimed.contains(&id) || opts.no_gemm.contains(&id) {
+                continue;
+            }
+            let (mut dots, mut adds, mut at) = (Vec::new(), Vec::new(), id);
+            while let Op::Binary(BinaryOp::Add, l, r) = g.node(at).op {
+                if !tap(r, at) {
+                    break;
+                }
+                dots.push(r);
+                if tap(l, at) {
+                    dots.push(l);
+                    break;
+                }
+                if !only_read_by(l, at) {
+                    break;
+                }
+                adds.push(l);
+                at = l;
+            }
+            // The chain must end at a dot (its first term).
+            let complete = dots.len() >= 2 && adds.len() + 2 == dots.len();
+            let alike = dots.iter().all(|d| {
+                let dn = g.node(*d);
+                dn.axes == node.axes && dn.dtype == node.dtype
+            });
+            let k_total = dots
+                .first()
+                .and_then(|d| match g.node(*d).op {
+                    Op::Dot(l, r) => g
+                        .dot_pairs("dot", &g.node(l).axes, &g.node(r).axes)
+                        .ok()?
+                        .iter()
+                        .try_fold(1u64, |n, p| n.checked_mul(g.resolve_len(p.0).ok()? as u64)),
+                    _ => None,
+                })
+                .and_then(|k| k.checked_mul(dots.len() as u64));
+            let bounded =
+                node.dtype != weft_ir::DType::F32 || k_total.is_some_and(|k| k <= o.max_f32_k);
+            if complete && alike && bounded {
+                dots.reverse();
+                adds.reverse();
+                claimed.extend(adds.iter().copied());
+                found.insert(id, TapSum { dots, adds });
+            }
+        }
+        found
+    }
 }
 
 #[derive(Default)]

@@ -7,7 +7,9 @@
 //!   except placeholders and outputs for which the caller asks for another axis order;
 //! - every other stored intermediate is dense (no gaps), its axes ordered major to minor by how
 //!   deep in its first reader's loop nest they are walked (outer loops major, innermost loop
-//!   minor), so that reader walks it contiguously; ties keep the declared order;
+//!   minor), so that reader walks it contiguously; ties keep the declared order; one first
+//!   read by a sum of GEMM taps keeps its declared order (the convolution expansion declares
+//!   the image's positions innermost: the GEMM crate's column-major operand);
 //! - afterwards every load and store of every kernel program carries its [`StridedView`]
 //!   (strides per loop axis of its stage: outer loops, stage loops, reduction loops).
 
@@ -98,7 +100,14 @@ pub fn assign_layouts(
             || b.reason == super::fusion::BoundaryReason::GraphOutput;
         let order = if let Some(order) = requested.get(&b.node) {
             order.clone()
-        } else if fixed {
+        } else if fixed
+            || first_loads
+                .get(&b.node)
+                .is_some_and(|at| tap_sum_reads(plan, programs, at.0))
+        {
+            // A sum of GEMM taps reads its operands in the order its expansion declared
+            // them (a convolution's image: positions contiguous, what the GEMM crate reads
+            // without packing).
             axes.clone()
         } else {
             first_loads
@@ -181,6 +190,16 @@ fn view_of(
     v.axes = keep.iter().map(|i| v.axes[*i]).collect();
     v.strides = keep.iter().map(|i| v.strides[*i]).collect();
     Ok(v)
+}
+
+/// Whether program `p` is a sum of GEMM taps (a GEMM group of several stages).
+fn tap_sum_reads(plan: &FusionPlan, programs: &[KernelProgram], p: usize) -> bool {
+    let program = &programs[p];
+    program.stages.len() > 1
+        && plan
+            .groups
+            .get(program.group)
+            .is_some_and(|g| g.kind == super::fusion::GroupKind::Gemm)
 }
 
 /// Where each stored tensor is first loaded: (program, stage, instruction), in one pass so
