@@ -174,10 +174,13 @@ impl Default for JitOptions {
 }
 
 impl JitOptions {
-    /// The unfused baseline: one kernel per op, every intermediate in a buffer of its own.
+    /// The unfused baseline: one kernel per op, every intermediate in a buffer of its own —
+    /// a GEMM call too, so no epilogue runs inside it ([`JitOptions::epilogue`] off): the
+    /// fused/unfused ratio shows what fusion, epilogues included, buys.
     pub fn unfused() -> Self {
         JitOptions {
             fused: false,
+            epilogue: false,
             ..JitOptions::default()
         }
     }
