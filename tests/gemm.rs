@@ -763,3 +763,25 @@ fn a_convolution_over_a_batch_runs_its_epilogue_per_image() {
     assert!(!unfused.contains("each work item runs"), "{unfused}");
     agree(&g, 1);
 }
+
+#[test]
+fn a_sum_of_unrelated_dots_falls_back_to_a_gemm_call_per_dot() {
+    // `X·W + Y·V`: a chain fusion reads as a sum of taps, which plan_gemm refuses (the dots
+    // read different tensors), so each dot is a GEMM call of its own and the add a kernel.
+    let mut g = Graph::new();
+    let (b, i, o) = (
+        g.axis("B", 32).unwrap(),
+        g.axis("I", 24).unwrap(),
+        g.axis("O", 20).unwrap(),
+    );
+    let x = g.placeholder("X", &[b, i], DType::F32).unwrap();
+    let w = g.placeholder("W", &[i, o], DType::F32).unwrap();
+    let y = g.placeholder("Y", &[b, i], DType::F32).unwrap();
+    let v = g.placeholder("V", &[i, o], DType::F32).unwrap();
+    let (xw, yv) = (g.dot(x, w).unwrap(), g.dot(y, v).unwrap());
+    let sum = g.binary(BinaryOp::Add, xw, yv).unwrap();
+    g.mark_output(sum).unwrap();
+    let text = jit_common::explain(&g, &options(true, 1, 2));
+    assert!(!text.contains("taps summed"), "{text}");
+    agree(&g, 2);
+}
