@@ -300,105 +300,13 @@ fn max_pool_gradients_go_to_the_largest_tap() {
     }
 }
 
-/// A random convolution, then (sometimes) a pool of its result: 1-D (Time), 2-D or 3-D
-/// (Depth) by the roles drawn, axes in a random order, random strides, paddings, dilations and
-/// groups, f32 or f64.
-struct Case {
-    g: Graph,
-    out: Vec<NodeId>,
-}
-
-fn draw(seed: u64) -> Case {
-    let mut r = SplitMix(seed);
-    let mut g = Graph::new();
-    let roles: Vec<Role> = match r.below(3) {
-        0 => vec![Role::Time],
-        1 => vec![Role::Height, Role::Width],
-        _ => vec![Role::Depth, Role::Height, Role::Width],
-    };
-    let groups = 1 + r.below(3);
-    let (j, kg) = (1 + r.below(3), 1 + r.below(3));
-    let dtype = if r.chance(50) { DType::F32 } else { DType::F64 };
-    let mut x_axes = vec![
-        g.axis("N", 1 + r.below(2)).unwrap(),
-        g.axis_with_roles("C", Some(groups * j), vec![Role::Channel])
-            .unwrap(),
-    ];
-    let mut f_axes = vec![
-        g.axis_with_roles("K", Some(groups * kg), vec![Role::Channelout])
-            .unwrap(),
-        g.axis_with_roles("J", Some(j), vec![Role::Channel])
-            .unwrap(),
-    ];
-    let mut spec = ConvSpec::new().groups(groups);
-    // Unit strides often: the compiler expands those another way (shifted matrix products).
-    let unit_strides = r.chance(40);
-    for (i, role) in roles.iter().enumerate() {
-        let taps = 1 + r.below(3);
-        let dilation = 1 + r.below(2);
-        let stride = if unit_strides { 1 } else { 1 + r.below(3) };
-        let (before, after) = (r.below(3), r.below(3));
-        let extent = dilation * (taps - 1) + 1;
-        let len = (extent + r.below(5)).saturating_sub(before + after).max(1);
-        x_axes.push(
-            g.axis_with_roles(&format!("X{i}"), Some(len), vec![role.clone()])
-                .unwrap(),
-        );
-        f_axes.push(
-            g.axis_with_roles(&format!("F{i}"), Some(taps), vec![role.clone()])
-                .unwrap(),
-        );
-        spec = spec
-            .stride(role.clone(), stride)
-            .dilation(role.clone(), dilation)
-            .pad(role.clone(), before, after);
-    }
-    shuffle(&mut r, &mut x_axes);
-    shuffle(&mut r, &mut f_axes);
-    let x = g.placeholder("x", &x_axes, dtype).unwrap();
-    let f = g.placeholder("f", &f_axes, dtype).unwrap();
-    let y = g.convolution(x, f, &spec).unwrap();
-    let mut out = vec![y];
-    if r.chance(60) {
-        let kind = if r.chance(50) {
-            PoolKind::Max
-        } else {
-            PoolKind::Avg
-        };
-        let role = roles[r.below(roles.len())].clone();
-        let axis = *g
-            .node(y)
-            .axes
-            .iter()
-            .find(|a| g.axis_data(a.id).roles.contains(&role))
-            .unwrap();
-        let len = g.axis_len(axis).unwrap();
-        let taps = 1 + r.below(len.min(3));
-        let pad = r.below(taps);
-        let spec = PoolSpec::new(kind)
-            .window(role.clone(), taps)
-            .stride(role.clone(), 1 + r.below(2))
-            .pad(role, pad, r.below(taps));
-        if let Ok(p) = g.pool(y, &spec) {
-            out.push(p);
-        }
-    }
-    Case { g, out }
-}
-
-fn shuffle<T>(r: &mut SplitMix, v: &mut [T]) {
-    for i in (1..v.len()).rev() {
-        v.swap(i, r.below(i + 1));
-    }
-}
-
 /// Values in [-2, 2) for every placeholder, no special values (the oracle's generator).
 fn random_values(g: &Graph, ps: &[NodeId], seed: u64) -> Vec<HostArray> {
     weft_ir::testing::random_inputs(g, ps, seed, false)
 }
 
 fn check_jit(seed: u64) -> Result<(), TestCaseError> {
-    let case = draw(seed);
+    let case = jit_common::random_convolution(seed, None);
     let g = &case.g;
     let ps = g.placeholders();
     let xs = random_values(g, &ps, seed);
@@ -411,7 +319,7 @@ fn check_jit(seed: u64) -> Result<(), TestCaseError> {
 /// / step) far below the tolerance, 1e-6·(1 + |difference|). A max pool is only piecewise
 /// linear (a step may cross a tie): `max_pool_gradients_go_to_the_largest_tap` checks it.
 fn check_gradients(seed: u64) -> Result<(), TestCaseError> {
-    let mut case = draw(seed);
+    let mut case = jit_common::random_convolution(seed, None);
     let g = &mut case.g;
     let max_pool = case.out.iter().any(
         |o| matches!(&g.node(*o).op, weft::Op::Pool { spec, .. } if spec.kind == PoolKind::Max),

@@ -622,78 +622,19 @@ fn special_values_on_the_gemm_path_match_the_interpreter() {
     }
 }
 
-/// `relu(convolution(x, w) + b)` with every stride 1 (the shifted expansion: one dot per filter
-/// tap, summed by one GEMM call), drawn from `seed`: 1-D (Time) or 2-D, 1–3 taps per axis,
-/// dilation 1–2, padding 0–2 on each side, 1–2 groups, a batch of 1–3, f32 or f64, the
-/// input's axes in either order.
-fn conv_with_bias(seed: u64) -> Graph {
-    let mut r = SplitMix(seed);
-    let mut g = Graph::new();
-    let dtype = if r.below(2) == 0 {
-        DType::F32
-    } else {
-        DType::F64
-    };
-    let groups = 1 + r.below(2);
-    let (c, k) = (groups * (2 + r.below(6)), groups * (2 + r.below(6)));
-    let roles = if r.below(3) == 0 {
-        vec![Role::Time]
-    } else {
-        vec![Role::Height, Role::Width]
-    };
-    let mut x_axes = vec![
-        g.axis("N", 1 + r.below(3)).unwrap(),
-        g.axis_with_roles("C", Some(c), vec![Role::Channel])
-            .unwrap(),
-    ];
-    let mut f_axes = vec![
-        g.axis_with_roles("O", Some(k), vec![Role::Channelout])
-            .unwrap(),
-        g.axis_with_roles("J", Some(c / groups), vec![Role::Channel])
-            .unwrap(),
-    ];
-    let mut spec = ConvSpec::new().groups(groups);
-    for (i, role) in roles.iter().enumerate() {
-        let (taps, dilation) = (1 + r.below(3), 1 + r.below(2));
-        let len = dilation * (taps - 1) + 1 + r.below(8);
-        x_axes.push(
-            g.axis_with_roles(&format!("X{i}"), Some(len), vec![role.clone()])
-                .unwrap(),
-        );
-        f_axes.push(
-            g.axis_with_roles(&format!("F{i}"), Some(taps), vec![role.clone()])
-                .unwrap(),
-        );
-        spec = spec
-            .dilation(role.clone(), dilation)
-            .pad(role.clone(), r.below(3), r.below(3));
-    }
-    if r.below(2) == 0 {
-        x_axes.reverse();
-    }
-    let x = g.placeholder("x", &x_axes, dtype).unwrap();
-    let w = g.placeholder("w", &f_axes, dtype).unwrap();
-    let y = g.convolution(x, w, &spec).unwrap();
-    let features = *g
-        .node(y)
-        .axes
-        .iter()
-        .find(|a| g.axis_data(a.id).roles.contains(&Role::Channel))
-        .unwrap();
-    let b = g.placeholder("b", &[features], dtype).unwrap();
-    let yb = g.binary(BinaryOp::Add, y, b).unwrap();
-    let out = g.unary(weft::UnaryOp::Relu, yb).unwrap();
-    g.mark_output(out).unwrap();
-    g
-}
-
 #[test]
 fn convolution_taps_run_as_one_gemm_call_and_match_the_interpreter() {
     // Each group's taps (two or more) are one GEMM call summing them into its result, fused
-    // and unfused, 1 and 2 threads; the plain inputs, then NaN, ±inf and −0 planted.
+    // and unfused, 1 and 2 threads, every dot on the GEMM whatever its size (the shared
+    // generator's unit-stride convolutions, and pools after some); the plain inputs, then NaN,
+    // ±inf and −0 planted.
     let mut summed = 0;
-    for seed in 0..40 {
-        let g = conv_with_bias(seed);
+    for seed in 0..60 {
+        let jit_common::ConvCase { g, out } = jit_common::random_convolution(seed, Some(true));
+        let mut g = g;
+        for o in out {
+            g.mark_output(o).unwrap();
+        }
         let text = jit_common::explain(&g, &options(true, 1, 2));
         summed += usize::from(text.contains("taps summed in C"));
         let ps = g.placeholders();
@@ -716,41 +657,26 @@ fn convolution_taps_run_as_one_gemm_call_and_match_the_interpreter() {
     }
     assert!(
         summed >= 20,
-        "{summed} of 40 convolutions summed their taps in one call"
+        "{summed} of 60 convolutions summed their taps in one call"
     );
 }
 
 #[test]
 fn a_convolution_over_a_batch_runs_its_epilogue_per_image() {
-    // The bench's shape, scaled down: a 3×3 convolution, 16 → 16 channels, over 4 images of
-    // 48 × 48 (enough for a parallel epilogue), bias and relu: one GEMM call of nine taps, its operands in the layout the crate
-    // reads (the padded image's positions contiguous), bias and relu run by each work item on
-    // its image.
-    let mut g = Graph::new();
-    let n = g.axis("N", 4).unwrap();
-    let c = g
-        .axis_with_roles("C", Some(16), vec![Role::Channel])
-        .unwrap();
-    let h = g
-        .axis_with_roles("H", Some(48), vec![Role::Height])
-        .unwrap();
-    let w = g.axis_with_roles("W", Some(48), vec![Role::Width]).unwrap();
-    let o = g
-        .axis_with_roles("O", Some(16), vec![Role::Channelout])
-        .unwrap();
-    let r = g.axis_with_roles("R", Some(3), vec![Role::Height]).unwrap();
-    let s = g.axis_with_roles("S", Some(3), vec![Role::Width]).unwrap();
-    let x = g.placeholder("x", &[n, c, h, w], DType::F32).unwrap();
-    let f = g.placeholder("f", &[o, c, r, s], DType::F32).unwrap();
-    let spec = ConvSpec::new()
-        .pad(Role::Height, 1, 1)
-        .pad(Role::Width, 1, 1);
-    let y = g.convolution(x, f, &spec).unwrap();
-    let features = g.node(y).axes.iter().copied().nth(1).unwrap();
-    let b = g.placeholder("b", &[features], DType::F32).unwrap();
-    let yb = g.binary(BinaryOp::Add, y, b).unwrap();
-    let out = g.unary(weft::UnaryOp::Relu, yb).unwrap();
-    g.mark_output(out).unwrap();
+    // The conv workload (bench/workloads/conv.weft) scaled down: a 3×3 convolution, 16 → 16
+    // channels, over 4 images of 48 × 48 (enough for a parallel epilogue), bias and relu: one
+    // GEMM call of nine taps, its operands in the layout the crate reads (the padded image's
+    // positions contiguous), bias and relu run by each work item on its image.
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/bench/workloads/conv.weft"
+    ))
+    .unwrap()
+    .replace("axis N = 32", "axis N = 4")
+    .replace("axis C = 64", "axis C = 16")
+    .replace("axis O = 64", "axis O = 16")
+    .replace("= 56 :", "= 48 :");
+    let g = weft::ir::text::parse(&text, "conv.weft").unwrap();
     let text = jit_common::explain(&g, &options(true, 1, 2));
     assert!(text.contains("9 taps summed in C"), "{text}");
     assert!(text.contains("A @0 strides (1, "), "{text}");

@@ -571,28 +571,10 @@ impl GemmCall {
             row_stride: stride,
             col_stride: 1,
         };
-        let in_band = |f: Option<Footprint>| {
-            f.is_some_and(|f| {
-                f.stride == band.row_stride
-                    && band.offset <= f.lo
-                    && (f.hi as i128) < band.offset as i128 + band.row_stride as i128
-            })
-        };
         for (i, b) in signature.buffers.iter().enumerate() {
-            on_c(
-                b,
-                relation(i, 2),
-                in_band(signature.footprint(i)),
-                "batch index by batch index",
-            )?;
-            if b.access.can_write()
-                && (relation(i, 0) != Relation::Disjoint || relation(i, 1) != Relation::Disjoint)
-            {
-                return Err(format!(
-                    "kernel buffer %{} is written and shares memory with the GEMM's operands",
-                    b.name
-                ));
-            }
+            let fits = in_band(&band, signature.footprint(i));
+            on_c(b, relation(i, 2), fits, "batch index by batch index")?;
+            apart_from_operands(b, &relation, i)?;
         }
         Ok(())
     }
@@ -620,14 +602,6 @@ impl GemmCall {
                 signature.name, s.m
             ));
         }
-        // A footprint stays in band p (`banded`) when it moves by `rs` and spans band 0.
-        let in_band = |v: &MatrixView, f: Option<Footprint>| {
-            f.is_some_and(|f| {
-                f.stride == v.row_stride
-                    && v.offset <= f.lo
-                    && (f.hi as i128) < v.offset as i128 + v.row_stride as i128
-            })
-        };
         for (i, b) in signature.buffers.iter().enumerate() {
             let footprint = signature.footprint(i);
             on_c(b, relation(i, 2), in_band(&s.c, footprint), "row by row")?;
@@ -699,14 +673,7 @@ impl GemmCall {
             let accesses = signature.accesses.get(i).map_or(&[][..], Vec::as_slice);
             let fits = accesses.iter().all(in_block);
             on_c(b, relation(i, 2), fits, "column block by column block")?;
-            if b.access.can_write()
-                && (relation(i, 0) != Relation::Disjoint || relation(i, 1) != Relation::Disjoint)
-            {
-                return Err(format!(
-                    "kernel buffer %{} is written and shares memory with the GEMM's operands",
-                    b.name
-                ));
-            }
+            apart_from_operands(b, &relation, i)?;
         }
         Ok(())
     }
@@ -1065,6 +1032,33 @@ impl GemmCall {
 fn banded(v: &MatrixView, cols: usize) -> bool {
     let (rs, cs) = (v.row_stride, v.col_stride);
     rs > 0 && (cols == 1 || (cs > 0 && (cs as i128) * (cols as i128 - 1) < rs as i128))
+}
+
+/// Whether footprint `f` stays in band `p` of `v` (rows `v.row_stride` apart, `banded`) in
+/// iteration `p`: it moves by the row stride and spans only band 0.
+fn in_band(v: &MatrixView, f: Option<Footprint>) -> bool {
+    f.is_some_and(|f| {
+        f.stride == v.row_stride
+            && v.offset <= f.lo
+            && (f.hi as i128) < v.offset as i128 + v.row_stride as i128
+    })
+}
+
+/// Kernel buffer `b` (index `i`) written only where A and B are not (`relation(i, t)`).
+fn apart_from_operands(
+    b: &BufferDecl,
+    relation: &impl Fn(usize, usize) -> Relation,
+    i: usize,
+) -> Result<(), String> {
+    if b.access.can_write()
+        && (relation(i, 0) != Relation::Disjoint || relation(i, 1) != Relation::Disjoint)
+    {
+        return Err(format!(
+            "kernel buffer %{} is written and shares memory with the GEMM's operands",
+            b.name
+        ));
+    }
+    Ok(())
 }
 
 /// Kernel buffer `b` against C, given how its memory relates to C's: no common memory, or C's
@@ -1488,11 +1482,16 @@ mod tests {
         KernelSignature::of(&weft_ir::loop_ir::parse_kernel("e.lir", &text).unwrap())
     }
 
-    fn refusal(signature: &KernelSignature, kernel_args: Vec<usize>) -> String {
-        match GemmEpilogue::new(spec(), [0, 1, 2], signature, kernel_args) {
+    /// Why `GemmEpilogue::new` refuses GEMM `spec` then a kernel of `signature`.
+    fn refused(spec: GemmSpec, signature: &KernelSignature, kernel_args: Vec<usize>) -> String {
+        match GemmEpilogue::new(spec, [0, 1, 2], signature, kernel_args) {
             Err(RuntimeError::Gemm { message, .. }) => message,
             other => panic!("expected a refusal, got {other:?}"),
         }
+    }
+
+    fn refusal(signature: &KernelSignature, kernel_args: Vec<usize>) -> String {
+        refused(spec(), signature, kernel_args)
     }
 
     #[test]
@@ -1557,16 +1556,6 @@ mod tests {
 
     #[test]
     fn an_epilogue_fits_column_blocks_only_block_by_block_and_away_from_the_operands() {
-        let refused =
-            |spec: GemmSpec, sig: &KernelSignature, args: Vec<usize>| match GemmEpilogue::new(
-                spec,
-                [0, 1, 2],
-                sig,
-                args,
-            ) {
-                Err(RuntimeError::Gemm { message, .. }) => message,
-                other => panic!("expected a refusal, got {other:?}"),
-            };
         let blocks = column_epilogue("4*%i0 + 2*%j + %i1", 2);
         assert_eq!(
             blocks.accesses[0],
@@ -1749,16 +1738,6 @@ mod tests {
         assert!(GemmEpilogue::new(batched(2), [0, 1, 2], &fits, vec![2, 3]).is_ok());
         // In place: the kernel writes C's own batch index.
         assert!(GemmEpilogue::new(batched(2), [0, 1, 2], &fits, vec![2, 2]).is_ok());
-        let refused =
-            |spec: GemmSpec, sig: &KernelSignature, args: Vec<usize>| match GemmEpilogue::new(
-                spec,
-                [0, 1, 2],
-                sig,
-                args,
-            ) {
-                Err(RuntimeError::Gemm { message, .. }) => message,
-                other => panic!("expected a refusal, got {other:?}"),
-            };
         // Several blocks per batch index; a loop over another count; reading the next
         // batch index's matrix; writing A.
         assert!(refused(batched(1), &fits, vec![2, 3]).contains("several blocks"));
