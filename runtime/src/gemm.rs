@@ -22,8 +22,9 @@
 //!   job, each a single-threaded `gemm` call, split over the [`ThreadPool`] when one is given.
 //!   Each call is deterministic, so results are bit-identical run after run for a given spec —
 //!   for a given thread count. Several taps run over sub-blocks of a block (about 256 KiB of
-//!   C, so it stays in cache), each sub-block one crate call per tap, the first writing C and
-//!   the others adding to it; where several taps read B along strided rows, B is first packed
+//!   C, so it stays in cache), each sub-block one crate call per tap (per chunk of at most
+//!   [`unpacked_columns`] columns where A is column-major, so the crate reads each tap's A in
+//!   place), the first writing C and the others adding to it; where several taps read B along strided rows, B is first packed
 //!   once per call into a per-thread scratch kept between calls, every tap's `k × n` matrix
 //!   with `k` contiguous — the layout the crate reads without packing it again in every call
 //!   (the same values: results are unchanged). Across thread counts they may differ in the last bits: the crate
@@ -252,6 +253,16 @@ impl BOperand {
 /// Bytes of C a GEMM of several taps computes at a time ([`GemmCall::item`]).
 const TAP_BLOCK_BYTES: usize = 256 << 10;
 
+/// The most columns of C a crate call may have for the crate to read a column-major A in
+/// place rather than packing it first: its single-threaded packing threshold times the
+/// micro-kernels' six columns (x86-64, f32 and f64, AVX2 and AVX-512 alike). A GEMM of
+/// several taps calls the crate with at most this many columns at a time when A is
+/// column-major (a convolution's padded image): each tap's A is a fresh shifted matrix, so
+/// packing it costs a copy per tap that nothing amortises (8 % of the conv workload).
+fn unpacked_columns() -> usize {
+    (gemm::get_lhs_packing_threshold_single_thread() * 6).max(6)
+}
+
 /// A checked GEMM, ready to be called over buffers.
 #[derive(Clone, Debug)]
 pub struct GemmCall {
@@ -261,6 +272,8 @@ pub struct GemmCall {
     blocks: usize,
     /// Rows (or columns) of the sub-blocks a block with several taps is run in.
     tap_block: usize,
+    /// Most columns of C per crate call of a tap ([`unpacked_columns`]).
+    tap_columns: usize,
 }
 
 /// The lowest and highest element index `offset + Σ i·stride` reaches for `0 ≤ i < len`.
@@ -370,11 +383,17 @@ impl GemmCall {
         };
         let bytes = line.saturating_mul(spec.dtype.size_bytes()).max(1);
         let tap_block = ((TAP_BLOCK_BYTES / bytes) / 16 * 16).clamp(16, spec.block.max(16));
+        let tap_columns = if spec.taps.len() > 1 && spec.a.row_stride == 1 {
+            unpacked_columns()
+        } else {
+            spec.n
+        };
         Ok(GemmCall {
             spec,
             items,
             blocks,
             tap_block,
+            tap_columns,
         })
     }
 
@@ -903,22 +922,29 @@ impl GemmCall {
                 let pa = (bases[0] as *const T).offset(is(a));
                 let pb = (b.base as *const T).offset(is(bj));
                 let pc = (bases[1] as *mut T).offset(is(c));
+                let width = self.tap_columns;
                 for (t, tap) in taps.iter().enumerate() {
-                    T::gemm(
-                        rows,
-                        s.k,
-                        cols,
-                        pa.offset(is(tap.a)),
-                        is(s.a.row_stride),
-                        is(s.a.col_stride),
-                        pb.offset(is(b.tap(t, tap))),
-                        is(b.view.row_stride),
-                        is(b.view.col_stride),
-                        pc,
-                        is(s.c.row_stride),
-                        is(s.c.col_stride),
-                        t > 0,
-                    );
+                    let mut j = 0;
+                    while j < cols {
+                        let w = width.min(cols - j);
+                        let jj = j as isize;
+                        T::gemm(
+                            rows,
+                            s.k,
+                            w,
+                            pa.offset(is(tap.a)),
+                            is(s.a.row_stride),
+                            is(s.a.col_stride),
+                            pb.offset(is(b.tap(t, tap)) + jj * is(b.view.col_stride)),
+                            is(b.view.row_stride),
+                            is(b.view.col_stride),
+                            pc.offset(jj * is(s.c.col_stride)),
+                            is(s.c.row_stride),
+                            is(s.c.col_stride),
+                            t > 0,
+                        );
+                        j += w;
+                    }
                 }
                 self.fix_up(pa, (pb, b), pc, rows, cols);
             }
@@ -1695,6 +1721,71 @@ mod tests {
         let c = run_taps(tap_spec(), &x, &w);
         assert_eq!(c, taps_by_hand(&x, &w));
         assert_eq!(c[0], 3e38);
+    }
+
+    #[test]
+    fn taps_wider_than_the_crates_unpacked_width_run_in_column_chunks() {
+        // C (20 × 50, column-major) = Σ_t A_t (20 × 3, column-major, shifted by t) · B_t
+        // (3 × 50, row-major, moved by t·150): more columns than one unpacked call takes.
+        let (m, n, k) = (20usize, 50usize, 3usize);
+        let spec = GemmSpec {
+            name: "wide".into(),
+            dtype: ScalarType::F32,
+            m,
+            n,
+            k,
+            a: MatrixView {
+                offset: 0,
+                row_stride: 1,
+                col_stride: 22,
+            },
+            b: MatrixView {
+                offset: 0,
+                row_stride: n as i64,
+                col_stride: 1,
+            },
+            c: MatrixView {
+                offset: 0,
+                row_stride: 1,
+                col_stride: m as i64,
+            },
+            batch: Vec::new(),
+            lens: [66, 300, 1000],
+            split: SplitDim::Rows,
+            block: m,
+            taps: (0..2).map(|t| GemmTap { a: t, b: t * 150 }).collect(),
+        };
+        let call = GemmCall::new(spec.clone()).unwrap();
+        assert!(
+            call.tap_columns < n,
+            "{} columns per call",
+            call.tap_columns
+        );
+        let x: Vec<f32> = (0..66).map(|v| (v as f32 * 0.37).sin()).collect();
+        let w: Vec<f32> = (0..300).map(|v| (v as f32 * 0.71).cos()).collect();
+        let refs = [
+            reference("x", &x),
+            reference("w", &w),
+            reference("c", &[7.0; 1000]),
+        ];
+        call.call_bound(None, &refs, None, [0, 1, 2]).unwrap();
+        let got = refs[2].storage().to_vec::<f32>().unwrap();
+        for j in 0..n {
+            for i in 0..m {
+                let want: f32 = (0..2)
+                    .map(|t| {
+                        (0..k)
+                            .map(|p| x[t + i + 22 * p] * w[t * 150 + p * n + j])
+                            .sum::<f32>()
+                    })
+                    .sum();
+                assert!((got[j * m + i] - want).abs() <= 1e-5, "({i}, {j})");
+            }
+        }
+        assert!(
+            got[m * n..].iter().all(|v| *v == 7.0),
+            "C written past its columns"
+        );
     }
 
     #[test]

@@ -673,7 +673,8 @@ fn closure(
 
 /// A sum of GEMM taps: `add(add(d₀, d₁), …, dₙ₋₁)`, a left-deep chain of at least two dots the
 /// GEMM path takes ([`crate::gemm::is_candidate`], none in `no_gemm`), alike in axes and
-/// dtype, each dot and inner add read only by the chain and none an output, at most
+/// dtype, each dot and inner add read only by the chain and none an output or forced to
+/// memory, at most
 /// [`GemmOptions::max_f32_k`](crate::gemm::GemmOptions::max_f32_k) products per element for
 /// f32 — what a convolution expands into (`Graph::expand_convolution`, one dot per filter
 /// tap). One GEMM call computes it, adding each dot into the result in the chain's order.
@@ -699,8 +700,13 @@ impl TapSum {
             return found;
         };
         let mut claimed = HashSet::new();
-        let only_read_by =
-            |x: NodeId, r: NodeId| readers[x.as_u32() as usize].as_slice() == [r] && !is_out(x);
+        // Read by `r` alone, and neither returned nor stored for another reason.
+        let only_read_by = |x: NodeId, r: NodeId| {
+            readers[x.as_u32() as usize].as_slice() == [r]
+                && !is_out(x)
+                && !opts.force_stored.contains(&x)
+                && !opts.force_boundary.contains(&x)
+        };
         let tap = |x: NodeId, r: NodeId| {
             matches!(g.node(x).op, Op::Dot(..))
                 && only_read_by(x, r)
