@@ -207,6 +207,28 @@ fn elementwise_broadcast_reversed_and_padded() {
 }
 
 #[test]
+fn masked_contiguous_loads_take_whole_vectors_inside_the_mask() {
+    // A pad: rows 1..4 of 5 and columns 3..43 of 46 read the input, the rest is zero. Steps of
+    // 8 (f32) or 4 (f64) lanes lie wholly inside the mask (one vector load each), straddle its
+    // edges (lane by lane) or lie outside it; the scalar tail covers the last columns.
+    for ty in ["f32", "f64"] {
+        let text = format!(
+            "kernel @pad {{
+  buffer %x: {ty}[120] read
+  buffer %y: {ty}[230] write
+  loop %i in 0..5 {{
+    loop %j in 0..46 vectorize unroll(2) {{
+      %v: {ty} = load %x[40*%i + %j - 43] mask(1 <= %i < 4, 3 <= %j < 43)
+      store %y[46*%i + %j], %v
+    }}
+  }}
+}}"
+        );
+        check_kernel(&text, 3.0);
+    }
+}
+
+#[test]
 fn several_accumulators_over_odd_lengths() {
     for len in [1u64, 3, 4, 5, 8, 17, 33] {
         for ty in ["f32", "f64"] {

@@ -494,32 +494,93 @@ impl<'b> Translator<'_, 'b> {
         };
         let ty = self.k.buffers[access.buffer].ty;
         let (count, vl, vec_ty) = (w.vectors(ty), vector_lanes(ty), vector_type(ty));
-        let mut parts = Vec::with_capacity(count as usize);
-        if access.mask.is_empty() && access.index.coefficient(w.loop_id) == 1 {
-            let index = self.affine(&access.index, 0)?;
-            let addr = self.address(access, index);
-            for j in 0..count {
-                parts.push(self.b.ins().load(
+        let contiguous = access.index.coefficient(w.loop_id) == 1;
+        if contiguous && access.mask.is_empty() {
+            return self.vector_load(access, count).map(Repr::Wide);
+        }
+        if !(contiguous && ty.is_float() && self.k.buffers[access.buffer].len > 0) {
+            return self.lane_loads(access, count).map(Repr::Wide);
+        }
+        // A masked contiguous load (a pad's or a concat part's interior): where the mask
+        // holds for the step's every lane, one vector load per part; else lane by lane. Each
+        // mask is an interval of an affine index, so it holds for every lane exactly when it
+        // holds for the first and the last.
+        let last = i64::from(count * vl) - 1;
+        let mut all: Option<Value> = None;
+        for m in &access.mask {
+            for lane in [0, last] {
+                let e = self.affine(&m.expr, lane)?;
+                let ge = self
+                    .b
+                    .ins()
+                    .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, e, m.lo);
+                let lt = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, e, m.hi);
+                let both = self.b.ins().band(ge, lt);
+                all = Some(match all {
+                    Some(v) => self.b.ins().band(v, both),
+                    None => both,
+                });
+            }
+        }
+        let Some(all) = all else {
+            return self.internal("a masked load without masks".to_string());
+        };
+        let (whole, lanes, join) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        for _ in 0..count {
+            self.b.append_block_param(join, vec_ty);
+        }
+        self.b.ins().brif(all, whole, &[], lanes, &[]);
+        self.b.switch_to_block(whole);
+        let parts = self.vector_load(access, count)?;
+        let args: Vec<_> = parts.iter().map(|v| (*v).into()).collect();
+        self.b.ins().jump(join, &args);
+        self.b.switch_to_block(lanes);
+        let parts = self.lane_loads(access, count)?;
+        let args: Vec<_> = parts.iter().map(|v| (*v).into()).collect();
+        self.b.ins().jump(join, &args);
+        self.b.switch_to_block(join);
+        Ok(Repr::Wide(self.b.block_params(join).to_vec()))
+    }
+
+    /// The step's `count` vectors of a load contiguous along the vector loop, every lane
+    /// read (unmasked, or masked and known to hold for every lane).
+    fn vector_load(&mut self, access: &BufferAccessExpr, count: u32) -> Result<Vec<Value>> {
+        let vec_ty = vector_type(self.k.buffers[access.buffer].ty);
+        let index = self.affine(&access.index, 0)?;
+        let addr = self.address(access, index);
+        Ok((0..count)
+            .map(|j| {
+                self.b.ins().load(
                     vec_ty,
                     MemFlagsData::new().with_notrap(),
                     addr,
                     16 * j as i32,
-                ));
+                )
+            })
+            .collect())
+    }
+
+    /// The step's `count` vectors of a load, lane by lane (each lane honouring the mask).
+    fn lane_loads(&mut self, access: &BufferAccessExpr, count: u32) -> Result<Vec<Value>> {
+        let ty = self.k.buffers[access.buffer].ty;
+        let (vl, vec_ty) = (vector_lanes(ty), vector_type(ty));
+        let mut parts = Vec::with_capacity(count as usize);
+        for j in 0..count {
+            let mut vector = None;
+            for lane in 0..vl {
+                let x = self.scalar_load(access, i64::from(j * vl + lane))?;
+                vector = Some(match vector {
+                    None => self.b.ins().splat(vec_ty, x),
+                    Some(v) => self.b.ins().insertlane(v, x, lane as u8),
+                });
             }
-        } else {
-            for j in 0..count {
-                let mut vector = None;
-                for lane in 0..vl {
-                    let x = self.scalar_load(access, i64::from(j * vl + lane))?;
-                    vector = Some(match vector {
-                        None => self.b.ins().splat(vec_ty, x),
-                        Some(v) => self.b.ins().insertlane(v, x, lane as u8),
-                    });
-                }
-                parts.extend(vector);
-            }
+            parts.extend(vector);
         }
-        Ok(Repr::Wide(parts))
+        Ok(parts)
     }
 
     /// Lane `lane` of the step (`0..lanes × parts`) of a value of type `ty`.
