@@ -19,6 +19,10 @@
 //!   masked or computed operand, a contraction over axes whose strides do not compose), in
 //!   which case the pipeline compiles that dot with the JIT instead. The runtime checks the
 //!   description again before any call ([`weft_runtime::GemmCall::new`]);
+//! - a sum of taps (`passes::fusion::TapSum`, a convolution's shifted form) is one call only
+//!   when each dot is the first one's GEMM with A and B moved ([`GemmTap`]s, summed into C in
+//!   the chain's order), else [`plan_gemm`] says why and the pipeline makes each dot a call of
+//!   its own; with batch axes that fill the pool it takes one block per batch index;
 //! - a call is split into row (or column) blocks over the thread pool, at most one per thread
 //!   ([`GemmSpec::blocks_for`]); results are bit-identical for a given thread count (the
 //!   crate's calls follow the blocks, so other thread counts may differ in the last bits,

@@ -24,10 +24,11 @@
 //!   for a given thread count. Several taps run over sub-blocks of a block (about 256 KiB of
 //!   C, so it stays in cache), each sub-block one crate call per tap (per chunk of at most
 //!   [`unpacked_columns`] columns where A is column-major, so the crate reads each tap's A in
-//!   place), the first writing C and the others adding to it; where several taps read B along strided rows, B is first packed
-//!   once per call into a per-thread scratch kept between calls, every tap's `k × n` matrix
-//!   with `k` contiguous — the layout the crate reads without packing it again in every call
-//!   (the same values: results are unchanged). Across thread counts they may differ in the last bits: the crate
+//!   place), the first writing C and the others adding to it; where several taps read B along
+//!   strided rows, B (up to 2²² elements) is first packed once per call into a per-thread
+//!   scratch kept between calls, every tap's `k × n` matrix with `k` contiguous — the layout
+//!   the crate reads without packing it again in every call (the same values: results are
+//!   unchanged). Across thread counts they may differ in the last bits: the crate
 //!   picks its K-blocking and its code path by the call's shape (a block of one row is a
 //!   matrix-vector product; blocks of at most 64 × 64 block K differently), as BLAS
 //!   libraries do;
@@ -249,6 +250,10 @@ impl BOperand {
         self.packed_taps.map_or(tap.b, |stride| t as i64 * stride)
     }
 }
+
+/// Most elements of B a call packs once for all its taps ([`GemmCall::packed_b_len`]): 16 MiB
+/// of f32.
+const PACKED_B_MAX: usize = 1 << 22;
 
 /// Bytes of C a GEMM of several taps computes at a time ([`GemmCall::item`]).
 const TAP_BLOCK_BYTES: usize = 256 << 10;
@@ -814,34 +819,37 @@ impl GemmCall {
             view: self.spec.b,
             packed_taps: None,
         };
-        if !self.packs_b() {
+        let Some(len) = self.packed_b_len() else {
             return go(&direct);
-        }
-        T::with_scratch(
-            self.spec.taps().len() * self.spec.k * self.spec.n,
-            |packed| {
-                // SAFETY: `bases[1]` is B's buffer, checked against every element the taps
-                // address (the caller's contract).
-                unsafe { self.pack_b(bases[1] as *const T, packed) };
-                go(&BOperand {
-                    base: packed.as_ptr() as usize,
-                    view: MatrixView {
-                        offset: 0,
-                        row_stride: 1,
-                        col_stride: self.spec.k as i64,
-                    },
-                    packed_taps: Some((self.spec.k * self.spec.n) as i64),
-                })
-            },
-        )
+        };
+        T::with_scratch(len, |packed| {
+            // SAFETY: `bases[1]` is B's buffer, checked against every element the taps
+            // address (the caller's contract).
+            unsafe { self.pack_b(bases[1] as *const T, packed) };
+            go(&BOperand {
+                base: packed.as_ptr() as usize,
+                view: MatrixView {
+                    offset: 0,
+                    row_stride: 1,
+                    col_stride: self.spec.k as i64,
+                },
+                packed_taps: Some((self.spec.k * self.spec.n) as i64),
+            })
+        })
     }
 
-    /// Whether B is packed before the items run: several taps (each would make the crate pack
-    /// its B again in every block) reading B along strided rows, the same B for every batch
-    /// index.
-    fn packs_b(&self) -> bool {
+    /// The elements B is packed into before the items run, if it is: several taps (each
+    /// would make the crate pack its B again in every block) reading B along strided rows,
+    /// the same B for every batch index, and at most [`PACKED_B_MAX`] elements in all (a
+    /// filter's taps; B repeated by a zero stride could be far larger than its buffer).
+    fn packed_b_len(&self) -> Option<usize> {
         let s = &self.spec;
-        s.taps.len() > 1 && s.b.row_stride != 1 && s.batch.iter().all(|b| b.strides[1] == 0)
+        let len = s.taps.len().checked_mul(s.k)?.checked_mul(s.n)?;
+        let packs = s.taps.len() > 1
+            && s.b.row_stride != 1
+            && s.batch.iter().all(|b| b.strides[1] == 0)
+            && len <= PACKED_B_MAX;
+        packs.then_some(len)
     }
 
     /// Copies every tap's `k × n` B into `packed`, column by column (`k` contiguous), tap
@@ -1672,7 +1680,7 @@ mod tests {
         let x: Vec<f32> = (0..20).map(|v| (v as f32 * 0.37).sin()).collect();
         let w: Vec<f32> = (0..12).map(|v| (v as f32 * 0.71).cos()).collect();
         let call = GemmCall::new(tap_spec()).unwrap();
-        assert!(call.packs_b());
+        assert_eq!(call.packed_b_len(), Some(3 * 2 * 2));
         assert!(call.spec().display().contains("3 taps summed in C"));
         assert_eq!(call.spec().work(), 8 * 2 * 2 * 3);
         let got = run_taps(tap_spec(), &x, &w);
@@ -1687,7 +1695,7 @@ mod tests {
             col_stride: 6,
         };
         direct.taps = (0..3).map(|t| GemmTap { a: t, b: 2 * t }).collect();
-        assert!(!GemmCall::new(direct.clone()).unwrap().packs_b());
+        assert_eq!(GemmCall::new(direct.clone()).unwrap().packed_b_len(), None);
         let w2: Vec<f32> = (0..12)
             .map(|e| w[(e / 6) * 6 + (e % 2) * 3 + (e % 6) / 2])
             .collect();
