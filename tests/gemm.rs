@@ -681,6 +681,10 @@ fn a_convolution_over_a_batch_runs_its_epilogue_per_image() {
     assert!(text.contains("9 taps summed in C"), "{text}");
     assert!(text.contains("A @0 strides (1, "), "{text}");
     assert!(
+        text.contains("one crate call per tap and per 48 columns (A read in place, not packed); B packed once per call"),
+        "{text}"
+    );
+    assert!(
         text.contains("each work item runs kernel @k2 on its rows right after computing them"),
         "{text}"
     );

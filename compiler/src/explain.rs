@@ -180,6 +180,9 @@ fn gemm(call: &weft_runtime::GemmCall, threads: usize, s: &mut String) {
         "  {} work items (batch x blocks), each one single-threaded call; over {threads} threads",
         call.items()
     );
+    if let Some(taps) = call.tap_schedule() {
+        let _ = writeln!(s, "  {taps}");
+    }
 }
 
 /// What code generation was allowed for the kernels explained.

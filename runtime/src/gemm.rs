@@ -407,6 +407,28 @@ impl GemmCall {
         &self.spec
     }
 
+    /// How a call of several taps runs its blocks (`weft explain`), or `None` for one tap.
+    pub fn tap_schedule(&self) -> Option<String> {
+        if self.spec.taps.len() < 2 {
+            return None;
+        }
+        let mut s = format!(
+            "taps: each block in sub-blocks of {} {}s, one crate call per tap",
+            self.tap_block,
+            self.spec.split.noun()
+        );
+        if self.tap_columns < self.spec.n {
+            s += &format!(
+                " and per {} columns (A read in place, not packed)",
+                self.tap_columns
+            );
+        }
+        if self.packed_b_len().is_some() {
+            s += "; B packed once per call for every tap";
+        }
+        Some(s)
+    }
+
     /// The work items (batch indices × blocks) a call splits over a pool.
     pub fn items(&self) -> usize {
         self.items
