@@ -449,6 +449,27 @@ impl<'b> Translator<'_, 'b> {
         self.b.ins().iadd(base, offset)
     }
 
+    /// Whether every range of `access`'s mask holds at each of `lanes` (`None`: no mask).
+    fn mask_holds(&mut self, access: &BufferAccessExpr, lanes: &[i64]) -> Result<Option<Value>> {
+        let mut all: Option<Value> = None;
+        for m in &access.mask {
+            for &lane in lanes {
+                let e = self.affine(&m.expr, lane)?;
+                let ge = self
+                    .b
+                    .ins()
+                    .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, e, m.lo);
+                let lt = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, e, m.hi);
+                let both = self.b.ins().band(ge, lt);
+                all = Some(match all {
+                    Some(v) => self.b.ins().band(v, both),
+                    None => both,
+                });
+            }
+        }
+        Ok(all)
+    }
+
     /// One element, honouring the mask (masked-out lanes load index 0 and yield zero).
     fn scalar_load(&mut self, access: &BufferAccessExpr, lane: i64) -> Result<Value> {
         let decl = &self.k.buffers[access.buffer];
@@ -459,20 +480,7 @@ impl<'b> Translator<'_, 'b> {
             return Ok(zero_value);
         }
         let mut index = self.affine(&access.index, lane)?;
-        let mut valid: Option<Value> = None;
-        for m in &access.mask {
-            let e = self.affine(&m.expr, lane)?;
-            let ge = self
-                .b
-                .ins()
-                .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, e, m.lo);
-            let lt = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, e, m.hi);
-            let both = self.b.ins().band(ge, lt);
-            valid = Some(match valid {
-                Some(v) => self.b.ins().band(v, both),
-                None => both,
-            });
-        }
+        let valid = self.mask_holds(access, &[lane])?;
         if let Some(valid) = valid {
             let zero = self.b.ins().iconst(types::I64, 0);
             index = self.b.ins().select(valid, index, zero);
@@ -506,23 +514,7 @@ impl<'b> Translator<'_, 'b> {
         // mask is an interval of an affine index, so it holds for every lane exactly when it
         // holds for the first and the last.
         let last = i64::from(count * vl) - 1;
-        let mut all: Option<Value> = None;
-        for m in &access.mask {
-            for lane in [0, last] {
-                let e = self.affine(&m.expr, lane)?;
-                let ge = self
-                    .b
-                    .ins()
-                    .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, e, m.lo);
-                let lt = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, e, m.hi);
-                let both = self.b.ins().band(ge, lt);
-                all = Some(match all {
-                    Some(v) => self.b.ins().band(v, both),
-                    None => both,
-                });
-            }
-        }
-        let Some(all) = all else {
+        let Some(all) = self.mask_holds(access, &[0, last])? else {
             return self.internal("a masked load without masks".to_string());
         };
         let (whole, lanes, join) = (
