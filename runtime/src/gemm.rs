@@ -42,8 +42,9 @@
 //!   rounded, the taps added in order), as the crate's f32 sums may pass f32's range where the
 //!   interpreter's f64 sums do not.
 //!
-//! `unsafe` here: the calls of the crate's raw-pointer `gemm` and the zero fix-up's reads and
-//! writes, each with the bounds argument above (docs/ARCHITECTURE.md).
+//! `unsafe` here: the calls of the crate's raw-pointer `gemm`, the fix-up's reads and writes,
+//! the reads that pack B once per call and the epilogue kernel's calls, each with the bounds
+//! argument above (docs/ARCHITECTURE.md).
 
 use std::sync::Arc;
 
