@@ -74,44 +74,7 @@ impl Default for GemmOptions {
 /// as a contraction — takes the GEMM path under `o` (module docs), judged by its shape.
 pub fn is_candidate(g: &Graph, id: NodeId, o: &GemmOptions) -> bool {
     let node = g.node(id);
-    let len = |axes: &[Axis]| -> Option<u128> {
-        axes.iter()
-            .try_fold(1u128, |n, a| n.checked_mul(g.resolve_len(*a).ok()? as u128))
-    };
-    let (m, n, k, batch) = match node.op {
-        Op::Dot(l, r) => {
-            let (ln, rn) = (g.node(l), g.node(r));
-            if ln.dtype != node.dtype || rn.dtype != node.dtype {
-                return false;
-            }
-            let Ok(pairs) = g.dot_pairs("dot", &ln.axes, &rn.axes) else {
-                return false;
-            };
-            let free = |axes: &weft_ir::Axes, left: bool| -> Vec<Axis> {
-                axes.iter()
-                    .copied()
-                    .filter(|a| !pairs.iter().any(|p| *a == if left { p.0 } else { p.1 }))
-                    .collect()
-            };
-            let k: Vec<Axis> = pairs.iter().map(|p| p.0).collect();
-            (
-                len(&free(&ln.axes, true)),
-                len(&free(&rn.axes, false)),
-                len(&k),
-                Some(1),
-            )
-        }
-        _ => match g.sum_of_products(id) {
-            Some(c) => (
-                len(&c.lhs_free),
-                len(&c.rhs_free),
-                len(&c.contracted),
-                len(&c.batch),
-            ),
-            None => return false,
-        },
-    };
-    let (Some(m), Some(n), Some(k), Some(batch)) = (m, n, k, batch) else {
+    let Some((m, n, k, batch)) = contraction_shape(g, id) else {
         return false;
     };
     let side = u128::from(o.min_side);
@@ -121,6 +84,48 @@ pub fn is_candidate(g: &Graph, id: NodeId, o: &GemmOptions) -> bool {
         && k >= 1
         && batch.saturating_mul(m).saturating_mul(n).saturating_mul(k) >= u128::from(o.min_work)
         && (node.dtype != DType::F32 || k <= u128::from(o.max_f32_k))
+}
+
+/// The lengths `(M, N, K, batch)` of node `id`'s contraction — a dot whose operands have its
+/// dtype (batch 1), or a sum of products [`Graph::sum_of_products`] reads as a contraction —
+/// each the product of its axes' lengths; `None` for anything else or a length not known.
+pub(crate) fn contraction_shape(g: &Graph, id: NodeId) -> Option<(u128, u128, u128, u128)> {
+    let node = g.node(id);
+    let len = |axes: &[Axis]| -> Option<u128> {
+        axes.iter()
+            .try_fold(1u128, |n, a| n.checked_mul(g.resolve_len(*a).ok()? as u128))
+    };
+    match node.op {
+        Op::Dot(l, r) => {
+            let (ln, rn) = (g.node(l), g.node(r));
+            if ln.dtype != node.dtype || rn.dtype != node.dtype {
+                return None;
+            }
+            let pairs = g.dot_pairs("dot", &ln.axes, &rn.axes).ok()?;
+            let free = |axes: &weft_ir::Axes, left: bool| -> Vec<Axis> {
+                axes.iter()
+                    .copied()
+                    .filter(|a| !pairs.iter().any(|p| *a == if left { p.0 } else { p.1 }))
+                    .collect()
+            };
+            let k: Vec<Axis> = pairs.iter().map(|p| p.0).collect();
+            Some((
+                len(&free(&ln.axes, true))?,
+                len(&free(&rn.axes, false))?,
+                len(&k)?,
+                1,
+            ))
+        }
+        _ => {
+            let c = g.sum_of_products(id)?;
+            Some((
+                len(&c.lhs_free)?,
+                len(&c.rhs_free)?,
+                len(&c.contracted)?,
+                len(&c.batch)?,
+            ))
+        }
+    }
 }
 
 /// One loop of the dot's iteration space with its length and strides in A, B and C.

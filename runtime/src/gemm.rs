@@ -606,11 +606,11 @@ impl GemmCall {
         }
         let stride = batch.strides[2];
         let (lo, hi) = reach(s.c.offset, &[(s.m, s.c.row_stride), (s.n, s.c.col_stride)]);
-        let banded = stride > 0
+        let in_own_band = stride > 0
             && s.c.row_stride > 0
             && s.c.col_stride > 0
             && hi < s.c.offset as i128 + stride as i128;
-        if !banded || lo != s.c.offset as i128 {
+        if !in_own_band || lo != s.c.offset as i128 {
             return Err("C's batch indices are not laid out one after another".into());
         }
         let band = MatrixView {
@@ -1149,10 +1149,11 @@ enum Relation {
 
 /// A GEMM and the JIT kernel after it (its *epilogue*) as one step: each work item computes
 /// one block of C — a block of rows, or of columns, or with batch axes one batch index's
-/// matrix — then runs the kernel's parallel loop over that block (the block's rows, or the one iteration for that column block) while it
-/// is still in cache. [`GemmEpilogue::new`] accepts the pair only when that gives the results of
-/// the GEMM followed by the kernel (the conditions are `GemmCall`'s epilogue check, stated on
-/// the buffer slots); each call checks them again on the memory actually bound.
+/// matrix — then runs the kernel's parallel loop over that block (the block's rows, or the one
+/// iteration for that column block or batch index) while it is still in cache.
+/// [`GemmEpilogue::new`] accepts the pair only when that gives the results of the GEMM
+/// followed by the kernel (the conditions are `GemmCall`'s epilogue check, stated on the
+/// buffer slots); each call checks them again on the memory actually bound.
 #[derive(Clone, Debug)]
 pub struct GemmEpilogue {
     call: GemmCall,

@@ -674,10 +674,10 @@ fn closure(
 /// A sum of GEMM taps: `add(add(d₀, d₁), …, dₙ₋₁)`, a left-deep chain of at least two dots the
 /// GEMM path takes ([`crate::gemm::is_candidate`], none in `no_gemm`), alike in axes and
 /// dtype, each dot and inner add read only by the chain and none an output or forced to
-/// memory, at most
-/// [`GemmOptions::max_f32_k`](crate::gemm::GemmOptions::max_f32_k) products per element for
-/// f32 — what a convolution expands into (`Graph::expand_convolution`, one dot per filter
-/// tap). One GEMM call computes it, adding each dot into the result in the chain's order.
+/// memory, for f32 at most [`GemmOptions::max_f32_k`](crate::gemm::GemmOptions::max_f32_k)
+/// products per element over all taps — what a convolution expands into
+/// (`Graph::expand_convolution`, one dot per filter tap). One GEMM call computes it, adding
+/// each dot into the result in the chain's order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TapSum {
     /// The dots, in the order the chain adds them.
@@ -741,17 +741,10 @@ impl TapSum {
             });
             let k_total = dots
                 .first()
-                .and_then(|d| match g.node(*d).op {
-                    Op::Dot(l, r) => g
-                        .dot_pairs("dot", &g.node(l).axes, &g.node(r).axes)
-                        .ok()?
-                        .iter()
-                        .try_fold(1u64, |n, p| n.checked_mul(g.resolve_len(p.0).ok()? as u64)),
-                    _ => None,
-                })
-                .and_then(|k| k.checked_mul(dots.len() as u64));
-            let bounded =
-                node.dtype != weft_ir::DType::F32 || k_total.is_some_and(|k| k <= o.max_f32_k);
+                .and_then(|d| crate::gemm::contraction_shape(g, *d))
+                .and_then(|(_, _, k, _)| k.checked_mul(dots.len() as u128));
+            let bounded = node.dtype != weft_ir::DType::F32
+                || k_total.is_some_and(|k| k <= u128::from(o.max_f32_k));
             if complete && alike && bounded {
                 dots.reverse();
                 adds.reverse();
