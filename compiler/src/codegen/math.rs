@@ -13,7 +13,7 @@
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{types, Endianness, InstBuilder, MemFlagsData, Type, Value};
 use cranelift_frontend::FunctionBuilder;
-use weft_runtime::vmath::{exp_f32, tanh_coefficients, TANH_SERIES_BELOW};
+use weft_runtime::vmath::{exp_f32, tanh_f32};
 
 /// Emits math functions into a function under construction.
 pub(crate) struct MathEmitter<'a, 'b> {
@@ -96,6 +96,22 @@ const LOG_F32: [f64; 9] = [
     -1.151_461_031_0e-1,
     7.037_683_629_2e-2,
 ];
+
+/// Taylor coefficients of `tanh(x) / x` in powers of `x²`, from `tanh' = 1 − tanh²`: the
+/// small-argument series of the f64 `tanh`.
+fn tanh_coefficients(terms: usize) -> Vec<f64> {
+    let n = 2 * terms + 1;
+    let mut a = vec![0.0f64; n + 1];
+    a[1] = 1.0;
+    for k in 1..n {
+        let mut conv = 0.0;
+        for i in 1..k {
+            conv += a[i] * a[k - i];
+        }
+        a[k + 1] = -conv / (k as f64 + 1.0);
+    }
+    (0..terms).map(|i| a[2 * i + 1]).collect()
+}
 
 fn factorial(n: u32) -> f64 {
     (1..=n).map(f64::from).product()
@@ -241,15 +257,30 @@ impl MathEmitter<'_, '_> {
                 &EXP_F64,
             )
         };
+        let y = self.exp_unchecked(x, &[neg_ln2_hi, neg_ln2_lo], coeffs);
+        // Above `hi` or NaN: x + inf is +inf, or x's NaN.
+        let over = self.fcmp_const(FloatCC::UnorderedOrGreaterThan, x, hi);
+        let inf = self.fconst(ty, f64::INFINITY);
+        let x_inf = self.b.ins().fadd(x, inf);
+        let y = self.select(over, x_inf, y);
+        let under = self.fcmp_const(FloatCC::LessThan, x, lo);
+        self.zero_where(under, y)
+    }
+
+    /// `e^x` where the result is normal: `x = k·ln2 + r` with `−ln 2` in the parts
+    /// `neg_ln2`, `e^r` by the polynomial `coeffs`, `2^k` added into the exponent bits.
+    fn exp_unchecked(&mut self, x: Value, neg_ln2: &[f64], coeffs: &[f64]) -> Value {
+        let ty = self.b.func.dfg.value_type(x);
         // t = x·log2(e) + magic holds k = round(x·log2(e)) in its low mantissa bits.
         let log2e = self.fconst(ty, std::f64::consts::LOG2_E);
         let magic = self.fconst(ty, precision(ty).magic);
         let t = self.mul_add(x, log2e, magic);
         let k = self.b.ins().fsub(t, magic);
-        let c_hi = self.fconst(ty, neg_ln2_hi);
-        let c_lo = self.fconst(ty, neg_ln2_lo);
-        let r = self.mul_add(k, c_hi, x);
-        let r = self.mul_add(k, c_lo, r);
+        let mut r = x;
+        for &part in neg_ln2 {
+            let c = self.fconst(ty, part);
+            r = self.mul_add(k, c, r);
+        }
         let p = self.horner(r, coeffs);
         // p ∈ [0.7, 1.42] and k ∈ [-126, 128] (f32) in the unflushed range, so p·2^k is
         // normal and is p's bits plus k shifted into the exponent field; shifting t's bits
@@ -260,14 +291,7 @@ impl MathEmitter<'_, '_> {
         let k_bits = self.b.ins().ishl(t_bits, shift);
         let p_bits = self.bitcast(ity, p);
         let y_bits = self.b.ins().iadd(p_bits, k_bits);
-        let y = self.bitcast(ty, y_bits);
-        // Above `hi` or NaN: x + inf is +inf, or x's NaN.
-        let over = self.fcmp_const(FloatCC::UnorderedOrGreaterThan, x, hi);
-        let inf = self.fconst(ty, f64::INFINITY);
-        let x_inf = self.b.ins().fadd(x, inf);
-        let y = self.select(over, x_inf, y);
-        let under = self.fcmp_const(FloatCC::LessThan, x, lo);
-        self.zero_where(under, y)
+        self.bitcast(ty, y_bits)
     }
 
     /// Natural logarithm.
@@ -372,15 +396,60 @@ impl MathEmitter<'_, '_> {
         self.b.ins().fdiv(one, den)
     }
 
-    /// Hyperbolic tangent: an odd series below 0.55, `1 - 2/(e^{2|x|} + 1)` above.
+    /// Hyperbolic tangent. f32: the algorithm of `weft_runtime::vmath::tanh_f32`, shared
+    /// with the span routine; f64: an odd series below 0.55, `1 − 2/(e^{2|x|} + 1)` above.
     pub fn tanh(&mut self, x: Value) -> Value {
+        if is_f32(self.b.func.dfg.value_type(x)) {
+            self.tanh_f32(x)
+        } else {
+            self.tanh_f64(x)
+        }
+    }
+
+    /// [`Self::tanh`] in f32 (scalar or vector), operation for operation as
+    /// `weft_runtime::vmath` computes it.
+    fn tanh_f32(&mut self, x: Value) -> Value {
         let ty = self.b.func.dfg.value_type(x);
-        let ity = int_type_of(ty);
-        let terms = if is_f32(ty) { 9 } else { 20 };
+        let f = |c: f32| f64::from(c);
         let a = self.b.ins().fabs(x);
         let z = self.b.ins().fmul(x, x);
-        let coeffs = tanh_coefficients(terms);
-        let series = self.horner(z, &coeffs);
+        let p = self.horner(z, &tanh_f32::POLY.map(f));
+        let xz = self.b.ins().fmul(x, z);
+        let small = self.mul_add(xz, p, x);
+        // A NaN is clamped too (as the span routine's select does); it takes `small`.
+        let clamp = self.fconst(ty, f(tanh_f32::CLAMP));
+        let over = self.b.ins().fcmp(FloatCC::UnorderedOrGreaterThan, a, clamp);
+        let am = self.select(over, clamp, a);
+        let minus_two = self.fconst(ty, -2.0);
+        let m2a = self.b.ins().fmul(am, minus_two);
+        let e = self.exp_unchecked(m2a, &[f(tanh_f32::NEG_LN2)], &exp_f32::POLY.map(f));
+        let one = self.fconst(ty, 1.0);
+        let num = self.b.ins().fsub(one, e);
+        let den = self.b.ins().fadd(one, e);
+        let large = self.b.ins().fdiv(num, den);
+        let is_large = self.fcmp_const(FloatCC::GreaterThanOrEqual, a, f(tanh_f32::POLY_BELOW));
+        let y = self.select(is_large, large, small);
+        self.or_sign_of(y, x)
+    }
+
+    /// `y`'s bits with `x`'s sign bit ORed in.
+    fn or_sign_of(&mut self, y: Value, x: Value) -> Value {
+        let ty = self.b.func.dfg.value_type(x);
+        let ity = int_type_of(ty);
+        let sign_mask = self.iconst(ity, 1i64 << precision(ty).sign_shift);
+        let x_bits = self.bitcast(ity, x);
+        let sign = self.b.ins().band(x_bits, sign_mask);
+        let y_bits = self.bitcast(ity, y);
+        let signed = self.b.ins().bor(y_bits, sign);
+        self.bitcast(ty, signed)
+    }
+
+    /// [`Self::tanh`] in f64: the series to 20 terms below 0.55.
+    fn tanh_f64(&mut self, x: Value) -> Value {
+        let ty = self.b.func.dfg.value_type(x);
+        let a = self.b.ins().fabs(x);
+        let z = self.b.ins().fmul(x, x);
+        let series = self.horner(z, &tanh_coefficients(20));
         let small = self.b.ins().fmul(x, series);
         let two_a = self.b.ins().fadd(a, a);
         let e = self.exp(two_a);
@@ -389,19 +458,8 @@ impl MathEmitter<'_, '_> {
         let den = self.b.ins().fadd(e, one);
         let q = self.b.ins().fdiv(two, den);
         let large_abs = self.b.ins().fsub(one, q);
-        let sign_mask = self.iconst(ity, 1i64 << precision(ty).sign_shift);
-        let x_bits = self.bitcast(ity, x);
-        let sign = self.b.ins().band(x_bits, sign_mask);
-        let abs_bits = self.bitcast(ity, large_abs);
-        let large_bits = self.b.ins().bor(abs_bits, sign);
-        let large = self.bitcast(ty, large_bits);
-        // f32: the threshold the span routine shares; f64 keeps 0.55 exactly.
-        let below = if is_f32(ty) {
-            f64::from(TANH_SERIES_BELOW)
-        } else {
-            0.55
-        };
-        let is_small = self.fcmp_const(FloatCC::LessThan, a, below);
+        let large = self.or_sign_of(large_abs, x);
+        let is_small = self.fcmp_const(FloatCC::LessThan, a, 0.55);
         self.select(is_small, small, large)
     }
 
@@ -487,7 +545,7 @@ impl MathEmitter<'_, '_> {
 
 #[cfg(test)]
 mod tests {
-    use weft_runtime::vmath::tanh_coefficients;
+    use super::tanh_coefficients;
 
     #[test]
     fn tanh_series_matches_known_coefficients() {
