@@ -20,6 +20,18 @@
 //! the span entry points JIT code calls with a raw pointer and length (its caller vouches for
 //! them).
 
+/// How an f32 exponential of normal result is reduced and evaluated: `k = round(x·log2e)`,
+/// `r = x + k·parts[0] + k·parts[1] + …` (one fused multiply-add each), `p = Σ poly[i]·r^i`
+/// by Horner's rule, the result `p·2^k` by adding `k` into `p`'s exponent bits.
+pub struct ExpForm {
+    /// The factor of `x` giving `k`.
+    pub log2e: f32,
+    /// The reduction's constants, in order.
+    pub parts: &'static [f32],
+    /// The polynomial, lowest degree first.
+    pub poly: &'static [f32],
+}
+
 /// The f32 `exp` algorithm's constants, shared by the JIT's inline code and the span routine.
 pub mod exp_f32 {
     /// The largest `x` with a finite `e^x`; above it (or NaN) the result is `x + inf`.
@@ -30,6 +42,12 @@ pub mod exp_f32 {
     pub const LOG2_E: f32 = std::f32::consts::LOG2_E;
     /// `1.5 · 2^23`: adding and subtracting it rounds to an integer.
     pub const MAGIC: f32 = 12_582_912.0;
+    /// `e^x`: `x` reduced by `−ln 2` in two parts, [`POLY`].
+    pub const FORM: super::ExpForm = super::ExpForm {
+        log2e: LOG2_E,
+        parts: &[NEG_LN2_HI, NEG_LN2_LO],
+        poly: &POLY,
+    };
     /// `−ln 2` split in two: a high part with trailing zero bits (exact products with `k`)
     /// and the remainder.
     pub const NEG_LN2_HI: f32 = -0.693_359_4;
@@ -55,7 +73,7 @@ pub mod exp_f32 {
 /// Below [`POLY_BELOW`](tanh_f32::POLY_BELOW), `tanh x = x + x·x²·P(x²)`; from it on,
 /// `±(1 − e)/(1 + e)` with `e = e^{−2|x|}` (`|x|` clamped to [`CLAMP`](tanh_f32::CLAMP)),
 /// reduced and evaluated as [`exp_f32`] does, without its overflow and underflow tests, which
-/// the clamp makes unnecessary. About 29 vector operations, one divide, no branch.
+/// the clamp makes unnecessary. 28 vector operations, one divide, no branch.
 pub mod tanh_f32 {
     /// Below this `|x|` the polynomial; at or above it the exponential form, whose
     /// cancellation in `1 − e` costs accuracy for smaller `|x|`.
@@ -76,9 +94,31 @@ pub mod tanh_f32 {
     /// `|x|` is clamped to this before the exponential: `tanh` rounds to 1 from 9.01 on,
     /// and `e^{−2·9.1}` is normal, so the `2^k` scaling needs no underflow test.
     pub const CLAMP: f32 = 9.1;
-    /// `−ln 2` in one part: the reduction error it leaves in `e` is relative, and `e ≤ 1/3`
-    /// shrinks it in `(1 − e)/(1 + e)` (the two-part reduction gave the same worst case).
-    pub const NEG_LN2: f32 = -std::f32::consts::LN_2;
+    /// `e = e^{−2m}` of the clamped `m = min(|x|, CLAMP)`, evaluated from `m` itself: the
+    /// exp's algorithm on `−2m` with `−ln 2` in one part (its reduction error in `e` is
+    /// relative, and `e ≤ 1/3` shrinks it in `(1 − e)/(1 + e)`; two parts gave the same worst
+    /// case), the doubling folded into the constants. Every fold scales by a power of two,
+    /// so the results are bit for bit those of computing `−2m` first: `k` from
+    /// `m·(−2·log2 e)`, the reduced argument `s = m + k·(ln 2)/2 = −r/2`, and the
+    /// polynomial in `s` with coefficients `POLY[i]·(−2)^i`, whose Horner steps are the
+    /// steps in `r` times `(−2)^i` — one multiply fewer per element.
+    pub const EXP_FORM: super::ExpForm = super::ExpForm {
+        log2e: -2.0 * std::f32::consts::LOG2_E,
+        parts: &[std::f32::consts::LN_2 / 2.0],
+        poly: &EXP_POLY,
+    };
+
+    /// [`super::exp_f32::POLY`] in `s = −r/2`.
+    const EXP_POLY: [f32; 7] = {
+        let mut p = super::exp_f32::POLY;
+        let (mut i, mut scale) = (0, 1.0f32);
+        while i < p.len() {
+            p[i] *= scale;
+            scale *= -2.0;
+            i += 1;
+        }
+        p
+    };
 }
 
 /// `tanh(x)` of one f32, exactly as the vector paths compute each lane ([`tanh_f32`]).
@@ -88,9 +128,8 @@ fn tanh_scalar(x: f32) -> f32 {
     let z = x * x;
     let p = horner_scalar(z, &POLY);
     let small = (x * z).mul_add(p, x);
-    // `min` takes CLAMP for a NaN, as the vector paths' select does (a NaN takes `small`).
-    let m2a = a.min(CLAMP) * -2.0;
-    let e = exp_unchecked_scalar(m2a, &[NEG_LN2]);
+    // `min` takes CLAMP for a NaN, as the vector paths' `vminps` does (a NaN takes `small`).
+    let e = exp_unchecked_scalar(a.min(CLAMP), &EXP_FORM);
     let large = (1.0 - e) / (1.0 + e);
     let y = if a >= POLY_BELOW { large } else { small };
     f32::from_bits(y.to_bits() | (x.to_bits() & 0x8000_0000))
@@ -110,7 +149,7 @@ fn sigmoid_scalar(x: f32) -> f32 {
 /// `e^x` of one f32, exactly as the vector paths compute each lane.
 fn exp_scalar(x: f32) -> f32 {
     use exp_f32::*;
-    let y = exp_unchecked_scalar(x, &[NEG_LN2_HI, NEG_LN2_LO]);
+    let y = exp_unchecked_scalar(x, &FORM);
     if x.is_nan() || x > HI {
         x + f32::INFINITY
     } else if x < LO {
@@ -120,13 +159,13 @@ fn exp_scalar(x: f32) -> f32 {
     }
 }
 
-/// `e^x` of one f32 whose result is normal, reduced by `−ln 2` in the given parts.
-fn exp_unchecked_scalar(x: f32, neg_ln2: &[f32]) -> f32 {
-    use exp_f32::*;
-    let t = x.mul_add(LOG2_E, MAGIC);
+/// The exponential `form` describes, of one f32 whose result is normal.
+fn exp_unchecked_scalar(x: f32, form: &ExpForm) -> f32 {
+    use exp_f32::MAGIC;
+    let t = x.mul_add(form.log2e, MAGIC);
     let k = t - MAGIC;
-    let r = neg_ln2.iter().fold(x, |r, &c| k.mul_add(c, r));
-    let p = horner_scalar(r, &POLY);
+    let r = form.parts.iter().fold(x, |r, &c| k.mul_add(c, r));
+    let p = horner_scalar(r, form.poly);
     f32::from_bits(p.to_bits().wrapping_add(t.to_bits() << 23))
 }
 
@@ -468,7 +507,7 @@ mod simd {
     pub(super) unsafe fn exp<V: Lanes>(x: V) -> V {
         // SAFETY: the trait's contract, passed on to the caller.
         unsafe {
-            let y = exp_unchecked(x, &[NEG_LN2_HI, NEG_LN2_LO]);
+            let y = exp_unchecked(x, &FORM);
             let y = y.select(x.gt_or_nan(V::splat(HI)), x.add(V::splat(f32::INFINITY)));
             y.zero_where(x.lt(V::splat(LO)))
         }
@@ -476,17 +515,17 @@ mod simd {
 
     /// [`super::exp_unchecked_scalar`] lane by lane.
     #[inline(always)]
-    unsafe fn exp_unchecked<V: Lanes>(x: V, neg_ln2: &[f32]) -> V {
+    unsafe fn exp_unchecked<V: Lanes>(x: V, form: &super::ExpForm) -> V {
         // SAFETY: the trait's contract, passed on to the caller.
         unsafe {
             let magic = V::splat(MAGIC);
-            let t = x.fma(V::splat(LOG2_E), magic);
+            let t = x.fma(V::splat(form.log2e), magic);
             let k = t.sub(magic);
             let mut r = x;
-            for &c in neg_ln2 {
+            for &c in form.parts {
                 r = k.fma(V::splat(c), r);
             }
-            horner(r, &POLY).add_shifted_bits(t)
+            horner(r, form.poly).add_shifted_bits(t)
         }
     }
 
@@ -513,8 +552,7 @@ mod simd {
             let a = x.abs();
             let z = x.mul(x);
             let small = x.mul(z).fma(horner(z, &POLY), x);
-            let m2a = a.min_or(V::splat(CLAMP)).mul(V::splat(-2.0));
-            let e = exp_unchecked(m2a, &[NEG_LN2]);
+            let e = exp_unchecked(a.min_or(V::splat(CLAMP)), &EXP_FORM);
             let one = V::splat(1.0);
             let large = one.sub(e).div(one.add(e));
             small

@@ -257,7 +257,8 @@ impl MathEmitter<'_, '_> {
                 &EXP_F64,
             )
         };
-        let y = self.exp_unchecked(x, &[neg_ln2_hi, neg_ln2_lo], coeffs);
+        let log2e = std::f64::consts::LOG2_E;
+        let y = self.exp_unchecked(x, log2e, &[neg_ln2_hi, neg_ln2_lo], coeffs);
         // Above `hi` or NaN: x + inf is +inf, or x's NaN.
         let over = self.fcmp_const(FloatCC::UnorderedOrGreaterThan, x, hi);
         let inf = self.fconst(ty, f64::INFINITY);
@@ -267,17 +268,18 @@ impl MathEmitter<'_, '_> {
         self.zero_where(under, y)
     }
 
-    /// `e^x` where the result is normal: `x = k·ln2 + r` with `−ln 2` in the parts
-    /// `neg_ln2`, `e^r` by the polynomial `coeffs`, `2^k` added into the exponent bits.
-    fn exp_unchecked(&mut self, x: Value, neg_ln2: &[f64], coeffs: &[f64]) -> Value {
+    /// An exponential whose result is normal (`weft_runtime::vmath::ExpForm`): `k =
+    /// round(x·log2e)`, `r = x + k·parts[0] + …`, the polynomial `coeffs` in `r`, `2^k` added
+    /// into the exponent bits.
+    fn exp_unchecked(&mut self, x: Value, log2e: f64, parts: &[f64], coeffs: &[f64]) -> Value {
         let ty = self.b.func.dfg.value_type(x);
-        // t = x·log2(e) + magic holds k = round(x·log2(e)) in its low mantissa bits.
-        let log2e = self.fconst(ty, std::f64::consts::LOG2_E);
+        // t = x·log2e + magic holds k = round(x·log2e) in its low mantissa bits.
+        let log2e = self.fconst(ty, log2e);
         let magic = self.fconst(ty, precision(ty).magic);
         let t = self.mul_add(x, log2e, magic);
         let k = self.b.ins().fsub(t, magic);
         let mut r = x;
-        for &part in neg_ln2 {
+        for &part in parts {
             let c = self.fconst(ty, part);
             r = self.mul_add(k, c, r);
         }
@@ -420,9 +422,10 @@ impl MathEmitter<'_, '_> {
         let clamp = self.fconst(ty, f(tanh_f32::CLAMP));
         let over = self.b.ins().fcmp(FloatCC::UnorderedOrGreaterThan, a, clamp);
         let am = self.select(over, clamp, a);
-        let minus_two = self.fconst(ty, -2.0);
-        let m2a = self.b.ins().fmul(am, minus_two);
-        let e = self.exp_unchecked(m2a, &[f(tanh_f32::NEG_LN2)], &exp_f32::POLY.map(f));
+        let form = &tanh_f32::EXP_FORM;
+        let parts: Vec<f64> = form.parts.iter().map(|&c| f(c)).collect();
+        let coeffs: Vec<f64> = form.poly.iter().map(|&c| f(c)).collect();
+        let e = self.exp_unchecked(am, f(form.log2e), &parts, &coeffs);
         let one = self.fconst(ty, 1.0);
         let num = self.b.ins().fsub(one, e);
         let den = self.b.ins().fadd(one, e);
