@@ -701,6 +701,10 @@ impl Graph {
         let (xa, fa) = (self.node(x).axes.clone(), self.node(filter).axes.clone());
         let p = self.conv_pairing(&label, &xa, &fa, spec)?;
         let want = self.conv_output_axes(&xa, &p);
+        let mut roots: Vec<Axis> = fa.iter().copied().collect();
+        roots.push(p.channel);
+        roots.extend(p.spatial.iter().map(|s| s.input));
+        let (x, shielded) = self.shield(x, &roots)?;
         let features = self.derived_axis(AxisDef::Features(p.filter_out));
         let j = self.resolve_len(p.filter_channel)?;
         let kg = self.resolve_len(p.filter_out)? / p.groups;
@@ -742,7 +746,74 @@ impl Graph {
                 self.derived_axis(AxisDef::Concat(parts.iter().map(|(_, a)| *a).collect()));
             self.relabel(cat, cat_axis, features)?
         };
+        let joined = self.unshield(joined, &shielded)?;
         self.axes_with_order(joined, &want)
+    }
+
+    /// `x` with each of its axes that is derived, at any depth, from one of `roots` (and is
+    /// not one of them) relabelled to a fresh base axis of its length, and the pairs
+    /// `(fresh, original)` that [`Graph::unshield`] relabels back.
+    ///
+    /// Why: an expansion derives new axes from `roots` (the padded spatial axes, their
+    /// windows, slices of the channels), and derived axes are interned by definition, so an
+    /// axis `x` already has — a padding of the same spatial axis by the same amounts, say,
+    /// broadcast in from another branch — would come back as the same axis, twice in one
+    /// tensor. The fresh axes cannot collide with anything; the operator's own result axes
+    /// were checked distinct when it was built, so relabelling back is safe.
+    fn shield(
+        &mut self,
+        x: NodeId,
+        roots: &[Axis],
+    ) -> Result<(NodeId, Vec<(Axis, Axis)>), GraphError> {
+        let axes: Vec<Axis> = self.node(x).axes.iter().copied().collect();
+        let mut t = x;
+        let mut shielded = Vec::new();
+        for a in axes {
+            if roots.contains(&a) || !self.derives_from(a, roots) {
+                continue;
+            }
+            let len = self.resolve_len(a)?;
+            let name = format!("{}|shielded", self.axis_data(a.id).name);
+            let fresh = self.axis(&name, len)?;
+            t = self.relabel(t, a, fresh)?;
+            shielded.push((fresh, a));
+        }
+        Ok((t, shielded))
+    }
+
+    /// `t` with the axes [`Graph::shield`] replaced put back.
+    fn unshield(&mut self, t: NodeId, shielded: &[(Axis, Axis)]) -> Result<NodeId, GraphError> {
+        shielded
+            .iter()
+            .try_fold(t, |t, &(fresh, original)| self.relabel(t, fresh, original))
+    }
+
+    /// Whether `a`'s definition refers, at any depth, to one of `roots` (by an explicit walk:
+    /// derivation chains may be as long as a graph).
+    fn derives_from(&self, a: Axis, roots: &[Axis]) -> bool {
+        let mut stack = vec![a];
+        let mut seen = std::collections::HashSet::new();
+        while let Some(b) = stack.pop() {
+            if !seen.insert(b) {
+                continue;
+            }
+            let refs: Vec<Axis> = match &self.axis_data(b.id).def {
+                AxisDef::Base { .. } => Vec::new(),
+                AxisDef::Slice { of, .. } | AxisDef::Pad { of, .. } | AxisDef::Features(of) => {
+                    vec![*of]
+                }
+                AxisDef::Flatten(v) | AxisDef::Concat(v) => v.clone(),
+                AxisDef::Window { of, kernel, .. } => match kernel {
+                    WindowKernel::Axis(k) => vec![*of, *k],
+                    WindowKernel::Len(_) => vec![*of],
+                },
+            };
+            if refs.iter().any(|r| roots.contains(r)) {
+                return true;
+            }
+            stack.extend(refs);
+        }
+        false
     }
 
     /// The taps of `filter` (or a group's share) pinned one at a time, with `Σ term(tap)`.
@@ -888,6 +959,8 @@ impl Graph {
         let dtype = self.float_operands(&label, &[x])?;
         let xa = self.node(x).axes.clone();
         let pooled = self.pool_axes(&label, &xa, spec)?;
+        let roots: Vec<Axis> = pooled.iter().map(|p| p.input).collect();
+        let (x, shielded) = self.shield(x, &roots)?;
         let padded = self.pad_windows(x, pooled.iter().map(|p| (p.input, p.step)))?;
         let any_pad = pooled.iter().any(|p| p.step.before + p.step.after > 0);
         let xp = if spec.kind == PoolKind::Max && any_pad {
@@ -918,11 +991,13 @@ impl Graph {
             op: label.clone(),
             message: "the window has no taps".into(),
         })?;
-        if spec.kind == PoolKind::Max {
-            return Ok(acc);
-        }
-        let count = self.tap_counts(&pooled, dtype)?;
-        self.binary(BinaryOp::Divide, acc, count)
+        let pooled_result = if spec.kind == PoolKind::Max {
+            acc
+        } else {
+            let count = self.tap_counts(&pooled, dtype)?;
+            self.binary(BinaryOp::Divide, acc, count)?
+        };
+        self.unshield(pooled_result, &shielded)
     }
 
     /// `t` with axis `from` relabelled `to` (same length; a `cast_axes`, position by
