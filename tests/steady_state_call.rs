@@ -261,9 +261,14 @@ fn steady_state_call_into_allocates_nothing() {
         ..JitOptions::default()
     };
     let apart = allocations_with("mlp, two steps", &g, &outputs, &[], apart);
-    assert_eq!(
-        fused, apart,
-        "the fused step allocates beyond the GEMM's packing"
+    // The crate keeps a packing cache per thread and grows it on a thread's first block; which
+    // pool thread first runs a block depends on scheduling, so one measurement may include a
+    // thread's one-off growth the other does not (CI saw 21 against 20). An epilogue that
+    // allocated would add at least once per call (ten calls).
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert!(
+        fused <= apart + threads,
+        "the fused step allocates beyond the GEMM's packing: {fused} against {apart}"
     );
 }
 

@@ -176,8 +176,9 @@ pub fn fill_garbage(a: &mut HostArray) {
 }
 
 /// How many perturbed references a backend's run is compared with, besides the base one: runs
-/// of the interpreter with its [`Perturbation`](crate::perturb) seeded `1..=PERTURBED_REFERENCES`.
-pub const PERTURBED_REFERENCES: u64 = 2;
+/// of the interpreter with its [`Perturbation`](crate::perturb) seeded `1..=PERTURBED_REFERENCES`
+/// (the first two nudging a backend's error one way each, the third with random signs).
+pub const PERTURBED_REFERENCES: u64 = 3;
 
 /// The variables and persistent tensors of `g`, in node order: the state a [`Run`] ends with.
 pub fn state_nodes(g: &Graph) -> Vec<NodeId> {

@@ -207,14 +207,19 @@ pub(crate) fn sum_error_bounds(
 }
 
 /// `data` (a float dot's or sum of products' result) with each finite element moved by a random part in [½, 1] of
-/// its bound, up (`up`) or down — how a perturbed run shows the oracle where a backend summing
-/// a dot in its own precision may differ (crate::interp, "Perturbed runs"). A moved value that
-/// would not be finite is kept.
-pub(crate) fn nudge(data: ArrayData, bounds: &[f64], seed: u64, up: bool) -> ArrayData {
+/// its bound, up (`Some(true)`), down, or each by a random sign (`None`) — how a perturbed run
+/// shows the oracle where a backend summing a dot in its own precision may differ
+/// (crate::interp, "Perturbed runs"). A moved value that would not be finite is kept.
+pub(crate) fn nudge(data: ArrayData, bounds: &[f64], seed: u64, up: Option<bool>) -> ArrayData {
     let mut r = weft_ir::perturb::SplitMix(seed);
-    let sign = if up { 1.0 } else { -1.0 };
     weft_ir::perturb::map_finite(&data, |i, x| {
         let e = bounds.get(i).copied().unwrap_or(0.0);
-        x + sign * e * (0.75 + r.unit() / 8.0)
+        let size = e * (0.75 + r.unit() / 8.0);
+        let up = up.unwrap_or_else(|| r.chance(50));
+        if up {
+            x + size
+        } else {
+            x - size
+        }
     })
 }
