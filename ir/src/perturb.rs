@@ -47,19 +47,16 @@ impl SplitMix {
 /// and size per element, drawn from `seed`; a value that would overflow is kept). Integers, bools, zeros, infinities and NaN
 /// are unchanged.
 pub fn perturb(a: &HostArray, rel: f64, seed: u64) -> HostArray {
-    nudged(a, rel, seed, None)
+    perturb_towards(a, rel, seed, None)
 }
 
-/// [`perturb`] with every nudge in one direction: up (`up`) or down, each of a random size.
-/// For results a backend only approximates: two runs nudging them opposite ways make any
-/// near-tie with such a result (`tanh(x) > x` for tiny x, where the two sides differ by an
-/// ulp) come out both ways, so the oracle sees it is ill-conditioned; random signs miss that
-/// whenever both runs happen to draw the same sign.
-pub fn perturb_towards(a: &HostArray, rel: f64, seed: u64, up: bool) -> HostArray {
-    nudged(a, rel, seed, Some(up))
-}
-
-fn nudged(a: &HostArray, rel: f64, seed: u64, up: Option<bool>) -> HostArray {
+/// [`perturb`] with every nudge in one direction: up (`Some(true)`) or down, each of a random
+/// size; `None` is [`perturb`] itself (random signs). For results a backend only
+/// approximates: two runs nudging them opposite ways make any near-tie with such a result
+/// (`tanh(x) > x` for tiny x, where the two sides differ by an ulp) come out both ways, so the
+/// oracle sees it is ill-conditioned; random signs miss that whenever both runs happen to draw
+/// the same sign.
+pub fn perturb_towards(a: &HostArray, rel: f64, seed: u64, up: Option<bool>) -> HostArray {
     let mut r = SplitMix(seed);
     let data = map_finite(a.data(), |_, x| {
         // A random size in [rel/2, rel], not ±rel: two equal values nudged the same way would

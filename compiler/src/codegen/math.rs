@@ -13,7 +13,7 @@
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{types, Endianness, InstBuilder, MemFlagsData, Type, Value};
 use cranelift_frontend::FunctionBuilder;
-use weft_runtime::vmath::{exp_f32, tanh_f32};
+use weft_runtime::vmath::{exp_f32, tanh_f32, ExpForm};
 
 /// Emits math functions into a function under construction.
 pub(crate) struct MathEmitter<'a, 'b> {
@@ -236,29 +236,18 @@ impl MathEmitter<'_, '_> {
     /// flushed to zero (docs/numerics.md), which is what lets one integer add scale the result.
     pub fn exp(&mut self, x: Value) -> Value {
         let ty = self.b.func.dfg.value_type(x);
-        // (largest x with finite e^x, smallest x with normal e^x, -ln2 hi/lo, polynomial).
-        // f32: the constants the native span routine shares (weft_runtime::vmath), so an
-        // `exp` moved to a span gives the same bits.
-        let exp_f32_poly = exp_f32::POLY.map(f64::from);
-        let (hi, lo, neg_ln2_hi, neg_ln2_lo, coeffs): (f64, f64, f64, f64, &[f64]) = if is_f32(ty) {
-            (
-                f64::from(exp_f32::HI),
-                f64::from(exp_f32::LO),
-                f64::from(exp_f32::NEG_LN2_HI),
-                f64::from(exp_f32::NEG_LN2_LO),
-                &exp_f32_poly,
-            )
+        // f32: the form and limits the native span routine shares (weft_runtime::vmath), so
+        // an `exp` moved to a span gives the same bits.
+        let (y, hi, lo) = if is_f32(ty) {
+            let y = self.exp_form(x, &exp_f32::FORM);
+            (y, f64::from(exp_f32::HI), f64::from(exp_f32::LO))
         } else {
-            (
-                709.782_712_893_384,
-                -708.396_418_532_264_1,
-                -0.693_147_180_369_123_8,
-                -1.908_214_929_270_587_7e-10,
-                &EXP_F64,
-            )
+            // −ln 2 in two parts and SLEEF's polynomial; the largest x with a finite e^x and
+            // the smallest with a normal one.
+            let neg_ln2 = [-0.693_147_180_369_123_8, -1.908_214_929_270_587_7e-10];
+            let y = self.exp_unchecked(x, std::f64::consts::LOG2_E, &neg_ln2, &EXP_F64);
+            (y, 709.782_712_893_384, -708.396_418_532_264_1)
         };
-        let log2e = std::f64::consts::LOG2_E;
-        let y = self.exp_unchecked(x, log2e, &[neg_ln2_hi, neg_ln2_lo], coeffs);
         // Above `hi` or NaN: x + inf is +inf, or x's NaN.
         let over = self.fcmp_const(FloatCC::UnorderedOrGreaterThan, x, hi);
         let inf = self.fconst(ty, f64::INFINITY);
@@ -266,6 +255,14 @@ impl MathEmitter<'_, '_> {
         let y = self.select(over, x_inf, y);
         let under = self.fcmp_const(FloatCC::LessThan, x, lo);
         self.zero_where(under, y)
+    }
+
+    /// The f32 exponential `form` describes (whose result is normal), operation for
+    /// operation as the span routine evaluates it.
+    fn exp_form(&mut self, x: Value, form: &ExpForm) -> Value {
+        let parts: Vec<f64> = form.parts.iter().map(|&c| f64::from(c)).collect();
+        let coeffs: Vec<f64> = form.poly.iter().map(|&c| f64::from(c)).collect();
+        self.exp_unchecked(x, f64::from(form.log2e), &parts, &coeffs)
     }
 
     /// An exponential whose result is normal (`weft_runtime::vmath::ExpForm`): `k =
@@ -422,10 +419,7 @@ impl MathEmitter<'_, '_> {
         let clamp = self.fconst(ty, f(tanh_f32::CLAMP));
         let over = self.b.ins().fcmp(FloatCC::UnorderedOrGreaterThan, a, clamp);
         let am = self.select(over, clamp, a);
-        let form = &tanh_f32::EXP_FORM;
-        let parts: Vec<f64> = form.parts.iter().map(|&c| f(c)).collect();
-        let coeffs: Vec<f64> = form.poly.iter().map(|&c| f(c)).collect();
-        let e = self.exp_unchecked(am, f(form.log2e), &parts, &coeffs);
+        let e = self.exp_form(am, &tanh_f32::EXP_FORM);
         let one = self.fconst(ty, 1.0);
         let num = self.b.ins().fsub(one, e);
         let den = self.b.ins().fadd(one, e);

@@ -128,16 +128,11 @@ impl Perturbation {
         let Some(approximate) = entry.filter(|_| node.dtype.is_float()) else {
             return value;
         };
-        let seed = self.seed_of(id);
-        if approximate {
-            // Odd-seeded runs nudge function results up, even-seeded ones down: a comparison
-            // within an ulp of a tie (libm's `tanh(x) > x` at x ≈ 2.3e-15) flips in one of them.
-            return match self.direction() {
-                Some(up) => weft_ir::perturb::perturb_towards(&value, self.rel, seed, up),
-                None => weft_ir::perturb::perturb(&value, self.rel, seed),
-            };
-        }
-        weft_ir::perturb::perturb(&value, self.rel, seed)
+        // Entering values by random signs; results carrying a backend's error the run's way
+        // (`direction`): up in run 1, down in run 2, so a comparison within an ulp of a tie
+        // (libm's `tanh(x) > x` at x ≈ 2.3e-15) flips in one of them.
+        let way = if approximate { self.direction() } else { None };
+        weft_ir::perturb::perturb_towards(&value, self.rel, self.seed_of(id), way)
     }
 }
 
