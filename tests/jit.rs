@@ -1018,9 +1018,12 @@ fn strided_sums_accumulate_in_memory_order() {
                 } else {
                     // Rows of B are a stride apart: eight a step (`reduce_in_memory::JAM`)
                     // and the three left one at a time; rows of M are adjacent: one a step.
+                    // f32 sums run first in an f32 row, then (if one is not finite) again
+                    // in f64: each step's loads twice.
                     let k = agree_in_memory(&g);
                     let loads = k.to_string().matches("load %t[").count();
-                    assert_eq!(loads, if red == "B" { 9 } else { 1 }, "{k}");
+                    let copies = if dtype == DType::F32 { 2 } else { 1 };
+                    assert_eq!(loads, copies * if red == "B" { 9 } else { 1 }, "{k}");
                 }
             }
         }
@@ -1062,6 +1065,93 @@ fn strided_sums_accumulate_in_memory_order() {
     let plan = weft_compiler::compile_plan(&g, &Default::default()).unwrap();
     let kernels = weft_compiler::lower_plan(&plan, &Default::default()).unwrap();
     assert!(!kernels[0].kernel.to_string().contains("%acc_"));
+}
+
+/// f32 sums over a strided axis take their row of accumulators in f32 (at most
+/// `reduce_in_memory::MAX_CHAIN` terms a result) and sum the whole row again in f64 when one
+/// of them is not finite, so an f32 sum overflowing where the interpreter's f64 sum does not
+/// keeps the interpreter's result: `3e38 + 3e38 − 3e38 − 3e38 + 1` is 1, not NaN; `3e38 +
+/// 3e38 − inf` is −inf, not NaN; means likewise. The other columns sum quarters, exact in
+/// f32, so every output must have the interpreter's bits, fused and unfused, one and two
+/// threads. A row of more than `MAX_CHAIN` terms keeps f64 accumulators.
+#[test]
+fn strided_f32_sums_in_f32_rows_sum_again_in_f64_when_not_finite() {
+    let small = weft::LowerOptions {
+        reduce_in_memory_min_bytes: 0,
+        ..Default::default()
+    };
+    let src = "axis B = 6\naxis O = 64\nplaceholder x: f32[B, O]\n\
+               s = sum(x, [B])\nm = mean(x, [B])\noutput s\noutput m\n";
+    let g = weft::ir::text::parse(src, "rerun.weft").unwrap();
+    let plan = weft_compiler::compile_plan(&g, &Default::default()).unwrap();
+    let text = weft_compiler::lower_plan(&plan, &small).unwrap()[0]
+        .kernel
+        .to_string();
+    assert!(text.contains("%acc32_") && text.contains("if %"), "{text}");
+    let (big, huge) = (3e38f32, f32::INFINITY);
+    let special: [[f32; 6]; 5] = [
+        [big, big, -big, -big, 1.0, 0.0],
+        [big, big, 0.0, 0.0, 0.0, 0.0],
+        [big, big, -huge, 0.0, 0.0, 0.0],
+        [f32::NAN, 1.0, 2.0, 0.0, 0.0, 0.0],
+        [-big, -big, big, 1.0, 0.0, 0.0],
+    ];
+    for rerun_column in [None, Some(0usize), Some(2)] {
+        let mut data = vec![0f32; 6 * 64];
+        for b in 0..6 {
+            for o in 0..64 {
+                data[b * 64 + o] = ((b * 7 + o * 3) % 17) as f32 * 0.25 - 2.0;
+            }
+        }
+        // All five special columns, or only one of them (the others ordinary).
+        for (c, col) in special.iter().enumerate() {
+            if rerun_column.is_none_or(|r| r == c) {
+                for b in 0..6 {
+                    data[b * 64 + 5 * c + 1] = col[b];
+                }
+            }
+        }
+        let x = g.find("x").unwrap();
+        let inputs = vec![HostArray::from_vec(g.node(x).axes.clone(), vec![6, 64], data).unwrap()];
+        let ps = g.placeholders();
+        let expected = run(&g, g.outputs(), &ps, &inputs, 2, Backend::Interpreter)
+            .unwrap()
+            .0;
+        for fused in [true, false] {
+            for threads in [1, 2] {
+                let options = JitOptions {
+                    fused,
+                    threads: Some(threads),
+                    lower: small,
+                    ..JitOptions::default()
+                };
+                let got = jit_common::run_jit(&g, g.outputs(), &inputs, options)
+                    .unwrap()
+                    .0;
+                for (e, a) in expected.iter().flatten().zip(got.iter().flatten()) {
+                    let (e, a) = (e.to_vec::<f32>().unwrap(), a.to_vec::<f32>().unwrap());
+                    for (i, (e, a)) in e.iter().zip(&a).enumerate() {
+                        assert!(
+                            e.to_bits() == a.to_bits() || (e.is_nan() && a.is_nan()),
+                            "fused {fused}, {threads} threads, element {i}: {a} vs {e}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+    // More terms a result than an f32 row may sum: f64 accumulators only.
+    let src = "axis B = 1100\naxis O = 64\nplaceholder x: f32[B, O]\ns = sum(x, [B])\noutput s\n";
+    let g = weft::ir::text::parse(src, "long.weft").unwrap();
+    let plan = weft_compiler::compile_plan(&g, &Default::default()).unwrap();
+    let text = weft_compiler::lower_plan(&plan, &small).unwrap()[0]
+        .kernel
+        .to_string();
+    assert!(
+        text.contains("%acc_") && !text.contains("%acc32_"),
+        "{text}"
+    );
+    agree_lowered(&g, small);
 }
 
 /// A sum over the contiguous axis stored in another order than its operand's reads the

@@ -263,6 +263,15 @@ fn loops(
     // Sum loops of this body whose vector pass an earlier sibling's span routine does.
     let mut summed_by: Vec<(LoopId, LoopId, AccId, u32)> = Vec::new();
     for st in body {
+        if let Stmt::If { cond, body } = st {
+            let _ = writeln!(
+                s,
+                "{}if %{cond} holds (rarely: a re-run):",
+                "  ".repeat(depth)
+            );
+            loops(k, body, widened_from, depth + 1, codegen, s);
+            continue;
+        }
         let Stmt::Loop { loop_id, body } = st else {
             continue;
         };

@@ -753,6 +753,7 @@ impl<'a> Lowerer<'a> {
                 body,
                 self.options.vectorize,
                 self.options.reduce_in_memory_min_bytes,
+                self.options.narrow_f32_sums,
             );
             body = rewritten;
             self.bindings
@@ -1728,6 +1729,10 @@ fn used_values(body: &[Stmt], used: &mut HashSet<ValueId>) {
                 used.extend(index);
             }
             Stmt::Loop { body, .. } => used_values(body, used),
+            Stmt::If { cond, body } => {
+                used.insert(*cond);
+                used_values(body, used);
+            }
             Stmt::DeclareAcc(_) => {}
         }
     }
@@ -1741,7 +1746,7 @@ fn drop_unused(mut body: Vec<Stmt>) -> Vec<Stmt> {
         body.retain(|s| !matches!(s, Stmt::Let { result, .. } if !used.contains(result)));
         let mut changed = body.len() != before;
         for s in body.iter_mut() {
-            if let Stmt::Loop { body, .. } = s {
+            if let Stmt::Loop { body, .. } | Stmt::If { body, .. } = s {
                 changed |= retain(body, used);
             }
         }
@@ -1761,7 +1766,7 @@ fn renumber(mut k: Kernel) -> Kernel {
         for s in body {
             match s {
                 Stmt::Let { result, .. } => order.push(*result),
-                Stmt::Loop { body, .. } => walk(body, order),
+                Stmt::Loop { body, .. } | Stmt::If { body, .. } => walk(body, order),
                 _ => {}
             }
         }
@@ -1793,6 +1798,10 @@ fn renumber(mut k: Kernel) -> Kernel {
                     }
                 }
                 Stmt::Loop { body, .. } => apply(body, m),
+                Stmt::If { cond, body } => {
+                    m(cond);
+                    apply(body, m);
+                }
                 Stmt::DeclareAcc(_) => {}
             }
         }

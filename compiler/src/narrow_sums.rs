@@ -101,6 +101,8 @@ fn survey(
                 survey(k, body, widened_from, loops, found);
                 loops.pop();
             }
+            // No vector loop's body: a reduction in it disqualifies its accumulator.
+            Stmt::If { body, .. } => survey(k, body, widened_from, &mut Vec::new(), found),
             _ => {}
         }
     }

@@ -37,11 +37,14 @@
 //! [`CHUNK`]s; when `k` is the parallel loop's only statement and the operand reads the two as
 //! one flattened index, the parallel loop takes groups of rows, `rewrite_group`) is a new
 //! buffer the caller binds as scratch. Every result is the same sum of the
-//! same terms in the same order, so results are unchanged.
+//! same terms in the same order, so results are unchanged — up to rounding where an f32 sum of
+//! at most [`MAX_CHAIN`] terms a result runs in an f32 row first ([`narrowed`]: within
+//! `2⁻¹⁴ · Σ|xᵢ|` of the f64 sum, and summed again in f64 under an `if` when a result is not
+//! finite, so never another class of result).
 
 use weft_ir::loop_ir::{
-    AccId, AffineExpr, BinaryOp, BufferAccess, BufferAccessExpr, BufferId, Inst, Kernel,
-    LoopAnnotations, LoopId, ReduceKind, ScalarType, Stmt, ValueId,
+    AccId, AffineExpr, BinaryOp, BufferAccess, BufferAccessExpr, BufferId, CompareOp, Inst, Kernel,
+    LoopAnnotations, LoopId, ReduceKind, ScalarType, ScalarValue, Stmt, ValueId,
 };
 
 use weft_ir::arena::EntityRef;
@@ -65,37 +68,57 @@ pub fn reduce_in_memory(
     body: Vec<Stmt>,
     vectorize: bool,
     min_bytes: u64,
+    narrow: bool,
 ) -> (Vec<Stmt>, Vec<BufferId>, Vec<String>) {
-    let mut added = Vec::new();
     let mut body = body;
     interchange(k, &mut body, min_bytes);
     let parallel = match body.as_slice() {
         [Stmt::Loop { loop_id, .. }] if k.loops[*loop_id].annotations.parallel => Some(*loop_id),
         _ => None,
     };
-    let body = walk(k, body, parallel, vectorize, min_bytes, &mut added);
-    let notes = added
+    let opts = Rewrite {
+        parallel,
+        vectorize,
+        min_bytes,
+        narrow,
+    };
+    let mut rows: Vec<Vec<BufferId>> = Vec::new();
+    let body = walk(k, body, &opts, &mut rows);
+    let notes = rows
         .iter()
-        .map(|b| {
-            let d = &k.buffers[*b];
-            format!(
-                "sum over a strided axis in memory order: %{} holds {} {} accumulators, the \
-                 reduced loop outside the contiguous one",
-                d.name, d.len, d.ty
-            )
+        .map(|r| {
+            let d = &k.buffers[r[0]];
+            match r.get(1) {
+                Some(n) => format!(
+                    "sum over a strided axis in memory order: %{} holds {} f32 accumulators \
+                     (at most {} terms each), the reduced loop outside the contiguous one, \
+                     widened into %{} for the tail; summed again in f64 there if any is not \
+                     finite",
+                    k.buffers[*n].name, d.len, MAX_CHAIN, d.name
+                ),
+                None => format!(
+                    "sum over a strided axis in memory order: %{} holds {} {} accumulators, the \
+                     reduced loop outside the contiguous one",
+                    d.name, d.len, d.ty
+                ),
+            }
         })
         .collect();
-    (body, added, notes)
+    (body, rows.into_iter().flatten().collect(), notes)
 }
 
-fn walk(
-    k: &mut Kernel,
-    body: Vec<Stmt>,
+/// How [`reduce_in_memory`] rewrites: the kernel's parallel loop, and the options.
+struct Rewrite {
     parallel: Option<LoopId>,
     vectorize: bool,
     min_bytes: u64,
-    added: &mut Vec<BufferId>,
-) -> Vec<Stmt> {
+    narrow: bool,
+}
+
+/// Rewrites the candidates of `body`; each rewrite's scratch rows go to `added` (the row
+/// the tail reads first, then an f32 row where the sums were narrowed).
+fn walk(k: &mut Kernel, body: Vec<Stmt>, o: &Rewrite, added: &mut Vec<Vec<BufferId>>) -> Vec<Stmt> {
+    let (parallel, vectorize, min_bytes) = (o.parallel, o.vectorize, o.min_bytes);
     let mut out = Vec::with_capacity(body.len());
     for s in body {
         let Stmt::Loop { loop_id, body } = s else {
@@ -113,8 +136,10 @@ fn walk(
         {
             if p == loop_id {
                 if let Some(c) = Candidate::find(k, kb, *kl, min_bytes) {
+                    let terms = k.loops[c.r].extent;
                     if let Some((stmts, buffer)) = rewrite_group(k, p, *kl, kb, c, vectorize) {
-                        added.push(buffer);
+                        let (stmts, rows) = narrowed(k, stmts, buffer, terms, o.narrow);
+                        added.push(rows);
                         out.push(Stmt::Loop {
                             loop_id,
                             body: stmts,
@@ -125,14 +150,13 @@ fn walk(
             }
         }
         if let Some(c) = Candidate::find(k, &body, loop_id, min_bytes) {
-            if let Some((stmts, buffer)) = rewrite(k, loop_id, body.clone(), c, parallel, vectorize)
-            {
-                added.push(buffer);
+            if let Some((stmts, rows)) = rewrite(k, loop_id, body.clone(), c, o) {
+                added.push(rows);
                 out.extend(stmts);
                 continue;
             }
         }
-        let body = walk(k, body, parallel, vectorize, min_bytes, added);
+        let body = walk(k, body, o, added);
         out.push(Stmt::Loop { loop_id, body });
     }
     out
@@ -246,9 +270,10 @@ fn rewrite(
     kl: LoopId,
     body: Vec<Stmt>,
     c: Candidate,
-    parallel: Option<LoopId>,
-    vectorize: bool,
-) -> Option<(Vec<Stmt>, BufferId)> {
+    o: &Rewrite,
+) -> Option<(Vec<Stmt>, Vec<BufferId>)> {
+    let (parallel, vectorize) = (o.parallel, o.vectorize);
+    let terms = k.loops[c.r].extent;
     let n = k.loops[kl].extent;
     let acc_ty = k.accs[c.acc].ty;
     let strip = parallel == Some(kl);
@@ -345,6 +370,7 @@ fn rewrite(
         .chain(accumulate)
         .chain([finish])
         .collect();
+    let (stmts, rows) = narrowed(k, stmts, buffer, terms, o.narrow);
     if strip {
         // `kl` stays the parallel loop, over chunks of `CHUNK` results.
         k.loops[kl].extent = n / CHUNK;
@@ -353,10 +379,10 @@ fn rewrite(
                 loop_id: kl,
                 body: stmts,
             }],
-            buffer,
+            rows,
         ));
     }
-    Some((stmts, buffer))
+    Some((stmts, rows))
 }
 
 /// Most results in a group of rows (`rewrite_group`): their f64 accumulators fill 32 KiB.
@@ -648,4 +674,267 @@ fn finish_from(
             other => other.clone().map_access(map),
         })
         .collect()
+}
+
+/// Most terms per result an f32 row may sum: the f32 chain bound of
+/// [`crate::narrow_sums`], one rule for both (2¹⁰ terms, so at most 2¹⁰ − 1 roundings:
+/// error within `2⁻¹⁴ · Σ|xᵢ|`).
+pub const MAX_CHAIN: u64 = crate::narrow_sums::MAX_CHAIN;
+
+/// `stmts` — a rewrite's `[init, accumulate…, finish]` over the f64 row `row` — with the
+/// sums taken in an f32 row where that is allowed (`narrow`) and safe: the row's sums are f32
+/// terms widened to f64 (each `add` adds a `convert` of an f32 value read only there), at most
+/// [`MAX_CHAIN`] of them per result. Then an f32 copy of `init` and the accumulating loops
+/// runs first, a loop widens the f32 row into `row` (what the tail reads) and sums `x − x`
+/// over it — NaN exactly when some sum is infinite or NaN — and only then the f64 `init` and
+/// accumulating loops run again, summing every result of the row in f64 as before: an f32
+/// sum overflowing where f64 does not (`3e38 + 3e38 − 3e38`) costs that re-run, never the
+/// result's class. Each result still adds its terms in the order of the reduced loop.
+/// Returns the statements and the rows to bind (`row`, then the f32 row if added).
+fn narrowed(
+    k: &mut Kernel,
+    stmts: Vec<Stmt>,
+    row: BufferId,
+    terms: u64,
+    narrow: bool,
+) -> (Vec<Stmt>, Vec<BufferId>) {
+    let eligible = narrow
+        && terms <= MAX_CHAIN
+        && k.buffers[row].ty == ScalarType::F64
+        && stmts.len() >= 3
+        && widened_terms(k, &stmts[1..stmts.len() - 1]);
+    if !eligible {
+        return (stmts, vec![row]);
+    }
+    let mut copy = NarrowCopy {
+        row,
+        row32: BufferId::new(k.buffers.len()),
+        values: Vec::new(),
+        loops: Vec::new(),
+    };
+    let last = stmts.len() - 1;
+    let mut fast = Vec::new();
+    for s in &stmts[..last] {
+        match copy.stmt(k, s) {
+            Some(copied) => fast.extend(copied),
+            None => return (stmts, vec![row]),
+        }
+    }
+    let Some(Stmt::Loop {
+        loop_id: init_l,
+        body: init_body,
+    }) = stmts.first()
+    else {
+        return (stmts, vec![row]);
+    };
+    let Some(Stmt::Store { target, .. }) = init_body.last() else {
+        return (stmts, vec![row]);
+    };
+    let (target, init_extent, init_l) = (target.clone(), k.loops[*init_l].extent, *init_l);
+    let name = format!("acc32_{}", k.buffers.len());
+    let len = k.buffers[row].len;
+    let row32 = k.add_buffer(name, ScalarType::F32, len, BufferAccess::ReadWrite);
+    debug_assert_eq!(row32, copy.row32);
+    // loop w { x = row32[i]; row[i] = x as f64; bad += x − x }; if bad ≠ bad { f64 sums }
+    let bad = k.add_acc(ReduceKind::Sum, ScalarType::F32);
+    let w = k.add_loop(
+        init_extent,
+        LoopAnnotations {
+            vectorize: true,
+            unroll: 1,
+            parallel: false,
+        },
+    );
+    let Some(at) = target.map_exprs(&|e| e.substitute(init_l, &AffineExpr::var(w))) else {
+        return (stmts, vec![row]);
+    };
+    let from = BufferAccessExpr {
+        buffer: row32,
+        ..at.clone()
+    };
+    let (x, load) = k.define(ScalarType::F32, Inst::Load(from));
+    let (wide, widen) = k.define(ScalarType::F64, Inst::Convert(x));
+    let (d, diff) = k.define(ScalarType::F32, Inst::Binary(BinaryOp::Sub, x, x));
+    let (total, read) = k.define(ScalarType::F32, Inst::AccValue(bad));
+    let (cond, test) = k.define(ScalarType::Bool, Inst::Compare(CompareOp::Ne, total, total));
+    let mut out = fast;
+    out.extend([
+        Stmt::DeclareAcc(bad),
+        Stmt::Loop {
+            loop_id: w,
+            body: vec![
+                load,
+                widen,
+                Stmt::Store {
+                    target: at,
+                    value: wide,
+                },
+                diff,
+                Stmt::Reduce {
+                    acc: bad,
+                    value: d,
+                    index: None,
+                },
+            ],
+        },
+        read,
+        test,
+    ]);
+    let mut stmts = stmts;
+    let finish = stmts.pop();
+    out.push(Stmt::If { cond, body: stmts });
+    out.extend(finish);
+    (out, vec![row, row32])
+}
+
+/// Whether every `add` in the accumulating loops `acc` adds a term `convert`ed from an f32
+/// value and read by nothing else, so the f32 copy can add the f32 value itself.
+fn widened_terms(k: &Kernel, acc: &[Stmt]) -> bool {
+    fn lets<'a>(body: &'a [Stmt], out: &mut Vec<(ValueId, &'a Inst)>) {
+        for s in body {
+            match s {
+                Stmt::Let { result, inst } => out.push((*result, inst)),
+                Stmt::Loop { body, .. } => lets(body, out),
+                _ => {}
+            }
+        }
+    }
+    let mut all = Vec::new();
+    lets(acc, &mut all);
+    let uses = |v: ValueId| {
+        all.iter()
+            .filter(|(_, inst)| operands(inst).contains(&v))
+            .count()
+    };
+    let mut adds = 0;
+    for (_, inst) in &all {
+        if let Inst::Binary(BinaryOp::Add, _, term) = inst {
+            adds += 1;
+            let widened = all.iter().any(|(v, i)| {
+                *v == *term && matches!(i, Inst::Convert(x) if k.values[*x] == ScalarType::F32)
+            });
+            if !widened || uses(*term) != 1 {
+                return false;
+            }
+        }
+    }
+    adds > 0
+}
+
+/// The value operands of `inst`.
+fn operands(inst: &Inst) -> Vec<ValueId> {
+    match inst {
+        Inst::Unary(_, x) | Inst::Convert(x) => vec![*x],
+        Inst::Binary(_, x, y) | Inst::Compare(_, x, y) => vec![*x, *y],
+        Inst::Select {
+            cond,
+            if_true,
+            if_false,
+        } => vec![*cond, *if_true, *if_false],
+        _ => Vec::new(),
+    }
+}
+
+/// Copies the f64 row's `init` and accumulating loops into f32 ones over `row32`: fresh
+/// loops and values; the row's loads, stores, identity and adds in f32; each widened term
+/// replaced by the f32 value it widens. `None` (no narrowing) for anything else in f64.
+struct NarrowCopy {
+    row: BufferId,
+    row32: BufferId,
+    /// Old value → its copy.
+    values: Vec<(ValueId, ValueId)>,
+    /// Old loop → its copy.
+    loops: Vec<(LoopId, LoopId)>,
+}
+
+impl NarrowCopy {
+    fn value(&self, v: ValueId) -> ValueId {
+        self.values
+            .iter()
+            .find(|(old, _)| *old == v)
+            .map_or(v, |(_, new)| *new)
+    }
+
+    fn expr(&self, e: &AffineExpr) -> Option<AffineExpr> {
+        let mut e = e.clone();
+        for (old, new) in &self.loops {
+            e = e.substitute(*old, &AffineExpr::var(*new))?;
+        }
+        Some(e)
+    }
+
+    fn access(&self, a: &BufferAccessExpr) -> Option<BufferAccessExpr> {
+        let mut a = a.clone().map_exprs(&|e| self.expr(e))?;
+        if a.buffer == self.row {
+            a.buffer = self.row32;
+        }
+        Some(a)
+    }
+
+    /// The copy of `s`: no statement for a widened term (its f32 value stands in for it).
+    fn stmt(&mut self, k: &mut Kernel, s: &Stmt) -> Option<Option<Stmt>> {
+        match s {
+            Stmt::Loop { loop_id, body } => {
+                let decl = &k.loops[*loop_id];
+                let copy = k.add_loop(decl.extent, decl.annotations);
+                self.loops.push((*loop_id, copy));
+                let mut copied = Vec::with_capacity(body.len());
+                for s in body {
+                    copied.extend(self.stmt(k, s)?);
+                }
+                Some(Some(Stmt::Loop {
+                    loop_id: copy,
+                    body: copied,
+                }))
+            }
+            Stmt::Store { target, value } if target.buffer == self.row => Some(Some(Stmt::Store {
+                target: self.access(target)?,
+                value: self.value(*value),
+            })),
+            Stmt::Let { result, inst } => self.assign(k, *result, inst),
+            _ => None,
+        }
+    }
+
+    fn assign(&mut self, k: &mut Kernel, result: ValueId, inst: &Inst) -> Option<Option<Stmt>> {
+        let ty = k.values[result];
+        let inst = match inst {
+            Inst::Convert(x) if ty == ScalarType::F64 && k.values[*x] == ScalarType::F32 => {
+                let x = self.value(*x);
+                self.values.push((result, x));
+                return Some(None);
+            }
+            Inst::Load(a) if a.buffer == self.row => Inst::Load(self.access(a)?),
+            Inst::Load(a) if ty != ScalarType::F64 => Inst::Load(self.access(a)?),
+            Inst::Const(ScalarValue::F64(c)) if *c == 0.0 => {
+                Inst::Const(ScalarValue::F32(*c as f32))
+            }
+            Inst::Binary(BinaryOp::Add, x, y) if ty == ScalarType::F64 => {
+                Inst::Binary(BinaryOp::Add, self.value(*x), self.value(*y))
+            }
+            Inst::Index(l) => Inst::Index(
+                self.loops
+                    .iter()
+                    .find(|(old, _)| old == l)
+                    .map_or(*l, |(_, new)| *new),
+            ),
+            other
+                if ty != ScalarType::F64
+                    && operands(other)
+                        .iter()
+                        .all(|v| k.values[*v] != ScalarType::F64) =>
+            {
+                rename(other, &|v| self.value(v))
+            }
+            _ => return None,
+        };
+        let new_ty = if ty == ScalarType::F64 {
+            ScalarType::F32
+        } else {
+            ty
+        };
+        let (copy, stmt) = k.define(new_ty, inst);
+        self.values.push((result, copy));
+        Some(Some(stmt))
+    }
 }

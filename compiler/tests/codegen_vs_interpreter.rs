@@ -180,6 +180,46 @@ fn softmax_rows_in_one_kernel() {
     }
 }
 
+/// An `if` runs its body only on the rows whose condition holds: a row's f32 sum is stored,
+/// then summed again in f64 (a vector loop with its own accumulator, inside the `if`) where it
+/// came out positive — the shape of `reduce_in_memory`'s re-run of f32 rows.
+#[test]
+fn an_if_runs_its_body_only_where_its_condition_holds() {
+    for (rows, cols) in [(1, 1), (5, 7), (16, 33)] {
+        let text = format!(
+            "kernel @branch {{
+  buffer %x: f32[{n}] read
+  buffer %s: f32[{rows}] write
+  loop %r in 0..{rows} parallel {{
+    acc %a: sum f32
+    loop %c in 0..{cols} vectorize unroll(2) {{
+      %v: f32 = load %x[{cols}*%r + %c]
+      reduce %a, %v
+    }}
+    %t: f32 = acc.value %a
+    store %s[%r], %t
+    %zero: f32 = const 0.0
+    %pos: bool = gt %t, %zero
+    if %pos {{
+      acc %b: sum f64
+      loop %d in 0..{cols} vectorize {{
+        %y: f32 = load %x[{cols}*%r + %d]
+        %w: f64 = convert %y
+        reduce %b, %w
+      }}
+      %q: f64 = acc.value %b
+      %m: f32 = convert %q
+      %neg: f32 = neg %m
+      store %s[%r], %neg
+    }}
+  }}
+}}",
+            n = rows * cols
+        );
+        check_kernel(&text, 5.0);
+    }
+}
+
 #[test]
 fn elementwise_broadcast_reversed_and_padded() {
     for ty in ["f32", "f64"] {

@@ -168,7 +168,7 @@ fn partial_type(decl: &AccDecl, narrow: bool) -> ScalarType {
 fn reduces_into(body: &[Stmt], a: AccId) -> bool {
     body.iter().any(|s| match s {
         Stmt::Reduce { acc, .. } => *acc == a,
-        Stmt::Loop { body, .. } => reduces_into(body, a),
+        Stmt::Loop { body, .. } | Stmt::If { body, .. } => reduces_into(body, a),
         _ => false,
     })
 }
@@ -293,7 +293,7 @@ pub(crate) fn widenings(kernel: &Kernel) -> Vec<Option<ValueId>> {
                 } if k.values[*x] == ScalarType::F32 && k.values[*result] == ScalarType::F64 => {
                     out[result.index()] = Some(*x);
                 }
-                Stmt::Loop { body, .. } => walk(k, body, out),
+                Stmt::Loop { body, .. } | Stmt::If { body, .. } => walk(k, body, out),
                 _ => {}
             }
         }
@@ -392,8 +392,22 @@ impl<'b> Translator<'_, 'b> {
                 Stmt::DeclareAcc(a) => self.declare_acc(*a),
                 Stmt::Reduce { acc, value, index } => self.reduce(*acc, *value, *index)?,
                 Stmt::Loop { loop_id, body } => self.emit_loop(*loop_id, body)?,
+                Stmt::If { cond, body } => self.emit_if(*cond, body)?,
             }
         }
+        Ok(())
+    }
+
+    /// `body` in a block of its own, entered when `cond` holds (never inside a vector loop:
+    /// the verifier refuses that).
+    fn emit_if(&mut self, cond: ValueId, body: &[Stmt]) -> Result<()> {
+        let c = self.scalar(cond)?;
+        let (then, done) = (self.b.create_block(), self.b.create_block());
+        self.b.ins().brif(c, then, &[], done, &[]);
+        self.b.switch_to_block(then);
+        self.stmts(body)?;
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(done);
         Ok(())
     }
 

@@ -44,7 +44,7 @@ pub(crate) fn depends_on(access: &BufferAccessExpr, l: LoopId) -> bool {
 pub(crate) fn stores(body: &[Stmt]) -> bool {
     body.iter().any(|s| match s {
         Stmt::Store { .. } => true,
-        Stmt::Loop { body, .. } => stores(body),
+        Stmt::Loop { body, .. } | Stmt::If { body, .. } => stores(body),
         _ => false,
     })
 }
@@ -54,7 +54,7 @@ fn collect(body: &[Stmt], declared: &mut Vec<AccId>, reduced: &mut Vec<AccId>) {
         match s {
             Stmt::DeclareAcc(a) => declared.push(*a),
             Stmt::Reduce { acc, .. } => reduced.push(*acc),
-            Stmt::Loop { body, .. } => collect(body, declared, reduced),
+            Stmt::Loop { body, .. } | Stmt::If { body, .. } => collect(body, declared, reduced),
             _ => {}
         }
     }
@@ -286,6 +286,8 @@ impl<'a> Walker<'a> {
                     });
                 }
                 Stmt::DeclareAcc(_) | Stmt::Reduce { .. } => {}
+                // A branch cannot run lane by lane (the verifier refuses it here anyway).
+                Stmt::If { .. } => return None,
             }
         }
         Some(())

@@ -249,6 +249,11 @@ impl State<'_> {
                         None => return self.fail(format!("ill-typed reduction into %{acc}")),
                     }
                 }
+                Stmt::If { cond, body } => match self.value(*cond)? {
+                    ScalarValue::Bool(true) => self.run(body)?,
+                    ScalarValue::Bool(false) => {}
+                    _ => return self.fail("an if's condition is not bool"),
+                },
                 Stmt::Loop { loop_id, body } => {
                     let extent = self.k.loops[*loop_id].extent as i64;
                     for i in 0..extent {

@@ -206,6 +206,14 @@ pub enum Stmt {
         /// The statements run per iteration.
         body: Vec<Stmt>,
     },
+    /// Runs `body` once if the `bool` value `cond` is true. Values `body` defines are not
+    /// visible after it.
+    If {
+        /// The condition (a `bool` value).
+        cond: ValueId,
+        /// The statements run when it holds.
+        body: Vec<Stmt>,
+    },
 }
 
 impl BufferAccessExpr {
@@ -310,6 +318,7 @@ impl<'k> BodyAccesses<'k> {
                     self.loops.push(*loop_id);
                     self.walk(body);
                 }
+                Stmt::If { body, .. } => self.walk(body),
                 _ => {}
             }
         }

@@ -56,7 +56,7 @@ fn write_stmt(f: &mut Formatter<'_>, k: &Kernel, stmt: &Stmt, depth: usize) -> f
         f.write_str(INDENT)?;
     }
     write_stmt_line(f, k, stmt)?;
-    if let Stmt::Loop { body, .. } = stmt {
+    if let Stmt::Loop { body, .. } | Stmt::If { body, .. } = stmt {
         f.write_str(" {\n")?;
         for s in body {
             write_stmt(f, k, s, depth + 1)?;
@@ -98,6 +98,7 @@ fn write_stmt_line(f: &mut Formatter<'_>, k: &Kernel, stmt: &Stmt) -> fmt::Resul
             }
             Ok(())
         }
+        Stmt::If { cond, .. } => write!(f, "if %{cond}"),
         Stmt::Loop { loop_id, .. } => {
             write!(f, "loop %{loop_id} in 0..")?;
             match k.loops.get(*loop_id) {

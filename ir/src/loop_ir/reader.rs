@@ -325,6 +325,14 @@ impl Parser<'_> {
     fn stmt(&mut self) -> Result<Stmt> {
         match self.peek().clone() {
             Token::Ident(w) if w == "loop" => self.loop_stmt(),
+            Token::Ident(w) if w == "if" => {
+                self.next();
+                let cond = self.value()?;
+                self.expect_punct("{")?;
+                let body = self.stmts()?;
+                self.expect_punct("}")?;
+                Ok(Stmt::If { cond, body })
+            }
             Token::Ident(w) if w == "store" => {
                 self.next();
                 let target = self.access()?;

@@ -238,6 +238,23 @@ impl Verifier<'_> {
                         }
                     }
                 }
+                Stmt::If { cond, body } => {
+                    if let Some(t) = self.use_value(*cond) {
+                        if t != ScalarType::Bool {
+                            self.error(format!("the condition %{cond} of an if is {t}, not bool"));
+                        }
+                    }
+                    let vectorised = self.loop_stack.iter().any(|l| {
+                        self.k
+                            .loops
+                            .get(*l)
+                            .is_some_and(|d| d.annotations.vectorize)
+                    });
+                    if vectorised {
+                        self.error("an if cannot sit inside a vectorised loop");
+                    }
+                    self.block(body, reachable, false);
+                }
                 Stmt::Loop { loop_id, body } => {
                     let Some(decl) = self.k.loops.get(*loop_id) else {
                         self.error(format!("loop %{loop_id} is not declared"));
