@@ -38,7 +38,7 @@
 //! one flattened index, the parallel loop takes groups of rows, `rewrite_group`) is a new
 //! buffer the caller binds as scratch. Every result is the same sum of the
 //! same terms in the same order, so results are unchanged — up to rounding where an f32 sum of
-//! at most [`MAX_CHAIN`] terms a result runs in an f32 row first ([`narrowed`]: within
+//! at most [`MAX_CHAIN`] terms a result runs in an f32 row first (`narrowed`: within
 //! `2⁻¹⁴ · Σ|xᵢ|` of the f64 sum, and summed again in f64 under an `if` when a result is not
 //! finite, so never another class of result).
 
