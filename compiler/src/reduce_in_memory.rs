@@ -803,7 +803,7 @@ fn widened_terms(k: &Kernel, acc: &[Stmt]) -> bool {
     lets(acc, &mut all);
     let uses = |v: ValueId| {
         all.iter()
-            .filter(|(_, inst)| operands(inst).contains(&v))
+            .filter(|(_, inst)| inst.operands().contains(&v))
             .count()
     };
     let mut adds = 0;
@@ -819,20 +819,6 @@ fn widened_terms(k: &Kernel, acc: &[Stmt]) -> bool {
         }
     }
     adds > 0
-}
-
-/// The value operands of `inst`.
-fn operands(inst: &Inst) -> Vec<ValueId> {
-    match inst {
-        Inst::Unary(_, x) | Inst::Convert(x) => vec![*x],
-        Inst::Binary(_, x, y) | Inst::Compare(_, x, y) => vec![*x, *y],
-        Inst::Select {
-            cond,
-            if_true,
-            if_false,
-        } => vec![*cond, *if_true, *if_false],
-        _ => Vec::new(),
-    }
 }
 
 /// Copies the f64 row's `init` and accumulating loops into f32 ones over `row32`: fresh
@@ -920,7 +906,8 @@ impl NarrowCopy {
             ),
             other
                 if ty != ScalarType::F64
-                    && operands(other)
+                    && other
+                        .operands()
                         .iter()
                         .all(|v| k.values[*v] != ScalarType::F64) =>
             {

@@ -233,6 +233,26 @@ impl BufferAccessExpr {
     }
 }
 
+impl Inst {
+    /// The values `inst` reads, in operand order.
+    pub fn operands(&self) -> Vec<ValueId> {
+        match self {
+            Inst::Unary(_, x) | Inst::Convert(x) => vec![*x],
+            Inst::Binary(_, x, y) | Inst::Compare(_, x, y) => vec![*x, *y],
+            Inst::Select {
+                cond,
+                if_true,
+                if_false,
+            } => vec![*cond, *if_true, *if_false],
+            Inst::Const(_)
+            | Inst::Index(_)
+            | Inst::Load(_)
+            | Inst::AccValue(_)
+            | Inst::AccIndex(_) => Vec::new(),
+        }
+    }
+}
+
 impl Stmt {
     /// A flat statement with the access of its load or store rewritten by `f`
     /// ([`BufferAccessExpr::map_exprs`]); other statements unchanged (a loop's body is not

@@ -656,7 +656,7 @@ fn slice(body: &[Stmt], v: ValueId, stop: Option<ValueId>) -> Vec<ValueId> {
     for s in body.iter().rev() {
         if let Stmt::Let { result, inst } = s {
             if needed.contains(result) && Some(*result) != stop {
-                needed.extend(operands(inst));
+                needed.extend(inst.operands());
             }
         }
     }
@@ -669,22 +669,6 @@ fn lets_of(body: &[Stmt], needed: &[ValueId]) -> Vec<Stmt> {
         .filter(|s| matches!(s, Stmt::Let { result, .. } if needed.contains(result)))
         .cloned()
         .collect()
-}
-
-/// The values `inst` reads.
-fn operands(inst: &Inst) -> Vec<ValueId> {
-    match inst {
-        Inst::Unary(_, x) | Inst::Convert(x) => vec![*x],
-        Inst::Binary(_, x, y) | Inst::Compare(_, x, y) => vec![*x, *y],
-        Inst::Select {
-            cond,
-            if_true,
-            if_false,
-        } => vec![*cond, *if_true, *if_false],
-        Inst::Const(_) | Inst::Index(_) | Inst::Load(_) | Inst::AccValue(_) | Inst::AccIndex(_) => {
-            Vec::new()
-        }
-    }
 }
 
 impl Translator<'_, '_> {
