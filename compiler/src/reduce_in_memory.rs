@@ -604,22 +604,16 @@ fn jam_terms(
     let mut out = vec![load];
     for u in 0..rows {
         let mut renamed: Vec<(ValueId, ValueId)> = Vec::new();
-        let name = |v: ValueId, renamed: &[(ValueId, ValueId)]| {
-            renamed
-                .iter()
-                .find(|(old, _)| *old == v)
-                .map_or(v, |(_, new)| *new)
-        };
         for s in r_body {
             match s {
                 Stmt::Let { result, inst } => {
-                    let inst = rename(inst, &|v| name(v, &renamed));
+                    let inst = rename(inst, &|v| renamed_as(&renamed, v));
                     let (new, stmt) = k.define(k.values[*result], inst);
                     out.push(stmt.map_access(&|e| access(e, u))?);
                     renamed.push((*result, new));
                 }
                 Stmt::Reduce { value, .. } => {
-                    let term = name(*value, &renamed);
+                    let term = renamed_as(&renamed, *value);
                     let (next, add) = k.define(acc_ty, Inst::Binary(BinaryOp::Add, sum, term));
                     out.push(add);
                     sum = next;
@@ -633,6 +627,14 @@ fn jam_terms(
         value: sum,
     });
     Some(out)
+}
+
+/// What `pairs` (old → new) renames `x` to, or `x` itself.
+fn renamed_as<T: Copy + PartialEq>(pairs: &[(T, T)], x: T) -> T {
+    pairs
+        .iter()
+        .find(|(old, _)| *old == x)
+        .map_or(x, |(_, new)| *new)
 }
 
 /// `inst` with every value operand renamed by `f`.
@@ -706,6 +708,33 @@ fn narrowed(
     if !eligible {
         return (stmts, vec![row]);
     }
+    // The widening loop `w` walks the row as `init` does. Everything that may refuse runs
+    // before the f32 row is declared (every declared buffer must be bound); a refused copy
+    // leaves only loops and values nothing refers to.
+    let Some(Stmt::Loop {
+        loop_id: init_l,
+        body: init_body,
+    }) = stmts.first()
+    else {
+        return (stmts, vec![row]);
+    };
+    let Some(Stmt::Store { target, .. }) = init_body.last() else {
+        return (stmts, vec![row]);
+    };
+    let w = k.add_loop(
+        k.loops[*init_l].extent,
+        LoopAnnotations {
+            vectorize: true,
+            unroll: 1,
+            parallel: false,
+        },
+    );
+    let Some(at) = target
+        .clone()
+        .map_exprs(&|e| e.substitute(*init_l, &AffineExpr::var(w)))
+    else {
+        return (stmts, vec![row]);
+    };
     let mut copy = NarrowCopy {
         row,
         row32: BufferId::new(k.buffers.len()),
@@ -720,34 +749,12 @@ fn narrowed(
             None => return (stmts, vec![row]),
         }
     }
-    let Some(Stmt::Loop {
-        loop_id: init_l,
-        body: init_body,
-    }) = stmts.first()
-    else {
-        return (stmts, vec![row]);
-    };
-    let Some(Stmt::Store { target, .. }) = init_body.last() else {
-        return (stmts, vec![row]);
-    };
-    let (target, init_extent, init_l) = (target.clone(), k.loops[*init_l].extent, *init_l);
     let name = format!("acc32_{}", k.buffers.len());
     let len = k.buffers[row].len;
     let row32 = k.add_buffer(name, ScalarType::F32, len, BufferAccess::ReadWrite);
     debug_assert_eq!(row32, copy.row32);
     // loop w { x = row32[i]; row[i] = x as f64; bad += x − x }; if bad ≠ bad { f64 sums }
     let bad = k.add_acc(ReduceKind::Sum, ScalarType::F32);
-    let w = k.add_loop(
-        init_extent,
-        LoopAnnotations {
-            vectorize: true,
-            unroll: 1,
-            parallel: false,
-        },
-    );
-    let Some(at) = target.map_exprs(&|e| e.substitute(init_l, &AffineExpr::var(w))) else {
-        return (stmts, vec![row]);
-    };
     let from = BufferAccessExpr {
         buffer: row32,
         ..at.clone()
@@ -835,10 +842,7 @@ struct NarrowCopy {
 
 impl NarrowCopy {
     fn value(&self, v: ValueId) -> ValueId {
-        self.values
-            .iter()
-            .find(|(old, _)| *old == v)
-            .map_or(v, |(_, new)| *new)
+        renamed_as(&self.values, v)
     }
 
     fn expr(&self, e: &AffineExpr) -> Option<AffineExpr> {
@@ -898,12 +902,7 @@ impl NarrowCopy {
             Inst::Binary(BinaryOp::Add, x, y) if ty == ScalarType::F64 => {
                 Inst::Binary(BinaryOp::Add, self.value(*x), self.value(*y))
             }
-            Inst::Index(l) => Inst::Index(
-                self.loops
-                    .iter()
-                    .find(|(old, _)| old == l)
-                    .map_or(*l, |(_, new)| *new),
-            ),
+            Inst::Index(l) => Inst::Index(renamed_as(&self.loops, *l)),
             other
                 if ty != ScalarType::F64
                     && other
