@@ -1012,7 +1012,7 @@ impl GemmCall {
     ) {
         let s = &self.spec;
         let is = |x: i64| x as isize;
-        let wide = wide_vectors();
+        let width = scan_width();
         let (rs, cs) = (is(s.c.row_stride), is(s.c.col_stride));
         let by_rows = cs == 1 || rs != 1;
         let (lines, len, line_stride) = if by_rows {
@@ -1046,7 +1046,8 @@ impl GemmCall {
             // SAFETY: the line lies in the caller's block; contiguous lines are `len`
             // consecutive elements.
             let start = unsafe { pc.offset(line * line_stride) };
-            if contiguous && !any_special(unsafe { std::slice::from_raw_parts(start, len) }, wide) {
+            if contiguous && !any_special(unsafe { std::slice::from_raw_parts(start, len) }, width)
+            {
                 continue;
             }
             // The line's special elements, 64 at a time from a branch-free bit mask.
@@ -1055,7 +1056,7 @@ impl GemmCall {
                 let mut mask = if contiguous {
                     // SAFETY: as above, a part of the line.
                     let chunk = unsafe { std::slice::from_raw_parts(start.add(c0), n) };
-                    special_mask(chunk, wide)
+                    special_mask(chunk, width)
                 } else {
                     u64::MAX >> (64 - n)
                 };
@@ -1227,50 +1228,73 @@ impl GemmEpilogue {
     }
 }
 
-/// Whether the CPU has AVX2 (x86-64, detected once by the standard library).
-fn wide_vectors() -> bool {
+/// The widest vectors the fix-up's scans may be compiled for on this CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ScanWidth {
+    /// The build's baseline (SSE2 on x86-64).
+    Baseline,
+    /// 256 bits: the CPU has AVX2.
+    Avx2,
+    /// 512 bits: the CPU has AVX-512F (and AVX2).
+    Avx512,
+}
+
+/// This CPU's [`ScanWidth`] (run-time detection; the standard library caches it).
+fn scan_width() -> ScanWidth {
     #[cfg(target_arch = "x86_64")]
     {
-        std::arch::is_x86_feature_detected!("avx2")
+        use std::arch::is_x86_feature_detected as has;
+        if has!("avx2") {
+            return if has!("avx512f") {
+                ScanWidth::Avx512
+            } else {
+                ScanWidth::Avx2
+            };
+        }
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    ScanWidth::Baseline
 }
 
 /// Whether any element of `row` is zero, infinite or NaN ([`Float::special`]), in vectors
-/// of 256 bits when `wide` (the CPU has AVX2), else of the build's baseline.
-fn any_special<T: Float>(row: &[T], wide: bool) -> bool {
+/// of `width`.
+fn any_special<T: Float>(row: &[T], width: ScanWidth) -> bool {
     #[cfg(target_arch = "x86_64")]
-    if wide {
-        // SAFETY: `wide` is only true where AVX2 was detected.
-        return unsafe { any_special_avx2(row) };
+    match width {
+        // SAFETY: `scan_width` chose each width only where the CPU has it.
+        ScanWidth::Avx512 => return unsafe { any_special_avx512(row) },
+        // SAFETY: as above.
+        ScanWidth::Avx2 => return unsafe { any_special_avx2(row) },
+        ScanWidth::Baseline => {}
     }
-    let _ = wide;
+    let _ = width;
     any_special_in(row)
 }
 
-/// Whether `row` holds a special element, without branches (inlined into both callers, so
-/// the AVX2 one is compiled for AVX2).
+/// Whether `row` holds a special element: its largest [`Float::special_key`], without
+/// branches (inlined into every caller, so each is compiled for its caller's vectors).
 #[inline(always)]
 fn any_special_in<T: Float>(row: &[T]) -> bool {
-    row.iter().fold(false, |any, x| any | x.special())
+    row.iter()
+        .fold(T::NO_KEY, |most, x| most.max(x.special_key()))
+        >= T::SPECIAL_KEYS
 }
 
 /// Bit `e` set for each special element `e` of `chunk` (at most 64 elements), without branches.
-fn special_mask<T: Float>(chunk: &[T], wide: bool) -> u64 {
+fn special_mask<T: Float>(chunk: &[T], width: ScanWidth) -> u64 {
     #[cfg(target_arch = "x86_64")]
-    if wide {
-        // SAFETY: `wide` is only true where AVX2 was detected.
-        return unsafe { special_mask_avx2(chunk) };
+    match width {
+        // SAFETY: `scan_width` chose each width only where the CPU has it.
+        ScanWidth::Avx512 => return unsafe { special_mask_avx512(chunk) },
+        // SAFETY: as above.
+        ScanWidth::Avx2 => return unsafe { special_mask_avx2(chunk) },
+        ScanWidth::Baseline => {}
     }
-    let _ = wide;
+    let _ = width;
     special_bits(chunk)
 }
 
-/// Bit `e` set for each special element `e` of `chunk`, without branches (inlined into both
-/// callers).
+/// Bit `e` set for each special element `e` of `chunk`, without branches (inlined into every
+/// caller).
 #[inline(always)]
 fn special_bits<T: Float>(chunk: &[T]) -> u64 {
     chunk
@@ -1289,6 +1313,16 @@ unsafe fn special_mask_avx2<T: Float>(chunk: &[T]) -> u64 {
     special_bits(chunk)
 }
 
+/// [`special_mask`] compiled for AVX-512F.
+///
+/// # Safety
+/// The CPU must have AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn special_mask_avx512<T: Float>(chunk: &[T]) -> u64 {
+    special_bits(chunk)
+}
+
 /// [`any_special`] compiled for AVX2.
 ///
 /// # Safety
@@ -1296,6 +1330,17 @@ unsafe fn special_mask_avx2<T: Float>(chunk: &[T]) -> u64 {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn any_special_avx2<T: Float>(row: &[T]) -> bool {
+    any_special_in(row)
+}
+
+/// [`any_special`] compiled for AVX-512F: a row of the fix-up's scan is a whole output row
+/// that was just computed, 1–2 % of dense_gelu's call at 256 bits (docs/benchmarks.md).
+///
+/// # Safety
+/// The CPU must have AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn any_special_avx512<T: Float>(row: &[T]) -> bool {
     any_special_in(row)
 }
 
@@ -1336,15 +1381,35 @@ trait Float: Copy + PartialEq {
     /// Neither infinite nor NaN.
     fn finite(self) -> bool;
     /// Zero (either sign), infinite or NaN: what the fix-up after a call looks at. No branch.
-    fn special(self) -> bool;
+    fn special(self) -> bool {
+        self.special_key() >= Self::SPECIAL_KEYS
+    }
+    /// An unsigned key of the magnitude's bits less one (wrapping): zero wraps to the
+    /// largest key, and infinities and NaNs sit above every finite nonzero magnitude, so
+    /// `x` is special iff its key is at least [`Self::SPECIAL_KEYS`] — and a row holds a
+    /// special element iff its largest key does, a max-reduction with no mask registers.
+    fn special_key(self) -> Self::Key;
+    /// The bits of [`Self::special_key`].
+    type Key: Copy + Ord;
+    /// The least key of a special element: infinity's.
+    const SPECIAL_KEYS: Self::Key;
+    /// The least key there is, where a max-reduction starts.
+    const NO_KEY: Self::Key;
 }
 
 /// `Float` for a type, its `gemm` entry point and its widening to the
 /// interpreter's f64 (exact for f32).
 macro_rules! float_impl {
-    ($t:ty, $gemm:path) => {
+    ($t:ty, $gemm:path, $bits:ty) => {
         impl Float for $t {
             const ZERO: $t = 0.0;
+            type Key = $bits;
+            const SPECIAL_KEYS: $bits = <$t>::INFINITY.to_bits() - 1;
+            const NO_KEY: $bits = 0;
+            #[inline(always)]
+            fn special_key(self) -> $bits {
+                (self.to_bits() & !(1 << (<$bits>::BITS - 1))).wrapping_sub(1)
+            }
             unsafe fn gemm(
                 m: usize,
                 k: usize,
@@ -1416,20 +1481,55 @@ macro_rules! float_impl {
             fn finite(self) -> bool {
                 self.is_finite()
             }
-            #[inline(always)]
-            fn special(self) -> bool {
-                !self.is_finite() | (self == 0.0)
-            }
         }
     };
 }
 
-float_impl!(f32, gemm::gemm::<f32>);
-float_impl!(f64, gemm::gemm::<f64>);
+float_impl!(f32, gemm::gemm::<f32>, u32);
+float_impl!(f64, gemm::gemm::<f64>, u64);
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every scan width this CPU has finds each special value at every position of rows of
+    /// several lengths (vector bodies and tails), agrees with `special_mask`, and passes
+    /// rows of ordinary values — the largest finite and the subnormals included.
+    fn scans_find_specials<T: Float + std::fmt::Debug>(specials: [T; 5], ordinary: [T; 4]) {
+        let widths = [ScanWidth::Baseline, ScanWidth::Avx2, ScanWidth::Avx512];
+        let here = scan_width();
+        let widths = widths.iter().filter(|&&w| w as u8 <= here as u8);
+        for &width in widths {
+            for len in [1, 7, 16, 33, 64, 100] {
+                let row: Vec<T> = (0..len).map(|i| ordinary[i % ordinary.len()]).collect();
+                assert!(!any_special(&row, width), "{width:?}, {len}: {row:?}");
+                assert_eq!(special_mask(&row[..len.min(64)], width), 0);
+                for at in 0..len {
+                    for s in specials {
+                        let mut row = row.clone();
+                        row[at] = s;
+                        assert!(
+                            any_special(&row, width),
+                            "{width:?}: {s:?} at {at} of {len}"
+                        );
+                        if at < 64 {
+                            assert_eq!(special_mask(&row[..len.min(64)], width), 1 << at);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_fix_ups_scans_find_zeros_infinities_and_nans_at_every_width() {
+        let f32s = [0.0, -0.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN];
+        let f32_ordinary = [f32::MAX, -f32::MAX, 1e-45, -1.5];
+        scans_find_specials(f32s, f32_ordinary);
+        let f64s = [0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, -f64::NAN];
+        let f64_ordinary = [f64::MAX, -f64::MAX, 5e-324, 2.5];
+        scans_find_specials(f64s, f64_ordinary);
+    }
 
     /// `C (2×2) = A (2×3) · B (3×2)`, all row-major from offset 0.
     fn spec() -> GemmSpec {
