@@ -415,10 +415,11 @@ impl MathEmitter<'_, '_> {
         let p = self.horner(z, &tanh_f32::POLY.map(f));
         let xz = self.b.ins().fmul(x, z);
         let small = self.mul_add(xz, p, x);
-        // A NaN is clamped too (as the span routine's select does); it takes `small`.
+        // `a < CLAMP ? a : CLAMP`, which clamps a NaN too (as the span routine's `vminps`
+        // does; it then takes `small`), in the form Cranelift lowers to one `minps`.
         let clamp = self.fconst(ty, f(tanh_f32::CLAMP));
-        let over = self.b.ins().fcmp(FloatCC::UnorderedOrGreaterThan, a, clamp);
-        let am = self.select(over, clamp, a);
+        let under = self.b.ins().fcmp(FloatCC::LessThan, a, clamp);
+        let am = self.select(under, a, clamp);
         let e = self.exp_form(am, &tanh_f32::EXP_FORM);
         let one = self.fconst(ty, 1.0);
         let num = self.b.ins().fsub(one, e);
