@@ -1187,3 +1187,39 @@ fn scalar_tails_only_where_they_can_run() {
     );
     assert!(parallel >= ragged, "{parallel} in the parallel loop");
 }
+
+/// A vector sum whose partials are f32 adds the loaded f32 value itself, so the `convert`
+/// to f64 the loop IR reduces is not emitted in its vector step — only in the scalar f64
+/// re-run after a non-finite total (`fpromote`, one lane at a time). Dead vector widenings
+/// cost code generation time (Cranelift built and then removed them: layernorm's kernel
+/// had 16). Results still match the interpreter, a sum and a sum of squares alike (as f32,
+/// whose tolerance covers f32 partials).
+#[test]
+fn f32_partials_leave_their_widenings_out_of_the_vector_step() {
+    let text = "kernel @narrow {
+  buffer %x: f32[64] read
+  buffer %out: f32[2] write
+  acc %s: sum f64 partials f32
+  acc %q: sum f64 partials f32
+  loop %i in 0..64 vectorize unroll(4) {
+    %v: f32 = load %x[%i]
+    %w: f64 = convert %v
+    reduce %s, %w
+    %sq: f32 = mul %v, %v
+    %wq: f64 = convert %sq
+    reduce %q, %wq
+  }
+  %a: f64 = acc.value %s
+  %a32: f32 = convert %a
+  store %out[0], %a32
+  %b: f64 = acc.value %q
+  %b32: f32 = convert %b
+  store %out[1], %b32
+}";
+    // f32 results: the partials' f32 rounding is within the comparison's f32 tolerance.
+    let kernel = check_kernel(text, 3.0);
+    let clif = JitCompiler::new().unwrap().clif_text(&kernel).unwrap();
+    assert!(clif.contains("f32x4"), "{clif}");
+    assert!(!clif.contains("fvpromote_low"), "{clif}");
+    assert!(clif.contains("fpromote"), "the f64 re-run widens: {clif}");
+}

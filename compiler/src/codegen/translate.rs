@@ -225,6 +225,7 @@ pub(crate) fn translate(
         wide_offset: vec![0; kernel.loops.len()],
         parallel: None,
         widened_from: widenings(kernel),
+        reduced_only: reduced_only(kernel),
         narrowed: Vec::new(),
         jam_loads: Vec::new(),
         range_override: None,
@@ -303,6 +304,35 @@ pub(crate) fn widenings(kernel: &Kernel) -> Vec<Option<ValueId>> {
     out
 }
 
+/// Per value of `kernel`: the accumulators it is reduced into (`reduce %a, %v`), if nothing
+/// else reads it — no instruction, store, condition or arg-reduction index.
+pub(crate) fn reduced_only(kernel: &Kernel) -> Vec<Option<Vec<AccId>>> {
+    fn walk(body: &[Stmt], out: &mut [Option<Vec<AccId>>]) {
+        let other = |v: ValueId, out: &mut [Option<Vec<AccId>>]| out[v.index()] = None;
+        for s in body {
+            match s {
+                Stmt::Let { inst, .. } => inst.operands().into_iter().for_each(|v| other(v, out)),
+                Stmt::Store { value, .. } => other(*value, out),
+                Stmt::Reduce { acc, value, index } => {
+                    if let Some(accs) = &mut out[value.index()] {
+                        accs.push(*acc);
+                    }
+                    index.iter().for_each(|&i| other(i, out));
+                }
+                Stmt::If { cond, body } => {
+                    other(*cond, out);
+                    walk(body, out);
+                }
+                Stmt::Loop { body, .. } => walk(body, out),
+                Stmt::DeclareAcc(_) => {}
+            }
+        }
+    }
+    let mut out = vec![Some(Vec::new()); kernel.values.len()];
+    walk(&kernel.body, &mut out);
+    out
+}
+
 struct Translator<'a, 'b> {
     k: &'a Kernel,
     b: FunctionBuilder<'b>,
@@ -318,6 +348,8 @@ struct Translator<'a, 'b> {
     parallel: Option<(LoopId, Value, Value)>,
     /// Per value: the f32 value it is `convert` of, if it widens one to f64.
     widened_from: Vec<Option<ValueId>>,
+    /// Per value: the accumulators it is reduced into, if that is its only use.
+    reduced_only: Vec<Option<Vec<AccId>>>,
     /// Accumulators whose vector partials the vector loop being emitted keeps in f32
     /// ([`AccDecl::narrow_partials`](weft_ir::loop_ir::AccDecl)).
     narrowed: Vec<AccId>,
@@ -377,9 +409,23 @@ impl<'b> Translator<'_, 'b> {
         self.k.values[v]
     }
 
+    /// Whether `v` widens an f32 value and is only reduced, into accumulators whose vector
+    /// partials the vector step being emitted keeps in f32 — which add the f32 value instead.
+    fn feeds_f32_partials_only(&self, v: ValueId) -> bool {
+        self.wide.is_some()
+            && self.widened_from[v.index()].is_some()
+            && self.reduced_only[v.index()]
+                .as_ref()
+                .is_some_and(|accs| accs.iter().all(|a| self.narrowed.contains(a)))
+    }
+
     fn stmts(&mut self, stmts: &[Stmt]) -> Result<()> {
         for s in stmts {
             match s {
+                Stmt::Let { result, .. } if self.feeds_f32_partials_only(*result) => {
+                    // Its reductions add the f32 value it widens (`reduce`): emitting the
+                    // widening would only give Cranelift dead code to build and remove.
+                }
                 Stmt::Let { result, inst } => {
                     let jammed = self.jam_loads.iter().find(|(v, _)| v == result);
                     let r = match jammed {
@@ -706,9 +752,9 @@ impl<'b> Translator<'_, 'b> {
         let Some(repr) = self.accs[a.index()].clone() else {
             return self.internal(format!("accumulator %{a} used before its declaration"));
         };
-        let r = self.repr(value)?;
         match repr {
             AccRepr::Extreme(parts) => {
+                let r = self.repr(value)?;
                 for (j, e) in parts.iter().enumerate() {
                     let x = self.part_of(&r, j as u32, decl.ty);
                     self.extreme_step(decl.kind, e, x);
@@ -721,7 +767,7 @@ impl<'b> Translator<'_, 'b> {
                 // f32 partials add the f32 value the f64 term widens.
                 let (r, ty) = match self.widened_from[value.index()] {
                     Some(x) if self.narrowed.contains(&a) => (self.repr(x)?, ScalarType::F32),
-                    _ => (r, decl.ty),
+                    _ => (self.repr(value)?, decl.ty),
                 };
                 for (j, var) in vars.iter().enumerate() {
                     let x = self.part_of(&r, j as u32, ty);
