@@ -73,7 +73,8 @@ pub mod exp_f32 {
 /// Below [`POLY_BELOW`](tanh_f32::POLY_BELOW), `tanh x = x + x·x²·P(x²)`; from it on,
 /// `±(1 − e)/(1 + e)` with `e = e^{−2|x|}` (`|x|` clamped to [`CLAMP`](tanh_f32::CLAMP)),
 /// reduced and evaluated as [`exp_f32`] does, without its overflow and underflow tests, which
-/// the clamp makes unnecessary. 28 vector operations, one divide, no branch.
+/// the clamp makes unnecessary. 27 vector operations (the clamp one `min`), one divide, no
+/// branch.
 pub mod tanh_f32 {
     /// Below this `|x|` the polynomial; at or above it the exponential form, whose
     /// cancellation in `1 − e` costs accuracy for smaller `|x|`.
