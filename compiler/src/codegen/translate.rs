@@ -12,8 +12,9 @@
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
-    types, AbiParam, ConstantData, Endianness, FuncRef, Function, InstBuilder, MemFlagsData,
-    Signature, StackSlot, StackSlotData, StackSlotKind, Type, Value,
+    types, AbiParam, ConstantData, Endianness, FuncRef, Function, InstBuilder, InstructionData,
+    MemFlagsData, Opcode, Signature, StackSlot, StackSlotData, StackSlotKind, Type, Value,
+    ValueDef,
 };
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
@@ -409,6 +410,52 @@ impl<'b> Translator<'_, 'b> {
         self.k.values[v]
     }
 
+    /// The value of `v` if it is an `i64` an `iconst` defines (loop bounds, extents).
+    fn known_i64(&self, v: Value) -> Option<i64> {
+        let dfg = &self.b.func.dfg;
+        if dfg.value_type(v) != types::I64 {
+            return None;
+        }
+        match dfg.value_def(v) {
+            ValueDef::Result(inst, 0) => match dfg.insts[inst] {
+                InstructionData::UnaryImm {
+                    opcode: Opcode::Iconst,
+                    imm,
+                } => Some(imm.bits()),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// `v + c` (wrapping, as `iadd`): `v` itself for `c = 0`, a constant when `v` is one —
+    /// index and bound arithmetic Cranelift would otherwise build and fold again.
+    pub(super) fn add_const(&mut self, v: Value, c: i64) -> Value {
+        match self.known_i64(v) {
+            _ if c == 0 => v,
+            Some(k) => self.b.ins().iconst(types::I64, k.wrapping_add(c)),
+            None => self.b.ins().iadd_imm_s(v, c),
+        }
+    }
+
+    /// `v · c` (wrapping, as `imul`), folded like [`Self::add_const`].
+    pub(super) fn mul_const(&mut self, v: Value, c: i64) -> Value {
+        match self.known_i64(v) {
+            _ if c == 1 => v,
+            Some(k) => self.b.ins().iconst(types::I64, k.wrapping_mul(c)),
+            None => self.b.ins().imul_imm_s(v, c),
+        }
+    }
+
+    /// `x − y` (wrapping, as `isub`), folded like [`Self::add_const`].
+    pub(super) fn sub_values(&mut self, x: Value, y: Value) -> Value {
+        match (self.known_i64(x), self.known_i64(y)) {
+            (_, Some(0)) => x,
+            (Some(a), Some(b)) => self.b.ins().iconst(types::I64, a.wrapping_sub(b)),
+            _ => self.b.ins().isub(x, y),
+        }
+    }
+
     /// Whether `v` widens an f32 value and is only reduced, into accumulators whose vector
     /// partials the vector step being emitted keeps in f32 — which add the f32 value instead.
     fn feeds_f32_partials_only(&self, v: ValueId) -> bool {
@@ -482,11 +529,7 @@ impl<'b> Translator<'_, 'b> {
                 offset += lane;
             }
             constant = constant.wrapping_add(c.wrapping_mul(offset));
-            let term = if c == 1 {
-                x
-            } else {
-                self.b.ins().imul_imm_s(x, c)
-            };
+            let term = if c == 1 { x } else { self.mul_const(x, c) };
             sum = Some(match sum {
                 Some(s) => self.b.ins().iadd(s, term),
                 None => term,
@@ -494,7 +537,7 @@ impl<'b> Translator<'_, 'b> {
         }
         Ok(match sum {
             Some(s) if constant == 0 => s,
-            Some(s) => self.b.ins().iadd_imm_s(s, constant),
+            Some(s) => self.add_const(s, constant),
             None => self.b.ins().iconst(types::I64, constant),
         })
     }
@@ -502,10 +545,10 @@ impl<'b> Translator<'_, 'b> {
     fn address(&mut self, access: &BufferAccessExpr, index: Value) -> Value {
         let size = self.k.buffers[access.buffer].ty.size_bytes() as i64;
         let (base, index) = match self.staging {
-            Some(s) if s.buffer == access.buffer => (s.base, self.b.ins().isub(index, s.first)),
+            Some(s) if s.buffer == access.buffer => (s.base, self.sub_values(index, s.first)),
             _ => (self.bases[access.buffer.index()], index),
         };
-        let offset = self.b.ins().imul_imm_s(index, size);
+        let offset = self.mul_const(index, size);
         self.b.ins().iadd(base, offset)
     }
 
@@ -908,7 +951,7 @@ impl<'b> Translator<'_, 'b> {
                 Repr::Scalar(if offset == 0 {
                     x
                 } else {
-                    self.b.ins().iadd_imm_s(x, offset)
+                    self.add_const(x, offset)
                 })
             }
             Inst::Load(access) => self.load(access)?,
@@ -1559,7 +1602,7 @@ impl<'b> Translator<'_, 'b> {
         let body_block = self.b.create_block();
         let exit = self.b.create_block();
         // `limit ≤ end`, and `counter < limit` before a step keeps `counter + step ≤ end`.
-        let limit = self.b.ins().iadd_imm_s(end, -(i64::from(step) - 1));
+        let limit = self.add_const(end, -(i64::from(step) - 1));
         let first = self.b.use_var(counter);
         let go = self.b.ins().icmp(IntCC::SignedLessThan, first, limit);
         self.b.ins().brif(go, body_block, &[], exit, &[]);

@@ -794,7 +794,7 @@ impl Translator<'_, '_> {
         self.b.def_var(cursor, start);
         // `counted_loop` runs whole steps (`at + block <= padded`, i.e. `at < end`); the last
         // block is cut at `end`.
-        let padded = self.b.ins().iadd_imm_s(end, block as i64 - 1);
+        let padded = self.add_const(end, block as i64 - 1);
         let step = u32::try_from(block).unwrap_or(u32::MAX);
         self.counted_loop(cursor, padded, step, |t, at| {
             let next = t.b.ins().iadd_imm_s(at, i64::from(step));
@@ -885,9 +885,14 @@ impl Translator<'_, '_> {
     /// The number of iterations of loop `l`'s current range (0 if empty).
     pub(super) fn range_len(&mut self, l: LoopId) -> Value {
         let (start, end) = self.loop_range(l);
-        let len = self.b.ins().isub(end, start);
-        let zero = self.b.ins().iconst(types::I64, 0);
-        self.b.ins().smax(len, zero)
+        let len = self.sub_values(end, start);
+        match self.known_i64(len) {
+            Some(n) => self.b.ins().iconst(types::I64, n.max(0)),
+            None => {
+                let zero = self.b.ins().iconst(types::I64, 0);
+                self.b.ins().smax(len, zero)
+            }
+        }
     }
 
     /// The call of the span routine over the elements loop `l` stored.
@@ -1114,7 +1119,7 @@ impl Translator<'_, '_> {
     fn stream_out(&mut self, l: LoopId, target: &BufferAccessExpr, staged: Staging) {
         let size = self.k.buffers[target.buffer].ty.size_bytes() as i64;
         let len = self.range_len(l);
-        let bytes = self.b.ins().imul_imm_s(len, size);
+        let bytes = self.mul_const(len, size);
         let dst = self.address(target, staged.first);
         self.b
             .ins()
