@@ -52,6 +52,7 @@ use weft_ir::loop_ir::{BufferDecl, ScalarType};
 
 use crate::binding::{BindScope, HostBuffer};
 use crate::kernel::{AccessPattern, CompiledKernel, Footprint, KernelEntry, KernelSignature};
+use crate::vmath::Path;
 use crate::{DeviceBufferReference, DeviceBufferStorage, RuntimeError, ThreadPool};
 
 /// One matrix operand of a GEMM: where element (row 0, column 0) of batch index 0 is, and the
@@ -1012,7 +1013,7 @@ impl GemmCall {
     ) {
         let s = &self.spec;
         let is = |x: i64| x as isize;
-        let width = scan_width();
+        let width = crate::vmath::path();
         let (rs, cs) = (is(s.c.row_stride), is(s.c.col_stride));
         let by_rows = cs == 1 || rs != 1;
         let (lines, len, line_stride) = if by_rows {
@@ -1228,43 +1229,16 @@ impl GemmEpilogue {
     }
 }
 
-/// The widest vectors the fix-up's scans may be compiled for on this CPU.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum ScanWidth {
-    /// The build's baseline (SSE2 on x86-64).
-    Baseline,
-    /// 256 bits: the CPU has AVX2.
-    Avx2,
-    /// 512 bits: the CPU has AVX-512F (and AVX2).
-    Avx512,
-}
-
-/// This CPU's [`ScanWidth`] (run-time detection; the standard library caches it).
-fn scan_width() -> ScanWidth {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::is_x86_feature_detected as has;
-        if has!("avx2") {
-            return if has!("avx512f") {
-                ScanWidth::Avx512
-            } else {
-                ScanWidth::Avx2
-            };
-        }
-    }
-    ScanWidth::Baseline
-}
-
-/// Whether any element of `row` is zero, infinite or NaN ([`Float::special`]), in vectors
-/// of `width`.
-fn any_special<T: Float>(row: &[T], width: ScanWidth) -> bool {
+/// Whether any element of `row` is zero, infinite or NaN ([`Float::special`]), in the
+/// vectors of `width` (scalar: the build's baseline).
+fn any_special<T: Float>(row: &[T], width: Path) -> bool {
     #[cfg(target_arch = "x86_64")]
     match width {
-        // SAFETY: `scan_width` chose each width only where the CPU has it.
-        ScanWidth::Avx512 => return unsafe { any_special_avx512(row) },
+        // SAFETY: `vmath::path` chose each path only where the CPU has it.
+        Path::Avx512 => return unsafe { any_special_avx512(row) },
         // SAFETY: as above.
-        ScanWidth::Avx2 => return unsafe { any_special_avx2(row) },
-        ScanWidth::Baseline => {}
+        Path::Avx2 => return unsafe { any_special_avx2(row) },
+        Path::Scalar => {}
     }
     let _ = width;
     any_special_in(row)
@@ -1280,14 +1254,14 @@ fn any_special_in<T: Float>(row: &[T]) -> bool {
 }
 
 /// Bit `e` set for each special element `e` of `chunk` (at most 64 elements), without branches.
-fn special_mask<T: Float>(chunk: &[T], width: ScanWidth) -> u64 {
+fn special_mask<T: Float>(chunk: &[T], width: Path) -> u64 {
     #[cfg(target_arch = "x86_64")]
     match width {
-        // SAFETY: `scan_width` chose each width only where the CPU has it.
-        ScanWidth::Avx512 => return unsafe { special_mask_avx512(chunk) },
+        // SAFETY: `vmath::path` chose each path only where the CPU has it.
+        Path::Avx512 => return unsafe { special_mask_avx512(chunk) },
         // SAFETY: as above.
-        ScanWidth::Avx2 => return unsafe { special_mask_avx2(chunk) },
-        ScanWidth::Baseline => {}
+        Path::Avx2 => return unsafe { special_mask_avx2(chunk) },
+        Path::Scalar => {}
     }
     let _ = width;
     special_bits(chunk)
@@ -1496,10 +1470,10 @@ mod tests {
     /// several lengths (vector bodies and tails), agrees with `special_mask`, and passes
     /// rows of ordinary values — the largest finite and the subnormals included.
     fn scans_find_specials<T: Float + std::fmt::Debug>(specials: [T; 5], ordinary: [T; 4]) {
-        let widths = [ScanWidth::Baseline, ScanWidth::Avx2, ScanWidth::Avx512];
-        let here = scan_width();
-        let widths = widths.iter().filter(|&&w| w as u8 <= here as u8);
-        for &width in widths {
+        // This CPU's path and every narrower one (`Path` lists the widest first).
+        let paths = [Path::Avx512, Path::Avx2, Path::Scalar];
+        let here = paths.iter().position(|&p| p == crate::vmath::path());
+        for &width in &paths[here.unwrap_or(paths.len() - 1)..] {
             for len in [1, 7, 16, 33, 64, 100] {
                 let row: Vec<T> = (0..len).map(|i| ordinary[i % ordinary.len()]).collect();
                 assert!(!any_special(&row, width), "{width:?}, {len}: {row:?}");

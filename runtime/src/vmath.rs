@@ -181,9 +181,10 @@ pub enum SpanFn {
     Sigmoid,
 }
 
-/// The path the span routines take on this CPU, widest first.
+/// The vector path the runtime's native routines take on this CPU, widest first: the span
+/// routines here, the GEMM fix-up's scans (`gemm.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Path {
+pub(crate) enum Path {
     /// AVX-512F, sixteen lanes.
     Avx512,
     /// AVX2 with FMA, eight lanes.
@@ -193,7 +194,7 @@ enum Path {
 }
 
 /// This CPU's [`Path`] (run-time detection; the standard library caches it).
-fn path() -> Path {
+pub(crate) fn path() -> Path {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::is_x86_feature_detected as has;
