@@ -1688,8 +1688,6 @@ impl Scope {
     }
 }
 
-/// `k` with its values numbered in textual order (hoisting defines them out of order), so the
-/// printed form reads naturally and is stable.
 /// Applies `m` to every value operand of `inst`.
 fn operands_mut(inst: &mut Inst, m: &dyn Fn(&mut ValueId)) {
     match inst {
@@ -1716,11 +1714,7 @@ fn operands_mut(inst: &mut Inst, m: &dyn Fn(&mut ValueId)) {
 fn used_values(body: &[Stmt], used: &mut HashSet<ValueId>) {
     for s in body {
         match s {
-            Stmt::Let { inst, .. } => {
-                let seen = std::cell::RefCell::new(Vec::new());
-                operands_mut(&mut inst.clone(), &|v| seen.borrow_mut().push(*v));
-                used.extend(seen.into_inner());
-            }
+            Stmt::Let { inst, .. } => used.extend(inst.operands()),
             Stmt::Store { value, .. } => {
                 used.insert(*value);
             }
@@ -1761,6 +1755,8 @@ fn drop_unused(mut body: Vec<Stmt>) -> Vec<Stmt> {
     }
 }
 
+/// `k` with its values numbered in textual order (hoisting defines them out of order), so the
+/// printed form reads naturally and is stable.
 fn renumber(mut k: Kernel) -> Kernel {
     fn walk(body: &[Stmt], order: &mut Vec<ValueId>) {
         for s in body {

@@ -529,14 +529,13 @@ impl<'b> Translator<'_, 'b> {
                 offset += lane;
             }
             constant = constant.wrapping_add(c.wrapping_mul(offset));
-            let term = if c == 1 { x } else { self.mul_const(x, c) };
+            let term = self.mul_const(x, c);
             sum = Some(match sum {
                 Some(s) => self.b.ins().iadd(s, term),
                 None => term,
             });
         }
         Ok(match sum {
-            Some(s) if constant == 0 => s,
             Some(s) => self.add_const(s, constant),
             None => self.b.ins().iconst(types::I64, constant),
         })
@@ -948,11 +947,7 @@ impl<'b> Translator<'_, 'b> {
                     return self.internal(format!("loop %{l} used outside its body"));
                 };
                 let offset = self.wide_offset[l.index()];
-                Repr::Scalar(if offset == 0 {
-                    x
-                } else {
-                    self.add_const(x, offset)
-                })
+                Repr::Scalar(self.add_const(x, offset))
             }
             Inst::Load(access) => self.load(access)?,
             Inst::AccValue(a) | Inst::AccIndex(a) => {
