@@ -517,6 +517,11 @@ impl JitExecutable {
         }
         let mut lowered = lower_plan(&compiled, &options.lower)?;
         let compiler = JitCompiler::with_options(options.codegen)?;
+        // Each kernel has a module of its own, so they compile at once on the computation's
+        // threads (a graph's kernels are independent until they are scheduled below).
+        let mut compiled_kernels = pool
+            .map(&lowered, |lk| compiler.compile(&lk.kernel))
+            .into_iter();
         let mut kernels = Vec::new();
         let mut row_scratch = Vec::new();
         // A split reduction's partials kernel and combining kernel share one storage.
@@ -558,7 +563,10 @@ impl JitExecutable {
                     }
                 }
             }
-            kernels.push((compiler.compile(&lk.kernel)?, args));
+            let compiled = compiled_kernels
+                .next()
+                .ok_or_else(|| PassError::Internal("a kernel was not compiled".into()))??;
+            kernels.push((compiled, args));
         }
         // GEMM calls over the storages of their tensors, and every step in schedule order.
         let mut gemms = Vec::new();

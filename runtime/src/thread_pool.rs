@@ -252,6 +252,36 @@ impl ThreadPool {
         // which waits for every chunk.
         unsafe { self.run(call_closure, table, extent) }
     }
+
+    /// `f` of every item, run on the pool's threads (the caller's among them), the results in
+    /// the items' order. For independent host work of similar size per item, such as
+    /// compiling a computation's kernels. A panic in `f` is caught where it happens (it may
+    /// not unwind through a chunk's C-ABI entry), the other items still run, and the first
+    /// item's panic is resumed on the caller once all have finished.
+    pub fn map<T: Sync, R: Send>(&self, items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+        type Outcome<R> = Mutex<Option<std::thread::Result<R>>>;
+        let outcomes: Vec<Outcome<R>> = items.iter().map(|_| Mutex::new(None)).collect();
+        let run = |begin: i64, end: i64| {
+            for i in begin..end {
+                // `i` is below `items.len()`, a slice length.
+                let i = i as usize;
+                let outcome =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&items[i])));
+                *outcomes[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(outcome);
+            }
+        };
+        // A slice never holds more than `isize::MAX` items.
+        self.run_fn(items.len() as i64, &run);
+        let mut results = Vec::with_capacity(items.len());
+        for outcome in outcomes {
+            match outcome.into_inner().unwrap_or_else(|p| p.into_inner()) {
+                Some(Ok(r)) => results.push(r),
+                Some(Err(panic)) => std::panic::resume_unwind(panic),
+                None => unreachable!("the pool runs every chunk of its range"),
+            }
+        }
+        results
+    }
 }
 
 fn worker(shared: &Shared) {
@@ -294,6 +324,7 @@ impl Drop for ThreadPool {
 mod tests {
     use super::{chunk, ThreadPool, MAX_JOBS_IN_FLIGHT};
     use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::Mutex;
 
     const EXTENT: usize = 1000;
 
@@ -342,5 +373,46 @@ mod tests {
                 assert_eq!(next, extent);
             }
         }
+    }
+
+    #[test]
+    fn map_keeps_the_items_order_on_every_pool_size() {
+        for threads in [1, 2, 3] {
+            let pool = ThreadPool::new(threads);
+            for len in [0usize, 1, 2, 7, 40] {
+                let items: Vec<usize> = (0..len).collect();
+                let ran_on: Mutex<std::collections::HashSet<std::thread::ThreadId>> =
+                    Mutex::default();
+                let squares = pool.map(&items, |&i| {
+                    ran_on.lock().unwrap().insert(std::thread::current().id());
+                    i * i
+                });
+                assert_eq!(squares, items.iter().map(|i| i * i).collect::<Vec<_>>());
+                assert!(ran_on.lock().unwrap().len() <= threads);
+            }
+        }
+    }
+
+    #[test]
+    fn a_panicking_item_lets_the_others_run_and_reaches_the_caller() {
+        let pool = ThreadPool::new(2);
+        let items: Vec<u32> = (0..20).collect();
+        let ran = AtomicU32::new(0);
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            pool.map(&items, |&i| {
+                ran.fetch_add(1, Ordering::Relaxed);
+                assert!(i != 7, "item seven");
+                i
+            })
+        }));
+        let payload = caught.expect_err("the panic reaches the caller");
+        let message = payload
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| payload.downcast_ref::<String>().map(String::as_str));
+        assert_eq!(message, Some("item seven"));
+        assert_eq!(ran.load(Ordering::Relaxed), 20);
+        // The pool still works afterwards.
+        assert_eq!(pool.map(&items[..3], |&i| i + 1), vec![1, 2, 3]);
     }
 }

@@ -65,7 +65,7 @@ pub fn verify(kernel: &Kernel) -> Result<(), VerifierErrors> {
         acc_declared: vec![false; kernel.accs.len()],
         acc_live: vec![false; kernel.accs.len()],
         loop_stack: Vec::new(),
-        current: String::new(),
+        current: None,
     };
     v.check_declarations();
     v.block(&kernel.body, true, true);
@@ -86,10 +86,11 @@ struct Verifier<'a> {
     acc_declared: Vec<bool>,
     acc_live: Vec<bool>,
     loop_stack: Vec<LoopId>,
-    current: String,
+    /// The statement being checked (`None`: the declarations), printed only for an error.
+    current: Option<&'a Stmt>,
 }
 
-impl Verifier<'_> {
+impl<'a> Verifier<'a> {
     fn error(&mut self, message: impl Into<String>) {
         let context = if self.loop_stack.is_empty() {
             String::new()
@@ -99,14 +100,17 @@ impl Verifier<'_> {
         };
         self.errors.push(VerifierError {
             kernel: self.k.name.clone(),
-            statement: self.current.clone(),
+            statement: match self.current {
+                Some(stmt) => self.k.display_stmt(stmt).to_string(),
+                None => "kernel".to_string(),
+            },
             context,
             message: message.into(),
         });
     }
 
     fn check_declarations(&mut self) {
-        self.current = "kernel".to_string();
+        self.current = None;
         let k = self.k;
         for (id, b) in k.buffers.iter() {
             if b.name.is_empty()
@@ -152,11 +156,11 @@ impl Verifier<'_> {
         }
     }
 
-    fn block(&mut self, stmts: &[Stmt], reachable: bool, top_level: bool) {
+    fn block(&mut self, stmts: &'a [Stmt], reachable: bool, top_level: bool) {
         let mut defined_here: Vec<ValueId> = Vec::new();
         let mut accs_here: Vec<AccId> = Vec::new();
         for stmt in stmts {
-            self.current = self.k.display_stmt(stmt).to_string();
+            self.current = Some(stmt);
             match stmt {
                 Stmt::Let { result, inst } => {
                     self.inst(*result, inst, reachable);
