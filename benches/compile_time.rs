@@ -1,8 +1,10 @@
 //! Compile time (issue "kernel schedules", item 4): graph to callable, fused, on a warm process,
-//! for the layernorm and softmax examples (bound to the peers' 4096 × 4096) and a 40-op graph
-//! (a chain of elementwise ops, two reductions and a broadcast back), each split into its
+//! for the layernorm and softmax examples (bound to the peers' 4096 × 4096), a 40-op graph
+//! (a chain of elementwise ops, two reductions and a broadcast back) and the peers' training
+//! step (forward, backward and update: 12 kernels), each split into its
 //! stages — passes (`compile_plan`), lowering (`lower_plan`), code generation (`JitCompiler`,
-//! every kernel) — and whole (`Transformer::with_jit_options` + `computation`, storage
+//! every kernel, one after another) — and whole (`Transformer::with_jit_options` +
+//! `computation`: the kernels compiled at once on the computation's threads, storage
 //! planning and buffer allocation included). Lengths do not change the code generated, only
 //! the loop bounds in it; the whole-graph figure at 4096 × 4096 includes allocating its
 //! workspace.
@@ -23,6 +25,13 @@ fn example(name: &str) -> Graph {
         g.bind(axis, 4096).expect("binds");
     }
     g
+}
+
+/// A workload of the peers' set as it is written (bench/workloads), lengths and all.
+fn workload(name: &str) -> Graph {
+    let path = format!("{}/bench/workloads/{name}.weft", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).expect("workload exists");
+    weft_ir::text::parse(&text, &path).expect("workload parses")
 }
 
 /// 40 ops: a chain of 36 elementwise ops over [R, C], a row max and a row sum, and two
@@ -60,6 +69,7 @@ fn compile_time(c: &mut Criterion) {
         ("layernorm", example("layernorm")),
         ("softmax", example("softmax")),
         ("chain40", chain40()),
+        ("train_step", workload("train_step")),
     ] {
         let outputs = graph.outputs().to_vec();
         let placeholders = graph.placeholders();
