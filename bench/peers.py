@@ -29,6 +29,7 @@ WORKLOADS = {
     "softmax": (2 * MIB64, "copy_gbs"),
     "layernorm": (2 * MIB64, "copy_gbs"),
     "small": (None, None),
+    "compile": (None, None),  # the layernorm graph, graph to callable (weft bench --compiles)
     "mlp": (None, None),
     "attention": (None, None),
     "dense_gelu": (None, None),
@@ -60,6 +61,12 @@ def stream(venv):
 
 
 def weft_bench(weft, workload, runs):
+    if workload == "compile":
+        # The layernorm graph compiled fused, graph to callable, `runs` times: the median.
+        lines = run_json_lines([weft, "bench", str(ROOT / "bench/workloads/layernorm.weft"),
+                                "--json", "--skip-interp", "--runs", "1", "--warmup", "1",
+                                "--compiles", str(runs)])
+        return {"weft-fused": lines[0]["compile_ms"]["whole_median"]} if lines else {}
     lines = run_json_lines([weft, "bench", str(ROOT / "bench/workloads" / f"{workload}.weft"),
                             "--json", "--skip-interp", "--runs", str(runs), "--warmup", "2"])
     if not lines:

@@ -38,6 +38,10 @@ pub struct BenchOptions {
     /// Also time the fused JIT with every output written by ordinary stores
     /// (`CodegenOptions::stream_min_bytes = None`), as mode `fused-ordinary-stores`.
     pub ordinary_stores: bool,
+    /// Also time this many more fused compiles, graph to callable (`Transformer` +
+    /// `computation`, what a host does at start-up), after the calls; their median is
+    /// reported as `compile_ms.whole_median`.
+    pub compiles: usize,
 }
 
 fn bytes_and_flops(g: &Graph) -> Result<(u64, u64), Error> {
@@ -255,6 +259,7 @@ pub fn bench(graph: Graph, o: BenchOptions) -> Result<String, Error> {
         .collect();
     let ratio = stats[1].1 / stats[0].1;
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let whole = whole_compiles(&graph, o.compiles)?;
     if o.json {
         let modes: Vec<serde_json::Value> = stats
             .iter()
@@ -274,6 +279,7 @@ pub fn bench(graph: Graph, o: BenchOptions) -> Result<String, Error> {
             "compile_ms": {
                 "passes": ms(passes), "lowering": ms(lowering), "codegen": ms(codegen),
                 "all_modes": ms(compile_all),
+                "whole_median": whole,
             },
         });
         return Ok(format!("{report}\n"));
@@ -313,5 +319,25 @@ pub fn bench(graph: Graph, o: BenchOptions) -> Result<String, Error> {
         ms(codegen),
         ms(compile_all)
     );
+    if let Some(w) = whole {
+        s += &format!(
+            "compile (fused, graph to callable): median {w:.3} ms of {}\n",
+            o.compiles
+        );
+    }
     Ok(s)
+}
+
+/// The median of `n` fused compiles of `graph`, graph to callable, in ms (`None` for none).
+fn whole_compiles(graph: &Graph, n: usize) -> Result<Option<f64>, Error> {
+    let (outputs, placeholders) = (graph.outputs().to_vec(), graph.placeholders());
+    let mut times = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        let transformer = Transformer::with_jit_options(graph.clone(), JitOptions::default())?;
+        let computation = transformer.computation(&outputs, &placeholders)?;
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+        drop(computation);
+    }
+    Ok((n > 0).then(|| median(&mut times)))
 }

@@ -222,6 +222,10 @@ enum Command {
         /// non-temporal streaming), as mode `fused-ordinary-stores`.
         #[arg(long)]
         ordinary_stores: bool,
+        /// Also compile the graph fused this many more times, graph to callable (the peers'
+        /// `compile` workload), and report the median.
+        #[arg(long, default_value_t = 0)]
+        compiles: usize,
     },
     /// Train a classifier written as a `.weft` file on the bundled digits.
     ///
@@ -358,6 +362,7 @@ fn run(cli: Cli) -> Result<(), Error> {
             loop_nest,
             epilogue_apart,
             ordinary_stores,
+            compiles,
         } => {
             let options = bench::BenchOptions {
                 runs,
@@ -367,6 +372,7 @@ fn run(cli: Cli) -> Result<(), Error> {
                 loop_nest,
                 epilogue_apart,
                 ordinary_stores,
+                compiles,
             };
             print!("{}", bench::bench(load(&file, &bind)?, options)?);
             Ok(())
@@ -584,6 +590,7 @@ fn demo(dir: &Path) -> Result<(), Error> {
             loop_nest: false,
             epilogue_apart: false,
             ordinary_stores: false,
+            compiles: 0,
         };
         let Ok(report) = load(file, &scaled).and_then(|g| bench::bench(g, options)) else {
             fixed.push(name);
