@@ -57,6 +57,42 @@ fn bench_table_and_skip_interp() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("unfused / fused:") && text.contains("compile (fused): passes"));
     assert!(!text.contains("interp "), "{text}");
+    assert!(!text.contains("graph to callable"), "{text}");
+}
+
+/// `--compiles N` adds the median of N whole fused compiles (the peers' compile workload);
+/// without it the JSON's `whole_median` is null.
+#[test]
+fn bench_compiles_reports_the_median_whole_compile() {
+    let path = &examples()[0];
+    let run = |extra: &[&str]| {
+        let out = common::output_ok(
+            common::weft_command()
+                .arg("bench")
+                .arg(path)
+                .args(["--runs", "1", "--warmup", "1", "--skip-interp", "--json"])
+                .args(extra),
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let v = run(&["--compiles", "3"]);
+    assert!(
+        v["compile_ms"]["whole_median"].as_f64().unwrap() > 0.0,
+        "{v}"
+    );
+    assert!(run(&[])["compile_ms"]["whole_median"].is_null());
+    let out = common::output_ok(common::weft_command().arg("bench").arg(path).args([
+        "--runs",
+        "1",
+        "--skip-interp",
+        "--compiles",
+        "2",
+    ]));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("compile (fused, graph to callable): median"),
+        "{text}"
+    );
 }
 
 /// bench/workloads/train_step.weft is the peers' train_step: its loss is the nn helpers'
