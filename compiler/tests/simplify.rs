@@ -308,3 +308,57 @@ fn constant_subgraphs_fold_with_the_interpreter() {
     let got = oracle::interpret(&s.graph, &[k_new], &oracle::random_inputs(&s.graph, 0));
     assert!(oracle::same_bits(&want[0], &got[0]));
 }
+
+/// Constants holding data merge when their elements are the same bit for bit and only then:
+/// `-0.0` is not `0.0`, NaNs of different payloads differ, nor does an i32 constant merge
+/// with an f32 one of the same bits. (Their key is a digest of the bits, confirmed by a
+/// comparison, not the data as text.)
+#[test]
+fn data_constants_merge_only_when_their_bits_agree() {
+    use weft_ir::ArrayData;
+    let g = GraphBuilder::new();
+    let a = g.axis("A", 4).unwrap();
+    let x = g.placeholder("x", &[a], DType::F32).unwrap();
+    let quiet = f32::from_bits(0x7fc0_0001);
+    let other_nan = f32::from_bits(0x7fc0_0002);
+    let f32s = |v: [f32; 4]| g.constant(&[a], ArrayData::F32(v.to_vec())).unwrap();
+    let base = [1.0, 2.0, 0.0, quiet];
+    let constants = [
+        f32s(base),
+        f32s(base),                       // merges with the first
+        f32s([1.0, 2.0, -0.0, quiet]),    // −0
+        f32s([1.0, 2.0, 0.0, other_nan]), // another NaN payload
+    ];
+    let mut sum = x;
+    for c in constants {
+        sum = (sum + c).unwrap();
+    }
+    sum.named("s").unwrap().output().unwrap();
+    let bits = base.map(f32::to_bits).map(|b| b as i32);
+    let ints = g.constant(&[a], ArrayData::I32(bits.to_vec())).unwrap();
+    let ints_again = g.constant(&[a], ArrayData::I32(bits.to_vec())).unwrap();
+    (ints + ints_again)
+        .unwrap()
+        .named("i")
+        .unwrap()
+        .output()
+        .unwrap();
+    let graph = g.finish();
+    let s = simplify(&graph, &SimplifyOptions::default(), None).unwrap();
+    let data_constants = s
+        .graph
+        .nodes()
+        .filter(|(_, n)| {
+            matches!(
+                n.op,
+                Op::Tensor {
+                    init: Some(TensorInit::Data(_)),
+                    ..
+                }
+            )
+        })
+        .count();
+    // Three distinct f32 constants and one i32 constant.
+    assert_eq!(data_constants, 4);
+    assert_eq!(s.stats.common, 2);
+}

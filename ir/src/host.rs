@@ -132,6 +132,42 @@ impl ArrayData {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// A digest of the dtype and every element's bits (floats by their bit patterns: `-0.0`
+    /// and `0.0` differ, a NaN is its payload), for finding equal data among many arrays
+    /// without comparing each pair; equal digests still need [`ArrayData::same_bits`].
+    pub fn bits_digest(&self) -> u64 {
+        fn fold(seed: u64, words: impl Iterator<Item = u64>) -> u64 {
+            // FNV-style mixing of 64-bit words: cheap, and collisions are checked anyway.
+            words.fold(seed, |h, w| {
+                (h.rotate_left(5) ^ w).wrapping_mul(0x0100_0000_01b3)
+            })
+        }
+        let seed = 0xcbf2_9ce4_8422_2325 ^ self.dtype() as u64;
+        match self {
+            ArrayData::F32(v) => fold(seed, v.iter().map(|x| u64::from(x.to_bits()))),
+            ArrayData::F64(v) => fold(seed, v.iter().map(|x| x.to_bits())),
+            ArrayData::I32(v) => fold(seed, v.iter().map(|&x| u64::from(x as u32))),
+            ArrayData::I64(v) => fold(seed, v.iter().map(|&x| x as u64)),
+            ArrayData::Bool(v) => fold(seed, v.iter().map(|&x| u64::from(x))),
+        }
+    }
+
+    /// Whether `other` holds the same elements bit for bit, with the same dtype.
+    pub fn same_bits(&self, other: &ArrayData) -> bool {
+        match (self, other) {
+            (ArrayData::F32(a), ArrayData::F32(b)) => {
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+            }
+            (ArrayData::F64(a), ArrayData::F64(b)) => {
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+            }
+            (ArrayData::I32(a), ArrayData::I32(b)) => a == b,
+            (ArrayData::I64(a), ArrayData::I64(b)) => a == b,
+            (ArrayData::Bool(a), ArrayData::Bool(b)) => a == b,
+            _ => false,
+        }
+    }
     /// `n` copies of `value`, which must fit `dtype` (see [`Scalar::to_dtype`]). The allocation
     /// is fallible: a size the system refuses is [`HostError::Alloc`], never an abort.
     pub fn filled(dtype: DType, value: Scalar, n: usize) -> Result<ArrayData, HostError> {

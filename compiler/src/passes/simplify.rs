@@ -216,7 +216,7 @@ pub fn eliminate_dead(g: &Graph, keep: &[NodeId]) -> Result<(Graph, NodeMap), Pa
 struct Simplifier<'a> {
     out: Graph,
     map: NodeMap,
-    cse: HashMap<String, NodeId>,
+    cse: HashMap<CseKey, NodeId>,
     stats: SimplifyStats,
     expansions: Vec<String>,
     opts: &'a SimplifyOptions,
@@ -244,10 +244,15 @@ impl Simplifier<'_> {
             return coerce_axes(&mut self.out, r, &node.axes, node.dtype);
         }
         let key = cse_key(&node);
-        if let Some(k) = &key {
-            if let Some(prev) = self.cse.get(k) {
+        if let Some(&prev) = key.as_ref().and_then(|k| self.cse.get(k)) {
+            let same = match (constant_data(&node), constant_data(self.out.node(prev))) {
+                (Some(a), Some(b)) => a.same_bits(b),
+                (None, None) => true,
+                _ => false,
+            };
+            if same {
                 self.stats.common += 1;
-                return Ok(*prev);
+                return Ok(prev);
             }
         }
         let id = match self.fold(&node)? {
@@ -261,7 +266,8 @@ impl Simplifier<'_> {
             },
         };
         if let Some(k) = key {
-            self.cse.insert(k, id);
+            // A digest shared by different data keeps the first constant's entry.
+            self.cse.entry(k).or_insert(id);
         }
         Ok(id)
     }
@@ -470,13 +476,47 @@ impl Simplifier<'_> {
     }
 }
 
-/// The key under which `node` is interchangeable with any node of the same key, or `None` for
-/// nodes that must stay distinct (stored non-constant tensors, assigns).
-fn cse_key(node: &Node) -> Option<String> {
+/// What makes two nodes interchangeable: the op (operands included), axes and dtype.
+/// A constant's elements enter as a digest of their bits, not as text: formatting a constant of
+/// millions of elements cost more than every other pass together (185 ms for 2²⁰ f32s), and
+/// text would merge NaNs of different payloads. A digest match is confirmed bit for bit.
+#[derive(PartialEq, Eq, Hash)]
+enum CseKey {
+    /// Every other op, by its text.
+    Text(String),
+    /// A constant holding data: axes and dtype, and the digest of its elements.
+    Data { header: String, digest: u64 },
+}
+
+/// The key under which `node` is interchangeable with any node of the same key (a
+/// [`CseKey::Data`] one only when its data is also the same), or `None` for nodes that must
+/// stay distinct (stored non-constant tensors, assigns).
+fn cse_key(node: &Node) -> Option<CseKey> {
     match &node.op {
         Op::Tensor { kind, .. } if *kind != TensorKind::Constant => None,
         Op::Assign { .. } => None,
-        op => Some(format!("{op:?}|{:?}|{:?}", node.axes, node.dtype)),
+        Op::Tensor {
+            init: Some(TensorInit::Data(data)),
+            ..
+        } => Some(CseKey::Data {
+            header: format!("{:?}|{:?}", node.axes, node.dtype),
+            digest: data.bits_digest(),
+        }),
+        op => Some(CseKey::Text(format!(
+            "{op:?}|{:?}|{:?}",
+            node.axes, node.dtype
+        ))),
+    }
+}
+
+/// The data of `node` if it is a constant holding data.
+fn constant_data(node: &Node) -> Option<&weft_ir::ArrayData> {
+    match &node.op {
+        Op::Tensor {
+            init: Some(TensorInit::Data(data)),
+            ..
+        } => Some(data),
+        _ => None,
     }
 }
 
