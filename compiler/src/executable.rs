@@ -26,7 +26,7 @@ use crate::epilogue::plan_epilogue;
 use crate::gemm::GemmOptions;
 use crate::io_binding::{bind_input, bind_output, Binding};
 use crate::lower::{lower_plan, BufferBinding, LowerError, LowerOptions, LoweredKernel};
-use crate::passes::rebuild::{add_like, empty_like, remap_op};
+use crate::passes::rebuild::{add_like, empty_like, remap_op, with_op};
 use crate::passes::storage::{Planned, TensorRole};
 use crate::passes::PassError;
 use crate::pipeline::{compile_plan, CompiledPlan, PlanOptions};
@@ -400,9 +400,7 @@ fn restrict(graph: &Graph, plan: &Plan) -> Result<(Graph, Vec<Option<NodeId>>), 
         let op = remap_op(&node.op, |n| {
             map[n.index()].ok_or_else(|| PassError::Internal(format!("{n} is not restricted")))
         })?;
-        let mut copy = node.clone();
-        copy.op = op;
-        let new = add_like(&mut out, &copy, true)?;
+        let new = add_like(&mut out, &with_op(node, op), true)?;
         map[id.index()] = Some(new);
     }
     for o in plan.outputs() {

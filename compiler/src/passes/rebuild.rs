@@ -170,6 +170,17 @@ pub fn coerce_axes(
     }
 }
 
+/// `node` with `op` in place of its own: axes, dtype and name copied, its op not (a constant's
+/// data would be copied only to be dropped).
+pub fn with_op(node: &Node, op: Op) -> Node {
+    Node {
+        op,
+        axes: node.axes.clone(),
+        dtype: node.dtype,
+        name: node.name.clone(),
+    }
+}
+
 /// `op` with every operand `x` replaced by `f(x)`.
 pub fn remap_op(
     op: &Op,

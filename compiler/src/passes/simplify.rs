@@ -22,7 +22,7 @@
 //!   elementwise ops with the same axes and value (`Graph::expand_convolution`,
 //!   `Graph::expand_pool`), so the passes after this one never see them.
 
-use super::rebuild::{add_like, coerce_axes, empty_like, remap_op, NodeMap};
+use super::rebuild::{add_like, coerce_axes, empty_like, remap_op, with_op, NodeMap};
 use super::PassError;
 use std::collections::HashMap;
 use weft_ir::graph::ConvExpansion;
@@ -204,7 +204,7 @@ pub fn eliminate_dead(g: &Graph, keep: &[NodeId]) -> Result<(Graph, NodeMap), Pa
             continue;
         }
         let op = remap_op(&node.op, |x| map.get(x).ok_or_else(|| lost(g, x)))?;
-        let n = add_like(&mut out, &Node { op, ..node.clone() }, true)?;
+        let n = add_like(&mut out, &with_op(node, op), true)?;
         map.set(id, n);
     }
     for o in g.outputs() {
@@ -230,7 +230,7 @@ impl Simplifier<'_> {
             map.get(x)
                 .ok_or_else(|| PassError::Internal(format!("operand {x} was removed")))
         })?;
-        let node = Node { op, ..node.clone() };
+        let node = with_op(node, op);
         if let Some(v) = self.large_fill(&node) {
             let axes: Vec<_> = node.axes.iter().copied().collect();
             let b = self.uniform(&axes, node.dtype, v)?;
@@ -538,7 +538,7 @@ pub fn interpreter_evaluator(g: &Graph, id: NodeId) -> Option<HostArray> {
             .ok_or_else(|| PassError::Internal("operand".into()))
     })
     .ok()?;
-    let target = add_like(&mut small, &Node { op, ..node.clone() }, false).ok()?;
+    let target = add_like(&mut small, &with_op(node, op), false).ok()?;
     let state_graph = std::sync::Arc::new(small);
     let interp = Interpreter::new(state_graph.clone(), &[target], &[]).ok()?;
     let mut state = State::initial(&state_graph).ok()?;
