@@ -348,16 +348,7 @@ fn is_constant(g: &Graph, x: NodeId) -> bool {
 
 /// Whether two arrays hold the same bits (NaN payloads and zero signs included).
 fn same_bits(a: &HostArray, b: &HostArray) -> bool {
-    let bits = |d: &ArrayData| -> Vec<u64> {
-        match d {
-            ArrayData::F32(v) => v.iter().map(|x| u64::from(x.to_bits())).collect(),
-            ArrayData::F64(v) => v.iter().map(|x| x.to_bits()).collect(),
-            ArrayData::I32(v) => v.iter().map(|x| *x as u64).collect(),
-            ArrayData::I64(v) => v.iter().map(|x| *x as u64).collect(),
-            ArrayData::Bool(v) => v.iter().map(|x| u64::from(*x)).collect(),
-        }
-    };
-    a.axes() == b.axes() && a.dtype() == b.dtype() && bits(a.data()) == bits(b.data())
+    a.axes() == b.axes() && a.dtype() == b.dtype() && a.data().same_bits(b.data())
 }
 
 #[cfg(test)]
