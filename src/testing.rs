@@ -7,7 +7,7 @@
 //! element with the interpreter's base run and its perturbed runs. Guarantees: [`Case::check`]
 //! accepts a run only if it passes that comparison, or if every observed node of the same
 //! configuration run again with every node observed — which must give the same bits for the
-//! run's outputs — matches the interpreter, globally or evaluated alone from the values its
+//! parts that failed in the first failing call — matches the interpreter, globally or evaluated alone from the values its
 //! operands took in that run ([`Case::judge_from_operands`]). So every op is checked against
 //! the interpreter on inputs the backend really had: a miscompiled op fails its own check.
 
@@ -188,7 +188,7 @@ impl Case<'_> {
 
     /// Whether the parts `failed` of a run `got` of `outputs` are explained node by node: the
     /// backend `make` builds, run again with every node observed, gives the same bits for
-    /// them, and there every node matches the interpreter, or — a computed node — matches it
+    /// those of the first failing call (or the final state, when only it failed), and there every node matches the interpreter, or — a computed node — matches it
     /// evaluated from the values its operands took in that run
     /// ([`Case::judge_from_operands`]). Each perturbed reference is one consistent world, so
     /// two near-ties read together can come out in the backend in a combination no reference
@@ -209,7 +209,17 @@ impl Case<'_> {
         let every = make(self.graph.clone())
             .and_then(|t| run_all(&t))
             .map_err(|e| format!("not explained: with every node observed: {e}"))?;
-        for part in failed {
+        // Parts of later calls (and final state) follow from the state the first failing call
+        // left, which the rerun recomputes: when that call's parts are rounding noise made
+        // large (a noise sign times an infinite rate), the rerun's later calls start from
+        // other state, so only the first failing stage must keep its bits. The later ones
+        // are still judged, op by op, in the rerun below.
+        let stage = |part: &Observed| match *part {
+            Observed::Output { call, .. } => call,
+            Observed::State(_) => self.calls,
+        };
+        let first = failed.iter().map(stage).min();
+        for part in failed.iter().filter(|p| Some(stage(p)) == first) {
             let (x, y) = match *part {
                 Observed::Output { call, k } => {
                     let j = all.iter().position(|id| *id == outputs[k]);
