@@ -362,3 +362,39 @@ fn data_constants_merge_only_when_their_bits_agree() {
     assert_eq!(data_constants, 4);
     assert_eq!(s.stats.common, 2);
 }
+
+/// Two equal ops over a data constant fold to constants and still merge: the second finds
+/// the first's folded constant under its op's key.
+#[test]
+fn equal_folded_ops_over_a_data_constant_merge() {
+    use weft_ir::ArrayData;
+    let g = GraphBuilder::new();
+    let a = g.axis("A", 4).unwrap();
+    let x = g.placeholder("x", &[a], DType::F32).unwrap();
+    let c = g
+        .constant(&[a], ArrayData::F32(vec![0.5, 1.0, 1.5, 2.0]))
+        .unwrap();
+    let first = c.exp().unwrap();
+    let second = c.exp().unwrap();
+    (((x + first).unwrap()) * second)
+        .unwrap()
+        .named("y")
+        .unwrap()
+        .output()
+        .unwrap();
+    let graph = g.finish();
+    let s = simplify(
+        &graph,
+        &SimplifyOptions::default(),
+        Some(&weft_compiler::passes::simplify::interpreter_evaluator),
+    )
+    .unwrap();
+    let constants = s
+        .graph
+        .nodes()
+        .filter(|(_, n)| matches!(n.op, Op::Tensor { init: Some(_), .. }))
+        .count();
+    // exp(c) folded once, the second exp(c) merged with it; c itself is dead.
+    assert_eq!((s.stats.folded, s.stats.common), (1, 1), "{:?}", s.stats);
+    assert_eq!(constants, 1);
+}

@@ -245,11 +245,10 @@ impl Simplifier<'_> {
         }
         let key = cse_key(&node);
         if let Some(&prev) = key.as_ref().and_then(|k| self.cse.get(k)) {
-            let same = match (constant_data(&node), constant_data(self.out.node(prev))) {
-                (Some(a), Some(b)) => a.same_bits(b),
-                (None, None) => true,
-                _ => false,
-            };
+            // A data constant's digest is confirmed against the constant found; any other key
+            // is the whole op (its entry may be the constant an equal op folded to).
+            let same = constant_data(&node)
+                .is_none_or(|a| constant_data(self.out.node(prev)).is_some_and(|b| a.same_bits(b)));
             if same {
                 self.stats.common += 1;
                 return Ok(prev);
@@ -492,17 +491,14 @@ enum CseKey {
 /// [`CseKey::Data`] one only when its data is also the same), or `None` for nodes that must
 /// stay distinct (stored non-constant tensors, assigns).
 fn cse_key(node: &Node) -> Option<CseKey> {
-    match &node.op {
-        Op::Tensor { kind, .. } if *kind != TensorKind::Constant => None,
-        Op::Assign { .. } => None,
-        Op::Tensor {
-            init: Some(TensorInit::Data(data)),
-            ..
-        } => Some(CseKey::Data {
+    match (&node.op, constant_data(node)) {
+        (Op::Tensor { kind, .. }, _) if *kind != TensorKind::Constant => None,
+        (Op::Assign { .. }, _) => None,
+        (_, Some(data)) => Some(CseKey::Data {
             header: format!("{:?}|{:?}", node.axes, node.dtype),
             digest: data.bits_digest(),
         }),
-        op => Some(CseKey::Text(format!(
+        (op, None) => Some(CseKey::Text(format!(
             "{op:?}|{:?}|{:?}",
             node.axes, node.dtype
         ))),
