@@ -7,8 +7,9 @@
 //! element with the interpreter's base run and its perturbed runs. Guarantees: [`Case::check`]
 //! accepts a run only if it passes that comparison, or if every observed node of the same
 //! configuration run again with every node observed — which must give the same bits for the
-//! parts that failed in the first failing call — matches the interpreter, globally or evaluated alone from the values its
-//! operands took in that run ([`Case::judge_from_operands`]). So every op is checked against
+//! parts that failed in the first failing call — matches the interpreter, globally or
+//! evaluated alone from the values its operands took in that run
+//! ([`Case::judge_from_operands`]). So every op is checked against
 //! the interpreter on inputs the backend really had: a miscompiled op fails its own check.
 
 use crate::{Backend, Computation, Perturbation, Result, Transformer};
@@ -188,8 +189,9 @@ impl Case<'_> {
 
     /// Whether the parts `failed` of a run `got` of `outputs` are explained node by node: the
     /// backend `make` builds, run again with every node observed, gives the same bits for
-    /// those of the first failing call (or the final state, when only it failed), and there every node matches the interpreter, or — a computed node — matches it
-    /// evaluated from the values its operands took in that run
+    /// those of the first failing call (or the final state, when only it failed), and there
+    /// every node matches the interpreter, or — a computed node — matches it evaluated from
+    /// the values its operands took in that run
     /// ([`Case::judge_from_operands`]). Each perturbed reference is one consistent world, so
     /// two near-ties read together can come out in the backend in a combination no reference
     /// has; judged op by op on inputs the backend really had, a miscompiled op still fails its

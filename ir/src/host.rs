@@ -132,7 +132,6 @@ impl ArrayData {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-
     /// A digest of the dtype and every element's bits (floats by their bit patterns: `-0.0`
     /// and `0.0` differ, a NaN is its payload), for finding equal data among many arrays
     /// without comparing each pair; equal digests still need [`ArrayData::same_bits`].
@@ -152,7 +151,6 @@ impl ArrayData {
             ArrayData::Bool(v) => fold(seed, v.iter().map(|&x| u64::from(x))),
         }
     }
-
     /// Whether `other` holds the same elements bit for bit, with the same dtype.
     pub fn same_bits(&self, other: &ArrayData) -> bool {
         match (self, other) {
