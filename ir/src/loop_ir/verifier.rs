@@ -332,17 +332,16 @@ impl<'a> Verifier<'a> {
         let Some(&rt) = self.k.values.get(result) else {
             return; // reported by the caller
         };
-        let expect = |this: &mut Self, ok: bool, message: String| {
+        // The message is formatted only for an error: verifying runs on every compile.
+        let expect = |this: &mut Self, ok: bool, message: &dyn Fn() -> String| {
             if !ok {
-                this.error(message);
+                this.error(message());
             }
         };
         match inst {
-            Inst::Const(c) => expect(
-                self,
-                c.ty() == rt,
-                format!("constant of type {} defines %{result} of type {rt}", c.ty()),
-            ),
+            Inst::Const(c) => expect(self, c.ty() == rt, &|| {
+                format!("constant of type {} defines %{result} of type {rt}", c.ty())
+            }),
             Inst::Index(l) => {
                 if self
                     .loop_range
@@ -351,11 +350,9 @@ impl<'a> Verifier<'a> {
                 {
                     self.error(format!("loop %{l} is used outside its body"));
                 }
-                expect(
-                    self,
-                    rt == ScalarType::I64,
-                    format!("index %{l} is i64, not {rt}"),
-                );
+                expect(self, rt == ScalarType::I64, &|| {
+                    format!("index %{l} is i64, not {rt}")
+                });
             }
             Inst::Load(access) => {
                 self.access(access, reachable);
@@ -367,82 +364,68 @@ impl<'a> Verifier<'a> {
                             b.access.name()
                         ));
                     }
-                    expect(
-                        self,
-                        b.ty == rt,
+                    expect(self, b.ty == rt, &|| {
                         format!(
                             "load from buffer %{} of type {} defines %{result} of type {rt}",
                             b.name, b.ty
-                        ),
-                    );
+                        )
+                    });
                 }
             }
             Inst::AccValue(a) => {
                 if let Some(decl) = self.use_acc(*a) {
                     let ty = decl.ty;
-                    expect(
-                        self,
-                        ty == rt,
-                        format!("accumulator %{a} holds {ty}, not {rt}"),
-                    );
+                    expect(self, ty == rt, &|| {
+                        format!("accumulator %{a} holds {ty}, not {rt}")
+                    });
                 }
             }
             Inst::AccIndex(a) => {
                 if let Some(decl) = self.use_acc(*a) {
                     let kind = decl.kind;
-                    expect(
-                        self,
-                        kind.has_index(),
-                        format!("{kind} accumulator %{a} has no index"),
-                    );
-                    expect(
-                        self,
-                        rt == ScalarType::I64,
-                        format!("acc.index is i64, not {rt}"),
-                    );
+                    expect(self, kind.has_index(), &|| {
+                        format!("{kind} accumulator %{a} has no index")
+                    });
+                    expect(self, rt == ScalarType::I64, &|| {
+                        format!("acc.index is i64, not {rt}")
+                    });
                 }
             }
             Inst::Unary(op, x) => {
                 if let Some(t) = self.use_value(*x) {
-                    expect(self, op.accepts(t), format!("{op} does not accept {t}"));
-                    expect(
-                        self,
-                        t == rt,
-                        format!("{op} of {t} defines %{result} of type {rt}"),
-                    );
+                    expect(self, op.accepts(t), &|| format!("{op} does not accept {t}"));
+                    expect(self, t == rt, &|| {
+                        format!("{op} of {t} defines %{result} of type {rt}")
+                    });
                 }
             }
             Inst::Binary(op, x, y) => {
                 let (tx, ty) = (self.use_value(*x), self.use_value(*y));
                 if let (Some(tx), Some(ty)) = (tx, ty) {
-                    expect(
-                        self,
-                        tx == ty,
-                        format!("{op} of {tx} and {ty}: operand types differ"),
-                    );
-                    expect(self, op.accepts(tx), format!("{op} does not accept {tx}"));
-                    expect(
-                        self,
-                        tx == rt,
-                        format!("{op} of {tx} defines %{result} of type {rt}"),
-                    );
+                    expect(self, tx == ty, &|| {
+                        format!("{op} of {tx} and {ty}: operand types differ")
+                    });
+                    expect(self, op.accepts(tx), &|| {
+                        format!("{op} does not accept {tx}")
+                    });
+                    expect(self, tx == rt, &|| {
+                        format!("{op} of {tx} defines %{result} of type {rt}")
+                    });
                 }
             }
             Inst::Compare(op, x, y) => {
                 let (tx, ty) = (self.use_value(*x), self.use_value(*y));
                 if let (Some(tx), Some(ty)) = (tx, ty) {
-                    expect(
-                        self,
-                        tx == ty,
-                        format!("{op} of {tx} and {ty}: operand types differ"),
-                    );
-                    expect(self, op.accepts(tx), format!("{op} does not accept {tx}"));
+                    expect(self, tx == ty, &|| {
+                        format!("{op} of {tx} and {ty}: operand types differ")
+                    });
+                    expect(self, op.accepts(tx), &|| {
+                        format!("{op} does not accept {tx}")
+                    });
                 }
-                expect(
-                    self,
-                    rt == ScalarType::Bool,
-                    format!("{op} yields bool, not {rt}"),
-                );
+                expect(self, rt == ScalarType::Bool, &|| {
+                    format!("{op} yields bool, not {rt}")
+                });
             }
             Inst::Select {
                 cond,
@@ -452,18 +435,14 @@ impl<'a> Verifier<'a> {
                 let tc = self.use_value(*cond);
                 let (tt, tf) = (self.use_value(*if_true), self.use_value(*if_false));
                 if let Some(tc) = tc {
-                    expect(
-                        self,
-                        tc == ScalarType::Bool,
-                        format!("select condition %{cond} is {tc}, not bool"),
-                    );
+                    expect(self, tc == ScalarType::Bool, &|| {
+                        format!("select condition %{cond} is {tc}, not bool")
+                    });
                 }
                 for t in [tt, tf].into_iter().flatten() {
-                    expect(
-                        self,
-                        t == rt,
-                        format!("select operand of type {t} defines %{result} of type {rt}"),
-                    );
+                    expect(self, t == rt, &|| {
+                        format!("select operand of type {t} defines %{result} of type {rt}")
+                    });
                 }
             }
             Inst::Convert(x) => {
