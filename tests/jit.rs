@@ -1595,6 +1595,64 @@ fn sums_of_span_functions_give_the_inline_bits() {
     }
 }
 
+/// A row loop that only takes an f32 maximum or minimum (softmax's row max) runs as one call
+/// of the native extreme routine (`weft_runtime::extreme`), with the inline vector loop's bits:
+/// lengths with and without a tail, inputs with every edge (NaNs of either sign and any
+/// payload, ±inf, subnormals), rows of zeros of mixed signs (the `−0 < +0` rule), rows of
+/// one sign, 1 and 2 threads; `weft explain` says so exactly when the routine is available.
+#[test]
+fn extremes_by_the_native_routine_give_the_inline_bits() {
+    let mut rng = weft_ir::perturb::SplitMix(0x5851_f42d_4c95_7f2d);
+    let edges = [
+        f32::NAN,
+        f32::from_bits(0xffc0_0123),
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        -0.0,
+        0.0,
+        1e-40,
+        -1e-40,
+    ];
+    for op in ["max", "min"] {
+        for (rows, cols) in [(5, 37), (5, 64), (3, 4099), (2, 9000)] {
+            let text = format!(
+                "axis R = {rows}\naxis C = {cols}\nplaceholder x: f32[R, C]\n\
+                 y = {op}(x, [C])\noutput y\n"
+            );
+            let g = weft::ir::text::parse(&text, "extreme.weft").unwrap();
+            let axes = Axes::new([g.find_axis("R").unwrap(), g.find_axis("C").unwrap()]).unwrap();
+            // Row 0 ordinary values; row 1 zeros of both signs; row 2 negative values and −0
+            // (a max of −0), the rest ordinary values with edges mixed in.
+            let xs: Vec<f32> = (0..rows * cols)
+                .map(|i| match (i / cols, rng.below(16)) {
+                    (0, _) => (rng.unit() * 40.0 - 20.0) as f32,
+                    (1, r) => [0.0, -0.0][(r % 2) as usize],
+                    (2, 0) => -0.0,
+                    (2, _) => -(rng.unit() * 40.0) as f32,
+                    (_, 0) => edges[i % edges.len()],
+                    _ => (rng.unit() * 40.0 - 20.0) as f32,
+                })
+                .collect();
+            let inputs = [HostArray::from_vec(axes, vec![rows, cols], xs).unwrap()];
+            for threads in [Some(1), Some(2)] {
+                let with = |span_math| weft::CodegenOptions {
+                    span_math,
+                    ..Default::default()
+                };
+                let (inline, explained_inline, _) = codegen_run(&g, &inputs, with(false), threads);
+                let (span, explained, available) = codegen_run(&g, &inputs, with(true), threads);
+                assert_eq!(span, inline, "{op}, C = {cols}");
+                assert!(!explained_inline.contains("extreme routine"));
+                assert_eq!(
+                    explained.contains("extreme routine"),
+                    available,
+                    "{op}, C = {cols}:\n{explained}"
+                );
+            }
+        }
+    }
+}
+
 /// A span function in a row kernel over a large input prefetches a later row of that input
 /// while it computes (`codegen::translate::span`, `weft_runtime::vmath::Prefetch`): softmax
 /// over 260 x 4099 (4.3 MB, above the prefetch threshold) says so in `weft explain` and gives

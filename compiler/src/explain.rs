@@ -341,6 +341,26 @@ fn loops(
             let reduce_span = (span_math && vector)
                 .then(|| span::reduce_span_plan(k, *loop_id, body))
                 .flatten();
+            let extreme = (span_math && vector)
+                .then(|| span::extreme_span_plan(k, *loop_id, body))
+                .flatten()
+                .filter(|_| span::pass_prefetch(k, *loop_id, body, span_math).is_none());
+            if let Some(span) = extreme {
+                // The routine does the whole loop: no vector code of ours runs.
+                what.retain(|w| !w.starts_with("vectorised"));
+                what.push(format!(
+                    "the {} of %{}'s span for %{} by the native {} extreme routine (exact: NaN \
+                     if any term is, -0 < +0), combined here",
+                    if span.kind == weft_ir::loop_ir::ReduceKind::Min {
+                        "minimum"
+                    } else {
+                        "maximum"
+                    },
+                    k.buffers[span.load.buffer].name,
+                    span.acc,
+                    weft_runtime::vmath::span_isa().unwrap_or("scalar"),
+                ));
+            }
             if let Some(span) = reduce_span {
                 let arg = source_text(k, &span.source);
                 // The routine does the loop's vector pass: no vector code of ours runs.

@@ -10,6 +10,7 @@
 
 pub mod error;
 pub mod executable;
+pub mod extreme;
 pub mod interp;
 pub mod plan;
 pub mod prefetch;

@@ -15,6 +15,7 @@ use cranelift_module::{default_libcall_names, Linkage, Module};
 use weft_ir::loop_ir::{verify, Kernel};
 use weft_ir::scalar::{self, Arith};
 use weft_ir::{BinaryOp as GraphBinary, UnaryOp as GraphUnary};
+use weft_runtime::extreme::weft_extreme_f32_span;
 use weft_runtime::prefetch::weft_prefetch_line;
 use weft_runtime::stream::{weft_stream_copy, weft_stream_scaled_f32};
 use weft_runtime::transpose::weft_transpose_32;
@@ -198,6 +199,7 @@ impl JitCompiler {
         builder.symbol("weft_stream_copy", weft_stream_copy as *const u8);
         builder.symbol("weft_prefetch_line", weft_prefetch_line as *const u8);
         builder.symbol("weft_transpose_32", weft_transpose_32 as *const u8);
+        builder.symbol("weft_extreme_f32_span", weft_extreme_f32_span as *const u8);
         builder.symbol(
             "weft_stream_scaled_f32",
             weft_stream_scaled_f32 as *const u8,
@@ -257,6 +259,8 @@ impl JitCompiler {
             )?,
             // (dst, ld, src, ls, rows, cols, stream)
             transpose_32: import("weft_transpose_32", call_conv, &[i64; 7], &[])?,
+            // (src, len, min) -> the extreme
+            extreme_span_f32: import("weft_extreme_f32_span", call_conv, &[i64; 3], &[f32])?,
         };
         let mut fctx = FunctionBuilderContext::new();
         translate(

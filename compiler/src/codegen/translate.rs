@@ -96,6 +96,9 @@ pub(crate) struct PowRefs {
     /// `weft_transpose_32(dst, ld, src, ls, rows, cols, stream)`: a transposing copy's
     /// rows and columns ([`jam`]).
     pub transpose_32: FuncRef,
+    /// `weft_extreme_f32_span(src, len, min) -> f32`: a span's exact maximum or minimum
+    /// ([`span::ExtremeSpan`]).
+    pub extreme_span_f32: FuncRef,
 }
 
 #[derive(Clone, Debug)]
@@ -1443,7 +1446,13 @@ impl<'b> Translator<'_, 'b> {
             Some(p) => f32_partials(self.k, p, body, &self.widened_from),
             None => Vec::new(),
         };
-        if let Some(next) = wide_plan.as_ref().and(self.pass_prefetch_of(l, body)) {
+        let prefetch = wide_plan.as_ref().and(self.pass_prefetch_of(l, body));
+        if let Some(extreme) = wide_plan.as_ref().and(self.extreme_span_of(l, body)) {
+            if prefetch.is_none() {
+                return self.emit_extreme_span(l, &extreme);
+            }
+        }
+        if let Some(next) = prefetch {
             self.step_prefetch = Some((l, next));
         }
         if narrow.is_empty() {

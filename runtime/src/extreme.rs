@@ -1,0 +1,508 @@
+//! The exact f32 maximum or minimum of a contiguous span, which JIT kernels call for a row's
+//! extreme (softmax's row maximum): Cranelift's 128-bit code of that loop takes three vector
+//! instructions per four elements (the value and two integer maxima of the bits, to see NaNs
+//! and the sign of a zero), which made softmax's first pass a fifth of its time.
+//!
+//! Assumes a span valid for reads. Guarantees the fold of the span by
+//! `weft_ir::scalar::reduce_max` (or `reduce_min`) from its identity (−inf, +inf): NaN if any
+//! element is NaN, `−0 < +0`, otherwise the exact extreme — an order-free rule, so the result
+//! does not depend on the lanes or their order, and a kernel combining it into its accumulator
+//! gets the bits its own loop would (a NaN's sign and payload aside, as everywhere). The path
+//! is chosen at run time (`vmath::path`): AVX-512F (sixteen lanes, four vectors a step), else
+//! AVX2 (eight), else scalar; the unit tests compare every path the CPU has with the scalar
+//! fold.
+//!
+//! `unsafe` here: the AVX2 and AVX-512 intrinsics (called only after run-time detection) and
+//! the entry point JIT code calls with a raw pointer and length (its caller vouches for them).
+
+use crate::vmath::{path, Path};
+
+/// Which extreme a span routine computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Extreme {
+    /// The maximum.
+    Max,
+    /// The minimum.
+    Min,
+}
+
+impl Extreme {
+    /// The fold's identity: the extreme of an empty span.
+    fn identity(self) -> f32 {
+        match self {
+            Extreme::Max => f32::NEG_INFINITY,
+            Extreme::Min => f32::INFINITY,
+        }
+    }
+
+    /// `acc` and `x` folded by the reduction's scalar rule (`weft_ir::scalar`).
+    fn fold(self, acc: f32, x: f32) -> f32 {
+        let (acc, x) = (f64::from(acc), f64::from(x));
+        // Exact: both are f32 values, and so is their extreme.
+        (match self {
+            Extreme::Max => weft_ir::scalar::reduce_max(acc, x),
+            Extreme::Min => weft_ir::scalar::reduce_min(acc, x),
+        }) as f32
+    }
+}
+
+/// The extreme of `xs` by the reduction's rule (see the module documentation).
+pub fn extreme_f32(kind: Extreme, xs: &[f32]) -> f32 {
+    // SAFETY: `xs` holds `xs.len()` f32s.
+    unsafe { run(kind, xs.as_ptr(), xs.len()) }
+}
+
+/// The entry point JIT kernels call: the maximum (`min` 0) or minimum (otherwise) of the `len`
+/// f32s at `src` by the reduction's rule (see the module documentation); the identity (−inf,
+/// +inf) when `len` is 0.
+///
+/// # Safety
+/// `src` must be valid for reads of `len` f32s, aligned to 4 bytes, with no other reference
+/// writing them during the call (a kernel passes a span of a buffer within its length,
+/// checked by the loop-IR verifier).
+pub unsafe extern "C" fn weft_extreme_f32_span(src: *const f32, len: usize, min: usize) -> f32 {
+    let kind = if min == 0 { Extreme::Max } else { Extreme::Min };
+    // SAFETY: the caller's contract.
+    unsafe { run(kind, src, len) }
+}
+
+/// [`weft_extreme_f32_span`] on this CPU's path.
+///
+/// # Safety
+/// As for [`weft_extreme_f32_span`].
+unsafe fn run(kind: Extreme, src: *const f32, len: usize) -> f32 {
+    // SAFETY (each arm): the caller's contract; the vector paths' features were detected.
+    match path() {
+        #[cfg(target_arch = "x86_64")]
+        Path::Avx512 => unsafe { avx512::run(kind, src, len) },
+        #[cfg(target_arch = "x86_64")]
+        Path::Avx2 => unsafe { avx2::run(kind, src, len) },
+        _ => unsafe { run_scalar(kind, src, len, kind.identity()) },
+    }
+}
+
+/// `acc` folded with the `len` f32s at `src`, one at a time.
+///
+/// # Safety
+/// As for [`weft_extreme_f32_span`].
+unsafe fn run_scalar(kind: Extreme, src: *const f32, len: usize, acc: f32) -> f32 {
+    (0..len).fold(acc, |acc, i| {
+        // SAFETY: the caller's contract: `i < len`.
+        kind.fold(acc, unsafe { *src.add(i) })
+    })
+}
+
+/// What the vector paths keep per lane, folded across lanes at the end ([`Partials::settle`]):
+/// the extreme of the lane's values by `maxps`/`minps` (which skip a NaN term and may keep
+/// either zero), and the signed and unsigned maxima and the signed minimum of their bits. A
+/// NaN term shows as a signed maximum above `+inf`'s bits or an unsigned maximum above
+/// `−inf`'s; when the extreme is a zero, its sign is whether a `+0` (signed maximum 0) or a
+/// `−0` (signed minimum `i32::MIN`) was among the terms — the rule of the JIT's own vector
+/// loops (`compiler/src/codegen/translate.rs`, `Extreme`).
+struct Partials {
+    value: f32,
+    smax: i32,
+    umax: u32,
+    smin: i32,
+}
+
+impl Partials {
+    /// The partials of no term.
+    fn new(kind: Extreme) -> Self {
+        Partials {
+            value: kind.identity(),
+            smax: i32::MIN,
+            umax: 0,
+            smin: i32::MAX,
+        }
+    }
+
+    /// One lane's partials folded in.
+    fn add(&mut self, kind: Extreme, value: f32, smax: i32, umax: u32, smin: i32) {
+        let beyond = match kind {
+            Extreme::Max => self.value < value,
+            Extreme::Min => value < self.value,
+        };
+        if beyond {
+            self.value = value;
+        }
+        self.smax = self.smax.max(smax);
+        self.umax = self.umax.max(umax);
+        self.smin = self.smin.min(smin);
+    }
+
+    /// The extreme of every term folded in.
+    fn settle(&self, kind: Extreme) -> f32 {
+        let nan = self.smax > 0x7f80_0000 || self.umax > 0xff80_0000;
+        if nan {
+            f32::NAN
+        } else if self.value == 0.0 {
+            let positive = match kind {
+                Extreme::Max => self.smax == 0,
+                Extreme::Min => self.smin != i32::MIN,
+            };
+            if positive {
+                0.0
+            } else {
+                -0.0
+            }
+        } else {
+            self.value
+        }
+    }
+}
+
+/// The vector paths, written once over a register type ([`Lanes`]).
+#[cfg(target_arch = "x86_64")]
+mod simd {
+    use super::{Extreme, Partials};
+
+    /// A vector of f32 lanes with the operations the extreme needs.
+    ///
+    /// # Safety
+    /// Every method may be called only from code compiled with the implementation's target
+    /// features (the entry points, after run-time detection); `load` needs `N` valid f32s at
+    /// the pointer.
+    pub(super) trait Lanes: Copy {
+        /// Lanes per vector.
+        const N: usize;
+        /// The same width of 32-bit integers.
+        type Bits: Copy;
+        unsafe fn splat(x: f32) -> Self;
+        unsafe fn load(p: *const f32) -> Self;
+        /// `x` where it is strictly beyond `self` (`maxps`/`minps` with `self` second), else
+        /// `self`.
+        unsafe fn extreme(self, x: Self, kind: Extreme) -> Self;
+        unsafe fn bits(self) -> Self::Bits;
+        unsafe fn splat_bits(x: i32) -> Self::Bits;
+        unsafe fn smax(a: Self::Bits, b: Self::Bits) -> Self::Bits;
+        unsafe fn umax(a: Self::Bits, b: Self::Bits) -> Self::Bits;
+        unsafe fn smin(a: Self::Bits, b: Self::Bits) -> Self::Bits;
+        /// Stores the `N` lanes at `p`.
+        unsafe fn store(self, p: *mut f32);
+        /// Stores the `N` lanes of `b` at `p`.
+        unsafe fn store_bits(b: Self::Bits, p: *mut i32);
+    }
+
+    /// Four independent partials a step (the instructions' latency, not their count, would
+    /// bound one).
+    const ACCS: usize = 4;
+
+    /// The extreme of the `len` f32s at `src` on `V`: whole vectors into [`ACCS`] partials of
+    /// each kind, the rest one at a time.
+    ///
+    /// # Safety
+    /// The trait's contract; `src` valid for reads of `len` f32s.
+    #[inline(always)]
+    pub(super) unsafe fn run<V: Lanes>(kind: Extreme, src: *const f32, len: usize) -> f32 {
+        // SAFETY (the block): the trait's contract, passed on by the caller; every load is of
+        // `V::N` f32s below `len`.
+        unsafe {
+            let n = V::N;
+            let mut value = [V::splat(kind.identity()); ACCS];
+            let mut smax = [V::splat_bits(i32::MIN); ACCS];
+            let mut umax = [V::splat_bits(0); ACCS];
+            let mut smin = [V::splat_bits(i32::MAX); ACCS];
+            let mut i = 0;
+            while i + ACCS * n <= len {
+                for a in 0..ACCS {
+                    let x = V::load(src.add(i + a * n));
+                    value[a] = value[a].extreme(x, kind);
+                    let b = x.bits();
+                    smax[a] = V::smax(smax[a], b);
+                    umax[a] = V::umax(umax[a], b);
+                    if kind == Extreme::Min {
+                        smin[a] = V::smin(smin[a], b);
+                    }
+                }
+                i += ACCS * n;
+            }
+            while i + n <= len {
+                let x = V::load(src.add(i));
+                value[0] = value[0].extreme(x, kind);
+                let b = x.bits();
+                smax[0] = V::smax(smax[0], b);
+                umax[0] = V::umax(umax[0], b);
+                smin[0] = V::smin(smin[0], b);
+                i += n;
+            }
+            let mut p = Partials::new(kind);
+            // No path has more than sixteen lanes.
+            let (mut v, mut s, mut u, mut m) = ([0.0f32; 16], [0i32; 16], [0i32; 16], [0i32; 16]);
+            for a in 0..ACCS {
+                value[a].store(v.as_mut_ptr());
+                V::store_bits(smax[a], s.as_mut_ptr());
+                V::store_bits(umax[a], u.as_mut_ptr());
+                V::store_bits(smin[a], m.as_mut_ptr());
+                for j in 0..n {
+                    p.add(kind, v[j], s[j], u[j] as u32, m[j]);
+                }
+            }
+            for j in i..len {
+                let x = *src.add(j);
+                let b = x.to_bits();
+                p.add(kind, x, b as i32, b, b as i32);
+            }
+            p.settle(kind)
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use super::simd::Lanes;
+    use super::Extreme;
+    use std::arch::x86_64::*;
+
+    // SAFETY (every method): the trait's contract — reached only from `run` below, compiled
+    // with AVX-512F, which its caller detected.
+    impl Lanes for __m512 {
+        const N: usize = 16;
+        type Bits = __m512i;
+        #[inline(always)]
+        unsafe fn splat(x: f32) -> Self {
+            // SAFETY: see the impl.
+            unsafe { _mm512_set1_ps(x) }
+        }
+        #[inline(always)]
+        unsafe fn load(p: *const f32) -> Self {
+            // SAFETY: see the impl; sixteen f32s at `p`.
+            unsafe { _mm512_loadu_ps(p) }
+        }
+        #[inline(always)]
+        unsafe fn extreme(self, x: Self, kind: Extreme) -> Self {
+            // SAFETY: see the impl. (`vmaxps`/`vminps` return the second operand unless the
+            // first is strictly beyond it, a NaN never being beyond.)
+            unsafe {
+                match kind {
+                    Extreme::Max => _mm512_max_ps(x, self),
+                    Extreme::Min => _mm512_min_ps(x, self),
+                }
+            }
+        }
+        #[inline(always)]
+        unsafe fn bits(self) -> __m512i {
+            // SAFETY: see the impl.
+            unsafe { _mm512_castps_si512(self) }
+        }
+        #[inline(always)]
+        unsafe fn splat_bits(x: i32) -> __m512i {
+            // SAFETY: see the impl.
+            unsafe { _mm512_set1_epi32(x) }
+        }
+        #[inline(always)]
+        unsafe fn smax(a: __m512i, b: __m512i) -> __m512i {
+            // SAFETY: see the impl.
+            unsafe { _mm512_max_epi32(a, b) }
+        }
+        #[inline(always)]
+        unsafe fn umax(a: __m512i, b: __m512i) -> __m512i {
+            // SAFETY: see the impl.
+            unsafe { _mm512_max_epu32(a, b) }
+        }
+        #[inline(always)]
+        unsafe fn smin(a: __m512i, b: __m512i) -> __m512i {
+            // SAFETY: see the impl.
+            unsafe { _mm512_min_epi32(a, b) }
+        }
+        #[inline(always)]
+        unsafe fn store(self, p: *mut f32) {
+            // SAFETY: see the impl; sixteen f32s at `p`.
+            unsafe { _mm512_storeu_ps(p, self) }
+        }
+        #[inline(always)]
+        unsafe fn store_bits(b: __m512i, p: *mut i32) {
+            // SAFETY: see the impl; sixteen i32s at `p`.
+            unsafe { _mm512_storeu_si512(p.cast(), b) }
+        }
+    }
+
+    /// # Safety
+    /// The CPU must have AVX-512F; `src` valid for reads of `len` f32s.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn run(kind: Extreme, src: *const f32, len: usize) -> f32 {
+        // SAFETY: compiled with AVX-512F, which the caller detected; the caller's contract.
+        unsafe { super::simd::run::<__m512>(kind, src, len) }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::simd::Lanes;
+    use super::Extreme;
+    use std::arch::x86_64::*;
+
+    // SAFETY (every method): the trait's contract — reached only from `run` below, compiled
+    // with AVX2, which its caller detected.
+    impl Lanes for __m256 {
+        const N: usize = 8;
+        type Bits = __m256i;
+        #[inline(always)]
+        unsafe fn splat(x: f32) -> Self {
+            // SAFETY: see the impl.
+            unsafe { _mm256_set1_ps(x) }
+        }
+        #[inline(always)]
+        unsafe fn load(p: *const f32) -> Self {
+            // SAFETY: see the impl; eight f32s at `p`.
+            unsafe { _mm256_loadu_ps(p) }
+        }
+        #[inline(always)]
+        unsafe fn extreme(self, x: Self, kind: Extreme) -> Self {
+            // SAFETY: see the impl, and the AVX-512 one on the operands' order.
+            unsafe {
+                match kind {
+                    Extreme::Max => _mm256_max_ps(x, self),
+                    Extreme::Min => _mm256_min_ps(x, self),
+                }
+            }
+        }
+        #[inline(always)]
+        unsafe fn bits(self) -> __m256i {
+            // SAFETY: see the impl.
+            unsafe { _mm256_castps_si256(self) }
+        }
+        #[inline(always)]
+        unsafe fn splat_bits(x: i32) -> __m256i {
+            // SAFETY: see the impl.
+            unsafe { _mm256_set1_epi32(x) }
+        }
+        #[inline(always)]
+        unsafe fn smax(a: __m256i, b: __m256i) -> __m256i {
+            // SAFETY: see the impl.
+            unsafe { _mm256_max_epi32(a, b) }
+        }
+        #[inline(always)]
+        unsafe fn umax(a: __m256i, b: __m256i) -> __m256i {
+            // SAFETY: see the impl.
+            unsafe { _mm256_max_epu32(a, b) }
+        }
+        #[inline(always)]
+        unsafe fn smin(a: __m256i, b: __m256i) -> __m256i {
+            // SAFETY: see the impl.
+            unsafe { _mm256_min_epi32(a, b) }
+        }
+        #[inline(always)]
+        unsafe fn store(self, p: *mut f32) {
+            // SAFETY: see the impl; eight f32s at `p`.
+            unsafe { _mm256_storeu_ps(p, self) }
+        }
+        #[inline(always)]
+        unsafe fn store_bits(b: __m256i, p: *mut i32) {
+            // SAFETY: see the impl; eight i32s at `p`.
+            unsafe { _mm256_storeu_si256(p.cast(), b) }
+        }
+    }
+
+    /// # Safety
+    /// The CPU must have AVX2; `src` valid for reads of `len` f32s.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn run(kind: Extreme, src: *const f32, len: usize) -> f32 {
+        // SAFETY: compiled with AVX2, which the caller detected; the caller's contract.
+        unsafe { super::simd::run::<__m256>(kind, src, len) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Spans exercising every rule: NaNs of either sign, both zeros, infinities, subnormals,
+    /// and lengths around the vector steps (tails of every size).
+    fn spans() -> Vec<Vec<f32>> {
+        let mut state = 0x9e37_79b9u32;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            state
+        };
+        let specials = [
+            0.0,
+            -0.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            -f32::NAN,
+            f32::from_bits(0x7f80_0001),
+            f32::from_bits(1),
+            f32::MAX,
+            f32::MIN,
+        ];
+        let mut out = vec![];
+        for len in [0, 1, 7, 8, 15, 16, 17, 63, 64, 65, 100, 200, 1000] {
+            for mix in 0..12 {
+                let xs = (0..len)
+                    .map(|_| {
+                        let r = next();
+                        match mix {
+                            // Ordinary values only.
+                            0 => (r as i32 as f32) * 1e-6,
+                            // Zeros only, of either sign.
+                            1 => specials[(r % 2) as usize],
+                            // Negative values and −0 only (the max a −0).
+                            2 => -((r % 4) as f32),
+                            // Positive values and +0 only (the min a +0).
+                            3 => (r % 4) as f32,
+                            // Raw bits: NaNs of every payload, subnormals, everything.
+                            4 => f32::from_bits(r),
+                            _ if r % 97 == 0 => specials[(r / 97 % 10) as usize],
+                            _ => (r as i32 as f32) * 1e-9,
+                        }
+                    })
+                    .collect();
+                out.push(xs);
+            }
+        }
+        out
+    }
+
+    fn same(a: f32, b: f32) -> bool {
+        a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+    }
+
+    #[test]
+    fn every_path_folds_by_the_reductions_rule() {
+        for kind in [Extreme::Max, Extreme::Min] {
+            for xs in spans() {
+                let want = xs.iter().fold(kind.identity(), |a, &x| kind.fold(a, x));
+                // SAFETY: `xs` holds its length of f32s.
+                let scalar = unsafe { run_scalar(kind, xs.as_ptr(), xs.len(), kind.identity()) };
+                assert!(same(scalar, want), "{kind:?} scalar of {xs:?}");
+                let got = extreme_f32(kind, &xs);
+                assert!(
+                    same(got, want),
+                    "{kind:?} of {xs:?}: {got:?} ({:#x}), want {want:?} ({:#x})",
+                    got.to_bits(),
+                    want.to_bits()
+                );
+                #[cfg(target_arch = "x86_64")]
+                if is_x86_feature_detected!("avx2") {
+                    // SAFETY: AVX2 detected; `xs` holds its length of f32s.
+                    let avx2 = unsafe { avx2::run(kind, xs.as_ptr(), xs.len()) };
+                    assert!(same(avx2, want), "{kind:?} AVX2 of {xs:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn zeros_and_nans_follow_the_rule() {
+        assert_eq!(
+            extreme_f32(Extreme::Max, &[-0.0; 40]).to_bits(),
+            (-0.0f32).to_bits()
+        );
+        let mut xs = vec![-0.0f32; 40];
+        xs[33] = 0.0;
+        assert_eq!(extreme_f32(Extreme::Max, &xs).to_bits(), 0);
+        assert_eq!(
+            extreme_f32(Extreme::Min, &xs).to_bits(),
+            (-0.0f32).to_bits()
+        );
+        xs[5] = -f32::NAN;
+        assert!(extreme_f32(Extreme::Max, &xs).is_nan());
+        assert!(extreme_f32(Extreme::Min, &xs).is_nan());
+        assert_eq!(extreme_f32(Extreme::Max, &[]), f32::NEG_INFINITY);
+        assert_eq!(extreme_f32(Extreme::Min, &[]), f32::INFINITY);
+    }
+}
