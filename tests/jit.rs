@@ -122,7 +122,7 @@ fn integer_power_with_negative_and_large_exponents() {
                 None,
                 &[a],
                 dtype,
-                TensorInit::Data(data(vec![1, -1, -1, 2, 3, 0, -2, 5, 7])),
+                TensorInit::data(data(vec![1, -1, -1, 2, 3, 0, -2, 5, 7])),
             )
             .unwrap();
         let exp = g
@@ -130,7 +130,7 @@ fn integer_power_with_negative_and_large_exponents() {
                 None,
                 &[a],
                 dtype,
-                TensorInit::Data(data(vec![-5, -3, -4, -1, 40, 0, 31, 3, 1000])),
+                TensorInit::data(data(vec![-5, -3, -4, -1, 40, 0, 31, 3, 1000])),
             )
             .unwrap();
         let p = g.placeholder("p", &[a], dtype).unwrap();
@@ -174,7 +174,7 @@ fn arg_reductions_find_the_first_nan() {
             None,
             &[a],
             DType::F32,
-            TensorInit::Data(ArrayData::F32(vec![
+            TensorInit::data(ArrayData::F32(vec![
                 1.0,
                 9.0,
                 f32::NAN,
@@ -367,7 +367,7 @@ fn sin_and_cos_of_huge_arguments_match_libm() {
             _ => ArrayData::F64(v),
         };
         let c = g
-            .constant(None, &[n], dtype, TensorInit::Data(data))
+            .constant(None, &[n], dtype, TensorInit::data(data))
             .unwrap();
         let p = g.placeholder("p", &[n], dtype).unwrap();
         let z = g.binary(BinaryOp::Multiply, p, p).unwrap();
@@ -1626,7 +1626,7 @@ fn extremes_by_the_native_routine_give_the_inline_bits() {
             let xs: Vec<f32> = (0..rows * cols)
                 .map(|i| match (i / cols, rng.below(16)) {
                     (0, _) => (rng.unit() * 40.0 - 20.0) as f32,
-                    (1, r) => [0.0, -0.0][(r % 2) as usize],
+                    (1, r) => [0.0, -0.0][r % 2],
                     (2, 0) => -0.0,
                     (2, _) => -(rng.unit() * 40.0) as f32,
                     (_, 0) => edges[i % edges.len()],
