@@ -328,7 +328,7 @@ fn draw(seed: u64) -> Case {
         let data: Vec<f64> = (0..count).map(|_| gen.r.unit()).collect();
         let w = gen
             .g
-            .constant(None, &axes, F64, TensorInit::Data(ArrayData::F64(data)))
+            .constant(None, &axes, F64, TensorInit::data(ArrayData::F64(data)))
             .unwrap();
         let p = gen.g.multiply(t, w).unwrap();
         let s = gen.g.sum(p, &axes).unwrap();

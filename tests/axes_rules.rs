@@ -54,7 +54,7 @@ impl Letters {
                 None,
                 &axes,
                 DType::F64,
-                TensorInit::Data(ArrayData::F64(data)),
+                TensorInit::data(ArrayData::F64(data)),
             )
             .unwrap()
     }
@@ -301,7 +301,7 @@ fn equal_of_a_tensor_and_its_transposed_constant_is_all_true() {
             None,
             &[h, w],
             DType::F64,
-            TensorInit::Data(ArrayData::F64(v.to_vec())),
+            TensorInit::data(ArrayData::F64(v.to_vec())),
         )
         .unwrap();
     let y = g
@@ -309,7 +309,7 @@ fn equal_of_a_tensor_and_its_transposed_constant_is_all_true() {
             None,
             &[w, h],
             DType::F64,
-            TensorInit::Data(ArrayData::F64(vt)),
+            TensorInit::data(ArrayData::F64(vt)),
         )
         .unwrap();
     let z = g.equal(x, y).unwrap();

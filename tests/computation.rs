@@ -44,7 +44,7 @@ fn counter() -> (Transformer, NodeId, NodeId, NodeId, Axis) {
             "v",
             &[n],
             DType::I64,
-            TensorInit::Data(ArrayData::I64(vec![0, 100])),
+            TensorInit::data(ArrayData::I64(vec![0, 100])),
         )
         .unwrap();
     let step = g.placeholder("step", &[n], DType::I64).unwrap();
@@ -156,7 +156,7 @@ fn a_gradient_step_updates_a_weight() {
             "w",
             &[n],
             DType::F32,
-            TensorInit::Data(ArrayData::F32(vec![0.0, 4.0, -8.0])),
+            TensorInit::data(ArrayData::F32(vec![0.0, 4.0, -8.0])),
         )
         .unwrap();
     let target = g.placeholder("target", &[n], DType::F32).unwrap();

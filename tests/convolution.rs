@@ -342,7 +342,7 @@ fn check_gradients(seed: u64) -> Result<(), TestCaseError> {
             None,
             &axes,
             DType::F64,
-            weft::TensorInit::Data(weft::ArrayData::F64(weights)),
+            weft::TensorInit::data(weft::ArrayData::F64(weights)),
         )
         .unwrap();
     let prod = g.multiply(last, wts).unwrap();

@@ -480,7 +480,7 @@ fn folding_a_dot_counts_its_contracted_lengths() {
             g.axis("K", k).unwrap(),
             g.axis("N", n).unwrap(),
         );
-        let data = |len: usize| TensorInit::Data(ArrayData::F32(vec![0.5; len]));
+        let data = |len: usize| TensorInit::data(ArrayData::F32(vec![0.5; len]));
         let x = g
             .constant(
                 None,

@@ -9,7 +9,7 @@ use weft::{AxisSlice, BinaryOp, CompareOp, ReduceOp, UnaryOp};
 
 fn konst(g: &mut Graph, axes: &[Axis], data: ArrayData) -> NodeId {
     let dtype = data.dtype();
-    g.constant(None, axes, dtype, TensorInit::Data(data))
+    g.constant(None, axes, dtype, TensorInit::data(data))
         .unwrap()
 }
 

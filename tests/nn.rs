@@ -315,9 +315,12 @@ fn dense_computes_its_affine_map_from_seeded_weights() {
     let input = arr(&[b, i], &[2, 3], xs.to_vec());
     let init = |g: &Graph, id| match &g.node(id).op {
         Op::Tensor {
-            init: Some(TensorInit::Data(ArrayData::F64(v))),
+            init: Some(TensorInit::Data(d)),
             ..
-        } => v.clone(),
+        } => match &**d {
+            ArrayData::F64(v) => v.clone(),
+            other => panic!("{other:?}"),
+        },
         other => panic!("{other:?}"),
     };
     let w = init(&g, d.weight);
@@ -352,7 +355,7 @@ fn dense_computes_its_affine_map_from_seeded_weights() {
 fn assigns_read_the_old_state_and_commit_together() {
     let mut g = Graph::new();
     let n = g.axis("N", 2).unwrap();
-    let init = |v: Vec<f64>| Some(TensorInit::Data(ArrayData::F64(v)));
+    let init = |v: Vec<f64>| Some(TensorInit::data(ArrayData::F64(v)));
     let a = g
         .persistent_tensor("a", &[n], DType::F64, init(vec![1., 2.]))
         .unwrap();
@@ -408,13 +411,13 @@ fn quadratic(dtype: DType) -> Quadratic {
         _ => ArrayData::F64(v.to_vec()),
     };
     let w = g
-        .variable("w", &[n], dtype, TensorInit::Data(data(&W0)))
+        .variable("w", &[n], dtype, TensorInit::data(data(&W0)))
         .unwrap();
     let c = g
-        .constant(None, &[n], dtype, TensorInit::Data(data(&C)))
+        .constant(None, &[n], dtype, TensorInit::data(data(&C)))
         .unwrap();
     let tau = g
-        .constant(None, &[n], dtype, TensorInit::Data(data(&TARGET)))
+        .constant(None, &[n], dtype, TensorInit::data(data(&TARGET)))
         .unwrap();
     let two = g.scalar(Scalar::Float(2.0), dtype).unwrap();
     let d = g.subtract(w, tau).unwrap();

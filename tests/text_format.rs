@@ -68,7 +68,7 @@ fn api_graph_prints_canonical_text_and_parses_back() {
             "v",
             &[h],
             DType::F64,
-            TensorInit::Data(ArrayData::F64(vec![0.1, -0.0, 1e300, 5e-324])),
+            TensorInit::data(ArrayData::F64(vec![0.1, -0.0, 1e300, 5e-324])),
         )
         .unwrap();
     let v2 = g.negative(v).unwrap();
@@ -132,7 +132,7 @@ fn extreme_values_round_trip_exactly() {
         ("e", ArrayData::Bool(bools)),
     ] {
         let dtype = data.dtype();
-        g.constant(Some(name), &[n], dtype, TensorInit::Data(data))
+        g.constant(Some(name), &[n], dtype, TensorInit::data(data))
             .unwrap();
     }
     for (i, (dtype, s)) in [
@@ -474,7 +474,7 @@ fn seeded_random_initial_values_are_deterministic_and_checked() {
         weft_ir::Op::Tensor {
             init: Some(weft_ir::TensorInit::Data(d)),
             ..
-        } => d.clone(),
+        } => weft_ir::ArrayData::clone(d),
         other => panic!("{other:?}"),
     };
     let weft_ir::ArrayData::F32(w) = value("W") else {

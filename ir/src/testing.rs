@@ -868,7 +868,7 @@ impl Gen<'_> {
             TensorKind::Placeholder => None,
             TensorKind::PersistentTensor if self.c.chance(40) => None,
             _ if self.c.chance(50) => Some(TensorInit::Fill(self.scalar(dtype))),
-            _ => Some(TensorInit::Data(self.data(dtype, n))),
+            _ => Some(TensorInit::data(self.data(dtype, n))),
         };
         let name = if kind == TensorKind::Constant && self.c.chance(50) {
             None

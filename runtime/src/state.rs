@@ -169,7 +169,7 @@ pub fn stored_value(graph: &Graph, id: NodeId) -> Result<HostArray, RunError> {
                 source,
             })?
         }
-        TensorInit::Data(d) => d.clone(),
+        TensorInit::Data(d) => ArrayData::clone(d),
     };
     Ok(HostArray::new(node.axes.clone(), shape, data)?)
 }

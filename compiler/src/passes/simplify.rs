@@ -457,7 +457,7 @@ impl Simplifier<'_> {
             name,
             &axes,
             node.dtype,
-            TensorInit::Data(data),
+            TensorInit::data(data),
         )?))
     }
 }

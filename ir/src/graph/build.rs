@@ -177,7 +177,7 @@ impl Graph {
             }
         }
         let (_, _, data) = array.into_parts();
-        self.tensor(kind, Some(name), axes, dtype, Some(TensorInit::Data(data)))
+        self.tensor(kind, Some(name), axes, dtype, Some(TensorInit::data(data)))
     }
 
     /// An input tensor (`ng.placeholder`).

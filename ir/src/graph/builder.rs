@@ -120,7 +120,7 @@ impl GraphBuilder {
     /// A constant with row-major `data` over `axes`.
     pub fn constant(&self, axes: &[Axis], data: ArrayData) -> Result<Tensor<'_>, GraphError> {
         let dtype = data.dtype();
-        self.with(|g| g.constant(None, axes, dtype, TensorInit::Data(data)))
+        self.with(|g| g.constant(None, axes, dtype, TensorInit::data(data)))
     }
     /// A constant filled with one value.
     pub fn filled(

@@ -1101,7 +1101,7 @@ impl Graph {
             None,
             &axes,
             DType::Bool,
-            TensorInit::Data(ArrayData::Bool(data)),
+            TensorInit::data(ArrayData::Bool(data)),
         )
     }
 
@@ -1133,7 +1133,7 @@ impl Graph {
             DType::F32 => ArrayData::F32(counts.map(|c| c as f32).collect()),
             _ => ArrayData::F64(counts.collect()),
         };
-        self.constant(None, &axes, dtype, TensorInit::Data(data))
+        self.constant(None, &axes, dtype, TensorInit::data(data))
     }
 }
 

@@ -30,6 +30,7 @@ use crate::entity;
 use crate::host::{ArrayData, Scalar};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering as AtomicOrdering};
+use std::sync::Arc;
 
 entity!(
     /// A node of a graph: an index into its arena, meaningful only to the graph that made it.
@@ -114,7 +115,7 @@ impl TensorKind {
 /// let mut g = Graph::new();
 /// let n = g.axis("N", 3)?;
 /// let zeros = g.variable("z", &[n], DType::F64, TensorInit::Fill(Scalar::Float(0.0)))?;
-/// let given = g.variable("w", &[n], DType::F64, TensorInit::Data(ArrayData::F64(vec![1., 2., 3.])))?;
+/// let given = g.variable("w", &[n], DType::F64, TensorInit::data(ArrayData::F64(vec![1., 2., 3.])))?;
 /// assert_ne!(zeros, given);
 /// # Ok::<(), weft_ir::GraphError>(())
 /// ```
@@ -122,8 +123,23 @@ impl TensorKind {
 pub enum TensorInit {
     /// Every element the same.
     Fill(Scalar),
+    /// Elements in row-major order of the tensor's axes as declared. Shared, not copied, when
+    /// a pass rebuilds the graph (a 4 MiB constant was copied eight times per compile);
+    /// [`TensorInit::data`] makes one.
+    Data(Arc<ArrayData>),
+}
+
+impl TensorInit {
     /// Elements in row-major order of the tensor's axes as declared.
-    Data(ArrayData),
+    pub fn data(data: ArrayData) -> TensorInit {
+        TensorInit::Data(Arc::new(data))
+    }
+}
+
+impl From<ArrayData> for TensorInit {
+    fn from(data: ArrayData) -> TensorInit {
+        TensorInit::data(data)
+    }
 }
 
 macro_rules! op_names {

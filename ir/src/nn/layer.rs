@@ -256,7 +256,7 @@ pub fn dense(
         &format!("{name}_w"),
         &[in_axis, out_axis],
         dtype,
-        TensorInit::Data(init.values(fan_in, fan_out, dtype)),
+        TensorInit::data(init.values(fan_in, fan_out, dtype)),
     )?;
     let b = g.variable(
         &format!("{name}_b"),
@@ -340,7 +340,7 @@ pub fn conv(
         &format!("{name}_w"),
         filter_axes,
         dtype,
-        TensorInit::Data(init.values(fan_in, fan_out, dtype)),
+        TensorInit::data(init.values(fan_in, fan_out, dtype)),
     )?;
     let y = g.convolution(x, w, spec)?;
     // The convolution paired the axes: its Channelout axis names the output's features axis.

@@ -29,7 +29,7 @@ use crate::host::ArrayData;
 /// let k = nn::iota(&mut g, c, DType::I64)?;
 /// assert_eq!(g.node(k).axes.as_slice(), &[c]);
 /// let Op::Tensor { init: Some(TensorInit::Data(d)), .. } = &g.node(k).op else { panic!() };
-/// assert_eq!(d, &ArrayData::I64(vec![0, 1, 2, 3]));
+/// assert_eq!(**d, ArrayData::I64(vec![0, 1, 2, 3]));
 /// # Ok::<(), weft_ir::GraphError>(())
 /// ```
 pub fn iota(g: &mut Graph, axis: Axis, dtype: DType) -> Result<NodeId, GraphError> {
@@ -54,7 +54,7 @@ pub fn iota(g: &mut Graph, axis: Axis, dtype: DType) -> Result<NodeId, GraphErro
             })
         }
     };
-    g.constant(None, &[axis], dtype, TensorInit::Data(data))
+    g.constant(None, &[axis], dtype, TensorInit::data(data))
 }
 
 /// The labels' dtype (i32 or i64), and a check that their axes are `logits`' less the class

@@ -486,7 +486,7 @@ impl Parser<'_> {
         let data = random
             .values(seed, size.elements, dtype)
             .map_err(self.graph_err(at))?;
-        Ok(TensorInit::Data(data))
+        Ok(TensorInit::data(data))
     }
 
     fn init(&mut self, dtype: DType) -> PResult<TensorInit> {
@@ -515,7 +515,7 @@ impl Parser<'_> {
             }
         }
         self.expect(']')?;
-        Ok(TensorInit::Data(data))
+        Ok(TensorInit::data(data))
     }
 
     fn outputs(&mut self) -> PResult<()> {

@@ -551,7 +551,7 @@ mod tests {
                 "v",
                 &[n],
                 DType::I32,
-                TensorInit::Data(ArrayData::I32(vec![1, 2])),
+                TensorInit::data(ArrayData::I32(vec![1, 2])),
             )
             .unwrap();
         let x = g.placeholder("x", &[n], DType::I32).unwrap();
