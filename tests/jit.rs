@@ -1517,6 +1517,26 @@ fn span_functions_give_the_inline_bits() {
     }
 }
 
+/// Output `y` of `g` on `inputs` with native routines on and off (`span_math`), on 1 and 2
+/// threads: the same bits, and `weft explain` mentions `marker` exactly when they run natively.
+fn assert_native_gives_inline_bits(g: &Graph, inputs: &[HostArray], marker: &str, what: &str) {
+    for threads in [Some(1), Some(2)] {
+        let with = |span_math| weft::CodegenOptions {
+            span_math,
+            ..Default::default()
+        };
+        let (inline, explained_inline, _) = codegen_run(g, inputs, with(false), threads);
+        let (native, explained, available) = codegen_run(g, inputs, with(true), threads);
+        assert_eq!(native, inline, "{what}");
+        assert!(!explained_inline.contains(marker), "{what}");
+        assert_eq!(
+            explained.contains(marker),
+            available,
+            "{what}:\n{explained}"
+        );
+    }
+}
+
 /// A row loop that only sums an f32 `exp`, `tanh` or `sigmoid` of a broadcast difference
 /// (`Σ_C exp(x[R] − y[C])`, the other order, a plain load) is summed by the span routine —
 /// the routine reading `y` and adding into the loop's f32 partials — with the bits of the
@@ -1576,21 +1596,8 @@ fn sums_of_span_functions_give_the_inline_bits() {
                 HostArray::from_vec(Axes::new([r]).unwrap(), vec![rows], xs).unwrap(),
                 HostArray::from_vec(Axes::new([cx]).unwrap(), vec![cols], cs).unwrap(),
             ];
-            for threads in [Some(1), Some(2)] {
-                let with = |span_math| weft::CodegenOptions {
-                    span_math,
-                    ..Default::default()
-                };
-                let (inline, explained_inline, _) = codegen_run(&g, &inputs, with(false), threads);
-                let (span, explained, available) = codegen_run(&g, &inputs, with(true), threads);
-                assert_eq!(span, inline, "{name}, C = {cols}");
-                assert!(!explained_inline.contains("summed by the native"));
-                assert_eq!(
-                    explained.contains("summed by the native"),
-                    available,
-                    "{name}, C = {cols}:\n{explained}"
-                );
-            }
+            let what = format!("{name}, C = {cols}");
+            assert_native_gives_inline_bits(&g, &inputs, "summed by the native", &what);
         }
     }
 }
@@ -1634,21 +1641,8 @@ fn extremes_by_the_native_routine_give_the_inline_bits() {
                 })
                 .collect();
             let inputs = [HostArray::from_vec(axes, vec![rows, cols], xs).unwrap()];
-            for threads in [Some(1), Some(2)] {
-                let with = |span_math| weft::CodegenOptions {
-                    span_math,
-                    ..Default::default()
-                };
-                let (inline, explained_inline, _) = codegen_run(&g, &inputs, with(false), threads);
-                let (span, explained, available) = codegen_run(&g, &inputs, with(true), threads);
-                assert_eq!(span, inline, "{op}, C = {cols}");
-                assert!(!explained_inline.contains("extreme routine"));
-                assert_eq!(
-                    explained.contains("extreme routine"),
-                    available,
-                    "{op}, C = {cols}:\n{explained}"
-                );
-            }
+            let what = format!("{op}, C = {cols}");
+            assert_native_gives_inline_bits(&g, &inputs, "extreme routine", &what);
         }
     }
 }

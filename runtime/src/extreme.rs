@@ -156,20 +156,16 @@ impl Partials {
 #[cfg(target_arch = "x86_64")]
 mod simd {
     use super::{Extreme, Partials};
+    use crate::vmath::simd::Lanes;
 
-    /// A vector of f32 lanes with the operations the extreme needs.
+    /// The span routines' vector of f32 lanes ([`Lanes`]: splat, load, store) with the
+    /// integer operations the extreme needs.
     ///
     /// # Safety
-    /// Every method may be called only from code compiled with the implementation's target
-    /// features (the entry points, after run-time detection); `load` needs `N` valid f32s at
-    /// the pointer.
-    pub(super) trait Lanes: Copy {
-        /// Lanes per vector.
-        const N: usize;
+    /// As for [`Lanes`].
+    pub(super) trait ExtremeLanes: Lanes {
         /// The same width of 32-bit integers.
         type Bits: Copy;
-        unsafe fn splat(x: f32) -> Self;
-        unsafe fn load(p: *const f32) -> Self;
         /// `x` where it is strictly beyond `self` (`maxps`/`minps` with `self` second), else
         /// `self`.
         unsafe fn extreme(self, x: Self, kind: Extreme) -> Self;
@@ -178,8 +174,6 @@ mod simd {
         unsafe fn smax(a: Self::Bits, b: Self::Bits) -> Self::Bits;
         unsafe fn umax(a: Self::Bits, b: Self::Bits) -> Self::Bits;
         unsafe fn smin(a: Self::Bits, b: Self::Bits) -> Self::Bits;
-        /// Stores the `N` lanes at `p`.
-        unsafe fn store(self, p: *mut f32);
         /// Stores the `N` lanes of `b` at `p`.
         unsafe fn store_bits(b: Self::Bits, p: *mut i32);
     }
@@ -194,7 +188,7 @@ mod simd {
     /// # Safety
     /// The trait's contract; `src` valid for reads of `len` f32s.
     #[inline(always)]
-    pub(super) unsafe fn run<V: Lanes>(kind: Extreme, src: *const f32, len: usize) -> f32 {
+    pub(super) unsafe fn run<V: ExtremeLanes>(kind: Extreme, src: *const f32, len: usize) -> f32 {
         // SAFETY (the block): the trait's contract, passed on by the caller; every load is of
         // `V::N` f32s below `len`.
         unsafe {
@@ -250,25 +244,14 @@ mod simd {
 
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
-    use super::simd::Lanes;
+    use super::simd::ExtremeLanes;
     use super::Extreme;
     use std::arch::x86_64::*;
 
     // SAFETY (every method): the trait's contract — reached only from `run` below, compiled
     // with AVX-512F, which its caller detected.
-    impl Lanes for __m512 {
-        const N: usize = 16;
+    impl ExtremeLanes for __m512 {
         type Bits = __m512i;
-        #[inline(always)]
-        unsafe fn splat(x: f32) -> Self {
-            // SAFETY: see the impl.
-            unsafe { _mm512_set1_ps(x) }
-        }
-        #[inline(always)]
-        unsafe fn load(p: *const f32) -> Self {
-            // SAFETY: see the impl; sixteen f32s at `p`.
-            unsafe { _mm512_loadu_ps(p) }
-        }
         #[inline(always)]
         unsafe fn extreme(self, x: Self, kind: Extreme) -> Self {
             // SAFETY: see the impl. (`vmaxps`/`vminps` return the second operand unless the
@@ -306,11 +289,6 @@ mod avx512 {
             unsafe { _mm512_min_epi32(a, b) }
         }
         #[inline(always)]
-        unsafe fn store(self, p: *mut f32) {
-            // SAFETY: see the impl; sixteen f32s at `p`.
-            unsafe { _mm512_storeu_ps(p, self) }
-        }
-        #[inline(always)]
         unsafe fn store_bits(b: __m512i, p: *mut i32) {
             // SAFETY: see the impl; sixteen i32s at `p`.
             unsafe { _mm512_storeu_si512(p.cast(), b) }
@@ -328,25 +306,14 @@ mod avx512 {
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::simd::Lanes;
+    use super::simd::ExtremeLanes;
     use super::Extreme;
     use std::arch::x86_64::*;
 
     // SAFETY (every method): the trait's contract — reached only from `run` below, compiled
-    // with AVX2, which its caller detected.
-    impl Lanes for __m256 {
-        const N: usize = 8;
+    // with AVX2 and FMA, which its caller detected.
+    impl ExtremeLanes for __m256 {
         type Bits = __m256i;
-        #[inline(always)]
-        unsafe fn splat(x: f32) -> Self {
-            // SAFETY: see the impl.
-            unsafe { _mm256_set1_ps(x) }
-        }
-        #[inline(always)]
-        unsafe fn load(p: *const f32) -> Self {
-            // SAFETY: see the impl; eight f32s at `p`.
-            unsafe { _mm256_loadu_ps(p) }
-        }
         #[inline(always)]
         unsafe fn extreme(self, x: Self, kind: Extreme) -> Self {
             // SAFETY: see the impl, and the AVX-512 one on the operands' order.
@@ -383,11 +350,6 @@ mod avx2 {
             unsafe { _mm256_min_epi32(a, b) }
         }
         #[inline(always)]
-        unsafe fn store(self, p: *mut f32) {
-            // SAFETY: see the impl; eight f32s at `p`.
-            unsafe { _mm256_storeu_ps(p, self) }
-        }
-        #[inline(always)]
         unsafe fn store_bits(b: __m256i, p: *mut i32) {
             // SAFETY: see the impl; eight i32s at `p`.
             unsafe { _mm256_storeu_si256(p.cast(), b) }
@@ -395,10 +357,12 @@ mod avx2 {
     }
 
     /// # Safety
-    /// The CPU must have AVX2; `src` valid for reads of `len` f32s.
-    #[target_feature(enable = "avx2")]
+    /// The CPU must have AVX2 and FMA (the span routines' lanes assume both); `src` valid for
+    /// reads of `len` f32s.
+    #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn run(kind: Extreme, src: *const f32, len: usize) -> f32 {
-        // SAFETY: compiled with AVX2, which the caller detected; the caller's contract.
+        // SAFETY: compiled with AVX2 and FMA, which the caller detected; the caller's
+        // contract.
         unsafe { super::simd::run::<__m256>(kind, src, len) }
     }
 }
@@ -477,8 +441,8 @@ mod tests {
                     want.to_bits()
                 );
                 #[cfg(target_arch = "x86_64")]
-                if is_x86_feature_detected!("avx2") {
-                    // SAFETY: AVX2 detected; `xs` holds its length of f32s.
+                if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+                    // SAFETY: AVX2 and FMA detected; `xs` holds its length of f32s.
                     let avx2 = unsafe { avx2::run(kind, xs.as_ptr(), xs.len()) };
                     assert!(same(avx2, want), "{kind:?} AVX2 of {xs:?}");
                 }

@@ -451,7 +451,7 @@ span_entry_point!(
 );
 
 #[cfg(target_arch = "x86_64")]
-mod simd {
+pub(crate) mod simd {
     //! The span algorithms written once over [`Lanes`] (a vector of f32 lanes), each step the
     //! scalar path's operation lane by lane, and instantiated for AVX2 (`__m256`) and
     //! AVX-512F (`__m512`) by the entry points in `avx2` and `avx512`.
@@ -466,7 +466,7 @@ mod simd {
     /// Every method may be called only from code compiled with the implementation's target
     /// features (the entry points, after run-time detection); `load`/`store` need `N` valid
     /// f32s at the pointer, `load_partial`/`store_partial` `n < N`.
-    pub(super) trait Lanes: Copy {
+    pub(crate) trait Lanes: Copy {
         /// Lanes per vector.
         const N: usize;
         /// A per-lane condition.
