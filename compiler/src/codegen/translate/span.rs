@@ -55,9 +55,10 @@
 //! **Extremes.** A loop that only takes the f32 maximum or minimum of a contiguous load
 //! ([`ExtremeSpan`]: softmax's row max) is one call of `weft_runtime::extreme`'s routine over
 //! its range, its result combined into the accumulator: the loop's 128-bit code spends three
-//! instructions per four elements (its `Extreme` partials), a fifth of softmax's time, where
-//! the routine spends three per sixteen with AVX-512. The rule is order-free, so the bits are
-//! the loop's. Not where the loop itself prefetches a later row ([`pass_prefetch`]).
+//! instructions per four elements (its `Extreme` partials), where the routine spends three per
+//! sixteen with AVX-512 (a 4096² row max 1.2–1.9× faster; softmax's, which then waits on
+//! memory, unchanged — docs/benchmarks.md). The rule is order-free, so the bits are the
+//! loop's. Not where the loop itself prefetches a later row ([`pass_prefetch`]).
 //!
 //! Either way a loop longer than a block ([`BLOCK`] f32 elements, 16 KiB) runs block by block,
 //! each block its loops and calls, so the call reads what the loop just wrote from L1.
