@@ -182,62 +182,101 @@ mod simd {
     /// bound one).
     const ACCS: usize = 4;
 
+    /// [`Partials`] of every lane of `V`.
+    #[derive(Clone, Copy)]
+    struct VectorPartials<V: ExtremeLanes> {
+        value: V,
+        smax: V::Bits,
+        umax: V::Bits,
+        smin: V::Bits,
+    }
+
+    impl<V: ExtremeLanes> VectorPartials<V> {
+        /// The partials of no term.
+        ///
+        /// # Safety
+        /// The trait's contract.
+        #[inline(always)]
+        unsafe fn new(kind: Extreme) -> Self {
+            // SAFETY: the caller's contract.
+            unsafe {
+                VectorPartials {
+                    value: V::splat(kind.identity()),
+                    smax: V::splat_bits(i32::MIN),
+                    umax: V::splat_bits(0),
+                    smin: V::splat_bits(i32::MAX),
+                }
+            }
+        }
+
+        /// The terms `x` folded in, lane by lane (the signed minimum only for a minimum, the
+        /// one rule that reads it).
+        ///
+        /// # Safety
+        /// The trait's contract.
+        #[inline(always)]
+        unsafe fn add(&mut self, kind: Extreme, x: V) {
+            // SAFETY: the caller's contract.
+            unsafe {
+                self.value = self.value.extreme(x, kind);
+                let b = x.bits();
+                self.smax = V::smax(self.smax, b);
+                self.umax = V::umax(self.umax, b);
+                if kind == Extreme::Min {
+                    self.smin = V::smin(self.smin, b);
+                }
+            }
+        }
+
+        /// Every lane folded into `p`.
+        ///
+        /// # Safety
+        /// The trait's contract.
+        #[inline(always)]
+        unsafe fn fold_into(&self, kind: Extreme, p: &mut Partials) {
+            // No path has more than sixteen lanes.
+            let (mut v, mut s, mut u, mut m) = ([0.0f32; 16], [0i32; 16], [0i32; 16], [0i32; 16]);
+            // SAFETY: the caller's contract; each array holds sixteen lanes.
+            unsafe {
+                self.value.store(v.as_mut_ptr());
+                V::store_bits(self.smax, s.as_mut_ptr());
+                V::store_bits(self.umax, u.as_mut_ptr());
+                V::store_bits(self.smin, m.as_mut_ptr());
+            }
+            for j in 0..V::N {
+                p.add(kind, v[j], s[j], u[j] as u32, m[j]);
+            }
+        }
+    }
+
     /// The extreme of the `len` f32s at `src` on `V`: whole vectors into [`ACCS`] partials of
-    /// each kind, the rest one at a time.
+    /// each kind, then the rest folded one at a time onto their settled extreme.
     ///
     /// # Safety
     /// The trait's contract; `src` valid for reads of `len` f32s.
     #[inline(always)]
     pub(super) unsafe fn run<V: ExtremeLanes>(kind: Extreme, src: *const f32, len: usize) -> f32 {
         // SAFETY (the block): the trait's contract, passed on by the caller; every load is of
-        // `V::N` f32s below `len`.
+        // `V::N` f32s below `len`, the scalar rest below `len` too.
         unsafe {
             let n = V::N;
-            let mut value = [V::splat(kind.identity()); ACCS];
-            let mut smax = [V::splat_bits(i32::MIN); ACCS];
-            let mut umax = [V::splat_bits(0); ACCS];
-            let mut smin = [V::splat_bits(i32::MAX); ACCS];
+            let mut acc = [VectorPartials::<V>::new(kind); ACCS];
             let mut i = 0;
             while i + ACCS * n <= len {
-                for a in 0..ACCS {
-                    let x = V::load(src.add(i + a * n));
-                    value[a] = value[a].extreme(x, kind);
-                    let b = x.bits();
-                    smax[a] = V::smax(smax[a], b);
-                    umax[a] = V::umax(umax[a], b);
-                    if kind == Extreme::Min {
-                        smin[a] = V::smin(smin[a], b);
-                    }
+                for (a, partials) in acc.iter_mut().enumerate() {
+                    partials.add(kind, V::load(src.add(i + a * n)));
                 }
                 i += ACCS * n;
             }
             while i + n <= len {
-                let x = V::load(src.add(i));
-                value[0] = value[0].extreme(x, kind);
-                let b = x.bits();
-                smax[0] = V::smax(smax[0], b);
-                umax[0] = V::umax(umax[0], b);
-                smin[0] = V::smin(smin[0], b);
+                acc[0].add(kind, V::load(src.add(i)));
                 i += n;
             }
             let mut p = Partials::new(kind);
-            // No path has more than sixteen lanes.
-            let (mut v, mut s, mut u, mut m) = ([0.0f32; 16], [0i32; 16], [0i32; 16], [0i32; 16]);
-            for a in 0..ACCS {
-                value[a].store(v.as_mut_ptr());
-                V::store_bits(smax[a], s.as_mut_ptr());
-                V::store_bits(umax[a], u.as_mut_ptr());
-                V::store_bits(smin[a], m.as_mut_ptr());
-                for j in 0..n {
-                    p.add(kind, v[j], s[j], u[j] as u32, m[j]);
-                }
+            for partials in &acc {
+                partials.fold_into(kind, &mut p);
             }
-            for j in i..len {
-                let x = *src.add(j);
-                let b = x.to_bits();
-                p.add(kind, x, b as i32, b, b as i32);
-            }
-            p.settle(kind)
+            super::run_scalar(kind, src.add(i), len - i, p.settle(kind))
         }
     }
 }
