@@ -342,9 +342,8 @@ fn loops(
                 .then(|| span::reduce_span_plan(k, *loop_id, body))
                 .flatten();
             let extreme = (span_math && vector)
-                .then(|| span::extreme_span_plan(k, *loop_id, body))
-                .flatten()
-                .filter(|_| span::pass_prefetch(k, *loop_id, body, span_math).is_none());
+                .then(|| span::extreme_span_plan(k, *loop_id, body, span_math))
+                .flatten();
             if let Some(span) = extreme {
                 // The routine does the whole loop: no vector code of ours runs.
                 what.retain(|w| !w.starts_with("vectorised"));

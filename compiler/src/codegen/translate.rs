@@ -1446,13 +1446,10 @@ impl<'b> Translator<'_, 'b> {
             Some(p) => f32_partials(self.k, p, body, &self.widened_from),
             None => Vec::new(),
         };
-        let prefetch = wide_plan.as_ref().and(self.pass_prefetch_of(l, body));
         if let Some(extreme) = wide_plan.as_ref().and(self.extreme_span_of(l, body)) {
-            if prefetch.is_none() {
-                return self.emit_extreme_span(l, &extreme);
-            }
+            return self.emit_extreme_span(l, &extreme);
         }
-        if let Some(next) = prefetch {
+        if let Some(next) = wide_plan.as_ref().and(self.pass_prefetch_of(l, body)) {
             self.step_prefetch = Some((l, next));
         }
         if narrow.is_empty() {

@@ -280,12 +280,22 @@ pub(crate) struct ExtremeSpan {
     pub(crate) load: BufferAccessExpr,
 }
 
-/// The [`ExtremeSpan`] of loop `l` (body `body` of `k`), if its conditions hold: vectorised,
-/// not parallel, at least [`MIN_EXTENT`] long; its body one unmasked f32 load contiguous along
-/// `l` and one `max` or `min` reduce of it into an f32 accumulator.
-pub(crate) fn extreme_span_plan(k: &Kernel, l: LoopId, body: &[Stmt]) -> Option<ExtremeSpan> {
+/// The [`ExtremeSpan`] of loop `l` (body `body` of `k`; span functions on or off by
+/// `span_math`), if its conditions hold: vectorised, not parallel, at least [`MIN_EXTENT`]
+/// long, not a pass that prefetches a later row ([`pass_prefetch`]); its body one unmasked
+/// f32 load contiguous along `l` and one `max` or `min` reduce of it into an f32 accumulator.
+pub(crate) fn extreme_span_plan(
+    k: &Kernel,
+    l: LoopId,
+    body: &[Stmt],
+    span_math: bool,
+) -> Option<ExtremeSpan> {
     let decl = &k.loops[l];
-    if !decl.annotations.vectorize || decl.annotations.parallel || decl.extent < MIN_EXTENT {
+    if !decl.annotations.vectorize
+        || decl.annotations.parallel
+        || decl.extent < MIN_EXTENT
+        || pass_prefetch(k, l, body, span_math).is_some()
+    {
         return None;
     }
     let [Stmt::Let {
@@ -750,7 +760,7 @@ impl Translator<'_, '_> {
         if !self.options.span_math || !self.options.vectorize || self.wide.is_some() {
             return None;
         }
-        extreme_span_plan(self.k, l, body)
+        extreme_span_plan(self.k, l, body, self.options.span_math)
     }
 
     /// Loop `l` as one call of the extreme routine over its range ([`ExtremeSpan`]), the
