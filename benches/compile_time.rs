@@ -3,7 +3,8 @@
 //! (a chain of elementwise ops, two reductions and a broadcast back) and the peers' training
 //! step (forward, backward and update: 12 kernels), each split into its
 //! stages — passes (`compile_plan`), lowering (`lower_plan`), code generation (`JitCompiler`,
-//! every kernel, one after another) — and whole (`Transformer::with_jit_options` +
+//! every kernel, one after another; `codegen_threaded`: each kernel's largest loop nests
+//! outlined and compiled beside it on the shared pool's threads) — and whole (`Transformer::with_jit_options` +
 //! `computation`: the kernels compiled at once on the computation's threads, storage
 //! planning and buffer allocation included). Lengths do not change the code generated, only
 //! the loop bounds in it; the whole-graph figure at 4096 × 4096 includes allocating its
@@ -86,6 +87,16 @@ fn compile_time(c: &mut Criterion) {
             b.iter(|| {
                 for lk in &lowered {
                     compiler.compile(&lk.kernel).unwrap();
+                }
+            })
+        });
+        let threaded = JitCompiler::new()
+            .unwrap()
+            .with_pool(weft_compiler::executable::shared_pool());
+        group.bench_function(BenchmarkId::new("codegen_threaded", name), |b| {
+            b.iter(|| {
+                for lk in &lowered {
+                    threaded.compile(&lk.kernel).unwrap();
                 }
             })
         });

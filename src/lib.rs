@@ -41,7 +41,7 @@ pub mod transformer;
 pub use computation::{Computation, NO_INPUTS};
 pub use error::{Error, Result};
 pub use transformer::{Backend, Transformer};
-pub use weft_compiler::codegen::CodegenOptions;
+pub use weft_compiler::codegen::{CodegenOptions, Outline};
 pub use weft_compiler::{JitOptions, LowerOptions};
 pub use weft_ir::graph::{GraphBuilder, Tensor};
 pub use weft_ir::{

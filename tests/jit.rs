@@ -1745,3 +1745,85 @@ fn span_blocks_split_a_parallel_loop() {
         );
     }
 }
+
+/// Outlined loop nests (`codegen::translate::outline`): layernorm over rows of 1100 columns,
+/// each pass long enough to be outlined, gives the same bits with its largest pass a function
+/// of its own compiled beside the kernel's (two threads), with every pass outlined (one
+/// thread), and with none — on ordinary rows, a row whose f32 partial sums overflow (the cold
+/// f64 re-run, inside the outlined function) and a row with a NaN; and the kernels' listings
+/// hold one, two and four functions.
+#[test]
+fn outlined_loop_nests_compute_the_inline_bits() {
+    let src = "axis R = 6\naxis C = 1100\nplaceholder a: f32[R, C]\nplaceholder g: f32[C]\n\
+               placeholder b: f32[C]\nconstant eps: f32[] = 1e-5\nmu = mean(a, [C])\n\
+               centered = subtract(a, mu)\nsq = square(centered)\nvar = mean(sq, [C])\n\
+               var_eps = add(var, eps)\nsd = sqrt(var_eps)\nnormed = divide(centered, sd)\n\
+               scaled = multiply(normed, g)\ny = add(scaled, b)\noutput y\n";
+    let graph = weft::ir::text::parse(src, "layernorm.weft").unwrap();
+    let (r, c) = (graph.find_axis("R").unwrap(), graph.find_axis("C").unwrap());
+    let mut xs: Vec<f32> = (0..6 * 1100u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) as f32 / u32::MAX as f32) * 8.0 - 4.0)
+        .collect();
+    // Row 4: f32 sums overflow, f64 ones do not (mean 3e38). Row 5: a NaN.
+    xs[4 * 1100..5 * 1100].fill(3.0e38);
+    xs[5 * 1100 + 7] = f32::NAN;
+    let columns = |f: fn(u32) -> f32| (0..1100).map(f).collect::<Vec<f32>>();
+    let inputs = [
+        HostArray::from_vec(Axes::new([r, c]).unwrap(), vec![6, 1100], xs).unwrap(),
+        HostArray::from_vec(
+            Axes::new([c]).unwrap(),
+            vec![1100],
+            columns(|i| 0.5 + i as f32 / 1100.0),
+        )
+        .unwrap(),
+        HostArray::from_vec(
+            Axes::new([c]).unwrap(),
+            vec![1100],
+            columns(|i| i as f32 / 550.0 - 1.0),
+        )
+        .unwrap(),
+    ];
+    let run = |outline, threads| {
+        let codegen = weft::CodegenOptions {
+            outline,
+            ..Default::default()
+        };
+        codegen_run(&graph, &inputs, codegen, Some(threads)).0
+    };
+    let inline = run(weft::Outline::Never, 2);
+    for (outline, threads) in [(weft::Outline::WhenThreaded, 2), (weft::Outline::Every, 1)] {
+        let outlined = run(outline, threads);
+        let differ = outlined.iter().zip(&inline).filter(|(a, b)| a != b).count();
+        assert!(
+            differ == 0,
+            "{outline:?}: {differ} results differ from inline code"
+        );
+    }
+    assert!(inline[4 * 1100..5 * 1100].iter().all(|&b| b != u32::MAX));
+    // The listings: how many functions each kernel became.
+    let functions = |outline, threads| {
+        let options = JitOptions {
+            threads: Some(threads),
+            codegen: weft::CodegenOptions {
+                outline,
+                ..Default::default()
+            },
+            ..JitOptions::default()
+        };
+        let exe = jit_common::jit_executable(&graph, &options);
+        let compiler = weft_compiler::codegen::JitCompiler::with_options(exe.codegen_options())
+            .unwrap()
+            .with_pool(weft_compiler::executable::pool_of(threads));
+        let lk = &exe.lowered()[0];
+        compiler
+            .clif_text(&lk.kernel)
+            .unwrap()
+            .matches("\nfunction ")
+            .count()
+            + 1
+    };
+    assert_eq!(functions(weft::Outline::Never, 2), 1);
+    assert_eq!(functions(weft::Outline::WhenThreaded, 1), 1);
+    assert_eq!(functions(weft::Outline::WhenThreaded, 2), 2);
+    assert_eq!(functions(weft::Outline::Every, 1), 4);
+}

@@ -83,7 +83,7 @@ pub fn dump_stages(source: &Graph, exe: &JitExecutable) -> Result<Vec<DumpFile>,
         push("gemm", "txt", "", plan.gemm_display());
     }
     push("steps", "txt", "", exe.steps_display());
-    // The executable's own switches, so the listings are the code it runs.
+    // The executable's own switches and threads, so the listings are the code it runs.
     let compiler = JitCompiler::with_options(CodegenOptions {
         disassemble: true,
         ..exe.codegen_options()
@@ -91,7 +91,8 @@ pub fn dump_stages(source: &Graph, exe: &JitExecutable) -> Result<Vec<DumpFile>,
     .map_err(|e| DumpError::Listing {
         kernel: "(host)".into(),
         message: e.to_string(),
-    })?;
+    })?
+    .with_pool(crate::executable::pool_of(exe.threads()));
     for lk in exe.lowered() {
         let name = lk.kernel.name.clone();
         let suffix = format!("-{name}");

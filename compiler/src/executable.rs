@@ -20,7 +20,7 @@
 //!   different workspaces (created on demand, then reused), so the executable is `Send + Sync`
 //!   and a steady-state run allocates no device memory.
 
-use crate::codegen::{CodegenError, CodegenOptions, JitCompiler};
+use crate::codegen::{CodegenError, CodegenOptions, JitCompiler, Outline};
 use crate::column_blocks::strip_columns;
 use crate::epilogue::plan_epilogue;
 use crate::gemm::GemmOptions;
@@ -186,8 +186,9 @@ impl JitOptions {
     }
 
     /// Fused, with every kernel of two or more outer points parallel (row kernels in two
-    /// chunks) and every reduction that may be split split in two: small graphs then take the
-    /// parallel and split paths that only large ones reach by default — how the tests and the
+    /// chunks), every reduction that may be split split in two, and loop nests outlined
+    /// wherever they may be ([`Outline::Every`]): small graphs then take the parallel, split
+    /// and outlined paths that only large ones reach by default — how the tests and the
     /// fuzzer check that those paths compute what the interpreter does.
     pub fn forced_parallel() -> Self {
         JitOptions {
@@ -197,6 +198,10 @@ impl JitOptions {
                 split_min_terms: 1,
                 split_chunks: 2,
                 ..LowerOptions::default()
+            },
+            codegen: CodegenOptions {
+                outline: Outline::Every,
+                ..CodegenOptions::default()
             },
             ..JitOptions::default()
         }
@@ -514,7 +519,7 @@ impl JitExecutable {
             storage_of.insert(n, s);
         }
         let mut lowered = lower_plan(&compiled, &options.lower)?;
-        let compiler = JitCompiler::with_options(options.codegen)?;
+        let compiler = JitCompiler::with_options(options.codegen)?.with_pool(pool.clone());
         // Each kernel has a module of its own, so they compile at once on the computation's
         // threads (a graph's kernels are independent until they are scheduled below).
         let mut compiled_kernels = pool

@@ -6,12 +6,12 @@
 //! only accesses the verifier proved in bounds. The hand-off itself is in `handoff.rs`, the
 //! crate's only `unsafe` code.
 
-use cranelift_codegen::ir::{types, AbiParam, Signature, UserFuncName};
+use cranelift_codegen::ir::{types, AbiParam, Function, Signature, UserExternalName, UserFuncName};
 use cranelift_codegen::isa::OwnedTargetIsa;
-use cranelift_codegen::Context;
 use cranelift_frontend::FunctionBuilderContext;
 use cranelift_jit::{JITBuilder, JITModule};
-use cranelift_module::{default_libcall_names, Linkage, Module};
+use cranelift_module::{default_libcall_names, FuncId, Linkage, Module, ModuleReloc};
+use std::sync::Arc;
 use weft_ir::loop_ir::{verify, Kernel};
 use weft_ir::scalar::{self, Arith};
 use weft_ir::{BinaryOp as GraphBinary, UnaryOp as GraphUnary};
@@ -20,10 +20,12 @@ use weft_runtime::prefetch::weft_prefetch_line;
 use weft_runtime::stream::{weft_stream_copy, weft_stream_scaled_f32};
 use weft_runtime::transpose::weft_transpose_32;
 use weft_runtime::vmath::{weft_exp_f32_span, weft_sigmoid_f32_span, weft_tanh_f32_span};
-use weft_runtime::CompiledKernel;
+use weft_runtime::{CompiledKernel, ThreadPool};
 
 use super::handoff::hand_over;
 use super::host::host_isa;
+use super::parallel::compile_all;
+use super::translate::outline::{outlined_signature, OutlinePolicy, OUTLINED_NAMESPACE};
 use super::translate::{kernel_signature, translate, PowRefs, TranslateOptions};
 use super::STREAM_MIN_BYTES;
 use super::{CodegenError, HostFeatures};
@@ -52,6 +54,25 @@ pub struct CodegenOptions {
     /// has AVX
     /// (`translate/jam.rs`).
     pub native_transpose: bool,
+    /// Which loop nests of a kernel are compiled as functions of their own, at once on the
+    /// compiler's threads ([`JitCompiler::with_pool`], `translate/outline.rs`).
+    pub outline: Outline,
+}
+
+/// Which loop nests of a kernel become Cranelift functions of their own, so that they compile
+/// on several threads at once (`translate/outline.rs`). The results are the same bits either
+/// way: only compile time and a call per nest differ.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Outline {
+    /// When the compiler has two threads or more: about half a kernel's cost, in its largest
+    /// nests of at least 1024 iterations per entry, when it has two such nests or more.
+    #[default]
+    WhenThreaded,
+    /// None.
+    Never,
+    /// Every nest where they are sought, whatever its size and the threads (tests: small
+    /// kernels take the outlined path).
+    Every,
 }
 
 impl Default for CodegenOptions {
@@ -63,6 +84,7 @@ impl Default for CodegenOptions {
             span_math: true,
             stream_min_bytes: Some(STREAM_MIN_BYTES),
             native_transpose: true,
+            outline: Outline::WhenThreaded,
         }
     }
 }
@@ -83,6 +105,8 @@ pub struct JitCompiler {
     isa: OwnedTargetIsa,
     features: HostFeatures,
     options: CodegenOptions,
+    /// Threads to compile a kernel's functions on ([`JitCompiler::with_pool`]).
+    pool: Option<Arc<ThreadPool>>,
 }
 
 impl std::fmt::Debug for JitCompiler {
@@ -91,6 +115,7 @@ impl std::fmt::Debug for JitCompiler {
             .field("target", &self.isa.triple().to_string())
             .field("features", &self.features)
             .field("options", &self.options)
+            .field("threads", &self.pool.as_ref().map_or(1, |p| p.threads()))
             .finish()
     }
 }
@@ -149,7 +174,15 @@ impl JitCompiler {
             isa,
             features,
             options,
+            pool: None,
         })
+    }
+
+    /// This compiler, compiling each kernel's sizeable loop nests as functions of their own
+    /// on `pool`'s threads at once (`translate/outline.rs`; nothing changes with one thread).
+    pub fn with_pool(mut self, pool: Arc<ThreadPool>) -> Self {
+        self.pool = Some(pool);
+        self
     }
 
     /// The host features detected.
@@ -182,6 +215,15 @@ impl JitCompiler {
             span_math: self.options.span_math && fma && self.features.avx2,
             stream_min_bytes: self.options.stream_min_bytes,
             native_transpose: self.options.native_transpose && self.features.avx,
+            outline: match self.options.outline {
+                Outline::Never => None,
+                Outline::WhenThreaded => self
+                    .pool
+                    .as_ref()
+                    .filter(|p| p.threads() > 1)
+                    .map(|_| OutlinePolicy::THREADED),
+                Outline::Every => Some(OutlinePolicy::EVERY),
+            },
         }
     }
 
@@ -207,13 +249,14 @@ impl JitCompiler {
         JITModule::new(builder)
     }
 
-    /// Declares the kernel and its imports in `module` and translates it into `ctx`.
+    /// Declares the kernel and its imports in `module` and translates it into `func`, which
+    /// calls the functions it returns (the loops it outlined, each declared in `module`).
     fn build(
         &self,
         kernel: &Kernel,
         module: &mut JITModule,
-        ctx: &mut Context,
-    ) -> Result<cranelift_module::FuncId, CodegenError> {
+        func: &mut Function,
+    ) -> Result<(FuncId, Vec<(FuncId, Function)>), CodegenError> {
         verify(kernel)?;
         let module_error = |e: cranelift_module::ModuleError| CodegenError::Cranelift {
             kernel: kernel.name.clone(),
@@ -224,8 +267,8 @@ impl JitCompiler {
         let id = module
             .declare_function("weft_kernel", Linkage::Export, &sig)
             .map_err(module_error)?;
-        ctx.func.signature = sig;
-        ctx.func.name = UserFuncName::user(0, id.as_u32());
+        func.signature = sig;
+        func.name = UserFuncName::user(0, id.as_u32());
         let mut import = |name: &str, conv, params: &[types::Type], returns: &[types::Type]| {
             let mut s = Signature::new(conv);
             s.params.extend(params.iter().map(|&t| AbiParam::new(t)));
@@ -233,7 +276,7 @@ impl JitCompiler {
             let f = module
                 .declare_function(name, Linkage::Import, &s)
                 .map_err(module_error)?;
-            Ok::<_, CodegenError>(module.declare_func_in_func(f, &mut ctx.func))
+            Ok::<_, CodegenError>(module.declare_func_in_func(f, func))
         };
         let (f32, f64, i64) = (types::F32, types::F64, types::I64);
         // Clobbers nothing: a call inside a vector loop keeps its registers.
@@ -263,23 +306,45 @@ impl JitCompiler {
             extreme_span_f32: import("weft_extreme_f32_span", call_conv, &[i64; 3], &[f32])?,
         };
         let mut fctx = FunctionBuilderContext::new();
-        translate(
+        let outlined = translate(
             kernel,
-            &mut ctx.func,
+            func,
             &mut fctx,
             pow,
             self.translate_options(),
             self.isa.frontend_config(),
         )?;
-        Ok(id)
+        let sig = outlined_signature(call_conv);
+        let mut declared = Vec::with_capacity(outlined.len());
+        for (i, mut f) in outlined.into_iter().enumerate() {
+            let fid = module
+                .declare_anonymous_function(&sig)
+                .map_err(module_error)?;
+            f.name = UserFuncName::user(0, fid.as_u32());
+            let placeholder = UserExternalName::new(OUTLINED_NAMESPACE, i as u32);
+            let callee = UserExternalName::new(0, fid.as_u32());
+            let named: Vec<_> = func
+                .params
+                .user_named_funcs()
+                .iter()
+                .filter(|(_, n)| **n == placeholder)
+                .map(|(r, _)| r)
+                .collect();
+            for r in named {
+                func.params.reset_user_func_name(r, callee.clone());
+            }
+            declared.push((fid, f));
+        }
+        Ok((id, declared))
     }
 
-    /// The Cranelift IR of `kernel` as it is handed to the backend.
+    /// The Cranelift IR of `kernel` as it is handed to the backend: its function, then those
+    /// of the loops it outlined.
     pub fn clif_text(&self, kernel: &Kernel) -> Result<String, CodegenError> {
         let mut module = self.new_module();
-        let mut ctx = module.make_context();
-        self.build(kernel, &mut module, &mut ctx)?;
-        Ok(ctx.func.display().to_string())
+        let mut func = Function::new();
+        let (_, outlined) = self.build(kernel, &mut module, &mut func)?;
+        Ok(clif_listing(&func, &outlined))
     }
 
     /// Verifies and compiles `kernel`.
@@ -304,26 +369,47 @@ impl JitCompiler {
         listing: bool,
     ) -> Result<(CompiledKernel, KernelListing), CodegenError> {
         let mut module = self.new_module();
-        let mut ctx = module.make_context();
-        let id = self.build(kernel, &mut module, &mut ctx)?;
+        let mut func = Function::new();
+        let (id, outlined) = self.build(kernel, &mut module, &mut func)?;
         let clif = if listing {
-            ctx.func.display().to_string()
+            clif_listing(&func, &outlined)
         } else {
             String::new()
         };
-        ctx.set_disasm(listing && self.options.disassemble);
         let cranelift_error = |message: String| CodegenError::Cranelift {
             kernel: kernel.name.clone(),
             message,
         };
-        module
-            .define_function(id, &mut ctx)
-            .map_err(|e| cranelift_error(format!("{e:?}")))?;
-        let (code_size, disassembly) = match ctx.compiled_code() {
-            Some(code) => (code.code_info().total_size as usize, code.vcode.clone()),
-            None => (0, None),
-        };
-        module.clear_context(&mut ctx);
+        let mut ids = vec![id];
+        let mut funcs = vec![func];
+        for (fid, f) in outlined {
+            ids.push(fid);
+            funcs.push(f);
+        }
+        let disasm = listing && self.options.disassemble;
+        let compiled = compile_all(&*self.isa, funcs, disasm, self.pool.as_deref())
+            .map_err(cranelift_error)?;
+        let mut code_size = 0;
+        let mut disassembly: Option<String> = None;
+        for (fid, c) in ids.into_iter().zip(compiled) {
+            let relocs: Vec<ModuleReloc> = c
+                .relocs
+                .iter()
+                .map(|r| ModuleReloc::from_mach_reloc(r, &c.func, fid))
+                .collect();
+            module
+                .define_function_bytes(fid, c.alignment, &c.code, &relocs)
+                .map_err(|e| cranelift_error(format!("{e:?}")))?;
+            code_size += c.code.len();
+            if let Some(text) = c.disassembly {
+                let all = disassembly.get_or_insert_with(String::new);
+                if !all.is_empty() {
+                    // Each outlined function after the kernel's, named as in the CLIF.
+                    all.push_str(&format!("\n; function u0:{}\n", fid.as_u32()));
+                }
+                all.push_str(&text);
+            }
+        }
         module
             .finalize_definitions()
             .map_err(|e| cranelift_error(e.to_string()))?;
@@ -338,4 +424,14 @@ impl JitCompiler {
             },
         ))
     }
+}
+
+/// The text of a kernel's function and then its outlined functions'.
+fn clif_listing(func: &Function, outlined: &[(FuncId, Function)]) -> String {
+    let mut text = func.display().to_string();
+    for (_, f) in outlined {
+        text.push('\n');
+        text.push_str(&f.display().to_string());
+    }
+    text
 }

@@ -11,10 +11,11 @@ mod handoff;
 mod host;
 mod jit;
 mod math;
+mod parallel;
 pub(crate) mod translate;
 pub(crate) mod vectorize;
 
 pub use error::CodegenError;
 pub use host::HostFeatures;
-pub use jit::{CodegenOptions, JitCompiler, KernelListing};
+pub use jit::{CodegenOptions, JitCompiler, KernelListing, Outline};
 pub use translate::span::STREAM_MIN_BYTES;

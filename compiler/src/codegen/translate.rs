@@ -25,7 +25,10 @@ use weft_ir::loop_ir::{
 };
 
 pub(crate) mod jam;
+pub(crate) mod outline;
 pub(crate) mod span;
+
+use outline::{OutlinePolicy, Outlining};
 
 use super::math::MathEmitter;
 use super::vectorize::{depends_on, plan, stores, WidePlan};
@@ -67,6 +70,9 @@ pub(crate) struct TranslateOptions {
     /// Whether a transposing copy may call the native transpose for its jammed loop and the
     /// loops continuing it ([`jam`]).
     pub native_transpose: bool,
+    /// Which loop nests become functions of their own, compiled at once ([`outline`]);
+    /// `None`: none.
+    pub outline: Option<OutlinePolicy>,
 }
 
 /// Imported scalar functions: `pow` (`f32`, `f64`), and `sin`/`cos` for arguments too large
@@ -191,7 +197,9 @@ fn vector_type(ty: ScalarType) -> Type {
     }
 }
 
-/// Fills `func` (whose signature must be [`kernel_signature`]) with the code of `kernel`.
+/// Fills `func` (whose signature must be [`kernel_signature`], its imports `pow` declared)
+/// with the code of `kernel`; returns the functions it calls for the loops it outlined
+/// ([`outline`]), the `i`th named `(OUTLINED_NAMESPACE, i)` in `func`.
 pub(crate) fn translate(
     kernel: &Kernel,
     func: &mut Function,
@@ -199,46 +207,26 @@ pub(crate) fn translate(
     pow: PowRefs,
     options: TranslateOptions,
     frontend: TargetFrontendConfig,
-) -> Result<()> {
+) -> Result<Vec<Function>> {
+    let outlining = options
+        .outline
+        .map(|policy| Outlining::new(kernel, func, policy, frontend));
     let mut b = FunctionBuilder::new(func, fctx);
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
     let params = b.block_params(entry).to_vec();
     let (table, begin, end) = (params[0], params[1], params[2]);
-    let bases = (0..kernel.buffers.len())
-        .map(|i| {
-            b.ins().load(
-                types::I64,
-                MemFlagsData::trusted().with_readonly(),
-                table,
-                (8 * i) as i32,
-            )
-        })
-        .collect();
-    let mut t = Translator {
-        k: kernel,
+    let mut t = Translator::new(
+        kernel,
         b,
         options,
         pow,
-        bases,
-        values: vec![None; kernel.values.len()],
-        loop_vals: vec![None; kernel.loops.len()],
-        accs: vec![None; kernel.accs.len()],
-        wide: None,
-        wide_offset: vec![0; kernel.loops.len()],
-        parallel: None,
-        widened_from: widenings(kernel),
-        reduced_only: reduced_only(kernel),
-        narrowed: Vec::new(),
-        jam_loads: Vec::new(),
-        range_override: None,
-        staging_slot: None,
-        staging: None,
-        span_sums: Vec::new(),
-        step_prefetch: None,
-        streamed: false,
-    };
+        table,
+        widenings(kernel),
+        reduced_only(kernel),
+    );
+    t.outlining = outlining;
     if let Some(l) = kernel.parallel_loop() {
         let extent = kernel.loops[l].extent as i64;
         let zero = t.b.ins().iconst(types::I64, 0);
@@ -257,7 +245,7 @@ pub(crate) fn translate(
     t.b.ins().return_(&[]);
     t.b.seal_all_blocks();
     t.b.finalize(frontend);
-    Ok(())
+    Ok(t.outlining.map(|o| o.functions).unwrap_or_default())
 }
 
 /// The accumulators whose vector partials the vector loop with plan `plan` and body `body`
@@ -374,11 +362,63 @@ struct Translator<'a, 'b> {
     step_prefetch: Option<(LoopId, span::NextRow)>,
     /// Whether the kernel called a streaming routine (it fences before returning).
     streamed: bool,
+    /// The buffer table, the function's first parameter.
+    table: Value,
+    /// Outlining of loop nests; `None` in an outlined function ([`outline`]).
+    outlining: Option<Outlining>,
 }
 
 type Result<T> = std::result::Result<T, CodegenError>;
 
-impl<'b> Translator<'_, 'b> {
+impl<'a, 'b> Translator<'a, 'b> {
+    /// A translator emitting with `b`, whose current block is the function's entry: loads
+    /// the buffers' base addresses from `table` there.
+    fn new(
+        k: &'a Kernel,
+        mut b: FunctionBuilder<'b>,
+        options: TranslateOptions,
+        pow: PowRefs,
+        table: Value,
+        widened_from: Vec<Option<ValueId>>,
+        reduced_only: Vec<Option<Vec<AccId>>>,
+    ) -> Self {
+        let bases = (0..k.buffers.len())
+            .map(|i| {
+                b.ins().load(
+                    types::I64,
+                    MemFlagsData::trusted().with_readonly(),
+                    table,
+                    (8 * i) as i32,
+                )
+            })
+            .collect();
+        Self {
+            k,
+            b,
+            options,
+            pow,
+            bases,
+            values: vec![None; k.values.len()],
+            loop_vals: vec![None; k.loops.len()],
+            accs: vec![None; k.accs.len()],
+            wide: None,
+            wide_offset: vec![0; k.loops.len()],
+            parallel: None,
+            widened_from,
+            reduced_only,
+            narrowed: Vec::new(),
+            jam_loads: Vec::new(),
+            range_override: None,
+            staging_slot: None,
+            staging: None,
+            span_sums: Vec::new(),
+            step_prefetch: None,
+            streamed: false,
+            table,
+            outlining: None,
+        }
+    }
+
     fn internal<T>(&self, message: impl Into<String>) -> Result<T> {
         Err(CodegenError::Internal {
             kernel: self.k.name.clone(),
@@ -487,7 +527,11 @@ impl<'b> Translator<'_, 'b> {
                 Stmt::Store { target, value } => self.store(target, *value)?,
                 Stmt::DeclareAcc(a) => self.declare_acc(*a),
                 Stmt::Reduce { acc, value, index } => self.reduce(*acc, *value, *index)?,
-                Stmt::Loop { loop_id, body } => self.emit_loop(*loop_id, body)?,
+                Stmt::Loop { loop_id, body } => {
+                    if !self.try_outline(*loop_id, body)? {
+                        self.emit_loop(*loop_id, body)?;
+                    }
+                }
                 Stmt::If { cond, body } => self.emit_if(*cond, body)?,
             }
         }
