@@ -1672,6 +1672,17 @@ fn span_functions_prefetch_the_next_row() {
     );
 }
 
+/// Layernorm over `[R, C]` (gain and bias over `C`), its output named `out`.
+fn layernorm_text(r: usize, c: usize, out: &str) -> String {
+    format!(
+        "axis R = {r}\naxis C = {c}\nplaceholder a: f32[R, C]\nplaceholder g: f32[C]\n\
+         placeholder b: f32[C]\nconstant eps: f32[] = 1e-5\nmu = mean(a, [C])\n\
+         centered = subtract(a, mu)\nsq = square(centered)\nvar = mean(sq, [C])\n\
+         var_eps = add(var, eps)\nsd = sqrt(var_eps)\nnormed = divide(centered, sd)\n\
+         scaled = multiply(normed, g)\n{out} = add(scaled, b)\noutput {out}\n"
+    )
+}
+
 /// A row kernel's pass over its row in cache prefetches a later row of its large input, a
 /// line per vector step, where no span function does (`codegen::translate::span::
 /// pass_prefetch`, `weft_runtime::prefetch::weft_prefetch_line`, called with Cranelift's
@@ -1680,12 +1691,7 @@ fn span_functions_prefetch_the_next_row() {
 /// interpreter on both JIT modes; the last rows' prefetches reach past the input harmlessly.
 #[test]
 fn row_passes_in_cache_prefetch_a_later_row() {
-    let src = "axis R = 260\naxis C = 4099\nplaceholder a: f32[R, C]\nplaceholder g: f32[C]\n\
-               placeholder b: f32[C]\nconstant eps: f32[] = 1e-5\nmu = mean(a, [C])\n\
-               centered = subtract(a, mu)\nsq = square(centered)\nvar = mean(sq, [C])\n\
-               var_eps = add(var, eps)\nsd = sqrt(var_eps)\nnormed = divide(centered, sd)\n\
-               scaled = multiply(normed, g)\nout = add(scaled, b)\noutput out\n";
-    let g = weft::ir::text::parse(src, "layernorm.weft").unwrap();
+    let g = weft::ir::text::parse(&layernorm_text(260, 4099, "out"), "layernorm.weft").unwrap();
     let explained = jit_common::explain(&g, &JitOptions::default());
     let prefetching: Vec<&str> = explained
         .lines()
@@ -1754,12 +1760,7 @@ fn span_blocks_split_a_parallel_loop() {
 /// hold one, two and four functions.
 #[test]
 fn outlined_loop_nests_compute_the_inline_bits() {
-    let src = "axis R = 6\naxis C = 1100\nplaceholder a: f32[R, C]\nplaceholder g: f32[C]\n\
-               placeholder b: f32[C]\nconstant eps: f32[] = 1e-5\nmu = mean(a, [C])\n\
-               centered = subtract(a, mu)\nsq = square(centered)\nvar = mean(sq, [C])\n\
-               var_eps = add(var, eps)\nsd = sqrt(var_eps)\nnormed = divide(centered, sd)\n\
-               scaled = multiply(normed, g)\ny = add(scaled, b)\noutput y\n";
-    let graph = weft::ir::text::parse(src, "layernorm.weft").unwrap();
+    let graph = weft::ir::text::parse(&layernorm_text(6, 1100, "y"), "layernorm.weft").unwrap();
     let (r, c) = (graph.find_axis("R").unwrap(), graph.find_axis("C").unwrap());
     let mut xs: Vec<f32> = (0..6 * 1100u32)
         .map(|i| (i.wrapping_mul(2_654_435_761) as f32 / u32::MAX as f32) * 8.0 - 4.0)
