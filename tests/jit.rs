@@ -1756,8 +1756,8 @@ fn span_blocks_split_a_parallel_loop() {
 /// each pass long enough to be outlined, gives the same bits with its largest pass a function
 /// of its own compiled beside the kernel's (two threads), with every pass outlined (one
 /// thread), and with none — on ordinary rows, a row whose f32 partial sums overflow (the cold
-/// f64 re-run, inside the outlined function) and a row with a NaN; and the kernels' listings
-/// hold one, two and four functions.
+/// f64 re-run, inside the outlined function) and a row with a NaN; the kernels' listings
+/// hold one, two and four functions, and `weft explain` names the loops outlined.
 #[test]
 fn outlined_loop_nests_compute_the_inline_bits() {
     let graph = weft::ir::text::parse(&layernorm_text(6, 1100, "y"), "layernorm.weft").unwrap();
@@ -1789,19 +1789,9 @@ fn outlined_loop_nests_compute_the_inline_bits() {
             outline,
             ..Default::default()
         };
-        codegen_run(&graph, &inputs, codegen, Some(threads)).0
+        codegen_run(&graph, &inputs, codegen, Some(threads))
     };
-    let inline = run(weft::Outline::Never, 2);
-    for (outline, threads) in [(weft::Outline::WhenThreaded, 2), (weft::Outline::Every, 1)] {
-        let outlined = run(outline, threads);
-        let differ = outlined.iter().zip(&inline).filter(|(a, b)| a != b).count();
-        assert!(
-            differ == 0,
-            "{outline:?}: {differ} results differ from inline code"
-        );
-    }
-    assert!(inline[4 * 1100..5 * 1100].iter().all(|&b| b != u32::MAX));
-    // The listings: how many functions each kernel became.
+    // How many functions a kernel became: its own and those of its outlined loops.
     let functions = |outline, threads| {
         let options = JitOptions {
             threads: Some(threads),
@@ -1823,8 +1813,30 @@ fn outlined_loop_nests_compute_the_inline_bits() {
             .count()
             + 1
     };
-    assert_eq!(functions(weft::Outline::Never, 2), 1);
-    assert_eq!(functions(weft::Outline::WhenThreaded, 1), 1);
-    assert_eq!(functions(weft::Outline::WhenThreaded, 2), 2);
-    assert_eq!(functions(weft::Outline::Every, 1), 4);
+    let (inline, _, _) = run(weft::Outline::Never, 2);
+    assert!(inline[4 * 1100..5 * 1100].iter().all(|&b| b != u32::MAX));
+    for (outline, threads, want) in [
+        (weft::Outline::Never, 2, 1),
+        (weft::Outline::WhenThreaded, 1, 1),
+        (weft::Outline::WhenThreaded, 2, 2),
+        (weft::Outline::Every, 1, 4),
+    ] {
+        let (outlined, explained, _) = run(outline, threads);
+        let differ = outlined.iter().zip(&inline).filter(|(a, b)| a != b).count();
+        assert!(
+            differ == 0,
+            "{outline:?}: {differ} results differ from inline code"
+        );
+        assert_eq!(
+            functions(outline, threads),
+            want,
+            "{outline:?}, {threads} threads"
+        );
+        let said = explained.matches("(outlined: the kernel calls it)").count();
+        assert_eq!(
+            said,
+            want - 1,
+            "{outline:?}, {threads} threads:\n{explained}"
+        );
+    }
 }

@@ -111,12 +111,14 @@ pub fn explain(exe: &JitExecutable) -> String {
             );
         }
         let widened_from = translate::widenings(k);
+        let outlined = crate::codegen::outlined_loops(k, &exe.codegen_options(), exe.threads());
         loops(
             k,
             &k.body,
             &widened_from,
             1,
             Codegen {
+                outlined: &outlined,
                 threads: exe.threads(),
                 vectorize: exe.codegen_options().vectorize,
                 span_math: exe.span_math(),
@@ -187,7 +189,10 @@ fn gemm(call: &weft_runtime::GemmCall, threads: usize, s: &mut String) {
 
 /// What code generation was allowed for the kernels explained.
 #[derive(Clone, Copy)]
-struct Codegen {
+struct Codegen<'a> {
+    /// The loops of the kernel compiled as functions of their own
+    /// (`codegen::translate::outline`).
+    outlined: &'a [LoopId],
     /// Threads of the pool.
     threads: usize,
     /// `CodegenOptions::vectorize`: off, every loop is scalar.
@@ -254,6 +259,7 @@ fn loops(
     s: &mut String,
 ) {
     let Codegen {
+        outlined,
         threads,
         vectorize,
         span_math,
@@ -478,6 +484,13 @@ fn loops(
             }
         } else if a.unroll > 1 {
             what.push(format!("unrolled x{}", a.unroll));
+        }
+        if outlined.contains(loop_id) {
+            what.push(
+                "compiled as a function of its own, beside the kernel's (outlined: the \
+                 kernel calls it)"
+                    .into(),
+            );
         }
         let _ = writeln!(
             s,

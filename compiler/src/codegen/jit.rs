@@ -25,7 +25,9 @@ use weft_runtime::{CompiledKernel, ThreadPool};
 use super::handoff::hand_over;
 use super::host::host_isa;
 use super::parallel::compile_all;
-use super::translate::outline::{outlined_signature, OutlinePolicy, OUTLINED_NAMESPACE};
+use super::translate::outline::{
+    outline_candidates, outlined_signature, OutlinePolicy, OUTLINED_NAMESPACE,
+};
 use super::translate::{kernel_signature, translate, PowRefs, TranslateOptions};
 use super::STREAM_MIN_BYTES;
 use super::{CodegenError, HostFeatures};
@@ -73,6 +75,31 @@ pub enum Outline {
     /// Every nest where they are sought, whatever its size and the threads (tests: small
     /// kernels take the outlined path).
     Every,
+}
+
+impl Outline {
+    /// The translator's policy for a compiler with `threads` threads; `None`: no outlining.
+    pub(crate) fn policy(self, threads: usize) -> Option<OutlinePolicy> {
+        match self {
+            Outline::Never => None,
+            Outline::WhenThreaded => (threads > 1).then_some(OutlinePolicy::THREADED),
+            Outline::Every => Some(OutlinePolicy::EVERY),
+        }
+    }
+}
+
+/// The loops of `kernel` a compiler with `options` and `threads` threads outlines
+/// (`translate/outline.rs`), as `weft explain` reports them.
+pub(crate) fn outlined_loops(
+    kernel: &Kernel,
+    options: &CodegenOptions,
+    threads: usize,
+) -> Vec<weft_ir::loop_ir::LoopId> {
+    options
+        .outline
+        .policy(threads)
+        .map(|p| outline_candidates(kernel, p))
+        .unwrap_or_default()
 }
 
 impl Default for CodegenOptions {
@@ -215,15 +242,10 @@ impl JitCompiler {
             span_math: self.options.span_math && fma && self.features.avx2,
             stream_min_bytes: self.options.stream_min_bytes,
             native_transpose: self.options.native_transpose && self.features.avx,
-            outline: match self.options.outline {
-                Outline::Never => None,
-                Outline::WhenThreaded => self
-                    .pool
-                    .as_ref()
-                    .filter(|p| p.threads() > 1)
-                    .map(|_| OutlinePolicy::THREADED),
-                Outline::Every => Some(OutlinePolicy::EVERY),
-            },
+            outline: self
+                .options
+                .outline
+                .policy(self.pool.as_ref().map_or(1, |p| p.threads())),
         }
     }
 

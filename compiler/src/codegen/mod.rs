@@ -17,5 +17,6 @@ pub(crate) mod vectorize;
 
 pub use error::CodegenError;
 pub use host::HostFeatures;
+pub(crate) use jit::outlined_loops;
 pub use jit::{CodegenOptions, JitCompiler, KernelListing, Outline};
 pub use translate::span::STREAM_MIN_BYTES;

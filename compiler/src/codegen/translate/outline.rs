@@ -10,8 +10,10 @@
 //! Candidates are the loops of the first body holding several (the kernel's, its parallel
 //! loop's, or that of a loop alone in one of these: softmax's row loop inside a block of rows),
 //! running at least [`MIN_ITERATIONS`] iterations per entry (counting their nested
-//! loops': a call and its interface cost tens of cycles); a kernel with fewer than two keeps
-//! all inline (one would leave nothing to compile beside it). Of these the largest by
+//! loops': a call and its interface cost tens of cycles), and not a span loop whose routine
+//! does the next loop's sum nor that loop (the partials pass between them in the kernel's
+//! frame); a kernel with fewer than two keeps all inline (one would leave nothing to compile
+//! beside it), as does one whose search would enter a jammed loop. Of these the largest by
 //! [`cost`] is outlined, then the next largest while what is outlined stays within half the
 //! kernel's cost ([`outline_candidates`]). An outlined loop `L` becomes a function
 //! `(table, io)`, emitted by the same translator as the inline loop, so it computes the
@@ -34,7 +36,7 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use weft_ir::arena::EntityRef;
 use weft_ir::loop_ir::{AccId, Inst, Kernel, LoopId, Stmt, ValueId};
 
-use super::{clif_type, AccRepr, Repr, Result, Translator};
+use super::{clif_type, jam, span, AccRepr, Repr, Result, Translator};
 
 /// Iterations per call (the loop's extent times its largest nested loop's, recursively) below
 /// which a loop stays inline.
@@ -142,19 +144,38 @@ pub(crate) fn outline_candidates(kernel: &Kernel, policy: OutlinePolicy) -> Vec<
         (Some(_), [Stmt::Loop { body, .. }]) => body.as_slice(),
         _ => kernel.body.as_slice(),
     };
-    // Through loops that are alone in their body (softmax's rows of a parallel block).
+    // Through loops that are alone in their body (softmax's rows of a parallel block), but
+    // not into one emitted four iterations at a time around its loop (a jam): its body is
+    // not emitted statement by statement.
     loop {
         let mut loops = top.iter().filter_map(|s| match s {
-            Stmt::Loop { body, .. } => Some(body.as_slice()),
+            Stmt::Loop { loop_id, body } => Some((*loop_id, body.as_slice())),
             _ => None,
         });
         match (loops.next(), loops.next()) {
-            (Some(only), None) if only.iter().any(|s| matches!(s, Stmt::Loop { .. })) => top = only,
+            (Some((l, only)), None) if only.iter().any(|s| matches!(s, Stmt::Loop { .. })) => {
+                if jam::jam_plan(kernel, l, only, kernel.parallel_loop() == Some(l)).is_some() {
+                    return Vec::new();
+                }
+                top = only
+            }
             _ => break,
         }
     }
     let mut found = Vec::new();
     collect_top_loops(kernel, top, policy.min_iterations, &mut found);
+    // A span loop whose routine also does the next loop's sum, and that loop, stay inline:
+    // the routine's partials pass from one to the other in the kernel's frame.
+    let paired: Vec<LoopId> = found
+        .iter()
+        .filter_map(|&(l, _)| {
+            let body = loop_body(top, l)?;
+            let sum = span::span_plan(kernel, l, body)?.sum?;
+            Some([l, sum.loop_id])
+        })
+        .flatten()
+        .collect();
+    found.retain(|(l, _)| !paired.contains(l));
     if found.len() < policy.min_loops {
         return Vec::new();
     }
@@ -169,6 +190,15 @@ pub(crate) fn outline_candidates(kernel: &Kernel, policy: OutlinePolicy) -> Vec<
         }
     }
     chosen
+}
+
+/// The body of loop `l` among the statements of `body` (inside `if` bodies too).
+fn loop_body(body: &[Stmt], l: LoopId) -> Option<&[Stmt]> {
+    body.iter().find_map(|s| match s {
+        Stmt::Loop { loop_id, body } if *loop_id == l => Some(body.as_slice()),
+        Stmt::If { body, .. } => loop_body(body, l),
+        _ => None,
+    })
 }
 
 /// The loops of `body` (inside `if` bodies too, not inside other loops) of at least `min`
