@@ -12,7 +12,7 @@
 //! running at least [`MIN_ITERATIONS`] iterations per entry (counting their nested
 //! loops': a call and its interface cost tens of cycles), and not a span loop whose routine
 //! does the next loop's sum nor that loop (the partials pass between them in the kernel's
-//! frame); a kernel with fewer than two keeps all inline (one would leave nothing to compile
+//! frame), nor one a native routine may do in one call (nothing to compile); a kernel with fewer than two keeps all inline (one would leave nothing to compile
 //! beside it), as does one whose search would enter a jammed loop. Of these the largest by
 //! [`cost`] is outlined, then the next largest while what is outlined stays within half the
 //! kernel's cost ([`outline_candidates`]). An outlined loop `L` becomes a function
@@ -175,7 +175,9 @@ pub(crate) fn outline_candidates(kernel: &Kernel, policy: OutlinePolicy) -> Vec<
         })
         .flatten()
         .collect();
-    found.retain(|(l, _)| !paired.contains(l));
+    found.retain(|&(l, _)| {
+        !paired.contains(&l) && !loop_body(top, l).is_some_and(|b| done_by_a_routine(kernel, l, b))
+    });
     if found.len() < policy.min_loops {
         return Vec::new();
     }
@@ -190,6 +192,16 @@ pub(crate) fn outline_candidates(kernel: &Kernel, policy: OutlinePolicy) -> Vec<
         }
     }
     chosen
+}
+
+/// Whether loop `l` (body `body`) may be one call of a native routine (a span's extreme, a
+/// scaled streamed copy, a transpose), whatever the options: as a function of its own it
+/// would only add a function and a call to compile.
+fn done_by_a_routine(k: &Kernel, l: LoopId, body: &[Stmt]) -> bool {
+    span::extreme_span_plan(k, l, body, true).is_some()
+        || span::stream_plan(k, l, body, 0, true)
+            .is_some_and(|t| span::scaled_copy(k, l, body, &t).is_some())
+        || jam::transpose_call(k, l, body, None).is_some()
 }
 
 /// The body of loop `l` among the statements of `body` (inside `if` bodies too).
