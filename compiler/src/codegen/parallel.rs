@@ -44,24 +44,21 @@ pub(crate) fn compile_all(
             .collect();
     };
     // Largest first: the pool hands items out in order, so the last to start is small.
-    let mut order: Vec<usize> = (0..funcs.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(funcs[i].dfg.num_insts()));
-    let mut slots: Vec<Option<Function>> = funcs.into_iter().map(Some).collect();
-    let items: Vec<(usize, Mutex<Option<Function>>)> = order
+    let items: Vec<(usize, Mutex<Option<Function>>)> = funcs
         .into_iter()
-        .map(|i| (i, Mutex::new(slots[i].take())))
+        .map(|f| (f.dfg.num_insts(), Mutex::new(Some(f))))
         .collect();
-    let results = pool.map(&items, |(_, f)| {
-        let f = f.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(items[i].0));
+    let results = pool.map(&order, |&i| {
+        let f = items[i].1.lock().unwrap_or_else(|p| p.into_inner()).take();
         f.map(|f| compile_one(isa, f, disasm))
     });
-    let mut out: Vec<Option<Result<CompiledFunction, String>>> =
-        (0..items.len()).map(|_| None).collect();
-    for ((i, _), r) in items.iter().zip(results) {
-        out[*i] = r;
-    }
+    let mut out: Vec<(usize, Option<Result<CompiledFunction, String>>)> =
+        order.into_iter().zip(results).collect();
+    out.sort_by_key(|(i, _)| *i);
     out.into_iter()
-        .map(|r| r.unwrap_or_else(|| Err("a function was not compiled".to_string())))
+        .map(|(_, r)| r.unwrap_or_else(|| Err("a function was not compiled".to_string())))
         .collect()
 }
 

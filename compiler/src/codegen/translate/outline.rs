@@ -8,24 +8,27 @@
 //! clobbers, so splitting finer than the threads do only adds work.
 //!
 //! Candidates are the loops of the first body holding several (the kernel's, its parallel
-//! loop's, or that of a loop alone in one of these: softmax's row loop inside a block of rows),
-//! running at least [`MIN_ITERATIONS`] iterations per entry (counting their nested
-//! loops': a call and its interface cost tens of cycles), and not a span loop whose routine
-//! does the next loop's sum nor that loop (the partials pass between them in the kernel's
-//! frame), nor one a native routine may do in one call (nothing to compile); a kernel with fewer than two keeps all inline (one would leave nothing to compile
-//! beside it), as does one whose search would enter a jammed loop. Of these the largest by
-//! [`cost`] is outlined, then the next largest while what is outlined stays within half the
-//! kernel's cost ([`outline_candidates`]). An outlined loop `L` becomes a function
-//! `(table, io)`, emitted by the same translator as the inline loop, so it computes the
-//! same bits; `io` points at a stack slot of the caller holding 8-byte entries: the indices
-//! of the loops enclosing `L` or named inside it, then the values defined outside `L` that it reads (all
-//! scalars: no vector loop encloses `L`), then each accumulator declared outside and reduced
-//! or read inside — its value, and its index for arg-reductions. The function reads every
-//! entry on entry, writes the accumulators' back before it returns, and the caller reloads
-//! them. State of the translator that would carry from `L` into later statements (a span
-//! routine's sums for a later loop, [`span`](super::span)) is not carried across a call:
-//! such a loop is emitted inline instead. A streamed store inside an outlined function is
-//! fenced by the kernel's function before it returns, as an inline one is.
+//! loop's, or that of a loop alone in one of these: softmax's row loop inside a block of
+//! rows), running at least [`MIN_ITERATIONS`] iterations per entry (counting their nested
+//! loops': a call and its interface cost tens of cycles); not a span loop whose routine does
+//! the next loop's sum nor that loop (the partials pass between them in the kernel's frame),
+//! nor one a native routine may do in one call (nothing to compile). A kernel with fewer than
+//! two keeps all inline (one would leave nothing to compile beside it), as does one whose
+//! search would enter a jammed loop. Of these the largest by [`cost`] is outlined, then the
+//! next largest while what is outlined stays within half the kernel's cost
+//! ([`outline_candidates`]).
+//!
+//! An outlined loop `L` becomes a function `(table, io)`, emitted by the same translator as
+//! the inline loop, so it computes the same bits; `io` points at a stack slot of the caller
+//! holding 8-byte entries: the indices of the loops enclosing `L` or named inside it, then
+//! the values defined outside `L` that it reads (all scalars: no vector loop encloses `L`),
+//! then each accumulator declared outside and reduced or read inside — its value, and its
+//! index for arg-reductions. The function reads every entry on entry, writes the
+//! accumulators' back before it returns, and the caller reloads them. Should its translation
+//! leave state for later statements after all (a span routine's sums for a later loop,
+//! [`span`](super::span)), it is dropped and the loop emitted inline. A streamed store inside
+//! an outlined function is fenced by the kernel's function before it returns, as an inline
+//! one is.
 
 use cranelift_codegen::ir::{
     types, AbiParam, ExtFuncData, ExternalName, FuncRef, Function, InstBuilder, MemFlagsData,
@@ -168,24 +171,18 @@ pub(crate) fn outline_candidates(kernel: &Kernel, policy: OutlinePolicy) -> Vec<
     // the routine's partials pass from one to the other in the kernel's frame.
     let paired: Vec<LoopId> = found
         .iter()
-        .filter_map(|&(l, _)| {
-            let body = loop_body(top, l)?;
-            let sum = span::span_plan(kernel, l, body)?.sum?;
-            Some([l, sum.loop_id])
-        })
+        .filter_map(|&(l, body, _)| Some([l, span::span_plan(kernel, l, body)?.sum?.loop_id]))
         .flatten()
         .collect();
-    found.retain(|&(l, _)| {
-        !paired.contains(&l) && !loop_body(top, l).is_some_and(|b| done_by_a_routine(kernel, l, b))
-    });
+    found.retain(|&(l, body, _)| !paired.contains(&l) && !done_by_a_routine(kernel, l, body));
     if found.len() < policy.min_loops {
         return Vec::new();
     }
-    found.sort_by_key(|&(l, c)| (std::cmp::Reverse(c), l.index()));
+    found.sort_by_key(|&(l, _, c)| (std::cmp::Reverse(c), l.index()));
     let half = cost(kernel, top) / 2;
     let mut outlined = 0;
     let mut chosen = Vec::new();
-    for (l, c) in found {
+    for (l, _, c) in found {
         if policy.every || chosen.is_empty() || outlined + c <= half {
             outlined += c;
             chosen.push(l);
@@ -204,22 +201,18 @@ fn done_by_a_routine(k: &Kernel, l: LoopId, body: &[Stmt]) -> bool {
         || jam::transpose_call(k, l, body, None).is_some()
 }
 
-/// The body of loop `l` among the statements of `body` (inside `if` bodies too).
-fn loop_body(body: &[Stmt], l: LoopId) -> Option<&[Stmt]> {
-    body.iter().find_map(|s| match s {
-        Stmt::Loop { loop_id, body } if *loop_id == l => Some(body.as_slice()),
-        Stmt::If { body, .. } => loop_body(body, l),
-        _ => None,
-    })
-}
-
 /// The loops of `body` (inside `if` bodies too, not inside other loops) of at least `min`
-/// iterations, with their costs.
-fn collect_top_loops(k: &Kernel, body: &[Stmt], min: u64, found: &mut Vec<(LoopId, u64)>) {
+/// iterations, with their bodies and costs.
+fn collect_top_loops<'k>(
+    k: &Kernel,
+    body: &'k [Stmt],
+    min: u64,
+    found: &mut Vec<(LoopId, &'k [Stmt], u64)>,
+) {
     for s in body {
         match s {
             Stmt::Loop { loop_id, body } if iterations(k, *loop_id, body) >= min => {
-                found.push((*loop_id, cost(k, std::slice::from_ref(s))))
+                found.push((*loop_id, body, cost(k, std::slice::from_ref(s))))
             }
             Stmt::If { body, .. } => collect_top_loops(k, body, min, found),
             _ => {}
@@ -269,6 +262,10 @@ struct Interface {
     loops: Vec<LoopId>,
     values: Vec<ValueId>,
     accs: Vec<AccId>,
+    /// The caller's values of `loops` and `values`, in order.
+    inputs: Vec<Value>,
+    /// The caller's variables of `accs`: each value, then its index for arg-reductions.
+    acc_vars: Vec<Variable>,
 }
 
 /// The values `body` reads that it does not define, the accumulators it reduces into or reads
@@ -397,7 +394,13 @@ impl Translator<'_, '_> {
                 let Some((func, streamed)) = self.outlined_function(l, body, &interface)? else {
                     return Ok(false);
                 };
-                let callee = self.import_outlined(func);
+                let sig = func.signature.clone();
+                let Some(o) = self.outlining.as_mut() else {
+                    return Ok(false);
+                };
+                o.functions.push(func);
+                let index = o.functions.len() - 1;
+                let callee = self.import_outlined(index, sig);
                 if let Some(o) = self.outlining.as_mut() {
                     o.done.push((l, callee, streamed));
                 }
@@ -420,17 +423,31 @@ impl Translator<'_, '_> {
             }
         }
         loops.retain(|&m| m != l);
-        let scalar_values = values
-            .iter()
-            .all(|v| matches!(self.values[v.index()], Some(Repr::Scalar(_))));
-        let scalar_accs = accs
-            .iter()
-            .all(|a| matches!(self.accs[a.index()], Some(AccRepr::Scalar { .. })));
-        let loops_known = loops.iter().all(|m| self.loop_vals[m.index()].is_some());
-        (scalar_values && scalar_accs && loops_known).then_some(Interface {
+        let mut inputs = Vec::with_capacity(loops.len() + values.len());
+        for m in &loops {
+            inputs.push(self.loop_vals[m.index()]?);
+        }
+        for v in &values {
+            match self.values[v.index()] {
+                Some(Repr::Scalar(x)) => inputs.push(x),
+                _ => return None,
+            }
+        }
+        let mut acc_vars = Vec::new();
+        for a in &accs {
+            match self.accs[a.index()] {
+                Some(AccRepr::Scalar { value, index }) => {
+                    acc_vars.extend(std::iter::once(value).chain(index))
+                }
+                _ => return None,
+            }
+        }
+        Some(Interface {
             loops,
             values,
             accs,
+            inputs,
+            acc_vars,
         })
     }
 
@@ -513,17 +530,9 @@ impl Translator<'_, '_> {
         Ok(Some((func, streamed)))
     }
 
-    /// Takes the outlined `func` into the kernel's list; the reference the kernel's function
-    /// calls it by.
-    fn import_outlined(&mut self, func: Function) -> FuncRef {
-        let sig = func.signature.clone();
-        let index = match self.outlining.as_mut() {
-            Some(o) => {
-                o.functions.push(func);
-                o.functions.len() - 1
-            }
-            None => 0,
-        };
+    /// The reference by which the kernel's function calls the `index`th outlined function,
+    /// of signature `sig`.
+    fn import_outlined(&mut self, index: usize, sig: Signature) -> FuncRef {
         let name = self
             .b
             .func
@@ -542,24 +551,8 @@ impl Translator<'_, '_> {
 
     /// Calls `callee`, an outlined loop with interface `i`, and takes back its accumulators.
     fn call_outlined(&mut self, callee: FuncRef, i: &Interface) {
-        let acc_vars: Vec<Variable> = i
-            .accs
-            .iter()
-            .flat_map(|a| match self.accs[a.index()].clone() {
-                Some(AccRepr::Scalar { value, index }) => {
-                    std::iter::once(value).chain(index).collect::<Vec<_>>()
-                }
-                _ => Vec::new(),
-            })
-            .collect();
-        let mut entries: Vec<Value> = Vec::new();
-        entries.extend(i.loops.iter().filter_map(|m| self.loop_vals[m.index()]));
-        for v in &i.values {
-            if let Some(Repr::Scalar(x)) = self.values[v.index()] {
-                entries.push(x);
-            }
-        }
-        for &var in &acc_vars {
+        let mut entries = i.inputs.clone();
+        for &var in &i.acc_vars {
             entries.push(self.b.use_var(var));
         }
         let bytes = (8 * entries.len()).max(8) as u32;
@@ -574,8 +567,8 @@ impl Translator<'_, '_> {
             self.b.ins().store(flags, x, io, (8 * j) as i32);
         }
         self.b.ins().call(callee, &[self.table, io]);
-        let first = entries.len() - acc_vars.len();
-        for (j, var) in acc_vars.into_iter().enumerate() {
+        let first = i.inputs.len();
+        for (j, &var) in i.acc_vars.iter().enumerate() {
             let ty = self.b.func.dfg.value_type(entries[first + j]);
             let v = self.b.ins().load(ty, flags, io, (8 * (first + j)) as i32);
             self.b.def_var(var, v);
