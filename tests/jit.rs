@@ -1602,6 +1602,94 @@ fn sums_of_span_functions_give_the_inline_bits() {
     }
 }
 
+/// A row loop that only sums f32 terms read from a span — `x`, `x − c`, `c − x`, or the
+/// square of one (`square` or `multiply(d, d)`): layernorm's mean and variance passes, an l2
+/// norm — runs as one call of the native sum routine (`weft_runtime::span_sum`), with the
+/// inline loop's bits: rows of 4096 terms and more, with and without a tail (shorter rows keep
+/// the inline loop: `explain` says so), inputs with every edge (NaN, ±inf,
+/// rows of −0, values whose f32 partials overflow, so the routine's f64 re-run runs), 1 and 2
+/// threads; `weft explain` says so exactly when the routine is available.
+#[test]
+fn plain_and_squared_sums_give_the_inline_bits() {
+    let mut rng = weft_ir::perturb::SplitMix(0x9e37_79b9_7f4a_7c15);
+    let edges = [
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        3e38,
+        -3e38,
+        1e-40,
+    ];
+    let head = "placeholder x: f32[R, C]\nplaceholder c: f32[R]\n";
+    for (src, name) in [
+        ("y = sum(x, [C])\n", "sum"),
+        ("y = mean(x, [C])\n", "mean"),
+        ("d = subtract(x, c)\ny = sum(d, [C])\n", "sum of x - c"),
+        (
+            "d = subtract(x, c)\nq = square(d)\ny = sum(q, [C])\n",
+            "sum of (x - c)^2",
+        ),
+        (
+            "d = subtract(c, x)\nq = multiply(d, d)\ny = sum(q, [C])\n",
+            "sum of (c - x)(c - x)",
+        ),
+        ("q = square(x)\ny = sum(q, [C])\n", "sum of squares"),
+    ] {
+        // Rows of at least `span::SUM_MIN_EXTENT` (4096) terms: with and without a tail.
+        for (rows, cols) in [(5, 4096), (4, 4099), (3, 9000)] {
+            let text = format!("axis R = {rows}\naxis C = {cols}\n{head}{src}output y\n");
+            let g = weft::ir::text::parse(&text, "sum.weft").unwrap();
+            let (r, cx) = (g.find_axis("R").unwrap(), g.find_axis("C").unwrap());
+            // Row 0 ordinary values, row 1 with edges, row 2 (if any) overflowing f32
+            // partials, the rest −0.
+            let xs: Vec<f32> = (0..rows * cols)
+                .map(|i| match i / cols {
+                    0 => (rng.unit() * 40.0 - 20.0) as f32,
+                    1 if rng.below(8) == 0 => edges[i % edges.len()],
+                    1 => (rng.unit() * 2e6 - 1e6) as f32,
+                    2 => 2e38 + (rng.unit() * 1e37) as f32,
+                    _ => -0.0,
+                })
+                .collect();
+            let cs: Vec<f32> = (0..rows).map(|_| (rng.unit() * 4.0 - 2.0) as f32).collect();
+            let inputs = [
+                HostArray::from_vec(Axes::new([r, cx]).unwrap(), vec![rows, cols], xs).unwrap(),
+                HostArray::from_vec(Axes::new([r]).unwrap(), vec![rows], cs).unwrap(),
+            ];
+            let what = format!("{name}, C = {cols}");
+            assert_native_gives_inline_bits(&g, &inputs, "sum routine in one call", &what);
+        }
+    }
+    let g = weft::ir::text::parse(&layernorm_text(6, 4099, "y"), "ln.weft").unwrap();
+    let inputs: Vec<HostArray> = g
+        .placeholders()
+        .iter()
+        .map(|&p| {
+            let axes = g.get(p).unwrap().axes.clone();
+            let shape: Vec<usize> = axes.iter().map(|a| g.axis_len(*a).unwrap()).collect();
+            let data = (0..shape.iter().product::<usize>())
+                .map(|i| match i % 4099 {
+                    7 if i / 4099 == 1 => f32::NAN,
+                    _ if i / 4099 == 2 => 3e38,
+                    _ => (rng.unit() * 10.0 - 5.0) as f32,
+                })
+                .collect();
+            HostArray::from_vec(axes, shape, data).unwrap()
+        })
+        .collect();
+    assert_native_gives_inline_bits(&g, &inputs, "sum routine in one call", "layernorm");
+    let short = "axis R = 4\naxis C = 4095\nplaceholder x: f32[R, C]\ny = sum(x, [C])\noutput y\n";
+    let g = weft::ir::text::parse(short, "short.weft").unwrap();
+    let inputs = [HostArray::from_vec(
+        g.get(g.placeholders()[0]).unwrap().axes.clone(),
+        vec![4, 4095],
+        (0..4 * 4095).map(|i| (i % 97) as f32 - 48.0).collect(),
+    )
+    .unwrap()];
+    let (_, explained, _) = codegen_run(&g, &inputs, Default::default(), None);
+    assert!(!explained.contains("sum routine"), "{explained}");
+}
+
 /// A row loop that only takes an f32 maximum or minimum (softmax's row max) runs as one call
 /// of the native extreme routine (`weft_runtime::extreme`), with the inline vector loop's bits:
 /// lengths with and without a tail, inputs with every edge (NaNs of either sign and any
@@ -1686,7 +1774,8 @@ fn layernorm_text(r: usize, c: usize, out: &str) -> String {
 /// A row kernel's pass over its row in cache prefetches a later row of its large input, a
 /// line per vector step, where no span function does (`codegen::translate::span::
 /// pass_prefetch`, `weft_runtime::prefetch::weft_prefetch_line`, called with Cranelift's
-/// `preserve_all` convention from inside the vector loop): layernorm over 260 x 4099 (4.3 MB,
+/// `preserve_all` convention from inside the vector loop, or spread over the sum routine's
+/// steps where it does the pass): layernorm over 260 x 4099 (4.3 MB,
 /// above the prefetch threshold) says so for its variance pass and agrees with the
 /// interpreter on both JIT modes; the last rows' prefetches reach past the input harmlessly.
 #[test]
@@ -1698,8 +1787,11 @@ fn row_passes_in_cache_prefetch_a_later_row() {
         .filter(|l| l.contains("prefetching %a's row 2 ahead for %i1, a line per step"))
         .collect();
     assert_eq!(prefetching.len(), 1, "{explained}");
+    // The variance pass: its own vector loop, or (span routines available, 4099 terms a row)
+    // the sum routine, which takes over its prefetch.
     assert!(
-        prefetching[0].contains("f32 partials for %a1"),
+        prefetching[0].contains("f32 partials for %a1")
+            || prefetching[0].contains("squared into %a1 by the native"),
         "{explained}"
     );
     agree(&g, g.outputs(), 2);

@@ -386,6 +386,26 @@ fn loops(
                      f32 partials for %{acc}, combined here; the loop re-runs in f64 if the \
                      total is not finite)"
                 ));
+            } else if let Some(sum) = (span_math && vector)
+                .then(|| span::sum_span_plan(k, *loop_id, body, span_math))
+                .flatten()
+            {
+                // The routine does the whole loop: no vector code of ours runs.
+                what.retain(|w| !w.starts_with("vectorised"));
+                let term = source_text(k, &sum.source);
+                let term = if sum.square {
+                    format!("({term}) squared")
+                } else {
+                    term
+                };
+                what.push(format!(
+                    "the sum of {term} into %{} by the native {} sum routine in one call ({} \
+                     f32 partials combined, the tail, and the f64 re-run if the total is not \
+                     finite, as the loop's own code would)",
+                    sum.acc,
+                    weft_runtime::vmath::span_isa().unwrap_or("scalar"),
+                    sum.width
+                ));
             } else if !narrow.is_empty() {
                 let accs: Vec<String> = narrow.iter().map(|a| format!("%{a}")).collect();
                 what.push(format!(

@@ -14,6 +14,7 @@ pub mod extreme;
 pub mod interp;
 pub mod plan;
 pub mod prefetch;
+pub mod span_sum;
 pub mod state;
 pub mod stream;
 pub mod transpose;

@@ -17,6 +17,7 @@ use weft_ir::scalar::{self, Arith};
 use weft_ir::{BinaryOp as GraphBinary, UnaryOp as GraphUnary};
 use weft_runtime::extreme::weft_extreme_f32_span;
 use weft_runtime::prefetch::weft_prefetch_line;
+use weft_runtime::span_sum::weft_sum_f32_span_keeping;
 use weft_runtime::stream::{weft_stream_copy, weft_stream_scaled_f32};
 use weft_runtime::transpose::weft_transpose_32;
 use weft_runtime::vmath::{weft_exp_f32_span, weft_sigmoid_f32_span, weft_tanh_f32_span};
@@ -264,6 +265,7 @@ impl JitCompiler {
         builder.symbol("weft_prefetch_line", weft_prefetch_line as *const u8);
         builder.symbol("weft_transpose_32", weft_transpose_32 as *const u8);
         builder.symbol("weft_extreme_f32_span", weft_extreme_f32_span as *const u8);
+        builder.symbol("weft_sum_f32_span", weft_sum_f32_span_keeping as *const u8);
         builder.symbol(
             "weft_stream_scaled_f32",
             weft_stream_scaled_f32 as *const u8,
@@ -326,6 +328,14 @@ impl JitCompiler {
             transpose_32: import("weft_transpose_32", call_conv, &[i64; 7], &[])?,
             // (src, len, min) -> the extreme
             extreme_span_f32: import("weft_extreme_f32_span", call_conv, &[i64; 3], &[f32])?,
+            // (src, len, mode, acc, at, bytes, shift); keeps every register, so values live
+            // across it stay put.
+            sum_span_f32: import(
+                "weft_sum_f32_span",
+                preserve_all,
+                &[i64, i64, i64, i64, i64, i64, f32],
+                &[],
+            )?,
         };
         let mut fctx = FunctionBuilderContext::new();
         let outlined = translate(

@@ -105,6 +105,9 @@ pub(crate) struct PowRefs {
     /// `weft_extreme_f32_span(src, len, min) -> f32`: a span's exact maximum or minimum
     /// ([`span::ExtremeSpan`]).
     pub extreme_span_f32: FuncRef,
+    /// `weft_sum_f32_span(src, len, mode, acc, at, bytes, shift)` (`preserve_all`): a whole
+    /// sum loop over a span into `*acc` ([`span::SumSpan`]).
+    pub sum_span_f32: FuncRef,
 }
 
 #[derive(Clone, Debug)]
@@ -352,6 +355,8 @@ struct Translator<'a, 'b> {
     range_override: Option<(LoopId, Value, Value)>,
     /// The stack slot holding the staging area of streamed stores, once one is needed.
     staging_slot: Option<StackSlot>,
+    /// The accumulator slot of the sum routine's calls ([`span::SumSpan`]), once made.
+    sum_slot: Option<StackSlot>,
     /// Where accesses of a streamed buffer go in the block being emitted ([`span`]).
     staging: Option<span::Staging>,
     /// Sum loops whose vector pass a span routine already did ([`span::SpanSum`]): the loop,
@@ -410,6 +415,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             jam_loads: Vec::new(),
             range_override: None,
             staging_slot: None,
+            sum_slot: None,
             staging: None,
             span_sums: Vec::new(),
             step_prefetch: None,
@@ -1492,6 +1498,9 @@ impl<'a, 'b> Translator<'a, 'b> {
         };
         if let Some(extreme) = wide_plan.as_ref().and(self.extreme_span_of(l, body)) {
             return self.emit_extreme_span(l, &extreme);
+        }
+        if let Some(sum) = wide_plan.as_ref().and(self.sum_span_of(l, body)) {
+            return self.emit_sum_span(l, &sum);
         }
         if let Some(next) = wide_plan.as_ref().and(self.pass_prefetch_of(l, body)) {
             self.step_prefetch = Some((l, next));

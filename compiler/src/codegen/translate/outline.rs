@@ -191,11 +191,12 @@ pub(crate) fn outline_candidates(kernel: &Kernel, policy: OutlinePolicy) -> Vec<
     chosen
 }
 
-/// Whether loop `l` (body `body`) may be one call of a native routine (a span's extreme, a
-/// scaled streamed copy, a transpose), whatever the options: as a function of its own it
-/// would only add a function and a call to compile.
+/// Whether loop `l` (body `body`) may be one call of a native routine (a span's extreme or
+/// sum, a scaled streamed copy, a transpose), whatever the options: as a function of its own
+/// it would only add a function and a call to compile.
 fn done_by_a_routine(k: &Kernel, l: LoopId, body: &[Stmt]) -> bool {
     span::extreme_span_plan(k, l, body, true).is_some()
+        || span::sum_span_plan(k, l, body, true).is_some()
         || span::stream_plan(k, l, body, 0, true)
             .is_some_and(|t| span::scaled_copy(k, l, body, &t).is_some())
         || jam::transpose_call(k, l, body, None).is_some()

@@ -52,6 +52,18 @@
 //! f32 partials (its results written to a scratch block on the stack, never read); the loop
 //! keeps its combine, tail and f64 re-run (2.3 ms against 6.8 for 4096 × 4096 on Zen 4).
 //!
+//! **Whole sums.** A loop that stores nothing and only sums f32 terms read from a span — a
+//! contiguous load, one less an outer value or an outer value less it, or the square of one
+//! of those ([`SumSpan`]: layernorm's mean and variance passes) — is one call of
+//! `weft_runtime::span_sum`'s routine over its range: the vector pass into the loop's f32
+//! partials, their combine, the scalar tail and the f64 re-run, each as the loop's own code
+//! does it, so the accumulator gets the loop's bits, and the kernel has none of that code for
+//! Cranelift to compile (layernorm's kernel 272 → 157 CLIF instructions, its whole compile
+//! about 28% faster). Only loops of at least [`SUM_MIN_EXTENT`] terms: the call costs about
+//! 40 ns, which shorter rows in cache do not hide. The call keeps every register
+//! (`preserve_all`, through a trampoline): as an ordinary call it made the row loop's values
+//! spill, and the pass after it reload them every step.
+//!
 //! **Extremes.** A loop that only takes the f32 maximum or minimum of a contiguous load
 //! ([`ExtremeSpan`]: softmax's row max) is one call of `weft_runtime::extreme`'s routine over
 //! its range, its result combined into the accumulator: the loop's 128-bit code spends three
@@ -77,6 +89,7 @@
 //! loop's own; so results are unchanged, only the time moves.
 
 use super::*;
+use weft_runtime::span_sum::{sum_mode, SumArg, SumTerm};
 
 /// Loops shorter than this keep the inline function: a call costs about as much as a few
 /// dozen inline vectors.
@@ -320,6 +333,101 @@ pub(crate) fn extreme_span_plan(
         acc: *acc,
         kind,
         load: load.clone(),
+    })
+}
+
+/// A vector loop that only sums f32 terms read from a contiguous span — `acc %a: sum f64
+/// partials f32; loop { load S[.. + i]; [sub u, ..]; [square]; convert; reduce %a }`,
+/// layernorm's mean and variance passes, an l2 norm — done whole by one call of
+/// `weft_runtime::span_sum`'s routine: its vector pass into the loop's f32 partials, their
+/// combine, the scalar tail and the f64 re-run, all as the loop's own code does them, so the
+/// accumulator gets the loop's bits and the kernel none of that code to compile.
+#[derive(Clone, Debug)]
+pub(crate) struct SumSpan {
+    /// The accumulator.
+    pub(crate) acc: AccId,
+    /// Where each term's argument comes from.
+    pub(crate) source: Source,
+    /// Whether the term is the argument squared.
+    pub(crate) square: bool,
+    /// The loop's vector step, `4 × parts`: its number of f32 partials.
+    pub(crate) width: u32,
+    /// A later row the routine prefetches as it goes, where the loop would ([`pass_prefetch`]).
+    pub(crate) prefetch: Option<NextRow>,
+}
+
+/// Sum loops shorter than this keep their own code: the routine's call costs about 40 ns
+/// (its trampoline, setup and combine), which a loop of 4096 terms in cache (about 300 ns)
+/// hides and one of 256 does not (measured 2× slower; docs/benchmarks.md).
+pub(crate) const SUM_MIN_EXTENT: u64 = 4096;
+
+/// The [`SumSpan`] of loop `l` (body `body` of `k`; span routines on or off by `span_math`),
+/// if its conditions hold: vectorised in four f32 lanes, not parallel, at least
+/// [`SUM_MIN_EXTENT`] long; its body lets and one sum `reduce` of the f64 widening of an f32 term — an argument
+/// with a [`Source`], or its square (`square a` or `mul a, a`) — every let feeding that sum;
+/// the accumulator summed in f32 partials of a width the routine takes
+/// (`weft_runtime::span_sum::valid_width`).
+pub(crate) fn sum_span_plan(
+    k: &Kernel,
+    l: LoopId,
+    body: &[Stmt],
+    span_math: bool,
+) -> Option<SumSpan> {
+    let decl = &k.loops[l];
+    if !span_math
+        || !decl.annotations.vectorize
+        || decl.annotations.parallel
+        || decl.extent < SUM_MIN_EXTENT
+    {
+        return None;
+    }
+    let mut reduce = None;
+    for s in body {
+        match s {
+            Stmt::Let { .. } => {}
+            Stmt::Reduce {
+                acc,
+                value,
+                index: None,
+            } if reduce.is_none() => reduce = Some((*acc, *value)),
+            _ => return None,
+        }
+    }
+    let (acc, value) = reduce?;
+    let def = |v: ValueId| definition(body, v);
+    let Inst::Convert(term) = def(value)? else {
+        return None;
+    };
+    let (arg, square) = match def(*term)? {
+        Inst::Unary(UnaryOp::Square, a) => (*a, true),
+        Inst::Binary(BinaryOp::Mul, a, b) if a == b => (*a, true),
+        _ => (*term, false),
+    };
+    let needed = slice(body, value, None);
+    let idle = body
+        .iter()
+        .any(|s| matches!(s, Stmt::Let { result, .. } if !needed.contains(result)));
+    if idle
+        || k.values[*term] != ScalarType::F32
+        || k.values[arg] != ScalarType::F32
+        || k.values[value] != ScalarType::F64
+        || k.accs[acc].kind != ReduceKind::Sum
+        || k.accs[acc].ty != ScalarType::F64
+    {
+        return None;
+    }
+    let source = source_of(k, l, body, arg)?;
+    let p = plan(k, l, body)?;
+    if p.lanes != 4 || !f32_partials(k, &p, body, &widenings(k)).contains(&acc) {
+        return None;
+    }
+    let width = p.lanes * p.parts;
+    weft_runtime::span_sum::valid_width(width as usize).then(|| SumSpan {
+        acc,
+        source,
+        square,
+        width,
+        prefetch: pass_prefetch(k, l, body, span_math),
     })
 }
 
@@ -785,6 +893,61 @@ impl Translator<'_, '_> {
         let cur = self.b.use_var(value);
         let next = self.combine(span.kind, ScalarType::F32, cur, extreme);
         self.b.def_var(value, next);
+        Ok(())
+    }
+
+    /// The [`SumSpan`] of loop `l`, if the options allow it and its conditions hold.
+    pub(super) fn sum_span_of(&self, l: LoopId, body: &[Stmt]) -> Option<SumSpan> {
+        if !self.options.vectorize || self.wide.is_some() {
+            return None;
+        }
+        sum_span_plan(self.k, l, body, self.options.span_math)
+    }
+
+    /// Loop `l` as one call of the sum routine over its range ([`SumSpan`]), given the
+    /// accumulator's value and returning its new one: the loop's vector pass, combine, tail
+    /// and f64 re-run, with its prefetches spread over the call.
+    pub(super) fn emit_sum_span(&mut self, l: LoopId, span: &SumSpan) -> Result<()> {
+        let Some(AccRepr::Scalar { value, index: None }) = self.accs[span.acc.index()].clone()
+        else {
+            return self.internal(format!("accumulator %{} has no scalar value", span.acc));
+        };
+        let len = self.range_len(l);
+        let (src, shift, _) = self.source_args(l, &span.source)?;
+        let arg = match (span.source.shift, span.source.negated) {
+            (None, _) => SumArg::Plain,
+            (Some(_), false) => SumArg::LessShift,
+            (Some(_), true) => SumArg::ShiftLess,
+        };
+        let mode = sum_mode(SumTerm::form(arg, span.square), span.width) as i64;
+        let mode = self.b.ins().iconst(types::I64, mode);
+        let (at, bytes) = match &span.prefetch {
+            Some(next) => {
+                let (start, _) = self.loop_range(l);
+                let at = self.ahead_address(next, start)?;
+                let size = self.k.buffers[next.load.buffer].ty.size_bytes() as i64;
+                (at, self.mul_const(len, size))
+            }
+            None => {
+                let zero = self.b.ins().iconst(types::I64, 0);
+                (zero, zero)
+            }
+        };
+        // The accumulator goes through a stack slot: a `preserve_all` call returns nothing.
+        let slot = *self.sum_slot.get_or_insert_with(|| {
+            self.b
+                .create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 8, 3))
+        });
+        let acc = self.b.ins().stack_addr(types::I64, slot, 0);
+        let init = self.b.use_var(value);
+        let flags = MemFlagsData::new().with_notrap().with_aligned();
+        self.b.ins().store(flags, init, acc, 0);
+        self.b.ins().call(
+            self.pow.sum_span_f32,
+            &[src, len, mode, acc, at, bytes, shift],
+        );
+        let total = self.b.ins().load(types::F64, flags, acc, 0);
+        self.b.def_var(value, total);
         Ok(())
     }
 
