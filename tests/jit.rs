@@ -1678,6 +1678,23 @@ fn plain_and_squared_sums_give_the_inline_bits() {
         })
         .collect();
     assert_native_gives_inline_bits(&g, &inputs, "sum routine in one call", "layernorm");
+    // Beside every other loop nest outlined (the sums stay calls in the row loop): the bits
+    // of the inline code without routines.
+    let every = weft::CodegenOptions {
+        outline: weft::Outline::Every,
+        ..Default::default()
+    };
+    let plain = weft::CodegenOptions {
+        span_math: false,
+        outline: weft::Outline::Never,
+        ..Default::default()
+    };
+    let (outlined, explained, _) = codegen_run(&g, &inputs, every, Some(2));
+    assert_eq!(outlined, codegen_run(&g, &inputs, plain, Some(2)).0);
+    assert!(
+        explained.contains("(outlined: the kernel calls it)"),
+        "{explained}"
+    );
     let short = "axis R = 4\naxis C = 4095\nplaceholder x: f32[R, C]\ny = sum(x, [C])\noutput y\n";
     let g = weft::ir::text::parse(short, "short.weft").unwrap();
     let inputs = [HostArray::from_vec(
