@@ -225,6 +225,38 @@ pub(crate) fn reduce_span_plan(k: &Kernel, l: LoopId, body: &[Stmt]) -> Option<R
     if !decl.annotations.vectorize || decl.annotations.parallel || decl.extent < MIN_EXTENT {
         return None;
     }
+    let sum = widened_sum(k, body)?;
+    let &Inst::Unary(op @ (UnaryOp::Exp | UnaryOp::Tanh | UnaryOp::Sigmoid), arg) =
+        definition(body, sum.term)?
+    else {
+        return None;
+    };
+    let source = source_of(k, l, body, arg)?;
+    let (width, _) = f32_sum_width(k, l, body, sum.acc)?;
+    (REDUCE_WIDTHS.contains(&width) && BLOCK.is_multiple_of(u64::from(width))).then_some(
+        ReduceSpan {
+            op,
+            result: sum.term,
+            source,
+            sum: SpanSum {
+                loop_id: l,
+                acc: sum.acc,
+                width,
+            },
+        },
+    )
+}
+
+/// The sum a loop body does and nothing else: lets and one sum `reduce %acc` (no index) of
+/// the f64 widening (`convert`) of an f32 `term`, every let feeding it, into an f64
+/// accumulator.
+struct WidenedSum {
+    acc: AccId,
+    term: ValueId,
+}
+
+/// The [`WidenedSum`] of `body` (of `k`), if it is one.
+fn widened_sum(k: &Kernel, body: &[Stmt]) -> Option<WidenedSum> {
     let mut reduce = None;
     for s in body {
         match s {
@@ -238,43 +270,27 @@ pub(crate) fn reduce_span_plan(k: &Kernel, l: LoopId, body: &[Stmt]) -> Option<R
         }
     }
     let (acc, value) = reduce?;
-    let def = |v: ValueId| definition(body, v);
-    let Inst::Convert(result) = def(value)? else {
-        return None;
-    };
-    let &Inst::Unary(op @ (UnaryOp::Exp | UnaryOp::Tanh | UnaryOp::Sigmoid), arg) = def(*result)?
-    else {
+    let &Inst::Convert(term) = definition(body, value)? else {
         return None;
     };
     let needed = slice(body, value, None);
     let idle = body
         .iter()
         .any(|s| matches!(s, Stmt::Let { result, .. } if !needed.contains(result)));
-    if idle
-        || k.values[*result] != ScalarType::F32
-        || k.values[value] != ScalarType::F64
-        || k.accs[acc].kind != ReduceKind::Sum
-    {
-        return None;
-    }
-    let source = source_of(k, l, body, arg)?;
+    let typed = k.values[term] == ScalarType::F32
+        && k.values[value] == ScalarType::F64
+        && k.accs[acc].kind == ReduceKind::Sum
+        && k.accs[acc].ty == ScalarType::F64;
+    (!idle && typed).then_some(WidenedSum { acc, term })
+}
+
+/// The f32 partial count (`lanes × parts`) and lanes of vector loop `l` (body `body`) summing
+/// into `acc`, if it keeps `acc`'s partials in f32.
+fn f32_sum_width(k: &Kernel, l: LoopId, body: &[Stmt], acc: AccId) -> Option<(u32, u32)> {
     let p = plan(k, l, body)?;
-    if !f32_partials(k, &p, body, &widenings(k)).contains(&acc) {
-        return None;
-    }
-    let width = p.lanes * p.parts;
-    (REDUCE_WIDTHS.contains(&width) && BLOCK.is_multiple_of(u64::from(width))).then_some(
-        ReduceSpan {
-            op,
-            result: *result,
-            source,
-            sum: SpanSum {
-                loop_id: l,
-                acc,
-                width,
-            },
-        },
-    )
+    f32_partials(k, &p, body, &widenings(k))
+        .contains(&acc)
+        .then_some((p.lanes * p.parts, p.lanes))
 }
 
 /// A vector loop that only takes the f32 maximum or minimum of a contiguous load —
@@ -381,49 +397,19 @@ pub(crate) fn sum_span_plan(
     {
         return None;
     }
-    let mut reduce = None;
-    for s in body {
-        match s {
-            Stmt::Let { .. } => {}
-            Stmt::Reduce {
-                acc,
-                value,
-                index: None,
-            } if reduce.is_none() => reduce = Some((*acc, *value)),
-            _ => return None,
-        }
-    }
-    let (acc, value) = reduce?;
-    let def = |v: ValueId| definition(body, v);
-    let Inst::Convert(term) = def(value)? else {
-        return None;
-    };
-    let (arg, square) = match def(*term)? {
+    let sum = widened_sum(k, body)?;
+    let (arg, square) = match definition(body, sum.term)? {
         Inst::Unary(UnaryOp::Square, a) => (*a, true),
         Inst::Binary(BinaryOp::Mul, a, b) if a == b => (*a, true),
-        _ => (*term, false),
+        _ => (sum.term, false),
     };
-    let needed = slice(body, value, None);
-    let idle = body
-        .iter()
-        .any(|s| matches!(s, Stmt::Let { result, .. } if !needed.contains(result)));
-    if idle
-        || k.values[*term] != ScalarType::F32
-        || k.values[arg] != ScalarType::F32
-        || k.values[value] != ScalarType::F64
-        || k.accs[acc].kind != ReduceKind::Sum
-        || k.accs[acc].ty != ScalarType::F64
-    {
+    if k.values[arg] != ScalarType::F32 {
         return None;
     }
     let source = source_of(k, l, body, arg)?;
-    let p = plan(k, l, body)?;
-    if p.lanes != 4 || !f32_partials(k, &p, body, &widenings(k)).contains(&acc) {
-        return None;
-    }
-    let width = p.lanes * p.parts;
-    weft_runtime::span_sum::valid_width(width as usize).then(|| SumSpan {
-        acc,
+    let (width, lanes) = f32_sum_width(k, l, body, sum.acc)?;
+    (lanes == 4 && weft_runtime::span_sum::valid_width(width as usize)).then(|| SumSpan {
+        acc: sum.acc,
         source,
         square,
         width,
