@@ -279,15 +279,11 @@ unsafe fn run(
         Path::Avx2 => unsafe { avx2::settled(term, src, whole, width, prefetch) },
         _ => unsafe { settled_scalar(term, src, whole, width, prefetch) },
     };
-    let mut total = init + f64::from(settled);
-    for i in whole..len {
-        // SAFETY: `i < len`.
-        total += f64::from(term.of(unsafe { *src.add(i) }));
-    }
+    // SAFETY (both): the caller's contract, `whole <= len`.
+    let total = unsafe { add_widened(term, src, whole..len, init + f64::from(settled)) };
     if total.is_finite() {
         total
     } else {
-        // SAFETY: the caller's contract.
         unsafe { rerun(term, src, len, init) }
     }
 }
@@ -311,9 +307,23 @@ fn settle(vectors: impl IntoIterator<Item = [f32; 4]>) -> f32 {
 /// # Safety
 /// `len` f32s at `src`.
 unsafe fn rerun(term: SumTerm, src: *const f32, len: usize, init: f64) -> f64 {
-    let mut total = init;
-    for i in 0..len {
-        // SAFETY: `i < len`.
+    // SAFETY: the caller's contract.
+    unsafe { add_widened(term, src, 0..len, init) }
+}
+
+/// `total` plus the terms of elements `range` of `src`, each widened to f64, in order: the
+/// loop's scalar steps (its tail, its re-run).
+///
+/// # Safety
+/// `range.end` f32s at `src`.
+unsafe fn add_widened(
+    term: SumTerm,
+    src: *const f32,
+    range: std::ops::Range<usize>,
+    mut total: f64,
+) -> f64 {
+    for i in range {
+        // SAFETY: `i < range.end`.
         total += f64::from(term.of(unsafe { *src.add(i) }));
     }
     total
@@ -349,10 +359,9 @@ unsafe fn settled_scalar(
 
 #[cfg(target_arch = "x86_64")]
 mod simd {
-    //! The partials' loop over `vmath`'s [`Lanes`], instantiated for AVX2 and AVX-512F, and
-    //! their combine in registers.
+    //! The partials' loop over `vmath`'s [`Lanes`], instantiated for AVX2 and AVX-512F.
 
-    use super::{SumArg, SumTerm};
+    use super::{SumArg, SumTerm, MAX_WIDTH};
     use crate::prefetch::{Prefetch, PrefetchCursor};
     use crate::vmath::simd::Lanes;
     use std::arch::x86_64::*;
@@ -389,8 +398,8 @@ mod simd {
     }
 
     /// The settled partials of the first `whole` elements with `A` accumulators of `V::N`
-    /// lanes (`A · V::N` is the width): accumulator `a`, lane `q` holds partial `a · N + q`,
-    /// combined four lanes at a time in partial order ([`super::settle`]'s rule).
+    /// lanes (`A · V::N` is the width): accumulator `a`, lane `q` holds partial `a · N + q`;
+    /// their four-lane quarters, in partial order, combined by [`super::settle`].
     ///
     /// # Safety
     /// The trait's contract; `whole` (a multiple of `A · N`) f32s at `src`.
@@ -416,18 +425,15 @@ mod simd {
                 }
                 i += step;
             }
-            let mut v = acc[0].quarter(0);
-            for (a, x) in acc.iter().enumerate() {
-                for j in usize::from(a == 0)..V::N / 4 {
-                    v = _mm_add_ps(v, x.quarter(j));
+            let mut quarters = [[0f32; 4]; MAX_WIDTH / 4];
+            let mut n = 0;
+            for x in &acc {
+                for j in 0..V::N / 4 {
+                    _mm_storeu_ps(quarters[n].as_mut_ptr(), x.quarter(j));
+                    n += 1;
                 }
             }
-            let lane = |v: __m128, q: i32| -> f32 {
-                let mut out = [0f32; 4];
-                _mm_storeu_ps(out.as_mut_ptr(), v);
-                out[q as usize]
-            };
-            ((lane(v, 0) + lane(v, 1)) + lane(v, 2)) + lane(v, 3)
+            super::settle(quarters[..n].iter().copied())
         }
     }
 

@@ -907,13 +907,10 @@ impl Translator<'_, '_> {
         };
         let mode = sum_mode(SumTerm::form(arg, span.square), span.width) as i64;
         let mode = self.b.ins().iconst(types::I64, mode);
+        // The loop is not parallel, so its range is its whole extent, which `next`'s (the
+        // same loop's, or the row's first pass of the same extent) is.
         let (at, bytes) = match &span.prefetch {
-            Some(next) => {
-                let (start, _) = self.loop_range(l);
-                let at = self.ahead_address(next, start)?;
-                let size = self.k.buffers[next.load.buffer].ty.size_bytes() as i64;
-                (at, self.mul_const(len, size))
-            }
+            Some(next) => self.next_row_address(next)?,
             None => {
                 let zero = self.b.ins().iconst(types::I64, 0);
                 (zero, zero)
