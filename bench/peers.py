@@ -37,7 +37,14 @@ WORKLOADS = {
     "bcast_exp": (None, None),  # exp inside a reduction: compute-bound (bench/peers_local.py)
     "conv": (None, None),  # 3×3, 64 → 64 channels, 32 images of 56 × 56, bias and relu: 7.4 GFLOP
 }
-LOCAL = {"bcast_exp"}  # timed by bench/peers_local.py
+# Issue 12's schedule rows (bench/workloads/schedules): each sum reads a 256³ f32 tensor
+# [B, M, A] once and writes 256 KiB; the transpose reads and writes 64 MiB.
+SCHEDULES = {f"sum_{r}_{o}": (MIB64, "read_gbs")
+             for r, o in [("A", "BM"), ("A", "MB"), ("B", "AM"), ("B", "MA"), ("M", "AB"), ("M", "BA")]}
+SCHEDULES["transpose"] = (2 * MIB64, "copy_gbs")
+WORKLOADS.update(SCHEDULES)
+GROUPS = {"schedules": list(SCHEDULES)}  # --workload schedules: all of them
+LOCAL = {"bcast_exp", *SCHEDULES}  # timed by bench/peers_local.py
 ALL_SYSTEMS = ["numpy", "numexpr", "jax", "torch", "inductor", "iree", "ort", "tinygrad"]
 
 
@@ -67,7 +74,8 @@ def weft_bench(weft, workload, runs):
                                 "--json", "--skip-interp", "--runs", "1", "--warmup", "1",
                                 "--compiles", str(runs)])
         return {"weft-fused": lines[0]["compile_ms"]["whole_median"]} if lines else {}
-    lines = run_json_lines([weft, "bench", str(ROOT / "bench/workloads" / f"{workload}.weft"),
+    folder = ROOT / "bench/workloads" / ("schedules" if workload in SCHEDULES else "")
+    lines = run_json_lines([weft, "bench", str(folder / f"{workload}.weft"),
                             "--json", "--skip-interp", "--runs", str(runs), "--warmup", "2"])
     if not lines:
         return {}
@@ -85,14 +93,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--runs", type=int, default=11, help="timed calls per system per round")
-    ap.add_argument("--workload", action="append", help=" ".join(WORKLOADS))
+    ap.add_argument("--workload", action="append", help=" ".join([*WORKLOADS, *GROUPS]))
     ap.add_argument("--system", action="append", help="peers (default: all installed)")
     ap.add_argument("--venv", default=os.environ.get("WEFT_PEERS_VENV", str(Path.home() / ".cache/weft-peers")))
     ap.add_argument("--peers", default=str(ROOT.parent / "shared/peers/peers.py"), help="the peers' timing script")
     ap.add_argument("--weft", default=str(ROOT / "target/release/weft"), help="a release build of the weft CLI")
     ap.add_argument("--json", action="store_true", help="also print every round's figures as JSON lines")
     a = ap.parse_args()
-    workloads = a.workload or list(WORKLOADS)
+    workloads = [w for g in a.workload or list(WORKLOADS) for w in GROUPS.get(g, [g])]
+    if unknown := [w for w in workloads if w not in WORKLOADS]:
+        sys.exit(f"unknown workload {unknown[0]}: one of {' '.join([*WORKLOADS, *GROUPS])}")
     systems = a.system or ALL_SYSTEMS
     python = str(Path(a.venv) / "bin/python")
     if not Path(a.weft).exists():

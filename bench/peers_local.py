@@ -4,13 +4,24 @@ its command line and its JSON lines, so bench/peers.py runs them the same way.
 
     bcast_exp: out[i] = Σ_j exp(x[i] − y[j]), x, y: f32[4096] each — a broadcast exp inside a
                reduction (issue 12); 16.8 M exps, no memory traffic to speak of.
+    sum_R_OO:  t: f32[B, M, A], 256 each (64 MiB), summed over axis R, the result laid out in
+               the order OO (sum_M_AB: Σ_m t[b, m, a] stored as [A, B]) — issue 12's schedules.
+    transpose: x: f32[4096, 4096] stored transposed.
 
 numpy and JAX (jitted, `block_until_ready`). JAX is checked once against numpy (allclose rtol
 1e-3) before timing; a mismatch is printed on stderr.
 """
 import argparse, json, statistics, sys, time
 
-WORKLOADS = ["bcast_exp"]
+SUMS = {f"sum_{r}_{o}": ("BMA".index(r), o)
+        for r, o in [("A", "BM"), ("A", "MB"), ("B", "AM"), ("B", "MA"), ("M", "AB"), ("M", "BA")]}
+WORKLOADS = ["bcast_exp", *SUMS, "transpose"]
+
+
+def sum_of(xp, axis, order):
+    """`Σ t` over `axis` of [B, M, A], its two kept axes put in `order` (a transpose if needed)."""
+    kept = [c for c in "BMA" if c != "BMA"[axis]]
+    return lambda t: xp.transpose(xp.sum(t, axis=axis), [kept.index(c) for c in order])
 
 
 def timeit(f, runs):
@@ -37,26 +48,37 @@ def main():
     import numpy as np
     rng = np.random.default_rng(0)
     x, y = (rng.standard_normal(4096, dtype=np.float32) for _ in range(2))
-    ref = {"bcast_exp": lambda: np.exp(x[:, None] - y[None, :]).sum(axis=1)}
+    t = rng.uniform(-1, 1, size=(256, 256, 256)).astype(np.float32)
+    m = rng.uniform(-1, 1, size=(4096, 4096)).astype(np.float32)
+    # Each workload: its numpy function (whose result is made contiguous: a layout is part of
+    # the result), the same in JAX (jitted), and its inputs.
+    cases = {"bcast_exp": (lambda x, y: np.exp(x[:, None] - y[None, :]).sum(axis=1),
+                           lambda jnp: lambda x, y: jnp.sum(jnp.exp(x[:, None] - y[None, :]), axis=1),
+                           (x, y)),
+             "transpose": (lambda m: np.ascontiguousarray(m.T), lambda jnp: lambda m: m.T, (m,))}
+    for w, (axis, order) in SUMS.items():
+        cases[w] = (lambda t, f=sum_of(np, axis, order): np.ascontiguousarray(f(t)),
+                    lambda jnp, axis=axis, order=order: sum_of(jnp, axis, order), (t,))
     for w in a.workload or WORKLOADS:
-        if w not in ref:
+        if w not in cases:
             continue
-        want = ref[w]()
+        ref, jax_fn, args = cases[w]
+        want = ref(*args)
         for system in a.system or ["numpy", "jax"]:
             if system == "numpy":
-                report(w, system, timeit(ref[w], a.runs))
+                report(w, system, timeit(lambda: ref(*args), a.runs))
             elif system == "jax":
                 try:
                     import jax, jax.numpy as jnp
                 except ImportError:
                     print("jax not installed", file=sys.stderr)
                     continue
-                jx, jy = jnp.asarray(x), jnp.asarray(y)
-                f = jax.jit(lambda x, y: jnp.sum(jnp.exp(x[:, None] - y[None, :]), axis=1))
-                got = np.asarray(f(jx, jy))
-                if not np.allclose(got, want, rtol=1e-3):
+                jargs = [jnp.asarray(v) for v in args]
+                f = jax.jit(jax_fn(jnp))
+                got = np.asarray(f(*jargs))
+                if not np.allclose(got, want, rtol=1e-3, atol=1e-3):
                     print(f"{w} jax: mismatch against numpy", file=sys.stderr)
-                report(w, system, timeit(lambda: f(jx, jy).block_until_ready(), a.runs))
+                report(w, system, timeit(lambda: f(*jargs).block_until_ready(), a.runs))
 
 
 if __name__ == "__main__":
