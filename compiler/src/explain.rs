@@ -220,10 +220,13 @@ fn transpose_lines(
     line += &format!(
         "%{} transposed into %{} by the native routine, the loops inside in one call (per \
          chunk): 16 x 8 blocks through AVX registers, a whole line of %{} per row stored at a \
-         time",
+         time, each tile's rows of %{} prefetched while the tile before is done (tiles of at most \
+         {} KiB)",
         k.buffers[call.load.buffer].name,
         k.buffers[call.store.buffer].name,
         k.buffers[call.store.buffer].name,
+        k.buffers[call.load.buffer].name,
+        weft_runtime::transpose::PREFETCH_BYTES >> 10,
     );
     if call.stream {
         line += ", streamed (non-temporal: no read for ownership)";
