@@ -9,11 +9,14 @@
 //! yet (a shared machine), instead of waiting for it. Up to [`MAX_JOBS_IN_FLIGHT`] jobs (from different callers) are in flight at
 //! once: workers take chunks from any of them, the dispatching thread takes chunks of its own
 //! job only and waits only for its own job. A dispatch finding every slot taken runs its
-//! chunks itself, one after another (the same split). Dispatching allocates nothing. Dropping
-//! the pool joins its workers.
+//! chunks itself, one after another (the same split). Dispatching allocates nothing. A thread
+//! waiting for work or for its job's last chunk spins briefly ([`SPIN_BEFORE_SLEEP`]) before it
+//! sleeps. Dropping the pool joins its workers.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use crate::KernelEntry;
 
@@ -100,11 +103,51 @@ struct Shared {
     work: Condvar,
     /// Signalled when a job's last chunk finishes (and when a worker starts).
     done: Condvar,
+    /// Bumped, under the lock, whenever the queue changes in a way a waiter may wait for (a
+    /// job queued, a chunk finished, shutdown), so a waiter can spin on it without the lock.
+    epoch: AtomicU64,
 }
+
+/// How long a thread with nothing to do spins, watching for the queue to change, before it
+/// sleeps on a condition variable. Waking a sleeping thread takes a system call and, on a
+/// virtual machine whose other CPU has halted, tens of microseconds more; a host calling a
+/// computation in a loop, or a dispatcher waiting for a worker's last chunk, is usually back
+/// within this (the OpenMP and ONNX Runtime pools spin the same way).
+pub const SPIN_BEFORE_SLEEP: Duration = Duration::from_micros(100);
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, Queue> {
         self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Marks a change of the queue, which the caller holds the lock for; it then notifies
+    /// the condition variable its waiters sleep on.
+    fn changed(&self, _queue: &mut MutexGuard<'_, Queue>) {
+        self.epoch.fetch_add(1, Ordering::Release);
+    }
+
+    /// Waits, with `queue` locked, until the queue may have changed: spins without the lock
+    /// for up to [`SPIN_BEFORE_SLEEP`], then sleeps on `cv`. Returns the lock held again;
+    /// the caller checks what it waits for (a wake-up may be for something else).
+    fn wait<'a>(&'a self, queue: MutexGuard<'a, Queue>, cv: &Condvar) -> MutexGuard<'a, Queue> {
+        let seen = self.epoch.load(Ordering::Relaxed);
+        drop(queue);
+        let start = Instant::now();
+        let mut spins = 0u32;
+        while self.epoch.load(Ordering::Acquire) == seen {
+            std::hint::spin_loop();
+            spins = spins.wrapping_add(1);
+            if spins.is_multiple_of(64) && start.elapsed() >= SPIN_BEFORE_SLEEP {
+                break;
+            }
+        }
+        let queue = self.lock();
+        // Changes happen under the lock, so with it held an unchanged epoch means the change
+        // is yet to come, and its notification will find this thread waiting.
+        if self.epoch.load(Ordering::Relaxed) != seen {
+            return queue;
+        }
+        cv.wait(queue).unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -140,6 +183,7 @@ impl ThreadPool {
             }),
             work: Condvar::new(),
             done: Condvar::new(),
+            epoch: AtomicU64::new(0),
         });
         let mut workers = Vec::new();
         for index in 1..threads.max(1) {
@@ -194,6 +238,7 @@ impl ThreadPool {
             let free = queue.jobs.iter().position(Option::is_none);
             if let Some(slot) = free {
                 queue.jobs[slot] = Some(job);
+                self.shared.changed(&mut queue);
             }
             free
         };
@@ -220,11 +265,7 @@ impl ThreadPool {
             queue.finish(slot);
         }
         while queue.jobs[slot].is_some_and(|j| j.unfinished > 0) {
-            queue = self
-                .shared
-                .done
-                .wait(queue)
-                .unwrap_or_else(|p| p.into_inner());
+            queue = self.shared.wait(queue, &self.shared.done);
         }
         queue.jobs[slot] = None;
     }
@@ -297,14 +338,20 @@ fn worker(shared: &Shared) {
                 if let Some(taken) = queue.take_any() {
                     break taken;
                 }
-                queue = shared.work.wait(queue).unwrap_or_else(|p| p.into_inner());
+                queue = shared.wait(queue, &shared.work);
             }
         };
         // SAFETY: `ThreadPool::run`'s contract: the entry may run this disjoint chunk
         // concurrently, and the table stays valid until the job's last chunk is reported
         // finished below (its dispatcher waits for that).
         unsafe { job.run_chunk(c) };
-        if shared.lock().finish(slot) {
+        let mut queue = shared.lock();
+        let last = queue.finish(slot);
+        if last {
+            shared.changed(&mut queue);
+        }
+        drop(queue);
+        if last {
             shared.done.notify_all();
         }
     }
@@ -312,7 +359,10 @@ fn worker(shared: &Shared) {
 
 impl Drop for ThreadPool {
     fn drop(&mut self) {
-        self.shared.lock().shutdown = true;
+        let mut queue = self.shared.lock();
+        queue.shutdown = true;
+        self.shared.changed(&mut queue);
+        drop(queue);
         self.shared.work.notify_all();
         for w in self.workers.drain(..) {
             let _ = w.join();
@@ -357,6 +407,26 @@ mod tests {
                 });
             }
         });
+    }
+
+    /// Jobs back to back (the worker catches them spinning) and after pauses longer than the
+    /// spin (it catches them from sleep): every chunk runs once and no wake-up is lost (a
+    /// lost one would hang here).
+    #[test]
+    fn jobs_reach_spinning_and_sleeping_workers_alike() {
+        let pool = ThreadPool::new(2);
+        for pause in [None, Some(super::SPIN_BEFORE_SLEEP * 3)] {
+            for _ in 0..200 {
+                if let Some(p) = pause {
+                    std::thread::sleep(p);
+                }
+                let counts: [AtomicU32; EXTENT] = std::array::from_fn(|_| AtomicU32::new(0));
+                let table = [counts.as_ptr().cast_mut().cast::<u8>()];
+                // SAFETY: as in the test above.
+                unsafe { pool.run(count, table.as_ptr(), EXTENT as i64) };
+                assert!(counts.iter().all(|c| c.load(Ordering::Relaxed) == 1));
+            }
+        }
     }
 
     #[test]
