@@ -135,10 +135,15 @@ impl Shared {
         let start = Instant::now();
         let mut spins = 0u32;
         while self.epoch.load(Ordering::Acquire) == seen {
-            std::hint::spin_loop();
             spins = spins.wrapping_add(1);
-            if spins.is_multiple_of(64) && start.elapsed() >= SPIN_BEFORE_SLEEP {
+            if !spins.is_multiple_of(64) {
+                std::hint::spin_loop();
+            } else if start.elapsed() >= SPIN_BEFORE_SLEEP {
                 break;
+            } else {
+                // Let another runnable thread of this CPU (another caller's dispatcher, when
+                // more threads call than there are CPUs) have it now and then.
+                std::thread::yield_now();
             }
         }
         let queue = self.lock();
