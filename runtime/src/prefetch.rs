@@ -7,7 +7,7 @@
 //! which kernels call in their compute phase, take a [`Prefetch`] — a later row's input,
 //! from the compiler — and ask for one line of it now and then as they go
 //! (`PrefetchCursor`), few enough at a time that none is dropped. The transpose routine
-//! prefetches the source of its next tile the same way ([`prefetch_span`]). (The streaming copy of
+//! prefetches the source of its next tile the same way (`prefetch_span`). (The streaming copy of
 //! `stream` could carry one too; prefetching layernorm's next row there measured no faster.)
 //!
 //! Assumes nothing: a prefetch never faults and changes no value, whatever the address.
