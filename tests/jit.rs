@@ -1428,11 +1428,11 @@ fn only_large_outputs_of_passes_over_memory_stream_by_default() {
     }
 }
 
-/// An f32 `exp`, `tanh` or `sigmoid` stored into a contiguous span runs after its loop as the
-/// native span routine (`codegen::translate::span`, `weft_runtime::vmath`), bit for bit what
-/// the inline code gives: softmax rows (the `exp` inside a fused row kernel, its argument read
-/// and its sum's vector pass done by the routine), rows of `exp` normalised by their sum,
-/// plain `exp` and `tanh` kernels and a sigmoid of a product, over
+/// An f32 `exp`, `tanh`, `sigmoid` or `log` stored into a contiguous span runs after its loop
+/// as the native span routine (`codegen::translate::span`, `weft_runtime::vmath`), bit for bit
+/// what the inline code gives: softmax rows (the `exp` inside a fused row kernel, its argument
+/// read and its sum's vector pass done by the routine), rows of `exp` normalised by their sum,
+/// plain `exp`, `tanh` and `log` kernels, a sigmoid of a product and a log of `|x|`, over
 /// lengths with and without a tail and inputs with every edge (NaN payloads, ±inf, the
 /// overflow and flush limits, subnormals), compared with `span_math` off.
 #[test]
@@ -1479,6 +1479,12 @@ fn span_functions_give_the_inline_bits() {
             "placeholder x: f32[R, C]\nz = multiply(x, x)\nt = tanh(z)\no = add(t, x)\n\
              y = multiply(o, x)\noutput y\n",
             "a loop split around tanh",
+        ),
+        // Every edge of log: negatives, ±0, subnormals (1e-40), ±inf, NaN payloads.
+        ("placeholder x: f32[R, C]\ny = log(x)\noutput y\n", "log"),
+        (
+            "placeholder x: f32[R, C]\na = abs(x)\ny = log(a)\noutput y\n",
+            "log of |x|",
         ),
     ] {
         // Rows with and without a tail, rows longer than a span block, and one long row
@@ -1537,7 +1543,7 @@ fn assert_native_gives_inline_bits(g: &Graph, inputs: &[HostArray], marker: &str
     }
 }
 
-/// A row loop that only sums an f32 `exp`, `tanh` or `sigmoid` of a broadcast difference
+/// A row loop that only sums an f32 `exp`, `tanh`, `sigmoid` or `log` of a broadcast difference
 /// (`Σ_C exp(x[R] − y[C])`, the other order, a plain load) is summed by the span routine —
 /// the routine reading `y` and adding into the loop's f32 partials — with the bits of the
 /// inline code: lengths with and without a tail and longer than a span block, inputs with
@@ -1571,6 +1577,11 @@ fn sums_of_span_functions_give_the_inline_bits() {
         (
             "d = subtract(c, x)\ne = sigmoid(d)\ny = sum(e, [C])\n",
             "sigmoid(c - x)",
+        ),
+        // A log-likelihood's shape; negative arguments give NaN, which the re-run keeps.
+        (
+            "d = subtract(x, c)\ne = log(d)\ny = sum(e, [C])\n",
+            "log(x - c)",
         ),
         ("e = exp(c)\ny = sum(e, [C])\n", "exp(c)"),
     ] {

@@ -5,9 +5,10 @@
 //! about 20, its AVX-512 code sixteen.
 //!
 //! Assumes nothing of the caller but a valid span. Guarantees: [`exp_f32_in_place`],
-//! [`tanh_f32_in_place`] and [`sigmoid_f32_in_place`] compute, element by element, bit for bit
-//! what the JIT's inline f32 `exp`, `tanh` and `sigmoid` compute with FMA
-//! (`compiler/src/codegen/math.rs`, from the constants of [`exp_f32`] and [`tanh_f32`]):
+//! [`tanh_f32_in_place`], [`sigmoid_f32_in_place`] and [`log_f32_in_place`] compute, element by
+//! element, bit for bit what the JIT's inline f32 `exp`, `tanh`, `sigmoid` and `log` compute
+//! with FMA (`compiler/src/codegen/math.rs`, from the constants of [`exp_f32`], [`tanh_f32`]
+//! and [`log_f32`]):
 //! the same reductions, polynomials, Horner order, fused multiply-adds,
 //! divides and edge rules, so moving one from inline code to a span changes no result
 //! (`tests/jit.rs` checks it bit for bit; a NaN result is NaN on both, but its sign and
@@ -170,6 +171,76 @@ fn exp_unchecked_scalar(x: f32, form: &ExpForm) -> f32 {
     f32::from_bits(p.to_bits().wrapping_add(t.to_bits() << 23))
 }
 
+/// The f32 `log` algorithm's constants, shared by the JIT's inline code and the span routine.
+///
+/// Subnormal `x` scaled by `2^SUBNORMAL_SCALE` first; `x = m·2^e` from the bits with `m` moved
+/// into `[√½, √2)`; `f = m − 1`; Cephes `logf`: `log(1 + f) = f − f²/2 + f³·P(f)` (no divide),
+/// `e·ln 2` added in two parts. `+inf` for `+inf`, `−inf` for `±0`, NaN for a negative or NaN
+/// `x`.
+pub mod log_f32 {
+    /// Inputs below the smallest normal are scaled by `2^SUBNORMAL_SCALE` (and the exponent
+    /// corrected), so the bits give their exponent and mantissa.
+    pub const SUBNORMAL_SCALE: i32 = 25;
+    /// `m` above this is halved (and the exponent raised by one).
+    pub const SQRT_2: f32 = std::f64::consts::SQRT_2 as f32;
+    /// `ln 2` in two parts: a high part with trailing zero bits and the remainder.
+    // Written out exactly (355/512), as in Cephes.
+    #[allow(clippy::excessive_precision)]
+    pub const LN2_HI: f32 = 0.693_359_375;
+    /// See [`LN2_HI`].
+    pub const LN2_LO: f32 = -2.121_944_4e-4;
+    /// Cephes `logf`'s `P`, lowest degree first.
+    // The published digits are kept verbatim, so the source can be checked.
+    #[allow(clippy::excessive_precision)]
+    pub const POLY: [f32; 9] = [
+        3.333_333_117_4e-1,
+        -2.499_999_399_3e-1,
+        2.000_071_476_5e-1,
+        -1.666_805_766_5e-1,
+        1.424_932_278_7e-1,
+        -1.242_014_084_6e-1,
+        1.167_699_874_0e-1,
+        -1.151_461_031_0e-1,
+        7.037_683_629_2e-2,
+    ];
+}
+
+/// `ln x` of one f32, exactly as the vector paths compute each lane ([`log_f32`]).
+fn log_scalar(x: f32) -> f32 {
+    use log_f32::*;
+    let is_sub = x < f32::MIN_POSITIVE;
+    let xs = if is_sub {
+        x * 2f32.powi(SUBNORMAL_SCALE)
+    } else {
+        x
+    };
+    let e_adj = if is_sub {
+        -(SUBNORMAL_SCALE as f32)
+    } else {
+        0.0
+    };
+    let bits = xs.to_bits();
+    let ef = ((bits >> 23) & 0xff) as f32;
+    let m = f32::from_bits((bits & 0x7f_ffff) | 1f32.to_bits());
+    let big = m > SQRT_2;
+    let (m, ef) = if big { (m * 0.5, ef + 1.0) } else { (m, ef) };
+    let e = (ef - 127.0) + e_adj;
+    let f = m - 1.0;
+    let z = f * f;
+    let tail = (f * z) * horner_scalar(f, &POLY);
+    let tail = z.mul_add(-0.5, e.mul_add(LN2_LO, tail));
+    let y = e.mul_add(LN2_HI, f + tail);
+    if x.is_nan() || x < 0.0 {
+        f32::NAN
+    } else if x == 0.0 {
+        f32::NEG_INFINITY
+    } else if x == f32::INFINITY {
+        f32::INFINITY
+    } else {
+        y
+    }
+}
+
 /// The span functions: which one a kernel calls.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SpanFn {
@@ -179,6 +250,8 @@ pub enum SpanFn {
     Tanh,
     /// `1 / (1 + e^-x)`.
     Sigmoid,
+    /// `ln x`.
+    Log,
 }
 
 /// The vector path the runtime's native routines take on this CPU, widest first: the span
@@ -339,6 +412,7 @@ unsafe fn run_scalar(f: SpanFn, job: Job) {
                 SpanFn::Exp => exp_scalar(x),
                 SpanFn::Tanh => tanh_scalar(x),
                 SpanFn::Sigmoid => sigmoid_scalar(x),
+                SpanFn::Log => log_scalar(x),
             };
         }
     }
@@ -375,6 +449,11 @@ pub fn tanh_f32_in_place(xs: &mut [f32]) {
 /// it.
 pub fn sigmoid_f32_in_place(xs: &mut [f32]) {
     apply_f32_in_place(SpanFn::Sigmoid, xs);
+}
+
+/// `xs[i] = ln xs[i]` for every element, as the JIT's inline f32 `log` computes it.
+pub fn log_f32_in_place(xs: &mut [f32]) {
+    apply_f32_in_place(SpanFn::Log, xs);
 }
 
 /// Defines a span entry point: an `unsafe extern "C"` function of the JIT's span signature
@@ -450,6 +529,15 @@ span_entry_point!(
     SpanFn::Sigmoid
 );
 
+span_entry_point!(
+    /// The span entry point for `log`, as [`weft_exp_f32_span`] is for `exp`.
+    ///
+    /// # Safety
+    /// As for [`weft_exp_f32_span`].
+    weft_log_f32_span,
+    SpanFn::Log
+);
+
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod simd {
     //! The span algorithms written once over [`Lanes`] (a vector of f32 lanes), each step the
@@ -496,6 +584,16 @@ pub(crate) mod simd {
         unsafe fn lt(self, c: Self) -> Self::Mask;
         /// `self ≥ c` (ordered).
         unsafe fn ge(self, c: Self) -> Self::Mask;
+        /// `self > c` (ordered).
+        unsafe fn gt(self, c: Self) -> Self::Mask;
+        /// `self = c` (ordered).
+        unsafe fn eq(self, c: Self) -> Self::Mask;
+        /// `self < c`, or unordered.
+        unsafe fn lt_or_nan(self, c: Self) -> Self::Mask;
+        /// The biased exponent field of `self`'s bits (`bits >> 23 & 0xff`), as an f32.
+        unsafe fn exponent_field(self) -> Self;
+        /// `self`'s mantissa bits under the exponent of 1: a value in `[1, 2)`.
+        unsafe fn mantissa_in_one_two(self) -> Self;
         /// The smaller of `self` and `c`; `c` where `self` is NaN.
         unsafe fn min_or(self, c: Self) -> Self;
         /// `a` where `m`, else `self`.
@@ -571,6 +669,32 @@ pub(crate) mod simd {
             let e = exp(x.neg());
             let one = V::splat(1.0);
             one.div(one.add(e))
+        }
+    }
+
+    /// [`super::log_scalar`] lane by lane.
+    #[inline(always)]
+    unsafe fn log<V: Lanes>(x: V) -> V {
+        use super::log_f32::*;
+        // SAFETY: the trait's contract, passed on to the caller.
+        unsafe {
+            let is_sub = x.lt(V::splat(f32::MIN_POSITIVE));
+            let xs = x.select(is_sub, x.mul(V::splat(2f32.powi(SUBNORMAL_SCALE))));
+            let e_adj = V::splat(0.0).select(is_sub, V::splat(-(SUBNORMAL_SCALE as f32)));
+            let ef = xs.exponent_field();
+            let m = xs.mantissa_in_one_two();
+            let big = m.gt(V::splat(SQRT_2));
+            let m = m.select(big, m.mul(V::splat(0.5)));
+            let ef = ef.select(big, ef.add(V::splat(1.0)));
+            let e = ef.sub(V::splat(127.0)).add(e_adj);
+            let f = m.sub(V::splat(1.0));
+            let z = f.mul(f);
+            let tail = f.mul(z).mul(horner(f, &POLY));
+            let tail = z.fma(V::splat(-0.5), e.fma(V::splat(LN2_LO), tail));
+            let y = e.fma(V::splat(LN2_HI), f.add(tail));
+            let y = y.select(x.eq(V::splat(f32::INFINITY)), V::splat(f32::INFINITY));
+            let y = y.select(x.eq(V::splat(0.0)), V::splat(f32::NEG_INFINITY));
+            y.select(x.lt_or_nan(V::splat(0.0)), V::splat(f32::NAN))
         }
     }
 
@@ -682,6 +806,7 @@ pub(crate) mod simd {
                 SpanFn::Exp => exp(x),
                 SpanFn::Tanh => tanh(x),
                 SpanFn::Sigmoid => sigmoid(x),
+                SpanFn::Log => log(x),
             }
         }
     }
@@ -718,6 +843,7 @@ pub(crate) mod simd {
                 SpanFn::Exp => run_chunks::<V, A, ARG>(SpanFn::Exp, job),
                 SpanFn::Tanh => run_chunks::<V, A, ARG>(SpanFn::Tanh, job),
                 SpanFn::Sigmoid => run_chunks::<V, A, ARG>(SpanFn::Sigmoid, job),
+                SpanFn::Log => run_chunks::<V, A, ARG>(SpanFn::Log, job),
             }
         }
     }
@@ -858,6 +984,38 @@ mod avx2 {
             unsafe { _mm256_cmp_ps::<_CMP_GE_OQ>(self, c) }
         }
         #[inline(always)]
+        unsafe fn gt(self, c: Self) -> Self::Mask {
+            // SAFETY: see the impl.
+            unsafe { _mm256_cmp_ps::<_CMP_GT_OQ>(self, c) }
+        }
+        #[inline(always)]
+        unsafe fn eq(self, c: Self) -> Self::Mask {
+            // SAFETY: see the impl.
+            unsafe { _mm256_cmp_ps::<_CMP_EQ_OQ>(self, c) }
+        }
+        #[inline(always)]
+        unsafe fn lt_or_nan(self, c: Self) -> Self::Mask {
+            // SAFETY: see the impl.
+            unsafe { _mm256_cmp_ps::<_CMP_NGE_UQ>(self, c) }
+        }
+        #[inline(always)]
+        unsafe fn exponent_field(self) -> Self {
+            // SAFETY: see the impl.
+            unsafe {
+                let field = _mm256_srli_epi32::<23>(_mm256_castps_si256(self));
+                _mm256_cvtepi32_ps(_mm256_and_si256(field, _mm256_set1_epi32(0xff)))
+            }
+        }
+        #[inline(always)]
+        unsafe fn mantissa_in_one_two(self) -> Self {
+            // SAFETY: see the impl.
+            unsafe {
+                let mant =
+                    _mm256_and_si256(_mm256_castps_si256(self), _mm256_set1_epi32(0x7f_ffff));
+                _mm256_castsi256_ps(_mm256_or_si256(mant, _mm256_set1_epi32(0x3f80_0000)))
+            }
+        }
+        #[inline(always)]
         unsafe fn min_or(self, c: Self) -> Self {
             // SAFETY: see the impl. (`vminps` returns its second operand for a NaN.)
             unsafe { _mm256_min_ps(self, c) }
@@ -995,6 +1153,38 @@ mod avx512 {
             unsafe { _mm512_cmp_ps_mask::<_CMP_GE_OQ>(self, c) }
         }
         #[inline(always)]
+        unsafe fn gt(self, c: Self) -> Self::Mask {
+            // SAFETY: see the impl.
+            unsafe { _mm512_cmp_ps_mask::<_CMP_GT_OQ>(self, c) }
+        }
+        #[inline(always)]
+        unsafe fn eq(self, c: Self) -> Self::Mask {
+            // SAFETY: see the impl.
+            unsafe { _mm512_cmp_ps_mask::<_CMP_EQ_OQ>(self, c) }
+        }
+        #[inline(always)]
+        unsafe fn lt_or_nan(self, c: Self) -> Self::Mask {
+            // SAFETY: see the impl.
+            unsafe { _mm512_cmp_ps_mask::<_CMP_NGE_UQ>(self, c) }
+        }
+        #[inline(always)]
+        unsafe fn exponent_field(self) -> Self {
+            // SAFETY: see the impl.
+            unsafe {
+                let field = _mm512_srli_epi32::<23>(_mm512_castps_si512(self));
+                _mm512_cvtepi32_ps(_mm512_and_si512(field, _mm512_set1_epi32(0xff)))
+            }
+        }
+        #[inline(always)]
+        unsafe fn mantissa_in_one_two(self) -> Self {
+            // SAFETY: see the impl.
+            unsafe {
+                let mant =
+                    _mm512_and_si512(_mm512_castps_si512(self), _mm512_set1_epi32(0x7f_ffff));
+                _mm512_castsi512_ps(_mm512_or_si512(mant, _mm512_set1_epi32(0x3f80_0000)))
+            }
+        }
+        #[inline(always)]
         unsafe fn min_or(self, c: Self) -> Self {
             // SAFETY: see the impl. (`vminps` returns its second operand for a NaN.)
             unsafe { _mm512_min_ps(self, c) }
@@ -1028,17 +1218,42 @@ mod tests {
     /// included) and their negatives: within the 1.6 ulp docs/numerics.md states (its worst
     /// case found by an exhaustive search when the algorithm was chosen: 1.51 ulp at
     /// 1.247645), odd to the bit, −0 kept, ±1 exactly from the clamp on.
+    /// The f32 `log` against f64's over every 127th positive f32 (17 million, subnormals and
+    /// the largest included): within the 1 ulp docs/numerics.md states; and its edges.
+    #[test]
+    fn log_is_within_its_documented_ulps_over_a_sweep_of_f32() {
+        let mut worst = (0.0f64, 0.0f32);
+        for bits in (1..f32::INFINITY.to_bits()).step_by(127) {
+            let x = f32::from_bits(bits);
+            let t = f64::from(x).ln();
+            let err = (f64::from(log_scalar(x)) - t).abs() / ulp_of(t);
+            if err > worst.0 {
+                worst = (err, x);
+            }
+        }
+        assert!(worst.0 <= 1.0, "{} ulp at {:e}", worst.0, worst.1);
+        assert_eq!(log_scalar(1.0).to_bits(), 0f32.to_bits());
+        assert_eq!(log_scalar(f32::INFINITY), f32::INFINITY);
+        assert_eq!(log_scalar(0.0), f32::NEG_INFINITY);
+        assert_eq!(log_scalar(-0.0), f32::NEG_INFINITY);
+        for x in [-1.0, -1e-40, f32::NEG_INFINITY, f32::NAN] {
+            assert!(log_scalar(x).is_nan(), "at {x}");
+        }
+    }
+
+    /// An f32 ulp at `t`: of the binade `|t|` lies in (the smallest normal's below it).
+    fn ulp_of(t: f64) -> f64 {
+        let e = (t.abs() as f32).to_bits() >> 23;
+        let e = if (f32::from_bits(e << 23) as f64) > t.abs() {
+            e - 1
+        } else {
+            e
+        };
+        2f64.powi(e.max(1) as i32 - 127 - 23)
+    }
+
     #[test]
     fn tanh_is_within_its_documented_ulps_over_a_sweep_of_f32() {
-        let ulp_of = |t: f64| {
-            let e = (t.abs() as f32).to_bits() >> 23;
-            let e = if (f32::from_bits(e << 23) as f64) > t.abs() {
-                e - 1
-            } else {
-                e
-            };
-            2f64.powi(e.max(1) as i32 - 127 - 23)
-        };
         let mut worst = (0.0f64, 0.0f32);
         for bits in (0..12.0f32.to_bits()).step_by(61) {
             let x = f32::from_bits(bits);
@@ -1082,6 +1297,16 @@ mod tests {
             1e-40,
             f32::MAX,
             f32::MIN,
+            // log's edges: the smallest subnormal and the largest, either side of √2, 1 ± ulp.
+            f32::from_bits(1),
+            f32::from_bits(0x007f_ffff),
+            log_f32::SQRT_2,
+            f32::from_bits(log_f32::SQRT_2.to_bits() + 1),
+            f32::from_bits(log_f32::SQRT_2.to_bits() - 1),
+            f32::from_bits(1f32.to_bits() + 1),
+            f32::from_bits(1f32.to_bits() - 1),
+            0.5,
+            2.0,
         ];
         let mut s = 0x2545_f491_u32;
         for _ in 0..4000 {
@@ -1134,11 +1359,12 @@ mod tests {
             1e-3,
             -1e-30,
         ]);
-        for f in [SpanFn::Exp, SpanFn::Tanh, SpanFn::Sigmoid] {
+        for f in [SpanFn::Exp, SpanFn::Tanh, SpanFn::Sigmoid, SpanFn::Log] {
             let scalar = |x: f32| match f {
                 SpanFn::Exp => exp_scalar(x),
                 SpanFn::Tanh => tanh_scalar(x),
                 SpanFn::Sigmoid => sigmoid_scalar(x),
+                SpanFn::Log => log_scalar(x),
             };
             // A NaN's sign and payload may differ between paths (the module's guarantee):
             // release builds fold negations differently from debug ones.
@@ -1162,11 +1388,12 @@ mod tests {
     #[test]
     fn summing_from_a_source_gives_the_bits_of_the_definition() {
         let xs: Vec<f32> = specials().into_iter().filter(|x| x.abs() < 200.0).collect();
-        for f in [SpanFn::Exp, SpanFn::Tanh, SpanFn::Sigmoid] {
+        for f in [SpanFn::Exp, SpanFn::Tanh, SpanFn::Sigmoid, SpanFn::Log] {
             let scalar = |x: f32| match f {
                 SpanFn::Exp => exp_scalar(x),
                 SpanFn::Tanh => tanh_scalar(x),
                 SpanFn::Sigmoid => sigmoid_scalar(x),
+                SpanFn::Log => log_scalar(x),
             };
             for (width, negate) in [4, 8, 12, 16, 32, 64, 20]
                 .into_iter()
@@ -1233,7 +1460,7 @@ mod tests {
             at: other.as_ptr(),
             bytes: other.len(),
         };
-        for f in [SpanFn::Exp, SpanFn::Tanh, SpanFn::Sigmoid] {
+        for f in [SpanFn::Exp, SpanFn::Tanh, SpanFn::Sigmoid, SpanFn::Log] {
             let (mut plain, mut fetching) = (xs.clone(), xs.clone());
             apply_f32_in_place(f, &mut plain);
             apply_f32_prefetching(f, &mut fetching, prefetch);

@@ -20,7 +20,9 @@ use weft_runtime::prefetch::weft_prefetch_line;
 use weft_runtime::span_sum::weft_sum_f32_span_keeping;
 use weft_runtime::stream::{weft_stream_copy, weft_stream_scaled_f32};
 use weft_runtime::transpose::weft_transpose_32;
-use weft_runtime::vmath::{weft_exp_f32_span, weft_sigmoid_f32_span, weft_tanh_f32_span};
+use weft_runtime::vmath::{
+    weft_exp_f32_span, weft_log_f32_span, weft_sigmoid_f32_span, weft_tanh_f32_span,
+};
 use weft_runtime::{CompiledKernel, ThreadPool};
 
 use super::handoff::hand_over;
@@ -42,7 +44,7 @@ pub struct CodegenOptions {
     pub fma: bool,
     /// Keep the disassembly of each kernel in its [`KernelListing`].
     pub disassemble: bool,
-    /// Let a vector loop that stores an f32 `exp`, `tanh` or `sigmoid` into a contiguous span
+    /// Let a vector loop that stores an f32 `exp`, `tanh`, `sigmoid` or `log` into a contiguous span
     /// store the argument and call the native span routine (`weft_runtime::vmath`, the same
     /// bits) after it, when the host has AVX2 and FMA (`translate/span.rs`).
     pub span_math: bool,
@@ -218,7 +220,7 @@ impl JitCompiler {
         self.features
     }
 
-    /// Whether kernels may run an f32 `exp`, `tanh` or `sigmoid` over a stored span natively:
+    /// Whether kernels may run an f32 `exp`, `tanh`, `sigmoid` or `log` over a stored span natively:
     /// [`CodegenOptions::span_math`], with FMA allowed and the host having AVX2 and FMA.
     pub fn span_math(&self) -> bool {
         self.translate_options().span_math
@@ -261,6 +263,7 @@ impl JitCompiler {
         builder.symbol("weft_exp_f32_span", weft_exp_f32_span as *const u8);
         builder.symbol("weft_tanh_f32_span", weft_tanh_f32_span as *const u8);
         builder.symbol("weft_sigmoid_f32_span", weft_sigmoid_f32_span as *const u8);
+        builder.symbol("weft_log_f32_span", weft_log_f32_span as *const u8);
         builder.symbol("weft_stream_copy", weft_stream_copy as *const u8);
         builder.symbol("weft_prefetch_line", weft_prefetch_line as *const u8);
         builder.symbol("weft_transpose_32", weft_transpose_32 as *const u8);
@@ -315,6 +318,7 @@ impl JitCompiler {
             exp_span_f32: import("weft_exp_f32_span", call_conv, &SPAN_PARAMS, &[])?,
             tanh_span_f32: import("weft_tanh_f32_span", call_conv, &SPAN_PARAMS, &[])?,
             sigmoid_span_f32: import("weft_sigmoid_f32_span", call_conv, &SPAN_PARAMS, &[])?,
+            log_span_f32: import("weft_log_f32_span", call_conv, &SPAN_PARAMS, &[])?,
             stream_copy: import("weft_stream_copy", call_conv, &[i64; 3], &[])?,
             prefetch_line: import("weft_prefetch_line", preserve_all, &[i64], &[])?,
             // (dst, src, len, step, r, s, d)

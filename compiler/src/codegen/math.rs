@@ -13,7 +13,7 @@
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{types, Endianness, InstBuilder, MemFlagsData, Type, Value};
 use cranelift_frontend::FunctionBuilder;
-use weft_runtime::vmath::{exp_f32, tanh_f32, ExpForm};
+use weft_runtime::vmath::{exp_f32, log_f32, tanh_f32, ExpForm};
 
 /// Emits math functions into a function under construction.
 pub(crate) struct MathEmitter<'a, 'b> {
@@ -80,21 +80,6 @@ const EXP_F64: [f64; 13] = [
     2.755_739_112_349_004_718_933_38e-7,
     2.511_129_308_928_765_186_106_61e-8,
     2.088_606_211_072_836_875_363_41e-9,
-];
-
-/// Cephes `logf`'s polynomial `P` (log(1 + f) = f − f²/2 + f³·P(f) on `1 + f ∈ [√½, √2)`),
-/// lowest degree first.
-#[allow(clippy::excessive_precision)]
-const LOG_F32: [f64; 9] = [
-    3.333_333_117_4e-1,
-    -2.499_999_399_3e-1,
-    2.000_071_476_5e-1,
-    -1.666_805_766_5e-1,
-    1.424_932_278_7e-1,
-    -1.242_014_084_6e-1,
-    1.167_699_874_0e-1,
-    -1.151_461_031_0e-1,
-    7.037_683_629_2e-2,
 ];
 
 /// Taylor coefficients of `tanh(x) / x` in powers of `x²`, from `tanh' = 1 − tanh²`: the
@@ -299,7 +284,7 @@ impl MathEmitter<'_, '_> {
         let ity = int_type_of(ty);
         let p = precision(ty);
         let (min_normal, subnormal_scale) = if is_f32(ty) {
-            (f64::from(f32::MIN_POSITIVE), 25)
+            (f64::from(f32::MIN_POSITIVE), log_f32::SUBNORMAL_SCALE)
         } else {
             (f64::MIN_POSITIVE, 54)
         };
@@ -342,7 +327,7 @@ impl MathEmitter<'_, '_> {
         let e = self.b.ins().fsub(ef, bias);
         let e = self.b.ins().fadd(e, e_adj);
         let (ln2_hi, ln2_lo) = if is_f32(ty) {
-            (0.693_359_375, -2.121_944_4e-4)
+            (f64::from(log_f32::LN2_HI), f64::from(log_f32::LN2_LO))
         } else {
             (0.693_147_180_369_123_8, 1.908_214_929_270_587_7e-10)
         };
@@ -352,7 +337,7 @@ impl MathEmitter<'_, '_> {
         let y = if is_f32(ty) {
             // Cephes logf: log(1 + f) = f - f²/2 + f³·P(f), no divide.
             let z = self.b.ins().fmul(f, f);
-            let poly = self.horner(f, &LOG_F32);
+            let poly = self.horner(f, &log_f32::POLY.map(f64::from));
             let fz = self.b.ins().fmul(f, z);
             let tail = self.b.ins().fmul(fz, poly);
             let tail = self.mul_add(e, c_lo, tail);

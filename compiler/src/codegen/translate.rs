@@ -61,7 +61,7 @@ pub(crate) struct TranslateOptions {
     pub fma: bool,
     /// Whether `vectorize` annotations are honoured.
     pub vectorize: bool,
-    /// Whether an f32 `exp`, `tanh` or `sigmoid` stored into a span may run as a call of the
+    /// Whether an f32 `exp`, `tanh`, `sigmoid` or `log` stored into a span may run as a call of the
     /// native span routine after its loop ([`span`]).
     pub span_math: bool,
     /// Buffers at least this long that a vector loop writes are staged and streamed out with
@@ -92,6 +92,8 @@ pub(crate) struct PowRefs {
     pub tanh_span_f32: FuncRef,
     /// `weft_sigmoid_f32_span`, the same parameters.
     pub sigmoid_span_f32: FuncRef,
+    /// `weft_log_f32_span`, the same parameters.
+    pub log_span_f32: FuncRef,
     /// `weft_stream_copy(dst, src, bytes)`: a copy with non-temporal stores ([`span`]).
     pub stream_copy: FuncRef,
     /// `weft_prefetch_line(at)` (`preserve_all`): a line of a later row ([`span`]).

@@ -1,5 +1,5 @@
-//! Work a vector loop hands to native routines, block by block: an f32 `exp`, `tanh` or
-//! `sigmoid` stored into a contiguous span, computed after the loop by the span routine
+//! Work a vector loop hands to native routines, block by block: an f32 `exp`, `tanh`,
+//! `sigmoid` or `log` stored into a contiguous span, computed after the loop by the span routine
 //! (`weft_runtime::vmath`: AVX-512F, or AVX2 with FMA), and a large output written with
 //! non-temporal stores (`weft_runtime::stream`) — for a loop that only scales what it reads,
 //! by a routine that computes and streams it ([`ScaledCopy`]); and prefetches of later rows.
@@ -45,8 +45,8 @@
 //! adds each result into the partial that loop's vector code would, so that loop keeps only
 //! its combine, tail and f64 re-run. Two passes over the row fewer, the same bits.
 //!
-//! **Sums of a function.** A loop that stores nothing and only sums an f32 `exp`, `tanh` or
-//! `sigmoid` of an argument the routine can read ([`ReduceSpan`]: `Σ_j exp(x_i − y_j)`, a
+//! **Sums of a function.** A loop that stores nothing and only sums an f32 `exp`, `tanh`,
+//! `sigmoid` or `log` of an argument the routine can read ([`ReduceSpan`]: `Σ_j exp(x_i − y_j)`, a
 //! broadcast exp inside a reduction; the argument may be the load less an outer value or
 //! an outer value less the load) is one routine call per block adding into the loop's own
 //! f32 partials (its results written to a scratch block on the stack, never read); the loop
@@ -193,7 +193,7 @@ pub(crate) struct SpanSum {
     pub(crate) width: u32,
 }
 
-/// A vector loop that only sums an f32 `exp`, `tanh` or `sigmoid` of an argument the span
+/// A vector loop that only sums an f32 `exp`, `tanh`, `sigmoid` or `log` of an argument the span
 /// routine can read itself — `acc %a: sum f64 partials f32; loop { load y[j]; sub u, ..;
 /// exp; convert; reduce %a }`, the sum of `exp(x_i − y_j)` over a row — done by the routine:
 /// it reads the argument, computes the function and adds each result into the f32 partial
@@ -218,7 +218,7 @@ const REDUCE_WIDTHS: [u32; 2] = [16, 32];
 
 /// The [`ReduceSpan`] of loop `l` (body `body` of `k`), if its conditions hold: vectorised,
 /// not parallel, at least [`MIN_EXTENT`] long; its body lets and one sum `reduce` of the f64
-/// widening of an f32 `exp`, `tanh` or `sigmoid` whose argument has a [`Source`], every let
+/// widening of an f32 `exp`, `tanh`, `sigmoid` or `log` whose argument has a [`Source`], every let
 /// feeding that sum; the accumulator summed in f32 partials of a width in [`REDUCE_WIDTHS`].
 pub(crate) fn reduce_span_plan(k: &Kernel, l: LoopId, body: &[Stmt]) -> Option<ReduceSpan> {
     let decl = &k.loops[l];
@@ -226,7 +226,7 @@ pub(crate) fn reduce_span_plan(k: &Kernel, l: LoopId, body: &[Stmt]) -> Option<R
         return None;
     }
     let sum = widened_sum(k, body)?;
-    let &Inst::Unary(op @ (UnaryOp::Exp | UnaryOp::Tanh | UnaryOp::Sigmoid), arg) =
+    let &Inst::Unary(op @ (UnaryOp::Exp | UnaryOp::Tanh | UnaryOp::Sigmoid | UnaryOp::Log), arg) =
         definition(body, sum.term)?
     else {
         return None;
@@ -579,15 +579,20 @@ pub(crate) fn span_plan(k: &Kernel, l: LoopId, body: &[Stmt]) -> Option<SpanCall
         return None;
     }
     let needed = slice(body, stored, None);
-    let (op, result, arg) = body.iter().find_map(|s| match s {
-        Stmt::Let {
-            result,
-            inst: Inst::Unary(op @ (UnaryOp::Exp | UnaryOp::Tanh | UnaryOp::Sigmoid), arg),
-        } if k.values[*result] == ScalarType::F32 && needed.contains(result) => {
-            Some((*op, *result, *arg))
-        }
-        _ => None,
-    })?;
+    let (op, result, arg) =
+        body.iter().find_map(|s| match s {
+            Stmt::Let {
+                result,
+                inst:
+                    Inst::Unary(
+                        op @ (UnaryOp::Exp | UnaryOp::Tanh | UnaryOp::Sigmoid | UnaryOp::Log),
+                        arg,
+                    ),
+            } if k.values[*result] == ScalarType::F32 && needed.contains(result) => {
+                Some((*op, *result, *arg))
+            }
+            _ => None,
+        })?;
     let rest = (stored != result).then_some(stored);
     Some(SpanCall {
         op,
@@ -994,6 +999,7 @@ impl Translator<'_, '_> {
         match op {
             UnaryOp::Tanh => self.pow.tanh_span_f32,
             UnaryOp::Sigmoid => self.pow.sigmoid_span_f32,
+            UnaryOp::Log => self.pow.log_span_f32,
             _ => self.pow.exp_span_f32,
         }
     }
