@@ -375,8 +375,8 @@ fn loops(
                 what.retain(|w| !w.starts_with("vectorised"));
                 what.push(format!(
                     "%{} = {} summed by the native {} routine, which reads {arg} itself ({} f32 \
-                     partials for %{}, combined here; the loop re-runs in f64 if the total is \
-                     not finite)",
+                     partials for %{}, combined here; if the total is not finite the routine \
+                     computes the terms again and they are summed in f64, in order)",
                     span.result,
                     span.op.name(),
                     weft_runtime::vmath::span_isa().unwrap_or("scalar"),

@@ -1477,7 +1477,7 @@ impl<'a, 'b> Translator<'a, 'b> {
     fn emit_loop(&mut self, l: LoopId, body: &[Stmt]) -> Result<()> {
         if let Some(at) = self.span_sums.iter().position(|(m, _)| *m == l) {
             let (_, slot) = self.span_sums.remove(at);
-            return self.emit_summed_by_span(l, body, slot);
+            return self.emit_summed_by_span(l, body, slot, None);
         }
         if let Some(call) = self.transpose_call_of(l, body) {
             return self.emit_transpose_call(&call);
@@ -1554,6 +1554,25 @@ impl<'a, 'b> Translator<'a, 'b> {
         narrow: &[AccId],
         before: Vec<(Variable, Value)>,
     ) -> Result<()> {
+        self.rerun_unless_finite_with(l, narrow, before, |t| {
+            let (start, end) = t.loop_range(l);
+            let counter = t.b.declare_var(types::I64);
+            t.b.def_var(counter, start);
+            t.emit_steps(l, body, counter, end, 1)?;
+            t.loop_vals[l.index()] = None;
+            Ok(())
+        })
+    }
+
+    /// [`Self::rerun_unless_finite`] with the re-run's loop emitted by `emit_rerun` (which sums
+    /// every term of loop `l` into the accumulators in f64, in order).
+    pub(super) fn rerun_unless_finite_with(
+        &mut self,
+        l: LoopId,
+        narrow: &[AccId],
+        before: Vec<(Variable, Value)>,
+        emit_rerun: impl FnOnce(&mut Self) -> Result<()>,
+    ) -> Result<()> {
         let mut finite = None;
         for &a in narrow {
             let Some(AccRepr::Scalar { value, .. }) = self.accs[a.index()].clone() else {
@@ -1577,11 +1596,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         for (var, v) in before {
             self.b.def_var(var, v);
         }
-        let (start, end) = self.loop_range(l);
-        let counter = self.b.declare_var(types::I64);
-        self.b.def_var(counter, start);
-        self.emit_steps(l, body, counter, end, 1)?;
-        self.loop_vals[l.index()] = None;
+        emit_rerun(self)?;
         self.b.ins().jump(done, &[]);
         self.b.switch_to_block(done);
         Ok(())

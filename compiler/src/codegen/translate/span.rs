@@ -49,8 +49,11 @@
 //! `sigmoid` or `log` of an argument the routine can read ([`ReduceSpan`]: `Σ_j exp(x_i − y_j)`, a
 //! broadcast exp inside a reduction; the argument may be the load less an outer value or
 //! an outer value less the load) is one routine call per block adding into the loop's own
-//! f32 partials (its results written to a scratch block on the stack, never read); the loop
-//! keeps its combine, tail and f64 re-run (2.3 ms against 6.8 for 4096 × 4096 on Zen 4).
+//! f32 partials (its results written to a scratch block on the stack); the loop keeps its
+//! combine and tail (2.3 ms against 6.8 for 4096 × 4096 on Zen 4), and its f64 re-run calls
+//! the routine again per block, without partials, and adds the block's results in order — the
+//! inline re-run computed every term with the 4-lane code, ~10× the cost (`Σ_C log x` over
+//! 4096² rows that all re-run: 128–142 → 32 ms).
 //!
 //! **Whole sums.** A loop that stores nothing and only sums f32 terms read from a span — a
 //! contiguous load, one less an outer value or an outer value less it, or the square of one
@@ -955,24 +958,70 @@ impl Translator<'_, '_> {
             6,
         ));
         let slot = self.zeroed_partials(span.sum.width);
-        self.in_blocks(l, block, |t| t.call_reduce_span(l, span, scratch, slot))?;
-        self.emit_summed_by_span(l, body, slot)
+        self.in_blocks(l, block, |t| {
+            t.call_reduce_span(l, span, scratch, Some(slot))
+        })?;
+        self.emit_summed_by_span(l, body, slot, Some((span, scratch)))
     }
 
-    /// One call of [`Self::emit_reduce_span`] over loop `l`'s current range.
+    /// The f64 re-run of a [`ReduceSpan`] loop `l` into accumulator `acc`: per block, the
+    /// routine's terms into `scratch` (the bits the loop's inline code computes), then each
+    /// widened and added in order, as the loop's scalar code adds them — the same sum,
+    /// without computing the function inline, which costs ~10× the routine (a row whose
+    /// total is not finite, such as a log-likelihood with a `log 0`, re-runs).
+    fn rerun_reduce_span(
+        &mut self,
+        l: LoopId,
+        span: &ReduceSpan,
+        scratch: StackSlot,
+        acc: AccId,
+    ) -> Result<()> {
+        let Some(AccRepr::Scalar { value, .. }) = self.accs[acc.index()].clone() else {
+            return self.internal(format!("accumulator %{acc} has no scalar value"));
+        };
+        let decl = self.k.accs[acc].clone();
+        let block = BLOCK.min(self.k.loops[l].extent);
+        self.in_blocks(l, block, |t| {
+            t.call_reduce_span(l, span, scratch, None)?;
+            let len = t.range_len(l);
+            let base = t.b.ins().stack_addr(types::I64, scratch, 0);
+            let i = t.b.declare_var(types::I64);
+            let zero = t.b.ins().iconst(types::I64, 0);
+            t.b.def_var(i, zero);
+            t.counted_loop(i, len, 1, |t, i| {
+                let offset = t.b.ins().imul_imm_u(i, 4);
+                let at = t.b.ins().iadd(base, offset);
+                let flags = MemFlagsData::new().with_notrap();
+                let term = t.b.ins().load(types::F32, flags, at, 0);
+                let wide = t.b.ins().fpromote(types::F64, term);
+                let cur = t.b.use_var(value);
+                let next = t.combine(decl.kind, decl.ty, cur, wide);
+                t.b.def_var(value, next);
+                Ok(())
+            })
+        })
+    }
+
+    /// One call of [`Self::emit_reduce_span`] over loop `l`'s current range, its terms into
+    /// `scratch`, summed into the partials at `slot` if any.
     fn call_reduce_span(
         &mut self,
         l: LoopId,
         span: &ReduceSpan,
         scratch: StackSlot,
-        slot: StackSlot,
+        slot: Option<StackSlot>,
     ) -> Result<()> {
         let len = self.range_len(l);
         let dst = self.b.ins().stack_addr(types::I64, scratch, 0);
         let (src, shift, negate) = self.source_args(l, &span.source)?;
-        let sums = self.b.ins().stack_addr(types::I64, slot, 0);
-        let width = self.b.ins().iconst(types::I64, i64::from(span.sum.width));
         let zero = self.b.ins().iconst(types::I64, 0);
+        let (sums, width) = match slot {
+            Some(slot) => (
+                self.b.ins().stack_addr(types::I64, slot, 0),
+                self.b.ins().iconst(types::I64, i64::from(span.sum.width)),
+            ),
+            None => (zero, zero),
+        };
         let callee = self.span_callee(span.op);
         self.b.ins().call(
             callee,
@@ -1249,6 +1298,7 @@ impl Translator<'_, '_> {
         m: LoopId,
         body: &[Stmt],
         slot: StackSlot,
+        terms: Option<(&ReduceSpan, StackSlot)>,
     ) -> Result<()> {
         let Some(p) = plan(self.k, m, body) else {
             return self.internal(format!("span-summed loop %{m} has no vector plan"));
@@ -1289,7 +1339,13 @@ impl Translator<'_, '_> {
             self.emit_steps(m, body, counter, end, 1)?;
             self.loop_vals[m.index()] = None;
         }
-        self.rerun_unless_finite(m, body, &narrow, before)
+        match terms {
+            // The terms are the routine's: its re-run computes them again (see the method).
+            Some((span, scratch)) => self.rerun_unless_finite_with(m, &narrow, before, |t| {
+                t.rerun_reduce_span(m, span, scratch, acc)
+            }),
+            None => self.rerun_unless_finite(m, body, &narrow, before),
+        }
     }
 
     /// The address and length of `next`'s read [`ROWS_AHEAD`] iterations of its row loop on.
