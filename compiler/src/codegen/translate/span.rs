@@ -53,7 +53,7 @@
 //! combine and tail (2.3 ms against 6.8 for 4096 × 4096 on Zen 4), and its f64 re-run calls
 //! the routine again per block, without partials, and adds the block's results in order — the
 //! inline re-run computed every term with the 4-lane code, ~10× the cost (`Σ_C log x` over
-//! 4096² rows that all re-run: 128–142 → 32 ms).
+//! 4096² rows that all re-run: 128–142 → 15–16 ms on Zen 4).
 //!
 //! **Whole sums.** A loop that stores nothing and only sums f32 terms read from a span — a
 //! contiguous load, one less an outer value or an outer value less it, or the square of one
