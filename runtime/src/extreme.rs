@@ -322,7 +322,7 @@ mod simd {
             }
             // Merged in vectors, the partials and then the lanes: a scalar fold of every lane
             // (ten instructions and a data-dependent branch each) made a 512 × 128 softmax
-            // 2.4× slower.
+            // 3.3× slower.
             let merged = acc[1..].iter().fold(acc[0], |m, &a| m.merge(a, kind));
             let p = merged.across_lanes(kind).first_lane(kind);
             super::run_scalar(kind, src.add(i), len - i, p.settle(kind))
