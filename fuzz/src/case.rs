@@ -11,7 +11,7 @@
 use weft::prelude::*;
 use weft::testing::{references, run_on, Case};
 use weft_compiler::JitOptions;
-use weft_ir::testing::{observed_outputs, random_inputs, Tolerance};
+use weft_ir::testing::{observed_outputs, random_inputs, small_enough, Tolerance};
 
 /// Calls per run: `call`, then `call_into` garbage-filled arrays over inputs at odd
 /// alignments (`weft::testing::call_alternately`), so state assigned by the first is read by
@@ -76,7 +76,7 @@ pub fn run_graph(g: &Graph, seed: u64) -> Outcome {
     if g.verify().is_err() {
         return Outcome::VerifyError;
     }
-    if !small_enough(g) {
+    if !small_enough(g, MAX_ELEMENTS, MAX_TOTAL_ELEMENTS) {
         return Outcome::TooLarge;
     }
     let outputs = observed_outputs(g, seed);
@@ -134,22 +134,4 @@ pub fn dump_case(text: &str, seed: u64, dir: &std::path::Path) -> Result<String,
         args += &format!(" --input {name}={}", path.display());
     }
     Ok(args)
-}
-
-/// Whether every tensor of `g` is small (lengths multiplied with overflow checks).
-fn small_enough(g: &Graph) -> bool {
-    let mut total = 0usize;
-    for (_, n) in g.nodes() {
-        let Ok(shape) = g.shape_of(&n.axes) else {
-            return false;
-        };
-        let Some(len) = shape.iter().try_fold(1usize, |a, b| a.checked_mul(*b)) else {
-            return false;
-        };
-        total = total.saturating_add(len);
-        if len > MAX_ELEMENTS || total > MAX_TOTAL_ELEMENTS {
-            return false;
-        }
-    }
-    true
 }

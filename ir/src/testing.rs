@@ -108,6 +108,33 @@ pub fn arb_graph_with(config: GraphConfig) -> impl Strategy<Value = Graph> {
         .prop_map(move |choices| graph_from_choices(&choices, &config))
 }
 
+/// The largest tensor a property test runs, in elements ([`small_enough`]): 8 MiB in f64, so
+/// a graph's references, three JIT runs and their comparison stay well inside a test machine.
+pub const PROP_MAX_ELEMENTS: usize = 1 << 20;
+/// The most elements of all a property test's tensors together ([`small_enough`]).
+pub const PROP_MAX_TOTAL_ELEMENTS: usize = 1 << 24;
+
+/// Whether no tensor of `g` has more than `max_elements` elements and all of them together no
+/// more than `max_total` (lengths multiplied with overflow checks; a shape that cannot be
+/// computed counts as too large). Random graphs can broadcast their way to trillions of
+/// elements, which a test or fuzz case must skip rather than let the system kill the process.
+pub fn small_enough(g: &Graph, max_elements: usize, max_total: usize) -> bool {
+    let mut total = 0usize;
+    for (_, n) in g.nodes() {
+        let Ok(shape) = g.shape_of(&n.axes) else {
+            return false;
+        };
+        let Some(len) = shape.iter().try_fold(1usize, |a, b| a.checked_mul(*b)) else {
+            return false;
+        };
+        total = total.saturating_add(len);
+        if len > max_elements || total > max_total {
+            return false;
+        }
+    }
+    true
+}
+
 /// The graph a choice stream draws (deterministic).
 pub fn graph_from_choices(choices: &[u32], config: &GraphConfig) -> Graph {
     draw(choices, config).0
