@@ -87,7 +87,7 @@ pub enum RunError {
         source: HostError,
     },
     /// The memory a computation needs exceeds the caller's budget (`JitOptions::max_bytes`,
-    /// `WEFT_MAX_BYTES`).
+    /// `WEFT_MAX_BYTES`, by default the machine's physical memory).
     #[error("the computation needs {needed} bytes ({detail}), more than the memory budget of {budget} bytes")]
     MemoryBudget {
         /// Bytes needed.

@@ -44,8 +44,8 @@ pub use plan::Plan;
 pub use reference::DeviceBufferReference;
 pub use state::{SharedState, State, StateAccess, StateView};
 pub use storage::{
-    advise_huge_pages, host_copy_bytes, zeroed_host_data, DeviceBufferStorage, HUGE_PAGE_MIN_BYTES,
-    STORAGE_ALIGNMENT,
+    advise_huge_pages, default_memory_budget, host_copy_bytes, physical_memory_bytes,
+    zeroed_host_data, DeviceBufferStorage, HUGE_PAGE_MIN_BYTES, STORAGE_ALIGNMENT,
 };
 pub use tensor::DeviceTensor;
 pub use thread_pool::ThreadPool;

@@ -18,6 +18,41 @@ use weft_ir::{ArrayData, DType, HostError};
 
 use crate::{Element, RuntimeError};
 
+/// The machine's physical memory in bytes (`MemTotal` of `/proc/meminfo`), or `None` where
+/// that cannot be read (not Linux, or no `/proc`). The default memory budget of a compiled
+/// computation: the system accepts each allocation up to its size on its own, but a run whose
+/// allocations together exceed it would be killed by the system, not refused with an error.
+pub fn physical_memory_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    meminfo_total_bytes(&text)
+}
+
+/// The memory budget a computation gets unless its caller sets one: the `WEFT_MAX_BYTES`
+/// environment variable if it holds a byte count (anything else is ignored with a warning on
+/// stderr, rather than silently), else [`physical_memory_bytes`]. The JIT's
+/// (`JitOptions::max_bytes`) and the interpreter's ([`crate::Interpreter::new`]).
+pub fn default_memory_budget() -> Option<u64> {
+    if let Ok(v) = std::env::var("WEFT_MAX_BYTES") {
+        match v.trim().parse() {
+            Ok(n) => return Some(n),
+            Err(_) => eprintln!("weft: ignoring WEFT_MAX_BYTES={v:?}: not a byte count"),
+        }
+    }
+    physical_memory_bytes()
+}
+
+/// `MemTotal` of a `/proc/meminfo` text, in bytes.
+fn meminfo_total_bytes(text: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let mut words = line["MemTotal:".len()..].split_whitespace();
+    let value: u64 = words.next()?.parse().ok()?;
+    match words.next() {
+        Some("kB") => value.checked_mul(1024),
+        None => Some(value),
+        Some(_) => None,
+    }
+}
+
 /// Bytes copied between host slices and device storages by this process (both directions).
 static HOST_COPY_BYTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
@@ -313,6 +348,17 @@ impl Drop for StorageBorrow<'_> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_physical_memory_is_read_from_meminfo() {
+        let text = "MemTotal:       24576000 kB\nMemFree:        1000 kB\n";
+        assert_eq!(super::meminfo_total_bytes(text), Some(24_576_000 * 1024));
+        assert_eq!(super::meminfo_total_bytes("MemFree: 1 kB\n"), None);
+        assert_eq!(super::meminfo_total_bytes("MemTotal: x kB\n"), None);
+        assert_eq!(super::meminfo_total_bytes("MemTotal: 5 MB\n"), None);
+        #[cfg(target_os = "linux")]
+        assert!(super::physical_memory_bytes().is_some_and(|b| b > 1 << 20));
+    }
+
     use super::*;
 
     /// `THPeligible` of the mapping holding `addr`, from `/proc/self/smaps`.

@@ -167,12 +167,64 @@ impl Interpreter {
             }
         }
         let access = StateAccess::of(&graph, &plan);
-        Ok(Interpreter {
+        let interpreter = Interpreter {
             graph,
             plan,
             shapes,
             access,
             perturbation: None,
+        };
+        if let Some(budget) = crate::default_memory_budget() {
+            interpreter.check_budget(budget)?;
+        }
+        Ok(interpreter)
+    }
+
+    /// Refuses, with [`RunError::MemoryBudget`], a run that would hold more than `budget`
+    /// bytes at once: a run keeps every evaluated node's value to its end, beside the caller's
+    /// inputs and state and the outputs it returns, and builds one node's index maps at a
+    /// time ([`Interpreter::check_memory`]). Each allocation alone the system would grant;
+    /// together they would get the process killed rather than refused.
+    fn check_budget(&self, budget: u64) -> Result<(), RunError> {
+        let g = &*self.graph;
+        let bytes = |id: &NodeId| g.tensor_size(*id).map(|s| s.bytes as u64);
+        let mut values = 0u64;
+        let mut index_maps = 0u64;
+        let mut largest = None;
+        for (id, node) in g.nodes().filter(|(id, _)| self.plan.is_needed(*id)) {
+            let size = g.tensor_size(id)?;
+            values = values.saturating_add(size.bytes as u64);
+            index_maps = index_maps.max(index_map_bytes(size.elements, node) as u64);
+            if largest.is_none_or(|(_, b)| size.bytes > b) {
+                largest = Some((id, size.bytes));
+            }
+        }
+        let mut callers = 0u64;
+        let state_reads: Vec<NodeId> = self.access.reads().to_vec();
+        for id in self
+            .plan
+            .placeholders()
+            .iter()
+            .chain(self.plan.outputs())
+            .chain(&state_reads)
+        {
+            callers = callers.saturating_add(bytes(id)?);
+        }
+        let needed = values.saturating_add(index_maps).saturating_add(callers);
+        if needed <= budget {
+            return Ok(());
+        }
+        let largest = largest
+            .map(|(id, b)| format!("; the largest, `{}`, {b} bytes", g.node_label(id)))
+            .unwrap_or_default();
+        Err(RunError::MemoryBudget {
+            needed,
+            budget,
+            detail: format!(
+                "the interpreter's values of every evaluated node {values} bytes, its largest \
+                 index maps {index_maps}, and the caller's inputs, state and outputs \
+                 {callers}{largest}"
+            ),
         })
     }
 
@@ -287,6 +339,13 @@ impl Executable for Interpreter {
     }
 }
 
+/// The bytes of the index maps `eval` builds for a node of `elements` elements: one index word
+/// per element and operand.
+fn index_map_bytes(elements: usize, node: &Node) -> usize {
+    let index_words = node.op.inputs().len().max(1);
+    elements.saturating_mul(index_words * std::mem::size_of::<Option<usize>>())
+}
+
 impl Interpreter {
     /// Refuses, with [`RunError::Alloc`] naming the node, to evaluate a node whose memory the
     /// system would not give: the result's bytes plus one index word per element and operand
@@ -295,11 +354,7 @@ impl Interpreter {
     fn check_memory(&self, id: NodeId, node: &Node) -> Result<(), RunError> {
         let g = &*self.graph;
         let size = g.tensor_size(id)?;
-        let index_words = node.op.inputs().len().max(1);
-        let bytes = size
-            .elements
-            .saturating_mul(index_words * std::mem::size_of::<Option<usize>>())
-            .saturating_add(size.bytes);
+        let bytes = index_map_bytes(size.elements, node).saturating_add(size.bytes);
         weft_ir::host::check_alloc(bytes).map_err(|source| RunError::Alloc {
             tensor: g.node_label(id),
             source,
