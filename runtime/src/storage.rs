@@ -23,8 +23,12 @@ use crate::{Element, RuntimeError};
 /// computation: the system accepts each allocation up to its size on its own, but a run whose
 /// allocations together exceed it would be killed by the system, not refused with an error.
 pub fn physical_memory_bytes() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    meminfo_total_bytes(&text)
+    // Read once: every compile asks (a read of /proc costs tens of microseconds).
+    static MEMORY: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    *MEMORY.get_or_init(|| {
+        let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+        meminfo_total_bytes(&text)
+    })
 }
 
 /// The memory budget a computation gets unless its caller sets one: the `WEFT_MAX_BYTES`
