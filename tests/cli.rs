@@ -309,6 +309,36 @@ fn run_saves_its_inputs_and_runs_again_on_them() {
 }
 
 #[test]
+fn run_past_the_memory_budget_is_refused_before_its_inputs_are_made() {
+    // A run the budget refuses must not first draw (or save) inputs it cannot use: a 60000²
+    // input alone is 14 GB, and drawing it was half of what got `weft run` killed.
+    let dir = scratch("budget");
+    let ins = dir.join("in");
+    for backend in ["jit", "unfused", "interp"] {
+        let o = Command::new(env!("CARGO_BIN_EXE_weft"))
+            .args([
+                "run",
+                "examples/l2.weft",
+                "--backend",
+                backend,
+                "--save-inputs",
+            ])
+            .arg(&ins)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("WEFT_MAX_BYTES", "100")
+            .output()
+            .unwrap();
+        let err = stderr(&o);
+        assert!(!o.status.success(), "{backend}: {}", stdout(&o));
+        assert!(
+            err.contains("more than the memory budget of 100 bytes"),
+            "{backend}: {err}"
+        );
+        assert!(!ins.exists(), "{backend}: inputs were saved");
+    }
+}
+
+#[test]
 fn the_command_list_is_one_short_line_per_command() {
     let help = stdout(&weft(&["--help"]));
     let commands: Vec<&str> = help

@@ -472,14 +472,13 @@ fn run_graph(graph: &Graph, run: RunRequest<'_>) -> Result<Vec<(NodeId, HostArra
             }
         }
     }
-    let values = inputs::gather(graph, &placeholders, files, seed)?;
-    if let Some(dir) = save_inputs {
-        let named: Vec<(NodeId, HostArray)> =
-            placeholders.iter().copied().zip(values.clone()).collect();
-        write_npys(graph, &named, dir, "input")?;
-    }
+    // Compiled first: a run past the memory budget is refused before its inputs are made.
     let transformer = Transformer::new(graph.clone(), backend)?;
     let computation = transformer.computation(&outputs, &placeholders)?;
+    let values = inputs::gather(graph, &placeholders, files, seed)?;
+    if let Some(dir) = save_inputs {
+        write_npys(graph, placeholders.iter().zip(&values), dir, "input")?;
+    }
     let results = computation.call(&values)?;
     Ok(outputs.into_iter().zip(results).collect())
 }
@@ -496,15 +495,15 @@ fn print_outputs(
         );
     }
     match output_dir {
-        Some(dir) => write_npys(graph, outputs, dir, "output"),
+        Some(dir) => write_npys(graph, outputs.iter().map(|(id, v)| (id, v)), dir, "output"),
         None => Ok(()),
     }
 }
 
 /// Writes each value as NAME.npy into `dir` (created if missing), saying so.
-fn write_npys(
+fn write_npys<'a>(
     graph: &Graph,
-    values: &[(NodeId, HostArray)],
+    values: impl IntoIterator<Item = (&'a NodeId, &'a HostArray)>,
     dir: &Path,
     what: &str,
 ) -> Result<(), Error> {
