@@ -18,17 +18,53 @@ use weft_ir::{ArrayData, DType, HostError};
 
 use crate::{Element, RuntimeError};
 
-/// The machine's physical memory in bytes (`MemTotal` of `/proc/meminfo`), or `None` where
-/// that cannot be read (not Linux, or no `/proc`). The default memory budget of a compiled
-/// computation: the system accepts each allocation up to its size on its own, but a run whose
-/// allocations together exceed it would be killed by the system, not refused with an error.
+/// The memory this process may use, in bytes: the machine's physical memory (`MemTotal` of
+/// `/proc/meminfo`), or its memory cgroup's limit where that is lower (a container's), or
+/// `None` where neither can be read (not Linux, or no `/proc`). The default memory budget of a
+/// compiled computation: the system accepts each allocation up to that size on its own, but
+/// a run whose allocations together exceed it would be killed by the system, not refused with
+/// an error.
 pub fn physical_memory_bytes() -> Option<u64> {
     // Read once: every compile asks (a read of /proc costs tens of microseconds).
     static MEMORY: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
     *MEMORY.get_or_init(|| {
-        let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-        meminfo_total_bytes(&text)
+        let read = |path: &str| std::fs::read_to_string(path).ok();
+        let total = read("/proc/meminfo").and_then(|t| meminfo_total_bytes(&t));
+        let limit = read("/proc/self/cgroup")
+            .and_then(|t| cgroup_limit_files(&t).into_iter().find_map(|f| read(&f)))
+            .and_then(|t| cgroup_limit_bytes(&t));
+        match (total, limit) {
+            (Some(t), Some(l)) => Some(t.min(l)),
+            (t, l) => t.or(l),
+        }
     })
+}
+
+/// The files that may hold this process's memory limit, from its `/proc/self/cgroup` text:
+/// cgroup v1's `memory.limit_in_bytes` of the `memory` controller's group, cgroup v2's
+/// `memory.max` of the unified group.
+fn cgroup_limit_files(cgroup: &str) -> Vec<String> {
+    cgroup
+        .lines()
+        .filter_map(|line| {
+            let mut parts = line.splitn(3, ':');
+            let (id, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+            if controllers.split(',').any(|c| c == "memory") {
+                Some(format!("/sys/fs/cgroup/memory{path}/memory.limit_in_bytes"))
+            } else if id == "0" && controllers.is_empty() {
+                Some(format!("/sys/fs/cgroup{path}/memory.max"))
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+/// A cgroup memory limit file's bytes, or `None` for no limit (`max`, or v1's page-rounded
+/// `i64::MAX`).
+fn cgroup_limit_bytes(text: &str) -> Option<u64> {
+    let bytes: u64 = text.trim().parse().ok()?;
+    (bytes < 1 << 62).then_some(bytes)
 }
 
 /// The memory budget a computation gets unless its caller sets one: the `WEFT_MAX_BYTES`
@@ -361,6 +397,25 @@ mod tests {
         assert_eq!(super::meminfo_total_bytes("MemTotal: 5 MB\n"), None);
         #[cfg(target_os = "linux")]
         assert!(super::physical_memory_bytes().is_some_and(|b| b > 1 << 20));
+    }
+
+    #[test]
+    fn a_memory_cgroup_limit_is_found_in_either_version() {
+        let v1 = "5:devices:/\n4:memory:/box/7\n0::/\n";
+        assert_eq!(
+            super::cgroup_limit_files(v1),
+            [
+                "/sys/fs/cgroup/memory/box/7/memory.limit_in_bytes",
+                "/sys/fs/cgroup//memory.max"
+            ]
+        );
+        assert_eq!(
+            super::cgroup_limit_files("0::/user.slice/app\n"),
+            ["/sys/fs/cgroup/user.slice/app/memory.max"]
+        );
+        assert_eq!(super::cgroup_limit_bytes("4294967296\n"), Some(4 << 30));
+        assert_eq!(super::cgroup_limit_bytes("max\n"), None);
+        assert_eq!(super::cgroup_limit_bytes("9223372036854771712\n"), None);
     }
 
     use super::*;
