@@ -479,21 +479,30 @@ fn a_dot_whose_iteration_space_passes_i64_is_refused() {
 
 #[test]
 fn cli_refuses_inputs_too_large_to_draw() {
-    // `weft run` draws placeholder values before compiling: too large is a typed error there.
+    // `weft run` compiles, then draws placeholder values: a size past the addressable is a
+    // typed error, one past the memory budget (by default the machine's) is refused before
+    // anything is drawn, and with no budget to stop it the draw itself is refused, naming `x`.
     let dir = std::env::temp_dir().join(format!("weft-findings-sizes-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    for (len, needle) in [
-        ("9223372036854775807", "is larger than"),
-        ("1099511627776", "`x`: cannot allocate 4398046511104 bytes"),
+    let unlimited = u64::MAX.to_string();
+    for (len, budget, needle) in [
+        ("9223372036854775807", None, "is larger than"),
+        ("1099511627776", None, "more than the memory budget"),
+        (
+            "1099511627776",
+            Some(unlimited.as_str()),
+            "`x`: cannot allocate 4398046511104 bytes",
+        ),
     ] {
         let file = dir.join(format!("big_{len}.weft"));
         let text = format!("axis N = {len}\nplaceholder x: f32[N]\ny = exp(x)\noutput y\n");
         std::fs::write(&file, text).unwrap();
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_weft"))
-            .arg("run")
-            .arg(&file)
-            .output()
-            .unwrap();
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_weft"));
+        command.arg("run").arg(&file).env_remove("WEFT_MAX_BYTES");
+        if let Some(b) = budget {
+            command.env("WEFT_MAX_BYTES", b);
+        }
+        let out = command.output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success());
         assert!(stderr.contains(needle), "{stderr}");
