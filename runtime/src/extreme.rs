@@ -92,13 +92,13 @@ unsafe fn run_scalar(kind: Extreme, src: *const f32, len: usize, acc: f32) -> f3
     })
 }
 
-/// What the vector paths keep per lane, folded across lanes at the end ([`Partials::settle`]):
-/// the extreme of the lane's values by `maxps`/`minps` (which skip a NaN term and may keep
-/// either zero), and the signed and unsigned maxima and the signed minimum of their bits. A
-/// NaN term shows as a signed maximum above `+inf`'s bits or an unsigned maximum above
-/// `−inf`'s; when the extreme is a zero, its sign is whether a `+0` (signed maximum 0) or a
-/// `−0` (signed minimum `i32::MIN`) was among the terms — the rule of the JIT's own vector
-/// loops (`compiler/src/codegen/translate.rs`, `Extreme`).
+/// What the vector paths keep per lane — here one lane's, after the merge across lanes —
+/// settled by [`Partials::settle`]: the extreme of the lane's values by `maxps`/`minps`
+/// (which skip a NaN term and may keep either zero), and the signed and unsigned maxima and
+/// the signed minimum of their bits. A NaN term shows as a signed maximum above `+inf`'s bits
+/// or an unsigned maximum above `−inf`'s; when the extreme is a zero, its sign is whether a
+/// `+0` (signed maximum 0) or a `−0` (signed minimum `i32::MIN`) was among the terms — the
+/// rule of the JIT's own vector loops (`compiler/src/codegen/translate.rs`, `Extreme`).
 struct Partials {
     value: f32,
     smax: i32,
@@ -107,30 +107,6 @@ struct Partials {
 }
 
 impl Partials {
-    /// The partials of no term.
-    fn new(kind: Extreme) -> Self {
-        Partials {
-            value: kind.identity(),
-            smax: i32::MIN,
-            umax: 0,
-            smin: i32::MAX,
-        }
-    }
-
-    /// One lane's partials folded in.
-    fn add(&mut self, kind: Extreme, value: f32, smax: i32, umax: u32, smin: i32) {
-        let beyond = match kind {
-            Extreme::Max => self.value < value,
-            Extreme::Min => value < self.value,
-        };
-        if beyond {
-            self.value = value;
-        }
-        self.smax = self.smax.max(smax);
-        self.umax = self.umax.max(umax);
-        self.smin = self.smin.min(smin);
-    }
-
     /// The extreme of every term folded in.
     fn settle(&self, kind: Extreme) -> f32 {
         let nan = self.smax > 0x7f80_0000 || self.umax > 0xff80_0000;
@@ -281,7 +257,7 @@ mod simd {
         /// # Safety
         /// The trait's contract.
         #[inline(always)]
-        unsafe fn first_lane(&self, kind: Extreme) -> Partials {
+        unsafe fn first_lane(&self) -> Partials {
             // No path has more than sixteen lanes.
             let (mut v, mut s, mut u, mut m) = ([0.0f32; 16], [0i32; 16], [0i32; 16], [0i32; 16]);
             // SAFETY: the caller's contract; each array holds sixteen lanes.
@@ -291,9 +267,12 @@ mod simd {
                 V::store_bits(self.umax, u.as_mut_ptr());
                 V::store_bits(self.smin, m.as_mut_ptr());
             }
-            let mut p = Partials::new(kind);
-            p.add(kind, v[0], s[0], u[0] as u32, m[0]);
-            p
+            Partials {
+                value: v[0],
+                smax: s[0],
+                umax: u[0] as u32,
+                smin: m[0],
+            }
         }
     }
 
@@ -324,7 +303,7 @@ mod simd {
             // (ten instructions and a data-dependent branch each) made a 512 × 128 softmax
             // 3.3× slower.
             let merged = acc[1..].iter().fold(acc[0], |m, &a| m.merge(a, kind));
-            let p = merged.across_lanes(kind).first_lane(kind);
+            let p = merged.across_lanes(kind).first_lane();
             super::run_scalar(kind, src.add(i), len - i, p.settle(kind))
         }
     }
