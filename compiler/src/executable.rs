@@ -122,8 +122,8 @@ pub struct JitOptions {
     pub dump: Option<std::path::PathBuf>,
     /// A memory budget in bytes: compilation fails with [`RunError::MemoryBudget`] when a run
     /// would need more (its workspace — planned buffers at their peak sharing, inputs, state,
-    /// constants, outputs, row scratch — plus the inputs' and outputs' host arrays), before anything of
-    /// that size is allocated. The default ([`weft_runtime::default_memory_budget`]) is the
+    /// constants, outputs, row scratch — plus the inputs' and outputs' host arrays), before
+    /// anything of that size is allocated. The default ([`weft_runtime::default_memory_budget`]) is the
     /// `WEFT_MAX_BYTES` environment variable (a byte count), else the machine's physical
     /// memory (no budget where it cannot be read): the system grants each allocation up to
     /// that size on its own, and would kill the process whose allocations together exceed it.
@@ -219,16 +219,11 @@ fn check_budget(
     budget: u64,
 ) -> Result<(), RunError> {
     let workspace = specs.iter().map(spec_bytes).fold(0u64, u64::saturating_add);
-    let host_bytes = |nodes: &[NodeId]| -> Result<u64, RunError> {
-        nodes.iter().try_fold(0u64, |total, n| {
-            Ok(total.saturating_add(graph.tensor_size(*n)?.bytes as u64))
-        })
-    };
     // The caller's arrays live beside the workspace for the whole call (a `call` copies the
     // inputs in and the outputs out): counted, a run the machine cannot hold is refused here
     // rather than killed by the system halfway (measured: a 6 GB exp, 23.4 GB at its peak).
-    let inputs = host_bytes(plan.placeholders())?;
-    let outputs = host_bytes(plan.outputs())?;
+    let inputs = graph.bytes_of_all(plan.placeholders())?;
+    let outputs = graph.bytes_of_all(plan.outputs())?;
     let needed = workspace.saturating_add(inputs).saturating_add(outputs);
     if needed <= budget {
         return Ok(());

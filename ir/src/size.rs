@@ -75,6 +75,17 @@ impl Graph {
             dtype: node.dtype,
         })
     }
+
+    /// The bytes of the nodes `ids` together (saturating): what holding all of them at once
+    /// takes. [`Graph::tensor_size`]'s error for the first that has no size.
+    pub fn bytes_of_all<'a>(
+        &self,
+        ids: impl IntoIterator<Item = &'a NodeId>,
+    ) -> Result<u64, GraphError> {
+        ids.into_iter().try_fold(0u64, |total, id| {
+            Ok(total.saturating_add(self.tensor_size(*id)?.bytes as u64))
+        })
+    }
 }
 
 impl Graph {

@@ -115,18 +115,16 @@ pub const PROP_MAX_ELEMENTS: usize = 1 << 20;
 pub const PROP_MAX_TOTAL_ELEMENTS: usize = 1 << 24;
 
 /// Whether no tensor of `g` has more than `max_elements` elements and all of them together no
-/// more than `max_total` (lengths multiplied with overflow checks; a shape that cannot be
-/// computed counts as too large). Random graphs can broadcast their way to trillions of
-/// elements, which a test or fuzz case must skip rather than let the system kill the process.
+/// more than `max_total` (a tensor without a size, [`Graph::tensor_size`], counts as too
+/// large). Random graphs can broadcast their way to trillions of elements, which a test or
+/// fuzz case must skip rather than let the system kill the process.
 pub fn small_enough(g: &Graph, max_elements: usize, max_total: usize) -> bool {
     let mut total = 0usize;
-    for (_, n) in g.nodes() {
-        let Ok(shape) = g.shape_of(&n.axes) else {
+    for (id, _) in g.nodes() {
+        let Ok(size) = g.tensor_size(id) else {
             return false;
         };
-        let Some(len) = shape.iter().try_fold(1usize, |a, b| a.checked_mul(*b)) else {
-            return false;
-        };
+        let len = size.elements;
         total = total.saturating_add(len);
         if len > max_elements || total > max_total {
             return false;

@@ -187,7 +187,6 @@ impl Interpreter {
     /// together they would get the process killed rather than refused.
     fn check_budget(&self, budget: u64) -> Result<(), RunError> {
         let g = &*self.graph;
-        let bytes = |id: &NodeId| g.tensor_size(*id).map(|s| s.bytes as u64);
         let mut values = 0u64;
         let mut index_maps = 0u64;
         let mut largest = None;
@@ -199,17 +198,13 @@ impl Interpreter {
                 largest = Some((id, size.bytes));
             }
         }
-        let mut callers = 0u64;
-        let state_reads: Vec<NodeId> = self.access.reads().to_vec();
-        for id in self
-            .plan
-            .placeholders()
-            .iter()
-            .chain(self.plan.outputs())
-            .chain(&state_reads)
-        {
-            callers = callers.saturating_add(bytes(id)?);
-        }
+        let callers = g.bytes_of_all(
+            self.plan
+                .placeholders()
+                .iter()
+                .chain(self.plan.outputs())
+                .chain(self.access.reads()),
+        )?;
         let needed = values.saturating_add(index_maps).saturating_add(callers);
         if needed <= budget {
             return Ok(());
