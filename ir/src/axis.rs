@@ -76,12 +76,15 @@ impl Ord for Axis {
     }
 }
 
+/// An axis alone knows its table index, not its name: `axis3`, `axis3*`, `axis3^-1*`
+/// (`Graph::axis_name` and `Graph::axes_name` give names).
 impl fmt::Debug for Axis {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Axis")
-            .field("id", &self.id)
-            .field("dual", &self.dual)
-            .finish()
+        match self.dual {
+            0 => write!(f, "{}", self.id),
+            k if (1..=3).contains(&k) => write!(f, "{}{}", self.id, "*".repeat(k as usize)),
+            k => write!(f, "{}^{k}*", self.id),
+        }
     }
 }
 
@@ -390,14 +393,23 @@ pub fn zero_in_window(taps: usize, step: &WindowStep) -> Result<(), String> {
 
 /// The number of positions of a window of `taps` taps moving by `step` over an axis of `len`:
 /// `(len + before + after − dilation·(taps − 1) − 1) / stride + 1`. An error (the message says
-/// why) when the stride, dilation or tap count is 0, a length overflows, or the window is
-/// longer than the padded axis.
+/// why) when the stride, dilation or tap count is 0, the padded length is past what an axis
+/// may be ([`crate::size::MAX_TENSOR_BYTES`]: its loops and slices index it in i64), or the
+/// window is longer than the padded axis.
 pub fn window_len(len: usize, taps: usize, step: &WindowStep) -> Result<usize, String> {
     zero_in_window(taps, step)?;
-    let too_long = || "the padded length or the window's extent overflows".to_string();
+    let too_long = || {
+        format!(
+            "the padded length ({len} + {} + {}) or the window's extent is past {}",
+            step.before,
+            step.after,
+            crate::size::MAX_TENSOR_BYTES
+        )
+    };
     let padded = len
         .checked_add(step.before)
         .and_then(|n| n.checked_add(step.after))
+        .filter(|&n| n <= crate::size::MAX_TENSOR_BYTES)
         .ok_or_else(too_long)?;
     let extent = (taps - 1)
         .checked_mul(step.dilation)
@@ -427,7 +439,10 @@ pub struct AxisData {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AxesError {
     /// An axis occurs at most once in the axes of a tensor (docs/design.md, "Axes").
-    #[error("axis {0:?} occurs more than once")]
+    #[error(
+        "axis {0:?} (a table index: `Graph::axes_name` names it) occurs more than once; a \
+         tensor's axes are distinct"
+    )]
     Duplicate(Axis),
 }
 

@@ -15,6 +15,11 @@ use crate::graph::{Graph, GraphError, NodeId};
 /// offset a pointer by.
 pub const MAX_TENSOR_BYTES: usize = isize::MAX as usize;
 
+/// The most axes one tensor may have (NumPy's limit since 2.0). Loop nests, index maps and
+/// kernels grow with a tensor's rank, so an unbounded rank is a deep recursion or an outsized
+/// compile somewhere downstream; [`Graph::tensor_size`] refuses more, on every backend alike.
+pub const MAX_RANK: usize = 64;
+
 /// The element count and byte size of one tensor, both at most [`MAX_TENSOR_BYTES`].
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct TensorSize {
@@ -62,11 +67,19 @@ pub fn to_usize(n: i64) -> Option<usize> {
 impl Graph {
     /// The element count and byte size of node `id`, or [`GraphError::TooLarge`] naming it, its
     /// axes and their lengths when the count overflows or the bytes exceed
-    /// [`MAX_TENSOR_BYTES`]. Needs the node's axes bound.
+    /// [`MAX_TENSOR_BYTES`], or [`GraphError::TooManyAxes`] past [`MAX_RANK`]. Needs the
+    /// node's axes bound.
     pub fn tensor_size(&self, id: NodeId) -> Result<TensorSize, GraphError> {
         let node = self
             .get(id)
             .ok_or_else(|| GraphError::Foreign(format!("{id}")))?;
+        if node.axes.len() > MAX_RANK {
+            return Err(GraphError::TooManyAxes {
+                tensor: self.node_label(id),
+                rank: node.axes.len(),
+                max: MAX_RANK,
+            });
+        }
         let lengths = self.shape_of(&node.axes)?;
         tensor_size(node.dtype, &lengths).ok_or_else(|| GraphError::TooLarge {
             tensor: self.node_label(id),

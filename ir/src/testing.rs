@@ -317,13 +317,25 @@ impl Gen<'_> {
 
     // ---- names -----------------------------------------------------------------------------
 
+    /// A name no declared axis has (the API refuses a second axis of one name): an odd or
+    /// common one when the configuration asks, numbered when already taken.
     fn axis_name(&mut self) -> String {
-        if self.cfg.odd_names && self.c.chance(30) {
+        let n = self.g.axis_table().len();
+        let name = if self.cfg.odd_names && self.c.chance(30) {
             self.c.pick(&ODD_AXIS_NAMES).to_string()
         } else if self.cfg.odd_names {
             self.c.pick(&AXIS_NAMES).to_string()
         } else {
-            format!("A{}", self.g.axis_table().len())
+            format!("A{n}")
+        };
+        let taken = self
+            .g
+            .axis_table()
+            .any(|(_, d)| d.name == name && matches!(d.def, AxisDef::Base { .. }));
+        if taken {
+            format!("{name}{n}")
+        } else {
+            name
         }
     }
 

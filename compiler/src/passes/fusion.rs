@@ -63,6 +63,10 @@ pub enum StageReason {
     MultipleConsumersExpensive,
     /// An expensive op read through a broadcast: inline, it would be recomputed per repeat.
     BroadcastExpensive,
+    /// A cheap op that inline would be evaluated more than [`MAX_INLINE_USES`] times per
+    /// element (a tree of folds over shifted views of it, as a large pool's): inline, the
+    /// kernel's body — and its compile time — would grow with the uses.
+    ManyUses,
     /// An operand of a dot whose elements the dot reads many times (once per element of the other
     /// operand's free axes): inline, it would be recomputed each time.
     DotOperand,
@@ -138,6 +142,7 @@ display_names!(StageReason {
     TapSum => "sum of GEMM taps",
     MultipleConsumersExpensive => "expensive, several consumers",
     BroadcastExpensive => "expensive, read through a broadcast",
+    ManyUses => "evaluated too many times per element inline",
     DotOperand => "dot operand read many times",
     GraphOutput => "graph output",
     AssignValue => "assigned value",
@@ -310,6 +315,11 @@ pub struct FusionOptions {
     pub no_gemm: Vec<NodeId>,
 }
 
+/// The most times a cheap op is evaluated per element of its value inline, in its readers'
+/// bodies; more makes it a stage ([`StageReason::ManyUses`]). A pool of up to
+/// `weft_ir::graph::window_fold::DIRECT_POOL_TAPS` taps reads its padded input once per tap.
+pub const MAX_INLINE_USES: usize = 64;
+
 /// True for the ops weft treats as expensive to recompute.
 pub fn is_expensive(op: &Op) -> bool {
     match op {
@@ -387,11 +397,12 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
         for r in &readers[i] {
             let rn = g.node(*r);
             let inline_reader = stage[idx(*r)].is_none();
-            uses[i] += if inline_reader {
+            let reader_uses = if inline_reader {
                 uses[idx(*r)].max(1)
             } else {
                 1
             };
+            uses[i] = uses[i].saturating_add(reader_uses);
             let mut w = match &rn.op {
                 Op::Broadcast(_) | Op::ExpandDims { .. } => true,
                 Op::Binary(..) | Op::Compare(..) | Op::Select(..) => {
@@ -441,6 +452,7 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
             _ if dot_widened[i] => Some(StageReason::DotOperand),
             op if is_expensive(op) && uses[i] > 1 => Some(StageReason::MultipleConsumersExpensive),
             op if is_expensive(op) && widened[i] => Some(StageReason::BroadcastExpensive),
+            _ if uses[i] > MAX_INLINE_USES => Some(StageReason::ManyUses),
             _ => None,
         };
         if stage[i].is_some() {

@@ -25,6 +25,7 @@
 use super::rebuild::{add_like, coerce_axes, empty_like, remap_op, with_op, NodeMap};
 use super::PassError;
 use std::collections::HashMap;
+use weft_ir::graph::window_fold::PoolFold;
 use weft_ir::graph::ConvExpansion;
 use weft_ir::size::element_count;
 use weft_ir::{
@@ -156,13 +157,17 @@ fn expansion_text(g: &Graph, node: &Node) -> Result<String, PassError> {
                 form.describe()
             ))
         }
-        Op::Pool { spec, .. } => Ok(format!(
-            "{}{} over {}: {} taps folded over strided views of the padded input",
-            named(node),
-            node.op.name(),
-            g.axes_name(&node.axes),
-            spec.windows.iter().map(|w| w.1).product::<usize>()
-        )),
+        Op::Pool { input, spec } => {
+            let pooled = g.pool_axes("pool", &g.node(*input).axes, spec)?;
+            Ok(format!(
+                "{}{} over {}: {} taps {}",
+                named(node),
+                node.op.name(),
+                g.axes_name(&node.axes),
+                pooled.iter().fold(1usize, |n, p| n.saturating_mul(p.taps)),
+                PoolFold::of(&pooled).describe()
+            ))
+        }
         _ => Ok(String::new()),
     }
 }

@@ -22,10 +22,16 @@
 //!   and value: one strided slice of the padded input per filter tap. The compiler lowers the
 //!   two ops through them and autodiff differentiates them through them.
 
-use super::{AxisSlice, BinaryOp, Graph, GraphError, NodeId, Op, TensorInit};
+use super::window_fold::PoolFold;
+use super::{AxisSlice, BinaryOp, Graph, GraphError, NodeId, Op};
 use crate::axis::{Axes, Axis, AxisDef, Role, SliceRange, WindowKernel, WindowStep};
 use crate::dtype::DType;
-use crate::host::{ArrayData, Scalar};
+use crate::host::Scalar;
+
+/// The most terms a convolution's expansion may have: one product per filter tap, per channel
+/// group unless the convolution is depthwise. Each is a node of the expanded graph, so
+/// compile time grows with them; [`Graph::conv_pairing`] refuses more, for every backend.
+pub const MAX_CONV_TERMS: usize = 4096;
 
 /// The roles a window slides over in a convolution: the image and sequence axes.
 pub const SPATIAL_ROLES: [Role; 4] = [Role::Depth, Role::Height, Role::Width, Role::Time];
@@ -482,6 +488,7 @@ impl Graph {
             });
         }
         self.check_groups(label, channel, filter_channel, filter_out, spec.groups)?;
+        self.check_terms(label, &pairs, filter_channel, filter_out, spec.groups)?;
         Ok(ConvPairing {
             channel,
             filter_channel,
@@ -573,6 +580,114 @@ impl Graph {
             }
         }
         Ok(())
+    }
+
+    /// The checks of [`Graph::convolution`] or [`Graph::pool`] node `id` redone with the
+    /// lengths as bound now (a length bound after the node was made — `Graph::bind`, a call's
+    /// binding — may pair channels or fit windows wrongly), and its padded input an
+    /// addressable tensor. [`Graph::verify`] calls it; every backend runs verified graphs.
+    pub(crate) fn verify_window_op(&self, id: NodeId) -> Result<(), GraphError> {
+        let name = self.node_label(id);
+        let (input, windows, label) = match &self.node(id).op {
+            Op::Convolution {
+                input,
+                filter,
+                spec,
+            } => {
+                let label = format!(
+                    "{name} = {}",
+                    self.op_label("convolution", &[*input, *filter])
+                );
+                let (xa, fa) = (&self.node(*input).axes, &self.node(*filter).axes);
+                let p = self.conv_pairing(&label, xa, fa, spec)?;
+                let w: Vec<(Axis, WindowStep)> =
+                    p.spatial.iter().map(|s| (s.input, s.step)).collect();
+                (*input, w, label)
+            }
+            Op::Pool { input, spec } => {
+                let label = format!("{name} = {}", self.op_label(spec.kind.name(), &[*input]));
+                let pooled = self.pool_axes(&label, &self.node(*input).axes, spec)?;
+                let w = pooled.iter().map(|p| (p.input, p.step)).collect();
+                (*input, w, label)
+            }
+            _ => return Ok(()),
+        };
+        self.padded_input_fits(&label, input, &windows)
+    }
+
+    /// The input `x` padded as `windows` say is a tensor weft can address (its loops and
+    /// the expansions' slices index it), or [`GraphError::TooLarge`] naming it.
+    fn padded_input_fits(
+        &self,
+        label: &str,
+        x: NodeId,
+        windows: &[(Axis, WindowStep)],
+    ) -> Result<(), GraphError> {
+        let node = self.node(x);
+        let mut lengths = Vec::new();
+        let mut overflow = false;
+        for a in node.axes.iter() {
+            let len = self.resolve_len(*a)?;
+            lengths.push(match windows.iter().find(|(w, _)| w == a) {
+                Some((_, s)) => len
+                    .checked_add(s.before)
+                    .and_then(|n| n.checked_add(s.after))
+                    .unwrap_or_else(|| {
+                        overflow = true;
+                        usize::MAX
+                    }),
+                None => len,
+            });
+        }
+        if !overflow && crate::size::tensor_size(node.dtype, &lengths).is_some() {
+            return Ok(());
+        }
+        Err(GraphError::TooLarge {
+            tensor: format!("the padded input of {label}"),
+            axes: self.axes_name(&node.axes),
+            lengths,
+            dtype: node.dtype,
+        })
+    }
+
+    /// With the lengths bound: the expansion's terms — one per filter tap, per group unless
+    /// the convolution is depthwise — are at most [`MAX_CONV_TERMS`].
+    fn check_terms(
+        &self,
+        label: &str,
+        pairs: &[SpatialPair],
+        filter_channel: Axis,
+        filter_out: Axis,
+        groups: usize,
+    ) -> Result<(), GraphError> {
+        let lens: Option<Vec<usize>> = pairs.iter().map(|s| self.axis_len(s.filter)).collect();
+        let (Some(lens), Some(j), Some(k)) = (
+            lens,
+            self.axis_len(filter_channel),
+            self.axis_len(filter_out),
+        ) else {
+            return Ok(());
+        };
+        let depthwise = j == 1 && k == groups;
+        let per_group = if depthwise { 1 } else { groups };
+        let terms = lens
+            .iter()
+            .try_fold(per_group, |n, l| n.checked_mul(*l))
+            .filter(|n| *n <= MAX_CONV_TERMS);
+        if terms.is_some() {
+            return Ok(());
+        }
+        let filter: Vec<Axis> = pairs.iter().map(|s| s.filter).collect();
+        Err(self.axes_err(
+            label.to_string(),
+            format!(
+                "the filter's taps over {} ({}){} make more than {MAX_CONV_TERMS} terms: the expansion computes one product per tap{}",
+                self.axes_name(&Axes::new_unchecked(&filter)),
+                lens.iter().map(|l| l.to_string()).collect::<Vec<_>>().join(" × "),
+                if depthwise { String::new() } else { format!(" in {groups} group(s)") },
+                if depthwise { "" } else { " and group" }
+            ),
+        ))
     }
 
     /// The pooled axes of an input `x` under `spec`.
@@ -708,6 +823,12 @@ impl Graph {
         let features = self.derived_axis(AxisDef::Features(p.filter_out));
         let j = self.resolve_len(p.filter_channel)?;
         let kg = self.resolve_len(p.filter_out)? / p.groups;
+        if p.groups > 1 && j == 1 && kg == 1 {
+            let out = self.depthwise_taps(x, filter, &p)?;
+            let out = self.relabel(out, p.filter_out, features)?;
+            let out = self.unshield(out, &shielded)?;
+            return self.axes_with_order(out, &want);
+        }
         let shifted = how.for_spec(spec) == ConvExpansion::Shifted;
         let mut parts = Vec::new();
         for grp in 0..p.groups {
@@ -774,7 +895,7 @@ impl Graph {
             }
             let len = self.resolve_len(a)?;
             let name = format!("{}|shielded", self.axis_data(a.id).name);
-            let fresh = self.axis(&name, len)?;
+            let fresh = self.declare_axis(&name, Some(len), Vec::new());
             t = self.relabel(t, a, fresh)?;
             shielded.push((fresh, a));
         }
@@ -846,6 +967,30 @@ impl Graph {
         acc.ok_or_else(|| GraphError::Argument {
             op: "convolution".into(),
             message: "the filter has no taps".into(),
+        })
+    }
+
+    /// A depthwise convolution (every group one input and one output channel): per tap, the
+    /// tap's strided slice of the padded input times that tap of the filter, channel by
+    /// channel (the input's Channel axis relabelled as the filter's Channelout, the filter's
+    /// one-long Channel axis pinned) — a product per tap, never a loop over the groups.
+    fn depthwise_taps(
+        &mut self,
+        x: NodeId,
+        filter: NodeId,
+        p: &ConvPairing,
+    ) -> Result<NodeId, GraphError> {
+        let x = self.relabel(x, p.channel, p.filter_out)?;
+        let filter = self.slice(filter, &[(p.filter_channel, AxisSlice::Index(0))])?;
+        let xp = self.pad_windows(x, p.spatial.iter().map(|s| (s.input, s.step)))?;
+        let windows: Vec<(Axis, WindowStep, Axis)> = p
+            .spatial
+            .iter()
+            .map(|s| (s.input, s.step, self.derived_axis(s.output_def())))
+            .collect();
+        self.sum_over_taps(filter, p, |g, tap, ft| {
+            let xt = g.tap_slice(xp, &windows, tap)?;
+            g.binary(BinaryOp::Multiply, xt, ft)
         })
     }
 
@@ -951,9 +1096,10 @@ impl Graph {
     }
 
     /// The pool of `x` built from pads, strided slices and `maximum` or `add` (then a divide by
-    /// the count of taps inside the input): one slice of the padded input per window tap,
-    /// folded in row-major tap order. For a max pool the padding is `−inf` (a `select` on a
-    /// constant mask), so it never wins. Needs every length bound.
+    /// the count of taps inside the input), its taps folded as [`PoolFold`] says: small
+    /// windows one slice of the padded input per tap, large ones separably in `O(log taps)`
+    /// nodes. For a max pool the padding is `−inf` (a `select` on a mask computed from the
+    /// lengths, never a table), so it never wins. Needs every length bound.
     pub fn expand_pool(&mut self, x: NodeId, spec: &PoolSpec) -> Result<NodeId, GraphError> {
         let label = self.op_label(spec.kind.name(), &[x]);
         let dtype = self.float_operands(&label, &[x])?;
@@ -970,15 +1116,43 @@ impl Graph {
         } else {
             padded
         };
+        let op = match spec.kind {
+            PoolKind::Max => BinaryOp::Maximum,
+            PoolKind::Avg => BinaryOp::Add,
+        };
+        let acc = match PoolFold::of(&pooled) {
+            PoolFold::Direct => self.fold_taps_directly(xp, &pooled, op)?,
+            PoolFold::Separable => {
+                let mut t = xp;
+                for p in pooled.iter().rev() {
+                    let out = self.derived_axis(p.output_def());
+                    t = self.fold_axis_doubling(t, p, out, op)?;
+                }
+                t
+            }
+        };
+        let pooled_result = if spec.kind == PoolKind::Max {
+            acc
+        } else {
+            let count = self.tap_counts(&pooled, dtype)?;
+            self.binary(BinaryOp::Divide, acc, count)?
+        };
+        self.unshield(pooled_result, &shielded)
+    }
+
+    /// `xp` (padded) with every tap of the window folded by `op`, one by one in row-major
+    /// order ([`PoolFold::Direct`]).
+    fn fold_taps_directly(
+        &mut self,
+        xp: NodeId,
+        pooled: &[PooledAxis],
+        op: BinaryOp,
+    ) -> Result<NodeId, GraphError> {
         let taps: Vec<usize> = pooled.iter().map(|p| p.taps).collect();
         let windows: Vec<(Axis, WindowStep, Axis)> = pooled
             .iter()
             .map(|p| (p.input, p.step, self.derived_axis(p.output_def())))
             .collect();
-        let op = match spec.kind {
-            PoolKind::Max => BinaryOp::Maximum,
-            PoolKind::Avg => BinaryOp::Add,
-        };
         let mut acc: Option<NodeId> = None;
         for tap in row_major(&taps) {
             let t = self.tap_slice(xp, &windows, &tap)?;
@@ -987,17 +1161,10 @@ impl Graph {
                 Some(a) => self.binary(op, a, t)?,
             });
         }
-        let acc = acc.ok_or_else(|| GraphError::Argument {
-            op: label.clone(),
+        acc.ok_or_else(|| GraphError::Argument {
+            op: "pool".into(),
             message: "the window has no taps".into(),
-        })?;
-        let pooled_result = if spec.kind == PoolKind::Max {
-            acc
-        } else {
-            let count = self.tap_counts(&pooled, dtype)?;
-            self.binary(BinaryOp::Divide, acc, count)?
-        };
-        self.unshield(pooled_result, &shielded)
+        })
     }
 
     /// `t` with axis `from` relabelled `to` (same length; a `cast_axes`, position by
@@ -1038,7 +1205,7 @@ impl Graph {
     }
 
     /// The padded axis of `of` under `step` (`of` itself without padding).
-    fn padded_axis(&mut self, of: Axis, step: &WindowStep) -> Axis {
+    pub(crate) fn padded_axis(&mut self, of: Axis, step: &WindowStep) -> Axis {
         if step.before + step.after == 0 {
             of
         } else {
@@ -1063,12 +1230,15 @@ impl Graph {
         for ((of, step, out), t) in windows.iter().zip(tap) {
             let axis = self.padded_axis(*of, step);
             let n = self.resolve_len(*out)?;
+            // A stride past the padded axis leaves one window: its step is never taken (and
+            // need not fit a slice's i64 step).
+            let stride = if n > 1 { step.stride } else { 1 };
             let start = t * step.dilation;
-            let stop = start + (n - 1) * step.stride + 1;
+            let stop = start + (n - 1) * stride + 1;
             let range = SliceRange {
                 start: Some(as_i64(start)?),
                 stop: Some(as_i64(stop)?),
-                step: as_i64(step.stride)?,
+                step: as_i64(stride)?,
             };
             slices.push((axis, AxisSlice::Range(range)));
             relabels.push((self.derived_axis(AxisDef::Slice { of: axis, range }), *out));
@@ -1080,60 +1250,43 @@ impl Graph {
         Ok(t)
     }
 
-    /// A bool constant over the padded pooled axes: true inside the input, false in padding.
+    /// A bool tensor over the padded pooled axes, true inside the input and false in the
+    /// padding: a `true` broadcast over the pooled input axes, padded. Computed where it is
+    /// read (or folded, when small), never a table built here: its size is the padded input's.
     fn inside_mask(&mut self, pooled: &[PooledAxis]) -> Result<NodeId, GraphError> {
-        let mut axes = Vec::new();
-        let mut ranges = Vec::new();
-        for p in pooled {
-            axes.push(self.padded_axis(p.input, &p.step));
-            let len = self.resolve_len(p.input)?;
-            ranges.push((
-                p.step.before,
-                p.step.before + len,
-                len + p.step.before + p.step.after,
-            ));
-        }
-        let shape: Vec<usize> = ranges.iter().map(|r| r.2).collect();
-        let data = row_major(&shape)
-            .map(|i| i.iter().zip(&ranges).all(|(i, r)| *i >= r.0 && *i < r.1))
-            .collect();
-        self.constant(
-            None,
-            &axes,
-            DType::Bool,
-            TensorInit::data(ArrayData::Bool(data)),
-        )
+        let inside = self.scalar(Scalar::Bool(true), DType::Bool)?;
+        let axes: Vec<Axis> = pooled.iter().map(|p| p.input).collect();
+        let inside = self.broadcast(inside, &axes)?;
+        self.pad_windows(inside, pooled.iter().map(|p| (p.input, p.step)))
     }
 
-    /// The number of taps of each window inside the input, over the output's window axes.
+    /// The number of taps of each window inside the input, over the output's window axes: per
+    /// pooled axis, a padded `1` broadcast along that axis alone with its taps summed (as a
+    /// separable pool does), the axes' counts multiplied — in f64, exact, then converted to
+    /// `dtype` once, as the interpreter rounds its count. Nodes grow with the log of the taps,
+    /// never with the lengths.
     fn tap_counts(&mut self, pooled: &[PooledAxis], dtype: DType) -> Result<NodeId, GraphError> {
-        let mut per_axis: Vec<Vec<f64>> = Vec::new();
-        let mut axes = Vec::new();
+        let one = self.scalar(Scalar::Float(1.0), DType::F64)?;
+        let mut count: Option<NodeId> = None;
         for p in pooled {
-            let len = self.resolve_len(p.input)?;
-            let output = self.derived_axis(p.output_def());
-            axes.push(output);
-            let n = self.resolve_len(output)?;
-            let counts = (0..n)
-                .map(|o| {
-                    (0..p.taps)
-                        .filter(|t| {
-                            let at = o * p.step.stride + t * p.step.dilation;
-                            at >= p.step.before && at < p.step.before + len
-                        })
-                        .count() as f64
-                })
-                .collect();
-            per_axis.push(counts);
+            let ones = self.broadcast(one, &[p.input])?;
+            let padded = self.pad_windows(ones, std::iter::once((p.input, p.step)))?;
+            let out = self.derived_axis(p.output_def());
+            let taps = self.fold_axis_doubling(padded, p, out, BinaryOp::Add)?;
+            count = Some(match count {
+                None => taps,
+                Some(c) => self.binary(BinaryOp::Multiply, c, taps)?,
+            });
         }
-        let shape: Vec<usize> = per_axis.iter().map(Vec::len).collect();
-        let counts =
-            row_major(&shape).map(|i| i.iter().zip(&per_axis).map(|(i, c)| c[*i]).product::<f64>());
-        let data = match dtype {
-            DType::F32 => ArrayData::F32(counts.map(|c| c as f32).collect()),
-            _ => ArrayData::F64(counts.collect()),
-        };
-        self.constant(None, &axes, dtype, TensorInit::data(data))
+        let count = count.ok_or_else(|| GraphError::Argument {
+            op: "pool".into(),
+            message: "a pool needs at least one window".into(),
+        })?;
+        if dtype == DType::F64 {
+            Ok(count)
+        } else {
+            self.convert(count, dtype)
+        }
     }
 }
 
@@ -1167,10 +1320,12 @@ impl Graph {
     }
 }
 
+/// `n` as a slice bound. Verified graphs never fail here: padded lengths are addressable
+/// ([`Graph::verify`]) and a stride is taken only where it is shorter than its padded axis.
 fn as_i64(n: usize) -> Result<i64, GraphError> {
     i64::try_from(n).map_err(|_| GraphError::Argument {
-        op: "convolution".into(),
-        message: format!("{n} does not fit i64"),
+        op: "convolution or pool expansion".into(),
+        message: format!("index {n} does not fit i64"),
     })
 }
 

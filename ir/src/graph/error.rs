@@ -104,6 +104,10 @@ pub enum GraphError {
     /// Two tensors with one name.
     #[error("the name `{0}` is already taken by another tensor")]
     NameTaken(String),
+    /// Two axes declared with one name through the API: names are how errors, the text form
+    /// and calls by name tell axes apart.
+    #[error("an axis named `{0}` is already declared in this graph; give each axis its own name")]
+    AxisNameTaken(String),
     /// A node or axis that does not belong to this graph.
     #[error("{0} does not belong to this graph")]
     Foreign(String),
@@ -138,6 +142,23 @@ pub enum GraphError {
         lengths: Vec<usize>,
         /// Its dtype.
         dtype: DType,
+    },
+    /// A [`GraphBuilder`](super::GraphBuilder) asked to build while a guard from its
+    /// `graph()` is alive.
+    #[error(
+        "the graph is being read: a guard from `GraphBuilder::graph()` is still alive; drop it \
+         (or read in its own statement) before building"
+    )]
+    GraphBorrowed,
+    /// A tensor with more axes than [`MAX_RANK`](crate::size::MAX_RANK).
+    #[error("{tensor}: {rank} axes, more than the {max} a tensor may have")]
+    TooManyAxes {
+        /// The tensor.
+        tensor: String,
+        /// Its axis count.
+        rank: usize,
+        /// The limit.
+        max: usize,
     },
     /// An argument of a graph-building helper (`weft_ir::nn`: a loss's labels, an optimizer's
     /// parameter list or hyper-parameters) that does not fit, for a reason other than axes or

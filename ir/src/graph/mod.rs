@@ -13,6 +13,7 @@ pub mod convolution;
 mod cut;
 mod error;
 mod verify;
+pub mod window_fold;
 
 pub(crate) use build::resolve_index;
 pub use builder::{GraphBuilder, Tensor};
@@ -26,27 +27,102 @@ use crate::arena::Arena;
 use crate::axis::{window_len, Axes, Axis, AxisData, AxisDef, AxisId, Role, SliceRange};
 use crate::axis::{WindowKernel, WindowStep};
 use crate::dtype::DType;
-use crate::entity;
 use crate::host::{ArrayData, Scalar};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
-entity!(
-    /// A node of a graph: an index into its arena, meaningful only to the graph that made it.
-    ///
-    /// ```
-    /// use weft_ir::{DType, Graph};
-    /// let mut g = Graph::new();
-    /// let n = g.axis("N", 2)?;
-    /// let x = g.placeholder("x", &[n], DType::F32)?;
-    /// assert_eq!(g.find("x"), Some(x));
-    /// assert_eq!(g.node(x).dtype, DType::F32);
-    /// # Ok::<(), weft_ir::GraphError>(())
-    /// ```
-    NodeId,
-    "%"
-);
+/// A node of a graph: an index into its arena, meaningful only to the graph that made it.
+///
+/// Like an [`Axis`], a node id remembers which graph made it (the graph's table number; a
+/// clone of a graph keeps it, so the clone accepts the original's ids). Comparison, ordering
+/// and hashing ignore it; the graph's builders and lookups check it, so an id of another
+/// graph is [`GraphError::Foreign`] instead of the node with the same index here.
+/// [`NodeId::from_u32`] makes an id of no known graph, which every graph accepts.
+///
+/// ```
+/// use weft_ir::{DType, Graph};
+/// let mut g = Graph::new();
+/// let n = g.axis("N", 2)?;
+/// let x = g.placeholder("x", &[n], DType::F32)?;
+/// assert_eq!(g.find("x"), Some(x));
+/// assert_eq!(g.node(x).dtype, DType::F32);
+/// let other = Graph::new();
+/// assert!(other.get(x).is_none()); // x is g's, not other's
+/// # Ok::<(), weft_ir::GraphError>(())
+/// ```
+#[derive(Clone, Copy)]
+pub struct NodeId {
+    index: u32,
+    /// The table number of the graph that made it; 0 when unknown.
+    table: u32,
+}
+
+impl PartialEq for NodeId {
+    fn eq(&self, other: &NodeId) -> bool {
+        self.index == other.index
+    }
+}
+
+impl Eq for NodeId {}
+
+impl std::hash::Hash for NodeId {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.index.hash(state)
+    }
+}
+
+impl PartialOrd for NodeId {
+    fn partial_cmp(&self, other: &NodeId) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for NodeId {
+    fn cmp(&self, other: &NodeId) -> std::cmp::Ordering {
+        self.index.cmp(&other.index)
+    }
+}
+
+impl crate::arena::EntityRef for NodeId {
+    fn index(self) -> usize {
+        self.index as usize
+    }
+    fn new(index: usize) -> Self {
+        NodeId::from_u32(u32::try_from(index).expect("arena holds at most u32::MAX entities"))
+    }
+}
+
+impl NodeId {
+    /// The raw index.
+    pub fn as_u32(self) -> u32 {
+        self.index
+    }
+    /// The node with raw index `i`, of no known graph.
+    pub fn from_u32(i: u32) -> Self {
+        NodeId { index: i, table: 0 }
+    }
+    /// This id as graph `table`'s.
+    fn in_table(self, table: u32) -> NodeId {
+        NodeId { table, ..self }
+    }
+    /// Whether a graph of table number `table` may read this id as its own.
+    fn belongs_to(self, table: u32) -> bool {
+        self.table == 0 || self.table == table
+    }
+}
+
+impl std::fmt::Display for NodeId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "%{}", self.index)
+    }
+}
+
+impl std::fmt::Debug for NodeId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}
 
 /// The four kinds of stored tensor (docs/design.md, "Tensor kinds").
 ///
@@ -569,12 +645,12 @@ impl Graph {
     /// Declares an axis with a known length (nGraph's `make_axis(length, name)`).
     /// A length of 0 is allowed (an empty batch; NumPy's meanings, docs/axes.md).
     pub fn axis(&mut self, name: &str, len: usize) -> Result<Axis, GraphError> {
-        Ok(self.declare_axis(name, Some(len), Vec::new()))
+        self.axis_with_roles(name, Some(len), Vec::new())
     }
 
     /// Declares an axis whose length is bound later with [`Graph::bind`].
-    pub fn axis_unbound(&mut self, name: &str) -> Axis {
-        self.declare_axis(name, None, Vec::new())
+    pub fn axis_unbound(&mut self, name: &str) -> Result<Axis, GraphError> {
+        self.axis_with_roles(name, None, Vec::new())
     }
 
     /// Declares an axis with roles and an optional length.
@@ -584,10 +660,28 @@ impl Graph {
         len: Option<usize>,
         roles: Vec<Role>,
     ) -> Result<Axis, GraphError> {
+        if self.base_axis_named(name).is_some() {
+            return Err(GraphError::AxisNameTaken(name.to_string()));
+        }
         Ok(self.declare_axis(name, len, roles))
     }
 
-    fn declare_axis(&mut self, name: &str, len: Option<usize>, roles: Vec<Role>) -> Axis {
+    /// The first declared axis named `name`, if any.
+    fn base_axis_named(&self, name: &str) -> Option<AxisId> {
+        self.axes
+            .iter()
+            .find(|(_, d)| d.name == name && matches!(d.def, AxisDef::Base { .. }))
+            .map(|(id, _)| id)
+    }
+
+    /// Declares an axis even if another has its name: the text format's `N@3`, told apart by
+    /// its table index, and the expansions' fresh axes. Names then show as `name@index`.
+    pub(crate) fn declare_axis(
+        &mut self,
+        name: &str,
+        len: Option<usize>,
+        roles: Vec<Role>,
+    ) -> Axis {
         let id = self.axes.push(AxisData {
             name: name.to_string(),
             roles,
@@ -678,16 +772,28 @@ impl Graph {
     /// The display name of an axis: its table name, with `*` marks for its dual degree
     /// (`H*`, `H**`, `H^-1*`).
     pub fn axis_name(&self, axis: Axis) -> String {
-        let base = self
-            .axes
-            .get(axis.id)
-            .map(|d| d.name.clone())
-            .unwrap_or_else(|| format!("{}", axis.id));
+        let base = match self.axes.get(axis.id) {
+            Some(d) if matches!(d.def, AxisDef::Base { .. }) && self.named_twice(&d.name) => {
+                format!("{}@{}", d.name, axis.id.as_u32())
+            }
+            Some(d) => d.name.clone(),
+            None => format!("{}", axis.id),
+        };
         match axis.dual {
             0 => base,
             k if (1..=3).contains(&k) => format!("{base}{}", "*".repeat(k as usize)),
             k => format!("{base}^{k}*"),
         }
+    }
+
+    /// Whether two declared axes are named `name` (only the text format and the expansions
+    /// declare such; their names show with the table index, as the text form writes them).
+    fn named_twice(&self, name: &str) -> bool {
+        self.axes
+            .iter()
+            .filter(|(_, d)| d.name == name && matches!(d.def, AxisDef::Base { .. }))
+            .nth(1)
+            .is_some()
     }
 
     /// Axes rendered by name: `(H, W)`.
@@ -906,12 +1012,18 @@ impl Graph {
 
     /// The node `id`, if it belongs to this graph.
     pub fn get(&self, id: NodeId) -> Option<&Node> {
+        if !id.belongs_to(self.table) {
+            return None;
+        }
         self.nodes.get(id)
     }
 
     /// Every node, in creation (topological) order.
     pub fn nodes(&self) -> impl DoubleEndedIterator<Item = (NodeId, &Node)> + ExactSizeIterator {
-        self.nodes.iter()
+        let table = self.table;
+        self.nodes
+            .iter()
+            .map(move |(id, n)| (id.in_table(table), n))
     }
 
     /// The number of nodes.
@@ -986,6 +1098,9 @@ impl Graph {
     }
 
     pub(crate) fn check_node(&self, id: NodeId) -> Result<&Node, GraphError> {
+        if !id.belongs_to(self.table) {
+            return Err(GraphError::Foreign(format!("node {id} of another graph")));
+        }
         self.nodes
             .get(id)
             .ok_or_else(|| GraphError::Foreign(format!("node {id}")))
@@ -993,7 +1108,7 @@ impl Graph {
 
     pub(crate) fn push_node(&mut self, node: Node) -> NodeId {
         let name = node.name.clone();
-        let id = self.nodes.push(node);
+        let id = self.nodes.push(node).in_table(self.table);
         if let Some(n) = name {
             self.names.insert(n, id);
         }

@@ -1,6 +1,9 @@
 //! Whole-graph verification once lengths are bound: every axis has a length, derived axes
-//! resolve, paired axes agree in length, initial values fit their tensors, and every tensor
-//! (and every dot's iteration space) is small enough to address (`crate::size`).
+//! resolve, paired axes agree in length, initial values fit their tensors, every tensor (and
+//! every dot's iteration space and every convolution's or pool's padded input) is small enough
+//! to address (`crate::size`), and every convolution and pool pairs, groups and fits its
+//! windows with the lengths as bound — the one validation every backend relies on, so a graph
+//! is accepted or refused alike everywhere.
 
 use super::{Graph, GraphError, NodeId, Op, TensorInit};
 use crate::axis::Axis;
@@ -33,6 +36,7 @@ impl Graph {
                         self.same_len(&format!("cast_axes {label}"), *a, *b)?;
                     }
                 }
+                Op::Convolution { .. } | Op::Pool { .. } => self.verify_window_op(id)?,
                 Op::Reduce { op, axes, .. } => {
                     self.check_reduction_not_empty(&label, *op, axes)?;
                 }

@@ -302,7 +302,7 @@ impl Executable for Interpreter {
             // long enough that walking them would never end.
             let value = match g.shape_of(&node.axes)? {
                 shape if shape.contains(&0) => {
-                    let data = weft_ir::ArrayData::filled(node.dtype, weft_ir::Scalar::Int(0), 0)?;
+                    let data = weft_ir::ArrayData::zeros(node.dtype, 0)?;
                     HostArray::new(node.axes.clone(), shape, data)?
                 }
                 _ => self.entering(id, self.eval(id, node, &values)?),

@@ -11,11 +11,14 @@
 //! row-major order of the spatial axes (the input's order) — the association the compiler's
 //! expansions compute, so an f32 sum that overflows does so in both; padding is a zero that
 //! multiplies like any element (so `0·inf` is NaN there too). A pool folds
-//! its taps in row-major order of the spec's roles with the dtype's own `maximum` or `add` —
-//! padding is `−inf` for `max_pool` and a zero for `avg_pool` — and an average divides by the
-//! count of taps inside the input.
+//! its taps with the dtype's own `maximum` or `add` in the association
+//! `weft_ir::graph::window_fold` defines (the expansion's: row-major for small windows,
+//! separable pairwise trees for large ones) — padding is `−inf` for `max_pool` and a zero for
+//! `avg_pool` — and an average divides by the count of taps inside the input (exact, then
+//! rounded to the dtype once).
 
 use weft_ir::graph::convolution::row_major;
+use weft_ir::graph::window_fold::{doubling_chunks, pairwise, PoolFold};
 use weft_ir::graph::{ConvPairing, PooledAxis};
 use weft_ir::scalar::Arith;
 use weft_ir::{ArrayData, Axes, BinaryOp, HostArray, PoolKind};
@@ -129,9 +132,49 @@ pub(crate) fn pool(
     out_shape: &[usize],
 ) -> Result<ArrayData, String> {
     match x.data() {
-        ArrayData::F32(v) => pool_typed(kind, pooled, x, v, out_shape).map(ArrayData::F32),
-        ArrayData::F64(v) => pool_typed(kind, pooled, x, v, out_shape).map(ArrayData::F64),
+        ArrayData::F32(v) => {
+            pool_typed(kind, pooled, x, v, out_shape, |c| c as f32).map(ArrayData::F32)
+        }
+        ArrayData::F64(v) => pool_typed(kind, pooled, x, v, out_shape, |c| c).map(ArrayData::F64),
         _ => Err("pooling takes f32 or f64".into()),
+    }
+}
+
+/// A pool's input values and how they are indexed: what folding one window needs.
+struct PoolInput<'a, T> {
+    pooled: &'a [PooledAxis],
+    /// The input position of each pooled axis.
+    at: Vec<usize>,
+    shape: &'a [usize],
+    strides: Vec<usize>,
+    values: &'a [T],
+    padding: T,
+}
+
+impl<T: Copy> PoolInput<'_, T> {
+    /// The value of tap `tap` (one index per pooled axis) of the window at output `o` from
+    /// `base` (the offset of the other axes), the padding outside the input.
+    fn tap(&self, base: usize, o: &[usize], tap: &[usize]) -> T {
+        let mut xi = Some(base);
+        for ((p, a), t) in self.pooled.iter().zip(&self.at).zip(tap) {
+            xi = xi.and_then(|xi| {
+                source(o[*a], *t, &p.step, self.shape[*a]).map(|s| xi + s * self.strides[*a])
+            });
+        }
+        xi.map_or(self.padding, |i| self.values[i])
+    }
+
+    /// The taps of the window at `o` inside the input, per pooled axis.
+    fn inside(&self, o: &[usize]) -> Vec<usize> {
+        self.pooled
+            .iter()
+            .zip(&self.at)
+            .map(|(p, a)| {
+                (0..p.taps)
+                    .filter(|t| source(o[*a], *t, &p.step, self.shape[*a]).is_some())
+                    .count()
+            })
+            .collect()
     }
 }
 
@@ -141,53 +184,96 @@ fn pool_typed<T: Arith + Copy + From<f32>>(
     x: &HostArray,
     values: &[T],
     out_shape: &[usize],
+    from_f64: fn(f64) -> T,
 ) -> Result<Vec<T>, String> {
-    let xs = strides(x.shape());
-    let at: Vec<usize> = pooled
-        .iter()
-        .map(|p| x.axes().position(p.input).ok_or("a pooled axis is missing"))
-        .collect::<Result<_, _>>()?;
-    let taps: Vec<usize> = pooled.iter().map(|p| p.taps).collect();
-    let tap_list: Vec<Vec<usize>> = row_major(&taps).collect();
-    let (op, padding) = match kind {
-        PoolKind::Max => (BinaryOp::Maximum, T::from(f32::NEG_INFINITY)),
-        PoolKind::Avg => (BinaryOp::Add, T::from(0.0)),
+    let input = PoolInput {
+        pooled,
+        at: pooled
+            .iter()
+            .map(|p| x.axes().position(p.input).ok_or("a pooled axis is missing"))
+            .collect::<Result<_, _>>()?,
+        shape: x.shape(),
+        strides: strides(x.shape()),
+        values,
+        padding: match kind {
+            PoolKind::Max => T::from(f32::NEG_INFINITY),
+            PoolKind::Avg => T::from(0.0),
+        },
     };
-    let binary = |op, a, b| T::binary(op, a, b).ok_or("no such arithmetic on the dtype");
+    let op = match kind {
+        PoolKind::Max => BinaryOp::Maximum,
+        PoolKind::Avg => BinaryOp::Add,
+    };
+    let binary = |a, b| T::binary(op, a, b).ok_or("no such arithmetic on the dtype");
+    let taps: Vec<usize> = pooled.iter().map(|p| p.taps).collect();
+    let fold = PoolFold::of(pooled);
+    let tap_list: Vec<Vec<usize>> = match fold {
+        PoolFold::Direct => row_major(&taps).collect(),
+        PoolFold::Separable => Vec::new(),
+    };
     let mut out = Vec::with_capacity(out_shape.iter().product());
     for o in row_major(out_shape) {
-        let mut base = 0;
-        for (i, c) in o.iter().enumerate() {
-            if !at.contains(&i) {
-                base += c * xs[i];
-            }
-        }
-        let mut acc: Option<T> = None;
-        let mut inside = 0usize;
-        for tap in &tap_list {
-            let mut xi = Some(base);
-            for ((p, a), t) in pooled.iter().zip(&at).zip(tap) {
-                xi = xi.and_then(|xi| {
-                    source(o[*a], *t, &p.step, x.shape()[*a]).map(|s| xi + s * xs[*a])
-                });
-            }
-            let v = match xi {
-                Some(i) => {
-                    inside += 1;
-                    values[i]
+        let base: usize = o
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !input.at.contains(i))
+            .map(|(i, c)| c * input.strides[i])
+            .sum();
+        let acc = match fold {
+            PoolFold::Direct => {
+                let mut acc: Option<T> = None;
+                for tap in &tap_list {
+                    let v = input.tap(base, &o, tap);
+                    acc = Some(match acc {
+                        None => v,
+                        Some(a) => binary(a, v)?,
+                    });
                 }
-                None => padding,
-            };
-            acc = Some(match acc {
-                None => v,
-                Some(a) => binary(op, a, v)?,
-            });
-        }
-        let acc = acc.ok_or("a window without taps")?;
+                acc.ok_or("a window without taps")?
+            }
+            PoolFold::Separable => {
+                let mut tap = vec![0; pooled.len()];
+                fold_separably(&input, base, &o, 0, &mut tap, &binary)?
+            }
+        };
         out.push(match kind {
             PoolKind::Max => acc,
-            PoolKind::Avg => binary(BinaryOp::Divide, acc, T::from(inside as f32))?,
+            PoolKind::Avg => {
+                // The count as the expansion computes it: exact in f64, rounded once.
+                let count: f64 = input.inside(&o).iter().map(|c| *c as f64).product();
+                T::binary(BinaryOp::Divide, acc, from_f64(count))
+                    .ok_or("no such arithmetic on the dtype")?
+            }
         });
     }
     Ok(out)
+}
+
+/// The fold of the window at `o` over pooled axes `axis..` with the taps of the axes before
+/// it fixed in `tap`: along `axis`, [`doubling_chunks`] of [`pairwise`] trees, each tap the
+/// fold over the axes after it ([`PoolFold::Separable`]: the last axis is folded first).
+fn fold_separably<T: Copy>(
+    input: &PoolInput<'_, T>,
+    base: usize,
+    o: &[usize],
+    axis: usize,
+    tap: &mut Vec<usize>,
+    binary: &impl Fn(T, T) -> Result<T, &'static str>,
+) -> Result<T, &'static str> {
+    if axis == input.pooled.len() {
+        return Ok(input.tap(base, o, tap));
+    }
+    let mut acc: Option<T> = None;
+    for (first, len) in doubling_chunks(input.pooled[axis].taps) {
+        let mut leaf = |t: usize| {
+            tap[axis] = t;
+            fold_separably(input, base, o, axis + 1, tap, binary)
+        };
+        let chunk = pairwise(first, len, &mut leaf, binary)?;
+        acc = Some(match acc {
+            None => chunk,
+            Some(a) => binary(a, chunk)?,
+        });
+    }
+    acc.ok_or("a window without taps")
 }

@@ -1,0 +1,461 @@
+//! Convolution and pooling at their limits (issue 40): the reproducers found from outside on
+//! 2026-11-28 (tests/findings/) accepted or refused alike by the interpreter, the fused and the
+//! unfused JIT; a pool's expansion whose size never depends on an axis's length and grows with
+//! the log of its window; large windows on the JIT bit-for-bit equal to the interpreter (one
+//! association of the fold, `weft_ir::graph::window_fold`); window parameters at the edges of
+//! `usize` refused or computed alike.
+
+mod jit_common;
+
+use std::path::Path;
+use weft::prelude::*;
+use weft::{GraphError, Op, PoolKind, PoolSpec, Role, TensorInit};
+use weft_ir::testing::{random_inputs, SplitMix};
+
+const BACKENDS: [Backend; 3] = [Backend::Interpreter, Backend::Jit, Backend::JitUnfused];
+
+/// Placeholders up to this many elements are fed and the computation called; larger graphs
+/// are only compiled.
+const CALL_LIMIT: usize = 1 << 16;
+
+fn finding(name: &str) -> Graph {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/findings")
+        .join(name);
+    let text = std::fs::read_to_string(&path).unwrap();
+    weft::ir::text::parse(&text, name).unwrap()
+}
+
+/// What `backend` makes of `g`'s outputs: their values (when small enough to call) or the
+/// error, as text.
+fn outcome(g: &Graph, backend: Backend) -> Result<Option<Vec<HostArray>>, String> {
+    let t = Transformer::new(g.clone(), backend).map_err(|e| e.to_string())?;
+    let ps = g.placeholders();
+    let c = t.computation(g.outputs(), &ps).map_err(|e| e.to_string())?;
+    let small = ps
+        .iter()
+        .all(|p| g.tensor_size(*p).is_ok_and(|s| s.elements <= CALL_LIMIT));
+    if !small {
+        return Ok(None);
+    }
+    let inputs = random_inputs(g, &ps, 5, true);
+    c.call(&inputs).map(Some).map_err(|e| e.to_string())
+}
+
+/// Every backend's outcome; they must all accept or all refuse, and accepted values agree
+/// bit for bit (NaNs as NaNs).
+fn alike(g: &Graph) -> Vec<Result<Option<Vec<HostArray>>, String>> {
+    let all: Vec<_> = BACKENDS.iter().map(|b| outcome(g, *b)).collect();
+    let accepted: Vec<bool> = all.iter().map(Result::is_ok).collect();
+    assert!(
+        accepted.iter().all(|a| *a == accepted[0]),
+        "backends disagree on accepting the graph: {all:?}"
+    );
+    if let Ok(Some(reference)) = &all[0] {
+        for r in all.iter().skip(1) {
+            let Ok(Some(got)) = r else { unreachable!() };
+            for (a, b) in got.iter().zip(reference) {
+                assert_eq!(bits(a), bits(b), "values differ from the interpreter's");
+            }
+        }
+    }
+    all
+}
+
+fn bits(a: &HostArray) -> Vec<u64> {
+    let canonical = |v: f64| if v.is_nan() { u64::MAX } else { v.to_bits() };
+    match a.dtype() {
+        DType::F32 => a
+            .to_vec::<f32>()
+            .unwrap()
+            .iter()
+            .map(|v| canonical(f64::from(*v)))
+            .collect(),
+        DType::F64 => a
+            .to_vec::<f64>()
+            .unwrap()
+            .into_iter()
+            .map(canonical)
+            .collect(),
+        DType::Bool => a
+            .to_vec::<bool>()
+            .unwrap()
+            .iter()
+            .map(|b| *b as u64)
+            .collect(),
+        _ => a
+            .to_vec::<i64>()
+            .unwrap()
+            .iter()
+            .map(|v| *v as u64)
+            .collect(),
+    }
+}
+
+fn refused(g: &Graph) -> String {
+    let all = alike(g);
+    all[0].as_ref().err().cloned().expect("refused")
+}
+
+#[test]
+fn a_channel_length_bound_late_is_checked_on_every_backend() {
+    let mut g = finding("conv_channel_mismatch_accepted_by_interp.weft");
+    let n = g.find_axis("N").unwrap();
+    g.bind(n, 2).unwrap();
+    let err = refused(&g);
+    assert!(
+        err.contains("convolution(image18, filter)") && err.contains("`N` (length 2)"),
+        "{err}"
+    );
+    // Bound to the image's length, it runs (an empty output: Channelout has length 0).
+    let mut g = finding("conv_channel_mismatch_accepted_by_interp.weft");
+    g.bind(n, 1).unwrap();
+    assert!(alike(&g)[0].is_ok());
+}
+
+#[test]
+fn flatten_of_an_empty_bool_tensor_runs_everywhere() {
+    let g = finding("interp_flatten_bool_zero_length.weft");
+    let all = alike(&g);
+    let out = all[0].as_ref().unwrap().as_ref().unwrap();
+    assert_eq!(out[0].len(), 0);
+}
+
+#[test]
+fn a_rank_past_the_limit_is_refused_everywhere_naming_it() {
+    let g = finding("rank_1000_unfused_stack_overflow.weft");
+    let err = refused(&g);
+    assert!(err.contains("x: 1000 axes, more than the 64"), "{err}");
+    let mut g = Graph::new();
+    let axes: Vec<Axis> = (0..65)
+        .map(|i| g.axis(&format!("A{i}"), 1).unwrap())
+        .collect();
+    let x = g.placeholder("x", &axes[..64], DType::F32).unwrap();
+    let y = g.placeholder("y", &axes[64..], DType::F32).unwrap();
+    let z = g.binary(weft::BinaryOp::Add, x, y).unwrap();
+    g.mark_output(z).unwrap();
+    assert!(matches!(
+        g.verify(),
+        Err(GraphError::TooManyAxes {
+            rank: 65,
+            max: 64,
+            ..
+        })
+    ));
+    // 64 axes is allowed, and every backend runs them.
+    let mut g = Graph::new();
+    let axes: Vec<Axis> = (0..64)
+        .map(|i| g.axis(&format!("A{i}"), 1).unwrap())
+        .collect();
+    let x = g.placeholder("x", &axes, DType::F32).unwrap();
+    let e = g.unary(weft::UnaryOp::Exp, x).unwrap();
+    let s = g.reduce(weft::ReduceOp::Sum, e, &axes[..32], None).unwrap();
+    g.mark_output(s).unwrap();
+    alike(&g);
+}
+
+#[test]
+fn a_stride_past_the_axis_takes_one_window_everywhere() {
+    let g = finding("pool_stride_u64max_jit_refuses.weft");
+    let all = alike(&g);
+    let out = all[0].as_ref().unwrap().as_ref().unwrap();
+    assert_eq!(out[0].to_vec::<f32>().unwrap(), vec![f32::NEG_INFINITY]);
+}
+
+#[test]
+fn huge_pools_compile_or_meet_the_memory_budget() {
+    // 2^28 positions: compiled (not called: a 1 GiB input) on every backend.
+    let g = finding("pool_2e28_compile_44s_9GB.weft");
+    for r in alike(&g) {
+        assert!(matches!(r, Ok(None)), "{r:?}");
+    }
+    // 2^32: the JIT refuses at compile time by the memory budget (16 GiB in, 16 out), naming
+    // it; the interpreter only when called (its budget counts the values it would hold).
+    let g = finding("pool_2e32_compile_hangs.weft");
+    for b in [Backend::Jit, Backend::JitUnfused] {
+        let err = outcome(&g, b).unwrap_err();
+        assert!(err.contains("memory budget"), "{err}");
+    }
+}
+
+#[test]
+fn paddings_past_what_an_axis_may_be_are_refused_when_built() {
+    let mut g = Graph::new();
+    let t = g.axis_with_roles("T", Some(4), vec![Role::Time]).unwrap();
+    let x = g.placeholder("x", &[t], DType::F32).unwrap();
+    let spec =
+        PoolSpec::new(PoolKind::Avg)
+            .window(Role::Time, 2)
+            .pad(Role::Time, 1, isize::MAX as usize);
+    let err = g.pool(x, &spec).unwrap_err();
+    assert!(
+        matches!(&err, GraphError::Range { axis, .. } if axis == "T"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("avg_pool(x)"), "{err}");
+    // A padded input that overflows a tensor's bytes (every axis alone fits) is refused by
+    // verification, on every backend.
+    let mut g = Graph::new();
+    let n = g.axis("N", 1 << 30).unwrap();
+    let t = g.axis_with_roles("T", Some(1), vec![Role::Time]).unwrap();
+    let x = g.placeholder("x", &[n, t], DType::F32).unwrap();
+    let spec = PoolSpec::new(PoolKind::Max)
+        .window(Role::Time, 1 << 33)
+        .stride(Role::Time, usize::MAX)
+        .pad(Role::Time, 1 << 32, 1 << 32);
+    let p = g.pool(x, &spec).unwrap();
+    g.mark_output(p).unwrap();
+    let err = g.verify().unwrap_err().to_string();
+    assert!(err.contains("the padded input of"), "{err}");
+    assert!(refused(&g).contains("the padded input of"));
+}
+
+/// The nodes `expand_pool` adds for a pool over T of `len` with `window` taps, and the most
+/// elements a constant among them holds.
+fn expansion_size(len: usize, window: usize, kind: PoolKind) -> (usize, usize) {
+    let mut g = Graph::new();
+    let c = g
+        .axis_with_roles("C", Some(3), vec![Role::Channel])
+        .unwrap();
+    let t = g.axis_with_roles("T", Some(len), vec![Role::Time]).unwrap();
+    let x = g.placeholder("x", &[c, t], DType::F32).unwrap();
+    let spec = PoolSpec::new(kind)
+        .window(Role::Time, window)
+        .stride(Role::Time, 2)
+        .pad(Role::Time, 1, 0);
+    let before = g.len();
+    g.expand_pool(x, &spec).unwrap();
+    let constants = g
+        .nodes()
+        .skip(before)
+        .filter_map(|(id, n)| match &n.op {
+            Op::Tensor {
+                init: Some(TensorInit::Data(_)),
+                ..
+            } => Some(g.tensor_size(id).unwrap().elements),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    (g.len() - before, constants)
+}
+
+#[test]
+fn a_pools_expansion_never_grows_with_the_axis_and_logarithmically_with_the_window() {
+    for kind in [PoolKind::Avg, PoolKind::Max] {
+        let small = expansion_size(1 << 10, 2, kind);
+        assert_eq!(small, expansion_size(1 << 28, 2, kind));
+        assert_eq!(small, expansion_size(1 << 40, 2, kind));
+        assert_eq!(small.1, 0, "no table is materialised");
+        // Past the direct fold's 64 taps, each doubling of the window adds a few nodes.
+        let (w1, _) = expansion_size(1 << 20, 1 << 10, kind);
+        let (w2, c2) = expansion_size(1 << 20, 1 << 19, kind);
+        assert!(w1 < 200 && w2 < w1 + 120, "{w1} {w2}");
+        assert_eq!(c2, 0);
+    }
+}
+
+/// A pool over 1 or 2 random roles with a window of more than 64 taps in all (the separable
+/// fold), random stride, dilation and padding, f32 or f64.
+fn large_window_pool(seed: u64) -> Graph {
+    let mut r = SplitMix(seed);
+    let mut g = Graph::new();
+    let dtype = if r.chance(50) { DType::F32 } else { DType::F64 };
+    let roles = if r.chance(50) {
+        vec![Role::Time]
+    } else {
+        vec![Role::Height, Role::Width]
+    };
+    let kind = if r.chance(50) {
+        PoolKind::Max
+    } else {
+        PoolKind::Avg
+    };
+    let mut spec = PoolSpec::new(kind);
+    let mut axes = vec![g.axis("N", 1 + r.below(2)).unwrap()];
+    for (i, role) in roles.iter().enumerate() {
+        let taps = if roles.len() == 1 {
+            65 + r.below(200)
+        } else {
+            7 + r.below(20)
+        };
+        let dilation = 1 + r.below(2);
+        let (before, after) = (r.below(taps), r.below(taps));
+        let extent = dilation * (taps - 1) + 1;
+        let len = (extent + r.below(40)).saturating_sub(before + after).max(1);
+        axes.push(
+            g.axis_with_roles(&format!("X{i}"), Some(len), vec![role.clone()])
+                .unwrap(),
+        );
+        spec = spec
+            .window(role.clone(), taps)
+            .stride(role.clone(), 1 + r.below(3))
+            .dilation(role.clone(), dilation)
+            .pad(role.clone(), before, after);
+    }
+    if r.chance(50) {
+        axes.reverse();
+    }
+    let x = g.placeholder("x", &axes, dtype).unwrap();
+    let p = g.pool(x, &spec).unwrap();
+    g.mark_output(p).unwrap();
+    g
+}
+
+#[test]
+fn large_windows_on_the_jit_equal_the_interpreter_bit_for_bit() {
+    for seed in 0..24 {
+        let g = large_window_pool(seed);
+        // Special values (NaN, ±inf, ±0, huge) in half the cases: ties and NaNs must fold
+        // alike, sums must round alike.
+        let ps = g.placeholders();
+        let inputs = random_inputs(&g, &ps, seed, seed % 2 == 0);
+        let mut runs = Vec::new();
+        for b in BACKENDS {
+            let t = Transformer::new(g.clone(), b).unwrap();
+            let c = t.computation(g.outputs(), &ps).unwrap();
+            runs.push(c.call(&inputs).unwrap());
+        }
+        for r in &runs[1..] {
+            assert_eq!(
+                bits(&r[0]),
+                bits(&runs[0][0]),
+                "seed {seed}:\n{}",
+                weft::ir::text::print(&g)
+            );
+        }
+    }
+}
+
+/// A depthwise convolution (groups = channels, one input and one output channel each) over
+/// 1 or 2 random roles, random strides, dilations and paddings, `c` channels, f32 or f64.
+fn depthwise(seed: u64, c: usize) -> Graph {
+    let mut r = SplitMix(seed);
+    let mut g = Graph::new();
+    let dtype = if r.chance(50) { DType::F32 } else { DType::F64 };
+    let roles = if r.chance(50) {
+        vec![Role::Time]
+    } else {
+        vec![Role::Height, Role::Width]
+    };
+    let mut x_axes = vec![
+        g.axis("N", 1 + r.below(2)).unwrap(),
+        g.axis_with_roles("C", Some(c), vec![Role::Channel])
+            .unwrap(),
+    ];
+    let mut f_axes = vec![
+        g.axis_with_roles("K", Some(c), vec![Role::Channelout])
+            .unwrap(),
+        g.axis_with_roles("J", Some(1), vec![Role::Channel])
+            .unwrap(),
+    ];
+    let mut spec = weft::ConvSpec::new().groups(c);
+    for (i, role) in roles.iter().enumerate() {
+        let taps = 1 + r.below(4);
+        let dilation = 1 + r.below(2);
+        let (before, after) = (r.below(3), r.below(3));
+        let extent = dilation * (taps - 1) + 1;
+        let len = (extent + r.below(6)).saturating_sub(before + after).max(1);
+        x_axes.push(
+            g.axis_with_roles(&format!("X{i}"), Some(len), vec![role.clone()])
+                .unwrap(),
+        );
+        f_axes.push(
+            g.axis_with_roles(&format!("F{i}"), Some(taps), vec![role.clone()])
+                .unwrap(),
+        );
+        spec = spec
+            .stride(role.clone(), 1 + r.below(3))
+            .dilation(role.clone(), dilation)
+            .pad(role.clone(), before, after);
+    }
+    if r.chance(50) {
+        x_axes.reverse();
+    }
+    let x = g.placeholder("x", &x_axes, dtype).unwrap();
+    let f = g.placeholder("f", &f_axes, dtype).unwrap();
+    let y = g.convolution(x, f, &spec).unwrap();
+    g.mark_output(y).unwrap();
+    g
+}
+
+#[test]
+fn depthwise_convolutions_expand_without_a_loop_over_groups() {
+    // A product per tap, whatever the channel count.
+    let size = |c: usize| {
+        let mut g = depthwise(3, c);
+        let y = g.outputs()[0];
+        let Op::Convolution {
+            input,
+            filter,
+            spec,
+        } = g.node(y).op.clone()
+        else {
+            unreachable!()
+        };
+        let before = g.len();
+        g.expand_convolution(
+            input,
+            filter,
+            &spec,
+            weft::ir::graph::ConvExpansion::Shifted,
+        )
+        .unwrap();
+        g.len() - before
+    };
+    assert_eq!(size(4), size(1024));
+    for seed in 0..24 {
+        let g = depthwise(seed, 1 + (seed as usize % 5));
+        let ps = g.placeholders();
+        let inputs = random_inputs(&g, &ps, seed, false);
+        jit_common::check_backends(&g, g.outputs(), &inputs).unwrap();
+    }
+}
+
+#[test]
+fn convolutions_past_the_expansions_terms_are_refused_naming_the_filter() {
+    let mut g = Graph::new();
+    let c = g
+        .axis_with_roles("C", Some(8), vec![Role::Channel])
+        .unwrap();
+    let t = g
+        .axis_with_roles("T", Some(10_000), vec![Role::Time])
+        .unwrap();
+    let k = g
+        .axis_with_roles("K", Some(8), vec![Role::Channelout])
+        .unwrap();
+    let j = g
+        .axis_with_roles("J", Some(2), vec![Role::Channel])
+        .unwrap();
+    let f = g
+        .axis_with_roles("F", Some(2000), vec![Role::Time])
+        .unwrap();
+    let x = g.placeholder("x", &[c, t], DType::F32).unwrap();
+    let w = g.placeholder("w", &[k, j, f], DType::F32).unwrap();
+    let err = g
+        .convolution(x, w, &weft::ConvSpec::new().groups(4))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("convolution(x, w)") && err.contains("(F) (2000) in 4 group(s)"),
+        "{err}"
+    );
+    // Bound late, the same check runs when the graph is verified, on every backend.
+    let mut g = Graph::new();
+    let c = g
+        .axis_with_roles("C", Some(2), vec![Role::Channel])
+        .unwrap();
+    let t = g
+        .axis_with_roles("T", Some(10_000), vec![Role::Time])
+        .unwrap();
+    let k = g
+        .axis_with_roles("K", Some(1), vec![Role::Channelout])
+        .unwrap();
+    let f = g.axis_with_roles("F", None, vec![Role::Time]).unwrap();
+    let x = g.placeholder("x", &[c, t], DType::F32).unwrap();
+    let w = g.placeholder("w", &[k, c, f], DType::F32).unwrap();
+    let y = g.convolution(x, w, &weft::ConvSpec::new()).unwrap();
+    g.mark_output(y).unwrap();
+    g.bind(f, 5000).unwrap();
+    assert!(refused(&g).contains("more than 4096 terms"));
+}
