@@ -5,7 +5,7 @@ use weft::prelude::*;
 
 pub fn main() -> Result<(), Box<dyn std::error::Error>> {
     let b = GraphBuilder::new();
-    let (batch, features) = (b.axis_unbound("B"), b.axis("F", 4)?);
+    let (batch, features) = (b.axis_unbound("B")?, b.axis("F", 4)?);
     let x = b.placeholder("x", &[batch, features], DType::F32)?;
     let e = x.exp()?;
     let (x, softmax) = (x.id(), (e / e.sum(&[features])?)?.id());

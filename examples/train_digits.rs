@@ -14,7 +14,7 @@ const BATCH: usize = 64;
 pub fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (train, test) = datasets::digits()?.split(0.2, SEED)?; // 1438 and 359 images
     let mut g = Graph::new();
-    let (b, p) = (g.axis_unbound("B"), g.axis("P", 64)?);
+    let (b, p) = (g.axis_unbound("B")?, g.axis("P", 64)?);
     let (h, c) = (g.axis("H", 128)?, g.axis("C", 10)?);
     let x = g.placeholder("x", &[b, p], DType::F32)?;
     let labels = g.placeholder("labels", &[b], DType::I64)?;

@@ -16,7 +16,7 @@ const BATCH: usize = 64;
 pub fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (train, test) = datasets::digits()?.split(0.2, SEED)?; // 1438 and 359 images
     let mut g = Graph::new();
-    let (b, p, c) = (g.axis_unbound("B"), g.axis("P", 64)?, g.axis("C", 10)?);
+    let (b, p, c) = (g.axis_unbound("B")?, g.axis("P", 64)?, g.axis("C", 10)?);
     let mut axis = |name, len, role| g.axis_with_roles(name, Some(len), vec![role]);
     let (h, w) = (axis("H", 8, Role::Height)?, axis("W", 8, Role::Width)?);
     let (r, s) = (axis("R", 3, Role::Height)?, axis("S", 3, Role::Width)?);

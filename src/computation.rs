@@ -43,7 +43,7 @@ pub const NO_INPUTS: &[HostArray] = &[];
 /// ```
 /// use weft::prelude::*;
 /// let b = GraphBuilder::new();
-/// let batch = b.axis_unbound("B"); // bound by each call's input
+/// let batch = b.axis_unbound("B")?; // bound by each call's input
 /// let x = b.placeholder("x", &[batch], DType::F32)?;
 /// let (x, y) = (x.id(), x.relu()?.id());
 /// let t = Transformer::new(b.finish(), Backend::Jit)?;

@@ -231,18 +231,24 @@ pub enum Error {
     #[error(transparent)]
     Dump(#[from] weft_compiler::dump::DumpError),
     /// `--bind` of an axis the graph does not declare.
-    #[error("--bind: no declared axis is named `{name}` (declared: {declared})")]
+    #[error("--bind: no declared axis is named `{name}` (declared: {declared}){}", help_text(.help))]
     UnknownAxis {
         /// The name given.
         name: String,
         /// The declared axes.
         declared: String,
+        /// "did you mean `x`?" for a near miss.
+        help: Option<String>,
     },
     /// `--input` for a name that is not a placeholder.
-    #[error("--input: the graph has no placeholder named `{name}`")]
+    #[error("--input: the graph has no placeholder named `{name}` (placeholders: {declared}){}", help_text(.help))]
     UnknownPlaceholder {
         /// The name given.
         name: String,
+        /// The placeholders' names.
+        declared: String,
+        /// "did you mean `x`?" for a near miss.
+        help: Option<String>,
     },
     /// A placeholder's value could not be read.
     #[error("input `{placeholder}`: {source}")]
@@ -255,6 +261,12 @@ pub enum Error {
     /// `weft run` on a graph that marks no output.
     #[error("the graph marks no output: add a line `output NAME`")]
     NoOutputs,
+    /// `weft bench` of a graph whose outputs hold no element: there is no work to time.
+    #[error("nothing to time: every output is empty ({empty}); bind the axes to lengths above 0")]
+    NothingToTime {
+        /// The outputs and their axes, with lengths.
+        empty: String,
+    },
     /// A bundled data set that does not read as expected, or a request it cannot meet (a
     /// split fraction out of range, an index past the end).
     #[error("data set `{name}`: {message}")]
@@ -287,3 +299,8 @@ pub enum Error {
 
 /// `Result` with weft's [`enum@Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// `; did you mean …?` when there is a suggestion.
+fn help_text(help: &Option<String>) -> String {
+    help.as_ref().map_or(String::new(), |h| format!("; {h}"))
+}

@@ -106,8 +106,8 @@ pub mod prelude {
     pub use crate::{datasets, nn};
     pub use crate::{
         ArrayData, AsHostView, Axes, Axis, AxisSlice, Backend, Computation, ConvSpec, DType, Error,
-        Graph, GraphBuilder, HostArray, HostView, JitOptions, NodeId, PoolKind, PoolSpec, Role,
-        Scalar, SliceRange, Tensor, TensorInit, TensorKind, Transformer, NO_INPUTS,
+        Graph, GraphBuilder, GraphError, HostArray, HostView, JitOptions, NodeId, PoolKind,
+        PoolSpec, Role, Scalar, SliceRange, Tensor, TensorInit, TensorKind, Transformer, NO_INPUTS,
     };
 }
 

@@ -671,7 +671,7 @@ fn reductions_pair_with_their_kinds() {
 fn lengths_may_be_bound_after_grad_unless_a_cut_needs_them() {
     // A mean's count is computed in the graph: bind N after grad and run.
     let mut g = Graph::new();
-    let n = g.axis_unbound("N");
+    let n = g.axis_unbound("N").unwrap();
     let x = g.placeholder("x", &[n], DType::F64).unwrap();
     let sq = g.square(x).unwrap();
     let loss = g.mean(sq, &[n]).unwrap();
@@ -687,7 +687,7 @@ fn lengths_may_be_bound_after_grad_unless_a_cut_needs_them() {
     assert_eq!(got[0], vec![0.5, 1.0, 1.5, 2.0]);
     // A slice's adjoint is a pad of fixed widths: its axis's length is needed.
     let mut g = Graph::new();
-    let n = g.axis_unbound("N");
+    let n = g.axis_unbound("N").unwrap();
     let x = g.placeholder("x", &[n], DType::F64).unwrap();
     let s = g
         .slice(x, &[(n, AxisSlice::Range(SliceRange::range(0, 1)))])

@@ -55,7 +55,10 @@ fn bench_table_and_skip_interp() {
         .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("unfused / fused:") && text.contains("compile (fused): passes"));
+    assert!(
+        text.contains("unfused / fused:")
+            && text.contains("compile (fused, each stage alone on one thread): passes")
+    );
     assert!(!text.contains("interp "), "{text}");
     assert!(!text.contains("graph to callable"), "{text}");
 }

@@ -9,7 +9,7 @@ use weft::{BinaryOp, ReduceOp, UnaryOp};
 /// accumulates Σ_B x on every call.
 fn graph() -> (Graph, Axis, Axis, [NodeId; 4]) {
     let mut g = Graph::new();
-    let b = g.axis_unbound("B");
+    let b = g.axis_unbound("B").unwrap();
     let c = g.axis("C", 5).unwrap();
     let x = g.placeholder("x", &[b, c], DType::F64).unwrap();
     let count = g
@@ -130,7 +130,7 @@ fn call_into_takes_output_arrays_made_for_the_binding() {
 #[test]
 fn inputs_that_disagree_on_a_length_are_an_error_naming_both() {
     let mut g = Graph::new();
-    let b = g.axis_unbound("B");
+    let b = g.axis_unbound("B").unwrap();
     let c = g.axis("C", 2).unwrap();
     let x = g.placeholder("x", &[b, c], DType::F32).unwrap();
     let z = g.placeholder("z", &[b], DType::F32).unwrap();
@@ -152,7 +152,7 @@ fn inputs_that_disagree_on_a_length_are_an_error_naming_both() {
 #[test]
 fn state_over_an_unbound_axis_is_refused_when_the_transformer_is_made() {
     let mut g = Graph::new();
-    let h = g.axis_unbound("height");
+    let h = g.axis_unbound("height").unwrap();
     let v = g
         .variable("v", &[h], DType::F32, TensorInit::Fill(Scalar::Float(0.0)))
         .unwrap();

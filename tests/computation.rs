@@ -178,7 +178,7 @@ fn a_gradient_step_updates_a_weight() {
 #[test]
 fn lengths_bound_late_are_used() {
     let mut g = Graph::new();
-    let h = g.axis_unbound("H");
+    let h = g.axis_unbound("H").unwrap();
     let x = g.placeholder("x", &[h], DType::I32).unwrap();
     let s = g.sum(x, &[h]).unwrap();
     g.bind(h, 4).unwrap();

@@ -125,7 +125,7 @@ fn cast_axes_with_other_lengths_or_rank() {
     assert!(matches!(err, GraphError::Axes { .. }));
     names(&err, &["cast_axes(x)"]);
     // Bound late: the mismatch is caught when the transformer verifies the graph.
-    let e = f.g.axis_unbound("E");
+    let e = f.g.axis_unbound("E").unwrap();
     let cast = f.g.cast_axes(f.x, &[e, d]).unwrap();
     f.g.bind(e, 5).unwrap();
     let _ = cast;
@@ -190,7 +190,7 @@ fn slices_out_of_range_empty_or_with_step_zero() {
     let err = f.g.slice(f.x, &[(c, AxisSlice::Index(0))]).unwrap_err();
     names(&err, &["slice(x)", "`C`"]);
     // Bound late: caught by the transformer.
-    let e = f.g.axis_unbound("E");
+    let e = f.g.axis_unbound("E").unwrap();
     let y = f.g.placeholder("y", &[e], DType::F32).unwrap();
     f.g.slice(y, &[(e, r(0, 3, 1))]).unwrap();
     f.g.bind(e, 2).unwrap();
@@ -244,7 +244,7 @@ fn unbound_axis_needed_by_a_computation_names_it() {
     // `height` is an axis of a placeholder the computation does not take: no call can bind
     // it, so the first call's compilation names it.
     let mut g = Graph::new();
-    let h = g.axis_unbound("height");
+    let h = g.axis_unbound("height").unwrap();
     let w = g.axis("width", 2).unwrap();
     let x = g.placeholder("x", &[h], DType::F32).unwrap();
     let y = g.placeholder("y", &[w], DType::F32).unwrap();
@@ -520,4 +520,46 @@ fn training_helper_arguments_and_data_set_requests_that_do_not_fit() {
         d.subset(&[1797]).unwrap_err(),
         &["index 1797", "1797 images"],
     );
+}
+
+#[test]
+fn a_node_of_another_graph_is_refused_not_read_as_this_graphs() {
+    let build = |op: fn(Tensor<'_>) -> Result<Tensor<'_>, GraphError>| {
+        let g = GraphBuilder::new();
+        let a = g.axis("A", 2).unwrap();
+        let x = g.placeholder("x", &[a], DType::F32).unwrap();
+        let y = op(x).unwrap();
+        (x.id(), y.id(), g.finish())
+    };
+    let (x1, _, g1) = build(|x| x.exp());
+    let (_, y2, g2) = build(|x| x.square());
+    let t = Transformer::new(g1.clone(), Backend::Interpreter).unwrap();
+    // y2 has the same index as g1's exp node: refused, not computed as exp(x).
+    let err = t.computation(&[y2], &[x1]).unwrap_err();
+    assert!(matches!(err, weft::Error::Run(RunError::ForeignNode(_))));
+    names(&err, &["of another graph"]);
+    // A clone keeps its graph's ids; builders refuse another graph's node.
+    let mut g = g1.clone();
+    assert!(g.get(x1).is_some() && g2.get(x1).is_none());
+    assert!(matches!(
+        g.unary(weft::UnaryOp::Exp, y2),
+        Err(GraphError::Foreign(_))
+    ));
+}
+
+#[test]
+fn building_while_the_graph_is_read_is_an_error_not_a_panic() {
+    let g = GraphBuilder::new();
+    let a = g.axis("A", 2).unwrap();
+    let x = g.placeholder("x", &[a], DType::F32).unwrap();
+    let peek = g.graph();
+    assert!(matches!(x.exp(), Err(GraphError::GraphBorrowed)));
+    assert!(matches!(g.axis("B", 3), Err(GraphError::GraphBorrowed)));
+    drop(peek);
+    // The sequence: a guard alive for the whole statement.
+    let c = g.axis("C", 3).unwrap();
+    let y = g.placeholder("y", &[c], DType::F32).unwrap();
+    let r = g.graph().axes_with_lengths(&x.axes()).len() + (y + 1.0).map(|_| 0).unwrap_or(7);
+    assert!(r >= 7, "the build inside the statement was refused");
+    assert!(x.exp().is_ok());
 }

@@ -1,15 +1,17 @@
-//! Every bundled `examples/*.weft` parses, has all lengths bound and verifies, and prints to
-//! text that parses back to the same graph; the `seed003_*` examples have the output axes
-//! the axis rules give (docs/design.md, "Axes").
+//! Every bundled `examples/*.weft` (and `tests/axes_examples/*.weft`) parses, has all lengths
+//! bound and verifies, and prints to text that parses back to the same graph; the `seed003_*`
+//! axes examples (tests/axes_examples/) have the output axes the axis rules give
+//! (docs/design.md, "Axes").
 
 use std::path::{Path, PathBuf};
 use weft_ir::text::{parse, print};
 use weft_ir::Graph;
 
 fn examples() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut v: Vec<PathBuf> = ["examples", "tests/axes_examples"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(root.join(d)).unwrap())
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "weft"))
         .collect();
@@ -19,7 +21,7 @@ fn examples() -> Vec<PathBuf> {
 
 fn load(name: &str) -> Graph {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("examples")
+        .join("tests/axes_examples")
         .join(name);
     let src = std::fs::read_to_string(&path).unwrap();
     parse(&src, name).unwrap_or_else(|e| panic!("{e}"))
@@ -36,8 +38,8 @@ fn output_axes(g: &Graph) -> Vec<String> {
 fn every_example_parses_verifies_and_round_trips() {
     let files = examples();
     assert!(
-        files.len() >= 7,
-        "expected the seven bundled examples, found {files:?}"
+        files.len() >= 8,
+        "expected the five bundled examples and three axes examples, found {files:?}"
     );
     for path in files {
         let name = path.display().to_string();

@@ -110,7 +110,7 @@ fn npy(name: &str, shape: &[usize], data: Vec<f32>) -> std::path::PathBuf {
 fn npy_initial_values_bind_lengths_and_errors_name_the_file() {
     let path = npy("w", &[2, 3], (0..6).map(|i| i as f32).collect());
     let mut g = Graph::new();
-    let (i, o) = (g.axis_unbound("I"), g.axis_unbound("O"));
+    let (i, o) = (g.axis_unbound("I").unwrap(), g.axis_unbound("O").unwrap());
     let w = g
         .tensor_from_npy(TensorKind::Variable, "W", &[i, o], DType::F32, &path)
         .unwrap();

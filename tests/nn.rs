@@ -587,7 +587,7 @@ fn bad_helper_arguments_are_typed_errors_naming_what_is_at_fault() {
     let (b, c, unbound) = (
         g.axis("B", 2).unwrap(),
         g.axis("C", 3).unwrap(),
-        g.axis_unbound("K"),
+        g.axis_unbound("K").unwrap(),
     );
     let logits = g.placeholder("logits", &[b, c], DType::F32).unwrap();
     let flabels = g.placeholder("flabels", &[b], DType::F32).unwrap();
@@ -729,7 +729,7 @@ fn a_linear_classifier_learns_the_digits_with_adam() {
     let (train, test) = digits().unwrap().split(0.25, 1).unwrap();
     let mut g = Graph::new();
     let (bn, p, c) = (
-        g.axis_unbound("B"),
+        g.axis_unbound("B").unwrap(),
         g.axis("P", DIGITS_PIXELS).unwrap(),
         g.axis("C", 10).unwrap(),
     );

@@ -276,7 +276,7 @@ fn steady_state_call_into_allocates_nothing() {
 /// cached bindings: how many allocations they made (results checked against the interpreter).
 fn per_binding_allocations() -> usize {
     let mut g = Graph::new();
-    let b = g.axis_unbound("B");
+    let b = g.axis_unbound("B").unwrap();
     let c = g.axis("C", 64).unwrap();
     let x = g.placeholder("x", &[b, c], DType::F32).unwrap();
     let t = g.unary(UnaryOp::Tanh, x).unwrap();

@@ -98,7 +98,7 @@ fn max_min_and_arg_reductions_of_an_empty_axis_are_errors_naming_it() {
     }
     // Bound later: verification says the same.
     let mut g = Graph::new();
-    let b = g.axis_unbound("B");
+    let b = g.axis_unbound("B").unwrap();
     let x = g.placeholder("x", &[b], DType::F32).unwrap();
     let m = g.reduce(ReduceOp::Max, x, &[b], None).unwrap();
     g.mark_output(m).unwrap();

@@ -28,7 +28,12 @@ impl Plan {
     ) -> Result<Plan, RunError> {
         for id in outputs.iter().chain(placeholders) {
             if graph.get(*id).is_none() {
-                return Err(RunError::ForeignNode(format!("node {id}")));
+                let whose = if (id.as_u32() as usize) < graph.len() {
+                    "of another graph (an id means something only to the graph that made it, or a clone of it)"
+                } else {
+                    "not in this graph"
+                };
+                return Err(RunError::ForeignNode(format!("node {id} {whose}")));
             }
         }
         for (i, p) in placeholders.iter().enumerate() {

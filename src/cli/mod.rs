@@ -37,7 +37,7 @@ fn parse_binding(s: &str) -> Result<Binding, String> {
     let len: usize = len
         .trim()
         .parse()
-        .map_err(|_| format!("`{len}` is not a length (a positive integer)"))?;
+        .map_err(|_| format!("`{len}` is not a length (a whole number, 0 or more)"))?;
     Ok(Binding {
         axis: axis.trim().to_string(),
         len,
@@ -410,9 +410,17 @@ pub fn load(file: &Path, bind: &[Binding]) -> Result<Graph, Error> {
             error: Box::new(error),
         })?;
     for b in bind {
-        let axis = graph.find_axis(&b.axis).ok_or_else(|| Error::UnknownAxis {
-            name: b.axis.clone(),
-            declared: declared_axes(&graph),
+        let axis = graph.find_axis(&b.axis).ok_or_else(|| {
+            let names: Vec<&str> = graph
+                .axis_table()
+                .filter(|(_, d)| matches!(d.def, weft_ir::AxisDef::Base { .. }))
+                .map(|(_, d)| d.name.as_str())
+                .collect();
+            Error::UnknownAxis {
+                name: b.axis.clone(),
+                declared: declared_axes(&graph),
+                help: text::did_you_mean(&b.axis, names),
+            }
         })?;
         graph.bind(axis, b.len)?;
     }
@@ -466,9 +474,15 @@ fn run_graph(graph: &Graph, run: RunRequest<'_>) -> Result<Vec<(NodeId, HostArra
         match graph.find(&f.name) {
             Some(id) if placeholders.contains(&id) => {}
             _ => {
+                let names: Vec<&str> = placeholders
+                    .iter()
+                    .filter_map(|p| graph.node(*p).name.as_deref())
+                    .collect();
                 return Err(Error::UnknownPlaceholder {
                     name: f.name.clone(),
-                })
+                    declared: names.join(", "),
+                    help: text::did_you_mean(&f.name, names),
+                });
             }
         }
     }

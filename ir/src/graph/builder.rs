@@ -9,7 +9,7 @@ use super::{AxisSlice, BinaryOp, Graph, GraphError, NodeId, ReduceOp, TensorInit
 use crate::axis::{Axes, Axis, Role};
 use crate::dtype::DType;
 use crate::host::{ArrayData, Scalar};
-use std::cell::{Ref, RefCell};
+use std::cell::{Ref, RefCell, RefMut};
 
 /// Builds a [`Graph`] through [`Tensor`] handles.
 ///
@@ -66,9 +66,19 @@ impl GraphBuilder {
             graph: RefCell::new(graph),
         }
     }
-    /// The graph built so far.
+    /// The graph built so far. While the returned guard lives, building through this
+    /// builder (a new tensor, axis, name or output) is [`GraphError::GraphBorrowed`], never
+    /// a panic: read what you need, then drop the guard (or end the statement).
     pub fn graph(&self) -> Ref<'_, Graph> {
         self.graph.borrow()
+    }
+
+    /// The graph, to change; [`GraphError::GraphBorrowed`] while a [`GraphBuilder::graph`]
+    /// guard is alive.
+    fn graph_mut(&self) -> Result<RefMut<'_, Graph>, GraphError> {
+        self.graph
+            .try_borrow_mut()
+            .map_err(|_| GraphError::GraphBorrowed)
     }
     /// Ends building and returns the graph.
     pub fn finish(self) -> Graph {
@@ -79,8 +89,14 @@ impl GraphBuilder {
     where
         F: FnOnce(&mut Graph) -> Result<NodeId, GraphError>,
     {
-        let id = f(&mut self.graph.borrow_mut())?;
+        let id = f(&mut *self.graph_mut()?)?;
         Ok(Tensor { builder: self, id })
+    }
+    /// Runs `f` on the graph and returns what it returns: the bridge to the `Graph`/`NodeId`
+    /// level for functions that make more than one node (`weft::nn`'s layers and
+    /// optimizers; [`GraphBuilder::tensor`] wraps the ids they return).
+    pub fn with_graph<T>(&self, f: impl FnOnce(&mut Graph) -> T) -> Result<T, GraphError> {
+        Ok(f(&mut *self.graph_mut()?))
     }
     /// The handle of an existing node.
     pub fn tensor(&self, id: NodeId) -> Result<Tensor<'_>, GraphError> {
@@ -89,11 +105,11 @@ impl GraphBuilder {
     }
     /// Declares an axis of known length.
     pub fn axis(&self, name: &str, len: usize) -> Result<Axis, GraphError> {
-        self.graph.borrow_mut().axis(name, len)
+        self.graph_mut()?.axis(name, len)
     }
     /// Declares an axis whose length is bound later.
-    pub fn axis_unbound(&self, name: &str) -> Axis {
-        self.graph.borrow_mut().axis_unbound(name)
+    pub fn axis_unbound(&self, name: &str) -> Result<Axis, GraphError> {
+        self.graph_mut()?.axis_unbound(name)
     }
     /// Declares an axis with roles.
     pub fn axis_with_roles(
@@ -102,11 +118,11 @@ impl GraphBuilder {
         len: Option<usize>,
         roles: Vec<Role>,
     ) -> Result<Axis, GraphError> {
-        self.graph.borrow_mut().axis_with_roles(name, len, roles)
+        self.graph_mut()?.axis_with_roles(name, len, roles)
     }
     /// Binds a declared axis's length.
     pub fn bind(&self, axis: Axis, len: usize) -> Result<(), GraphError> {
-        self.graph.borrow_mut().bind(axis, len)
+        self.graph_mut()?.bind(axis, len)
     }
     /// An input tensor.
     pub fn placeholder(
@@ -192,7 +208,7 @@ impl GraphBuilder {
         wrt: &[Tensor<'g>],
     ) -> Result<Vec<Tensor<'g>>, GraphError> {
         let ids: Vec<NodeId> = wrt.iter().map(|t| t.id).collect();
-        let grads = self.graph.borrow_mut().grad(loss.id, &ids)?;
+        let grads = self.graph_mut()?.grad(loss.id, &ids)?;
         Ok(grads
             .into_iter()
             .map(|id| Tensor { builder: self, id })
@@ -208,7 +224,7 @@ impl GraphBuilder {
 macro_rules! unary_methods {
     ($($name:ident),*) => {
         $(
-            #[doc = concat!("`", stringify!($name), "(self)`, elementwise.")]
+            #[doc = concat!("`", stringify!($name), "` of each element. The result has `self`'s axes, in `self`'s order, and dtype.")]
             pub fn $name(self) -> Result<Tensor<'g>, GraphError> {
                 self.builder.with(|g| g.$name(self.id))
             }
@@ -219,7 +235,7 @@ macro_rules! unary_methods {
 macro_rules! binary_methods {
     ($($name:ident),*) => {
         $(
-            #[doc = concat!("`", stringify!($name), "(self, other)`, elementwise by axis.")]
+            #[doc = concat!("`", stringify!($name), "(self, other)` element by element, the operands paired by axis (never by position) and each broadcast over the axes only the other has. The result's axes: `self`'s order when both have the same axes or `self`'s contain `other`'s; `other`'s order when its axes contain `self`'s; otherwise `self`'s axes, then `other`'s others ([`Axes::elementwise`]). Comparisons give `bool`.")]
             pub fn $name(self, other: Tensor<'g>) -> Result<Tensor<'g>, GraphError> {
                 self.builder.with(|g| g.$name(self.id, other.id))
             }
@@ -230,7 +246,7 @@ macro_rules! binary_methods {
 macro_rules! reduce_methods {
     ($($name:ident => $op:ident),*) => {
         $(
-            #[doc = concat!("`", stringify!($name), "` over `axes`.")]
+            #[doc = concat!("`", stringify!($name), "` over `axes` (any order). The result has `self`'s other axes, in `self`'s order ([`Tensor::reduce`] orders them otherwise); `argmax`/`argmin` give an `i64` flat index, row-major over `axes` in the order given.")]
             pub fn $name(self, axes: &[Axis]) -> Result<Tensor<'g>, GraphError> {
                 self.builder.with(|g| g.reduce(ReduceOp::$op, self.id, axes, None))
             }
@@ -257,19 +273,20 @@ impl<'g> Tensor<'g> {
     }
     /// Names the tensor.
     pub fn named(self, name: &str) -> Result<Tensor<'g>, GraphError> {
-        self.builder.graph.borrow_mut().set_name(self.id, name)?;
+        self.builder.graph_mut()?.set_name(self.id, name)?;
         Ok(self)
     }
     /// Marks the tensor as a graph output.
     pub fn output(self) -> Result<Tensor<'g>, GraphError> {
-        self.builder.graph.borrow_mut().mark_output(self.id)?;
+        self.builder.graph_mut()?.mark_output(self.id)?;
         Ok(self)
     }
 
     unary_methods!(
         negative, abs, exp, log, sqrt, square, reciprocal, sign, tanh, sigmoid, sin, cos, relu
     );
-    /// `add(self, other)`, elementwise by axis (also `self + other`).
+    /// `add(self, other)` element by element (also `self + other`), paired by axis as the
+    /// other binary methods ([`Tensor::subtract`] says the result's axes and order).
     #[allow(clippy::should_implement_trait)] // the operator is implemented too; this returns the Result
     pub fn add(self, other: Tensor<'g>) -> Result<Tensor<'g>, GraphError> {
         self.builder
@@ -297,7 +314,8 @@ impl<'g> Tensor<'g> {
     reduce_methods!(sum => Sum, prod => Prod, max => Max, min => Min, mean => Mean,
         argmax => ArgMax, argmin => ArgMin);
 
-    /// A reduction with an explicit order for the remaining axes.
+    /// `op` over `axes` (any order), the remaining axes in the order `out_axes` gives (which
+    /// must be exactly them), or in `self`'s order when `None`.
     pub fn reduce(
         self,
         op: ReduceOp,
@@ -306,47 +324,58 @@ impl<'g> Tensor<'g> {
     ) -> Result<Tensor<'g>, GraphError> {
         self.builder.with(|g| g.reduce(op, self.id, axes, out_axes))
     }
-    /// Conversion to `dtype`.
+    /// Each element converted to `dtype` (floats to integers truncate toward zero; anything to
+    /// bool is `≠ 0`). Same axes, same order.
     pub fn convert(self, dtype: DType) -> Result<Tensor<'g>, GraphError> {
         self.builder.with(|g| g.convert(self.id, dtype))
     }
-    /// Broadcast to `axes`.
+    /// The values repeated over the axes of `axes` that `self` lacks; `axes` must contain
+    /// `self`'s and is the result's order.
     pub fn broadcast(self, axes: &[Axis]) -> Result<Tensor<'g>, GraphError> {
         self.builder.with(|g| g.broadcast(self.id, axes))
     }
-    /// The same axes in another order.
+    /// The same values with the same axes, in the order `axes` gives (exactly `self`'s axes).
     pub fn axes_with_order(self, axes: &[Axis]) -> Result<Tensor<'g>, GraphError> {
         self.builder.with(|g| g.axes_with_order(self.id, axes))
     }
-    /// Relabel the axes.
+    /// The same values with axis `i` relabelled `axes[i]`, position by position (the lengths
+    /// must agree): the one op that pairs by position. The result's axes are `axes`.
     pub fn cast_axes(self, axes: &[Axis]) -> Result<Tensor<'g>, GraphError> {
         self.builder.with(|g| g.cast_axes(self.id, axes))
     }
-    /// The transpose (axes reversed and dualised).
+    /// The transpose: a view whose axes are `self`'s reversed, each `A` becoming its dual
+    /// `A*` (which a `dot` pairs with `A`).
     pub fn transpose(self) -> Result<Tensor<'g>, GraphError> {
         self.builder.with(|g| g.transpose(self.id))
     }
-    /// Slice some axes.
+    /// A view taking a range of (`AxisSlice::Range`) or pinning one index of
+    /// (`AxisSlice::Index`) each listed axis: `self`'s axis order, pinned axes dropped and each
+    /// ranged one replaced in place by its derived slice axis.
     pub fn slice(self, slices: &[(Axis, AxisSlice)]) -> Result<Tensor<'g>, GraphError> {
         self.builder.with(|g| g.slice(self.id, slices))
     }
-    /// Merge axes into one.
+    /// A view merging `axes` (the first major; at least two) into one derived axis, placed
+    /// where the first of them stood; the other axes keep their order.
     pub fn flatten(self, axes: &[Axis]) -> Result<Tensor<'g>, GraphError> {
         self.builder.with(|g| g.flatten(self.id, axes))
     }
-    /// Split a flattened axis.
+    /// The inverse of [`Tensor::flatten`]: the flattened `axis` split back into its parts, in
+    /// place and in their order.
     pub fn unflatten(self, axis: Axis) -> Result<Tensor<'g>, GraphError> {
         self.builder.with(|g| g.unflatten(self.id, axis))
     }
-    /// Zero-pad some axes.
+    /// A view with `before` and `after` zeros around each listed axis, each replaced in place
+    /// by its derived padded axis.
     pub fn pad(self, pads: &[(Axis, usize, usize)]) -> Result<Tensor<'g>, GraphError> {
         self.builder.with(|g| g.pad(self.id, pads))
     }
-    /// Insert a broadcast axis at `pos`.
+    /// A view with the new axis `axis` at position `pos` (0: first), values repeated along it.
     pub fn expand_dims(self, axis: Axis, pos: usize) -> Result<Tensor<'g>, GraphError> {
         self.builder.with(|g| g.expand_dims(self.id, axis, pos))
     }
-    /// `assign(self, value)`: self must be a variable or persistent tensor.
+    /// `assign(self, value)`: when a computation that requests it runs, `self` (a variable or
+    /// persistent tensor) takes `value` (its axes in any order, same dtype) after the call.
+    /// The result is the new value, over `self`'s axes in `self`'s order.
     pub fn assign(self, value: Tensor<'g>) -> Result<Tensor<'g>, GraphError> {
         self.builder.with(|g| g.assign(self.id, value.id))
     }

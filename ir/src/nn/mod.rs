@@ -1,6 +1,7 @@
 //! Training helpers built from ordinary graph ops (docs/training.md): losses ([`loss`]), a dense
 //! layer with seeded initial weights ([`layer`]) and optimizers as `assign` updates
-//! ([`optim`]).
+//! ([`optim`]) — each also a method of [`GraphBuilder`](crate::graph::GraphBuilder) or
+//! [`Tensor`](crate::graph::Tensor) ([`tensors`], which says how the two levels meet).
 //!
 //! Assumes: the caller's graph, axes and nodes; nothing else. Every helper is a function of
 //! `&mut Graph` that adds nodes through the public builders (no new ops), so the text form,
@@ -25,10 +26,12 @@
 pub mod layer;
 pub mod loss;
 pub mod optim;
+pub mod tensors;
 
 pub use layer::{conv, dense, Activation, Conv, Dense, Init, InitScheme, Random};
 pub use loss::{accuracy, iota, log_softmax, mean_squared_error, one_hot, softmax_cross_entropy};
 pub use optim::{adam, momentum, sgd, Adam, Updates};
+pub use tensors::{ConvTensors, DenseTensors, StepTensors};
 
 use crate::axis::Axis;
 use crate::dtype::DType;

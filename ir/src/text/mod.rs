@@ -122,7 +122,7 @@ impl ParseError {
 /// "did you mean `x`?" for the candidate nearest `word`, if one is near enough to be a slip:
 /// an edit distance of at most a third of the word's length (at least 1) and less than its
 /// length (so a one-letter name is never "corrected" into another).
-pub(crate) fn did_you_mean<'a>(
+pub fn did_you_mean<'a>(
     word: &str,
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<String> {

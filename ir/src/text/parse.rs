@@ -291,12 +291,7 @@ impl Parser<'_> {
             }
         }
         let id = match def {
-            None => {
-                self.graph
-                    .axis_with_roles(&key.0, len, roles)
-                    .map_err(self.graph_err(handle_at))?
-                    .id
-            }
+            None => self.graph.declare_axis(&key.0, len, roles).id,
             Some(def) => {
                 let before = self.graph.axis_table().len();
                 let axis = self.graph.derived_axis(def);
@@ -604,10 +599,10 @@ impl Parser<'_> {
             let x = self.node_ref()?;
             self.graph.unary(u, x)
         } else if let Some(b) = BinaryOp::from_name(op) {
-            let (x, y) = self.two_nodes()?;
+            let (x, y) = self.two_nodes(op)?;
             self.graph.binary(b, x, y)
         } else if let Some(c) = CompareOp::from_name(op) {
-            let (x, y) = self.two_nodes()?;
+            let (x, y) = self.two_nodes(op)?;
             self.graph.compare(c, x, y)
         } else if let Some(r) = ReduceOp::from_name(op) {
             let x = self.node_ref()?;
@@ -629,7 +624,7 @@ impl Parser<'_> {
                 "select" => {
                     let c = self.node_ref()?;
                     self.expect(',')?;
-                    let (a, b) = self.two_nodes()?;
+                    let (a, b) = self.two_nodes(op)?;
                     self.graph.select(c, a, b)
                 }
                 "convert" => {
@@ -639,7 +634,7 @@ impl Parser<'_> {
                     self.graph.convert(x, d)
                 }
                 "dot" => {
-                    let (x, y) = self.two_nodes()?;
+                    let (x, y) = self.two_nodes(op)?;
                     self.graph.dot(x, y)
                 }
                 "broadcast" => {
@@ -718,11 +713,11 @@ impl Parser<'_> {
                     self.graph.expand_dims(x, a, pos)
                 }
                 "assign" => {
-                    let (t, v) = self.two_nodes()?;
+                    let (t, v) = self.two_nodes(op)?;
                     self.graph.assign(t, v)
                 }
                 "convolution" => {
-                    let (x, f) = self.two_nodes()?;
+                    let (x, f) = self.two_nodes(op)?;
                     let mut spec = ConvSpec::new();
                     while self.eat(',') {
                         match self.window_arg(false)? {
@@ -758,18 +753,11 @@ impl Parser<'_> {
                     self.graph.pool(x, &spec)
                 }
                 _ => {
-                    let known = UnaryOp::ALL
-                        .iter()
-                        .map(|o| o.name())
-                        .chain(BinaryOp::ALL.iter().map(|o| o.name()))
-                        .chain(CompareOp::ALL.iter().map(|o| o.name()))
-                        .chain(ReduceOp::ALL.iter().map(|o| o.name()))
-                        .chain(STRUCTURAL_OPS);
                     return self.error_with_help(
                         op_at,
                         "an op name (e.g. add, dot, sum, slice; see docs/text-format.md)",
                         format!("`{op}`"),
-                        did_you_mean(op, known),
+                        did_you_mean(op, op_names()),
                     );
                 }
             }
@@ -833,6 +821,17 @@ impl Parser<'_> {
         };
         match found {
             Some(id) => Ok(id),
+            None if self.is_punct('(') && self.name_at(at).is_some_and(is_op_name) => {
+                let op = self.name_at(at).unwrap_or_default();
+                self.error_with_help(
+                    at,
+                    "a tensor name (ops do not nest in the text form)",
+                    format!("a call of `{op}`"),
+                    Some(format!(
+                        "give it its own line, `t = {op}(...)`, and use `t` here"
+                    )),
+                )
+            }
             None => {
                 let help = self.name_at(at).and_then(|w| {
                     did_you_mean(w, self.graph.nodes().filter_map(|(_, n)| n.name.as_deref()))
@@ -847,8 +846,16 @@ impl Parser<'_> {
         }
     }
 
-    fn two_nodes(&mut self) -> PResult<(NodeId, NodeId)> {
+    /// The two tensor operands of `op`: a missing second one is an arity error naming `op`.
+    fn two_nodes(&mut self, op: &str) -> PResult<(NodeId, NodeId)> {
         let x = self.node_ref()?;
+        if self.is_punct(')') {
+            return self.error_at(
+                self.at,
+                format!("a second tensor: `{op}` takes two (`{op}(x, y)`)"),
+                "`)` after one".to_string(),
+            );
+        }
         self.expect(',')?;
         Ok((x, self.node_ref()?))
     }
@@ -1162,6 +1169,21 @@ impl Parser<'_> {
             _ => self.error_at(at, "true or false", format!("`{text}`")),
         }
     }
+}
+
+/// Every op name the text form calls.
+fn op_names() -> impl Iterator<Item = &'static str> {
+    UnaryOp::ALL
+        .iter()
+        .map(|o| o.name())
+        .chain(BinaryOp::ALL.iter().map(|o| o.name()))
+        .chain(CompareOp::ALL.iter().map(|o| o.name()))
+        .chain(ReduceOp::ALL.iter().map(|o| o.name()))
+        .chain(STRUCTURAL_OPS)
+}
+
+fn is_op_name(w: &str) -> bool {
+    op_names().any(|o| o == w) || w == "grad"
 }
 
 #[cfg(test)]
