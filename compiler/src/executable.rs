@@ -97,7 +97,7 @@ pub enum JitError {
 /// How to compile a JIT executable.
 ///
 /// ```
-/// use weft_compiler::JitOptions;
+/// use weft::compiler::JitOptions;
 /// // Two threads, fused; `JitOptions::unfused()` is the one-kernel-per-op baseline.
 /// let options = JitOptions { threads: Some(2), ..JitOptions::default() };
 /// assert!(options.fused && !JitOptions::unfused().fused);

@@ -32,13 +32,13 @@ entity!(
 /// table, which every table accepts.
 ///
 /// ```
-/// use weft_ir::Graph;
+/// use weft::ir::Graph;
 /// let mut g = Graph::new();
 /// let n = g.axis("N", 4)?;
 /// assert_eq!(g.axis_name(n), "N");
 /// assert_eq!(g.resolve_len(n)?, 4);
 /// assert_ne!(n, n.dual()); // N*, which a dot pairs with N
-/// # Ok::<(), weft_ir::GraphError>(())
+/// # Ok::<(), weft::ir::GraphError>(())
 /// ```
 #[derive(Clone, Copy)]
 pub struct Axis {
@@ -179,7 +179,7 @@ impl fmt::Display for Role {
 /// A range along an axis, Python style: negative bounds count from the end, `step` is non-zero.
 ///
 /// ```
-/// use weft_ir::SliceRange;
+/// use weft::ir::SliceRange;
 /// let r = SliceRange::range(1, -1); // every element but the first and the last
 /// assert_eq!((r.start, r.stop, r.step), (Some(1), Some(-1), 1));
 /// assert_eq!(SliceRange::reversed().step, -1);
@@ -449,7 +449,7 @@ pub enum AxesError {
 /// An ordered list of distinct axes. Order is a presentation, not a layout.
 ///
 /// ```
-/// use weft_ir::{Axes, Graph};
+/// use weft::ir::{Axes, Graph};
 /// let mut g = Graph::new();
 /// let (a, b) = (g.axis("A", 2)?, g.axis("B", 3)?);
 /// let ab = Axes::new([a, b])?;

@@ -6,7 +6,7 @@ use std::str::FromStr;
 /// The element type of a tensor.
 ///
 /// ```
-/// use weft_ir::DType;
+/// use weft::ir::DType;
 /// assert!(DType::F32.is_float() && !DType::I64.is_float());
 /// assert_eq!(DType::F64.to_string(), "f64");
 /// ```

@@ -9,12 +9,12 @@ use std::path::Path;
 /// A single value of any dtype, as given for `fill` initial values.
 ///
 /// ```
-/// use weft_ir::{DType, Graph, Scalar, TensorInit};
+/// use weft::ir::{DType, Graph, Scalar, TensorInit};
 /// let mut g = Graph::new();
 /// let n = g.axis("N", 3)?;
 /// let v = g.variable("v", &[n], DType::F32, TensorInit::Fill(Scalar::Float(0.5)))?;
 /// assert_eq!(g.node(v).dtype, DType::F32);
-/// # Ok::<(), weft_ir::GraphError>(())
+/// # Ok::<(), weft::ir::GraphError>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Scalar {
@@ -87,11 +87,11 @@ pub fn write_float(f: &mut impl fmt::Write, v: f64) -> fmt::Result {
 /// Row-major element data of one dtype.
 ///
 /// ```
-/// use weft_ir::{ArrayData, DType};
+/// use weft::ir::{ArrayData, DType};
 /// let d = ArrayData::F32(vec![1.0, 2.0]);
 /// assert_eq!((d.dtype(), d.len()), (DType::F32, 2));
 /// assert_eq!(ArrayData::zeros(DType::I64, 3)?, ArrayData::I64(vec![0; 3]));
-/// # Ok::<(), weft_ir::HostError>(())
+/// # Ok::<(), weft::ir::HostError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 pub enum ArrayData {
@@ -394,7 +394,7 @@ pub enum HostError {
 /// A tensor in host memory: axes, their lengths, and row-major data in that axis order.
 ///
 /// ```
-/// use weft_ir::{Axes, Graph, HostArray};
+/// use weft::ir::{Axes, Graph, HostArray};
 /// let mut g = Graph::new();
 /// let (r, c) = (g.axis("R", 2)?, g.axis("C", 3)?);
 /// let a = HostArray::from_vec(Axes::new([r, c])?, vec![2, 3], vec![1f32, 2., 3., 4., 5., 6.])?;
@@ -647,7 +647,7 @@ mod nd {
         /// An array over `axes` from an `ndarray` array (any memory order).
         ///
         /// ```
-        /// use weft_ir::{graph::GraphBuilder, Axes, HostArray};
+        /// use weft::ir::{graph::GraphBuilder, Axes, HostArray};
         /// let b = GraphBuilder::new();
         /// let (r, c) = (b.axis("R", 2)?, b.axis("C", 3)?);
         /// let a = ndarray::Array2::from_shape_fn((2, 3), |(i, j)| (i * 3 + j) as f32);

@@ -17,7 +17,7 @@ impl HostArray {
     /// by axis when there are at most 64, else the first values and min / max / mean.
     ///
     /// ```
-    /// use weft_ir::{Axes, Graph, HostArray};
+    /// use weft::ir::{Axes, Graph, HostArray};
     /// let mut g = Graph::new();
     /// let (r, c) = (g.axis("R", 2)?, g.axis("C", 2)?);
     /// let a = HostArray::from_vec(Axes::new([r, c])?, vec![2, 2], vec![1f32, 2., 3., 4.])?;

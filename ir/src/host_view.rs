@@ -90,7 +90,7 @@ impl<'a> DataRef<'a> {
 /// A borrowed array: axes, lengths and row-major elements the caller owns.
 ///
 /// ```
-/// use weft_ir::{Axes, Graph, HostView};
+/// use weft::ir::{Axes, Graph, HostView};
 /// let mut g = Graph::new();
 /// let n = g.axis("N", 3)?;
 /// let axes = Axes::new([n])?;
@@ -185,7 +185,7 @@ impl HostArray {
 /// What a call accepts for one input: anything that lends a [`HostView`].
 ///
 /// ```
-/// use weft_ir::{AsHostView, Axes, Graph, HostArray};
+/// use weft::ir::{AsHostView, Axes, Graph, HostArray};
 /// let mut g = Graph::new();
 /// let n = g.axis("N", 2)?;
 /// let a = HostArray::from_vec(Axes::new([n])?, vec![2], vec![1i32, 2])?;

@@ -46,7 +46,7 @@ impl Graph {
     /// `weft_ir::autodiff` and docs/autodiff.md for the rules).
     ///
     /// ```
-    /// use weft_ir::{DType, Graph};
+    /// use weft::ir::{DType, Graph};
     /// let mut g = Graph::new();
     /// let n = g.axis("N", 3)?;
     /// let x = g.placeholder("x", &[n], DType::F64)?;
@@ -55,7 +55,7 @@ impl Graph {
     /// let dx = g.grad(loss, &[x])?; // 2x
     /// assert_eq!(g.node(dx[0]).axes.as_slice(), &[n]);
     /// g.verify()?;
-    /// # Ok::<(), weft_ir::GraphError>(())
+    /// # Ok::<(), weft::ir::GraphError>(())
     /// ```
     pub fn grad(&mut self, loss: NodeId, wrt: &[NodeId]) -> Result<Vec<NodeId>, GraphError> {
         // Work on a copy, so an error leaves the graph as it was.

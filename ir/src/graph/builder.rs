@@ -14,7 +14,7 @@ use std::cell::{Ref, RefCell, RefMut};
 /// Builds a [`Graph`] through [`Tensor`] handles.
 ///
 /// ```
-/// use weft_ir::{DType, graph::GraphBuilder};
+/// use weft::ir::{DType, graph::GraphBuilder};
 /// let g = GraphBuilder::new();
 /// let n = g.axis("N", 4)?;
 /// let x = g.placeholder("x", &[n], DType::F32)?;
@@ -24,7 +24,7 @@ use std::cell::{Ref, RefCell, RefMut};
 /// l2.output()?;
 /// let graph = g.finish();
 /// assert_eq!(graph.node(graph.find("l2").unwrap()).axes.len(), 0);
-/// # Ok::<(), weft_ir::GraphError>(())
+/// # Ok::<(), weft::ir::GraphError>(())
 /// ```
 #[derive(Default)]
 pub struct GraphBuilder {
@@ -34,14 +34,14 @@ pub struct GraphBuilder {
 /// A node of a [`GraphBuilder`]'s graph, with the ops as methods.
 ///
 /// ```
-/// use weft_ir::{graph::GraphBuilder, DType};
+/// use weft::ir::{graph::GraphBuilder, DType};
 /// let b = GraphBuilder::new();
 /// let (r, c) = (b.axis("R", 2)?, b.axis("C", 3)?);
 /// let x = b.placeholder("x", &[r, c], DType::F32)?;
 /// let centred = (x - x.mean(&[c])?)?; // operators pair and broadcast by axis
 /// let y = centred.square()?.sum(&[c])?.named("ss")?;
 /// assert_eq!(y.axes().as_slice(), &[r]);
-/// # Ok::<(), weft_ir::GraphError>(())
+/// # Ok::<(), weft::ir::GraphError>(())
 /// ```
 #[derive(Clone, Copy)]
 pub struct Tensor<'g> {
@@ -191,7 +191,7 @@ impl GraphBuilder {
     /// one new tensor each, with exactly that tensor's axes and dtype.
     ///
     /// ```
-    /// use weft_ir::{graph::GraphBuilder, DType};
+    /// use weft::ir::{graph::GraphBuilder, DType};
     /// let b = GraphBuilder::new();
     /// let (r, c) = (b.axis("R", 2)?, b.axis("C", 3)?);
     /// let w = b.placeholder("w", &[r, c], DType::F32)?;
@@ -200,7 +200,7 @@ impl GraphBuilder {
     /// let grads = b.grad(loss, &[w, x])?;
     /// assert_eq!(grads[0].axes().as_slice(), &[r, c]);
     /// assert_eq!(grads[1].axes().as_slice(), &[c]);
-    /// # Ok::<(), weft_ir::GraphError>(())
+    /// # Ok::<(), weft::ir::GraphError>(())
     /// ```
     pub fn grad<'g>(
         &'g self,
@@ -384,7 +384,7 @@ impl<'g> Tensor<'g> {
     /// ([`GraphBuilder::grad`], [`Graph::grad`]).
     ///
     /// ```
-    /// use weft_ir::{graph::GraphBuilder, DType};
+    /// use weft::ir::{graph::GraphBuilder, DType};
     /// let b = GraphBuilder::new();
     /// let n = b.axis("N", 4)?;
     /// let x = b.placeholder("x", &[n], DType::F64)?;
@@ -392,7 +392,7 @@ impl<'g> Tensor<'g> {
     /// let dx = loss.grad(&[x])?[0]; // 2x
     /// assert_eq!(dx.axes().as_slice(), &[n]);
     /// assert_eq!(dx.dtype(), DType::F64);
-    /// # Ok::<(), weft_ir::GraphError>(())
+    /// # Ok::<(), weft::ir::GraphError>(())
     /// ```
     pub fn grad(self, wrt: &[Tensor<'g>]) -> Result<Vec<Tensor<'g>>, GraphError> {
         self.builder.grad(self, wrt)

@@ -39,7 +39,7 @@ pub const SPATIAL_ROLES: [Role; 4] = [Role::Depth, Role::Height, Role::Width, Ro
 /// How a convolution's filter moves, per spatial role, and how many channel groups it has.
 ///
 /// ```
-/// use weft_ir::{ConvSpec, Role};
+/// use weft::ir::{ConvSpec, Role};
 /// let spec = ConvSpec::new().stride(Role::Height, 2).stride(Role::Width, 2).pad(Role::Height, 1, 1);
 /// assert_eq!(spec.step(&Role::Height).stride, 2);
 /// assert_eq!(spec.step(&Role::Time).stride, 1); // roles not listed: stride 1, no padding
@@ -147,7 +147,7 @@ impl PoolKind {
 /// A pool: its kind and, per pooled role, the window length and how it moves.
 ///
 /// ```
-/// use weft_ir::{PoolKind, PoolSpec, Role};
+/// use weft::ir::{PoolKind, PoolSpec, Role};
 /// // 2×2 windows moving by 2 (a window's stride defaults to its length).
 /// let spec = PoolSpec::new(PoolKind::Max).window(Role::Height, 2).window(Role::Width, 2);
 /// assert_eq!(spec.windows[0].2.stride, 2);

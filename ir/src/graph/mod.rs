@@ -41,7 +41,7 @@ use std::sync::Arc;
 /// [`NodeId::from_u32`] makes an id of no known graph, which every graph accepts.
 ///
 /// ```
-/// use weft_ir::{DType, Graph};
+/// use weft::prelude::*;
 /// let mut g = Graph::new();
 /// let n = g.axis("N", 2)?;
 /// let x = g.placeholder("x", &[n], DType::F32)?;
@@ -49,7 +49,7 @@ use std::sync::Arc;
 /// assert_eq!(g.node(x).dtype, DType::F32);
 /// let other = Graph::new();
 /// assert!(other.get(x).is_none()); // x is g's, not other's
-/// # Ok::<(), weft_ir::GraphError>(())
+/// # Ok::<(), GraphError>(())
 /// ```
 #[derive(Clone, Copy)]
 pub struct NodeId {
@@ -127,7 +127,7 @@ impl std::fmt::Debug for NodeId {
 /// The four kinds of stored tensor (docs/design.md, "Tensor kinds").
 ///
 /// ```
-/// use weft_ir::TensorKind;
+/// use weft::ir::TensorKind;
 /// let v = TensorKind::Variable.flags();
 /// assert!(v.persistent && v.trainable && !v.input);
 /// assert_eq!(TensorKind::PersistentTensor.keyword(), "persistent_tensor");
@@ -187,13 +187,13 @@ impl TensorKind {
 /// The value a stored tensor starts with.
 ///
 /// ```
-/// use weft_ir::{ArrayData, DType, Graph, Scalar, TensorInit};
+/// use weft::ir::{ArrayData, DType, Graph, Scalar, TensorInit};
 /// let mut g = Graph::new();
 /// let n = g.axis("N", 3)?;
 /// let zeros = g.variable("z", &[n], DType::F64, TensorInit::Fill(Scalar::Float(0.0)))?;
 /// let given = g.variable("w", &[n], DType::F64, TensorInit::data(ArrayData::F64(vec![1., 2., 3.])))?;
 /// assert_ne!(zeros, given);
-/// # Ok::<(), weft_ir::GraphError>(())
+/// # Ok::<(), weft::ir::GraphError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 pub enum TensorInit {
@@ -364,14 +364,14 @@ op_names!(
 /// How `slice` treats one axis.
 ///
 /// ```
-/// use weft_ir::{AxisSlice, DType, Graph, SliceRange};
+/// use weft::ir::{AxisSlice, DType, Graph, SliceRange};
 /// let mut g = Graph::new();
 /// let (h, w) = (g.axis("H", 4)?, g.axis("W", 5)?);
 /// let x = g.placeholder("x", &[h, w], DType::F32)?;
 /// // Rows 1..3 of x, column 0: a derived axis of length 2 in H's place; W is dropped.
 /// let s = g.slice(x, &[(h, AxisSlice::Range(SliceRange::range(1, 3))), (w, AxisSlice::Index(0))])?;
 /// assert_eq!(g.shape_of(&g.node(s).axes)?, vec![2]);
-/// # Ok::<(), weft_ir::GraphError>(())
+/// # Ok::<(), weft::ir::GraphError>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AxisSlice {
@@ -573,7 +573,7 @@ pub struct Node {
 /// for `weft run`.
 ///
 /// ```
-/// use weft_ir::{BinaryOp, DType, Graph, ReduceOp};
+/// use weft::ir::{BinaryOp, DType, Graph, ReduceOp};
 /// let mut g = Graph::new();
 /// let (r, c) = (g.axis("R", 2)?, g.axis("C", 3)?);
 /// let x = g.placeholder("x", &[r, c], DType::F32)?;
@@ -583,7 +583,7 @@ pub struct Node {
 /// g.mark_output(s)?;
 /// assert_eq!(g.shape_of(&g.node(s).axes)?, vec![2]);
 /// g.verify()?;
-/// # Ok::<(), weft_ir::GraphError>(())
+/// # Ok::<(), weft::ir::GraphError>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct Graph {
@@ -725,12 +725,12 @@ impl Graph {
     /// call's binding) checks the graph at the lengths it gets.
     ///
     /// ```
-    /// use weft_ir::Graph;
+    /// use weft::ir::Graph;
     /// let mut g = Graph::new();
     /// let b = g.axis("B", 64)?;
     /// g.unbind(b)?;
     /// assert!(g.resolve_len(b).is_err());
-    /// # Ok::<(), weft_ir::GraphError>(())
+    /// # Ok::<(), weft::ir::GraphError>(())
     /// ```
     pub fn unbind(&mut self, axis: Axis) -> Result<(), GraphError> {
         self.set_len(axis, None, "unbind")

@@ -43,7 +43,7 @@ pub enum InitScheme {
 /// A weight initialisation: a scheme and the seed of its generator.
 ///
 /// ```
-/// use weft_ir::{nn::Init, ArrayData, DType};
+/// use weft::ir::{nn::Init, ArrayData, DType};
 /// let a = Init::he(3).values(4, 2, DType::F64);
 /// assert_eq!(a, Init::he(3).values(4, 2, DType::F64)); // deterministic
 /// let ArrayData::F64(w) = a else { panic!() };
@@ -109,7 +109,7 @@ impl Init {
 /// docs/text-format.md).
 ///
 /// ```
-/// use weft_ir::{nn::Random, ArrayData, DType};
+/// use weft::ir::{nn::Random, ArrayData, DType};
 /// let u = Random::Uniform { lo: -0.5, hi: 0.5 }.values(3, 1000, DType::F64)?;
 /// assert_eq!(u, Random::Uniform { lo: -0.5, hi: 0.5 }.values(3, 1000, DType::F64)?);
 /// let ArrayData::F64(u) = u else { panic!() };
@@ -118,7 +118,7 @@ impl Init {
 /// let mean = n.iter().sum::<f32>() / 1000.0;
 /// assert!(mean.abs() < 0.02);
 /// assert!(Random::Normal { mean: 0.0, std: -1.0 }.values(3, 4, DType::F32).is_err());
-/// # Ok::<(), weft_ir::GraphError>(())
+/// # Ok::<(), weft::ir::GraphError>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Random {
@@ -215,7 +215,7 @@ impl Dense {
 /// dtype (f32 or f64).
 ///
 /// ```
-/// use weft_ir::{nn, DType, Graph};
+/// use weft::ir::{nn, DType, Graph};
 /// let mut g = Graph::new();
 /// let (b, i, h) = (g.axis("B", 16)?, g.axis("I", 64)?, g.axis("H", 32)?);
 /// let x = g.placeholder("x", &[b, i], DType::F32)?;
@@ -224,7 +224,7 @@ impl Dense {
 /// assert_eq!(g.find("hidden_w"), Some(l1.weight));
 /// // The input axis must be x's; the output axis must be new to it.
 /// assert!(nn::dense(&mut g, "again", x, h, i, nn::Activation::Identity, nn::Init::glorot(1)).is_err());
-/// # Ok::<(), weft_ir::GraphError>(())
+/// # Ok::<(), weft::ir::GraphError>(())
 /// ```
 pub fn dense(
     g: &mut Graph,
@@ -311,7 +311,7 @@ impl Conv {
 /// `b` (`NAME_b`, zero) is over the output's features axis.
 ///
 /// ```
-/// use weft_ir::{nn, ConvSpec, DType, Graph, Role};
+/// use weft::ir::{nn, ConvSpec, DType, Graph, Role};
 /// let mut g = Graph::new();
 /// let b = g.axis("B", 4)?;
 /// let c = g.axis_with_roles("C", Some(1), vec![Role::Channel])?;
@@ -322,7 +322,7 @@ impl Conv {
 /// let spec = ConvSpec::new().pad(Role::Height, 1, 1).pad(Role::Width, 1, 1);
 /// let l = nn::conv(&mut g, "conv1", x, &[k, c, r, s], &spec, nn::Activation::Relu, nn::Init::he(1))?;
 /// assert_eq!(g.shape_of(&g.node(l.output).axes)?, vec![4, 16, 8, 8]);
-/// # Ok::<(), weft_ir::GraphError>(())
+/// # Ok::<(), weft::ir::GraphError>(())
 /// ```
 pub fn conv(
     g: &mut Graph,

@@ -23,14 +23,14 @@ use crate::host::ArrayData;
 /// is a one-hot encoding ([`one_hot`]).
 ///
 /// ```
-/// use weft_ir::{nn, ArrayData, DType, Graph, Op, TensorInit};
+/// use weft::ir::{nn, ArrayData, DType, Graph, Op, TensorInit};
 /// let mut g = Graph::new();
 /// let c = g.axis("C", 4)?;
 /// let k = nn::iota(&mut g, c, DType::I64)?;
 /// assert_eq!(g.node(k).axes.as_slice(), &[c]);
 /// let Op::Tensor { init: Some(TensorInit::Data(d)), .. } = &g.node(k).op else { panic!() };
 /// assert_eq!(**d, ArrayData::I64(vec![0, 1, 2, 3]));
-/// # Ok::<(), weft_ir::GraphError>(())
+/// # Ok::<(), weft::ir::GraphError>(())
 /// ```
 pub fn iota(g: &mut Graph, axis: Axis, dtype: DType) -> Result<NodeId, GraphError> {
     let n = g.resolve_len(axis)?;
@@ -126,14 +126,14 @@ fn one_hot_mask(
 /// then `class_axis`. A label outside `0..n` gives a row of zeros.
 ///
 /// ```
-/// use weft_ir::{nn, DType, Graph};
+/// use weft::ir::{nn, DType, Graph};
 /// let mut g = Graph::new();
 /// let (b, c) = (g.axis("B", 2)?, g.axis("C", 3)?);
 /// let labels = g.placeholder("labels", &[b], DType::I32)?;
 /// let oh = nn::one_hot(&mut g, labels, c, DType::F32)?;
 /// assert_eq!(g.node(oh).axes.as_slice(), &[b, c]);
 /// assert_eq!(g.node(oh).dtype, DType::F32);
-/// # Ok::<(), weft_ir::GraphError>(())
+/// # Ok::<(), weft::ir::GraphError>(())
 /// ```
 pub fn one_hot(
     g: &mut Graph,
@@ -150,13 +150,13 @@ pub fn one_hot(
 /// `z = logits − max(logits, axis)`, so `exp` never sees a positive argument.
 ///
 /// ```
-/// use weft_ir::{nn, DType, Graph};
+/// use weft::ir::{nn, DType, Graph};
 /// let mut g = Graph::new();
 /// let (b, c) = (g.axis("B", 2)?, g.axis("C", 3)?);
 /// let logits = g.placeholder("logits", &[c, b], DType::F64)?;
 /// let ls = nn::log_softmax(&mut g, logits, c)?;
 /// assert_eq!(g.node(ls).axes.as_slice(), &[c, b]);
-/// # Ok::<(), weft_ir::GraphError>(())
+/// # Ok::<(), weft::ir::GraphError>(())
 /// ```
 pub fn log_softmax(g: &mut Graph, logits: NodeId, axis: Axis) -> Result<NodeId, GraphError> {
     let op = label(g, "log_softmax", &[logits]);
@@ -177,7 +177,7 @@ pub fn log_softmax(g: &mut Graph, logits: NodeId, axis: Axis) -> Result<NodeId, 
 /// logits elsewhere in a row do no harm.
 ///
 /// ```
-/// use weft_ir::{nn, DType, Graph};
+/// use weft::ir::{nn, DType, Graph};
 /// let mut g = Graph::new();
 /// let (b, c) = (g.axis("B", 32)?, g.axis("C", 10)?);
 /// let logits = g.placeholder("logits", &[b, c], DType::F32)?;
@@ -187,7 +187,7 @@ pub fn log_softmax(g: &mut Graph, logits: NodeId, axis: Axis) -> Result<NodeId, 
 /// // Labels must not hold the class axis, and must be integers.
 /// let bad = g.placeholder("bad", &[b], DType::F32)?;
 /// assert!(nn::softmax_cross_entropy(&mut g, logits, bad, c).is_err());
-/// # Ok::<(), weft_ir::GraphError>(())
+/// # Ok::<(), weft::ir::GraphError>(())
 /// ```
 pub fn softmax_cross_entropy(
     g: &mut Graph,
@@ -218,7 +218,7 @@ fn mean_over_all(g: &mut Graph, x: NodeId) -> Result<NodeId, GraphError> {
 /// a missing axis and average the wrong thing.
 ///
 /// ```
-/// use weft_ir::{nn, DType, Graph};
+/// use weft::ir::{nn, DType, Graph};
 /// let mut g = Graph::new();
 /// let (b, o) = (g.axis("B", 4)?, g.axis("O", 2)?);
 /// let pred = g.placeholder("pred", &[b, o], DType::F32)?;
@@ -227,7 +227,7 @@ fn mean_over_all(g: &mut Graph, x: NodeId) -> Result<NodeId, GraphError> {
 /// assert!(g.node(mse).axes.is_empty());
 /// let row = g.placeholder("row", &[o], DType::F32)?;
 /// assert!(nn::mean_squared_error(&mut g, pred, row).is_err()); // would broadcast
-/// # Ok::<(), weft_ir::GraphError>(())
+/// # Ok::<(), weft::ir::GraphError>(())
 /// ```
 pub fn mean_squared_error(
     g: &mut Graph,
@@ -263,14 +263,14 @@ pub fn mean_squared_error(
 /// scalar of the logits' dtype. Same arguments as [`softmax_cross_entropy`].
 ///
 /// ```
-/// use weft_ir::{nn, DType, Graph};
+/// use weft::ir::{nn, DType, Graph};
 /// let mut g = Graph::new();
 /// let (b, c) = (g.axis("B", 8)?, g.axis("C", 10)?);
 /// let logits = g.placeholder("logits", &[b, c], DType::F32)?;
 /// let labels = g.placeholder("labels", &[b], DType::I32)?;
 /// let acc = nn::accuracy(&mut g, logits, labels, c)?;
 /// assert_eq!(g.node(acc).dtype, DType::F32);
-/// # Ok::<(), weft_ir::GraphError>(())
+/// # Ok::<(), weft::ir::GraphError>(())
 /// ```
 pub fn accuracy(
     g: &mut Graph,

@@ -12,7 +12,7 @@
 //! before the check that failed (unreferenced, so dead code to every backend).
 //!
 //! ```
-//! use weft_ir::{nn, DType, Graph};
+//! use weft::ir::{nn, DType, Graph};
 //! let mut g = Graph::new();
 //! let (b, i, c) = (g.axis("B", 4)?, g.axis("I", 8)?, g.axis("C", 3)?);
 //! let x = g.placeholder("x", &[b, i], DType::F32)?;
@@ -20,7 +20,7 @@
 //! let layer = nn::dense(&mut g, "fc", x, i, c, nn::Activation::Identity, nn::Init::glorot(7))?;
 //! let loss = nn::softmax_cross_entropy(&mut g, layer.output, labels, c)?;
 //! assert!(g.node(loss).axes.is_empty()); // the mean over the batch
-//! # Ok::<(), weft_ir::GraphError>(())
+//! # Ok::<(), weft::ir::GraphError>(())
 //! ```
 
 pub mod layer;

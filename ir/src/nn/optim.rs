@@ -152,7 +152,7 @@ fn descend(g: &mut Graph, p: &Param, lr: f64, direction: NodeId) -> Result<NodeI
 /// Plain stochastic gradient descent: `w ← w − lr · g`. No state. `lr` finite and positive.
 ///
 /// ```
-/// use weft_ir::{nn, DType, Graph, Scalar, TensorInit};
+/// use weft::ir::{nn, DType, Graph, Scalar, TensorInit};
 /// let mut g = Graph::new();
 /// let n = g.axis("N", 3)?;
 /// let w = g.variable("w", &[n], DType::F32, TensorInit::Fill(Scalar::Float(1.0)))?;
@@ -161,7 +161,7 @@ fn descend(g: &mut Graph, p: &Param, lr: f64, direction: NodeId) -> Result<NodeI
 /// assert_eq!(step.assigns.len(), 1);
 /// assert!(step.state.is_empty());
 /// assert!(nn::sgd(&mut g, &[(w, grad)], f64::NAN).is_err());
-/// # Ok::<(), weft_ir::GraphError>(())
+/// # Ok::<(), weft::ir::GraphError>(())
 /// ```
 pub fn sgd(g: &mut Graph, params: &[(NodeId, NodeId)], lr: f64) -> Result<Updates, GraphError> {
     check_hyper("sgd", "lr", lr, |x| x > 0.0, "finite and positive")?;
@@ -182,7 +182,7 @@ pub fn sgd(g: &mut Graph, params: &[(NodeId, NodeId)], lr: f64) -> Result<Update
 /// `lr` finite and positive; `μ` in `[0, 1)`.
 ///
 /// ```
-/// use weft_ir::{nn, DType, Graph, Scalar, TensorInit};
+/// use weft::ir::{nn, DType, Graph, Scalar, TensorInit};
 /// let mut g = Graph::new();
 /// let n = g.axis("N", 3)?;
 /// let w = g.variable("w", &[n], DType::F64, TensorInit::Fill(Scalar::Float(1.0)))?;
@@ -190,7 +190,7 @@ pub fn sgd(g: &mut Graph, params: &[(NodeId, NodeId)], lr: f64) -> Result<Update
 /// let step = nn::momentum(&mut g, &[(w, grad)], 0.1, 0.9)?;
 /// assert_eq!(step.state, vec![g.find("w_velocity").unwrap()]);
 /// assert_eq!(step.assigns.len(), 2); // the velocity's, then the variable's
-/// # Ok::<(), weft_ir::GraphError>(())
+/// # Ok::<(), weft::ir::GraphError>(())
 /// ```
 pub fn momentum(
     g: &mut Graph,
@@ -225,7 +225,7 @@ pub fn momentum(
 /// Adam's hyper-parameters (Kingma and Ba, 2015); the defaults are the paper's and PyTorch's.
 ///
 /// ```
-/// use weft_ir::nn::Adam;
+/// use weft::ir::nn::Adam;
 /// let a = Adam { lr: 0.01, ..Adam::default() };
 /// assert_eq!((a.beta1, a.beta2, a.eps), (0.9, 0.999, 1e-8));
 /// ```
@@ -268,7 +268,7 @@ impl Default for Adam {
 /// converted to the variable's dtype for the bias corrections `βᵗ` (`power`).
 ///
 /// ```
-/// use weft_ir::{nn, DType, Graph, Scalar, TensorInit};
+/// use weft::ir::{nn, DType, Graph, Scalar, TensorInit};
 /// let mut g = Graph::new();
 /// let n = g.axis("N", 3)?;
 /// let w = g.variable("w", &[n], DType::F32, TensorInit::Fill(Scalar::Float(1.0)))?;
@@ -278,7 +278,7 @@ impl Default for Adam {
 /// assert_eq!(g.node(g.find("w_adam_step").unwrap()).dtype, DType::I64);
 /// let bad = nn::Adam { beta1: 1.0, ..nn::Adam::default() };
 /// assert!(nn::adam(&mut g, &[(w, grad)], &bad).is_err());
-/// # Ok::<(), weft_ir::GraphError>(())
+/// # Ok::<(), weft::ir::GraphError>(())
 /// ```
 pub fn adam(
     g: &mut Graph,

@@ -11,8 +11,8 @@
 //! continues a graph built with the `Graph` API, and [`GraphBuilder::finish`] hands it back.
 //!
 //! ```
-//! use weft_ir::nn::{Activation, Init};
-//! use weft_ir::{graph::GraphBuilder, DType};
+//! use weft::ir::nn::{Activation, Init};
+//! use weft::ir::{graph::GraphBuilder, DType};
 //! let g = GraphBuilder::new();
 //! let (b, p, c) = (g.axis("B", 8)?, g.axis("P", 4)?, g.axis("C", 3)?);
 //! let x = g.placeholder("x", &[b, p], DType::F32)?;
@@ -23,7 +23,7 @@
 //! let step = g.sgd(&[(layer.weight, grads[0]), (layer.bias, grads[1])], 0.1)?;
 //! assert_eq!(step.assigns.len(), 2);
 //! assert_eq!(loss.axes().len(), 0); // a scalar
-//! # Ok::<(), weft_ir::GraphError>(())
+//! # Ok::<(), weft::ir::GraphError>(())
 //! ```
 
 use super::layer::{Activation, Init};

@@ -11,9 +11,9 @@ use super::index::Offsets;
 /// indices are absolute indices too.
 ///
 /// ```
-/// use weft_ir::shape::{Shape, ShapeBase};
+/// use weft::ir::shape::{Shape, ShapeBase};
 ///
-/// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+/// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
 /// let s = Shape::new([2, 3])?;
 /// let row1 = s.slice_at(&[1])?;
 /// assert_eq!(row1.rank(), 2);
@@ -30,9 +30,9 @@ pub trait ShapeBase: Clone + PartialEq + std::fmt::Debug {
     /// Number of modes; zero for scalars and for the null shape.
     ///
     /// ```
-    /// use weft_ir::shape::{JaggedShape, Shape, ShapeBase};
+    /// use weft::ir::shape::{JaggedShape, Shape, ShapeBase};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// assert_eq!(Shape::new([10, 20])?.rank(), 2);
     /// assert_eq!(Shape::scalar().rank(), 0);
     /// # Ok(()) }
@@ -42,9 +42,9 @@ pub trait ShapeBase: Clone + PartialEq + std::fmt::Debug {
     /// Number of scalar elements; one for a scalar, zero for the null shape.
     ///
     /// ```
-    /// use weft_ir::shape::{JaggedShape, Shape, ShapeBase};
+    /// use weft::ir::shape::{JaggedShape, Shape, ShapeBase};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let js = JaggedShape::from_slices([Shape::new([10])?, Shape::new([20])?])?;
     /// assert_eq!(js.size(), 30);
     /// # Ok(()) }
@@ -54,9 +54,9 @@ pub trait ShapeBase: Clone + PartialEq + std::fmt::Debug {
     /// Whether this is the null shape, which has neither modes nor elements.
     ///
     /// ```
-    /// use weft_ir::shape::{JaggedShape, Shape, ShapeBase};
+    /// use weft::ir::shape::{JaggedShape, Shape, ShapeBase};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// assert!(Shape::null().is_null());
     /// assert!(!Shape::scalar().is_null());
     /// # Ok(()) }
@@ -67,9 +67,9 @@ pub trait ShapeBase: Clone + PartialEq + std::fmt::Debug {
     /// bounding box of a jagged one.
     ///
     /// ```
-    /// use weft_ir::shape::{JaggedShape, Shape, ShapeBase};
+    /// use weft::ir::shape::{JaggedShape, Shape, ShapeBase};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let js = JaggedShape::from_slices_with_origin(
     ///     [Shape::with_origin([2], [6])?, Shape::with_origin([2], [5])?],
     ///     3,
@@ -82,9 +82,9 @@ pub trait ShapeBase: Clone + PartialEq + std::fmt::Debug {
     /// Moves the shape so that its [`origin`](ShapeBase::origin) becomes `origin`.
     ///
     /// ```
-    /// use weft_ir::shape::{JaggedShape, Shape, ShapeBase};
+    /// use weft::ir::shape::{JaggedShape, Shape, ShapeBase};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let mut s = Shape::new([2])?;
     /// s.set_origin(&[10])?;
     /// assert_eq!(s.indices().collect::<Vec<_>>(), [[10], [11]]);
@@ -102,9 +102,9 @@ pub trait ShapeBase: Clone + PartialEq + std::fmt::Debug {
     /// and `leading_size(rank)` is the size (for any shape but the null one).
     ///
     /// ```
-    /// use weft_ir::shape::{JaggedShape, Shape, ShapeBase};
+    /// use weft::ir::shape::{JaggedShape, Shape, ShapeBase};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let js = JaggedShape::from_slices([Shape::new([2, 5])?, Shape::new([3, 5])?])?;
     /// assert_eq!(js.leading_size(1)?, 2);
     /// assert_eq!(js.leading_size(2)?, 5);
@@ -119,9 +119,9 @@ pub trait ShapeBase: Clone + PartialEq + std::fmt::Debug {
     /// The shape's absolute indices in lexicographic order.
     ///
     /// ```
-    /// use weft_ir::shape::{JaggedShape, Shape, ShapeBase};
+    /// use weft::ir::shape::{JaggedShape, Shape, ShapeBase};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let s = Shape::with_origin([2], [4])?;
     /// assert_eq!(s.indices().collect::<Vec<_>>(), [[4], [5]]);
     /// # Ok(()) }
@@ -132,9 +132,9 @@ pub trait ShapeBase: Clone + PartialEq + std::fmt::Debug {
     /// order.
     ///
     /// ```
-    /// use weft_ir::shape::{JaggedShape, Shape, ShapeBase};
+    /// use weft::ir::shape::{JaggedShape, Shape, ShapeBase};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let s = Shape::with_origin([2], [4])?;
     /// assert_eq!(s.offsets().collect::<Vec<_>>(), [[0], [1]]);
     /// # Ok(()) }
@@ -146,9 +146,9 @@ pub trait ShapeBase: Clone + PartialEq + std::fmt::Debug {
     /// The part of the shape inside the box `[begin, end)`, keeping every mode.
     ///
     /// ```
-    /// use weft_ir::shape::{JaggedShape, Shape, ShapeBase};
+    /// use weft::ir::shape::{JaggedShape, Shape, ShapeBase};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let s = Shape::new([10, 20])?;
     /// assert_eq!(s.slice(&[2, 0], &[4, 5])?, Shape::with_origin([2, 5], [2, 0])?);
     /// # Ok(()) }
@@ -164,9 +164,9 @@ pub trait ShapeBase: Clone + PartialEq + std::fmt::Debug {
     /// modes get extent one).
     ///
     /// ```
-    /// use weft_ir::shape::{JaggedShape, Shape, ShapeBase};
+    /// use weft::ir::shape::{JaggedShape, Shape, ShapeBase};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let s = Shape::new([10, 20])?;
     /// assert_eq!(s.slice_at(&[3])?, Shape::with_origin([1, 20], [3, 0])?);
     /// # Ok(()) }
@@ -181,9 +181,9 @@ pub trait ShapeBase: Clone + PartialEq + std::fmt::Debug {
     /// length one.
     ///
     /// ```
-    /// use weft_ir::shape::{JaggedShape, Shape, ShapeBase};
+    /// use weft::ir::shape::{JaggedShape, Shape, ShapeBase};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let s = Shape::new([10, 20])?;
     /// assert_eq!(s.chip(&[0, 2], &[10, 3])?, Shape::new([10])?);
     /// # Ok(()) }
@@ -197,9 +197,9 @@ pub trait ShapeBase: Clone + PartialEq + std::fmt::Debug {
     /// slice at index `pinned`.
     ///
     /// ```
-    /// use weft_ir::shape::{JaggedShape, Shape, ShapeBase};
+    /// use weft::ir::shape::{JaggedShape, Shape, ShapeBase};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let js = JaggedShape::from_slices([Shape::new([10])?, Shape::new([20])?])?;
     /// assert_eq!(js.chip_at(&[1])?, JaggedShape::from(Shape::new([20])?));
     /// # Ok(()) }

@@ -8,7 +8,7 @@ use thiserror::Error;
 /// a message can point at the exact spot of bad input.
 ///
 /// ```
-/// use weft_ir::shape::{Shape, ShapeBase, ShapeError};
+/// use weft::ir::shape::{Shape, ShapeBase, ShapeError};
 ///
 /// # fn main() -> Result<(), ShapeError> {
 /// let err = Shape::new([10, 20])?.slice(&[0, 5], &[10, 3]).unwrap_err();

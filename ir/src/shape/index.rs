@@ -8,9 +8,9 @@ use super::jagged::{JaggedShape, Repr};
 /// allocating, for hot loops.
 ///
 /// ```
-/// use weft_ir::shape::{Shape, ShapeBase};
+/// use weft::ir::shape::{Shape, ShapeBase};
 ///
-/// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+/// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
 /// let s = Shape::with_origin([2, 2], [10, 10])?;
 /// let mut it = s.indices();
 /// let mut seen = Vec::new();
@@ -95,9 +95,9 @@ impl Iterator for Indices {
 /// Indices of an underlying iterator made relative to an origin.
 ///
 /// ```
-/// use weft_ir::shape::{Shape, ShapeBase};
+/// use weft::ir::shape::{Shape, ShapeBase};
 ///
-/// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+/// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
 /// let s = Shape::with_origin([1, 2], [4, 7])?;
 /// assert_eq!(s.offsets().collect::<Vec<_>>(), [[0, 0], [0, 1]]);
 /// # Ok(()) }
@@ -130,9 +130,9 @@ impl<I: Iterator<Item = Vec<usize>>> Iterator for Offsets<I> {
 /// The indices of a [`JaggedShape`] in lexicographic order.
 ///
 /// ```
-/// use weft_ir::shape::{JaggedShape, Shape, ShapeBase};
+/// use weft::ir::shape::{JaggedShape, Shape, ShapeBase};
 ///
-/// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+/// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
 /// let js = JaggedShape::from_slices([Shape::new([1])?, Shape::new([2])?])?;
 /// assert_eq!(js.indices().collect::<Vec<_>>(), [[0, 0], [1, 0], [1, 1]]);
 /// # Ok(()) }

@@ -21,9 +21,9 @@ use super::smooth::{check_corners, pinned_corners, Shape};
 /// rows.
 ///
 /// ```
-/// use weft_ir::shape::{JaggedShape, Shape, ShapeBase};
+/// use weft::ir::shape::{JaggedShape, Shape, ShapeBase};
 ///
-/// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+/// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
 /// // A jagged matrix: row 0 has 10 elements, row 1 has 20.
 /// let js = JaggedShape::from_slices([Shape::new([10])?, Shape::new([20])?])?;
 /// assert_eq!((js.rank(), js.size()), (2, 30));
@@ -84,7 +84,7 @@ impl JaggedShape {
     /// The null shape: no modes and no elements.
     ///
     /// ```
-    /// use weft_ir::shape::{JaggedShape, ShapeBase};
+    /// use weft::ir::shape::{JaggedShape, ShapeBase};
     ///
     /// assert!(JaggedShape::null().is_null());
     /// ```
@@ -98,9 +98,9 @@ impl JaggedShape {
     /// list or a run-time iterator. No slices give a rank-1 shape with no elements.
     ///
     /// ```
-    /// use weft_ir::shape::{JaggedShape, Shape, ShapeBase};
+    /// use weft::ir::shape::{JaggedShape, Shape, ShapeBase};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let (s10, s20, s30) = (Shape::new([10])?, Shape::new([20])?, Shape::new([30])?);
     /// let e0 = JaggedShape::from_slices([s10.clone()])?;
     /// let e1 = JaggedShape::from_slices([s20, s30])?;
@@ -122,9 +122,9 @@ impl JaggedShape {
     /// `origin`; each slice keeps its own origin.
     ///
     /// ```
-    /// use weft_ir::shape::{JaggedShape, Shape, ShapeBase};
+    /// use weft::ir::shape::{JaggedShape, Shape, ShapeBase};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let js = JaggedShape::from_slices_with_origin(
     ///     [Shape::with_origin([2], [5])?, Shape::with_origin([1], [6])?],
     ///     10,
@@ -203,9 +203,9 @@ impl JaggedShape {
     /// The smooth shape this jagged shape equals, if its slices are all alike.
     ///
     /// ```
-    /// use weft_ir::shape::{JaggedShape, Shape};
+    /// use weft::ir::shape::{JaggedShape, Shape};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let rows = JaggedShape::from_slices([Shape::new([3])?, Shape::new([3])?])?;
     /// assert_eq!(rows.as_smooth(), Some(&Shape::new([2, 3])?));
     /// let ragged = JaggedShape::from_slices([Shape::new([3])?, Shape::new([4])?])?;
@@ -222,9 +222,9 @@ impl JaggedShape {
     /// One past the largest index of each mode: the far corner of the bounding box.
     ///
     /// ```
-    /// use weft_ir::shape::{JaggedShape, Shape};
+    /// use weft::ir::shape::{JaggedShape, Shape};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let js = JaggedShape::from_slices([Shape::new([10])?, Shape::new([20])?])?;
     /// assert_eq!(js.upper(), [2, 20]);
     /// # Ok(()) }

@@ -12,9 +12,9 @@ use super::error::ShapeError;
 /// (`"i,,j"`) and a repeated label (`"i,i"`) are errors.
 ///
 /// ```
-/// use weft_ir::shape::Labels;
+/// use weft::ir::shape::Labels;
 ///
-/// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+/// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
 /// let labels = Labels::parse(" i , jk,K ")?;
 /// assert_eq!(labels.iter().collect::<Vec<_>>(), ["i", "jk", "K"]);
 /// assert_eq!(labels.to_string(), "i,jk,K");
@@ -31,7 +31,7 @@ impl Labels {
     /// Parses an index string.
     ///
     /// ```
-    /// use weft_ir::shape::{Labels, ShapeError};
+    /// use weft::ir::shape::{Labels, ShapeError};
     ///
     /// assert_eq!(Labels::parse("i,j").map(|l| l.len()), Ok(2));
     /// assert_eq!(
@@ -75,9 +75,9 @@ impl Labels {
     /// The number of labels.
     ///
     /// ```
-    /// use weft_ir::shape::Labels;
+    /// use weft::ir::shape::Labels;
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// assert_eq!(Labels::parse("i,j,k")?.len(), 3);
     /// # Ok(()) }
     /// ```
@@ -88,9 +88,9 @@ impl Labels {
     /// Whether there are no labels (a scalar's index string).
     ///
     /// ```
-    /// use weft_ir::shape::Labels;
+    /// use weft::ir::shape::Labels;
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// assert!(Labels::parse(" ")?.is_empty());
     /// # Ok(()) }
     /// ```
@@ -101,9 +101,9 @@ impl Labels {
     /// The labels in order.
     ///
     /// ```
-    /// use weft_ir::shape::Labels;
+    /// use weft::ir::shape::Labels;
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// assert_eq!(Labels::parse("a,b")?.iter().last(), Some("b"));
     /// # Ok(()) }
     /// ```
@@ -114,9 +114,9 @@ impl Labels {
     /// The labels as a slice.
     ///
     /// ```
-    /// use weft_ir::shape::Labels;
+    /// use weft::ir::shape::Labels;
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// assert_eq!(Labels::parse("a,b")?.as_slice(), ["a", "b"]);
     /// # Ok(()) }
     /// ```
@@ -127,9 +127,9 @@ impl Labels {
     /// The mode labelled `label`, if any.
     ///
     /// ```
-    /// use weft_ir::shape::Labels;
+    /// use weft::ir::shape::Labels;
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let labels = Labels::parse("i,j")?;
     /// assert_eq!((labels.position("j"), labels.position("J")), (Some(1), None));
     /// # Ok(()) }
@@ -141,9 +141,9 @@ impl Labels {
     /// Whether `label` is one of the labels.
     ///
     /// ```
-    /// use weft_ir::shape::Labels;
+    /// use weft::ir::shape::Labels;
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// assert!(Labels::parse("i,j")?.contains("i"));
     /// # Ok(()) }
     /// ```
@@ -198,9 +198,9 @@ impl fmt::Display for Labels {
 /// an error naming the label and both extents.
 ///
 /// ```
-/// use weft_ir::shape::{LabelAlgebra, Shape};
+/// use weft::ir::shape::{LabelAlgebra, Shape};
 ///
-/// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+/// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
 /// let s0 = Shape::new([10, 20, 30])?;
 /// // Direct product.
 /// let s1 = (s0.idx("i,j,k")? * s0.idx("i,j,l")?).to("i,j,k,l")?;
@@ -215,9 +215,9 @@ pub trait LabelAlgebra: ShapeBase {
     /// and sums out the modes `result` omits.
     ///
     /// ```
-    /// use weft_ir::shape::{LabelAlgebra, Labels, Shape};
+    /// use weft::ir::shape::{LabelAlgebra, Labels, Shape};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let s = Shape::new([10, 20, 30])?;
     /// let (ijk, ki) = (Labels::parse("i,j,k")?, Labels::parse("k,i")?);
     /// assert_eq!(s.assign(&ijk, &ki)?, Shape::new([30, 10])?);
@@ -234,9 +234,9 @@ pub trait LabelAlgebra: ShapeBase {
     /// `rhs_labels`, with modes in the order of `labels`.
     ///
     /// ```
-    /// use weft_ir::shape::{LabelAlgebra, Labels, Shape};
+    /// use weft::ir::shape::{LabelAlgebra, Labels, Shape};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let (a, b) = (Shape::new([2, 3])?, Shape::new([3, 2])?);
     /// let (ij, ji) = (Labels::parse("i,j")?, Labels::parse("j,i")?);
     /// assert_eq!(a.sum(&ij, &b, &ji)?, a);
@@ -257,9 +257,9 @@ pub trait LabelAlgebra: ShapeBase {
     /// one operand only form a direct product (or are summed out if `result` omits them).
     ///
     /// ```
-    /// use weft_ir::shape::{LabelAlgebra, Labels, Shape};
+    /// use weft::ir::shape::{LabelAlgebra, Labels, Shape};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let (a, b) = (Shape::new([2, 3])?, Shape::new([3, 4])?);
     /// let (ij, jk, ik) = (Labels::parse("i,j")?, Labels::parse("j,k")?, Labels::parse("i,k")?);
     /// assert_eq!(a.product(&ij, &b, &jk, &ik)?, Shape::new([2, 4])?);
@@ -283,9 +283,9 @@ pub trait LabelAlgebra: ShapeBase {
     /// Labels this shape's modes (the reference's `s("i,j,k")`), starting an expression.
     ///
     /// ```
-    /// use weft_ir::shape::{LabelAlgebra, Shape};
+    /// use weft::ir::shape::{LabelAlgebra, Shape};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let s = Shape::new([10, 20])?;
     /// assert_eq!(s.idx("i,j")?.to("j,i")?, Shape::new([20, 10])?);
     /// assert!(s.idx("i").is_err());
@@ -323,9 +323,9 @@ pub(crate) fn check_labels<S: ShapeBase>(shape: &S, labels: &Labels) -> Result<(
 /// them. Inside a product, a label survives if the result or the other operand needs it.
 ///
 /// ```
-/// use weft_ir::shape::{LabelAlgebra, Shape};
+/// use weft::ir::shape::{LabelAlgebra, Shape};
 ///
-/// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+/// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
 /// let a = Shape::new([4, 5])?;
 /// let b = Shape::new([5, 6])?;
 /// let c = Shape::new([4, 6])?;
@@ -351,9 +351,9 @@ impl<S: LabelAlgebra> ShapeExpr<S> {
     /// The expression that is just `shape` with its modes labelled `labels`.
     ///
     /// ```
-    /// use weft_ir::shape::{Labels, Shape, ShapeExpr};
+    /// use weft::ir::shape::{Labels, Shape, ShapeExpr};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let expr = ShapeExpr::new(Shape::new([3])?, Labels::parse("i")?)?;
     /// assert_eq!(expr.to("i")?, Shape::new([3])?);
     /// # Ok(()) }
@@ -372,9 +372,9 @@ impl<S: LabelAlgebra> ShapeExpr<S> {
     /// Every label the expression's operands use, in order of first use.
     ///
     /// ```
-    /// use weft_ir::shape::{LabelAlgebra, Shape};
+    /// use weft::ir::shape::{LabelAlgebra, Shape};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let s = Shape::new([2, 3])?;
     /// let expr = s.idx("i,j")? * s.idx("k,i")?;
     /// assert_eq!(expr.labels().to_string(), "i,j,k");
@@ -408,7 +408,7 @@ impl<S: LabelAlgebra> ShapeExpr<S> {
     /// reference's assignment `s1("i,k") = ...`).
     ///
     /// ```
-    /// use weft_ir::shape::{LabelAlgebra, Shape, ShapeError};
+    /// use weft::ir::shape::{LabelAlgebra, Shape, ShapeError};
     ///
     /// # fn main() -> Result<(), ShapeError> {
     /// let s0 = Shape::new([10, 20, 30])?;
@@ -430,9 +430,9 @@ impl<S: LabelAlgebra> ShapeExpr<S> {
     /// Like [`to`](ShapeExpr::to), with the result labels already parsed.
     ///
     /// ```
-    /// use weft_ir::shape::{LabelAlgebra, Labels, Shape};
+    /// use weft::ir::shape::{LabelAlgebra, Labels, Shape};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let s = Shape::new([2, 3])?;
     /// let result = Labels::parse("j")?;
     /// assert_eq!(s.idx("i,j")?.to_labels(&result)?, Shape::new([3])?);

@@ -13,9 +13,9 @@
 //! chose where the reference design contradicts itself.
 //!
 //! ```
-//! use weft_ir::shape::{LabelAlgebra, Nested, Shape, ShapeBase};
+//! use weft::ir::shape::{LabelAlgebra, Nested, Shape, ShapeBase};
 //!
-//! # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+//! # fn main() -> Result<(), weft::ir::shape::ShapeError> {
 //! let s = Shape::new([10, 20, 30])?;
 //! let layered = Nested::new([1, 2], s.clone())?;
 //! let result = (layered.idx("i,j,k")? * layered.idx("i,j,k")?).to("j,k")?;

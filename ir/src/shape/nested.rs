@@ -11,9 +11,9 @@ use super::error::ShapeError;
 /// (`[0, 2]`). The layering does not change the elements, only how a backend may lay them out.
 ///
 /// ```
-/// use weft_ir::shape::{Nested, Shape, ShapeBase};
+/// use weft::ir::shape::{Nested, Shape, ShapeBase};
 ///
-/// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+/// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
 /// // Modes 0 and 1 in layer 0, modes 2 and 3 in layer 1.
 /// let s = Nested::new([2, 2], Shape::new([5, 10, 15, 20])?)?;
 /// assert_eq!(s.n_layers(), 2);
@@ -32,9 +32,9 @@ impl<S: ShapeBase> Nested<S> {
     /// Layers `shape`: layer `l` holds the next `layers[l]` modes, left to right.
     ///
     /// ```
-    /// use weft_ir::shape::{Nested, Shape};
+    /// use weft::ir::shape::{Nested, Shape};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let vector_in_layer_1 = Nested::new([0, 1], Shape::new([10])?)?;
     /// assert_eq!(vector_in_layer_1.layers(), [0, 1]);
     /// assert!(Nested::new([1, 1], Shape::new([10])?).is_err());
@@ -68,9 +68,9 @@ impl<S: ShapeBase> Nested<S> {
     /// The number of modes in each layer.
     ///
     /// ```
-    /// use weft_ir::shape::{Nested, Shape};
+    /// use weft::ir::shape::{Nested, Shape};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// assert_eq!(Nested::new([1, 2], Shape::new([10, 20, 30])?)?.layers(), [1, 2]);
     /// # Ok(()) }
     /// ```
@@ -81,9 +81,9 @@ impl<S: ShapeBase> Nested<S> {
     /// The number of layers.
     ///
     /// ```
-    /// use weft_ir::shape::{Nested, Shape};
+    /// use weft::ir::shape::{Nested, Shape};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// assert_eq!(Nested::new([0, 0], Shape::scalar())?.n_layers(), 2);
     /// # Ok(()) }
     /// ```
@@ -94,9 +94,9 @@ impl<S: ShapeBase> Nested<S> {
     /// The number of modes in layer `layer`.
     ///
     /// ```
-    /// use weft_ir::shape::{Nested, Shape};
+    /// use weft::ir::shape::{Nested, Shape};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let s = Nested::new([1, 2], Shape::new([10, 20, 30])?)?;
     /// assert_eq!((s.rank_layer(0)?, s.rank_layer(1)?), (1, 2));
     /// # Ok(()) }
@@ -117,9 +117,9 @@ impl<S: ShapeBase> Nested<S> {
     /// The modes of layer `layer`, as a range of mode numbers.
     ///
     /// ```
-    /// use weft_ir::shape::{Nested, Shape};
+    /// use weft::ir::shape::{Nested, Shape};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let s = Nested::new([1, 2], Shape::new([10, 20, 30])?)?;
     /// assert_eq!(s.layer_modes(1)?, 1..3);
     /// # Ok(()) }
@@ -136,9 +136,9 @@ impl<S: ShapeBase> Nested<S> {
     /// The layer holding mode `mode`.
     ///
     /// ```
-    /// use weft_ir::shape::{Nested, Shape};
+    /// use weft::ir::shape::{Nested, Shape};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let s = Nested::new([0, 1, 2], Shape::new([10, 20, 30])?)?;
     /// assert_eq!(s.layer_of_mode(0)?, 1);
     /// assert_eq!(s.layer_of_mode(2)?, 2);
@@ -170,9 +170,9 @@ impl<S: ShapeBase> Nested<S> {
     /// indices of the modes of layers `0..=layer`. The last layer holds every scalar element.
     ///
     /// ```
-    /// use weft_ir::shape::{Nested, Shape};
+    /// use weft::ir::shape::{Nested, Shape};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let s = Nested::new([1, 2], Shape::new([10, 20, 30])?)?;
     /// assert_eq!((s.elements_in_layer(0)?, s.elements_in_layer(1)?), (10, 6000));
     /// # Ok(()) }
@@ -188,9 +188,9 @@ impl<S: ShapeBase> Nested<S> {
     /// The underlying shape, without the layering.
     ///
     /// ```
-    /// use weft_ir::shape::{Nested, Shape};
+    /// use weft::ir::shape::{Nested, Shape};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let s = Shape::new([10, 20])?;
     /// assert_eq!(Nested::new([1, 1], s.clone())?.shape(), &s);
     /// # Ok(()) }
@@ -202,9 +202,9 @@ impl<S: ShapeBase> Nested<S> {
     /// Gives up the layering and returns the underlying shape.
     ///
     /// ```
-    /// use weft_ir::shape::{Nested, Shape};
+    /// use weft::ir::shape::{Nested, Shape};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let s = Shape::new([10, 20])?;
     /// assert_eq!(Nested::new([2], s.clone())?.into_shape(), s);
     /// # Ok(()) }
@@ -218,9 +218,9 @@ impl<S: ShapeBase> Nested<S> {
     /// boundary are consumed too, but the last layer always remains.
     ///
     /// ```
-    /// use weft_ir::shape::{Nested, Shape};
+    /// use weft::ir::shape::{Nested, Shape};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let s = Nested::new([1, 2], Shape::new([10, 20, 30])?)?;
     /// let element = s.element(&[3])?;
     /// assert_eq!(element.layers(), [2]);

@@ -13,9 +13,9 @@ use super::index::Indices;
 /// when they have the same extents and the same origin.
 ///
 /// ```
-/// use weft_ir::shape::{Shape, ShapeBase};
+/// use weft::ir::shape::{Shape, ShapeBase};
 ///
-/// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+/// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
 /// let matrix = Shape::new([10, 20])?;
 /// assert_eq!((matrix.rank(), matrix.size()), (2, 200));
 /// assert_eq!(matrix.extent(1)?, 20);
@@ -46,7 +46,7 @@ impl Shape {
     /// The null shape: no modes and no elements.
     ///
     /// ```
-    /// use weft_ir::shape::{Shape, ShapeBase};
+    /// use weft::ir::shape::{Shape, ShapeBase};
     ///
     /// let null = Shape::null();
     /// assert!(null.is_null());
@@ -65,7 +65,7 @@ impl Shape {
     /// The rank-0 shape of a scalar: no modes and one element.
     ///
     /// ```
-    /// use weft_ir::shape::{Shape, ShapeBase};
+    /// use weft::ir::shape::{Shape, ShapeBase};
     ///
     /// assert_eq!((Shape::scalar().rank(), Shape::scalar().size()), (0, 1));
     /// ```
@@ -82,9 +82,9 @@ impl Shape {
     /// the zero index.
     ///
     /// ```
-    /// use weft_ir::shape::{Shape, ShapeBase};
+    /// use weft::ir::shape::{Shape, ShapeBase};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// assert_eq!(Shape::new([10, 20, 30])?.rank(), 3);
     /// assert_eq!(Shape::new([])?, Shape::scalar());
     /// # Ok(()) }
@@ -101,9 +101,9 @@ impl Shape {
     /// A shape with the given extents whose first element is `origin`.
     ///
     /// ```
-    /// use weft_ir::shape::{Shape, ShapeBase};
+    /// use weft::ir::shape::{Shape, ShapeBase};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let s = Shape::with_origin([2, 3], [10, 10])?;
     /// assert_eq!(s.indices().next(), Some(vec![10, 10]));
     /// # Ok(()) }
@@ -154,9 +154,9 @@ impl Shape {
     /// The extent of every mode.
     ///
     /// ```
-    /// use weft_ir::shape::Shape;
+    /// use weft::ir::shape::Shape;
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// assert_eq!(Shape::new([10, 20])?.extents(), [10, 20]);
     /// # Ok(()) }
     /// ```
@@ -167,9 +167,9 @@ impl Shape {
     /// The extent of mode `mode`.
     ///
     /// ```
-    /// use weft_ir::shape::Shape;
+    /// use weft::ir::shape::Shape;
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let s = Shape::new([10, 20])?;
     /// assert_eq!(s.extent(0)?, 10);
     /// assert!(s.extent(2).is_err());
@@ -191,9 +191,9 @@ impl Shape {
     /// One past the last index of every mode (`origin + extent`).
     ///
     /// ```
-    /// use weft_ir::shape::Shape;
+    /// use weft::ir::shape::Shape;
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// assert_eq!(Shape::with_origin([2, 3], [10, 10])?.upper(), [12, 13]);
     /// # Ok(()) }
     /// ```
@@ -209,9 +209,9 @@ impl Shape {
     /// The first element (the same as [`ShapeBase::origin`], without allocating).
     ///
     /// ```
-    /// use weft_ir::shape::Shape;
+    /// use weft::ir::shape::Shape;
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// assert_eq!(Shape::with_origin([2], [7])?.first(), [7]);
     /// # Ok(()) }
     /// ```
@@ -222,9 +222,9 @@ impl Shape {
     /// Whether `index` is an index of the shape.
     ///
     /// ```
-    /// use weft_ir::shape::Shape;
+    /// use weft::ir::shape::Shape;
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let s = Shape::with_origin([2, 3], [10, 10])?;
     /// assert!(s.contains(&[11, 12]));
     /// assert!(!s.contains(&[0, 0]));
@@ -243,9 +243,9 @@ impl Shape {
     /// [`indices`](ShapeBase::indices)).
     ///
     /// ```
-    /// use weft_ir::shape::Shape;
+    /// use weft::ir::shape::Shape;
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let s = Shape::with_origin([2, 3], [10, 10])?;
     /// assert_eq!(s.position(&[11, 12])?, 5);
     /// # Ok(()) }

@@ -15,9 +15,9 @@ use super::smooth::Shape;
 /// tiles needs.
 ///
 /// ```
-/// use weft_ir::shape::{Shape, ShapeBase, TiledShape};
+/// use weft::ir::shape::{Shape, ShapeBase, TiledShape};
 ///
-/// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+/// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
 /// // A 30 x 30 matrix, each mode cut into chunks of 5, 15 and 10.
 /// let tiled = TiledShape::new([[5, 15, 10], [5, 15, 10]])?;
 /// assert_eq!(tiled.grid(), Shape::new([3, 3])?);
@@ -49,9 +49,9 @@ impl TiledShape {
     /// `tile_lengths[m]`, in order.
     ///
     /// ```
-    /// use weft_ir::shape::TiledShape;
+    /// use weft::ir::shape::TiledShape;
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let tiled = TiledShape::new([vec![2, 3], vec![4]])?;
     /// assert_eq!(tiled.shape().extents(), [5, 4]);
     /// # Ok(()) }
@@ -76,9 +76,9 @@ impl TiledShape {
     /// the remainder. Tiles are placed at the shape's origin.
     ///
     /// ```
-    /// use weft_ir::shape::{Shape, TiledShape};
+    /// use weft::ir::shape::{Shape, TiledShape};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let tiled = TiledShape::uniform(&Shape::new([10, 4])?, &[4, 4])?;
     /// assert_eq!(tiled.tile_lengths(), [vec![4, 4, 2], vec![4]]);
     /// # Ok(()) }
@@ -117,9 +117,9 @@ impl TiledShape {
     /// every [`Tile`] but not the jagged view.
     ///
     /// ```
-    /// use weft_ir::shape::{Shape, TiledShape};
+    /// use weft::ir::shape::{Shape, TiledShape};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let tiled = TiledShape::with_origin(vec![vec![2, 2]], vec![100])?;
     /// assert_eq!(tiled.tile(&[1])?, Shape::with_origin([2], [102])?);
     /// # Ok(()) }
@@ -177,9 +177,9 @@ impl TiledShape {
     /// The tile lengths of every mode, as given.
     ///
     /// ```
-    /// use weft_ir::shape::TiledShape;
+    /// use weft::ir::shape::TiledShape;
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// assert_eq!(TiledShape::new([[1, 2]])?.tile_lengths(), [vec![1, 2]]);
     /// # Ok(()) }
     /// ```
@@ -190,9 +190,9 @@ impl TiledShape {
     /// The smooth shape that was tiled, with its origin.
     ///
     /// ```
-    /// use weft_ir::shape::{Shape, TiledShape};
+    /// use weft::ir::shape::{Shape, TiledShape};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// assert_eq!(TiledShape::new([vec![5, 15, 10], vec![5, 25]])?.shape(), Shape::new([30, 30])?);
     /// # Ok(()) }
     /// ```
@@ -209,9 +209,9 @@ impl TiledShape {
     /// The tile grid: one mode per tiled mode, its extent the number of tiles.
     ///
     /// ```
-    /// use weft_ir::shape::{Shape, TiledShape};
+    /// use weft::ir::shape::{Shape, TiledShape};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// assert_eq!(TiledShape::new([vec![5, 5], vec![3]])?.grid(), Shape::new([2, 1])?);
     /// # Ok(()) }
     /// ```
@@ -223,9 +223,9 @@ impl TiledShape {
     /// The tile at `grid_index`, placed in the tiled shape.
     ///
     /// ```
-    /// use weft_ir::shape::{Shape, TiledShape};
+    /// use weft::ir::shape::{Shape, TiledShape};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let tiled = TiledShape::new([[5, 15, 10]])?;
     /// assert_eq!(tiled.tile(&[2])?, Shape::with_origin([10], [20])?);
     /// assert!(tiled.tile(&[3]).is_err());
@@ -272,9 +272,9 @@ impl TiledShape {
     /// Every tile, with its grid index, in lexicographic order of the grid.
     ///
     /// ```
-    /// use weft_ir::shape::{ShapeBase, TiledShape};
+    /// use weft::ir::shape::{ShapeBase, TiledShape};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let tiled = TiledShape::new([vec![2, 1], vec![3]])?;
     /// let origins: Vec<Vec<usize>> = tiled.tiles().map(|tile| tile.shape.origin()).collect();
     /// assert_eq!(origins, [[0, 0], [2, 0]]);
@@ -290,9 +290,9 @@ impl TiledShape {
     /// The jagged view: tile-grid modes, then in-tile modes counted from zero.
     ///
     /// ```
-    /// use weft_ir::shape::{JaggedShape, Shape, TiledShape};
+    /// use weft::ir::shape::{JaggedShape, Shape, TiledShape};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let tiled = TiledShape::new([[1, 2]])?;
     /// let expected = JaggedShape::from_slices([Shape::new([1])?, Shape::new([2])?])?;
     /// assert_eq!(tiled.as_jagged(), &expected);
@@ -305,9 +305,9 @@ impl TiledShape {
     /// The jagged view, giving up the tiling.
     ///
     /// ```
-    /// use weft_ir::shape::{ShapeBase, TiledShape};
+    /// use weft::ir::shape::{ShapeBase, TiledShape};
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// assert_eq!(TiledShape::new([[1, 2]])?.into_jagged().size(), 3);
     /// # Ok(()) }
     /// ```
@@ -318,9 +318,9 @@ impl TiledShape {
     /// The jagged view in two layers: the tile grid, then the tiles.
     ///
     /// ```
-    /// use weft_ir::shape::TiledShape;
+    /// use weft::ir::shape::TiledShape;
     ///
-    /// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+    /// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
     /// let nested = TiledShape::new([[5, 15, 10], [5, 15, 10]])?.nested();
     /// assert_eq!(nested.layers(), [2, 2]);
     /// assert_eq!(nested.elements_in_layer(0)?, 9);
@@ -364,9 +364,9 @@ fn grid_level(
 /// The tiles of a [`TiledShape`] in lexicographic order of the tile grid.
 ///
 /// ```
-/// use weft_ir::shape::TiledShape;
+/// use weft::ir::shape::TiledShape;
 ///
-/// # fn main() -> Result<(), weft_ir::shape::ShapeError> {
+/// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
 /// assert_eq!(TiledShape::new([[5, 15, 10], [5, 15, 10]])?.tiles().count(), 9);
 /// # Ok(()) }
 /// ```
