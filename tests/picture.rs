@@ -3,6 +3,8 @@
 
 mod common;
 
+use weft::compiler::passes::fusion::BoundaryReason;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -33,12 +35,16 @@ fn dot_has_a_cluster_per_fusion_group_and_every_node() {
         for (id, _) in sg.nodes() {
             assert!(dot.contains(&format!("  n{} [", id.as_u32())), "{dot}");
         }
+        // Every value stored between kernels says why; inputs and constants, stored by
+        // nature, are drawn as what they are instead ("stored: stored tensor" said nothing).
         for b in &plan.fusion.boundaries {
-            assert!(
-                dot.contains(&format!("stored: {}", b.reason.name())),
-                "{dot}"
-            );
+            let said = dot.contains(&format!("stored: {}", b.reason.name()));
+            assert_eq!(said, b.reason != BoundaryReason::Stored, "{dot}");
         }
+        assert!(
+            !dot.contains("[kernel k"),
+            "the kernel is the cluster, not a label line"
+        );
         // The input stage: the graph as given, no clusters.
         let input = weft(&["--stage", "input"], &path);
         assert_eq!(input.matches("subgraph").count(), 0);
@@ -57,6 +63,39 @@ fn svg_needs_no_graphviz() {
             assert!(svg.trim_end().ends_with("</svg>"));
             assert!(svg.contains("<text"), "labels are drawn");
         }
+        // Fused: one dashed box per kernel, named; the canvas ends where the drawing does.
+        let src = std::fs::read_to_string(&path).unwrap();
+        let g = Arc::new(weft::ir::text::parse(&src, "x.weft").unwrap());
+        let kernels = common::jit_executable(&g)
+            .compiled_plan()
+            .fusion
+            .groups
+            .len();
+        let svg = weft(&["--format", "svg", "--stage", "fused"], &path);
+        assert_eq!(svg.matches("class=\"kernel\"").count(), kernels, "{svg}");
+        assert!(svg.contains(">kernel k0 ("), "{svg}");
+        let height = |s: &str| -> f64 {
+            let at = s.find("<svg ").unwrap();
+            let h = &s[at..][s[at..].find("height=\"").unwrap() + 8..];
+            h[..h.find('"').unwrap()].parse().unwrap()
+        };
+        let lowest = svg
+            .match_indices("<rect x=")
+            .filter_map(|(i, _)| {
+                let attr = |name: &str| -> Option<f64> {
+                    let t = &svg[i..];
+                    let v = &t[t.find(name)? + name.len()..];
+                    v[..v.find('"')?].trim().parse().ok()
+                };
+                Some(attr("y=\"")? + attr("height=\"")?)
+            })
+            .fold(0.0f64, f64::max);
+        assert!(
+            height(&svg) <= lowest + 40.0,
+            "{}: canvas {} for a drawing ending at {lowest}",
+            path.display(),
+            height(&svg)
+        );
     }
 }
 
