@@ -144,12 +144,12 @@ fn lay_out(pic: &Picture) -> String {
         };
         let (x0, y0) = (x0 - KERNEL_MARGIN, y0 - KERNEL_MARGIN - KERNEL_TITLE);
         let (x1, y1) = (x1 + KERNEL_MARGIN, y1 + KERNEL_MARGIN);
-        let _ = write!(
+        let _ = writeln!(
             extra,
             "<g class=\"kernel\"><rect x=\"{x0}\" y=\"{y0}\" width=\"{}\" height=\"{}\" \
              fill=\"none\" stroke=\"#6b7280\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\" \
              rx=\"8\"/><text x=\"{}\" y=\"{}\" font-family=\"Helvetica\" font-size=\"11\" \
-             fill=\"#374151\">{}</text></g>\n",
+             fill=\"#374151\">{}</text></g>",
             x1 - x0,
             y1 - y0,
             x0 + 6.0,
