@@ -1,6 +1,7 @@
 //! Mutations of `.weft` texts: line-level (delete, duplicate, swap, splice a line from another
-//! text) and token-level (replace a number by an interesting one, an op or dtype name by
-//! another, insert or delete a character).
+//! text), token-level (replace a number by an interesting one, an op or dtype name by
+//! another, insert or delete a character), and the parameters of a convolution or pool
+//! replaced by extreme values.
 //!
 //! Deterministic: the result is a function of the texts and the random source. Guarantees
 //! nothing about validity; most mutants fail to parse, which is what the parser must survive.
@@ -8,8 +9,9 @@
 use weft_ir::graph::{BinaryOp, CompareOp, ReduceOp, UnaryOp};
 use weft_ir::testing::SplitMix;
 
-/// Numbers that exercise edges: lengths 0 and 1, vector widths ± 1, overflow, float specials.
-const NUMBERS: [&str; 22] = [
+/// Numbers that exercise edges: lengths 0 and 1, vector widths ± 1, overflow, float specials,
+/// and huge lengths, strides and paddings (2²⁸, 2³² − 1, 2⁴⁰, around `i64::MAX`, `u64::MAX`).
+const NUMBERS: [&str; 29] = [
     "0",
     "1",
     "2",
@@ -32,7 +34,34 @@ const NUMBERS: [&str; 22] = [
     "9223372036854775807",
     "4294967296",
     "0.5",
+    "18446744073709551615",
+    "9223372036854775808",
+    "9223372036854775806",
+    "268435456",
+    "4294967295",
+    "1099511627776",
+    "18446744073709551614",
 ];
+
+/// Values for a convolution's or pool's parameters: 0 and 1 (a zero stride or window, the
+/// smallest), and huge ones past `u32`, near and past `i64::MAX`, `u64::MAX`.
+const WINDOW_NUMBERS: [&str; 11] = [
+    "0",
+    "1",
+    "2",
+    "268435456",
+    "4294967295",
+    "4294967296",
+    "1099511627776",
+    "9223372036854775807",
+    "9223372036854775808",
+    "18446744073709551614",
+    "18446744073709551615",
+];
+
+/// The keys of a convolution's or pool's parameters, each followed by a number (two for
+/// `pad=(`).
+const WINDOW_KEYS: [&str; 5] = ["stride=", "dilation=", "window=", "groups=", "pad=("];
 
 const DTYPES: [&str; 5] = ["f32", "f64", "i32", "i64", "bool"];
 const VIEW_OPS: [&str; 12] = [
@@ -108,7 +137,14 @@ impl Mutator {
             lines.push(String::new());
         }
         let i = r.below(lines.len());
-        match r.below(10) {
+        match r.below(11) {
+            10 => {
+                let at = (0..lines.len())
+                    .map(|k| (i + k) % lines.len())
+                    .find(|k| is_window_op(&lines[*k]))
+                    .unwrap_or(i);
+                lines[at] = extreme_window(&lines[at], r);
+            }
             0 => {
                 lines.remove(i);
             }
@@ -171,6 +207,69 @@ impl Mutator {
     }
 }
 
+/// Whether `line` holds a convolution or a pool.
+fn is_window_op(line: &str) -> bool {
+    ["convolution(", "max_pool(", "avg_pool("]
+        .iter()
+        .any(|op| line.contains(op))
+}
+
+/// `line` with some of its window parameters (`stride=`, `dilation=`, `window=`, `groups=`,
+/// `pad=(a, b)`) replaced by extreme values ([`WINDOW_NUMBERS`]), each with even odds and at
+/// least one; a line without any gets one added after its first `=(` (or `groups=` at its end).
+fn extreme_window(line: &str, r: &mut SplitMix) -> String {
+    let params = window_params(line);
+    let pick = |r: &mut SplitMix| WINDOW_NUMBERS[r.below(WINDOW_NUMBERS.len())];
+    if params.is_empty() {
+        return add_window_param(line, pick(r), r);
+    }
+    let forced = r.below(params.len());
+    let mut out = line.to_string();
+    // Last first, so the earlier ranges stay where they are.
+    for (k, (s, e)) in params.into_iter().enumerate().rev() {
+        if k == forced || r.chance(50) {
+            out.replace_range(s..e, pick(r));
+        }
+    }
+    out
+}
+
+/// `line` with one window parameter of value `value` added.
+fn add_window_param(line: &str, value: &str, r: &mut SplitMix) -> String {
+    let key = ["stride", "dilation", "window"][r.below(3)];
+    match (line.find("=("), line.rfind(')')) {
+        (Some(at), _) => format!("{}{key}={value}, {}", &line[..at + 2], &line[at + 2..]),
+        (None, Some(end)) if line.contains("convolution(") => {
+            format!("{}, groups={value}{}", &line[..end], &line[end..])
+        }
+        _ => line.to_string(),
+    }
+}
+
+/// The byte ranges of the numbers of `line`'s window parameters, in order.
+fn window_params(line: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    for key in WINDOW_KEYS {
+        for (at, _) in line.match_indices(key) {
+            let mut from = at + key.len();
+            for _ in 0..if key == "pad=(" { 2 } else { 1 } {
+                let digits = line[from..].bytes().take_while(u8::is_ascii_digit).count();
+                if digits == 0 {
+                    break;
+                }
+                out.push((from, from + digits));
+                from += digits;
+                from += line[from..]
+                    .bytes()
+                    .take_while(|b| *b == b',' || *b == b' ')
+                    .count();
+            }
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
 /// The byte ranges of `line`'s numbers (`numbers`) or names.
 fn tokens_of_kind(line: &str, numbers: bool) -> Vec<(usize, usize)> {
     tokens(line)
@@ -222,6 +321,26 @@ mod tests {
         let changed = (0..20).filter(|s| m.mutate(text, text, 1, &mut SplitMix(*s)) != text);
         let changed = changed.count();
         assert!(changed >= 12, "{changed} of 20 changed");
+    }
+
+    #[test]
+    fn window_parameters_are_found_and_replaced() {
+        let line = "y = avg_pool(x, Time=(window=2, stride=13, pad=(1, 0)))";
+        let numbers: Vec<&str> = window_params(line)
+            .iter()
+            .map(|(s, e)| &line[*s..*e])
+            .collect();
+        assert_eq!(numbers, ["2", "13", "1", "0"]);
+        let mut changed = 0;
+        for seed in 0..20 {
+            let out = extreme_window(line, &mut SplitMix(seed));
+            changed += usize::from(out != line);
+            assert!(out.starts_with("y = avg_pool(x, Time=(window="), "{out}");
+        }
+        assert!(changed >= 15, "{changed} of 20 changed");
+        let bare = "y = convolution(x, w)";
+        let out = extreme_window(bare, &mut SplitMix(1));
+        assert!(out.starts_with("y = convolution(x, w, groups="), "{out}");
     }
 
     #[test]

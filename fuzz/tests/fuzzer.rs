@@ -1,10 +1,18 @@
 //! The fuzzer's own machinery: the figures it counts, determinism for a seed, a planted panic,
-//! mismatch and hang each reported once and saved, and a short real run over the examples.
+//! mismatch and hang each reported once and saved, a short real run over the examples; the
+//! stream resumed at any case, a planted abort reported by the supervisor while the run goes
+//! on, supervised and in-process runs counting alike; compile-only large cases, unbound axes
+//! bound per case, and the mutator's extreme window parameters.
 
 use std::path::PathBuf;
+use std::process::Command;
 use std::time::Duration;
 use weft_fuzz::case::{run_text, Outcome};
-use weft_fuzz::{fuzz, fuzz_with, replay, FindingKind, FuzzOptions};
+use weft_fuzz::mutate::Mutator;
+use weft_fuzz::{
+    fuzz, fuzz_events, fuzz_with, replay, Events, FindingKind, FuzzOptions, Stream, Summary,
+};
+use weft_ir::testing::SplitMix;
 
 fn examples() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples")
@@ -18,6 +26,7 @@ fn options(executions: u64) -> FuzzOptions {
         corpus: vec![examples()],
         out: None,
         case_timeout: Duration::from_secs(20),
+        ..FuzzOptions::default()
     }
 }
 
@@ -172,4 +181,260 @@ fn case_seed(text: &str) -> Option<u64> {
     let header = text.lines().next()?.strip_prefix('#')?;
     let rest = &header[header.find("--case-seed ")? + "--case-seed ".len()..];
     rest.split_whitespace().next()?.parse().ok()
+}
+
+/// The binary with `args`, its stdout and exit code.
+fn run_binary(args: &[&str]) -> (String, Option<i32>) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_weft-fuzz"))
+        .args(args)
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .expect("weft-fuzz runs");
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        out.status.code(),
+    )
+}
+
+#[test]
+fn an_abort_is_a_finding_and_the_supervised_run_goes_on() {
+    let out = std::env::temp_dir().join(format!("weft-fuzz-abort-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let examples = examples().display().to_string();
+    let (stdout, code) = run_binary(&[
+        "--seed",
+        "3",
+        "--max-executions",
+        "30",
+        "--seconds",
+        "600",
+        "--corpus",
+        &examples,
+        "--out",
+        out.to_str().unwrap(),
+        "--plant-abort",
+        "placeholder",
+    ]);
+    assert_eq!(code, Some(1), "{stdout}");
+    // Every case holding the marker killed its child; the run still drew all 30 cases.
+    assert!(stdout.starts_with("30 executions"), "{stdout}");
+    assert!(stdout.contains("Abort ×"), "{stdout}");
+    assert_eq!(
+        stdout.matches("Abort ×").count(),
+        1,
+        "one signature: {stdout}"
+    );
+    let saved: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with("_abort.weft"))
+        .collect();
+    assert_eq!(saved.len(), 1, "{saved:?}");
+    let text = std::fs::read_to_string(out.join(&saved[0])).unwrap();
+    assert!(
+        text.contains("placeholder"),
+        "the saved case still aborts: {text}"
+    );
+    // The same stream in process, without the marker, draws the same 30 cases.
+    let (plain, code) = run_binary(&[
+        "--seed",
+        "3",
+        "--max-executions",
+        "30",
+        "--seconds",
+        "600",
+        "--corpus",
+        &examples,
+        "--out",
+        out.to_str().unwrap(),
+        "--in-process",
+    ]);
+    assert_eq!(code, Some(0), "{plain}");
+    assert!(plain.starts_with("30 executions"), "{plain}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn graphs_too_large_to_run_are_compiled_and_may_only_be_refused_for_their_size() {
+    // A benign large graph compiles; a pool over 2^32 positions is refused by the budget;
+    // both are TooLarge (compiled only), never Refused.
+    let big = "axis N = 16777216\nplaceholder x: f32[N]\ny = exp(x)\noutput y\n";
+    assert_eq!(run_text(big, 1), Outcome::TooLarge);
+    let pool = "axis C = 1 : Channel\naxis T = 4294967296 : Time\nplaceholder x: f32[C, T]\n\
+                y = avg_pool(x, Time=(window=2, pad=(1, 0)))\noutput y\n";
+    assert_eq!(run_text(pool, 1), Outcome::TooLarge);
+    // Unbound axes are bound from the case seed; a channel mismatch is then a verify error on
+    // every backend, not a refusal by one.
+    let conv = "axis C = 1 : Channel\naxis K = 2 : Channelout\naxis J : Channel\n\
+                axis T = 6 : Time\naxis F = 2 : Time\nplaceholder x: f64[C, T]\n\
+                placeholder f: f64[K, J, F]\ny = convolution(x, f)\noutput y\n";
+    for seed in 0..20 {
+        let o = run_text(conv, seed);
+        assert!(
+            matches!(o, Outcome::Passed | Outcome::VerifyError),
+            "seed {seed}: {o:?}"
+        );
+    }
+}
+
+/// Records the cases a run announces.
+#[derive(Default)]
+struct Cases(Vec<(u64, u64, String)>);
+
+impl Events for Cases {
+    fn case(&mut self, index: u64, seed: u64, text: &str, _before: &Summary) {
+        self.0.push((index, seed, text.to_string()));
+    }
+}
+
+fn parse_only(text: &str, _seed: u64) -> Outcome {
+    match weft_ir::text::parse(text, "parse_only.weft") {
+        Ok(_) => Outcome::VerifyError,
+        Err(_) => Outcome::ParseError,
+    }
+}
+
+#[test]
+fn a_run_resumed_at_a_case_draws_the_same_stream_from_there() {
+    let mut whole = Stream::new(&options(0));
+    let cases: Vec<_> = (0..200).map(|_| whole.next_case()).collect();
+    let mut o = options(200);
+    o.start = 120;
+    let mut seen = Cases::default();
+    let s = fuzz_events(&o, parse_only, &mut seen);
+    assert_eq!(s.executions, 80, "{s}");
+    assert_eq!(seen.0, cases[120..]);
+}
+
+/// The `weft-fuzz` binary run with `args` over the examples (and its default corpus): its
+/// exit status and stdout.
+fn run_binary(args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_weft-fuzz"))
+        .args(["--corpus", examples().to_str().unwrap()])
+        .args(args)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.code().is_some(), "{stdout}\n{stderr}");
+    (out.status.code(), stdout)
+}
+
+#[test]
+fn a_planted_abort_is_an_abort_finding_and_the_run_goes_on() {
+    let out = std::env::temp_dir().join(format!("weft-fuzz-abort-{}", std::process::id()));
+    let dir = out.to_str().unwrap();
+    let args = ["--seed", "7", "--max-executions", "60", "--out", dir];
+    let (code, stdout) = run_binary(&[&args[..], &["--plant-abort", "exp("]].concat());
+    assert_eq!(code, Some(1), "{stdout}");
+    // Every case ran, in children that died and were replaced.
+    assert!(stdout.starts_with("60 executions"), "{stdout}");
+    let aborts: Vec<&str> = stdout.lines().filter(|l| l.contains("Abort ×")).collect();
+    assert_eq!(aborts.len(), 1, "{stdout}");
+    assert!(aborts[0].contains("killed by signal 6 (SIGABRT): weft-fuzz: planted abort"));
+    let count: u64 = aborts[0]
+        .split('×')
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(count >= 2, "{stdout}");
+    // Saved, minimised by replays in children of their own, naming its case seed.
+    let saved = std::fs::read_to_string(out.join("000_abort.weft")).unwrap();
+    assert!(
+        saved.contains("--case-seed") && saved.contains("of the stream"),
+        "{saved}"
+    );
+    let body: Vec<&str> = saved.lines().filter(|l| !l.starts_with('#')).collect();
+    assert!(body.len() == 1 && body[0].contains("exp("), "{saved}");
+    std::fs::remove_dir_all(&out).ok();
+}
+
+#[test]
+fn a_supervised_run_counts_as_an_in_process_one() {
+    let out = std::env::temp_dir().join(format!("weft-fuzz-same-{}", std::process::id()));
+    let args = [
+        "--seed",
+        "3",
+        "--max-executions",
+        "80",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let (a, supervised) = run_binary(&args);
+    let (b, in_process) = run_binary(&[&args[..], &["--in-process"]].concat());
+    let figures = |s: &str| {
+        let first = s.lines().next().unwrap_or("").to_string();
+        let (before, after) = first.split_once(" in ").unwrap();
+        let after = after.split_once(" s (").unwrap().1.to_string();
+        (before.to_string(), after)
+    };
+    assert_eq!(
+        figures(&supervised),
+        figures(&in_process),
+        "{supervised}{in_process}"
+    );
+    assert_eq!(a, b);
+    std::fs::remove_dir_all(&out).ok();
+}
+
+#[test]
+fn a_graph_too_large_to_run_is_compiled_only() {
+    // 2^20 elements: compiled on every configuration, not run.
+    let large = "axis N = 1048576\nplaceholder x: f32[N]\ny = exp(x)\noutput y\n";
+    assert_eq!(run_text(large, 1), Outcome::TooLarge);
+    // 2^40 elements: refused by the memory budget, which is the size refusal allowed.
+    let huge = "axis N = 1099511627776\nplaceholder x: f32[N]\ny = exp(x)\nz = sum(y, [N])\n";
+    assert_eq!(run_text(huge, 2), Outcome::TooLarge);
+}
+
+#[test]
+fn unbound_axes_are_bound_per_case_at_call_time_or_before() {
+    // On a placeholder: bound at call time by the JIT, before by the oracle.
+    let at_call = "axis N\naxis C = 2\nplaceholder x: f32[N, C]\ny = exp(x)\nz = sum(y, [C])\n";
+    // On a variable: bound before the run (state cannot be bound at call time).
+    let on_state = "axis N\nvariable v: f64[N] = 0.5\ny = tanh(v)\noutput y\n";
+    for seed in 0..6 {
+        assert_eq!(run_text(at_call, seed), Outcome::Passed, "seed {seed}");
+        assert_eq!(run_text(on_state, seed), Outcome::Passed, "seed {seed}");
+    }
+    let lengths: std::collections::HashSet<usize> = (0..40)
+        .map(|seed| {
+            let g = weft_ir::text::parse(at_call, "a.weft").unwrap();
+            weft_fuzz::case::binding(&g, seed).unwrap()[0].1
+        })
+        .collect();
+    assert!(lengths.contains(&0) && lengths.contains(&1) && lengths.len() >= 5);
+}
+
+#[test]
+fn the_mutator_gives_convolutions_and_pools_extreme_parameters() {
+    let text = "axis C = 1 : Channel\naxis K = 2 : Channelout\naxis H = 5 : Height\n\
+                axis R = 3 : Height\nplaceholder x: f32[C, H]\nplaceholder w: f32[K, C, R]\n\
+                y = convolution(x, w, Height=(stride=1, pad=(1, 1)))\n\
+                m = max_pool(y, Height=(window=2))\n";
+    let m = Mutator::default();
+    let extreme = [
+        "=18446744073709551615",
+        "=9223372036854775808",
+        "=4294967295",
+        "(18446744073709551615",
+    ];
+    let (mut conv, mut pool) = (false, false);
+    for seed in 0..300 {
+        let out = m.mutate(text, text, 1, &mut SplitMix(seed));
+        let huge = |l: &&str| extreme.iter().any(|e| l.contains(e));
+        conv |= out
+            .lines()
+            .filter(|l| l.contains("convolution("))
+            .any(|l| huge(&l));
+        pool |= out
+            .lines()
+            .filter(|l| l.contains("max_pool("))
+            .any(|l| huge(&l));
+    }
+    assert!(conv && pool, "conv {conv}, pool {pool}");
 }

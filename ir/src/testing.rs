@@ -10,12 +10,18 @@
 //! negative-bound slices, pinned indices, pads, flatten/unflatten, concat, expand_dims,
 //! transpose, cast_axes, axes_with_order, broadcast) and assign.
 //!
+//! [`GraphConfig::extreme_windows`] draws small graphs of convolutions, max and average pools
+//! and (in [`text_from_choices`]) a `grad` of them, with extreme parameters: axis lengths 0, 1
+//! and 2²⁸ to 2⁴⁰, strides, dilations and paddings up to `usize::MAX`, windows of 1 and of the
+//! whole padded axis, several channel groups, and axes left unbound (bound at call time).
+//!
 //! Guarantees: with [`GraphConfig::compilable`] every axis is bound and the graph passes
-//! [`Graph::verify`]. The rare draw the builder still rejects (e.g. flattening into an axis the
-//! tensor already has) is skipped; the graph then keeps the derived axis the attempt interned,
-//! which is itself a graph the API can build.
+//! [`Graph::verify`]; the other configurations' draws do not depend on `extreme_windows` (it
+//! reads choices only when set). The rare draw the builder still rejects (e.g. flattening into
+//! an axis the tensor already has) is skipped; the graph then keeps the derived axis the
+//! attempt interned, which is itself a graph the API can build.
 
-use crate::axis::{Axis, AxisDef, AxisId, Role, SliceRange};
+use crate::axis::{Axis, AxisDef, AxisId, Role, SliceRange, WindowStep};
 use crate::dtype::DType;
 use crate::graph::{
     AxisSlice, BinaryOp, CompareOp, Graph, GraphError, NodeId, Op, ReduceOp, TensorInit,
@@ -51,6 +57,9 @@ pub struct GraphConfig {
     /// Percent of operand picks taken from the eight newest candidates (long chains); 0 picks
     /// uniformly and reads no extra choice.
     pub chain_bias: u32,
+    /// Mostly convolutions and pools with extreme parameters and axis lengths, and a `grad`
+    /// of one ([`GraphConfig::extreme_windows`]).
+    pub extreme_windows: bool,
 }
 
 impl Default for GraphConfig {
@@ -65,6 +74,7 @@ impl Default for GraphConfig {
             special_values: true,
             assigns: true,
             chain_bias: 0,
+            extreme_windows: false,
         }
     }
 }
@@ -87,6 +97,27 @@ impl GraphConfig {
             max_nodes: 400,
             chain_bias: 50,
             ..GraphConfig::compilable()
+        }
+    }
+
+    /// Small graphs of convolutions, max and average pools and a gradient of one, with extreme
+    /// parameters: axis lengths 0, 1, 2²⁸, 2³², 2⁴⁰ and `u32::MAX`; strides, dilations and
+    /// paddings up to `usize::MAX` and near `i64::MAX`; windows of 1 and of the whole padded
+    /// axis; several channel groups; some axes unbound (for the caller to bind, e.g. at call
+    /// time). Many draws are too large to run (compile them only) or rejected by the builder
+    /// (skipped, as always); the gradient is only in [`text_from_choices`]'s text, as a `grad`
+    /// statement, and in [`graph_from_choices`]'s graph when [`Graph::grad`] accepts it.
+    pub fn extreme_windows() -> GraphConfig {
+        GraphConfig {
+            max_axes: 3,
+            min_nodes: 3,
+            max_nodes: 10,
+            unbound_axes: true,
+            odd_names: false,
+            special_values: true,
+            assigns: false,
+            chain_bias: 50,
+            extreme_windows: true,
         }
     }
 
@@ -133,9 +164,39 @@ pub fn small_enough(g: &Graph, max_elements: usize, max_total: usize) -> bool {
     true
 }
 
-/// The graph a choice stream draws (deterministic).
+/// The graph a choice stream draws (deterministic). With
+/// [`GraphConfig::extreme_windows`], its gradient too when [`Graph::grad`] accepts it (the
+/// gradients become outputs).
 pub fn graph_from_choices(choices: &[u32], config: &GraphConfig) -> Graph {
-    draw(choices, config).0
+    let (mut g, _, grad) = draw_all(choices, config);
+    // `Graph::grad` leaves the graph as it was when it fails.
+    if let Some(Ok(ds)) = grad.map(|r| g.grad(r.loss, &r.wrt)) {
+        for d in ds {
+            let _ = g.mark_output(d);
+        }
+    }
+    g
+}
+
+/// The `.weft` text of the graph a choice stream draws (deterministic), with
+/// [`GraphConfig::extreme_windows`]'s gradient as a `grad` statement and its results as
+/// outputs: the gradient is expanded when the text is parsed, not here, so a caller that runs
+/// parsing under a watchdog (the fuzzer) also has the expansion under it.
+pub fn text_from_choices(choices: &[u32], config: &GraphConfig) -> String {
+    let (g, _, grad) = draw_all(choices, config);
+    let mut text = crate::text::print(&g);
+    if let Some(grad) = grad {
+        let names: Vec<String> = (0..grad.wrt.len()).map(|i| format!("dgrad{i}")).collect();
+        let wrt: Vec<String> = grad.wrt.iter().map(|n| g.node_label(*n)).collect();
+        text += &format!(
+            "{} = grad({}, {})\noutput {}\n",
+            names.join(", "),
+            g.node_label(grad.loss),
+            wrt.join(", "),
+            names.join(", ")
+        );
+    }
+    text
 }
 
 /// The op kinds the generator draws, by name (as [`Op::name`] for ops; `tensor` for stored
@@ -175,6 +236,19 @@ pub struct DrawStats {
 
 /// The graph a choice stream draws, with how many draws of each kind the builder accepted.
 pub fn draw(choices: &[u32], config: &GraphConfig) -> (Graph, DrawStats) {
+    let (g, stats, _) = draw_all(choices, config);
+    (g, stats)
+}
+
+/// A gradient to take ([`GraphConfig::extreme_windows`]): of the float scalar `loss` with
+/// respect to the float tensors `wrt`, every node named.
+struct GradRequest {
+    loss: NodeId,
+    wrt: Vec<NodeId>,
+}
+
+/// [`draw`], and the gradient the draw asks for, if any.
+fn draw_all(choices: &[u32], config: &GraphConfig) -> (Graph, DrawStats, Option<GradRequest>) {
     let mut gen = Gen {
         g: Graph::new(),
         c: Choices {
@@ -188,7 +262,12 @@ pub fn draw(choices: &[u32], config: &GraphConfig) -> (Graph, DrawStats) {
         stats: DrawStats::default(),
     };
     gen.run();
-    (gen.g, gen.stats)
+    let grad = if config.extreme_windows {
+        gen.grad_request()
+    } else {
+        None
+    };
+    (gen.g, gen.stats, grad)
 }
 
 struct Choices<'a> {
@@ -239,6 +318,20 @@ struct Gen<'a> {
     stats: DrawStats,
 }
 
+/// Huge axis lengths and window taps ([`GraphConfig::extreme_windows`]).
+const EXTREME_LENS: [usize; 5] = [1 << 28, 1 << 32, 1 << 40, u32::MAX as usize, (1 << 32) + 1];
+/// Huge strides, dilations and paddings: past `u32`, near and past `i64::MAX`, `usize::MAX`.
+const EXTREME_STEPS: [usize; 8] = [
+    1 << 28,
+    u32::MAX as usize,
+    1 << 32,
+    1 << 40,
+    i64::MAX as usize - 1,
+    i64::MAX as usize,
+    i64::MAX as usize + 1,
+    usize::MAX,
+];
+
 const AXIS_NAMES: [&str; 6] = ["N", "C", "H", "W", "B", "K"];
 const ODD_AXIS_NAMES: [&str; 9] = [
     "",
@@ -276,7 +369,9 @@ impl Gen<'_> {
         );
         let n_nodes = lo + self.c.below(hi - lo + 1);
         for _ in 0..n_nodes {
-            let kind = if self.pool.is_empty() || self.c.chance(15) {
+            let kind = if self.cfg.extreme_windows {
+                self.extreme_kind()
+            } else if self.pool.is_empty() || self.c.chance(15) {
                 0
             } else {
                 1 + self.c.below(OP_KINDS.len() - 1)
@@ -360,7 +455,11 @@ impl Gen<'_> {
 
     fn declare_axis(&mut self) {
         let name = self.axis_name();
-        let len = 1 + self.c.below(7);
+        let len = if self.cfg.extreme_windows {
+            self.extreme_len()
+        } else {
+            1 + self.c.below(7)
+        };
         let roles: Vec<Role> = (0..self.c.below(3))
             .map(|_| match self.c.below(8) {
                 0 => Role::Height,
@@ -386,9 +485,11 @@ impl Gen<'_> {
             AxisDef::Slice { of, range } => {
                 range.resolve(self.len(*of)).map(|r| r.len).unwrap_or(1)
             }
-            AxisDef::Pad { of, before, after } => self.len(*of) + before + after,
-            AxisDef::Flatten(parts) => parts.iter().map(|p| self.len(*p)).product(),
-            AxisDef::Concat(parts) => parts.iter().map(|p| self.len(*p)).sum(),
+            AxisDef::Pad { of, before, after } => {
+                self.len(*of).saturating_add(*before).saturating_add(*after)
+            }
+            AxisDef::Flatten(parts) => parts.iter().fold(1, |n, p| n.saturating_mul(self.len(*p))),
+            AxisDef::Concat(parts) => parts.iter().fold(0, |n, p| n.saturating_add(self.len(*p))),
             AxisDef::Window { of, kernel, step } => {
                 let taps = match kernel {
                     crate::axis::WindowKernel::Len(n) => *n,
@@ -766,7 +867,20 @@ impl Gen<'_> {
                     Some(x) if self.c.chance(60) => x,
                     _ => self.image()?,
                 };
-                self.convolution(x)
+                if self.cfg.extreme_windows {
+                    self.extreme_convolution(x)
+                } else {
+                    self.convolution(x)
+                }
+            }
+            "pool" if self.cfg.extreme_windows => {
+                let poolable =
+                    |g: &Graph, n| g.node(n).dtype.is_float() && !pool_roles(g, n).is_empty();
+                let x = match self.pick_node(poolable) {
+                    Some(x) if self.c.chance(70) => x,
+                    _ => self.image()?,
+                };
+                self.extreme_pool(x)
             }
             "pool" => {
                 let x = self
@@ -800,13 +914,21 @@ impl Gen<'_> {
                 axes.push(b);
             }
         }
-        let channels = 1 + self.c.below(4);
+        let channels = if self.cfg.extreme_windows && self.c.chance(20) {
+            self.c.pick(&[0, 1, 6])
+        } else {
+            1 + self.c.below(4)
+        };
         axes.push(self.role_axis(Role::Channel, channels)?);
         let spatial = self
             .c
             .subset(&crate::graph::convolution::SPATIAL_ROLES, 1, 2);
         for r in spatial {
-            let len = 1 + self.c.below(6);
+            let len = if self.cfg.extreme_windows {
+                self.extreme_len()
+            } else {
+                1 + self.c.below(6)
+            };
             axes.push(self.role_axis(r, len)?);
         }
         let n = axes.len();
@@ -888,6 +1010,201 @@ impl Gen<'_> {
             .stride(role.clone(), 1 + self.c.below(2))
             .pad(role, self.c.below(taps), self.c.below(taps));
         self.g.pool(x, &spec)
+    }
+
+    // ---- extreme windows ---------------------------------------------------------------
+
+    /// An op kind for [`GraphConfig::extreme_windows`]: mostly convolutions and pools, some
+    /// stored tensors and elementwise ops, reductions and pads between them.
+    fn extreme_kind(&mut self) -> usize {
+        let name = if self.pool.is_empty() {
+            "tensor"
+        } else {
+            self.c.pick(&[
+                "tensor",
+                "unary",
+                "binary",
+                "reduce",
+                "pad",
+                "convolution",
+                "convolution",
+                "pool",
+                "pool",
+                "pool",
+            ])
+        };
+        OP_KINDS.iter().position(|k| *k == name).unwrap_or(0)
+    }
+
+    /// An axis length: small (0 to 3) or huge (2²⁸ to 2⁴⁰).
+    fn extreme_len(&mut self) -> usize {
+        if self.c.chance(50) {
+            self.c.below(4)
+        } else {
+            self.c.pick(&EXTREME_LENS)
+        }
+    }
+
+    /// A stride, dilation or padding: mostly small, sometimes huge.
+    fn extreme_step(&mut self, small: usize) -> usize {
+        if self.c.chance(70) {
+            self.c.below(small + 1)
+        } else {
+            self.c.pick(&EXTREME_STEPS)
+        }
+    }
+
+    /// A window's taps over `padded` positions spaced `dilation` apart: 1, 2, all that fit
+    /// (the window as long as the padded axis when `dilation` is 1), or huge.
+    fn extreme_taps(&mut self, padded: usize, dilation: usize) -> usize {
+        let fit = padded.saturating_sub(1) / dilation.max(1) + 1;
+        match self.c.below(5) {
+            0 => 1,
+            1 => 2,
+            2 | 3 => fit,
+            _ => self.c.pick(&EXTREME_LENS),
+        }
+    }
+
+    /// The step of one window axis of length `len`: stride, dilation, padding before and after.
+    fn extreme_window_step(&mut self, len: usize) -> (WindowStep, usize) {
+        let mut pad = || {
+            if self.c.chance(88) {
+                self.c.below(2)
+            } else {
+                self.c.pick(&EXTREME_STEPS)
+            }
+        };
+        let (before, after) = (pad(), pad());
+        let step = WindowStep {
+            stride: self.extreme_step(2).max(1),
+            dilation: self.extreme_step(2).max(1),
+            before,
+            after,
+        };
+        let padded = len.saturating_add(step.before).saturating_add(step.after);
+        (step, padded)
+    }
+
+    /// A convolution of `x` ([`conv_input`]) with extreme strides, dilations, paddings, taps
+    /// and groups, and a new filter placeholder (its axes sometimes unbound).
+    fn extreme_convolution(&mut self, x: NodeId) -> Result<NodeId, GraphError> {
+        let Some((channel, spatial)) = conv_input(&self.g, x) else {
+            return Err(GraphError::Argument {
+                op: "convolution".into(),
+                message: "the generator picked an input it cannot pair".into(),
+            });
+        };
+        let c_len = self.len(channel);
+        let groups = self.c.pick(&[1, 1, 1, 2, c_len.max(1), EXTREME_STEPS[3]]);
+        let per_group = self.c.below(3);
+        let mut filter = Vec::new();
+        filter.extend(self.role_axis(Role::Channelout, groups.saturating_mul(per_group)));
+        if groups == 1 && self.c.chance(50) {
+            filter.push(channel);
+        } else {
+            filter.extend(self.role_axis(Role::Channel, c_len / groups));
+        }
+        let mut spec = crate::graph::ConvSpec::new().groups(groups);
+        for (a, role) in spatial {
+            let (step, padded) = self.extreme_window_step(self.len(a));
+            let taps = self.extreme_taps(padded, step.dilation);
+            filter.extend(self.role_axis(role.clone(), taps));
+            spec = spec
+                .stride(role.clone(), step.stride)
+                .dilation(role.clone(), step.dilation)
+                .pad(role, step.before, step.after);
+        }
+        let dtype = self.dtype_of(x);
+        let name = format!("filter{}", self.g.len());
+        let f = self.g.placeholder(&name, &filter, dtype)?;
+        self.g.convolution(x, f, &spec)
+    }
+
+    /// A max or average pool of `x` over one or two of its roles ([`pool_roles`]), with
+    /// extreme windows, strides, dilations and paddings.
+    fn extreme_pool(&mut self, x: NodeId) -> Result<NodeId, GraphError> {
+        let roles = pool_roles(&self.g, x);
+        let kind = if self.c.chance(50) {
+            crate::graph::PoolKind::Max
+        } else {
+            crate::graph::PoolKind::Avg
+        };
+        let mut spec = crate::graph::PoolSpec::new(kind);
+        for (a, role) in self.c.subset(&roles, 1, 2) {
+            let (step, padded) = self.extreme_window_step(self.len(a));
+            let taps = self.extreme_taps(padded, step.dilation);
+            spec = spec
+                .window(role.clone(), taps)
+                .stride(role.clone(), step.stride)
+                .dilation(role.clone(), step.dilation)
+                .pad(role, step.before, step.after);
+        }
+        self.g.pool(x, &spec)
+    }
+
+    /// The gradient of the sum (or mean) of a float node — a convolution or pool when there is
+    /// one — with respect to one or two float stored tensors it reads, the nodes named.
+    fn grad_request(&mut self) -> Option<GradRequest> {
+        let windowed =
+            |g: &Graph, n: NodeId| matches!(g.node(n).op, Op::Convolution { .. } | Op::Pool { .. });
+        let ids: Vec<NodeId> = self.g.nodes().map(|(id, _)| id).collect();
+        let floats: Vec<NodeId> = ids
+            .iter()
+            .copied()
+            .filter(|n| self.g.node(*n).dtype.is_float() && !self.reads(*n).is_empty())
+            .collect();
+        let preferred: Vec<NodeId> = floats
+            .iter()
+            .copied()
+            .filter(|n| windowed(&self.g, *n))
+            .collect();
+        if floats.is_empty() || self.c.chance(30) {
+            return None;
+        }
+        let y = self.c.pick(if preferred.is_empty() {
+            &floats
+        } else {
+            &preferred
+        });
+        let axes = self.axes_of(y);
+        let op = self.c.pick(&[ReduceOp::Sum, ReduceOp::Mean]);
+        let loss = self.g.reduce(op, y, &axes, None).ok()?;
+        self.g.set_name(loss, "loss").ok()?;
+        let reads = self.reads(y);
+        let wrt = self.c.subset(&reads, 1, 2);
+        for &w in &wrt {
+            if self.g.node(w).name.is_none() {
+                self.g.set_name(w, &format!("gx{}", w.as_u32())).ok()?;
+            }
+        }
+        Some(GradRequest { loss, wrt })
+    }
+
+    /// The float placeholders and variables `y` depends on (itself included), in node order.
+    fn reads(&self, y: NodeId) -> Vec<NodeId> {
+        let mut seen = vec![false; self.g.len()];
+        let mut stack = vec![y];
+        while let Some(n) = stack.pop() {
+            if !std::mem::replace(&mut seen[n.as_u32() as usize], true) {
+                stack.extend(self.g.node(n).op.inputs());
+            }
+        }
+        self.g
+            .nodes()
+            .filter(|(id, node)| {
+                seen[id.as_u32() as usize]
+                    && node.dtype.is_float()
+                    && matches!(
+                        node.op,
+                        Op::Tensor {
+                            kind: TensorKind::Placeholder | TensorKind::Variable,
+                            ..
+                        }
+                    )
+            })
+            .map(|(id, _)| id)
+            .collect()
     }
 
     fn tensor(&mut self) -> Result<NodeId, GraphError> {
@@ -1048,6 +1365,42 @@ mod tests {
         }
         assert!(sizes.iter().all(|n| *n >= 80), "{sizes:?}");
         assert!(sizes.iter().any(|n| *n >= 200), "{sizes:?}");
+    }
+
+    #[test]
+    fn extreme_windows_draw_windows_with_extreme_parameters_and_gradients() {
+        let config = GraphConfig::extreme_windows();
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let strategy = proptest::collection::vec(any::<u32>(), config.choice_len());
+        let (mut conv, mut pool, mut grads, mut unbound, mut huge) = (0, 0, 0, 0, 0);
+        let mut rej = (0, 0);
+        for _ in 0..200 {
+            let choices = strategy.new_tree(&mut runner).unwrap().current();
+            let (g, stats) = draw(&choices, &config);
+            conv += stats.built[19];
+            pool += stats.built[20];
+            rej.0 += stats.rejected[19];
+            rej.1 += stats.rejected[20];
+            let text = text_from_choices(&choices, &config);
+            grads += usize::from(text.contains(" = grad(loss, "));
+            let free = |d: &crate::axis::AxisData| matches!(d.def, AxisDef::Base { len: None });
+            unbound += usize::from(g.axis_table().any(|(_, d)| free(d)));
+            huge +=
+                usize::from(text.contains("18446744073709551615") || text.contains("= 4294967296"));
+            // The graph's text (without the gradient) parses back.
+            let printed = crate::text::print(&g);
+            if let Err(e) = crate::text::parse(&printed, "extreme.weft") {
+                panic!("{}\n{printed}", e.render(&printed));
+            }
+        }
+        assert!(
+            conv >= 100 && pool >= 100,
+            "{conv} convolutions, {pool} pools, rejected {rej:?}"
+        );
+        assert!(
+            grads >= 40 && unbound >= 40 && huge >= 40,
+            "{grads} {unbound} {huge}"
+        );
     }
 
     #[test]
