@@ -412,24 +412,19 @@ fn depthwise_convolutions_expand_without_a_loop_over_groups() {
     }
 }
 
+/// A new axis of `g` with one role.
+fn role(g: &mut Graph, name: &str, len: Option<usize>, role: Role) -> Axis {
+    g.axis_with_roles(name, len, vec![role]).unwrap()
+}
+
 #[test]
 fn convolutions_past_the_expansions_terms_are_refused_naming_the_filter() {
     let mut g = Graph::new();
-    let c = g
-        .axis_with_roles("C", Some(8), vec![Role::Channel])
-        .unwrap();
-    let t = g
-        .axis_with_roles("T", Some(10_000), vec![Role::Time])
-        .unwrap();
-    let k = g
-        .axis_with_roles("K", Some(8), vec![Role::Channelout])
-        .unwrap();
-    let j = g
-        .axis_with_roles("J", Some(2), vec![Role::Channel])
-        .unwrap();
-    let f = g
-        .axis_with_roles("F", Some(2000), vec![Role::Time])
-        .unwrap();
+    let c = role(&mut g, "C", Some(8), Role::Channel);
+    let t = role(&mut g, "T", Some(10_000), Role::Time);
+    let k = role(&mut g, "K", Some(8), Role::Channelout);
+    let j = role(&mut g, "J", Some(2), Role::Channel);
+    let f = role(&mut g, "F", Some(2000), Role::Time);
     let x = g.placeholder("x", &[c, t], DType::F32).unwrap();
     let w = g.placeholder("w", &[k, j, f], DType::F32).unwrap();
     let err = g
@@ -442,16 +437,10 @@ fn convolutions_past_the_expansions_terms_are_refused_naming_the_filter() {
     );
     // Bound late, the same check runs when the graph is verified, on every backend.
     let mut g = Graph::new();
-    let c = g
-        .axis_with_roles("C", Some(2), vec![Role::Channel])
-        .unwrap();
-    let t = g
-        .axis_with_roles("T", Some(10_000), vec![Role::Time])
-        .unwrap();
-    let k = g
-        .axis_with_roles("K", Some(1), vec![Role::Channelout])
-        .unwrap();
-    let f = g.axis_with_roles("F", None, vec![Role::Time]).unwrap();
+    let c = role(&mut g, "C", Some(2), Role::Channel);
+    let t = role(&mut g, "T", Some(10_000), Role::Time);
+    let k = role(&mut g, "K", Some(1), Role::Channelout);
+    let f = role(&mut g, "F", None, Role::Time);
     let x = g.placeholder("x", &[c, t], DType::F32).unwrap();
     let w = g.placeholder("w", &[k, c, f], DType::F32).unwrap();
     let y = g.convolution(x, w, &weft::ConvSpec::new()).unwrap();

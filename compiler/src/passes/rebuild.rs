@@ -8,7 +8,7 @@
 //! [`coerce_axes`] makes a replacement carry exactly the axes of the node it replaces.
 
 use super::PassError;
-use weft_ir::{Axes, AxisDef, DType, Graph, Node, NodeId, Op};
+use weft_ir::{Axes, DType, Graph, Node, NodeId, Op};
 
 /// A map from the nodes of a pass's input graph to the nodes of its output graph; `None` for
 /// nodes the pass removed.
@@ -64,25 +64,9 @@ impl NodeMap {
 
 /// A graph with `g`'s axis table (same ids, names, roles and lengths) and no nodes or outputs.
 pub fn empty_like(g: &Graph) -> Result<Graph, PassError> {
-    let mut out = Graph::new();
-    for (id, data) in g.axis_table() {
-        let made = match &data.def {
-            AxisDef::Base { len } => out.axis_with_roles(&data.name, *len, data.roles.clone())?,
-            def => {
-                let a = out.derived_axis(def.clone());
-                out.rename_axis(a.id, &data.name);
-                out.add_roles(a.id, &data.roles);
-                a
-            }
-        };
-        if made.id != id {
-            return Err(PassError::Internal(format!(
-                "axis table of the graph cannot be copied: axis `{}` is a duplicate derivation",
-                data.name
-            )));
-        }
-    }
-    Ok(out)
+    g.with_axis_table_only().ok_or_else(|| {
+        PassError::Internal("the graph's axis table holds a derivation twice".into())
+    })
 }
 
 /// Re-creates `node` in `g` with the operands of its op (already remapped into `g`) through the

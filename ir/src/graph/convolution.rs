@@ -982,14 +982,7 @@ impl Graph {
     ) -> Result<NodeId, GraphError> {
         let x = self.relabel(x, p.channel, p.filter_out)?;
         let filter = self.slice(filter, &[(p.filter_channel, AxisSlice::Index(0))])?;
-        let xp = self.pad_windows(x, p.spatial.iter().map(|s| (s.input, s.step)))?;
-        let windows: Vec<(Axis, WindowStep, Axis)> = p
-            .spatial
-            .iter()
-            .map(|s| (s.input, s.step, self.derived_axis(s.output_def())))
-            .collect();
-        self.sum_over_taps(filter, p, |g, tap, ft| {
-            let xt = g.tap_slice(xp, &windows, tap)?;
+        self.strided_tap_terms(x, filter, p, |g, xt, ft| {
             g.binary(BinaryOp::Multiply, xt, ft)
         })
     }
@@ -1001,6 +994,17 @@ impl Graph {
         filter: NodeId,
         p: &ConvPairing,
     ) -> Result<NodeId, GraphError> {
+        self.strided_tap_terms(x, filter, p, |g, xt, ft| g.dot(xt, ft))
+    }
+
+    /// Σ over the filter's taps of `term(tap's strided slice of the padded x, tap of filter)`.
+    fn strided_tap_terms(
+        &mut self,
+        x: NodeId,
+        filter: NodeId,
+        p: &ConvPairing,
+        term: impl Fn(&mut Graph, NodeId, NodeId) -> Result<NodeId, GraphError>,
+    ) -> Result<NodeId, GraphError> {
         let xp = self.pad_windows(x, p.spatial.iter().map(|s| (s.input, s.step)))?;
         let windows: Vec<(Axis, WindowStep, Axis)> = p
             .spatial
@@ -1009,7 +1013,7 @@ impl Graph {
             .collect();
         self.sum_over_taps(filter, p, |g, tap, ft| {
             let xt = g.tap_slice(xp, &windows, tap)?;
-            g.dot(xt, ft)
+            term(g, xt, ft)
         })
     }
 

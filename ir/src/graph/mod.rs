@@ -666,6 +666,28 @@ impl Graph {
         Ok(self.declare_axis(name, len, roles))
     }
 
+    /// A graph with this one's axis table — the same ids, names (same-named axes included),
+    /// roles, lengths and derivations — and no nodes or outputs: where a pass rebuilds the
+    /// nodes. `None` when the table holds one derivation twice (interning would merge them).
+    pub fn with_axis_table_only(&self) -> Option<Graph> {
+        let mut out = Graph::new();
+        for (id, data) in self.axis_table() {
+            let made = match &data.def {
+                AxisDef::Base { len } => out.declare_axis(&data.name, *len, data.roles.clone()),
+                def => {
+                    let a = out.derived_axis(def.clone());
+                    out.rename_axis(a.id, &data.name);
+                    out.add_roles(a.id, &data.roles);
+                    a
+                }
+            };
+            if made.id != id {
+                return None;
+            }
+        }
+        Some(out)
+    }
+
     /// The first declared axis named `name`, if any.
     fn base_axis_named(&self, name: &str) -> Option<AxisId> {
         self.axes

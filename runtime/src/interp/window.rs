@@ -18,7 +18,7 @@
 //! rounded to the dtype once).
 
 use weft_ir::graph::convolution::row_major;
-use weft_ir::graph::window_fold::{doubling_chunks, pairwise, PoolFold};
+use weft_ir::graph::window_fold::{doubling_chunks, PoolFold};
 use weft_ir::graph::{ConvPairing, PooledAxis};
 use weft_ir::scalar::Arith;
 use weft_ir::{ArrayData, Axes, BinaryOp, HostArray, PoolKind};
@@ -166,15 +166,36 @@ impl<T: Copy> PoolInput<'_, T> {
 
     /// The taps of the window at `o` inside the input, per pooled axis.
     fn inside(&self, o: &[usize]) -> Vec<usize> {
-        self.pooled
-            .iter()
-            .zip(&self.at)
-            .map(|(p, a)| {
-                (0..p.taps)
-                    .filter(|t| source(o[*a], *t, &p.step, self.shape[*a]).is_some())
-                    .count()
+        (0..self.pooled.len())
+            .map(|k| {
+                let (lo, hi) = self.inside_taps(o, k);
+                hi - lo
             })
             .collect()
+    }
+
+    /// The taps `[lo, hi)` of the window at `o` along pooled axis `k` inside the input, in
+    /// closed form: a tap's position `o·stride + t·dilation` grows with `t`, and the input is
+    /// one interval of the padded axis (so a window of 2³² taps costs what its inside does).
+    fn inside_taps(&self, o: &[usize], k: usize) -> (usize, usize) {
+        let (p, a) = (&self.pooled[k], self.at[k]);
+        let start = o[a] as u128 * p.step.stride as u128;
+        let (b, e) = (
+            p.step.before as u128,
+            p.step.before as u128 + self.shape[a] as u128,
+        );
+        let d = p.step.dilation as u128;
+        let first_at = |bound: u128| {
+            if start >= bound {
+                0
+            } else {
+                (bound - start).div_ceil(d)
+            }
+        };
+        let taps = p.taps as u128;
+        let lo = first_at(b).min(taps);
+        let hi = first_at(e).min(taps).max(lo);
+        (lo as usize, hi as usize)
     }
 }
 
@@ -249,8 +270,31 @@ fn pool_typed<T: Arith + Copy + From<f32>>(
     Ok(out)
 }
 
+/// `window_fold::pairwise` over taps `first..first + len`, a subtree whose taps all lie outside `inside`
+/// (in the padding) taken as the padding itself — what folding padding with `maximum` (−∞) or
+/// `add` (+0) gives, bit for bit — so only the subtrees that meet the input are visited.
+fn pairwise_inside<T: Copy>(
+    first: usize,
+    len: usize,
+    inside: (usize, usize),
+    padding: T,
+    leaf: &mut impl FnMut(usize) -> Result<T, &'static str>,
+    op: &impl Fn(T, T) -> Result<T, &'static str>,
+) -> Result<T, &'static str> {
+    if first + len <= inside.0 || first >= inside.1 {
+        return Ok(padding);
+    }
+    if len <= 1 {
+        return leaf(first);
+    }
+    let half = len / 2;
+    let left = pairwise_inside(first, half, inside, padding, leaf, op)?;
+    let right = pairwise_inside(first + half, half, inside, padding, leaf, op)?;
+    op(left, right)
+}
+
 /// The fold of the window at `o` over pooled axes `axis..` with the taps of the axes before
-/// it fixed in `tap`: along `axis`, [`doubling_chunks`] of [`pairwise`] trees, each tap the
+/// it fixed in `tap`: along `axis`, [`doubling_chunks`] of `window_fold::pairwise` trees, each tap the
 /// fold over the axes after it ([`PoolFold::Separable`]: the last axis is folded first).
 fn fold_separably<T: Copy>(
     input: &PoolInput<'_, T>,
@@ -263,17 +307,63 @@ fn fold_separably<T: Copy>(
     if axis == input.pooled.len() {
         return Ok(input.tap(base, o, tap));
     }
+    let inside = input.inside_taps(o, axis);
     let mut acc: Option<T> = None;
     for (first, len) in doubling_chunks(input.pooled[axis].taps) {
         let mut leaf = |t: usize| {
             tap[axis] = t;
             fold_separably(input, base, o, axis + 1, tap, binary)
         };
-        let chunk = pairwise(first, len, &mut leaf, binary)?;
+        let chunk = pairwise_inside(first, len, inside, input.padding, &mut leaf, binary)?;
         acc = Some(match acc {
             None => chunk,
             Some(a) => binary(a, chunk)?,
         });
     }
     acc.ok_or("a window without taps")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use weft_ir::graph::window_fold::pairwise;
+
+    /// Skipping the subtrees that lie in the padding gives the full tree's bits: sums of +0
+    /// and −0 inside (the sign of a zero sum is where a careless shortcut shows), maxima of
+    /// −∞ and NaN, every inside range of a 16-tap chunk.
+    #[test]
+    fn skipping_padding_subtrees_is_exact() {
+        let values = [-0.0f64, 0.0, -0.0, 1.5, f64::NAN, -2.0, -0.0, 3.0];
+        for (op, padding) in [(BinaryOp::Add, 0.0), (BinaryOp::Maximum, f64::NEG_INFINITY)] {
+            let binary = |a: f64, b: f64| f64::binary(op, a, b).ok_or("no op");
+            for lo in 0..=16 {
+                for hi in lo..=16 {
+                    for shift in 0..values.len() {
+                        let value = |t: usize| {
+                            if (lo..hi).contains(&t) {
+                                values[(t + shift) % values.len()]
+                            } else {
+                                padding
+                            }
+                        };
+                        let full = pairwise(0, 16, &mut |t| Ok(value(t)), &binary).unwrap();
+                        let fast = pairwise_inside(
+                            0,
+                            16,
+                            (lo, hi),
+                            padding,
+                            &mut |t| Ok(value(t)),
+                            &binary,
+                        )
+                        .unwrap();
+                        assert_eq!(
+                            full.to_bits(),
+                            fast.to_bits(),
+                            "{op:?} [{lo}, {hi}) {shift}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 }
