@@ -130,6 +130,7 @@ fn run_bound(g: &Graph, call_time: Option<&Graph>, seed: u64) -> Outcome {
         tol: &tol,
     };
     for (name, options) in configurations() {
+        let options = within_case_budget(options);
         let make = |g| Transformer::with_jit_options(g, options.clone());
         let run = if call_time.is_some() {
             run_at_call_time
@@ -177,6 +178,20 @@ fn run_at_call_time(
     Ok((results, state))
 }
 
+/// `options` with a memory budget of at most [`COMPILE_ONLY_BUDGET`]: a case's graph is small,
+/// so a JIT plan past it is refused (a finding) before it is allocated and run, never a run of
+/// gigabytes that outlasts the watchdog (tests/findings/open/README.md).
+fn within_case_budget(options: JitOptions) -> JitOptions {
+    JitOptions {
+        max_bytes: Some(
+            options
+                .max_bytes
+                .map_or(COMPILE_ONLY_BUDGET, |b| b.min(COMPILE_ONLY_BUDGET)),
+        ),
+        ..options
+    }
+}
+
 /// Compiles the observed outputs of `g` (verified, bound, too large to run) on each JIT
 /// configuration with the [`COMPILE_ONLY_BUDGET`], without running them: `TooLarge` when each
 /// compiles or refuses for the graph's size, else the first other refusal. No state is
@@ -186,14 +201,7 @@ pub fn compile_only(g: &Graph, seed: u64) -> Outcome {
     let ps = g.placeholders();
     let graph = Arc::new(g.clone());
     for (name, options) in configurations() {
-        let options = JitOptions {
-            max_bytes: Some(
-                options
-                    .max_bytes
-                    .map_or(COMPILE_ONLY_BUDGET, |b| b.min(COMPILE_ONLY_BUDGET)),
-            ),
-            ..options
-        };
+        let options = within_case_budget(options);
         match JitExecutable::new(Arc::clone(&graph), &outputs, &ps, &options) {
             Ok(_) => {}
             Err(e) if size_refusal(&e) => {}
