@@ -448,3 +448,34 @@ fn convolutions_past_the_expansions_terms_are_refused_naming_the_filter() {
     g.bind(f, 5000).unwrap();
     assert!(refused(&g).contains("more than 4096 terms"));
 }
+
+#[test]
+fn an_empty_batch_pools_to_nothing_without_a_count_over_the_window_axis() {
+    // The count of taps is over the window axes alone: with an empty batch the result is
+    // empty, and no backend may need memory for the count (2 GiB here, unfused).
+    let text = "axis N = 0\naxis C = 1 : Channel\naxis T = 268435456 : Time\n\
+                placeholder x: f32[N, C, T]\ny = avg_pool(x, Time=(window=2, pad=(1, 0)))\n\
+                output y\n";
+    let g = weft::ir::text::parse(text, "empty.weft").unwrap();
+    for backend in BACKENDS {
+        let small = |o: JitOptions| JitOptions {
+            max_bytes: Some(1 << 20),
+            ..o
+        };
+        let t = match backend {
+            Backend::Interpreter => Transformer::new(g.clone(), backend),
+            Backend::Jit => Transformer::with_jit_options(g.clone(), small(JitOptions::default())),
+            _ => Transformer::with_jit_options(g.clone(), small(JitOptions::unfused())),
+        }
+        .unwrap();
+        let c = t.computation(g.outputs(), &g.placeholders()).unwrap();
+        let x = HostArray::from_vec(
+            g.node(g.placeholders()[0]).axes.clone(),
+            vec![0, 1, 1 << 28],
+            Vec::<f32>::new(),
+        )
+        .unwrap();
+        let out = c.call(&[x]).unwrap();
+        assert_eq!(out[0].len(), 0, "{backend:?}");
+    }
+}

@@ -1135,7 +1135,12 @@ impl Graph {
                 t
             }
         };
-        let pooled_result = if spec.kind == PoolKind::Max {
+        // An empty batch (an empty axis the pool does not slide over) empties the result: no
+        // count to divide by, which would be a tensor over the window axes alone.
+        let empty_batch = xa
+            .iter()
+            .any(|a| !pooled.iter().any(|p| p.input == *a) && self.axis_len(*a) == Some(0));
+        let pooled_result = if spec.kind == PoolKind::Max || empty_batch {
             acc
         } else {
             let count = self.tap_counts(&pooled, dtype)?;
