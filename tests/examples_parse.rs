@@ -19,10 +19,9 @@ fn examples() -> Vec<PathBuf> {
     v
 }
 
-fn load(name: &str) -> Graph {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/axes_examples")
-        .join(name);
+/// `name` in `dir` (`examples` or `tests/axes_examples`), parsed.
+fn load_from(dir: &str, name: &str) -> Graph {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir).join(name);
     let src = std::fs::read_to_string(&path).unwrap();
     parse(&src, name).unwrap_or_else(|e| panic!("{e}"))
 }
@@ -56,6 +55,7 @@ fn every_example_parses_verifies_and_round_trips() {
 
 #[test]
 fn seed003_examples_have_the_seed_output_axes() {
+    let load = |name| load_from("tests/axes_examples", name);
     assert_eq!(output_axes(&load("seed003_equal.weft")), ["H", "W"]);
     assert_eq!(output_axes(&load("seed003_add_xy.weft")), ["H", "W"]);
     assert_eq!(output_axes(&load("seed003_add_yx.weft")), ["W", "H"]);
@@ -66,6 +66,7 @@ fn seed003_examples_have_the_seed_output_axes() {
 
 #[test]
 fn workload_examples_have_the_expected_output_axes() {
+    let load = |name| load_from("examples", name);
     assert!(output_axes(&load("l2.weft")).is_empty());
     assert_eq!(output_axes(&load("softmax.weft")), ["R", "C"]);
     assert_eq!(output_axes(&load("layernorm.weft")), ["R", "C"]);
