@@ -1239,16 +1239,7 @@ impl Graph {
         for ((of, step, out), t) in windows.iter().zip(tap) {
             let axis = self.padded_axis(*of, step);
             let n = self.resolve_len(*out)?;
-            // A stride past the padded axis leaves one window: its step is never taken (and
-            // need not fit a slice's i64 step).
-            let stride = if n > 1 { step.stride } else { 1 };
-            let start = t * step.dilation;
-            let stop = start + (n - 1) * stride + 1;
-            let range = SliceRange {
-                start: Some(as_i64(start)?),
-                stop: Some(as_i64(stop)?),
-                step: as_i64(stride)?,
-            };
+            let range = window_range(t * step.dilation, n, step.stride)?;
             slices.push((axis, AxisSlice::Range(range)));
             relabels.push((self.derived_axis(AxisDef::Slice { of: axis, range }), *out));
         }
@@ -1335,6 +1326,22 @@ fn as_i64(n: usize) -> Result<i64, GraphError> {
     i64::try_from(n).map_err(|_| GraphError::Argument {
         op: "convolution or pool expansion".into(),
         message: format!("index {n} does not fit i64"),
+    })
+}
+
+/// The slice of `n` window positions from `start`, `stride` apart. A single window's step is
+/// never taken, so a stride past its padded axis need not fit a slice's i64 step.
+pub(crate) fn window_range(
+    start: usize,
+    n: usize,
+    stride: usize,
+) -> Result<SliceRange, GraphError> {
+    let stride = if n > 1 { stride } else { 1 };
+    let stop = start + n.saturating_sub(1) * stride + 1;
+    Ok(SliceRange {
+        start: Some(as_i64(start)?),
+        stop: Some(as_i64(stop)?),
+        step: as_i64(stride)?,
     })
 }
 

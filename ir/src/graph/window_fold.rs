@@ -17,9 +17,9 @@
 //! - in both, a fold's left operand holds earlier taps (in row-major order), so `maximum`,
 //!   which keeps its left operand on a tie, keeps the first tied tap of the window either way.
 
-use super::convolution::PooledAxis;
+use super::convolution::{window_range, PooledAxis};
 use super::{AxisSlice, BinaryOp, Graph, GraphError, NodeId};
-use crate::axis::{Axis, AxisDef, SliceRange, WindowStep};
+use crate::axis::{Axis, AxisDef, WindowStep};
 
 /// The most taps (in all) a pool folds one by one.
 pub const DIRECT_POOL_TAPS: usize = 64;
@@ -158,12 +158,12 @@ impl Graph {
         step: &WindowStep,
         out: Axis,
     ) -> Result<NodeId, GraphError> {
-        let stride = if n > 1 { step.stride } else { 1 };
-        let (t, axis) = self.positions(level, start, n, stride)?;
+        let (t, axis) = self.positions(level, start, n, step.stride)?;
         self.relabel(t, axis, out)
     }
 
-    /// `n` positions of `level` from `start` by `stride`, and the slice's (derived) axis.
+    /// `n` positions of `level` from `start` by `stride` ([`window_range`]), and the slice's
+    /// (derived) axis.
     fn positions(
         &mut self,
         level: &Level,
@@ -171,18 +171,7 @@ impl Graph {
         n: usize,
         stride: usize,
     ) -> Result<(NodeId, Axis), GraphError> {
-        let index = |v: usize| {
-            i64::try_from(v).map_err(|_| GraphError::Argument {
-                op: "pool expansion".into(),
-                message: format!("index {v} does not fit i64"),
-            })
-        };
-        let stop = start + n.saturating_sub(1) * stride + 1;
-        let range = SliceRange {
-            start: Some(index(start)?),
-            stop: Some(index(stop)?),
-            step: index(stride)?,
-        };
+        let range = window_range(start, n, stride)?;
         let t = self.slice(level.node, &[(level.axis, AxisSlice::Range(range))])?;
         let axis = self.derived_axis(AxisDef::Slice {
             of: level.axis,
