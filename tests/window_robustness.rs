@@ -256,7 +256,8 @@ fn a_pools_expansion_never_grows_with_the_axis_and_logarithmically_with_the_wind
 }
 
 /// A pool over 1 or 2 random roles with a window of more than 64 taps in all (the separable
-/// fold), random stride, dilation and padding, f32 or f64.
+/// fold), random stride, dilation and padding (in a third of the axes a tiny input inside a
+/// window of padding), f32 or f64.
 fn large_window_pool(seed: u64) -> Graph {
     let mut r = SplitMix(seed);
     let mut g = Graph::new();
@@ -280,9 +281,19 @@ fn large_window_pool(seed: u64) -> Graph {
             7 + r.below(20)
         };
         let dilation = 1 + r.below(2);
-        let (before, after) = (r.below(taps), r.below(taps));
         let extent = dilation * (taps - 1) + 1;
-        let len = (extent + r.below(40)).saturating_sub(before + after).max(1);
+        let (before, after, len) = if r.chance(33) {
+            // A tiny input inside a window of padding: most of every fold level is padding.
+            // (Padding stays shorter than the window, so the input grows when it must.)
+            let before = r.below(taps);
+            let after = (taps - 1).min((extent + r.below(3)).saturating_sub(before + 1));
+            let len = (1 + r.below(4)).max(extent.saturating_sub(before + after));
+            (before, after, len)
+        } else {
+            let (before, after) = (r.below(taps), r.below(taps));
+            let len = (extent + r.below(40)).saturating_sub(before + after).max(1);
+            (before, after, len)
+        };
         axes.push(
             g.axis_with_roles(&format!("X{i}"), Some(len), vec![role.clone()])
                 .unwrap(),
@@ -304,7 +315,7 @@ fn large_window_pool(seed: u64) -> Graph {
 
 #[test]
 fn large_windows_on_the_jit_equal_the_interpreter_bit_for_bit() {
-    for seed in 0..24 {
+    for seed in 0..36 {
         let g = large_window_pool(seed);
         // Special values (NaN, ±inf, ±0, huge) in half the cases: ties and NaNs must fold
         // alike, sums must round alike.
@@ -477,5 +488,31 @@ fn an_empty_batch_pools_to_nothing_without_a_count_over_the_window_axis() {
         .unwrap();
         let out = c.call(&[x]).unwrap();
         assert_eq!(out[0].len(), 0, "{backend:?}");
+    }
+}
+
+/// A window of 2^28 + 1 taps centred on a tiny input by padding of 2^27 either side (and one
+/// with the padding all before it): the separable fold computes only the positions of its
+/// levels that meet the input, so every backend computes it, alike, well under the budget
+/// that whole levels (2^28 positions × 29 levels) would pass.
+#[test]
+fn a_huge_window_of_padding_around_a_tiny_input_runs_everywhere_alike() {
+    let half = 1usize << 27;
+    for (before, after) in [(half, half), (2 * half, 0)] {
+        for kind in [PoolKind::Max, PoolKind::Avg] {
+            let mut g = Graph::new();
+            let t = g.axis_with_roles("T", Some(3), vec![Role::Time]).unwrap();
+            let n = g.axis("N", 2).unwrap();
+            let x = g.placeholder("x", &[n, t], DType::F32).unwrap();
+            let spec = PoolSpec::new(kind).window(Role::Time, 2 * half + 1).pad(
+                Role::Time,
+                before,
+                after + 2,
+            );
+            let p = g.pool(x, &spec).unwrap();
+            g.mark_output(p).unwrap();
+            let all = alike(&g);
+            assert!(matches!(&all[0], Ok(Some(_))), "{all:?}");
+        }
     }
 }

@@ -1111,26 +1111,24 @@ impl Graph {
         let pooled = self.pool_axes(&label, &xa, spec)?;
         let roots: Vec<Axis> = pooled.iter().map(|p| p.input).collect();
         let (x, shielded) = self.shield(x, &roots)?;
-        let padded = self.pad_windows(x, pooled.iter().map(|p| (p.input, p.step)))?;
-        let any_pad = pooled.iter().any(|p| p.step.before + p.step.after > 0);
-        let xp = if spec.kind == PoolKind::Max && any_pad {
-            let mask = self.inside_mask(&pooled)?;
-            let low = self.scalar(Scalar::Float(f64::NEG_INFINITY), dtype)?;
-            self.select(mask, padded, low)?
-        } else {
-            padded
-        };
         let op = match spec.kind {
             PoolKind::Max => BinaryOp::Maximum,
             PoolKind::Avg => BinaryOp::Add,
         };
         let acc = match PoolFold::of(&pooled) {
-            PoolFold::Direct => self.fold_taps_directly(xp, &pooled, op)?,
+            PoolFold::Direct => {
+                let xp = self.padded_for_pool(x, &pooled, spec.kind, dtype)?;
+                self.fold_taps_directly(xp, &pooled, op)?
+            }
             PoolFold::Separable => {
-                let mut t = xp;
+                let padding = match spec.kind {
+                    PoolKind::Max => Scalar::Float(f64::NEG_INFINITY),
+                    PoolKind::Avg => Scalar::Float(0.0),
+                };
+                let mut t = x;
                 for p in pooled.iter().rev() {
                     let out = self.derived_axis(p.output_def());
-                    t = self.fold_axis_doubling(t, p, out, op)?;
+                    t = self.fold_axis_doubling(t, p, out, op, padding)?;
                 }
                 t
             }
@@ -1147,6 +1145,26 @@ impl Graph {
             self.binary(BinaryOp::Divide, acc, count)?
         };
         self.unshield(pooled_result, &shielded)
+    }
+
+    /// `x` padded as the pooled axes' steps ask: with zeros, or for a max pool `−inf` (a
+    /// `select` on a mask computed from the lengths, never a table), so padding never wins.
+    fn padded_for_pool(
+        &mut self,
+        x: NodeId,
+        pooled: &[PooledAxis],
+        kind: PoolKind,
+        dtype: DType,
+    ) -> Result<NodeId, GraphError> {
+        let padded = self.pad_windows(x, pooled.iter().map(|p| (p.input, p.step)))?;
+        let any_pad = pooled.iter().any(|p| p.step.before + p.step.after > 0);
+        if kind == PoolKind::Max && any_pad {
+            let mask = self.inside_mask(pooled)?;
+            let low = self.scalar(Scalar::Float(f64::NEG_INFINITY), dtype)?;
+            self.select(mask, padded, low)
+        } else {
+            Ok(padded)
+        }
     }
 
     /// `xp` (padded) with every tap of the window folded by `op`, one by one in row-major
@@ -1270,9 +1288,8 @@ impl Graph {
         let mut count: Option<NodeId> = None;
         for p in pooled {
             let ones = self.broadcast(one, &[p.input])?;
-            let padded = self.pad_windows(ones, std::iter::once((p.input, p.step)))?;
             let out = self.derived_axis(p.output_def());
-            let taps = self.fold_axis_doubling(padded, p, out, BinaryOp::Add)?;
+            let taps = self.fold_axis_doubling(ones, p, out, BinaryOp::Add, Scalar::Float(0.0))?;
             count = Some(match count {
                 None => taps,
                 Some(c) => self.binary(BinaryOp::Multiply, c, taps)?,

@@ -12,14 +12,18 @@
 //!   then the one before it, and so on; along one axis, its taps in the chunks
 //!   [`doubling_chunks`] gives (power-of-two lengths, largest first, folded left to right),
 //!   each chunk a balanced pairwise tree. The graph for it has `O(log taps)` nodes per axis
-//!   (each level of the tree is one `op` of two slices of the level below, over the whole
-//!   padded axis), so compile time never grows with a window's length;
+//!   (level `k` of the tree folds `2^k` taps at each position: an `op` of two shifted slices
+//!   of level `k − 1`), so compile time never grows with a window's length. Only the
+//!   positions of a level that the window reads and whose taps meet the input are computed,
+//!   as at most [`MAX_LEVEL_PIECES`] spans; the others fold padding alone and hold the
+//!   padding value, so memory stays near the input's size however long the padding;
 //! - in both, a fold's left operand holds earlier taps (in row-major order), so `maximum`,
 //!   which keeps its left operand on a tie, keeps the first tied tap of the window either way.
 
 use super::convolution::{window_range, PooledAxis};
 use super::{AxisSlice, BinaryOp, Graph, GraphError, NodeId};
-use crate::axis::{Axis, AxisDef, WindowStep};
+use crate::axis::{Axis, AxisDef, SliceRange, WindowStep};
+use crate::{DType, Scalar};
 
 /// The most taps (in all) a pool folds one by one.
 pub const DIRECT_POOL_TAPS: usize = 64;
@@ -86,39 +90,167 @@ pub fn pairwise<T, E>(
     op(left, right)
 }
 
-/// One level of the doubling tree along an axis: a tensor whose element `i` folds the taps
-/// `i, i + d, …, i + (2^level − 1)·d` of the padded axis, over `axis` of `len` positions.
-struct Level {
+/// The most separate pieces of one level a separable fold computes; closer ones merge.
+pub const MAX_LEVEL_PIECES: usize = 8;
+
+/// The positions `[start, end)` of one level of the doubling tree along an axis: element `i`
+/// of level `k` folds the taps `i, i + d, …, i + (2^k − 1)·d` of the padded axis.
+type Span = (usize, usize);
+
+/// Where the input lies in the padded axis and how its levels shrink: what decides which
+/// positions of a level hold anything but the padding value.
+#[derive(Clone, Copy, Debug)]
+struct BandGeometry {
+    /// Padding before the input.
+    before: usize,
+    /// The input's length.
+    input_len: usize,
+    /// The padded axis's length.
+    padded_len: usize,
+    /// Distance between taps.
+    dilation: usize,
+}
+
+impl BandGeometry {
+    /// The number of taps a tree of level `k` folds, times the dilation: its shift to the
+    /// level above.
+    fn shift(&self, k: u32) -> usize {
+        (1usize << k) * self.dilation
+    }
+
+    /// The positions of level `k` whose taps meet the input (every other one folds padding
+    /// alone, so holds the padding value).
+    fn band(&self, k: u32) -> Span {
+        let reach = ((1usize << k) - 1) * self.dilation;
+        let len = self.padded_len - reach;
+        let end = (self.before + self.input_len).min(len);
+        (self.before.saturating_sub(reach).min(end), end)
+    }
+}
+
+/// Which positions of each level (`0..=top`) a separable fold computes, given the positions
+/// `wanted` of the levels the window's chunks read: each level's pieces cover, within its
+/// band, what the level above and the chunks read, as at most [`MAX_LEVEL_PIECES`] spans
+/// (merged where they touch, then the closest). Level 0 is the input itself, not listed.
+fn level_pieces(geometry: &BandGeometry, top: u32, wanted: &[(u32, Span)]) -> Vec<Vec<Span>> {
+    let mut pieces: Vec<Vec<Span>> = vec![Vec::new(); top as usize + 1];
+    let mut demand: Vec<Span> = Vec::new();
+    for k in (1..=top).rev() {
+        demand.extend(wanted.iter().filter(|w| w.0 == k).map(|w| w.1));
+        let here = merge_spans(clip_all(&demand, geometry.band(k)));
+        let shift = geometry.shift(k - 1);
+        demand = here
+            .iter()
+            .flat_map(|&(a, b)| [(a, b), (a + shift, b + shift)])
+            .collect();
+        pieces[k as usize] = here;
+    }
+    pieces
+}
+
+/// `spans` intersected with `band`, the empty ones dropped.
+fn clip_all(spans: &[Span], band: Span) -> Vec<Span> {
+    spans
+        .iter()
+        .map(|&(a, b)| (a.max(band.0), b.min(band.1)))
+        .filter(|(a, b)| a < b)
+        .collect()
+}
+
+/// `spans` sorted, the touching ones merged, then the closest merged until at most
+/// [`MAX_LEVEL_PIECES`] are left; every span given lies inside one span returned.
+fn merge_spans(mut spans: Vec<Span>) -> Vec<Span> {
+    spans.sort_unstable();
+    let mut merged: Vec<Span> = Vec::new();
+    for s in spans {
+        match merged.last_mut() {
+            Some(last) if s.0 <= last.1 => last.1 = last.1.max(s.1),
+            _ => merged.push(s),
+        }
+    }
+    while merged.len() > MAX_LEVEL_PIECES {
+        let i = (0..merged.len() - 1)
+            .min_by_key(|&i| merged[i + 1].0 - merged[i].1)
+            .unwrap_or(0);
+        merged[i].1 = merged[i + 1].1;
+        merged.remove(i + 1);
+    }
+    merged
+}
+
+/// A computed piece of a level: positions `span` of it, as `node` over `axis` (in place of
+/// the folded axis).
+#[derive(Clone, Copy)]
+struct Piece {
     node: NodeId,
     axis: Axis,
-    len: usize,
+    span: Span,
+}
+
+/// One separable fold along an axis being built: the input, what fills the padding, and the
+/// pieces of each level computed so far.
+struct BandFold {
+    geometry: BandGeometry,
+    op: BinaryOp,
+    padding: Scalar,
+    levels: Vec<Vec<Piece>>,
 }
 
 impl Graph {
-    /// `t` (holding the padded axis of `p`) with that axis folded by `op` into the pool's
-    /// window axis `out`, separably ([`PoolFold::Separable`] along one axis).
+    /// `t` (holding the pooled axis `p.input`, unpadded) with that axis folded by `op` into the
+    /// pool's window axis `out`, separably ([`PoolFold::Separable`] along one axis), the
+    /// padding holding `padding`. Only the positions of each level that the window reads and
+    /// whose taps meet the input are computed ([`level_pieces`]): the rest fold padding
+    /// alone, which `op` (`add` of zeros, `maximum` of `−inf`) leaves the padding value, so the
+    /// values are those of the whole levels while memory stays near the input's size,
+    /// however long the window and its padding.
     pub(crate) fn fold_axis_doubling(
         &mut self,
         t: NodeId,
         p: &PooledAxis,
         out: Axis,
         op: BinaryOp,
+        padding: Scalar,
     ) -> Result<NodeId, GraphError> {
-        let axis = self.padded_axis(p.input, &p.step);
-        let len = self.resolve_len(axis)?;
+        let input_len = self.resolve_len(p.input)?;
+        let padded = self.padded_axis(p.input, &p.step);
+        let geometry = BandGeometry {
+            before: p.step.before,
+            input_len,
+            padded_len: self.resolve_len(padded)?,
+            dilation: p.step.dilation,
+        };
+        let n = self.resolve_len(out)?;
         let chunks = doubling_chunks(p.taps);
         let top = chunks.first().map_or(0, |c| c.1.trailing_zeros());
-        let mut levels = vec![Level { node: t, axis, len }];
-        for level in 1..=top {
-            let below = &levels[levels.len() - 1];
-            let next = self.doubled(below, 1usize << (level - 1), p.step.dilation, op)?;
-            levels.push(next);
+        let read = |first: usize| {
+            let start = first * p.step.dilation;
+            (start, start + n.saturating_sub(1) * p.step.stride + 1)
+        };
+        let wanted: Vec<(u32, Span)> = chunks
+            .iter()
+            .map(|&(first, len)| (len.trailing_zeros(), read(first)))
+            .collect();
+        let plan = level_pieces(&geometry, top, &wanted);
+        let input = Piece {
+            node: t,
+            axis: p.input,
+            span: geometry.band(0),
+        };
+        let mut fold = BandFold {
+            geometry,
+            op,
+            padding,
+            levels: vec![vec![input]],
+        };
+        for (k, spans) in plan.iter().enumerate().skip(1) {
+            let pieces = self.level(&fold, k as u32, spans)?;
+            fold.levels.push(pieces);
         }
-        let n = self.resolve_len(out)?;
         let mut acc: Option<NodeId> = None;
-        for (first, chunk) in chunks {
-            let level = &levels[chunk.trailing_zeros() as usize];
-            let term = self.window_positions(level, first * p.step.dilation, n, &p.step, out)?;
+        for (first, len) in chunks {
+            let level = len.trailing_zeros();
+            let term = self.window_positions(&fold, level, read(first).0, n, &p.step, out)?;
             acc = Some(match acc {
                 None => term,
                 Some(a) => self.binary(op, a, term)?,
@@ -130,54 +262,144 @@ impl Graph {
         })
     }
 
-    /// The level above `below` (whose trees hold `half` taps): `op` of `below` and `below`
-    /// shifted by `half` taps of `dilation`.
-    fn doubled(
-        &mut self,
-        below: &Level,
-        half: usize,
-        dilation: usize,
-        op: BinaryOp,
-    ) -> Result<Level, GraphError> {
-        let shift = half * dilation;
-        let len = below.len - shift;
-        let (left, axis) = self.positions(below, 0, len, 1)?;
-        let (right, right_axis) = self.positions(below, shift, len, 1)?;
-        let right = self.relabel(right, right_axis, axis)?;
-        let node = self.binary(op, left, right)?;
-        Ok(Level { node, axis, len })
+    /// The pieces `spans` of level `k`: `op` of level `k − 1` at each position and at the
+    /// position a tree of level `k − 1` further.
+    fn level(&mut self, fold: &BandFold, k: u32, spans: &[Span]) -> Result<Vec<Piece>, GraphError> {
+        let shift = fold.geometry.shift(k - 1);
+        let mut pieces = Vec::with_capacity(spans.len());
+        for &(a, b) in spans {
+            let (left, axis) = self.level_span(fold, k - 1, (a, b))?;
+            let (right, right_axis) = self.level_span(fold, k - 1, (a + shift, b + shift))?;
+            let right = self.relabel(right, right_axis, axis)?;
+            let node = self.binary(fold.op, left, right)?;
+            pieces.push(Piece {
+                node,
+                axis,
+                span: (a, b),
+            });
+        }
+        Ok(pieces)
     }
 
-    /// The window positions `start, start + stride, …` (`n` of them) of `level`, as the window
-    /// axis `out`.
+    /// Positions `span` of level `k` over a new axis: the computed piece holding the part
+    /// inside the level's band, the padding value around it.
+    fn level_span(
+        &mut self,
+        fold: &BandFold,
+        k: u32,
+        span: Span,
+    ) -> Result<(NodeId, Axis), GraphError> {
+        let band = fold.geometry.band(k);
+        let (a, b) = (span.0.max(band.0), span.1.min(band.1));
+        let (node, axis) = if a < b {
+            let piece = holding(&fold.levels[k as usize], (a, b))?;
+            let range = window_range(a - piece.span.0, b - a, 1)?;
+            self.slice_along(piece, range)?
+        } else {
+            self.slice_along(fold.levels[0][0], empty_range())?
+        };
+        let before = a.min(span.1).saturating_sub(span.0);
+        let kept = b.saturating_sub(a);
+        let after = span.1 - span.0 - before - kept;
+        self.extend_with(fold.padding, node, axis, before, after)
+    }
+
+    /// The window positions `start, start + stride, …` (`n` of them) of level `k`, as the
+    /// window axis `out`: those inside the level's band sliced from its piece, the others
+    /// the padding value.
     fn window_positions(
         &mut self,
-        level: &Level,
+        fold: &BandFold,
+        k: u32,
         start: usize,
         n: usize,
         step: &WindowStep,
         out: Axis,
     ) -> Result<NodeId, GraphError> {
-        let (t, axis) = self.positions(level, start, n, step.stride)?;
+        let stride = step.stride.max(1);
+        let band = fold.geometry.band(k);
+        let first_in = band.0.saturating_sub(start).div_ceil(stride).min(n);
+        let end_in = band.1.saturating_sub(start).div_ceil(stride).min(n);
+        let (node, axis) = if first_in < end_in {
+            let a = start + first_in * stride;
+            let b = start + (end_in - 1) * stride + 1;
+            let piece = holding(&fold.levels[k as usize], (a, b))?;
+            let range = window_range(a - piece.span.0, end_in - first_in, stride)?;
+            self.slice_along(piece, range)?
+        } else {
+            self.slice_along(fold.levels[0][0], empty_range())?
+        };
+        let before = first_in.min(end_in);
+        let after = n - end_in.max(before);
+        let (t, axis) = self.extend_with(fold.padding, node, axis, before, after)?;
         self.relabel(t, axis, out)
     }
 
-    /// `n` positions of `level` from `start` by `stride` ([`window_range`]), and the slice's
-    /// (derived) axis.
-    fn positions(
+    /// `piece` sliced by `range` along its axis, and the slice's (derived) axis.
+    fn slice_along(
         &mut self,
-        level: &Level,
-        start: usize,
-        n: usize,
-        stride: usize,
+        piece: Piece,
+        range: SliceRange,
     ) -> Result<(NodeId, Axis), GraphError> {
-        let range = window_range(start, n, stride)?;
-        let t = self.slice(level.node, &[(level.axis, AxisSlice::Range(range))])?;
+        let t = self.slice(piece.node, &[(piece.axis, AxisSlice::Range(range))])?;
         let axis = self.derived_axis(AxisDef::Slice {
-            of: level.axis,
+            of: piece.axis,
             range,
         });
         Ok((t, axis))
+    }
+
+    /// `t` with `before` and `after` positions of `value` added along `axis` (a pad, and for
+    /// a value other than zero a select on the padded mask), and the new axis.
+    fn extend_with(
+        &mut self,
+        value: Scalar,
+        t: NodeId,
+        axis: Axis,
+        before: usize,
+        after: usize,
+    ) -> Result<(NodeId, Axis), GraphError> {
+        if before + after == 0 {
+            return Ok((t, axis));
+        }
+        let padded = self.pad(t, &[(axis, before, after)])?;
+        let new_axis = self.derived_axis(AxisDef::Pad {
+            of: axis,
+            before,
+            after,
+        });
+        if value == Scalar::Float(0.0) {
+            return Ok((padded, new_axis));
+        }
+        let inside = self.scalar(Scalar::Bool(true), DType::Bool)?;
+        let inside = self.broadcast(inside, &[axis])?;
+        let mask = self.pad(inside, &[(axis, before, after)])?;
+        let fill = self.scalar(value, self.node(t).dtype)?;
+        Ok((self.select(mask, padded, fill)?, new_axis))
+    }
+}
+
+/// The piece of `pieces` whose span holds `span` ([`level_pieces`] made one).
+fn holding(pieces: &[Piece], span: Span) -> Result<Piece, GraphError> {
+    pieces
+        .iter()
+        .find(|p| p.span.0 <= span.0 && span.1 <= p.span.1)
+        .copied()
+        .ok_or_else(|| GraphError::Argument {
+            op: "pool".into(),
+            message: format!(
+                "internal: no computed piece of a fold level holds positions {}..{}",
+                span.0, span.1
+            ),
+        })
+}
+
+/// The empty slice `0..0`.
+fn empty_range() -> SliceRange {
+    SliceRange {
+        start: Some(0),
+        stop: Some(0),
+        step: 1,
     }
 }
 
@@ -194,6 +416,61 @@ mod tests {
         let chunks = doubling_chunks(n);
         assert_eq!(chunks.iter().map(|c| c.1).sum::<usize>(), n);
         assert_eq!(chunks.len(), 3);
+    }
+
+    fn geometry(before: usize, input_len: usize, after: usize, dilation: usize) -> BandGeometry {
+        BandGeometry {
+            before,
+            input_len,
+            padded_len: before + input_len + after,
+            dilation,
+        }
+    }
+
+    fn total(pieces: &[Vec<Span>]) -> usize {
+        pieces.iter().flatten().map(|s| s.1 - s.0).sum()
+    }
+
+    #[test]
+    fn without_padding_each_level_is_what_the_window_reads() {
+        // 1000 inputs, 256 taps, stride 1: 745 windows; level 8 is read at 0..745.
+        let g = geometry(0, 1000, 0, 1);
+        let pieces = level_pieces(&g, 8, &[(8, (0, 745))]);
+        assert_eq!(pieces[8], vec![(0, 745)]);
+        assert_eq!(pieces[7], vec![(0, 745 + 128)]);
+        assert_eq!(pieces[1], vec![(0, 999)]);
+    }
+
+    #[test]
+    fn huge_padding_around_a_tiny_input_computes_near_its_size() {
+        // One input element in the middle of a 2^28-tap window, padding 2^27 either side.
+        let half = 1usize << 27;
+        let g = geometry(half, 1, half, 1);
+        let chunks = doubling_chunks((1 << 28) + 1);
+        let wanted: Vec<(u32, Span)> = chunks
+            .iter()
+            .map(|&(first, len)| (len.trailing_zeros(), (first, first + 1)))
+            .collect();
+        let pieces = level_pieces(&g, 28, &wanted);
+        assert!(total(&pieces) <= 64, "{pieces:?}");
+        // The fuzzer's: window 2^32 + 2, padding (1, 2^32), a few inputs, windows over them.
+        let g = geometry(1, 5, 1 << 32, 1);
+        let pieces = level_pieces(&g, 32, &[(32, (0, 5)), (1, ((1 << 32), (1 << 32) + 5))]);
+        assert!(total(&pieces) <= 33 * 8, "{pieces:?}");
+    }
+
+    #[test]
+    fn spans_merge_where_they_touch_then_the_closest() {
+        assert_eq!(
+            merge_spans(vec![(5, 7), (0, 2), (2, 3)]),
+            vec![(0, 3), (5, 7)]
+        );
+        let many: Vec<Span> = (0..20).map(|i| (i * 10 + i, i * 10 + i + 1)).collect();
+        let merged = merge_spans(many.clone());
+        assert!(merged.len() <= MAX_LEVEL_PIECES);
+        for s in many {
+            assert!(merged.iter().any(|m| m.0 <= s.0 && s.1 <= m.1));
+        }
     }
 
     #[test]
