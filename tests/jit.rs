@@ -961,6 +961,44 @@ fn native_transposes_give_the_bits_of_the_jammed_loops() {
     }
 }
 
+/// A normalisation over the first axis of `a[N, C]` (batch-norm style; issue 41): fusion keeps
+/// each reduction over the strided `N` in a kernel of its own (`StridedReduction`), where it
+/// is summed in memory order — the variance's kernel reading the mean per column before its
+/// accumulator (a head `reduce_in_memory` copies into its loops) — and the values match the
+/// interpreter's. Over the contiguous axis the normalisation stays one kernel.
+#[test]
+fn a_normalisation_over_a_strided_axis_reduces_in_memory_order() {
+    let small = weft::LowerOptions {
+        reduce_in_memory_min_bytes: 0,
+        ..Default::default()
+    };
+    let options = JitOptions {
+        lower: small,
+        ..JitOptions::default()
+    };
+    for (order, strided) in [("N, C", true), ("C, N", false)] {
+        let src = format!(
+            "axis N = 300\naxis C = 80\nplaceholder a: f32[{order}]\n\
+             mu = mean(a, [N])\nc = subtract(a, mu)\nsq = square(c)\nv = mean(sq, [N])\n\
+             sd = sqrt(v)\ny = divide(c, sd)\noutput y\n"
+        );
+        let g = weft::ir::text::parse(&src, "bn.weft").unwrap();
+        agree_lowered(&g, small);
+        let why = jit_common::explain(&g, &options);
+        let in_memory = why
+            .matches("sum over a strided axis in memory order")
+            .count();
+        let kept = why.matches("reduction over a strided axis").count();
+        let kernels = why.matches("\nkernel @").count();
+        if strided {
+            // The variance is kept by this rule; the mean, then read by two kernels, by that.
+            assert_eq!((in_memory, kept, kernels), (2, 1, 3), "{why}");
+        } else {
+            assert_eq!((in_memory, kept, kernels), (0, 0, 1), "{why}");
+        }
+    }
+}
+
 /// Sums over a strided axis run in memory order with their accumulators in a scratch row
 /// (`compiler/src/reduce_in_memory.rs`): each axis of a 3-D tensor summed into each result
 /// order (rows a stride apart jammed `reduce_in_memory::JAM` a step, with a remainder), means (a tail after the

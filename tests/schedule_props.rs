@@ -57,6 +57,30 @@ fn program(
     src
 }
 
+/// A normalisation over the axes at `reduced` of a placeholder over `lens`: a layernorm-like
+/// one (mean, then the mean of squares of the centred values) or a softmax, in `dtype`.
+/// Over a strided axis the reductions are kernels of their own, the second reading the
+/// first's result per column (`BoundaryReason::StridedReduction`, the head of lets
+/// `reduce_in_memory` copies into its loops).
+fn normalisation(lens: &[usize], dtype: DType, reduced: &[usize], softmax: bool) -> String {
+    let axes: Vec<&str> = NAMES[..lens.len()].to_vec();
+    let mut src = String::new();
+    for (a, n) in axes.iter().zip(lens) {
+        src += &format!("axis {a} = {n}\n");
+    }
+    src += &format!("placeholder t: {}[{}]\n", dtype.name(), axes.join(", "));
+    let r: Vec<&str> = reduced.iter().map(|&i| axes[i]).collect();
+    let r = r.join(", ");
+    if softmax {
+        src += &format!("m = max(t, [{r}])\nz = subtract(t, m)\ne = exp(z)\n");
+        src += &format!("s = sum(e, [{r}])\ny = divide(e, s)\noutput y\n");
+    } else {
+        src += &format!("mu = mean(t, [{r}])\nc = subtract(t, mu)\nsq = square(c)\n");
+        src += &format!("v = mean(sq, [{r}])\nsd = sqrt(v)\ny = divide(c, sd)\noutput y\n");
+    }
+    src
+}
+
 fn check(src: &str, seed: u64) -> Result<(), TestCaseError> {
     let g = weft::ir::text::parse(src, "schedule.weft").unwrap();
     let ps = g.placeholders();
@@ -125,5 +149,19 @@ proptest! {
         let op = if op == "mean" && !dtype.is_float() { "sum" } else { op };
         let red: Vec<usize> = red.into_iter().collect();
         check(&program(&lens, dtype, Some((op, red)), &order), seed)?;
+    }
+
+    #[test]
+    fn normalisations_over_any_axes_match_the_interpreter(
+        (lens, red) in lens().prop_flat_map(|l| {
+            let n = l.len();
+            (Just(l), prop::collection::btree_set(0..n, 1..n))
+        }),
+        dtype in prop::sample::select(vec![DType::F32, DType::F64]),
+        softmax in any::<bool>(),
+        seed in any::<u64>(),
+    ) {
+        let red: Vec<usize> = red.into_iter().collect();
+        check(&normalisation(&lens, dtype, &red, softmax), seed)?;
     }
 }

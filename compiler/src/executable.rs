@@ -452,6 +452,7 @@ impl JitExecutable {
                         Some((r, order.clone()))
                     })
                     .collect(),
+                reduce_in_memory_min_bytes: options.lower.reduce_in_memory_min_bytes,
                 ..PlanOptions::default()
             },
         )?;

@@ -31,6 +31,10 @@ pub struct PlanOptions {
     pub layouts: Vec<(NodeId, Vec<Axis>)>,
     /// Which dots a GEMM call computes (crate::gemm; `None`: every dot is a loop nest).
     pub gemm: Option<GemmOptions>,
+    /// The least operand size (bytes) whose sums over a strided axis lowering takes in memory
+    /// order (`crate::LowerOptions::reduce_in_memory_min_bytes`): fusion keeps such a
+    /// reduction in a kernel of its own so that it can.
+    pub reduce_in_memory_min_bytes: u64,
 }
 
 impl Default for PlanOptions {
@@ -40,6 +44,7 @@ impl Default for PlanOptions {
             outputs: Vec::new(),
             layouts: Vec::new(),
             gemm: Some(GemmOptions::default()),
+            reduce_in_memory_min_bytes: crate::reduce_in_memory::MIN_BYTES,
         }
     }
 }
@@ -166,6 +171,7 @@ pub fn compile_plan_with(
                     force_boundary: force_boundary.clone(),
                     gemm: options.gemm,
                     no_gemm: no_gemm.clone(),
+                    strided_min_bytes: options.reduce_in_memory_min_bytes,
                 },
             )?;
             match build_programs(g, &fusion) {

@@ -26,7 +26,9 @@
 //! may apply to the f64 sums that must keep it.
 //!
 //! Assumes a kernel as lowering builds it, before register blocking. Guarantees: applied to a
-//! loop `k` whose body is exactly an accumulator declaration, one loop `r` whose flat body lets
+//! loop `k` whose body is exactly lets of values per result (a load of a mean the sum
+//! subtracts, say; recomputed where the new loops read them), an accumulator declaration, one
+//! loop `r` whose flat body lets
 //! values and reduces them into that accumulator (a `sum`, no index), and a flat tail of lets
 //! and stores that reads the accumulator once; only when a load in `r` of an operand of at
 //! least `min_bytes` ([`MIN_BYTES`] by default) strides at least
@@ -208,15 +210,25 @@ fn interchange(k: &mut Kernel, body: &mut [Stmt], min_bytes: u64) {
 struct Candidate {
     acc: AccId,
     r: LoopId,
+    /// Lets before the accumulator (values per result, such as a load of a mean the sum
+    /// subtracts), copied into the reduced loop's body and the tail.
+    head: usize,
 }
 
 impl Candidate {
     /// The candidate in loop body `body` whose strided load is contiguous along `along`.
     fn find(k: &Kernel, body: &[Stmt], along: LoopId, min_bytes: u64) -> Option<Candidate> {
+        let head = body
+            .iter()
+            .take_while(|s| {
+                matches!(s, Stmt::Let { inst, .. } if !matches!(inst,
+                    Inst::Index(_) | Inst::AccValue(_) | Inst::AccIndex(_)))
+            })
+            .count();
         let [Stmt::DeclareAcc(acc), Stmt::Loop {
             loop_id: r,
             body: rb,
-        }, tail @ ..] = body
+        }, tail @ ..] = &body[head..]
         else {
             return None;
         };
@@ -259,8 +271,13 @@ impl Candidate {
             _ => false,
         });
         let long = k.loops[along].extent >= 4;
-        (reduces == 1 && flat_r && reads == 1 && flat_tail && strided && long)
-            .then_some(Candidate { acc: *acc, r: *r })
+        (reduces == 1 && flat_r && reads == 1 && flat_tail && strided && long).then_some(
+            Candidate {
+                acc: *acc,
+                r: *r,
+                head,
+            },
+        )
     }
 }
 
@@ -330,11 +347,15 @@ fn rewrite(
     };
 
     let mut stmts = body.into_iter();
+    let head: Vec<Stmt> = stmts.by_ref().take(c.head).collect();
     let _decl = stmts.next();
     let Some(Stmt::Loop { body: r_body, .. }) = stmts.next() else {
         return None;
     };
-    let tail: Vec<Stmt> = stmts.collect();
+    // The head's values, per result, recomputed where the new loops read them (renamed in
+    // each copy of the reduced body; the tail's copy keeps the original definitions).
+    let r_body: Vec<Stmt> = head.iter().cloned().chain(r_body).collect();
+    let tail: Vec<Stmt> = head.into_iter().chain(stmts).collect();
 
     // loop init { row[k] = identity }
     let identity = weft_ir::loop_ir::semantics::reduce_identity(ReduceKind::Sum, acc_ty);

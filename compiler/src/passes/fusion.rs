@@ -116,6 +116,10 @@ pub enum BoundaryReason {
     /// A sum of dots computed by one GEMM call adding each into the result in turn
     /// ([`TapSum`]: a convolution's taps).
     GemmTaps,
+    /// A reduction over an axis its operand strides along (not the innermost in memory):
+    /// alone in its kernel, `crate::reduce_in_memory` sums it in memory order, which it cannot
+    /// do for one pass of a kernel of several ([`strided_reduction`]).
+    StridedReduction,
 }
 
 macro_rules! display_names {
@@ -163,6 +167,7 @@ display_names!(BoundaryReason {
     Gemm => "computed by a GEMM call",
     GemmTaps => "sum of taps computed by one GEMM call (taps never stored)",
     GemmContraction => "sum of products computed by a GEMM call (product never stored)",
+    StridedReduction => "reduction over a strided axis, summed in memory order in a kernel of its own",
 });
 
 /// A value stored to memory, and why.
@@ -313,6 +318,9 @@ pub struct FusionOptions {
     /// Dots the GEMM path cannot compute after all (`crate::gemm::plan_gemm` said why): they
     /// keep the loop nest.
     pub no_gemm: Vec<NodeId>,
+    /// The least size (bytes) of a tensor a reduction strides along that keeps the reduction
+    /// in a kernel of its own ([`BoundaryReason::StridedReduction`]).
+    pub strided_min_bytes: u64,
 }
 
 /// The most times a cheap op is evaluated per element of its value inline, in its readers'
@@ -540,6 +548,8 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
             Some(BoundaryReason::Gemm)
         } else if readers.len() != 1 {
             Some(BoundaryReason::ConsumersInSeveralGroups)
+        } else if strided_reduction(g, &groups[p], opts.strided_min_bytes) {
+            Some(BoundaryReason::StridedReduction)
         } else if readers.iter().any(|q| groups[*q].gemm)
             || groups[p]
                 .stages
@@ -777,6 +787,25 @@ struct Draft {
     nodes: BTreeSet<NodeId>,
     reads: BTreeSet<NodeId>,
     alive: bool,
+}
+
+/// Whether a stage of `d` reduces an axis along which a large tensor it reads
+/// (`min_bytes` or more) strides, that tensor's last (contiguous) axis being kept: merged into
+/// a reader, the reduction would be one pass among several of a loop over the kept axis, each
+/// gathering a column with a stride.
+fn strided_reduction(g: &Graph, d: &Draft, min_bytes: u64) -> bool {
+    d.stages.iter().any(|(s, _)| {
+        let Op::Reduce { axes: reduced, .. } = &g.node(*s).op else {
+            return false;
+        };
+        d.reads.iter().any(|t| {
+            let axes = &g.node(*t).axes;
+            let big = g.tensor_size(*t).is_ok_and(|z| z.bytes as u64 >= min_bytes);
+            let holds_reduced = axes.iter().any(|a| reduced.contains(*a));
+            let last_kept = axes.iter().last().is_some_and(|a| !reduced.contains(*a));
+            big && holds_reduced && last_kept
+        })
+    })
 }
 
 /// True if every path inside `q` from a node of `stages` to its reader maps each `shared`
