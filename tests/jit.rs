@@ -1998,3 +1998,114 @@ fn outlined_loop_nests_compute_the_inline_bits() {
         );
     }
 }
+
+/// A softmax over the first axis of `x[N, C]`: its max over the strided `N` folds a row of
+/// accumulators in memory order with the max accumulator's own order-free step (NaN, −0 < +0:
+/// loop IR `reduce_max`), and its sum of exponentials reads the max per column — the values
+/// the interpreter's, special values (NaN, ±inf, ±0) included.
+#[test]
+fn a_softmax_over_a_strided_axis_takes_its_max_in_memory_order() {
+    let small = weft::LowerOptions {
+        reduce_in_memory_min_bytes: 0,
+        ..Default::default()
+    };
+    let options = JitOptions {
+        lower: small,
+        ..JitOptions::default()
+    };
+    for op in ["max", "min"] {
+        let src = format!(
+            "axis N = 300\naxis C = 80\nplaceholder x: f32[N, C]\nm = {op}(x, [N])\n\
+             z = subtract(x, m)\ne = exp(z)\ns = sum(e, [N])\ny = divide(e, s)\n\
+             output m\noutput y\n"
+        );
+        let g = weft::ir::text::parse(&src, "softmax.weft").unwrap();
+        agree_lowered(&g, small);
+        let ps = g.placeholders();
+        let specials = weft_ir::testing::random_inputs(&g, &ps, 3, true);
+        let jit = jit_common::run_jit(&g, g.outputs(), &specials, options.clone()).unwrap();
+        let tol = weft_ir::testing::Tolerance::for_graph(&g);
+        let interp = references(&g, g.outputs(), &ps, &specials, 2, &tol).unwrap();
+        compare(&jit, &interp, &tol).unwrap();
+        let why = jit_common::explain(&g, &options);
+        assert!(why.contains(&format!("{op} over a strided axis in memory order")), "{why}");
+    }
+}
+
+/// The squared norm in three spellings — seed 003's `dot(transpose(t), t)`,
+/// `sum(multiply(t, t))` and `sum(square(t))` — is one kernel (simplify canonicalises the first
+/// two into the third) and one value, bit for bit, in the interpreter and on the JIT: a dot's
+/// products are rounded to its dtype and summed as a sum's terms (docs/numerics.md, issue 41).
+#[test]
+fn every_spelling_of_the_squared_norm_is_one_kernel_and_one_value() {
+    let cases = [
+        ("N", 1000, "f32"),
+        ("N", 70_000, "f32"),
+        ("N", 1000, "f64"),
+        ("N, M", 300, "f32"),
+        ("N, M", 300, "f64"),
+    ];
+    for (axes, n, dtype) in cases {
+        // seed 003's spelling for a vector; `dot(t, t)` (pairs in `t`'s order) for a matrix.
+        let dot = if axes == "N" {
+            "tt = transpose(t)\ns = dot(tt, t)"
+        } else {
+            "s = dot(t, t)"
+        };
+        let spellings = [
+            dot.to_string(),
+            format!("p = multiply(t, t)\ns = sum(p, [{axes}])"),
+            format!("p = square(t)\ns = sum(p, [{axes}])"),
+        ];
+        let mut kernels = Vec::new();
+        let mut values = Vec::new();
+        for body in &spellings {
+            let src = format!(
+                "axis N = {n}\naxis M = 70\nplaceholder x: {dtype}[{axes}]\n\
+                 placeholder y: {dtype}[{axes}]\nt = subtract(x, y)\n{body}\noutput s\n"
+            );
+            let g = weft::ir::text::parse(&src, "l2.weft").unwrap();
+            let plan = weft_compiler::compile_plan(&g, &Default::default()).unwrap();
+            let lowered = weft_compiler::lower_plan(&plan, &Default::default()).unwrap();
+            kernels.push(
+                lowered
+                    .iter()
+                    .map(|k| k.kernel.to_string())
+                    .collect::<Vec<_>>(),
+            );
+            let ps = g.placeholders();
+            let inputs = random_inputs(&g, &ps, 7);
+            for backend in [Backend::Interpreter, Backend::Jit] {
+                let t = Transformer::new(g.clone(), backend).unwrap();
+                let out = t
+                    .computation(g.outputs(), &ps)
+                    .unwrap()
+                    .call(&inputs)
+                    .unwrap();
+                values.push(out[0].to_vec::<f64>().ok().unwrap_or_else(|| {
+                    out[0]
+                        .to_vec::<f32>()
+                        .unwrap()
+                        .into_iter()
+                        .map(f64::from)
+                        .collect()
+                }));
+            }
+        }
+        for k in &kernels[1..] {
+            assert_eq!(k, &kernels[0], "{axes} {n} {dtype}");
+        }
+        // The interpreter's three values are bit-equal; so are the JIT's.
+        let bits = |i: usize| values[i][0].to_bits();
+        assert_eq!(
+            (bits(2), bits(4)),
+            (bits(0), bits(0)),
+            "{n} {dtype}: {values:?}"
+        );
+        assert_eq!(
+            (bits(3), bits(5)),
+            (bits(1), bits(1)),
+            "{n} {dtype}: {values:?}"
+        );
+    }
+}

@@ -1,4 +1,5 @@
-//! Sums over a strided axis in memory order: accumulators in a scratch row, not registers.
+//! Sums (and maxima, minima) over a strided axis in memory order: accumulators in a scratch
+//! row, not registers.
 //!
 //! Lowering gives each result of a reduction its own accumulator and runs the reduced axis
 //! innermost. When that axis is not the contiguous one — a column sum, a sum over the first or
@@ -24,6 +25,8 @@
 //! accumulator is loaded and stored once per `JAM` terms and `JAM` runs stream side by side.
 //! Each result still adds its terms in the order of `r` — the interpreter's order, so the pass
 //! may apply to the f64 sums that must keep it.
+//! A max or min row folds with the accumulator's own order-free step (`reduce_max`,
+//! `reduce_min` in the loop IR), so its results are the accumulator's.
 //!
 //! Assumes a kernel as lowering builds it, before register blocking. Guarantees: applied to a
 //! loop `k` whose body is exactly lets of values per result (a load of a mean the sum
@@ -84,11 +87,12 @@ pub fn reduce_in_memory(
         min_bytes,
         narrow,
     };
-    let mut rows: Vec<Vec<BufferId>> = Vec::new();
+    let mut rows: Vec<(ReduceKind, Vec<BufferId>)> = Vec::new();
     let body = walk(k, body, &opts, &mut rows);
     let notes = rows
         .iter()
         .map(|r| {
+            let (kind, r) = r;
             let d = &k.buffers[r[0]];
             match r.get(1) {
                 Some(n) => format!(
@@ -99,14 +103,14 @@ pub fn reduce_in_memory(
                     k.buffers[*n].name, d.len, MAX_CHAIN, d.name
                 ),
                 None => format!(
-                    "sum over a strided axis in memory order: %{} holds {} {} accumulators, the \
-                     reduced loop outside the contiguous one",
+                    "{kind} over a strided axis in memory order: %{} holds {} {} accumulators, \
+                     the reduced loop outside the contiguous one",
                     d.name, d.len, d.ty
                 ),
             }
         })
         .collect();
-    (body, rows.into_iter().flatten().collect(), notes)
+    (body, rows.into_iter().flat_map(|r| r.1).collect(), notes)
 }
 
 /// How [`reduce_in_memory`] rewrites: the kernel's parallel loop, and the options.
@@ -119,7 +123,12 @@ struct Rewrite {
 
 /// Rewrites the candidates of `body`; each rewrite's scratch rows go to `added` (the row
 /// the tail reads first, then an f32 row where the sums were narrowed).
-fn walk(k: &mut Kernel, body: Vec<Stmt>, o: &Rewrite, added: &mut Vec<Vec<BufferId>>) -> Vec<Stmt> {
+fn walk(
+    k: &mut Kernel,
+    body: Vec<Stmt>,
+    o: &Rewrite,
+    added: &mut Vec<(ReduceKind, Vec<BufferId>)>,
+) -> Vec<Stmt> {
     let (parallel, vectorize, min_bytes) = (o.parallel, o.vectorize, o.min_bytes);
     let mut out = Vec::with_capacity(body.len());
     for s in body {
@@ -141,7 +150,7 @@ fn walk(k: &mut Kernel, body: Vec<Stmt>, o: &Rewrite, added: &mut Vec<Vec<Buffer
                     let terms = k.loops[c.r].extent;
                     if let Some((stmts, buffer)) = rewrite_group(k, p, *kl, kb, c, vectorize) {
                         let (stmts, rows) = narrowed(k, stmts, buffer, terms, o.narrow);
-                        added.push(rows);
+                        added.push((k.accs[c.acc].kind, rows));
                         out.push(Stmt::Loop {
                             loop_id,
                             body: stmts,
@@ -153,7 +162,7 @@ fn walk(k: &mut Kernel, body: Vec<Stmt>, o: &Rewrite, added: &mut Vec<Vec<Buffer
         }
         if let Some(c) = Candidate::find(k, &body, loop_id, min_bytes) {
             if let Some((stmts, rows)) = rewrite(k, loop_id, body.clone(), c, o) {
-                added.push(rows);
+                added.push((k.accs[c.acc].kind, rows));
                 out.extend(stmts);
                 continue;
             }
@@ -233,9 +242,8 @@ impl Candidate {
             return None;
         };
         let decl = &k.accs[*acc];
-        if decl.kind != ReduceKind::Sum {
-            return None;
-        }
+        // Sums, maxima and minima only (an arg-reduction keeps an index too).
+        combine_of(decl.kind)?;
         let reduces = rb
             .iter()
             .filter(|s| matches!(s, Stmt::Reduce { acc: a, index: None, .. } if a == acc))
@@ -358,7 +366,8 @@ fn rewrite(
     let tail: Vec<Stmt> = head.into_iter().chain(stmts).collect();
 
     // loop init { row[k] = identity }
-    let identity = weft_ir::loop_ir::semantics::reduce_identity(ReduceKind::Sum, acc_ty);
+    let kind = k.accs[c.acc].kind;
+    let identity = weft_ir::loop_ir::semantics::reduce_identity(kind, acc_ty);
     let (zero, zero_let) = k.define(acc_ty, Inst::Const(identity));
     let init = Stmt::Loop {
         loop_id: init_l,
@@ -372,9 +381,16 @@ fn rewrite(
     };
     // loop r { loop acc { v = ...; row[k] += v } }, JAM rows a step
     let ke = k_expr(acc_l);
-    let accumulate = accumulate_rows(k, c.r, acc_l, &r_body, acc_ty, &slot(acc_l), &|e| {
-        e.substitute(kl, &ke)
-    })?;
+    let combine = combine_of(k.accs[c.acc].kind)?;
+    let accumulate = accumulate_rows(
+        k,
+        c.r,
+        acc_l,
+        &r_body,
+        (acc_ty, combine),
+        &slot(acc_l),
+        &|e| e.substitute(kl, &ke),
+    )?;
     // loop fin { tail, with acc.value a = row[k] }
     let fe = k_expr(fin_l);
     let fin = finish_from(&tail, &slot(fin_l), &|e: &AffineExpr| e.substitute(kl, &fe))?;
@@ -404,6 +420,17 @@ fn rewrite(
         ));
     }
     Some((stmts, rows))
+}
+
+/// The operator folding a term into an accumulator row of `kind` (`None`: not rewritten):
+/// `add` for sums, the order-free max and min steps for maxima and minima.
+fn combine_of(kind: ReduceKind) -> Option<BinaryOp> {
+    match kind {
+        ReduceKind::Sum => Some(BinaryOp::Add),
+        ReduceKind::Max => Some(BinaryOp::ReduceMax),
+        ReduceKind::Min => Some(BinaryOp::ReduceMin),
+        _ => None,
+    }
 }
 
 /// Most results in a group of rows (`rewrite_group`): their f64 accumulators fill 32 KiB.
@@ -481,7 +508,16 @@ fn rewrite_group(
         terms.extend([(p, ck.checked_mul(gi)?), (acc_l, ck)]);
         Some(AffineExpr::new(terms, e.offset()))
     };
-    let accumulate = accumulate_rows(k, c.r, acc_l, r_body, acc_ty, &group_slot(acc_l), &collapse)?;
+    let combine = combine_of(k.accs[c.acc].kind)?;
+    let accumulate = accumulate_rows(
+        k,
+        c.r,
+        acc_l,
+        r_body,
+        (acc_ty, combine),
+        &group_slot(acc_l),
+        &collapse,
+    )?;
     // The tail, per row `p = q·p' + row` and result `k`.
     let p_expr = AffineExpr::new([(p, qi), (row_l, 1)], 0);
     let k_expr = AffineExpr::var(fin_l);
@@ -489,7 +525,8 @@ fn rewrite_group(
     let fin = finish_from(tail, &row, &|e: &AffineExpr| {
         e.substitute(p, &p_expr)?.substitute(kl, &k_expr)
     })?;
-    let identity = weft_ir::loop_ir::semantics::reduce_identity(ReduceKind::Sum, acc_ty);
+    let kind = k.accs[c.acc].kind;
+    let identity = weft_ir::loop_ir::semantics::reduce_identity(kind, acc_ty);
     let (zero, zero_let) = k.define(acc_ty, Inst::Const(identity));
     let init = Stmt::Loop {
         loop_id: init_l,
@@ -540,7 +577,7 @@ fn accumulate_rows(
     r: LoopId,
     acc_l: LoopId,
     r_body: &[Stmt],
-    acc_ty: ScalarType,
+    acc: (ScalarType, BinaryOp),
     slot: &BufferAccessExpr,
     map: &dyn Fn(&AffineExpr) -> Option<AffineExpr>,
 ) -> Option<Vec<Stmt>> {
@@ -569,7 +606,7 @@ fn accumulate_rows(
     let body = jam_terms(
         k,
         r_body,
-        acc_ty,
+        acc,
         slot,
         jam,
         &|e, u| map(e)?.substitute(r, &AffineExpr::new([(r, ji)], u as i64)),
@@ -591,7 +628,7 @@ fn accumulate_rows(
         let body = jam_terms(
             k,
             r_body,
-            acc_ty,
+            acc,
             slot,
             1,
             &|e, _| to_rest(map(e)?.substitute(r, &AffineExpr::new([(rr, 1)], first))?),
@@ -614,7 +651,7 @@ fn accumulate_rows(
 fn jam_terms(
     k: &mut Kernel,
     r_body: &[Stmt],
-    acc_ty: ScalarType,
+    (acc_ty, combine): (ScalarType, BinaryOp),
     slot: &BufferAccessExpr,
     rows: u64,
     access: &dyn Fn(&AffineExpr, u64) -> Option<AffineExpr>,
@@ -635,7 +672,7 @@ fn jam_terms(
                 }
                 Stmt::Reduce { value, .. } => {
                     let term = renamed_as(&renamed, *value);
-                    let (next, add) = k.define(acc_ty, Inst::Binary(BinaryOp::Add, sum, term));
+                    let (next, add) = k.define(acc_ty, Inst::Binary(combine, sum, term));
                     out.push(add);
                     sum = next;
                 }

@@ -1303,6 +1303,9 @@ impl<'a, 'b> Translator<'a, 'b> {
                 BinaryOp::Div => self.b.ins().fdiv(x, y),
                 BinaryOp::Max => self.float_extreme(FloatCC::GreaterThan, x, y),
                 BinaryOp::Min => self.float_extreme(FloatCC::LessThan, x, y),
+                // The reductions' rule is Cranelift's own (see `combine`).
+                BinaryOp::ReduceMax => self.b.ins().fmax(x, y),
+                BinaryOp::ReduceMin => self.b.ins().fmin(x, y),
                 BinaryOp::Pow => self.pow(ty, x, y),
                 BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => x,
             }
@@ -1326,8 +1329,8 @@ impl<'a, 'b> Translator<'a, 'b> {
                     let q = self.b.ins().select(is_minus_one, neg, q);
                     self.b.ins().select(is_zero, zero, q)
                 }
-                BinaryOp::Max => self.b.ins().smax(x, y),
-                BinaryOp::Min => self.b.ins().smin(x, y),
+                BinaryOp::Max | BinaryOp::ReduceMax => self.b.ins().smax(x, y),
+                BinaryOp::Min | BinaryOp::ReduceMin => self.b.ins().smin(x, y),
                 BinaryOp::And => self.b.ins().band(x, y),
                 BinaryOp::Or => self.b.ins().bor(x, y),
                 BinaryOp::Xor => self.b.ins().bxor(x, y),

@@ -29,8 +29,8 @@ use weft_ir::graph::window_fold::PoolFold;
 use weft_ir::graph::ConvExpansion;
 use weft_ir::size::element_count;
 use weft_ir::{
-    Axis, BinaryOp, DType, Graph, HostArray, Node, NodeId, Op, Scalar, TensorInit, TensorKind,
-    UnaryOp,
+    Axis, BinaryOp, DType, Graph, HostArray, Node, NodeId, Op, ReduceOp, Scalar, TensorInit,
+    TensorKind, UnaryOp,
 };
 use weft_runtime::{Executable, Interpreter, State};
 
@@ -246,7 +246,15 @@ impl Simplifier<'_> {
         }
         if let Some(r) = self.peephole(&node)? {
             self.stats.peepholes += 1;
-            return coerce_axes(&mut self.out, r, &node.axes, node.dtype);
+            let r = coerce_axes(&mut self.out, r, &node.axes, node.dtype)?;
+            // A new node (a rewritten spelling) keeps the name of the node it replaces.
+            let free = |n: &&String| self.out.find(n).is_none();
+            if let Some(name) = node.name.as_ref().filter(free) {
+                if self.out.node(r).name.is_none() {
+                    self.out.set_name(r, name)?;
+                }
+            }
+            return Ok(r);
         }
         let key = cse_key(&node);
         if let Some(&prev) = key.as_ref().and_then(|k| self.cse.get(k)) {
@@ -377,6 +385,10 @@ impl Simplifier<'_> {
                     BinaryOp::Subtract if pos_zero(fy) => Some(*x),
                     BinaryOp::Multiply | BinaryOp::Divide if is(fy, 1.0) => Some(*x),
                     BinaryOp::Multiply if is(fx, 1.0) => Some(*y),
+                    // One spelling of a square: `sum(multiply(t, t))` is `sum(square(t))`.
+                    BinaryOp::Multiply if x == y && node.dtype.is_float() => {
+                        Some(self.out.unary(UnaryOp::Square, *x)?)
+                    }
                     BinaryOp::Multiply if int && (is(fx, 0.0) || is(fy, 0.0)) => {
                         let axes: Vec<_> = node.axes.iter().copied().collect();
                         Some(self.uniform(&axes, node.dtype, Scalar::Int(0))?)
@@ -384,6 +396,7 @@ impl Simplifier<'_> {
                     _ => None,
                 }
             }
+            Op::Dot(x, y) => self.dot_of_itself(node, *x, *y)?,
             Op::Unary(UnaryOp::Negative, x) => match &self.out.node(*x).op {
                 Op::Unary(UnaryOp::Negative, inner) => Some(*inner),
                 _ => None,
@@ -398,6 +411,33 @@ impl Simplifier<'_> {
             }
             _ => None,
         })
+    }
+
+    /// `sum(square(t))` over all of `t`'s axes for a float dot of `t` with itself contracting
+    /// every axis — `dot(transpose(t), t)` of a vector (seed 003's squared norm), `dot(t, t)`
+    /// of any rank — so each spelling of the squared norm is one kernel. Exact: a dot's
+    /// products are rounded to its dtype and summed like a sum's terms (docs/numerics.md), its
+    /// pairs in the left operand's axis order, which is then `t`'s, as the sum's. (A transpose
+    /// reverses a matrix's axes: summed in that order the sum would walk it against memory.)
+    fn dot_of_itself(
+        &mut self,
+        node: &Node,
+        x: NodeId,
+        y: NodeId,
+    ) -> Result<Option<NodeId>, PassError> {
+        let base = |id: NodeId| match self.out.node(id).op {
+            Op::Transpose(inner) => inner,
+            _ => id,
+        };
+        let t = base(x);
+        let axes = self.out.node(t).axes.clone();
+        let in_order = x == t || axes.len() == 1;
+        if t != base(y) || !node.axes.is_empty() || !in_order || !node.dtype.is_float() {
+            return Ok(None);
+        }
+        let square = self.out.unary(UnaryOp::Square, t)?;
+        let axes: Vec<Axis> = axes.iter().copied().collect();
+        Ok(Some(self.out.reduce(ReduceOp::Sum, square, &axes, None)?))
     }
 
     /// A constant replacing `node` if all its operands are constants.

@@ -96,6 +96,12 @@ named_enum! {
         /// Smaller operand. Floats: NaN if either is NaN; on a tie (also `-0.0` against `0.0`)
         /// the left operand.
         Min = "min",
+        /// The step of a `max` accumulator ([`ReduceKind::Max`]): NaN if either is NaN, and
+        /// `-0.0 < 0.0` (`crate::scalar::reduce_max`; order-free, so a row of accumulators in
+        /// memory folds as the accumulator would).
+        ReduceMax = "reduce_max",
+        /// The step of a `min` accumulator ([`ReduceKind::Min`]; `crate::scalar::reduce_min`).
+        ReduceMin = "reduce_min",
         /// `x^y` (floats), as C's `pow`.
         Pow = "pow",
         /// Logical and (`bool`).
@@ -111,9 +117,14 @@ impl BinaryOp {
     /// Whether the operator accepts operands of type `ty`.
     pub fn accepts(self, ty: ScalarType) -> bool {
         match self {
-            Self::Add | Self::Sub | Self::Mul | Self::Div | Self::Max | Self::Min => {
-                ty.is_numeric()
-            }
+            Self::Add
+            | Self::Sub
+            | Self::Mul
+            | Self::Div
+            | Self::Max
+            | Self::Min
+            | Self::ReduceMax
+            | Self::ReduceMin => ty.is_numeric(),
             Self::Pow => ty.is_float(),
             Self::And | Self::Or | Self::Xor => ty == ScalarType::Bool,
         }
@@ -216,7 +227,8 @@ impl UnaryOp {
 }
 
 impl BinaryOp {
-    /// The graph's op with this operator's semantics; `None` for the logical operators.
+    /// The graph's op with this operator's semantics; `None` for the logical operators and
+    /// the reduction steps.
     pub fn graph_op(self) -> Option<GraphBinary> {
         Some(match self {
             Self::Add => GraphBinary::Add,
@@ -226,7 +238,7 @@ impl BinaryOp {
             Self::Max => GraphBinary::Maximum,
             Self::Min => GraphBinary::Minimum,
             Self::Pow => GraphBinary::Power,
-            Self::And | Self::Or | Self::Xor => return None,
+            Self::And | Self::Or | Self::Xor | Self::ReduceMax | Self::ReduceMin => return None,
         })
     }
 

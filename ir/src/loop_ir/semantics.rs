@@ -35,7 +35,11 @@ pub fn binary(op: BinaryOp, x: ScalarValue, y: ScalarValue) -> Option<ScalarValu
             BinaryOp::Or => x || y,
             _ => x != y,
         })),
-        (None, _, _) => None,
+        (None, _, _) => match op {
+            BinaryOp::ReduceMax => scalar::reduce_step(crate::ReduceOp::Max, x, y),
+            BinaryOp::ReduceMin => scalar::reduce_step(crate::ReduceOp::Min, x, y),
+            _ => None,
+        },
     }
 }
 
