@@ -22,7 +22,7 @@ layernorm, [R] for lse):
                  x: f32[I], y: f32[J], I = J = 4096 (16.8 M exps; numpy and torch eager store
                  the 64 MiB product)
     l2_sum:      Σ t², t: f32[R, C], as sum(square(t)); l2_dot: the same as tensordot(t, t, 2)
-                 (numpy: BLAS sdot over the flattened t).
+                 (numpy: one BLAS call over the flattened t).
 
 Systems: numpy; jax (jitted, resident jax arrays in, `block_until_ready` on the output); torch
 (eager) and inductor (torch.compile of the same function, first call untimed), host tensors
@@ -170,6 +170,7 @@ def check(workload, system, got, want):
     import numpy as np
     if got.shape != want.shape or not np.allclose(got, want, rtol=1e-3, atol=1e-3):
         print(f"{workload} {system}: mismatch against numpy", file=sys.stderr)
+
 
 if __name__ == "__main__":
     main()
