@@ -5,13 +5,16 @@ Each round times, in turn: the STREAM bandwidth probe; then per workload `weft b
 (whole `call_into`s of the fused and unfused JIT over borrowed inputs, the way a host calls)
 and every installed peer through ../shared/peers/peers.py (numpy, numexpr, jax, torch,
 inductor, iree, iree-host, ort, tinygrad: its docstring says what each timed call covers), or,
-for the workloads it does not define (bcast_exp), through bench/peers_local.py (numpy, jax).
+for the workloads it does not define (bcast_exp, the schedules, the orientation rows), through
+bench/peers_local.py (numpy, jax, torch, inductor).
 Rounds interleave systems so a shared machine's drift lands on all of them; the figure of a
 (workload, system) is the median over rounds of each round's median.
 
 Prints a table per workload: median ms, the bandwidth floor (bytes that must move / STREAM
 GB/s of the same rounds: copy for read+write mixes, read for reductions), each system's
-ratio to the floor, and weft fused's speed-up over each system. Also writes JSON lines with
+ratio to the floor, and weft fused's speed-up over each system; for the orientation group
+(--workload orientation, issue 41), each row's ratio to its twin in the same system (an outer
+axis against the inner one, l2 as a dot against l2 as a sum). Also writes JSON lines with
 --json. Not run by CI (it needs the peers' venv: ../shared/peers/setup.sh --torch --more, or
 `pip install -r bench/requirements.txt`, and minutes of a quiet machine).
 
@@ -43,8 +46,25 @@ SCHEDULES = {f"sum_{r}_{o}": (MIB64, "read_gbs")
              for r, o in [("A", "BM"), ("A", "MB"), ("B", "AM"), ("B", "MA"), ("M", "AB"), ("M", "BA")]}
 SCHEDULES["transpose"] = (2 * MIB64, "copy_gbs")
 WORKLOADS.update(SCHEDULES)
-GROUPS = {"schedules": list(SCHEDULES)}  # --workload schedules: all of them
-LOCAL = {"bcast_exp", *SCHEDULES}  # timed by bench/peers_local.py
+# Issue 41's orientation rows (bench/workloads/orientation): each reduction over the innermost
+# axis (NAME_inner: x[R, C], reduced over C) and over the outer one (NAME_outer: the same values
+# stored as [C, R], reduced over C), R = 32768, C = 512: 64 MiB per matrix, twice this machine's
+# 32 MiB L3, so that calls stream from memory and the STREAM floor applies (a 16 MiB input
+# stays in L3: numpy summed its squares at 33 GB/s); expxy sums exp(x·y) of x[I], y[J],
+# I = J = 4096, over J or I (16.8 M exps, compute-bound); l2 sums the squares of t[R, C]
+# written with square and sum or as dot(transpose(t), t).
+ORIENTATION = {}
+for name, floor in [("softmax", (2 * MIB64, "copy_gbs")), ("layernorm", (2 * MIB64, "copy_gbs")),
+                    ("lse", (MIB64, "read_gbs")), ("expxy", (None, None))]:
+    ORIENTATION[f"{name}_inner"] = ORIENTATION[f"{name}_outer"] = floor
+ORIENTATION["l2_sum"] = ORIENTATION["l2_dot"] = (MIB64, "read_gbs")
+# Each orientation row's twin: its ratio to the twin's median (same system) is printed beside it.
+TWINS = {w: w.replace("_outer", "_inner") for w in ORIENTATION if w.endswith("_outer")}
+TWINS["l2_dot"] = "l2_sum"
+WORKLOADS.update(ORIENTATION)
+GROUPS = {"schedules": list(SCHEDULES), "orientation": list(ORIENTATION)}  # --workload GROUP: all of it
+LOCAL = {"bcast_exp", *SCHEDULES, *ORIENTATION}  # timed by bench/peers_local.py
+FOLDERS = {**{w: "schedules" for w in SCHEDULES}, **{w: "orientation" for w in ORIENTATION}}
 ALL_SYSTEMS = ["numpy", "numexpr", "jax", "torch", "inductor", "iree", "ort", "tinygrad"]
 
 
@@ -74,7 +94,7 @@ def weft_bench(weft, workload, runs):
                                 "--json", "--skip-interp", "--runs", "1", "--warmup", "1",
                                 "--compiles", str(runs)])
         return {"weft-fused": lines[0]["compile_ms"]["whole_median"]} if lines else {}
-    folder = ROOT / "bench/workloads" / ("schedules" if workload in SCHEDULES else "")
+    folder = ROOT / "bench/workloads" / FOLDERS.get(workload, "")
     lines = run_json_lines([weft, "bench", str(folder / f"{workload}.weft"),
                             "--json", "--skip-interp", "--runs", str(runs), "--warmup", "2"])
     if not lines:
@@ -140,11 +160,14 @@ def main():
         floor = nbytes / (gbs[bound] * 1e9) * 1e3 if nbytes and bound in gbs else None
         fused = statistics.median(times[(w, "weft-fused")]) if (w, "weft-fused") in times else None
         print(f"\n{w}" + (f"  (floor {floor:.2f} ms)" if floor else ""))
-        print(f"  {'system':<14}{'median ms':>11}{'x floor':>9}{'weft faster':>13}")
+        twin = TWINS.get(w)
+        print(f"  {'system':<14}{'median ms':>11}{'x floor':>9}{'weft faster':>13}"
+              + (f"  x {twin} (same system)" if twin else ""))
         for ms, s in rows:
             xf = f"{ms / floor:.2f}" if floor else "-"
             sp = f"{ms / fused:.2f}x" if fused else "-"
-            print(f"  {s:<14}{ms:>11.4f}{xf:>9}{sp:>13}")
+            xt = f"{ms / statistics.median(times[(twin, s)]):.2f}" if (twin, s) in times else "-"
+            print(f"  {s:<14}{ms:>11.4f}{xf:>9}{sp:>13}" + (f"  {xt:>6}" if twin else ""))
 
 
 if __name__ == "__main__":

@@ -8,20 +8,89 @@ its command line and its JSON lines, so bench/peers.py runs them the same way.
                the order OO (sum_M_AB: Σ_m t[b, m, a] stored as [A, B]) — issue 12's schedules.
     transpose: x: f32[4096, 4096] stored transposed.
 
-numpy and JAX (jitted, `block_until_ready`). JAX is checked once against numpy (allclose rtol
-1e-3) before timing; a mismatch is printed on stderr.
+The orientation rows (issue 41, bench/workloads/orientation), R = 32768, C = 512 (64 MiB per
+matrix: a 16 MiB one stays in a 32 MiB L3 from call to call), inputs uniform
+in [-1, 1) as `weft bench` draws them. NAME_inner reduces over C of a C-contiguous x[R, C]
+(axis 1, innermost); NAME_outer holds the same shape transposed, a C-contiguous x[C, R], and
+reduces over C = axis 0, the result laid out as weft lays it out ([C, R] for softmax and
+layernorm, [R] for lse):
+    softmax_*:   exp(x − max_C x) / Σ_C exp(x − max_C x)   (jax.nn.softmax, torch.softmax)
+    layernorm_*: (x − μ) / sqrt(σ² + 1e-5) · g + b, μ and σ² the means over C, g, b: f32[C]
+                 (written out in every system: torch's layer_norm has no first-axis form)
+    lse_*:       max_C x + log Σ_C exp(x − max_C x)     (jax.nn.logsumexp, torch.logsumexp)
+    expxy_inner: out[i] = Σ_j exp(x[i] · y[j]); expxy_outer: out[j] = Σ_i exp(x[i] · y[j]);
+                 x: f32[I], y: f32[J], I = J = 4096 (16.8 M exps; numpy and torch eager store
+                 the 64 MiB product)
+    l2_sum:      Σ t², t: f32[R, C], as sum(square(t)); l2_dot: the same as tensordot(t, t, 2)
+                 (numpy: one BLAS call over the flattened t).
+
+Systems: numpy; jax (jitted, resident jax arrays in, `block_until_ready` on the output); torch
+(eager) and inductor (torch.compile of the same function, first call untimed), host tensors
+from torch.from_numpy in and out, torch's default threads. Every system but numpy is checked
+once against numpy (allclose rtol 1e-3, atol 1e-3) before timing; a mismatch is printed on
+stderr. torch and inductor run the orientation rows only (the others: numpy and jax). A system
+that is not installed is skipped with a note on stderr; one that has no such workload, silently.
 """
 import argparse, json, statistics, sys, time
 
 SUMS = {f"sum_{r}_{o}": ("BMA".index(r), o)
         for r, o in [("A", "BM"), ("A", "MB"), ("B", "AM"), ("B", "MA"), ("M", "AB"), ("M", "BA")]}
-WORKLOADS = ["bcast_exp", *SUMS, "transpose"]
+ORIENTATION = [f"{n}_{o}" for n in ["softmax", "layernorm", "lse", "expxy"] for o in ["inner", "outer"]]
+ORIENTATION += ["l2_sum", "l2_dot"]
+WORKLOADS = ["bcast_exp", *SUMS, "transpose", *ORIENTATION]
+R, C, IJ = 32768, 512, 4096
 
 
 def sum_of(xp, axis, order):
     """`Σ t` over `axis` of [B, M, A], its two kept axes put in `order` (a transpose if needed)."""
     kept = [c for c in "BMA" if c != "BMA"[axis]]
     return lambda t: xp.transpose(xp.sum(t, axis=axis), [kept.index(c) for c in order])
+
+
+def orientation(w, xp, kind):
+    """Workload `w` of the orientation group as a function of its inputs, in array library `xp`
+    (numpy, jax.numpy or torch; `kind` names which), the reduced axis C being axis 1 for _inner
+    and axis 0 for _outer."""
+    torch = kind == "torch"
+    ax = 0 if w.endswith("_outer") else 1
+    amax = (lambda a: xp.amax(a, dim=ax, keepdim=True)) if torch else (lambda a: xp.max(a, axis=ax, keepdims=True))
+    mean = (lambda a: xp.mean(a, dim=ax, keepdim=True)) if torch else (lambda a: xp.mean(a, axis=ax, keepdims=True))
+    if w.startswith("softmax"):
+        if kind == "jax":
+            import jax
+            return lambda x: jax.nn.softmax(x, axis=ax)
+        if torch:
+            return lambda x: xp.softmax(x, ax)
+        return lambda x: (lambda e: e / e.sum(axis=ax, keepdims=True))(xp.exp(x - amax(x)))
+    if w.startswith("layernorm"):
+        bc = (lambda v: v[:, None]) if ax == 0 else (lambda v: v)  # g, b over C
+        def ln(x, g, b):
+            c = x - mean(x)
+            return c / xp.sqrt(mean(c * c) + 1e-5) * bc(g) + bc(b)
+        return ln
+    if w.startswith("lse"):
+        if kind == "jax":
+            import jax
+            return lambda x: jax.nn.logsumexp(x, axis=ax)
+        if torch:
+            return lambda x: xp.logsumexp(x, ax)
+        return lambda x: (lambda m: m.squeeze(ax) + xp.log(xp.exp(x - m).sum(axis=ax)))(amax(x))
+    if w.startswith("expxy"):  # the implied product [I, J]: _inner sums over J (axis 1), _outer over I
+        return lambda x, y: xp.exp(x[:, None] * y[None, :]).sum(ax)
+    if w == "l2_sum":
+        return lambda t: xp.square(t).sum()
+    if w == "l2_dot":
+        return lambda t: xp.tensordot(t, t, 2)
+    raise KeyError(w)
+
+
+def orientation_inputs(w, rng):
+    """The inputs of orientation workload `w` (uniform in [-1, 1), like `weft bench`'s), C-contiguous."""
+    u = lambda *shape: rng.uniform(-1, 1, size=shape).astype("float32")
+    if w.startswith("expxy"):
+        return (u(IJ), u(IJ))
+    x = u(C, R) if w.endswith("_outer") else u(R, C)
+    return (x, u(C), u(C)) if w.startswith("layernorm") else (x,)
 
 
 def timeit(f, runs):
@@ -42,29 +111,35 @@ def report(workload, system, ts):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workload", action="append", help=" ".join(WORKLOADS))
-    ap.add_argument("--system", action="append", help="numpy jax (default: both)")
+    ap.add_argument("--system", action="append", help="numpy jax torch inductor (default: all four)")
     ap.add_argument("--runs", type=int, default=11)
     a = ap.parse_args()
     import numpy as np
     rng = np.random.default_rng(0)
-    x, y = (rng.standard_normal(4096, dtype=np.float32) for _ in range(2))
-    t = rng.uniform(-1, 1, size=(256, 256, 256)).astype(np.float32)
-    m = rng.uniform(-1, 1, size=(4096, 4096)).astype(np.float32)
     # Each workload: its numpy function (whose result is made contiguous: a layout is part of
-    # the result), the same in JAX (jitted), and its inputs.
+    # the result), a function of an array library and its kind giving the same, and its inputs
+    # (drawn only for the workloads asked for).
     cases = {"bcast_exp": (lambda x, y: np.exp(x[:, None] - y[None, :]).sum(axis=1),
-                           lambda jnp: lambda x, y: jnp.sum(jnp.exp(x[:, None] - y[None, :]), axis=1),
-                           (x, y)),
-             "transpose": (lambda m: np.ascontiguousarray(m.T), lambda jnp: lambda m: m.T, (m,))}
+                           lambda xp, kind: lambda x, y: xp.sum(xp.exp(x[:, None] - y[None, :]), axis=1),
+                           lambda: tuple(rng.standard_normal(4096, dtype=np.float32) for _ in range(2))),
+             "transpose": (lambda m: np.ascontiguousarray(m.T),
+                           lambda xp, kind: lambda m: m.T,
+                           lambda: (rng.uniform(-1, 1, size=(4096, 4096)).astype(np.float32),))}
+    cube = lambda: (rng.uniform(-1, 1, size=(256, 256, 256)).astype(np.float32),)
     for w, (axis, order) in SUMS.items():
         cases[w] = (lambda t, f=sum_of(np, axis, order): np.ascontiguousarray(f(t)),
-                    lambda jnp, axis=axis, order=order: sum_of(jnp, axis, order), (t,))
+                    lambda xp, kind, axis=axis, order=order: sum_of(xp, axis, order), cube)
+    for w in ORIENTATION:
+        cases[w] = (orientation(w, np, "numpy"), lambda xp, kind, w=w: orientation(w, xp, kind),
+                    lambda w=w: orientation_inputs(w, rng))
+    systems = a.system or ["numpy", "jax", "torch", "inductor"]
     for w in a.workload or WORKLOADS:
-        if w not in cases:
+        if w not in cases or not set(systems) & {"numpy", "jax", "torch", "inductor"}:
             continue
-        ref, jax_fn, args = cases[w]
+        ref, make, inputs = cases[w]
+        args = inputs()
         want = ref(*args)
-        for system in a.system or ["numpy", "jax"]:
+        for system in systems:
             if system == "numpy":
                 report(w, system, timeit(lambda: ref(*args), a.runs))
             elif system == "jax":
@@ -74,11 +149,27 @@ def main():
                     print("jax not installed", file=sys.stderr)
                     continue
                 jargs = [jnp.asarray(v) for v in args]
-                f = jax.jit(jax_fn(jnp))
-                got = np.asarray(f(*jargs))
-                if not np.allclose(got, want, rtol=1e-3, atol=1e-3):
-                    print(f"{w} jax: mismatch against numpy", file=sys.stderr)
+                f = jax.jit(make(jnp, "jax"))
+                check(w, system, np.asarray(f(*jargs)), want)
                 report(w, system, timeit(lambda: f(*jargs).block_until_ready(), a.runs))
+            elif system in ("torch", "inductor") and w in ORIENTATION:
+                try:
+                    import torch
+                except ImportError:
+                    print("torch not installed", file=sys.stderr)
+                    continue
+                targs = [torch.from_numpy(v) for v in args]
+                f = make(torch, "torch")
+                if system == "inductor":
+                    f = torch.compile(f)
+                check(w, system, f(*targs).numpy(), want)
+                report(w, system, timeit(lambda: f(*targs), a.runs))
+
+
+def check(workload, system, got, want):
+    import numpy as np
+    if got.shape != want.shape or not np.allclose(got, want, rtol=1e-3, atol=1e-3):
+        print(f"{workload} {system}: mismatch against numpy", file=sys.stderr)
 
 
 if __name__ == "__main__":
