@@ -2028,7 +2028,10 @@ fn a_softmax_over_a_strided_axis_takes_its_max_in_memory_order() {
         let interp = references(&g, g.outputs(), &ps, &specials, 2, &tol).unwrap();
         compare(&jit, &interp, &tol).unwrap();
         let why = jit_common::explain(&g, &options);
-        assert!(why.contains(&format!("{op} over a strided axis in memory order")), "{why}");
+        assert!(
+            why.contains(&format!("{op} over a strided axis in memory order")),
+            "{why}"
+        );
     }
 }
 
@@ -2046,16 +2049,12 @@ fn every_spelling_of_the_squared_norm_is_one_kernel_and_one_value() {
         ("N, M", 300, "f64"),
     ];
     for (axes, n, dtype) in cases {
-        // seed 003's spelling for a vector; `dot(t, t)` (pairs in `t`'s order) for a matrix.
-        let dot = if axes == "N" {
-            "tt = transpose(t)\ns = dot(tt, t)"
-        } else {
-            "s = dot(t, t)"
-        };
+        // A transposed matrix pairs its axes in reverse: the sums list them so.
+        let rev = if axes == "N" { "N" } else { "M, N" };
         let spellings = [
-            dot.to_string(),
-            format!("p = multiply(t, t)\ns = sum(p, [{axes}])"),
-            format!("p = square(t)\ns = sum(p, [{axes}])"),
+            "tt = transpose(t)\ns = dot(tt, t)".to_string(),
+            format!("p = multiply(t, t)\ns = sum(p, [{rev}])"),
+            format!("p = square(t)\ns = sum(p, [{rev}])"),
         ];
         let mut kernels = Vec::new();
         let mut values = Vec::new();

@@ -324,6 +324,13 @@ fn build_program(
                         });
                     }
                 }
+                if reassociable(*op, g.node(*input).dtype) {
+                    // Any order sums alike (up to rounding): loop in the input's axis order,
+                    // outermost first, so the reduction walks the input as it lies in memory
+                    // whatever order the op lists its axes in.
+                    let at = |a: &IterAxis| in_leaves.iter().position(|k| *k == a.axis);
+                    red.sort_by_key(|a| at(a).unwrap_or(usize::MAX));
+                }
                 let v = e.emit(*input, &IndexEnv { map }, &[])?;
                 (v, Some(Reduction { op: *op, axes: red }))
             }
@@ -711,5 +718,18 @@ impl Emitter<'_> {
             finish,
             values: Vec::new(),
         }))
+    }
+}
+
+/// Whether a `op` reduction of `dtype` values may take its terms in any order, whatever the
+/// lowering options (`crate::lower::keeps_order` lists the ones that may not: f64 sums and
+/// means unless `reassociate_f64_sums`, float products; docs/numerics.md); arg-reductions
+/// number their terms row-major over the listed axes.
+fn reassociable(op: ReduceOp, dtype: DType) -> bool {
+    match op {
+        ReduceOp::Sum | ReduceOp::Mean => dtype != DType::F64,
+        ReduceOp::Prod => !dtype.is_float(),
+        ReduceOp::Max | ReduceOp::Min => true,
+        ReduceOp::ArgMax | ReduceOp::ArgMin => false,
     }
 }

@@ -414,11 +414,11 @@ impl Simplifier<'_> {
     }
 
     /// `sum(square(t))` over all of `t`'s axes for a float dot of `t` with itself contracting
-    /// every axis — `dot(transpose(t), t)` of a vector (seed 003's squared norm), `dot(t, t)`
-    /// of any rank — so each spelling of the squared norm is one kernel. Exact: a dot's
-    /// products are rounded to its dtype and summed like a sum's terms (docs/numerics.md), its
-    /// pairs in the left operand's axis order, which is then `t`'s, as the sum's. (A transpose
-    /// reverses a matrix's axes: summed in that order the sum would walk it against memory.)
+    /// every axis — `dot(transpose(t), t)` (seed 003's squared norm), `dot(t, t)` — so each
+    /// spelling of the squared norm is one kernel. Exact: a dot's products are rounded to its
+    /// dtype and summed like a sum's terms (docs/numerics.md), its pairs in the left
+    /// operand's axis order, so the sum lists `t`'s axes in that order (reversed by a
+    /// transpose); an f32 sum then loops in memory order all the same (kernel.rs).
     fn dot_of_itself(
         &mut self,
         node: &Node,
@@ -430,13 +430,14 @@ impl Simplifier<'_> {
             _ => id,
         };
         let t = base(x);
-        let axes = self.out.node(t).axes.clone();
-        let in_order = x == t || axes.len() == 1;
-        if t != base(y) || !node.axes.is_empty() || !in_order || !node.dtype.is_float() {
+        if t != base(y) || !node.axes.is_empty() || !node.dtype.is_float() {
             return Ok(None);
         }
+        let mut axes: Vec<Axis> = self.out.node(t).axes.iter().copied().collect();
+        if x != t {
+            axes.reverse();
+        }
         let square = self.out.unary(UnaryOp::Square, t)?;
-        let axes: Vec<Axis> = axes.iter().copied().collect();
         Ok(Some(self.out.reduce(ReduceOp::Sum, square, &axes, None)?))
     }
 
