@@ -516,3 +516,45 @@ fn a_huge_window_of_padding_around_a_tiny_input_runs_everywhere_alike() {
         }
     }
 }
+
+/// Pools whose few windows lie 2^32 apart over a tiny input (the fuzzer's
+/// `fuzz_pool_windows_far_apart_over_budget.weft`, and the two huge-padding ones before it)
+/// (unbound axes bound to 5) compile on every JIT configuration within a 1 GiB budget: each
+/// fold level computes the positions the windows read, a span per window when they are far
+/// apart, never the gap.
+#[test]
+fn pools_of_windows_far_apart_compile_within_a_small_budget() {
+    for name in [
+        "fuzz_pool_windows_far_apart_over_budget.weft",
+        "fuzz_pool_huge_padding_jit_over_budget.weft",
+        "fuzz_pool_huge_padding_levels_over_the_whole_padded_axis.weft",
+    ] {
+        let mut g = finding(name);
+        let unbound: Vec<Axis> = g
+            .axis_table()
+            .filter(|(_, d)| matches!(d.def, weft::ir::AxisDef::Base { len: None }))
+            .map(|(id, _)| g.axis_of(id))
+            .collect();
+        for a in unbound {
+            g.bind(a, 5).unwrap();
+        }
+        for fused in [true, false] {
+            let options = JitOptions {
+                fused,
+                max_bytes: Some(1 << 30),
+                ..JitOptions::default()
+            };
+            let t = Transformer::with_jit_options(g.clone(), options).unwrap();
+            let all: Vec<NodeId> = g.nodes().map(|(id, _)| id).collect();
+            let outputs: Vec<NodeId> = all
+                .into_iter()
+                .filter(|id| {
+                    !matches!(g.node(*id).op, Op::Tensor { .. })
+                        && g.tensor_size(*id).is_ok_and(|s| s.elements <= 1 << 20)
+                })
+                .collect();
+            t.computation(&outputs, &g.placeholders())
+                .unwrap_or_else(|e| panic!("{name}, fused {fused}: {e}"));
+        }
+    }
+}

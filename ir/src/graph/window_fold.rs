@@ -15,14 +15,14 @@
 //!   (level `k` of the tree folds `2^k` taps at each position: an `op` of two shifted slices
 //!   of level `k − 1`), so compile time never grows with a window's length. Only the
 //!   positions of a level that the window reads and whose taps meet the input are computed,
-//!   as at most [`MAX_LEVEL_PIECES`] spans; the others fold padding alone and hold the
+//!   as at most [`MAX_LEVEL_PIECES`] spans (a span per window when a few lie far apart); the others fold padding alone and hold the
 //!   padding value, so memory stays near the input's size however long the padding;
 //! - in both, a fold's left operand holds earlier taps (in row-major order), so `maximum`,
 //!   which keeps its left operand on a tie, keeps the first tied tap of the window either way.
 
 use super::convolution::{window_range, PooledAxis};
 use super::{AxisSlice, BinaryOp, Graph, GraphError, NodeId};
-use crate::axis::{Axis, AxisDef, SliceRange, WindowStep};
+use crate::axis::{Axis, AxisDef, SliceRange};
 use crate::{DType, Scalar};
 
 /// The most taps (in all) a pool folds one by one.
@@ -116,6 +116,29 @@ impl BandGeometry {
     /// level above.
     fn shift(&self, k: u32) -> usize {
         (1usize << k) * self.dilation
+    }
+
+    /// Which of the windows `start + j·stride` (`j < n`) read a position of level `k` inside
+    /// its band: `first..end` (empty if none).
+    fn windows_in_band(&self, k: u32, start: usize, n: usize, stride: usize) -> (usize, usize) {
+        let band = self.band(k);
+        let stride = stride.max(1);
+        let first = band.0.saturating_sub(start).div_ceil(stride).min(n);
+        let end = band.1.saturating_sub(start).div_ceil(stride).min(n);
+        (first, end.max(first))
+    }
+
+    /// The spans of level `k` the windows `start + j·stride` (`j < n`) read inside its band:
+    /// a span per position when there are at most [`MAX_LEVEL_PIECES`] (windows far apart,
+    /// each meeting the input alone), else the one span from the first to the last.
+    fn read_spans(&self, k: u32, start: usize, n: usize, stride: usize) -> Vec<Span> {
+        let (first, end) = self.windows_in_band(k, start, n, stride);
+        let at = |j: usize| start + j * stride;
+        match end - first {
+            0 => Vec::new(),
+            c if c <= MAX_LEVEL_PIECES => (first..end).map(|j| (at(j), at(j) + 1)).collect(),
+            _ => vec![(at(first), at(end - 1) + 1)],
+        }
     }
 
     /// The positions of level `k` whose taps meet the input (every other one folds padding
@@ -223,13 +246,14 @@ impl Graph {
         let n = self.resolve_len(out)?;
         let chunks = doubling_chunks(p.taps);
         let top = chunks.first().map_or(0, |c| c.1.trailing_zeros());
-        let read = |first: usize| {
-            let start = first * p.step.dilation;
-            (start, start + n.saturating_sub(1) * p.step.stride + 1)
-        };
+        let stride = if n > 1 { p.step.stride } else { 1 };
         let wanted: Vec<(u32, Span)> = chunks
             .iter()
-            .map(|&(first, len)| (len.trailing_zeros(), read(first)))
+            .flat_map(|&(first, len)| {
+                let k = len.trailing_zeros();
+                let spans = geometry.read_spans(k, first * p.step.dilation, n, stride);
+                spans.into_iter().map(move |s| (k, s))
+            })
             .collect();
         let plan = level_pieces(&geometry, top, &wanted);
         let input = Piece {
@@ -250,7 +274,8 @@ impl Graph {
         let mut acc: Option<NodeId> = None;
         for (first, len) in chunks {
             let level = len.trailing_zeros();
-            let term = self.window_positions(&fold, level, read(first).0, n, &p.step, out)?;
+            let start = first * p.step.dilation;
+            let term = self.window_positions(&fold, level, start, n, stride, out)?;
             acc = Some(match acc {
                 None => term,
                 Some(a) => self.binary(op, a, term)?,
@@ -305,33 +330,49 @@ impl Graph {
     }
 
     /// The window positions `start, start + stride, …` (`n` of them) of level `k`, as the
-    /// window axis `out`: those inside the level's band sliced from its piece, the others
-    /// the padding value.
+    /// window axis `out`: those inside the level's band sliced from the pieces holding them
+    /// (concatenated when several do), the others the padding value.
     fn window_positions(
         &mut self,
         fold: &BandFold,
         k: u32,
         start: usize,
         n: usize,
-        step: &WindowStep,
+        stride: usize,
         out: Axis,
     ) -> Result<NodeId, GraphError> {
-        let stride = step.stride.max(1);
-        let band = fold.geometry.band(k);
-        let first_in = band.0.saturating_sub(start).div_ceil(stride).min(n);
-        let end_in = band.1.saturating_sub(start).div_ceil(stride).min(n);
-        let (node, axis) = if first_in < end_in {
-            let a = start + first_in * stride;
-            let b = start + (end_in - 1) * stride + 1;
-            let piece = holding(&fold.levels[k as usize], (a, b))?;
-            let range = window_range(a - piece.span.0, end_in - first_in, stride)?;
-            self.slice_along(piece, range)?
-        } else {
-            self.slice_along(fold.levels[0][0], empty_range())?
+        let stride = stride.max(1);
+        let (first_in, end_in) = fold.geometry.windows_in_band(k, start, n, stride);
+        let pieces = &fold.levels[k as usize];
+        let mut runs: Vec<(NodeId, Axis)> = Vec::new();
+        let mut j = first_in;
+        while j < end_in {
+            let at = start + j * stride;
+            let piece = holding(pieces, (at, at + 1))?;
+            // The windows from `j` on whose position this piece holds.
+            let last = (piece.span.1 - 1 - at) / stride;
+            let count = (last + 1).min(end_in - j);
+            let range = window_range(at - piece.span.0, count, stride)?;
+            runs.push(self.slice_along(piece, range)?);
+            j += count;
+        }
+        let (node, axis) = match runs.as_slice() {
+            [] => self.slice_along(fold.levels[0][0], empty_range())?,
+            [one] => *one,
+            several => {
+                let t = self.concat(several)?;
+                let at = self.node(several[0].0).axes.position(several[0].1);
+                let axis = at.and_then(|i| self.node(t).axes.iter().nth(i).copied());
+                (
+                    t,
+                    axis.ok_or_else(|| GraphError::Argument {
+                        op: "pool".into(),
+                        message: "internal: a concatenation lost its axis".into(),
+                    })?,
+                )
+            }
         };
-        let before = first_in.min(end_in);
-        let after = n - end_in.max(before);
-        let (t, axis) = self.extend_with(fold.padding, node, axis, before, after)?;
+        let (t, axis) = self.extend_with(fold.padding, node, axis, first_in, n - end_in)?;
         self.relabel(t, axis, out)
     }
 
@@ -457,6 +498,28 @@ mod tests {
         let g = geometry(1, 5, 1 << 32, 1);
         let pieces = level_pieces(&g, 32, &[(32, (0, 5)), (1, ((1 << 32), (1 << 32) + 5))]);
         assert!(total(&pieces) <= 33 * 8, "{pieces:?}");
+    }
+
+    #[test]
+    fn windows_far_apart_read_a_position_each() {
+        // The fuzzer's: window 2^32 + 2, stride 2^32 − 1, padding (2^32, 2^32 − 1), 3 inputs:
+        // two windows, 2^32 − 1 apart; each level computes a few positions, not the gap.
+        let g = geometry(1 << 32, 3, (1 << 32) - 1, 1);
+        let n = 2;
+        let stride = (1usize << 32) - 1;
+        let wanted: Vec<(u32, Span)> = doubling_chunks((1 << 32) + 2)
+            .iter()
+            .flat_map(|&(first, len)| {
+                let k = len.trailing_zeros();
+                let spans = g.read_spans(k, first, n, stride);
+                spans.into_iter().map(move |s| (k, s))
+            })
+            .collect();
+        let pieces = level_pieces(&g, 32, &wanted);
+        assert!(total(&pieces) <= 33 * 8, "{pieces:?}");
+        // The first window starts before the band of the top level (its taps there are padding).
+        assert_eq!(g.read_spans(32, 0, 2, stride), vec![(stride, stride + 1)]);
+        assert_eq!(g.read_spans(1, 1 << 32, 2, stride).len(), 1);
     }
 
     #[test]
