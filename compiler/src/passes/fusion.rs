@@ -118,7 +118,7 @@ pub enum BoundaryReason {
     GemmTaps,
     /// A reduction over an axis its operand strides along (not the innermost in memory):
     /// alone in its kernel, `crate::reduce_in_memory` sums it in memory order, which it cannot
-    /// do for one pass of a kernel of several ([`strided_reduction`]).
+    /// do for one pass of a kernel of several (`strided_reduction`).
     StridedReduction,
 }
 
