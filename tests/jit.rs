@@ -961,13 +961,9 @@ fn native_transposes_give_the_bits_of_the_jammed_loops() {
     }
 }
 
-/// A normalisation over the first axis of `a[N, C]` (batch-norm style; issue 41): fusion keeps
-/// each reduction over the strided `N` in a kernel of its own (`StridedReduction`), where it
-/// is summed in memory order — the variance's kernel reading the mean per column before its
-/// accumulator (a head `reduce_in_memory` copies into its loops) — and the values match the
-/// interpreter's. Over the contiguous axis the normalisation stays one kernel.
-#[test]
-fn a_normalisation_over_a_strided_axis_reduces_in_memory_order() {
+/// Lowering options with the memory-order threshold at 0, so small shapes take the
+/// sum-in-memory rewrite, and the JIT options carrying them.
+fn in_memory_for_small_shapes() -> (weft::LowerOptions, JitOptions) {
     let small = weft::LowerOptions {
         reduce_in_memory_min_bytes: 0,
         ..Default::default()
@@ -976,6 +972,17 @@ fn a_normalisation_over_a_strided_axis_reduces_in_memory_order() {
         lower: small,
         ..JitOptions::default()
     };
+    (small, options)
+}
+
+/// A normalisation over the first axis of `a[N, C]` (batch-norm style; issue 41): fusion keeps
+/// each reduction over the strided `N` in a kernel of its own (`StridedReduction`), where it
+/// is summed in memory order — the variance's kernel reading the mean per column before its
+/// accumulator (a head `reduce_in_memory` copies into its loops) — and the values match the
+/// interpreter's. Over the contiguous axis the normalisation stays one kernel.
+#[test]
+fn a_normalisation_over_a_strided_axis_reduces_in_memory_order() {
+    let (small, options) = in_memory_for_small_shapes();
     for (order, strided) in [("N, C", true), ("C, N", false)] {
         let src = format!(
             "axis N = 300\naxis C = 80\nplaceholder a: f32[{order}]\n\
@@ -2005,14 +2012,7 @@ fn outlined_loop_nests_compute_the_inline_bits() {
 /// the interpreter's, special values (NaN, ±inf, ±0) included.
 #[test]
 fn a_softmax_over_a_strided_axis_takes_its_max_in_memory_order() {
-    let small = weft::LowerOptions {
-        reduce_in_memory_min_bytes: 0,
-        ..Default::default()
-    };
-    let options = JitOptions {
-        lower: small,
-        ..JitOptions::default()
-    };
+    let (small, options) = in_memory_for_small_shapes();
     for op in ["max", "min"] {
         let src = format!(
             "axis N = 300\naxis C = 80\nplaceholder x: f32[N, C]\nm = {op}(x, [N])\n\
