@@ -114,3 +114,18 @@ pub mod prelude {
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// The doc examples of the inner crates, run as weft's doc-tests (`cargo test --doc -p weft`):
+/// rustdoc runs an example only as a doc-test of the crate defining its item, never of one
+/// re-exporting it, so build.rs copies every code block of their doc comments into `OUT_DIR`
+/// (each after a heading naming its file and line) and these modules include them. The inner
+/// crates set `doctest = false`.
+#[cfg(doctest)]
+pub mod inner_crate_doctests {
+    #[doc = include_str!(concat!(env!("OUT_DIR"), "/ir.md"))]
+    pub mod ir {}
+    #[doc = include_str!(concat!(env!("OUT_DIR"), "/compiler.md"))]
+    pub mod compiler {}
+    #[doc = include_str!(concat!(env!("OUT_DIR"), "/runtime.md"))]
+    pub mod runtime {}
+}
