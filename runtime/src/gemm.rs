@@ -36,8 +36,8 @@
 //!   the error of each element is within the bound `K · u · Σ_p |A·B|` (u = 2⁻²⁴ or 2⁻⁵³;
 //!   docs/numerics.md), taps summed in C in the element type as the interpreter adds a
 //!   convolution's taps. An element the crate leaves at ±0 gets the interpreter's sign: −0
-//!   exactly when every step of the interpreter's sums (each tap's products in the element
-//!   type, summed in f64 from −0) stays −0, found by walking those steps until one does not (usually the
+//!   exactly when every step of the interpreter's sums (each tap's products and sum in f64 for
+//!   f32, from −0) stays −0, found by walking those steps until one does not (usually the
 //!   first); a non-finite one is computed again the interpreter's way (each tap's f64 sum
 //!   rounded, the taps added in order), as the crate's f32 sums may pass f32's range where the
 //!   interpreter's f64 sums do not.
@@ -1446,9 +1446,8 @@ macro_rules! float_impl {
                     Err(_) => f(&mut vec![0.0; len]),
                 })
             }
-            /// The interpreter's step: the product in the dtype, summed in f64.
             fn mul_add(acc: f64, x: $t, y: $t) -> f64 {
-                acc + f64::from(x * y)
+                acc + f64::from(x) * f64::from(y)
             }
             fn finish(acc: f64) -> $t {
                 acc as $t
@@ -1745,15 +1744,14 @@ mod tests {
         }
     }
 
-    /// The interpreter's taps: each an f64 sum of f32 products from −0 rounded to f32, added in
-    /// f32 in order.
+    /// The interpreter's taps: each an f64 sum from −0 rounded to f32, added in f32 in order.
     fn taps_by_hand(x: &[f32], w: &[f32]) -> Vec<f32> {
         let mut c = vec![0.0f32; 16];
         for j in 0..2 {
             for i in 0..8 {
                 let tap = |t: usize| {
                     let sum = (0..2).fold(-0.0f64, |acc, p| {
-                        acc + f64::from(x[p * 10 + i + t] * w[j * 6 + p * 3 + t])
+                        acc + f64::from(x[p * 10 + i + t]) * f64::from(w[j * 6 + p * 3 + t])
                     });
                     sum as f32
                 };
