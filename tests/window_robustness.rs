@@ -558,3 +558,51 @@ fn pools_of_windows_far_apart_compile_within_a_small_budget() {
         }
     }
 }
+
+/// A pool of an empty axis whose overlapping windows (stride a sixteenth of the window) lie in
+/// a sea of padding (the fuzzer's `fuzz_pool_of_an_empty_axis_over_budget.weft`) compiles on
+/// every JIT configuration within a 1 GiB budget and runs alike everywhere: no position of any
+/// fold level meets the input, so none is computed.
+#[test]
+fn overlapping_windows_over_an_empty_axis_compute_no_level() {
+    let window = 1usize << 28;
+    for kind in [PoolKind::Max, PoolKind::Avg] {
+        let mut g = Graph::new();
+        let t = g.axis_with_roles("T", Some(0), vec![Role::Time]).unwrap();
+        let n = g.axis("N", 2).unwrap();
+        let x = g.placeholder("x", &[n, t], DType::F64).unwrap();
+        let spec = PoolSpec::new(kind)
+            .window(Role::Time, window)
+            .stride(Role::Time, window / 16)
+            .pad(Role::Time, window - 1, window - 1);
+        let p = g.pool(x, &spec).unwrap();
+        g.mark_output(p).unwrap();
+        for fused in [true, false] {
+            let options = JitOptions {
+                fused,
+                max_bytes: Some(1 << 30),
+                ..JitOptions::default()
+            };
+            let t = Transformer::with_jit_options(g.clone(), options).unwrap();
+            t.computation(g.outputs(), &g.placeholders())
+                .unwrap_or_else(|e| panic!("{kind:?}, fused {fused}: {e}"));
+        }
+        let all = alike(&g);
+        assert!(matches!(&all[0], Ok(Some(_))), "{all:?}");
+    }
+    let g = finding("fuzz_pool_of_an_empty_axis_over_budget.weft");
+    let mut bound = g.clone();
+    let a3 = g
+        .axis_table()
+        .find(|(_, d)| matches!(d.def, weft::ir::AxisDef::Base { len: None }))
+        .map(|(id, _)| g.axis_of(id))
+        .unwrap();
+    bound.bind(a3, 0).unwrap();
+    let options = JitOptions {
+        max_bytes: Some(1 << 30),
+        ..JitOptions::default()
+    };
+    let all: Vec<NodeId> = bound.nodes().map(|(id, _)| id).collect();
+    let t = Transformer::with_jit_options(bound.clone(), options).unwrap();
+    t.computation(&all, &bound.placeholders()).unwrap();
+}

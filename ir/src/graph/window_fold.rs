@@ -142,8 +142,11 @@ impl BandGeometry {
     }
 
     /// The positions of level `k` whose taps meet the input (every other one folds padding
-    /// alone, so holds the padding value).
+    /// alone, so holds the padding value): none when the input is empty.
     fn band(&self, k: u32) -> Span {
+        if self.input_len == 0 {
+            return (0, 0);
+        }
         let reach = ((1usize << k) - 1) * self.dilation;
         let len = self.padded_len - reach;
         let end = (self.before + self.input_len).min(len);
@@ -498,6 +501,13 @@ mod tests {
         let g = geometry(1, 5, 1 << 32, 1);
         let pieces = level_pieces(&g, 32, &[(32, (0, 5)), (1, ((1 << 32), (1 << 32) + 5))]);
         assert!(total(&pieces) <= 33 * 8, "{pieces:?}");
+    }
+
+    #[test]
+    fn an_empty_input_computes_no_position_of_any_level() {
+        let g = geometry(1 << 32, 0, (1 << 32) - 1, 1);
+        let wanted = [(32, (0, 1)), (1, (1 << 32, (1 << 32) + 1))];
+        assert_eq!(total(&level_pieces(&g, 32, &wanted)), 0);
     }
 
     #[test]
