@@ -41,6 +41,11 @@ fn duplicate_axis() {
     let err = f.g.broadcast(f.x, &[f.b, f.b]).unwrap_err();
     assert!(matches!(err, GraphError::DuplicateAxis { .. }));
     names(&err, &["broadcast(x)", "`B`"]);
+    // `Axes` alone knows no graph, yet its errors and `{:?}` name the axes (issue 47).
+    let err = Axes::new([f.a, f.b.dual(), f.a]).unwrap_err();
+    names(&err, &["axis `A` occurs more than once"]);
+    let ab = Axes::new([f.a, f.b.dual()]).unwrap();
+    assert_eq!(format!("{ab:?}"), "Axes([A, B*])");
 }
 
 #[test]

@@ -6,6 +6,7 @@
 //! holds the name, the roles and the length, which may be left unbound until the graph is compiled.
 //! Two axes made separately are different even when they share a name and a length.
 
+pub use crate::axis_names::debug_axes_by_index;
 use crate::entity;
 use std::collections::HashSet;
 use std::fmt;
@@ -76,14 +77,29 @@ impl Ord for Axis {
     }
 }
 
-/// An axis alone knows its table index, not its name: `axis3`, `axis3*`, `axis3^-1*`
-/// (`Graph::axis_name` and `Graph::axes_name` give names).
+/// The axis's name in its graph, with its dual degree as `Graph::axis_name` writes it (`N`,
+/// `N*`, `N**`, `N^-1*`; `N@3` where two declared axes are named `N`), looked up in a
+/// process-wide registry of the names of every live graph's axis table. Where no one name is
+/// known it is the table index instead (`axis3`, `axis3*`, `axis3^-1*`): an axis of no table
+/// ([`Axis::new`]), of a graph since dropped (with all its clones), or an index that clones of
+/// one graph use for different axes. [`debug_axes_by_index`] gives the index form always.
+///
+/// ```
+/// use weft::ir::{Axes, Graph};
+/// let mut g = Graph::new();
+/// let (n, c) = (g.axis("N", 2)?, g.axis("C", 3)?);
+/// assert_eq!(format!("{:?}", Axes::new([n, c.dual()])?), "Axes([N, C*])");
+/// drop(g);
+/// assert_eq!(format!("{n:?}"), "axis0");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 impl fmt::Debug for Axis {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let base = crate::axis_names::name_of(*self).unwrap_or_else(|| self.id.to_string());
         match self.dual {
-            0 => write!(f, "{}", self.id),
-            k if (1..=3).contains(&k) => write!(f, "{}{}", self.id, "*".repeat(k as usize)),
-            k => write!(f, "{}^{k}*", self.id),
+            0 => f.write_str(&base),
+            k if (1..=3).contains(&k) => write!(f, "{base}{}", "*".repeat(k as usize)),
+            k => write!(f, "{base}^{k}*"),
         }
     }
 }
@@ -439,10 +455,7 @@ pub struct AxisData {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AxesError {
     /// An axis occurs at most once in the axes of a tensor (docs/design.md, "Axes").
-    #[error(
-        "axis {0:?} (a table index: `Graph::axes_name` names it) occurs more than once; a \
-         tensor's axes are distinct"
-    )]
+    #[error("axis `{0:?}` occurs more than once; a tensor's axes are distinct")]
     Duplicate(Axis),
 }
 

@@ -8,6 +8,7 @@
 pub mod arena;
 pub mod autodiff;
 pub mod axis;
+mod axis_names;
 pub mod dtype;
 pub mod graph;
 pub mod host;

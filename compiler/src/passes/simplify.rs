@@ -25,6 +25,7 @@
 use super::rebuild::{add_like, coerce_axes, empty_like, remap_op, with_op, NodeMap};
 use super::PassError;
 use std::collections::HashMap;
+use weft_ir::axis::debug_axes_by_index;
 use weft_ir::graph::window_fold::PoolFold;
 use weft_ir::graph::ConvExpansion;
 use weft_ir::size::element_count;
@@ -507,8 +508,10 @@ enum CseKey {
 /// The key under which `node` is interchangeable with any node of the same key (a
 /// [`CseKey::Data`] one only when its data is also the same), or `None` for nodes that must
 /// stay distinct (stored non-constant tensors, assigns).
+/// Axes in the key are in their index form (`debug_axes_by_index`): their identity, never their
+/// names (two axes may share a name), and no lookup of names per node.
 fn cse_key(node: &Node) -> Option<CseKey> {
-    match (&node.op, constant_data(node)) {
+    debug_axes_by_index(|| match (&node.op, constant_data(node)) {
         (Op::Tensor { kind, .. }, _) if *kind != TensorKind::Constant => None,
         (Op::Assign { .. }, _) => None,
         (_, Some(data)) => Some(CseKey::Data {
@@ -519,7 +522,7 @@ fn cse_key(node: &Node) -> Option<CseKey> {
             "{op:?}|{:?}|{:?}",
             node.axes, node.dtype
         ))),
-    }
+    })
 }
 
 /// The data of `node` if it is a constant holding data.

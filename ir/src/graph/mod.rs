@@ -26,6 +26,7 @@ pub use error::GraphError;
 use crate::arena::Arena;
 use crate::axis::{window_len, Axes, Axis, AxisData, AxisDef, AxisId, Role, SliceRange};
 use crate::axis::{WindowKernel, WindowStep};
+use crate::axis_names::TableNames;
 use crate::dtype::DType;
 use crate::host::{ArrayData, Scalar};
 use std::collections::HashMap;
@@ -589,6 +590,9 @@ pub struct Node {
 pub struct Graph {
     /// The axis table's number, stamped on every axis this graph hands out (`Axis::table`).
     table: u32,
+    /// The table's names as `{:?}` of an `Axis` shows them (crate::axis_names), shared with
+    /// clones; every entry pushed or renamed is registered there.
+    table_names: Arc<TableNames>,
     axes: Arena<AxisId, AxisData>,
     nodes: Arena<NodeId, Node>,
     outputs: Vec<NodeId>,
@@ -614,6 +618,7 @@ impl Default for Graph {
         let table = NEXT_TABLE.fetch_add(1, AtomicOrdering::Relaxed).max(1);
         Graph {
             table,
+            table_names: TableNames::new(table),
             axes: Arena::default(),
             nodes: Arena::default(),
             outputs: Vec::new(),
@@ -709,6 +714,7 @@ impl Graph {
             roles,
             def: AxisDef::Base { len },
         });
+        self.table_names.set(id, name, true);
         let axis = self.axis_of(id);
         self.lens.push(len);
         axis
@@ -978,6 +984,7 @@ impl Graph {
             roles,
             def: def.clone(),
         });
+        self.table_names.set(id, &self.axes[id].name, false);
         self.derived.insert(def, id);
         self.keep_new_len(self.axis_of(id));
         self.axis_of(id)
@@ -986,6 +993,8 @@ impl Graph {
     /// Renames an axis-table entry (the text reader names derived axes as written).
     pub fn rename_axis(&mut self, id: AxisId, name: &str) {
         self.axes[id].name = name.to_string();
+        let declared = matches!(self.axes[id].def, AxisDef::Base { .. });
+        self.table_names.set(id, name, declared);
     }
 
     fn derived_name(&self, def: &AxisDef) -> String {
