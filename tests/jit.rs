@@ -2009,7 +2009,9 @@ fn outlined_loop_nests_compute_the_inline_bits() {
 /// A softmax over the first axis of `x[N, C]`: its max over the strided `N` folds a row of
 /// accumulators in memory order with the max accumulator's own order-free step (NaN, −0 < +0:
 /// loop IR `reduce_max`), and its sum of exponentials reads the max per column — the values
-/// the interpreter's, special values (NaN, ±inf, ±0) included.
+/// the interpreter's, special values (NaN, ±inf, ±0) included. Its sum reduces in memory
+/// order too: `e`, which the sum and the division read, is stored in x's order (layout follows
+/// fusion's strided-reduction judgement, made on the declared order), so no kernel transposes.
 #[test]
 fn a_softmax_over_a_strided_axis_takes_its_max_in_memory_order() {
     let (small, options) = in_memory_for_small_shapes();
@@ -2032,6 +2034,9 @@ fn a_softmax_over_a_strided_axis_takes_its_max_in_memory_order() {
             why.contains(&format!("{op} over a strided axis in memory order")),
             "{why}"
         );
+        // `e` keeps x's order, so its sum also runs in memory order and no kernel transposes.
+        assert!(why.contains("sum over a strided axis in memory order"), "{why}");
+        assert!(!why.contains("tiled"), "{why}");
     }
 }
 

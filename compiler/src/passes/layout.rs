@@ -101,13 +101,15 @@ pub fn assign_layouts(
         let order = if let Some(order) = requested.get(&b.node) {
             order.clone()
         } else if fixed
-            || first_loads
-                .get(&b.node)
-                .is_some_and(|at| tap_sum_reads(plan, programs, at.0))
+            || first_loads.get(&b.node).is_some_and(|at| {
+                tap_sum_reads(plan, programs, at.0)
+                    || strided_reduction_reads(g, plan, programs, at.0)
+            })
         {
             // A sum of GEMM taps reads its operands in the order its expansion declared
             // them (a convolution's image: positions contiguous, what the GEMM crate reads
-            // without packing).
+            // without packing); a reduction fusion judged strided reads them as declared,
+            // summing in memory order (fusion's `StridedReduction`).
             axes.clone()
         } else {
             first_loads
@@ -200,6 +202,30 @@ fn tap_sum_reads(plan: &FusionPlan, programs: &[KernelProgram], p: usize) -> boo
             .groups
             .get(program.group)
             .is_some_and(|g| g.kind == super::fusion::GroupKind::Gemm)
+}
+
+/// Whether program `p` computes a reduction that fusion stored for reducing an axis its large
+/// operand strides along in declared order ([`BoundaryReason::StridedReduction`]): that
+/// judgement assumed the declared order, in which the reduction then sums in memory order.
+///
+/// [`BoundaryReason::StridedReduction`]: super::fusion::BoundaryReason::StridedReduction
+fn strided_reduction_reads(
+    g: &Graph,
+    plan: &FusionPlan,
+    programs: &[KernelProgram],
+    p: usize,
+) -> bool {
+    let Some(group) = plan.groups.get(programs[p].group) else {
+        return false;
+    };
+    group.roots().iter().any(|r| {
+        plan.boundaries
+            .binary_search_by_key(r, |b| b.node)
+            .is_ok_and(|i| {
+                plan.boundaries[i].reason == super::fusion::BoundaryReason::StridedReduction
+            })
+            && matches!(g.node(*r).op, Op::Reduce { .. })
+    })
 }
 
 /// Where each stored tensor is first loaded: (program, stage, instruction), in one pass so
