@@ -2035,7 +2035,10 @@ fn a_softmax_over_a_strided_axis_takes_its_max_in_memory_order() {
             "{why}"
         );
         // `e` keeps x's order, so its sum also runs in memory order and no kernel transposes.
-        assert!(why.contains("sum over a strided axis in memory order"), "{why}");
+        assert!(
+            why.contains("sum over a strided axis in memory order"),
+            "{why}"
+        );
         assert!(!why.contains("tiled"), "{why}");
     }
 }

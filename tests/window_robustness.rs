@@ -257,7 +257,7 @@ fn a_pools_expansion_never_grows_with_the_axis_and_logarithmically_with_the_wind
 
 /// A pool over 1 or 2 random roles with a window of more than 64 taps in all (the separable
 /// fold), random stride, dilation and padding (in a third of the axes a tiny input inside a
-/// window of padding), f32 or f64.
+/// window of padding, at strides up to the window), f32 or f64.
 fn large_window_pool(seed: u64) -> Graph {
     let mut r = SplitMix(seed);
     let mut g = Graph::new();
@@ -282,17 +282,24 @@ fn large_window_pool(seed: u64) -> Graph {
         };
         let dilation = 1 + r.below(2);
         let extent = dilation * (taps - 1) + 1;
-        let (before, after, len) = if r.chance(33) {
-            // A tiny input inside a window of padding: most of every fold level is padding.
-            // (Padding stays shorter than the window, so the input grows when it must.)
+        let (before, after, len, stride) = if r.chance(33) {
+            // A tiny input inside a window of padding: most of every fold level is padding,
+            // and the levels whose trees dwarf the input compute one period of the positions
+            // holding it all, read at any stride. (Padding stays shorter than the window, so
+            // the input grows when it must.)
             let before = r.below(taps);
             let after = (taps - 1).min((extent + r.below(3)).saturating_sub(before + 1));
-            let len = (1 + r.below(4)).max(extent.saturating_sub(before + after));
-            (before, after, len)
+            let len = (1 + r.below(9)).max(extent.saturating_sub(before + after));
+            let stride = if r.chance(50) {
+                1 + r.below(3)
+            } else {
+                1 + r.below(taps)
+            };
+            (before, after, len, stride)
         } else {
             let (before, after) = (r.below(taps), r.below(taps));
             let len = (extent + r.below(40)).saturating_sub(before + after).max(1);
-            (before, after, len)
+            (before, after, len, 1 + r.below(3))
         };
         axes.push(
             g.axis_with_roles(&format!("X{i}"), Some(len), vec![role.clone()])
@@ -300,7 +307,7 @@ fn large_window_pool(seed: u64) -> Graph {
         );
         spec = spec
             .window(role.clone(), taps)
-            .stride(role.clone(), 1 + r.below(3))
+            .stride(role.clone(), stride)
             .dilation(role.clone(), dilation)
             .pad(role.clone(), before, after);
     }
@@ -315,7 +322,7 @@ fn large_window_pool(seed: u64) -> Graph {
 
 #[test]
 fn large_windows_on_the_jit_equal_the_interpreter_bit_for_bit() {
-    for seed in 0..36 {
+    for seed in 0..72 {
         let g = large_window_pool(seed);
         // Special values (NaN, ±inf, ±0, huge) in half the cases: ties and NaNs must fold
         // alike, sums must round alike.
@@ -559,36 +566,50 @@ fn pools_of_windows_far_apart_compile_within_a_small_budget() {
     }
 }
 
-/// A pool of an empty axis whose overlapping windows (stride a sixteenth of the window) lie in
-/// a sea of padding (the fuzzer's `fuzz_pool_of_an_empty_axis_over_budget.weft`) compiles on
-/// every JIT configuration within a 1 GiB budget and runs alike everywhere: no position of any
-/// fold level meets the input, so none is computed.
+/// Pools whose overlapping windows lie in a sea of padding around an empty, a one-element or a
+/// tiny input (the fuzzer's `fuzz_pool_of_an_empty_axis_over_budget.weft` and its twin over one
+/// element): every JIT configuration compiles them within a 1 GiB budget, and every backend
+/// computes them bit for bit alike. Strides even, odd and near the window's period, dilation 1
+/// and 2: a fold level whose trees dwarf the input computes one period of the positions that
+/// hold it all (`window_fold::Plateau`), whatever the stride.
 #[test]
-fn overlapping_windows_over_an_empty_axis_compute_no_level() {
+fn overlapping_windows_of_padding_compile_small_and_run_alike() {
     let window = 1usize << 28;
-    for kind in [PoolKind::Max, PoolKind::Avg] {
-        let mut g = Graph::new();
-        let t = g.axis_with_roles("T", Some(0), vec![Role::Time]).unwrap();
-        let n = g.axis("N", 2).unwrap();
-        let x = g.placeholder("x", &[n, t], DType::F64).unwrap();
-        let spec = PoolSpec::new(kind)
-            .window(Role::Time, window)
-            .stride(Role::Time, window / 16)
-            .pad(Role::Time, window - 1, window - 1);
-        let p = g.pool(x, &spec).unwrap();
-        g.mark_output(p).unwrap();
-        for fused in [true, false] {
-            let options = JitOptions {
-                fused,
-                max_bytes: Some(1 << 30),
-                ..JitOptions::default()
-            };
-            let t = Transformer::with_jit_options(g.clone(), options).unwrap();
-            t.computation(g.outputs(), &g.placeholders())
-                .unwrap_or_else(|e| panic!("{kind:?}, fused {fused}: {e}"));
+    let cases = [
+        (0, window / 16, 1),
+        (1, window / 16, 1),
+        (3, window / 10 + 1, 1),
+        (5, window / 16 + 3, 1),
+        (7, 12_345_679, 1),
+        (2, window / 16 + 1, 2),
+        (6, window / 8 - 1, 2),
+    ];
+    for (len, stride, dilation) in cases {
+        for kind in [PoolKind::Max, PoolKind::Avg] {
+            let mut g = Graph::new();
+            let t = g.axis_with_roles("T", Some(len), vec![Role::Time]).unwrap();
+            let n = g.axis("N", 2).unwrap();
+            let x = g.placeholder("x", &[n, t], DType::F64).unwrap();
+            let spec = PoolSpec::new(kind)
+                .window(Role::Time, window / dilation)
+                .stride(Role::Time, stride)
+                .dilation(Role::Time, dilation)
+                .pad(Role::Time, window / dilation - 1, window / dilation - 1);
+            let p = g.pool(x, &spec).unwrap();
+            g.mark_output(p).unwrap();
+            for fused in [true, false] {
+                let options = JitOptions {
+                    fused,
+                    max_bytes: Some(1 << 30),
+                    ..JitOptions::default()
+                };
+                let t = Transformer::with_jit_options(g.clone(), options).unwrap();
+                t.computation(g.outputs(), &g.placeholders())
+                    .unwrap_or_else(|e| panic!("len {len}, {kind:?}, fused {fused}: {e}"));
+            }
+            let all = alike(&g);
+            assert!(matches!(&all[0], Ok(Some(_))), "len {len}: {all:?}");
         }
-        let all = alike(&g);
-        assert!(matches!(&all[0], Ok(Some(_))), "{all:?}");
     }
     let g = finding("fuzz_pool_of_an_empty_axis_over_budget.weft");
     let options = JitOptions {

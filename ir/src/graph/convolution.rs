@@ -1339,7 +1339,7 @@ impl Graph {
 
 /// `n` as a slice bound. Verified graphs never fail here: padded lengths are addressable
 /// ([`Graph::verify`]) and a stride is taken only where it is shorter than its padded axis.
-fn as_i64(n: usize) -> Result<i64, GraphError> {
+pub(crate) fn as_i64(n: usize) -> Result<i64, GraphError> {
     i64::try_from(n).map_err(|_| GraphError::Argument {
         op: "convolution or pool expansion".into(),
         message: format!("index {n} does not fit i64"),
