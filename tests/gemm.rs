@@ -266,6 +266,44 @@ fn a_transposed_result_keeps_negative_zero_sums_too() {
     negative_zero_sums(true);
 }
 
+/// Row 0 of X holds −1e19 and 2e19, column 0 of W 1e19 and 2e19: the second product, 4e38,
+/// passes f32's range, so the interpreter's sum (products rounded to f32, summed in f64) is
+/// `inf`, where the crate's fused multiply-adds (products never rounded) may reach a finite
+/// 3e38 after the first. The GEMM call sees the operands' magnitudes and computes the block
+/// the interpreter's way (`GemmCall::products_may_overflow`). Either order of the two, for
+/// whichever order the crate sums in; every other element stays what the crate computes.
+#[test]
+fn a_product_past_f32s_range_is_infinite_as_in_the_interpreter() {
+    let (b, i, o) = (32, 64, 32);
+    for swap in [false, true] {
+        let mut g = Graph::new();
+        let (ba, ia, oa) = (
+            g.axis("B", b).unwrap(),
+            g.axis("I", i).unwrap(),
+            g.axis("O", o).unwrap(),
+        );
+        let x = g.placeholder("X", &[ba, ia], DType::F32).unwrap();
+        let w = g.placeholder("W", &[ia, oa], DType::F32).unwrap();
+        let h = g.dot(x, w).unwrap();
+        g.mark_output(h).unwrap();
+        let mut xs: Vec<f32> = (0..b * i).map(|v| (v as f32 * 0.37).sin()).collect();
+        let mut ws: Vec<f32> = (0..i * o).map(|v| (v as f32 * 0.71).cos()).collect();
+        let (first, second) = if swap { (1, 0) } else { (0, 1) };
+        (xs[first], ws[first * o]) = (-1e19, 1e19);
+        (xs[second], ws[second * o]) = (2e19, 2e19);
+        let inputs = vec![
+            HostArray::from_vec(g.node(x).axes.clone(), vec![b, i], xs).unwrap(),
+            HostArray::from_vec(g.node(w).axes.clone(), vec![i, o], ws).unwrap(),
+        ];
+        for fused in [true, false] {
+            assert_eq!(gemm_calls(&g, options(fused, 1, 2)), 1);
+            let got = run_with(&g, &inputs, options(fused, 1, 2));
+            let v = got.0[0][0].to_vec::<f32>().unwrap();
+            assert_eq!(v[0], f32::INFINITY, "swap {swap}, fused {fused}");
+        }
+    }
+}
+
 /// Row 0 of X is +0, W is negative: every product of row 0 is −0, so the interpreter's sum
 /// (from −0) is −0, and `reciprocal` turns the zero's sign into an infinity's. With
 /// `transposed`, the output is ordered [O, B], so the GEMM writes C column by column and the

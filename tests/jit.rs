@@ -2043,49 +2043,76 @@ fn a_softmax_over_a_strided_axis_takes_its_max_in_memory_order() {
     }
 }
 
-/// The squared norm spelled `sum(multiply(t, t))` and `sum(square(t))`, its axes listed in
-/// either order, is one kernel (simplify: `x·x → square(x)`; kernel.rs: a reassociable
-/// reduction loops in its input's order) and one value on the JIT.
+/// The squared norm in three spellings — seed 003's `dot(transpose(t), t)`,
+/// `sum(multiply(t, t))` and `sum(square(t))` — is one kernel (simplify canonicalises the first
+/// two into the third) and one value, bit for bit, in the interpreter and on the JIT: a dot's
+/// products are rounded to its dtype and summed as a sum's terms (docs/numerics.md, issue 41).
 #[test]
 fn every_spelling_of_the_squared_norm_is_one_kernel_and_one_value() {
-    for (axes, dtype) in [("N", "f32"), ("N, M", "f32"), ("N", "f64")] {
-        let orders = if axes == "N" {
-            vec!["N"]
-        } else {
-            vec!["N, M", "M, N"]
-        };
+    let cases = [
+        ("N", 1000, "f32"),
+        ("N", 70_000, "f32"),
+        ("N", 1000, "f64"),
+        ("N, M", 300, "f32"),
+        ("N, M", 300, "f64"),
+    ];
+    for (axes, n, dtype) in cases {
+        // A transposed matrix pairs its axes in reverse: the sums list them so.
+        let rev = if axes == "N" { "N" } else { "M, N" };
+        let spellings = [
+            "tt = transpose(t)\ns = dot(tt, t)".to_string(),
+            format!("p = multiply(t, t)\ns = sum(p, [{rev}])"),
+            format!("p = square(t)\ns = sum(p, [{rev}])"),
+        ];
         let mut kernels = Vec::new();
         let mut values = Vec::new();
-        for order in orders {
-            for product in ["multiply(t, t)", "square(t)"] {
-                let src = format!(
-                    "axis N = 300\naxis M = 70\nplaceholder x: {dtype}[{axes}]\n\
-                     placeholder y: {dtype}[{axes}]\nt = subtract(x, y)\np = {product}\n\
-                     s = sum(p, [{order}])\noutput s\n"
-                );
-                let g = weft::ir::text::parse(&src, "l2.weft").unwrap();
-                let plan = weft_compiler::compile_plan(&g, &Default::default()).unwrap();
-                let lowered = weft_compiler::lower_plan(&plan, &Default::default()).unwrap();
-                kernels.push(
-                    lowered
-                        .iter()
-                        .map(|k| k.kernel.to_string())
-                        .collect::<Vec<_>>(),
-                );
-                let ps = g.placeholders();
-                let inputs = random_inputs(&g, &ps, 7);
-                let t = Transformer::new(g.clone(), Backend::Jit).unwrap();
+        for body in &spellings {
+            let src = format!(
+                "axis N = {n}\naxis M = 70\nplaceholder x: {dtype}[{axes}]\n\
+                 placeholder y: {dtype}[{axes}]\nt = subtract(x, y)\n{body}\noutput s\n"
+            );
+            let g = weft::ir::text::parse(&src, "l2.weft").unwrap();
+            let plan = weft_compiler::compile_plan(&g, &Default::default()).unwrap();
+            let lowered = weft_compiler::lower_plan(&plan, &Default::default()).unwrap();
+            kernels.push(
+                lowered
+                    .iter()
+                    .map(|k| k.kernel.to_string())
+                    .collect::<Vec<_>>(),
+            );
+            let ps = g.placeholders();
+            let inputs = random_inputs(&g, &ps, 7);
+            for backend in [Backend::Interpreter, Backend::Jit] {
+                let t = Transformer::new(g.clone(), backend).unwrap();
                 let out = t
                     .computation(g.outputs(), &ps)
                     .unwrap()
                     .call(&inputs)
                     .unwrap();
-                values.push(format!("{:?}", out[0].data()));
+                values.push(out[0].to_vec::<f64>().ok().unwrap_or_else(|| {
+                    out[0]
+                        .to_vec::<f32>()
+                        .unwrap()
+                        .into_iter()
+                        .map(f64::from)
+                        .collect()
+                }));
             }
         }
-        for (k, v) in kernels.iter().zip(&values).skip(1) {
-            assert_eq!(k, &kernels[0], "{axes} {dtype}");
-            assert_eq!(v, &values[0], "{axes} {dtype}");
+        for k in &kernels[1..] {
+            assert_eq!(k, &kernels[0], "{axes} {n} {dtype}");
         }
+        // The interpreter's three values are bit-equal; so are the JIT's.
+        let bits = |i: usize| values[i][0].to_bits();
+        assert_eq!(
+            (bits(2), bits(4)),
+            (bits(0), bits(0)),
+            "{n} {dtype}: {values:?}"
+        );
+        assert_eq!(
+            (bits(3), bits(5)),
+            (bits(1), bits(1)),
+            "{n} {dtype}: {values:?}"
+        );
     }
 }

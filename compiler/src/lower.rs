@@ -397,22 +397,12 @@ pub(crate) fn keeps_order(op: ReduceOp, dtype: DType, options: &LowerOptions) ->
     }
 }
 
-/// Whether `st` is a f32 dot whose products are taken in f64 (as the interpreter's), when
-/// accumulating in f64.
-fn wide_dot(g: &Graph, st: &StageProgram, options: &LowerOptions) -> bool {
-    let node = g.node(st.node);
-    options.f64_accumulation && matches!(node.op, weft_ir::Op::Dot(..)) && node.dtype == DType::F32
-}
-
-/// The type of the values `st` reduces, as lowered (a wide dot's products are f64).
-pub(crate) fn stage_value_type(g: &Graph, st: &StageProgram, options: &LowerOptions) -> DType {
-    if wide_dot(g, st, options) {
-        DType::F64
-    } else {
-        st.body
-            .get(st.result)
-            .map_or(g.node(st.node).dtype, |i| i.dtype)
-    }
+/// The type of the values `st` reduces, as lowered: its body's result (a dot's products in
+/// the dot's dtype, as a sum of the same products; docs/numerics.md).
+pub(crate) fn stage_value_type(g: &Graph, st: &StageProgram, _options: &LowerOptions) -> DType {
+    st.body
+        .get(st.result)
+        .map_or(g.node(st.node).dtype, |i| i.dtype)
 }
 
 /// The type a `op` reduction of `values` accumulates in: bools as i32 0/1 (max = any, min =
@@ -855,32 +845,13 @@ impl<'a> Lowerer<'a> {
         }
         let mut lv = Levels::new(loops.clone());
         let mut vals: Vec<(ValueId, usize)> = Vec::with_capacity(st.body.len() + 1);
-        let wide_dot = wide_dot(g, st, self.options);
         if let (Some(s), Some(chunk)) = (combined, loops.last().copied()) {
             let slot = self.partials_slot(st, &scope, chunk, s)?;
             let level = loops.len();
             vals.push((self.define(&mut lv, level, s.acc, Inst::Load(slot)), level));
         }
-        for (i, inst) in st.body.iter().enumerate() {
-            let v = match &inst.instr {
-                Instr::Binary(BinaryOp::Multiply, x, y) if wide_dot && i == st.result => {
-                    let operand = |v: usize| {
-                        vals.get(v).copied().ok_or_else(|| LowerError::Internal {
-                            kernel: self.p.group,
-                            message: format!("operand v{v} used before it is defined"),
-                        })
-                    };
-                    let ((x, lx), (y, ly)) = (operand(*x)?, operand(*y)?);
-                    let l = lx.max(ly);
-                    let x = self.define(&mut lv, l, DType::F64, Inst::Convert(x));
-                    let y = self.define(&mut lv, l, DType::F64, Inst::Convert(y));
-                    (
-                        self.define(&mut lv, l, DType::F64, Inst::Binary(LBinary::Mul, x, y)),
-                        l,
-                    )
-                }
-                _ => self.lower_inst(inst, st, &vals, &scope, &mut lv)?,
-            };
+        for inst in &st.body {
+            let v = self.lower_inst(inst, st, &vals, &scope, &mut lv)?;
             vals.push(v);
         }
         let (result, rlevel) = *vals

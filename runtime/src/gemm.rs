@@ -36,11 +36,13 @@
 //!   the error of each element is within the bound `K · u · Σ_p |A·B|` (u = 2⁻²⁴ or 2⁻⁵³;
 //!   docs/numerics.md), taps summed in C in the element type as the interpreter adds a
 //!   convolution's taps. An element the crate leaves at ±0 gets the interpreter's sign: −0
-//!   exactly when every step of the interpreter's sums (each tap's products and sum in f64 for
-//!   f32, from −0) stays −0, found by walking those steps until one does not (usually the
+//!   exactly when every step of the interpreter's sums (each tap's products in the element
+//!   type, summed in f64 from −0) stays −0, found by walking those steps until one does not (usually the
 //!   first); a non-finite one is computed again the interpreter's way (each tap's f64 sum
 //!   rounded, the taps added in order), as the crate's f32 sums may pass f32's range where the
-//!   interpreter's f64 sums do not.
+//!   interpreter's f64 sums do not; and a whole block is, when its operands' largest
+//!   magnitudes multiply past the type's range, as the crate's fused multiply-adds never
+//!   round a product the interpreter rounds to `inf`.
 //!
 //! `unsafe` here: the calls of the crate's raw-pointer `gemm`, the fix-up's reads and writes,
 //! the reads that pack B once per call and the epilogue kernel's calls, each with the bounds
@@ -978,10 +980,46 @@ impl GemmCall {
                         j += w;
                     }
                 }
-                self.fix_up(pa, (pb, b), pc, rows, cols);
+                let overflow = self.products_may_overflow(pa, (pb, b), rows, cols);
+                self.fix_up(pa, (pb, b), pc, rows, cols, overflow);
             }
             sub = end;
         }
+    }
+
+    /// Whether a product of an element of the block's A rows (at `pa`, `rows` of them) and
+    /// of its B columns (at `pb`, `cols`), any tap, may pass the type's range: the largest
+    /// magnitudes' product (in f64, so never itself overflowing for f32) above the type's
+    /// largest finite value. A scan of each operand's block in memory order; NaNs are not
+    /// counted (the fix-up finds the NaN they make).
+    ///
+    /// # Safety
+    /// As in [`GemmCall::fix_up`].
+    unsafe fn products_may_overflow<T: Float>(
+        &self,
+        pa: *const T,
+        (pb, b): (*const T, &BOperand),
+        rows: usize,
+        cols: usize,
+    ) -> bool {
+        let s = &self.spec;
+        let mut largest = [0.0f64; 2];
+        for (t, tap) in s.taps().iter().enumerate() {
+            let a = MatrixView {
+                offset: tap.a,
+                ..s.a
+            };
+            let bv = MatrixView {
+                offset: b.tap(t, tap),
+                ..b.view
+            };
+            // SAFETY: the caller's bounds: every tap's A rows and B columns of the block.
+            unsafe {
+                largest[0] = largest[0].max(max_magnitude(pa, &a, rows, s.k));
+                largest[1] = largest[1].max(max_magnitude(pb, &bv, s.k, cols));
+            }
+        }
+        largest[0] * largest[1] > T::MAX_FINITE
     }
 
     /// Gives the block of C at `pc` (`rows × cols`, its A rows at `pa`, its B columns at `pb`)
@@ -998,7 +1036,10 @@ impl GemmCall {
     /// non-finite operands too. A contiguous line of C is first tested whole, without branches
     /// (vectorised): most have neither. Lines run along C's contiguous direction: rows when
     /// its column stride is 1, columns when its row stride is 1 (a GEMM writing a transposed
-    /// C).
+    /// C). With `overflow` (a product of the block's operands may pass the type's range:
+    /// [`GemmCall::products_may_overflow`]), every element is computed again the
+    /// interpreter's way: the crate's fused multiply-adds never round a product, so a sum the
+    /// interpreter makes infinite with one product rounded to `inf` may come out finite.
     ///
     /// # Safety
     /// As in [`GemmCall::item`]: the block and every element the taps' sums read are in
@@ -1010,6 +1051,7 @@ impl GemmCall {
         pc: *mut T,
         rows: usize,
         cols: usize,
+        overflow: bool,
     ) {
         let s = &self.spec;
         let is = |x: i64| x as isize;
@@ -1047,6 +1089,16 @@ impl GemmCall {
             // SAFETY: the line lies in the caller's block; contiguous lines are `len`
             // consecutive elements.
             let start = unsafe { pc.offset(line * line_stride) };
+            if overflow {
+                for e in 0..len as isize {
+                    let (i, j) = if by_rows { (line, e) } else { (e, line) };
+                    let mut taps = (0..s.taps().len()).map(|t| T::finish(tap_sum(t, i, j, false)));
+                    let first = taps.next().unwrap_or(T::ZERO);
+                    // SAFETY: element (i, j) of the caller's block.
+                    unsafe { *pc.offset(i * rs + j * cs) = taps.fold(first, T::add) };
+                }
+                continue;
+            }
             if contiguous && !any_special(unsafe { std::slice::from_raw_parts(start, len) }, width)
             {
                 continue;
@@ -1084,6 +1136,34 @@ impl GemmCall {
             }
         }
     }
+}
+
+/// The largest magnitude of the `rows × cols` matrix `v` at `p` (its offset added), NaNs
+/// ignored: rows outside, columns inside, or the other way round when rows are the nearer in
+/// memory, so the inner loop walks the smaller stride.
+///
+/// # Safety
+/// Every element of the matrix lies in one allocation of `T`s `p` points into.
+unsafe fn max_magnitude<T: Float>(p: *const T, v: &MatrixView, rows: usize, cols: usize) -> f64 {
+    let (rs, cs) = (v.row_stride as isize, v.col_stride as isize);
+    let (outer, outer_stride, inner, inner_stride) = if cs.unsigned_abs() <= rs.unsigned_abs() {
+        (rows, rs, cols, cs)
+    } else {
+        (cols, cs, rows, rs)
+    };
+    let mut largest = 0.0f64;
+    for o in 0..outer as isize {
+        // SAFETY: the caller's bounds.
+        let line = unsafe { p.offset(v.offset as isize + o * outer_stride) };
+        for i in 0..inner as isize {
+            // SAFETY: the caller's bounds.
+            let m = unsafe { *line.offset(i * inner_stride) }.magnitude();
+            if m > largest {
+                largest = m;
+            }
+        }
+    }
+    largest
 }
 
 /// Whether row `p` of a matrix of `cols` columns lies in its own band `offset + p·rs ..=
@@ -1354,6 +1434,10 @@ trait Float: Copy + PartialEq {
     fn finish(acc: f64) -> Self;
     /// Neither infinite nor NaN.
     fn finite(self) -> bool;
+    /// `|self|` in f64 (NaN stays NaN).
+    fn magnitude(self) -> f64;
+    /// The largest finite value of the type, in f64.
+    const MAX_FINITE: f64;
     /// Zero (either sign), infinite or NaN: what the fix-up after a call looks at. No branch.
     fn special(self) -> bool {
         self.special_key() >= Self::SPECIAL_KEYS
@@ -1446,8 +1530,9 @@ macro_rules! float_impl {
                     Err(_) => f(&mut vec![0.0; len]),
                 })
             }
+            /// The interpreter's step: the product in the dtype, summed in f64.
             fn mul_add(acc: f64, x: $t, y: $t) -> f64 {
-                acc + f64::from(x) * f64::from(y)
+                acc + f64::from(x * y)
             }
             fn finish(acc: f64) -> $t {
                 acc as $t
@@ -1455,6 +1540,10 @@ macro_rules! float_impl {
             fn finite(self) -> bool {
                 self.is_finite()
             }
+            fn magnitude(self) -> f64 {
+                f64::from(self.abs())
+            }
+            const MAX_FINITE: f64 = <$t>::MAX as f64;
         }
     };
 }
@@ -1744,14 +1833,15 @@ mod tests {
         }
     }
 
-    /// The interpreter's taps: each an f64 sum from −0 rounded to f32, added in f32 in order.
+    /// The interpreter's taps: each an f64 sum of f32 products from −0 rounded to f32, added in
+    /// f32 in order.
     fn taps_by_hand(x: &[f32], w: &[f32]) -> Vec<f32> {
         let mut c = vec![0.0f32; 16];
         for j in 0..2 {
             for i in 0..8 {
                 let tap = |t: usize| {
                     let sum = (0..2).fold(-0.0f64, |acc, p| {
-                        acc + f64::from(x[p * 10 + i + t]) * f64::from(w[j * 6 + p * 3 + t])
+                        acc + f64::from(x[p * 10 + i + t] * w[j * 6 + p * 3 + t])
                     });
                     sum as f32
                 };
@@ -1827,6 +1917,18 @@ mod tests {
         let c = run_taps(tap_spec(), &x, &w);
         assert_eq!(c, taps_by_hand(&x, &w));
         assert_eq!(c[0], 3e38);
+        // A product past f32's range after a finite one: the interpreter rounds it to `inf`,
+        // the crate's fused multiply-add adds it unrounded to −1e38 and gets 3e38.
+        // Either channel first, whichever order the crate sums in.
+        for (finite, past) in [((-1e19, 1e19), (2e19, 2e19)), ((2e19, 2e19), (-1e19, 1e19))] {
+            let mut x = vec![0.0f32; 20];
+            let mut w = vec![0.0f32; 12];
+            (x[0], w[0]) = finite; // channel 0, tap 0
+            (x[10], w[3]) = past; // channel 1, tap 0
+            let c = run_taps(tap_spec(), &x, &w);
+            assert_eq!(c, taps_by_hand(&x, &w));
+            assert_eq!(c[0], f32::INFINITY);
+        }
     }
 
     #[test]

@@ -30,8 +30,8 @@ use weft_ir::graph::window_fold::PoolFold;
 use weft_ir::graph::ConvExpansion;
 use weft_ir::size::element_count;
 use weft_ir::{
-    Axis, BinaryOp, DType, Graph, HostArray, Node, NodeId, Op, Scalar, TensorInit, TensorKind,
-    UnaryOp,
+    Axis, BinaryOp, DType, Graph, HostArray, Node, NodeId, Op, ReduceOp, Scalar, TensorInit,
+    TensorKind, UnaryOp,
 };
 use weft_runtime::{Executable, Interpreter, State};
 
@@ -397,6 +397,7 @@ impl Simplifier<'_> {
                     _ => None,
                 }
             }
+            Op::Dot(x, y) => self.dot_of_itself(node, *x, *y)?,
             Op::Unary(UnaryOp::Negative, x) => match &self.out.node(*x).op {
                 Op::Unary(UnaryOp::Negative, inner) => Some(*inner),
                 _ => None,
@@ -411,6 +412,34 @@ impl Simplifier<'_> {
             }
             _ => None,
         })
+    }
+
+    /// `sum(square(t))` over all of `t`'s axes for a float dot of `t` with itself contracting
+    /// every axis — `dot(transpose(t), t)` (seed 003's squared norm), `dot(t, t)` — so each
+    /// spelling of the squared norm is one kernel. Exact: a dot's products are rounded to its
+    /// dtype and summed like a sum's terms (docs/numerics.md), its pairs in the left
+    /// operand's axis order, so the sum lists `t`'s axes in that order (reversed by a
+    /// transpose); an f32 sum then loops in memory order all the same (kernel.rs).
+    fn dot_of_itself(
+        &mut self,
+        node: &Node,
+        x: NodeId,
+        y: NodeId,
+    ) -> Result<Option<NodeId>, PassError> {
+        let base = |id: NodeId| match self.out.node(id).op {
+            Op::Transpose(inner) => inner,
+            _ => id,
+        };
+        let t = base(x);
+        if t != base(y) || !node.axes.is_empty() || !node.dtype.is_float() {
+            return Ok(None);
+        }
+        let mut axes: Vec<Axis> = self.out.node(t).axes.iter().copied().collect();
+        if x != t {
+            axes.reverse();
+        }
+        let square = self.out.unary(UnaryOp::Square, t)?;
+        Ok(Some(self.out.reduce(ReduceOp::Sum, square, &axes, None)?))
     }
 
     /// A constant replacing `node` if all its operands are constants.

@@ -126,9 +126,12 @@ pub(crate) fn dot(x: &ArrayData, y: &ArrayData, index: &DotIndex) -> Result<Arra
     let zero = -0.0f64;
     let ima = |acc: i64, a: i64, b: i64| acc.wrapping_add(a.wrapping_mul(b));
     Ok(match (x, y) {
+        // An f32 product is rounded to f32, then summed in f64: the policy of a sum of the
+        // same products (`sum(multiply(a, b))`, `sum(square(t))`), so every spelling of one
+        // contraction computes the same values (docs/numerics.md).
         (D::F32(a), D::F32(b)) => D::F32(
             index
-                .contract(a, b, zero, |acc, p, q| fma(acc, p as f64, q as f64))?
+                .contract(a, b, zero, |acc, p, q| acc + f64::from(p * q))?
                 .into_iter()
                 .map(|v| v as f32)
                 .collect(),

@@ -93,8 +93,9 @@ pub(crate) fn convolution(
             }
         }
         let f_base = k * fs[f_out];
-        // Per tap, a dot over the group's channels (from −0, as a dot sums: −0 exactly when
-        // every product is), rounded to the dtype; the taps added in the dtype.
+        // Per tap, a dot over the group's channels (each product rounded to the dtype, summed
+        // in f64 from −0, as a dot sums: −0 exactly when every product is), rounded to the
+        // dtype; the taps added in the dtype.
         let (mut total, mut magnitude) = (None::<f64>, 0.0f64);
         for tap in &tap_list {
             let mut acc = -0.0f64;
@@ -108,7 +109,8 @@ pub(crate) fn convolution(
                     fi += t * fs[*fa];
                 }
                 let v = xi.map_or(0.0, |i| xv[i]);
-                acc += v * fv[fi];
+                // The product in the dtype, summed in f64: a dot's policy (docs/numerics.md).
+                acc += round(v * fv[fi]);
                 magnitude += (v * fv[fi]).abs();
             }
             let acc = round(acc);
