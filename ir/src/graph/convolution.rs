@@ -1117,7 +1117,7 @@ impl Graph {
         };
         let acc = match PoolFold::of(&pooled) {
             PoolFold::Direct => {
-                let xp = self.padded_for_pool(x, &pooled, spec.kind, dtype)?;
+                let xp = self.padded_for_pool(x, &pooled, spec.kind)?;
                 self.fold_taps_directly(xp, &pooled, op)?
             }
             PoolFold::Separable => {
@@ -1154,17 +1154,16 @@ impl Graph {
         x: NodeId,
         pooled: &[PooledAxis],
         kind: PoolKind,
-        dtype: DType,
     ) -> Result<NodeId, GraphError> {
-        let padded = self.pad_windows(x, pooled.iter().map(|p| (p.input, p.step)))?;
-        let any_pad = pooled.iter().any(|p| p.step.before + p.step.after > 0);
-        if kind == PoolKind::Max && any_pad {
-            let mask = self.inside_mask(pooled)?;
-            let low = self.scalar(Scalar::Float(f64::NEG_INFINITY), dtype)?;
-            self.select(mask, padded, low)
-        } else {
-            Ok(padded)
-        }
+        let pads: Vec<(Axis, usize, usize)> = pooled
+            .iter()
+            .map(|p| (p.input, p.step.before, p.step.after))
+            .collect();
+        let value = match kind {
+            PoolKind::Max => Scalar::Float(f64::NEG_INFINITY),
+            PoolKind::Avg => Scalar::Float(0.0),
+        };
+        self.pad_with(x, &pads, value)
     }
 
     /// `xp` (padded) with every tap of the window folded by `op`, one by one in row-major
@@ -1220,15 +1219,36 @@ impl Graph {
         x: NodeId,
         windows: impl Iterator<Item = (Axis, WindowStep)>,
     ) -> Result<NodeId, GraphError> {
-        let pads: Vec<(Axis, usize, usize)> = windows
-            .filter(|(_, s)| s.before + s.after > 0)
-            .map(|(a, s)| (a, s.before, s.after))
-            .collect();
+        let pads: Vec<(Axis, usize, usize)> =
+            windows.map(|(a, s)| (a, s.before, s.after)).collect();
+        self.pad_with(x, &pads, Scalar::Float(0.0))
+    }
+
+    /// `x` padded along each `(axis, before, after)` of `pads`, the new positions holding
+    /// `value`: a pad (zeros) and, for another value, a select on the padded inside mask (a
+    /// padded broadcast `true`, computed where read: no table). No node when nothing is
+    /// padded. The one way an expansion pads with a value.
+    pub(crate) fn pad_with(
+        &mut self,
+        x: NodeId,
+        pads: &[(Axis, usize, usize)],
+        value: Scalar,
+    ) -> Result<NodeId, GraphError> {
+        let pads: Vec<(Axis, usize, usize)> =
+            pads.iter().copied().filter(|p| p.1 + p.2 > 0).collect();
         if pads.is_empty() {
-            Ok(x)
-        } else {
-            self.pad(x, &pads)
+            return Ok(x);
         }
+        let padded = self.pad(x, &pads)?;
+        if matches!(value, Scalar::Float(v) if v.to_bits() == 0) {
+            return Ok(padded);
+        }
+        let inside = self.scalar(Scalar::Bool(true), DType::Bool)?;
+        let axes: Vec<Axis> = pads.iter().map(|p| p.0).collect();
+        let inside = self.broadcast(inside, &axes)?;
+        let mask = self.pad(inside, &pads)?;
+        let fill = self.scalar(value, self.node(x).dtype)?;
+        self.select(mask, padded, fill)
     }
 
     /// The padded axis of `of` under `step` (`of` itself without padding).
@@ -1266,16 +1286,6 @@ impl Graph {
             t = self.relabel(t, from, to)?;
         }
         Ok(t)
-    }
-
-    /// A bool tensor over the padded pooled axes, true inside the input and false in the
-    /// padding: a `true` broadcast over the pooled input axes, padded. Computed where it is
-    /// read (or folded, when small), never a table built here: its size is the padded input's.
-    fn inside_mask(&mut self, pooled: &[PooledAxis]) -> Result<NodeId, GraphError> {
-        let inside = self.scalar(Scalar::Bool(true), DType::Bool)?;
-        let axes: Vec<Axis> = pooled.iter().map(|p| p.input).collect();
-        let inside = self.broadcast(inside, &axes)?;
-        self.pad_windows(inside, pooled.iter().map(|p| (p.input, p.step)))
     }
 
     /// The number of taps of each window inside the input, over the output's window axes: per

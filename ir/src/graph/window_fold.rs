@@ -26,7 +26,7 @@
 use super::convolution::{as_i64, window_range, PooledAxis};
 use super::{AxisSlice, BinaryOp, Graph, GraphError, NodeId};
 use crate::axis::{Axis, AxisDef, SliceRange};
-use crate::{DType, Scalar};
+use crate::Scalar;
 
 /// The most taps (in all) a pool folds one by one.
 pub const DIRECT_POOL_TAPS: usize = 64;
@@ -677,8 +677,8 @@ impl Graph {
         Ok((t, axis))
     }
 
-    /// `t` with `before` and `after` positions of `value` added along `axis` (a pad, and for
-    /// a value other than zero a select on the padded mask), and the new axis.
+    /// `t` with `before` and `after` positions of `value` added along `axis`
+    /// ([`Graph::pad_with`]), and the new axis.
     fn extend_with(
         &mut self,
         value: Scalar,
@@ -690,20 +690,13 @@ impl Graph {
         if before + after == 0 {
             return Ok((t, axis));
         }
-        let padded = self.pad(t, &[(axis, before, after)])?;
+        let padded = self.pad_with(t, &[(axis, before, after)], value)?;
         let new_axis = self.derived_axis(AxisDef::Pad {
             of: axis,
             before,
             after,
         });
-        if value == Scalar::Float(0.0) {
-            return Ok((padded, new_axis));
-        }
-        let inside = self.scalar(Scalar::Bool(true), DType::Bool)?;
-        let inside = self.broadcast(inside, &[axis])?;
-        let mask = self.pad(inside, &[(axis, before, after)])?;
-        let fill = self.scalar(value, self.node(t).dtype)?;
-        Ok((self.select(mask, padded, fill)?, new_axis))
+        Ok((padded, new_axis))
     }
 }
 
