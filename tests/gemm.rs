@@ -275,25 +275,22 @@ fn a_transposed_result_keeps_negative_zero_sums_too() {
 #[test]
 fn a_product_past_f32s_range_is_infinite_as_in_the_interpreter() {
     let (b, i, o) = (32, 64, 32);
+    // relu(X·W + 0): element (0, 0) is the dot's.
+    let g = mlp_layer(b, i, o, DType::F32, false, false);
+    let ps = g.placeholders();
     for swap in [false, true] {
-        let mut g = Graph::new();
-        let (ba, ia, oa) = (
-            g.axis("B", b).unwrap(),
-            g.axis("I", i).unwrap(),
-            g.axis("O", o).unwrap(),
-        );
-        let x = g.placeholder("X", &[ba, ia], DType::F32).unwrap();
-        let w = g.placeholder("W", &[ia, oa], DType::F32).unwrap();
-        let h = g.dot(x, w).unwrap();
-        g.mark_output(h).unwrap();
         let mut xs: Vec<f32> = (0..b * i).map(|v| (v as f32 * 0.37).sin()).collect();
         let mut ws: Vec<f32> = (0..i * o).map(|v| (v as f32 * 0.71).cos()).collect();
         let (first, second) = if swap { (1, 0) } else { (0, 1) };
         (xs[first], ws[first * o]) = (-1e19, 1e19);
         (xs[second], ws[second * o]) = (2e19, 2e19);
+        let array = |p: NodeId, shape: Vec<usize>, v: Vec<f32>| {
+            HostArray::from_vec(g.node(p).axes.clone(), shape, v).unwrap()
+        };
         let inputs = vec![
-            HostArray::from_vec(g.node(x).axes.clone(), vec![b, i], xs).unwrap(),
-            HostArray::from_vec(g.node(w).axes.clone(), vec![i, o], ws).unwrap(),
+            array(ps[0], vec![b, i], xs),
+            array(ps[1], vec![i, o], ws),
+            array(ps[2], vec![o], vec![0.0; o]),
         ];
         for fused in [true, false] {
             assert_eq!(gemm_calls(&g, options(fused, 1, 2)), 1);

@@ -524,6 +524,16 @@ fn a_huge_window_of_padding_around_a_tiny_input_runs_everywhere_alike() {
     }
 }
 
+/// A JIT transformer of `g`, fused or not, with a memory budget of 1 GiB.
+fn within_a_gib(g: &Graph, fused: bool) -> Transformer {
+    let options = JitOptions {
+        fused,
+        max_bytes: Some(1 << 30),
+        ..JitOptions::default()
+    };
+    Transformer::with_jit_options(g.clone(), options).unwrap()
+}
+
 /// Pools whose few windows lie 2^32 apart over a tiny input (the fuzzer's
 /// `fuzz_pool_windows_far_apart_over_budget.weft`, and the two huge-padding ones before it)
 /// (unbound axes bound to 5) compile on every JIT configuration within a 1 GiB budget: each
@@ -546,12 +556,7 @@ fn pools_of_windows_far_apart_compile_within_a_small_budget() {
             g.bind(a, 5).unwrap();
         }
         for fused in [true, false] {
-            let options = JitOptions {
-                fused,
-                max_bytes: Some(1 << 30),
-                ..JitOptions::default()
-            };
-            let t = Transformer::with_jit_options(g.clone(), options).unwrap();
+            let t = within_a_gib(&g, fused);
             let all: Vec<NodeId> = g.nodes().map(|(id, _)| id).collect();
             let outputs: Vec<NodeId> = all
                 .into_iter()
@@ -598,13 +603,8 @@ fn overlapping_windows_of_padding_compile_small_and_run_alike() {
             let p = g.pool(x, &spec).unwrap();
             g.mark_output(p).unwrap();
             for fused in [true, false] {
-                let options = JitOptions {
-                    fused,
-                    max_bytes: Some(1 << 30),
-                    ..JitOptions::default()
-                };
-                let t = Transformer::with_jit_options(g.clone(), options).unwrap();
-                t.computation(g.outputs(), &g.placeholders())
+                within_a_gib(&g, fused)
+                    .computation(g.outputs(), &g.placeholders())
                     .unwrap_or_else(|e| panic!("len {len}, {kind:?}, fused {fused}: {e}"));
             }
             let all = alike(&g);
@@ -612,11 +612,8 @@ fn overlapping_windows_of_padding_compile_small_and_run_alike() {
         }
     }
     let g = finding("fuzz_pool_of_an_empty_axis_over_budget.weft");
-    let options = JitOptions {
-        max_bytes: Some(1 << 30),
-        ..JitOptions::default()
-    };
     let all: Vec<NodeId> = g.nodes().map(|(id, _)| id).collect();
-    let t = Transformer::with_jit_options(g.clone(), options).unwrap();
-    t.computation(&all, &g.placeholders()).unwrap();
+    within_a_gib(&g, true)
+        .computation(&all, &g.placeholders())
+        .unwrap();
 }

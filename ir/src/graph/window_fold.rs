@@ -775,6 +775,23 @@ mod tests {
         }
     }
 
+    /// What `n` windows `stride` apart (dilation 1) read of each level, chunk by chunk.
+    fn wanted_by_windows(
+        g: &BandGeometry,
+        chunks: &[(usize, usize)],
+        n: usize,
+        stride: usize,
+    ) -> Vec<(u32, Span)> {
+        chunks
+            .iter()
+            .flat_map(|&(first, len)| {
+                let k = len.trailing_zeros();
+                let spans = g.read_spans(k, first, n, stride);
+                spans.into_iter().map(move |s| (k, s))
+            })
+            .collect()
+    }
+
     fn total(pieces: &[Vec<Span>]) -> usize {
         pieces.iter().flatten().map(|s| s.1 - s.0).sum()
     }
@@ -821,14 +838,7 @@ mod tests {
         let g = geometry(1 << 32, 3, (1 << 32) - 1, 1);
         let n = 2;
         let stride = (1usize << 32) - 1;
-        let wanted: Vec<(u32, Span)> = doubling_chunks((1 << 32) + 2)
-            .iter()
-            .flat_map(|&(first, len)| {
-                let k = len.trailing_zeros();
-                let spans = g.read_spans(k, first, n, stride);
-                spans.into_iter().map(move |s| (k, s))
-            })
-            .collect();
+        let wanted = wanted_by_windows(&g, &doubling_chunks((1 << 32) + 2), n, stride);
         let pieces = level_pieces(&g, 32, &wanted);
         assert!(total(&pieces) <= 33 * 8, "{pieces:?}");
         // The first window starts before the band of the top level (its taps there are padding).
@@ -845,14 +855,7 @@ mod tests {
             let (n, stride) = (11, 429_496_729);
             let chunks = doubling_chunks((1 << 32) + 2);
             assert!(g.plateaus_read_in_few_runs(&chunks, n, stride));
-            let wanted: Vec<(u32, Span)> = chunks
-                .iter()
-                .flat_map(|&(first, l)| {
-                    let k = l.trailing_zeros();
-                    let spans = g.read_spans(k, first, n, stride);
-                    spans.into_iter().map(move |s| (k, s))
-                })
-                .collect();
+            let wanted = wanted_by_windows(&g, &chunks, n, stride);
             let pieces = level_pieces(&g, 32, &wanted);
             assert!(total(&pieces) <= 33 * 4 * 8, "{pieces:?}");
         }
