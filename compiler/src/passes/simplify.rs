@@ -415,7 +415,7 @@ impl Simplifier<'_> {
     }
 
     /// `sum(square(t))` over all of `t`'s axes for a float dot of `t` with itself contracting
-    /// every axis — `dot(transpose(t), t)` (seed 003's squared norm), `dot(t, t)` — so each
+    /// every axis with itself — `dot(transpose(t), t)` (seed 003's squared norm), `dot(t, t)` — so each
     /// spelling of the squared norm is one kernel. Exact: a dot's products are rounded to its
     /// dtype and summed like a sum's terms (docs/numerics.md), its pairs in the left
     /// operand's axis order, so the sum lists `t`'s axes in that order (reversed by a
@@ -434,10 +434,18 @@ impl Simplifier<'_> {
         if t != base(y) || !node.axes.is_empty() || !node.dtype.is_float() {
             return Ok(None);
         }
-        let mut axes: Vec<Axis> = self.out.node(t).axes.iter().copied().collect();
-        if x != t {
-            axes.reverse();
+        // Each pair must join an axis of `t` with itself: `t`'s axes A and A** pair crosswise
+        // in `dot(t, transpose(t))` (A with the transpose's A^-1*, the dual partner), which is
+        // Σ t[i,j]·t[j,i], not a squared norm.
+        let origin = |operand: NodeId, a: Axis| if operand == t { a } else { a.transposed() };
+        let (left, right) = (&self.out.node(x).axes, &self.out.node(y).axes);
+        let pairs = self.out.dot_pairs("dot", left, right)?;
+        let itself = pairs.len() == self.out.node(t).axes.len()
+            && pairs.iter().all(|&(a, b)| origin(x, a) == origin(y, b));
+        if !itself {
+            return Ok(None);
         }
+        let axes: Vec<Axis> = pairs.iter().map(|&(a, _)| origin(x, a)).collect();
         let square = self.out.unary(UnaryOp::Square, t)?;
         Ok(Some(self.out.reduce(ReduceOp::Sum, square, &axes, None)?))
     }
