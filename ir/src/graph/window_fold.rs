@@ -553,14 +553,15 @@ impl Graph {
         count: usize,
         stride: usize,
     ) -> Result<(NodeId, Axis), GraphError> {
-        let (into, after) = match fold.geometry.plateau(k) {
-            Some(plateau) => BandGeometry::plateau_split(&plateau, first, count, stride),
+        let plateau = fold.geometry.plateau(k);
+        let (into, after) = match &plateau {
+            Some(plateau) => BandGeometry::plateau_split(plateau, first, count, stride),
             None => (count, count),
         };
         let at = |j: usize| first + j * stride;
         let mut runs = self.piece_runs(fold, k, first, into, stride)?;
-        if let (Some(plateau), true) = (fold.geometry.plateau(k), after > into) {
-            runs.push(self.plateau_read(fold, k, &plateau, at(into), after - into, stride)?);
+        if let (Some(plateau), true) = (&plateau, after > into) {
+            runs.push(self.plateau_read(fold, k, plateau, at(into), after - into, stride)?);
         }
         runs.extend(self.piece_runs(fold, k, at(after), count - after, stride)?);
         self.concat_runs(&runs)
