@@ -1151,17 +1151,21 @@ unsafe fn max_magnitude<T: Float>(p: *const T, v: &MatrixView, rows: usize, cols
     } else {
         (cols, cs, rows, rs)
     };
+    let width = crate::vmath::path();
     let mut largest = 0.0f64;
     for o in 0..outer as isize {
         // SAFETY: the caller's bounds.
         let line = unsafe { p.offset(v.offset as isize + o * outer_stride) };
-        for i in 0..inner as isize {
-            // SAFETY: the caller's bounds.
-            let m = unsafe { *line.offset(i * inner_stride) }.magnitude();
-            if m > largest {
-                largest = m;
-            }
-        }
+        let m = if inner_stride == 1 {
+            // SAFETY: the caller's bounds: the line's `inner` consecutive elements.
+            largest_magnitude(unsafe { std::slice::from_raw_parts(line, inner) }, width)
+        } else {
+            (0..inner as isize)
+                // SAFETY: the caller's bounds.
+                .map(|i| unsafe { *line.offset(i * inner_stride) }.magnitude())
+                .fold(0.0, f64::max)
+        };
+        largest = largest.max(m);
     }
     largest
 }
@@ -1324,6 +1328,57 @@ fn any_special<T: Float>(row: &[T], width: Path) -> bool {
     any_special_in(row)
 }
 
+/// The largest magnitude in `line`, NaNs ignored, without branches.
+fn largest_magnitude<T: Float>(line: &[T], width: Path) -> f64 {
+    #[cfg(target_arch = "x86_64")]
+    match width {
+        // SAFETY: `vmath::path` chose each path only where the CPU has it.
+        Path::Avx512 => return unsafe { largest_magnitude_avx512(line) },
+        // SAFETY: as above.
+        Path::Avx2 => return unsafe { largest_magnitude_avx2(line) },
+        Path::Scalar => {}
+    }
+    let _ = width;
+    largest_magnitude_in(line)
+}
+
+/// [`largest_magnitude`]'s reduction (inlined into every caller, so each is compiled for its
+/// caller's vectors).
+#[inline(always)]
+fn largest_magnitude_in<T: Float>(line: &[T]) -> f64 {
+    // Sixteen running maxima, one per lane: a single fold's chain does not vectorise.
+    let mut lanes = [T::NO_KEY; 16];
+    let chunks = line.chunks_exact(16);
+    let rest = chunks.remainder();
+    for chunk in chunks {
+        for (most, x) in lanes.iter_mut().zip(chunk) {
+            *most = (*most).max(x.magnitude_key());
+        }
+    }
+    let most = lanes.into_iter().fold(T::NO_KEY, Ord::max);
+    T::from_magnitude_key(rest.iter().fold(most, |m, x| m.max(x.magnitude_key())))
+}
+
+/// [`largest_magnitude`] compiled for AVX2.
+///
+/// # Safety
+/// The CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn largest_magnitude_avx2<T: Float>(line: &[T]) -> f64 {
+    largest_magnitude_in(line)
+}
+
+/// [`largest_magnitude`] compiled for AVX-512F.
+///
+/// # Safety
+/// The CPU must have AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn largest_magnitude_avx512<T: Float>(line: &[T]) -> f64 {
+    largest_magnitude_in(line)
+}
+
 /// Whether `row` holds a special element: its largest [`Float::special_key`], without
 /// branches (inlined into every caller, so each is compiled for its caller's vectors).
 #[inline(always)]
@@ -1453,6 +1508,11 @@ trait Float: Copy + PartialEq {
     const SPECIAL_KEYS: Self::Key;
     /// The least key there is, where a max-reduction starts.
     const NO_KEY: Self::Key;
+    /// The magnitude's bits, NaN's taken as zero's: ordered as the magnitudes are, so the
+    /// largest magnitude of a line is a branch-free max-reduction of keys.
+    fn magnitude_key(self) -> Self::Key;
+    /// The magnitude whose [`Float::magnitude_key`] is `key`, in f64.
+    fn from_magnitude_key(key: Self::Key) -> f64;
 }
 
 /// `Float` for a type, its `gemm` entry point and its widening to the
@@ -1464,6 +1524,18 @@ macro_rules! float_impl {
             type Key = $bits;
             const SPECIAL_KEYS: $bits = <$t>::INFINITY.to_bits() - 1;
             const NO_KEY: $bits = 0;
+            #[inline(always)]
+            fn magnitude_key(self) -> $bits {
+                let bits = self.to_bits() & !(1 << (<$bits>::BITS - 1));
+                if bits > <$t>::INFINITY.to_bits() {
+                    0
+                } else {
+                    bits
+                }
+            }
+            fn from_magnitude_key(key: $bits) -> f64 {
+                f64::from(<$t>::from_bits(key))
+            }
             #[inline(always)]
             fn special_key(self) -> $bits {
                 (self.to_bits() & !(1 << (<$bits>::BITS - 1))).wrapping_sub(1)
@@ -1592,6 +1664,45 @@ mod tests {
         let f64s = [0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, -f64::NAN];
         let f64_ordinary = [f64::MAX, -f64::MAX, 5e-324, 2.5];
         scans_find_specials(f64s, f64_ordinary);
+    }
+
+    /// At every width this CPU has, the overflow scan's largest magnitude of a line is the
+    /// scalar maximum of `|x|` with NaNs ignored, wherever the line's largest value, an
+    /// infinity or a NaN sits (vector bodies, tails) and whatever its sign.
+    fn largest_magnitude_is_the_scalar_maximum<T: Float + std::fmt::Debug>(values: [T; 6]) {
+        let paths = [Path::Avx512, Path::Avx2, Path::Scalar];
+        let here = paths.iter().position(|&p| p == crate::vmath::path());
+        let expected = |line: &[T]| {
+            line.iter()
+                .map(|x| x.magnitude())
+                .filter(|m| !m.is_nan())
+                .fold(0.0, f64::max)
+        };
+        for &width in &paths[here.unwrap_or(paths.len() - 1)..] {
+            for len in [0, 1, 15, 16, 17, 40, 100] {
+                for rotate in [0, 1, 5] {
+                    let line: Vec<T> = (0..len)
+                        .map(|i| values[(i + rotate) % values.len()])
+                        .collect();
+                    let got = largest_magnitude(&line, width);
+                    assert_eq!(
+                        got.to_bits(),
+                        expected(&line).to_bits(),
+                        "{width:?}: {line:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_overflow_scan_finds_the_largest_magnitude_at_every_width() {
+        let f32s = [f32::NAN, -1.5, 1e-45, -f32::MAX, f32::NEG_INFINITY, 0.25];
+        largest_magnitude_is_the_scalar_maximum(f32s);
+        largest_magnitude_is_the_scalar_maximum([f32::NAN, -3.0, 2.0, -0.0, 1e-45, -f32::NAN]);
+        let f64s = [-f64::NAN, 2.5, 5e-324, f64::MAX, -f64::INFINITY, -7.0];
+        largest_magnitude_is_the_scalar_maximum(f64s);
+        largest_magnitude_is_the_scalar_maximum([f64::NAN, -3.0, 2.0, 0.0, -1e300, 1.0]);
     }
 
     /// `C (2×2) = A (2×3) · B (3×2)`, all row-major from offset 0.
