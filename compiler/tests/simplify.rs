@@ -4,7 +4,7 @@ mod common;
 
 use weft_compiler::passes::simplify::{simplify, SimplifyOptions};
 use weft_ir::graph::GraphBuilder;
-use weft_ir::{DType, Graph, Op, Scalar, TensorInit};
+use weft_ir::{DType, Graph, NodeId, Op, Scalar, TensorInit};
 
 /// The graph in the text format.
 fn listing(g: &Graph) -> String {
@@ -432,5 +432,81 @@ fn data_constants_are_shared_by_every_rebuilt_graph() {
             panic!("one data constant")
         };
         assert!(Arc::ptr_eq(&original, &shared));
+    }
+}
+
+/// Powers whose value the dtype holds exactly become the cheap spelling — `x¹` → `x`, `x⁰` →
+/// 1, an f32's or an integer's `x²` → `square(x)` — and a square drops an `abs` or a negation
+/// of its operand; an f64's `x²` stays a power (`pow` need not round it as `x·x` does). The
+/// interpreter gives the same bits before and after, special values (NaN, ±inf, ±0,
+/// subnormals, extremes) among the inputs.
+#[test]
+fn exact_powers_and_squares_of_signs_take_the_cheap_spelling() {
+    use weft_ir::{BinaryOp, UnaryOp};
+    let mut g = Graph::new();
+    let a = g.axis("A", 4096).unwrap();
+    let x = g.placeholder("x", &[a], DType::F32).unwrap();
+    let y = g.placeholder("y", &[a], DType::F64).unwrap();
+    let i = g.placeholder("i", &[a], DType::I64).unwrap();
+    let power = |g: &mut Graph, t: NodeId, e: f64| {
+        let dtype = g.node(t).dtype;
+        let value = if dtype.is_int() {
+            Scalar::Int(e as i64)
+        } else {
+            Scalar::Float(e)
+        };
+        let c = g.scalar(value, dtype).unwrap();
+        let p = g.binary(BinaryOp::Power, t, c).unwrap();
+        g.mark_output(p).unwrap();
+    };
+    for e in [2.0, 1.0, 0.0, -0.0] {
+        power(&mut g, x, e);
+        power(&mut g, y, e);
+    }
+    power(&mut g, i, 2.0);
+    power(&mut g, i, 0.0);
+    for sign in [UnaryOp::Abs, UnaryOp::Negative] {
+        for t in [x, y, i] {
+            let s = g.unary(sign, t).unwrap();
+            let sq = g.unary(UnaryOp::Square, s).unwrap();
+            g.mark_output(sq).unwrap();
+        }
+    }
+    let s = simplify(&g, &SimplifyOptions::default(), None).unwrap();
+    let kinds: Vec<String> = g
+        .outputs()
+        .iter()
+        .map(|o| {
+            let n = s.graph.node(s.map.get(*o).unwrap());
+            format!("{} {:?}", n.op.name(), n.dtype)
+        })
+        .collect();
+    let expected = [
+        "square F32",
+        "power F64",
+        "placeholder F32",
+        "placeholder F64",
+        "constant F32",
+        "constant F64",
+        "constant F32",
+        "constant F64",
+        "square I64",
+        "constant I64",
+        "square F32",
+        "square F64",
+        "square I64",
+        "square F32",
+        "square F64",
+        "square I64",
+    ];
+    assert_eq!(kinds, expected);
+    for seed in 0..4 {
+        let ins = oracle::random_inputs_with(&g, seed, true);
+        let before = oracle::interpret(&g, g.outputs(), &ins);
+        let outs: Vec<_> = g.outputs().iter().map(|o| s.map.get(*o).unwrap()).collect();
+        let after = oracle::interpret(&s.graph, &outs, &ins);
+        for (k, (b, a)) in before.iter().zip(&after).enumerate() {
+            assert!(oracle::same_bits(b, a), "{}: {b:?}\nvs\n{a:?}", kinds[k]);
+        }
     }
 }

@@ -394,6 +394,23 @@ impl Simplifier<'_> {
                         let axes: Vec<_> = node.axes.iter().copied().collect();
                         Some(self.uniform(&axes, node.dtype, Scalar::Int(0))?)
                     }
+                    // Powers whose exact value the dtype holds: the interpreter's `pow` (within
+                    // an ulp) returns it, and so does the rewrite. `x⁰` is 1 for every x, NaN
+                    // included; `x²` of an f32 is exact in f64, of an integer the wrapping
+                    // square; an f64's `x²` is not exact, so `pow` may round it otherwise.
+                    BinaryOp::Power if is(fy, 1.0) => Some(*x),
+                    BinaryOp::Power if is(fy, 0.0) => {
+                        let one = if int {
+                            Scalar::Int(1)
+                        } else {
+                            Scalar::Float(1.0)
+                        };
+                        let axes: Vec<_> = node.axes.iter().copied().collect();
+                        Some(self.uniform(&axes, node.dtype, one)?)
+                    }
+                    BinaryOp::Power if is(fy, 2.0) && (int || node.dtype == DType::F32) => {
+                        Some(self.square_of(*x)?)
+                    }
                     _ => None,
                 }
             }
@@ -402,6 +419,7 @@ impl Simplifier<'_> {
                 Op::Unary(UnaryOp::Negative, inner) => Some(*inner),
                 _ => None,
             },
+            Op::Unary(UnaryOp::Square, x) if self.unsigned(*x) != *x => Some(self.square_of(*x)?),
             Op::Unary(UnaryOp::Log, x) if self.opts.inexact => match &self.out.node(*x).op {
                 Op::Unary(UnaryOp::Exp, inner) => Some(*inner),
                 _ => None,
@@ -412,6 +430,21 @@ impl Simplifier<'_> {
             }
             _ => None,
         })
+    }
+
+    /// `x` without the `abs` and `negative` ops it is made by: what a square of it squares.
+    fn unsigned(&self, mut x: NodeId) -> NodeId {
+        while let Op::Unary(UnaryOp::Abs | UnaryOp::Negative, inner) = self.out.node(x).op {
+            x = inner;
+        }
+        x
+    }
+
+    /// `square(x)`, with `x`'s sign dropped (`square(abs(t))` is `square(t)`, exactly: the
+    /// sign never reaches the result, and integer squares wrap alike).
+    fn square_of(&mut self, x: NodeId) -> Result<NodeId, PassError> {
+        let x = self.unsigned(x);
+        Ok(self.out.unary(UnaryOp::Square, x)?)
     }
 
     /// `sum(square(t))` over all of `t`'s axes for a float dot of `t` with itself contracting
