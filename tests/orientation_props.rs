@@ -237,13 +237,13 @@ fn the_draw_covers_every_form_and_orientation() {
     let mut forms = std::collections::BTreeSet::new();
     let mut ranks = std::collections::BTreeSet::new();
     let (mut inner, mut outer_only, mut long, mut f64s) = (false, false, false, false);
-    let mut in_memory_order = 0;
-    let eager = &configurations()[1].1;
+    let (mut in_memory_order, mut chained) = (0, 0);
+    let eager = &configurations()[4].1;
     for seed in 0..400 {
         let case = draw(seed).unwrap();
-        if seed < 100 && jit_common::explain(&case.g, eager).contains("in memory order") {
-            in_memory_order += 1;
-        }
+        let explained = jit_common::explain(&case.g, eager);
+        in_memory_order += usize::from(explained.contains("in memory order"));
+        chained += usize::from(explained.contains("chained with"));
         forms.insert(format!("{:?}", case.form));
         ranks.insert(case.order.len());
         let innermost = *case.order.last().unwrap();
@@ -256,5 +256,42 @@ fn the_draw_covers_every_form_and_orientation() {
     assert_eq!(ranks.len(), 3, "{ranks:?}");
     assert!(inner && outer_only && long && f64s);
     // The configurations with the thresholds at zero do reach the memory-order kernels.
-    assert!(in_memory_order >= 10, "{in_memory_order} of 100 cases");
+    assert!(in_memory_order >= 30, "{in_memory_order} of 400 cases");
+    // And some chain two such kernels into one (crate::chain): a variance after its mean.
+    assert!(chained >= 10, "{chained} of 400 cases chain kernels");
+}
+
+/// Softmax, a normalisation and log-sum-exp over the outer axis of a 1 MiB tensor, as
+/// shipped: their reductions run in memory order and chain into one kernel with the
+/// elementwise kernels between them strip-mined into the same column blocks (each block read
+/// from memory once); every configuration still computes what the interpreter does, with
+/// chaining and without.
+#[test]
+fn multi_pass_graphs_over_the_outer_axis_chain_and_match() {
+    for form in [Form::Softmax, Form::Normalise, Form::LogSumExp] {
+        let mut g = Graph::new();
+        let c = g.axis("C", 64).unwrap();
+        let r = g.axis("R", 4096).unwrap();
+        let x = g.placeholder("x", &[c, r], DType::F32).unwrap();
+        let out = build(&mut g, form, x, &[c], DType::F32).unwrap();
+        g.mark_output(out).unwrap();
+        let explained = jit_common::explain(&g, &JitOptions::default());
+        assert!(explained.contains("chained with"), "{form:?}: {explained}");
+        let ps = g.placeholders();
+        let inputs = weft_ir::testing::random_inputs(&g, &ps, 7, true);
+        let tol = Tolerance::for_graph(&g);
+        let refs = references(&g, &[out], &ps, &inputs, 2, &tol).unwrap();
+        let unchained = JitOptions {
+            chain: false,
+            ..JitOptions::default()
+        };
+        for options in [
+            JitOptions::default(),
+            unchained,
+            JitOptions::forced_parallel(),
+        ] {
+            let got = run_jit(&g, &[out], &inputs, options).unwrap();
+            compare(&got, &refs, &tol).unwrap_or_else(|m| panic!("{form:?}: {m}"));
+        }
+    }
 }

@@ -144,6 +144,10 @@ pub struct JitOptions {
     /// block of the GEMM's result as soon as it is computed (crate::epilogue; default true).
     /// Results are the same either way.
     pub epilogue: bool,
+    /// Whether consecutive kernels whose parallel loops cut the same columns into the same
+    /// blocks run as one kernel, block by block (crate::chain; default true). Results are the
+    /// same either way.
+    pub chain: bool,
 }
 
 impl Default for JitOptions {
@@ -158,6 +162,7 @@ impl Default for JitOptions {
             threads: None,
             gemm: Some(GemmOptions::default()),
             epilogue: true,
+            chain: true,
         }
     }
 }
@@ -170,6 +175,7 @@ impl JitOptions {
         JitOptions {
             fused: false,
             epilogue: false,
+            chain: false,
             ..JitOptions::default()
         }
     }
@@ -202,6 +208,60 @@ type Spec = (DType, u64, Option<ArrayData>);
 
 /// The bytes a storage of `spec` allocates: rounded up to its 64-byte alignment, saturating
 /// (a length past `u64` bytes is refused by the budget, and by the allocation).
+/// `steps` with each run of consecutive kernels that chain (crate::chain) made one step: the
+/// first kernel of the run becomes the chained kernel (compiled again, its notes saying so),
+/// the others' steps are dropped (their compiled code and storages stay, unused or shared).
+fn chain_steps(
+    steps: &[Step],
+    lowered: &mut [LoweredKernel],
+    kernels: &mut [(CompiledKernel, Vec<usize>)],
+    compiler: &JitCompiler,
+) -> Result<Vec<Step>, JitError> {
+    let mut out: Vec<Step> = Vec::with_capacity(steps.len());
+    for &step in steps {
+        let (Some(&Step::Kernel(first)), Step::Kernel(next)) = (out.last(), step) else {
+            out.push(step);
+            continue;
+        };
+        let (a, a_args) = (&lowered[first].kernel, &kernels[first].1);
+        let (b, b_args) = (&lowered[next].kernel, &kernels[next].1);
+        let mut chained = crate::chain::chain(a, a_args, b, b_args);
+        if chained.is_err() {
+            // An elementwise kernel strip-mined into the first one's column blocks.
+            let strips =
+                crate::chain::parallel_extent(a).and_then(|n| crate::chain::strip_to_blocks(b, n));
+            if let Some(strips) = strips {
+                chained = crate::chain::chain(a, a_args, &strips, b_args);
+            }
+        }
+        let Ok(crate::chain::Chained {
+            kernel,
+            args,
+            from_b,
+        }) = chained
+        else {
+            out.push(step);
+            continue;
+        };
+        let compiled = compiler.compile(&kernel)?;
+        let bindings: Vec<BufferBinding> =
+            from_b.iter().map(|j| lowered[next].bindings[*j]).collect();
+        let note = format!(
+            "chained with @{}: one parallel loop over the same column blocks, each block \
+             through both kernels while it is in cache",
+            lowered[next].kernel.name
+        );
+        let moved = std::mem::take(&mut lowered[next].notes);
+        let first_kernel = &mut lowered[first];
+        first_kernel.kernel = kernel;
+        first_kernel.bindings.extend(bindings);
+        first_kernel.notes.extend(moved);
+        first_kernel.notes.push(note);
+        kernels[first] = (compiled, args);
+    }
+    Ok(out)
+}
+
 fn spec_bytes(spec: &Spec) -> u64 {
     let (dtype, len, _) = spec;
     len.saturating_mul(dtype.size_bytes() as u64)
@@ -660,7 +720,11 @@ impl JitExecutable {
                 }
             }
         }
-        let steps = fused_steps;
+        let steps = if options.chain {
+            chain_steps(&fused_steps, &mut lowered, &mut kernels, &compiler)?
+        } else {
+            fused_steps
+        };
         if let Some(budget) = options.max_bytes {
             check_budget(&graph, &plan, &specs, &holders, budget)?;
         }

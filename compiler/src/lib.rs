@@ -6,6 +6,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod chain;
 pub mod codegen;
 pub mod column_blocks;
 pub mod dump;

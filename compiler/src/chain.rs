@@ -1,0 +1,462 @@
+//! Column chains: two kernels that run one after the other, whose parallel loops cut the same
+//! columns into the same blocks, become one kernel whose parallel iteration `p` runs the first
+//! kernel's iteration `p`, then the second's — so a block's data, read or written by the
+//! first, is still in cache when the second reads it.
+//!
+//! A reduction over a strided axis is lowered in memory order in a kernel of its own
+//! (`crate::reduce_in_memory`): iteration `p` of its parallel loop reduces a block of `W`
+//! contiguous result columns over every row. A second such reduction over the same operand —
+//! a variance after a mean, a sum of exponentials after a maximum — has the same loop; chained,
+//! each block of the operand is read from memory once and from cache after.
+//!
+//! Assumes two verified kernels, `a` scheduled before `b`, with the storages each buffer
+//! parameter is bound to (`crate::executable`: the same storage, the same memory). Guarantees:
+//! applied only when each kernel's body is one parallel loop, both of the same extent `N`, and
+//! every storage one kernel writes and the other touches is read and written only *banded*:
+//! every access to it, in either kernel, is `W·p + Σ rows + Σ columns + c` with `p` the
+//! parallel index, the same `W > 0` throughout, every row term's coefficient a multiple of
+//! `M = W·N` and the column terms plus `c mod M` within `[0, W)`. Element `e` of such a
+//! storage is then touched only by iteration `(e mod M) div W` of either kernel, so running
+//! `a(p); b(p)` for each `p`, the iterations in parallel, reads and writes every element in
+//! the order `a` then `b` did: results are unchanged. A storage bound to both kernels has one
+//! parameter in the result (its access the union), so the result's parameters alias nothing
+//! they did not before. The result is verified again; otherwise the reason, for `weft explain`.
+
+use std::collections::HashMap;
+use weft_ir::arena::EntityRef;
+use weft_ir::loop_ir::{
+    verify, AccId, AffineExpr, BufferAccess, BufferAccessExpr, BufferId, Inst, Kernel, LoopId,
+    Stmt, ValueId,
+};
+
+/// Two kernels as one ([`chain`]).
+#[derive(Clone, Debug)]
+pub struct Chained {
+    /// The chained kernel: `a`'s parameters, then those of `b` whose storage `a` does not
+    /// bind.
+    pub kernel: Kernel,
+    /// The storage of each parameter.
+    pub args: Vec<usize>,
+    /// For each parameter after `a`'s, the index of `b`'s parameter it is.
+    pub from_b: Vec<usize>,
+}
+
+/// `a` then `b` as one kernel (module docs), or why not. `a_args[i]` is the storage of `a`'s
+/// `i`-th buffer parameter, `b_args` likewise.
+pub fn chain(
+    a: &Kernel,
+    a_args: &[usize],
+    b: &Kernel,
+    b_args: &[usize],
+) -> Result<Chained, String> {
+    let names = format!("kernels @{} and @{}", a.name, b.name);
+    let (Some((pa, n)), Some((pb, _))) = (parallel_loop(a), parallel_loop(b)) else {
+        return Err(format!("{names} are not each one parallel loop"));
+    };
+    if b.loops[pb].extent != n {
+        return Err(format!("{names}' parallel loops differ in extent"));
+    }
+    if has_duplicates(a_args) || has_duplicates(b_args) {
+        return Err(format!("{names} bind one storage to two parameters"));
+    }
+    let mut out = a.clone();
+    out.name = format!("{}_{}", a.name, b.name);
+    let mut args = a_args.to_vec();
+    let mut from_b = Vec::new();
+    let mut ids = Ids::default();
+    for (j, decl) in b.buffers.iter() {
+        let storage = b_args[j.index()];
+        let into = match args.iter().position(|s| *s == storage) {
+            Some(i) => {
+                let id = BufferId::new(i);
+                let mine = &mut out.buffers[id];
+                if mine.ty != decl.ty || mine.len != decl.len {
+                    return Err(format!(
+                        "{names} see one storage as %{} and %{} of other types or lengths",
+                        mine.name, decl.name
+                    ));
+                }
+                mine.access = union(mine.access, decl.access);
+                id
+            }
+            None => {
+                let mut name = decl.name.clone();
+                while out.buffers.values().any(|d| d.name == name) {
+                    name.push('_');
+                }
+                args.push(storage);
+                from_b.push(j.index());
+                out.add_buffer(name, decl.ty, decl.len, decl.access)
+            }
+        };
+        ids.buffers.insert(j, into);
+    }
+    for (l, decl) in b.loops.iter() {
+        let into = if l == pb {
+            pa
+        } else {
+            out.add_loop(decl.extent, decl.annotations)
+        };
+        ids.loops.insert(l, into);
+    }
+    for (v, ty) in b.values.iter() {
+        ids.values.insert(v, out.values.push(*ty));
+    }
+    for (x, decl) in b.accs.iter() {
+        ids.accs.insert(x, out.accs.push(decl.clone()));
+    }
+    let Some(Stmt::Loop { body: b_body, .. }) = b.body.first() else {
+        return Err(format!("{names} are not each one parallel loop"));
+    };
+    let moved = b_body
+        .iter()
+        .map(|s| ids.stmt(s))
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| format!("{names}: an id of @{} has no image", b.name))?;
+    if let Some(Stmt::Loop { body, .. }) = out.body.first_mut() {
+        body.extend(moved);
+    }
+    check_bands(&out, pa, n, a, a_args, b, b_args, &args)
+        .map_err(|why| format!("{names}: {why}"))?;
+    verify(&out).map_err(|e| format!("{names} chained do not verify: {e}"))?;
+    Ok(Chained {
+        kernel: out,
+        args,
+        from_b,
+    })
+}
+
+/// `k`, an elementwise nest of rows (parallel) around columns, strip-mined so that its parallel
+/// loop is `n` blocks of columns (`crate::column_blocks::strip_columns`) — the form a kernel
+/// chains in after a reduction over those blocks — or `None`.
+pub fn strip_to_blocks(k: &Kernel, n: u64) -> Option<Kernel> {
+    let (nest, _) = weft_ir::loop_ir::perfect_nest(&k.body);
+    let [_, cols] = nest[..] else {
+        return None;
+    };
+    let extent = k.loops[cols].extent;
+    if n == 0 || !extent.is_multiple_of(n) {
+        return None;
+    }
+    crate::column_blocks::strip_columns(k, extent / n).ok()
+}
+
+/// The extent of the kernel's parallel loop, when its body is that one loop.
+pub fn parallel_extent(k: &Kernel) -> Option<u64> {
+    parallel_loop(k).map(|(_, n)| n)
+}
+
+/// The kernel's parallel loop and its extent, when its body is that one loop.
+fn parallel_loop(k: &Kernel) -> Option<(LoopId, u64)> {
+    match k.body.as_slice() {
+        [Stmt::Loop { loop_id, .. }] if k.loops[*loop_id].annotations.parallel => {
+            Some((*loop_id, k.loops[*loop_id].extent))
+        }
+        _ => None,
+    }
+}
+
+fn has_duplicates(args: &[usize]) -> bool {
+    args.iter().enumerate().any(|(i, s)| args[..i].contains(s))
+}
+
+fn union(x: BufferAccess, y: BufferAccess) -> BufferAccess {
+    if x == y {
+        x
+    } else {
+        BufferAccess::ReadWrite
+    }
+}
+
+/// Checks that every storage one of `a`, `b` writes and the other touches is accessed banded
+/// in the chained kernel `k` (parallel loop `p` of extent `n`, parameters bound to `args`).
+#[allow(clippy::too_many_arguments)]
+fn check_bands(
+    k: &Kernel,
+    p: LoopId,
+    n: u64,
+    a: &Kernel,
+    a_args: &[usize],
+    b: &Kernel,
+    b_args: &[usize],
+    args: &[usize],
+) -> Result<(), String> {
+    let writes = |k: &Kernel, args: &[usize], s: usize| {
+        args.iter()
+            .position(|x| *x == s)
+            .is_some_and(|i| k.buffers[BufferId::new(i)].access != BufferAccess::Read)
+    };
+    let shared: Vec<usize> = a_args
+        .iter()
+        .copied()
+        .filter(|s| b_args.contains(s) && (writes(a, a_args, *s) || writes(b, b_args, *s)))
+        .collect();
+    let mut accesses = Vec::new();
+    collect_accesses(&k.body, &mut accesses);
+    let mut width = None;
+    for access in accesses {
+        if !shared.contains(&args[access.buffer.index()]) {
+            continue;
+        }
+        let name = &k.buffers[access.buffer].name;
+        let w = access.index.coefficient(p);
+        if w <= 0 || width.is_some_and(|x| x != w) {
+            return Err(format!(
+                "%{name} is read or written other than in blocks of the parallel loop"
+            ));
+        }
+        width = Some(w);
+        if !banded(k, &access.index, p, w, n) {
+            return Err(format!(
+                "%{name} at {:?} leaves its block of {w} columns",
+                access.index
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `index` is `w·p + Σ rows + Σ columns + c` as the module docs say.
+fn banded(k: &Kernel, index: &AffineExpr, p: LoopId, w: i64, n: u64) -> bool {
+    let Some(row) = i64::try_from(n).ok().and_then(|n| n.checked_mul(w)) else {
+        return false;
+    };
+    let base = i128::from(index.offset().rem_euclid(row));
+    let (mut lo, mut hi) = (base, base);
+    for &(l, c) in index.terms() {
+        if l == p || c % row == 0 {
+            continue;
+        }
+        let reach = i128::from(c) * (i128::from(k.loops[l].extent) - 1).max(0);
+        if reach < 0 {
+            lo += reach;
+        } else {
+            hi += reach;
+        }
+    }
+    lo >= 0 && hi < i128::from(w)
+}
+
+/// Every load and store in `body`.
+fn collect_accesses<'a>(body: &'a [Stmt], out: &mut Vec<&'a BufferAccessExpr>) {
+    for s in body {
+        match s {
+            Stmt::Let {
+                inst: Inst::Load(a),
+                ..
+            } => out.push(a),
+            Stmt::Store { target, .. } => out.push(target),
+            Stmt::Loop { body, .. } | Stmt::If { body, .. } => collect_accesses(body, out),
+            _ => {}
+        }
+    }
+}
+
+/// Where each of the second kernel's ids goes in the chained kernel.
+#[derive(Default)]
+struct Ids {
+    buffers: HashMap<BufferId, BufferId>,
+    loops: HashMap<LoopId, LoopId>,
+    values: HashMap<ValueId, ValueId>,
+    accs: HashMap<AccId, AccId>,
+}
+
+impl Ids {
+    fn value(&self, v: ValueId) -> Option<ValueId> {
+        self.values.get(&v).copied()
+    }
+
+    fn expr(&self, e: &AffineExpr) -> Option<AffineExpr> {
+        let terms = e
+            .terms()
+            .iter()
+            .map(|(l, c)| Some((*self.loops.get(l)?, *c)))
+            .collect::<Option<Vec<_>>>()?;
+        Some(AffineExpr::new(terms, e.offset()))
+    }
+
+    fn access(&self, a: &BufferAccessExpr) -> Option<BufferAccessExpr> {
+        let buffer = *self.buffers.get(&a.buffer)?;
+        let moved = a.clone().map_exprs(&|e| self.expr(e))?;
+        Some(BufferAccessExpr { buffer, ..moved })
+    }
+
+    fn inst(&self, inst: &Inst) -> Option<Inst> {
+        let v = |x: &ValueId| self.value(*x);
+        Some(match inst {
+            Inst::Const(c) => Inst::Const(*c),
+            Inst::Index(l) => Inst::Index(*self.loops.get(l)?),
+            Inst::Load(a) => Inst::Load(self.access(a)?),
+            Inst::AccValue(x) => Inst::AccValue(*self.accs.get(x)?),
+            Inst::AccIndex(x) => Inst::AccIndex(*self.accs.get(x)?),
+            Inst::Unary(op, x) => Inst::Unary(*op, v(x)?),
+            Inst::Binary(op, x, y) => Inst::Binary(*op, v(x)?, v(y)?),
+            Inst::Compare(op, x, y) => Inst::Compare(*op, v(x)?, v(y)?),
+            Inst::Select {
+                cond,
+                if_true,
+                if_false,
+            } => Inst::Select {
+                cond: v(cond)?,
+                if_true: v(if_true)?,
+                if_false: v(if_false)?,
+            },
+            Inst::Convert(x) => Inst::Convert(v(x)?),
+        })
+    }
+
+    fn stmt(&self, s: &Stmt) -> Option<Stmt> {
+        let body = |b: &[Stmt]| b.iter().map(|s| self.stmt(s)).collect::<Option<Vec<_>>>();
+        Some(match s {
+            Stmt::Let { result, inst } => Stmt::Let {
+                result: self.value(*result)?,
+                inst: self.inst(inst)?,
+            },
+            Stmt::Store { target, value } => Stmt::Store {
+                target: self.access(target)?,
+                value: self.value(*value)?,
+            },
+            Stmt::DeclareAcc(x) => Stmt::DeclareAcc(*self.accs.get(x)?),
+            Stmt::Reduce { acc, value, index } => Stmt::Reduce {
+                acc: *self.accs.get(acc)?,
+                value: self.value(*value)?,
+                index: match index {
+                    Some(i) => Some(self.value(*i)?),
+                    None => None,
+                },
+            },
+            Stmt::Loop { loop_id, body: b } => Stmt::Loop {
+                loop_id: *self.loops.get(loop_id)?,
+                body: body(b)?,
+            },
+            Stmt::If { cond, body: b } => Stmt::If {
+                cond: self.value(*cond)?,
+                body: body(b)?,
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use weft_ir::loop_ir::parse_kernel;
+
+    /// Column maxima of `x[4, 8]` in blocks of 4 columns.
+    const MAX: &str = "kernel @k0 {
+  buffer %x: f32[32] read
+  buffer %m: f32[8] write
+  loop %i0 in 0..2 parallel {
+    loop %i1 in 0..4 vectorize {
+      acc %a0: max f32
+      loop %i2 in 0..4 {
+        %v0: f32 = load %x[4*%i0 + 8*%i2 + %i1]
+        reduce %a0, %v0
+      }
+      %v1: f32 = acc.value %a0
+      store %m[4*%i0 + %i1], %v1
+    }
+  }
+}
+";
+
+    /// Column sums of `x − m`, the same blocks.
+    const SUM: &str = "kernel @k1 {
+  buffer %x: f32[32] read
+  buffer %m: f32[8] read
+  buffer %s: f32[8] write
+  loop %i0 in 0..2 parallel {
+    loop %i1 in 0..4 vectorize {
+      acc %a0: sum f32
+      %v0: f32 = load %m[4*%i0 + %i1]
+      loop %i2 in 0..4 {
+        %v1: f32 = load %x[4*%i0 + 8*%i2 + %i1]
+        %v2: f32 = sub %v1, %v0
+        reduce %a0, %v2
+      }
+      %v3: f32 = acc.value %a0
+      store %s[4*%i0 + %i1], %v3
+    }
+  }
+}
+";
+
+    #[test]
+    fn kernels_over_the_same_column_blocks_chain() {
+        let (a, b) = (
+            parse_kernel("a", MAX).unwrap(),
+            parse_kernel("b", SUM).unwrap(),
+        );
+        // x is storage 0, m storage 1, s storage 2.
+        let c = chain(&a, &[0, 1], &b, &[0, 1, 2]).unwrap();
+        assert_eq!((c.args, c.from_b), (vec![0, 1, 2], vec![2]));
+        insta::assert_snapshot!(c.kernel.to_string(), @r"
+        kernel @k0_k1 {
+          buffer %x: f32[32] read
+          buffer %m: f32[8] readwrite
+          buffer %s: f32[8] write
+          loop %i0 in 0..2 parallel {
+            loop %i1 in 0..4 vectorize {
+              acc %a0: max f32
+              loop %i2 in 0..4 {
+                %v0: f32 = load %x[4*%i0 + %i1 + 8*%i2]
+                reduce %a0, %v0
+              }
+              %v1: f32 = acc.value %a0
+              store %m[4*%i0 + %i1], %v1
+            }
+            loop %i3 in 0..4 vectorize {
+              acc %a1: sum f32
+              %v2: f32 = load %m[4*%i0 + %i3]
+              loop %i4 in 0..4 {
+                %v3: f32 = load %x[4*%i0 + %i3 + 8*%i4]
+                %v4: f32 = sub %v3, %v2
+                reduce %a1, %v4
+              }
+              %v5: f32 = acc.value %a1
+              store %s[4*%i0 + %i3], %v5
+            }
+          }
+        }
+        ");
+    }
+
+    #[test]
+    fn kernels_that_would_see_another_block_do_not_chain() {
+        let a = parse_kernel("a", MAX).unwrap();
+        let with_m_read =
+            |index: &str| parse_kernel("b", &SUM.replace("load %m[4*%i0 + %i1]", index)).unwrap();
+        // m read one column to the right: iteration 0 would read block 1's first maximum
+        // before iteration 1 computed it.
+        let b = with_m_read("load %m[4*%i0 + %i1 + 1]");
+        let why = chain(&a, &[0, 1], &b, &[0, 1, 2]).unwrap_err();
+        assert!(why.contains("leaves its block"), "{why}");
+        // m read whole in every iteration (no band at all).
+        let b = with_m_read("load %m[%i1]");
+        let why = chain(&a, &[0, 1], &b, &[0, 1, 2]).unwrap_err();
+        assert!(why.contains("other than in blocks"), "{why}");
+        // m read by another band width (two blocks' worth per iteration).
+        let b = with_m_read("load %m[2*%i0 + %i1]");
+        assert!(chain(&a, &[0, 1], &b, &[0, 1, 2]).is_err());
+        // One storage seen as buffers of other lengths.
+        let longer = SUM.replace("%m: f32[8] read", "%m: f32[12] read");
+        let b = parse_kernel("b", &longer).unwrap();
+        let why = chain(&a, &[0, 1], &b, &[0, 1, 2]).unwrap_err();
+        assert!(why.contains("other types or lengths"), "{why}");
+        // Other extents, or a serial loop.
+        let b = parse_kernel("b", &SUM.replace("0..2 parallel", "0..1 parallel")).unwrap();
+        assert!(chain(&a, &[0, 1], &b, &[0, 1, 2])
+            .unwrap_err()
+            .contains("extent"));
+        let b = parse_kernel("b", &SUM.replace("0..2 parallel", "0..2")).unwrap();
+        let why = chain(&a, &[0, 1], &b, &[0, 1, 2]).unwrap_err();
+        assert!(why.contains("one parallel loop"), "{why}");
+        // A storage bound to two parameters of one kernel.
+        let b = parse_kernel("b", SUM).unwrap();
+        assert!(chain(&a, &[0, 1], &b, &[0, 1, 1]).is_err());
+        // A storage only one kernel touches needs no band: m bound elsewhere in the second.
+        let b = with_m_read("load %m[%i1]");
+        let c = chain(&a, &[0, 1], &b, &[0, 3, 2]).unwrap();
+        assert_eq!((c.args, c.from_b), (vec![0, 1, 3, 2], vec![1, 2]));
+    }
+}
