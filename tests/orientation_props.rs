@@ -277,6 +277,13 @@ fn multi_pass_graphs_over_the_outer_axis_chain_and_match() {
         g.mark_output(out).unwrap();
         let explained = jit_common::explain(&g, &JitOptions::default());
         assert!(explained.contains("chained with"), "{form:?}: {explained}");
+        // Softmax's exponentials, stored for two later passes, live in a block scratch.
+        if matches!(form, Form::Softmax) {
+            assert!(
+                explained.contains("held one block at a time"),
+                "{explained}"
+            );
+        }
         let ps = g.placeholders();
         let inputs = weft_ir::testing::random_inputs(&g, &ps, 7, true);
         let tol = Tolerance::for_graph(&g);

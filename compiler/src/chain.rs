@@ -21,6 +21,12 @@
 //! the order `a` then `b` did: results are unchanged. A storage bound to both kernels has one
 //! parameter in the result (its access the union), so the result's parameters alias nothing
 //! they did not before. The result is verified again; otherwise the reason, for `weft explain`.
+//!
+//! An intermediate of a chain that no other step binds — softmax's exponentials, written by
+//! one part and read by two later ones — need not exist whole: [`contract`] cuts the parallel
+//! loop into chunks of consecutive blocks and gives each chunk one block of scratch, reused
+//! from block to block, so the block never leaves the cache (a whole tensor written and read
+//! back is two streams through memory).
 
 use std::collections::HashMap;
 use weft_ir::arena::EntityRef;
@@ -123,6 +129,179 @@ pub fn chain(
         kernel: out,
         args,
         from_b,
+    })
+}
+
+/// A chained kernel whose intermediates live in a block-sized scratch ([`contract`]).
+#[derive(Clone, Debug)]
+pub struct Contracted {
+    /// The kernel: its parallel loop cut into chunks of consecutive blocks, each contracted
+    /// buffer parameter replaced, in place, by a scratch of one block's rows per chunk.
+    pub kernel: Kernel,
+    /// The contracted parameters.
+    pub contracted: Vec<BufferId>,
+}
+
+/// `k` (a chained kernel, its body one parallel loop `p` of `n` blocks) with each buffer of
+/// `private` — an intermediate no other step reads or writes, every access to it banded as
+/// the module docs say — held for one block at a time: the parallel loop becomes `q` in
+/// `0..chunks` (parallel) around `b` in `0..n / chunks`, `p = (n / chunks)·q + b`, and element
+/// `row·M + W·p + c` of the buffer becomes `q·(rows·W) + row·W + c` of a scratch of `chunks`
+/// blocks. Iterations of one `q` run one after the other on one thread, each writing its
+/// block before reading it (the buffer is an intermediate: the original kernel reads only
+/// what an earlier part of the same iteration wrote), so the results are the same; the block
+/// stays in cache instead of streaming the whole tensor out and back. `None` when no buffer of
+/// `private` qualifies or `chunks` does not divide `n`.
+pub fn contract(k: &Kernel, private: &[BufferId], chunks: u64) -> Option<Contracted> {
+    let (p, n) = parallel_loop(k)?;
+    if chunks == 0 || !n.is_multiple_of(chunks) || chunks == n || reads_index(&k.body, p) {
+        return None;
+    }
+    let mut accesses = Vec::new();
+    collect_accesses(&k.body, &mut accesses);
+    let mut plans = Vec::new();
+    for &buffer in private {
+        let of_it: Vec<&BufferAccessExpr> = accesses
+            .iter()
+            .copied()
+            .filter(|a| a.buffer == buffer)
+            .collect();
+        let w = of_it.first()?.index.coefficient(p);
+        let row = i64::try_from(n).ok()?.checked_mul(w)?;
+        let len = i64::try_from(k.buffers[buffer].len).ok()?;
+        // Only what the kernel writes: a buffer it only reads holds the caller's data.
+        let written = k.buffers[buffer].access != BufferAccess::Read;
+        let fits = written && w > 0 && len % row == 0;
+        if !fits
+            || !of_it
+                .iter()
+                .all(|a| a.index.coefficient(p) == w && banded(k, &a.index, p, w, n))
+        {
+            continue;
+        }
+        plans.push((buffer, w, row, len / row));
+    }
+    if plans.is_empty() {
+        return None;
+    }
+    let mut out = k.clone();
+    let q = out.add_loop(
+        chunks,
+        weft_ir::loop_ir::LoopAnnotations {
+            parallel: true,
+            ..Default::default()
+        },
+    );
+    let per = n / chunks;
+    out.loops[p].extent = per;
+    out.loops[p].annotations.parallel = false;
+    for &(buffer, w, _, rows) in &plans {
+        let decl = &mut out.buffers[buffer];
+        decl.len = u64::try_from(
+            w.checked_mul(rows)?
+                .checked_mul(i64::try_from(chunks).ok()?)?,
+        )
+        .ok()?;
+    }
+    let Stmt::Loop { body, .. } = out.body.first()?.clone() else {
+        return None;
+    };
+    let body = body
+        .into_iter()
+        .map(|s| contract_stmt(s, &plans, p, q))
+        .collect::<Option<Vec<_>>>()?;
+    let by = AffineExpr::new([(q, i64::try_from(per).ok()?), (p, 1)], 0);
+    let body = body
+        .into_iter()
+        .map(|s| substitute_all(s, p, &by))
+        .collect::<Option<Vec<_>>>()?;
+    out.body = weft_ir::loop_ir::nest(&[q, p], body);
+    verify(&out).ok()?;
+    Some(Contracted {
+        kernel: out,
+        contracted: plans.iter().map(|x| x.0).collect(),
+    })
+}
+
+/// `s` with every access to a buffer of `plans` (buffer, band width `w`, row length `M`,
+/// rows) moved to its block scratch indexed by chunk `q` (see [`contract`]).
+fn contract_stmt(
+    s: Stmt,
+    plans: &[(BufferId, i64, i64, i64)],
+    p: LoopId,
+    q: LoopId,
+) -> Option<Stmt> {
+    let moved = |a: BufferAccessExpr| -> Option<BufferAccessExpr> {
+        let Some(&(_, w, row, rows)) = plans.iter().find(|x| x.0 == a.buffer) else {
+            return Some(a);
+        };
+        let mut terms = vec![(q, rows.checked_mul(w)?)];
+        for &(l, c) in a.index.terms() {
+            if l == p {
+                continue;
+            }
+            terms.push((
+                l,
+                if c % row == 0 {
+                    (c / row).checked_mul(w)?
+                } else {
+                    c
+                },
+            ));
+        }
+        let off = a.index.offset();
+        let offset = off
+            .div_euclid(row)
+            .checked_mul(w)?
+            .checked_add(off.rem_euclid(row))?;
+        let index = AffineExpr::new(terms, offset);
+        Some(BufferAccessExpr { index, ..a })
+    };
+    Some(match s {
+        Stmt::Let {
+            result,
+            inst: Inst::Load(a),
+        } => Stmt::Let {
+            result,
+            inst: Inst::Load(moved(a)?),
+        },
+        Stmt::Store { target, value } => Stmt::Store {
+            target: moved(target)?,
+            value,
+        },
+        Stmt::Loop { loop_id, body } => Stmt::Loop {
+            loop_id,
+            body: body
+                .into_iter()
+                .map(|s| contract_stmt(s, plans, p, q))
+                .collect::<Option<_>>()?,
+        },
+        Stmt::If { cond, body } => Stmt::If {
+            cond,
+            body: body
+                .into_iter()
+                .map(|s| contract_stmt(s, plans, p, q))
+                .collect::<Option<_>>()?,
+        },
+        other => other,
+    })
+}
+
+/// `s` with loop `p`'s index replaced by `by` in every access, nested statements included.
+fn substitute_all(s: Stmt, p: LoopId, by: &AffineExpr) -> Option<Stmt> {
+    let nested = |body: Vec<Stmt>| -> Option<Vec<Stmt>> {
+        body.into_iter().map(|s| substitute_all(s, p, by)).collect()
+    };
+    Some(match s {
+        Stmt::Loop { loop_id, body } => Stmt::Loop {
+            loop_id,
+            body: nested(body)?,
+        },
+        Stmt::If { cond, body } => Stmt::If {
+            cond,
+            body: nested(body)?,
+        },
+        flat => crate::tile::substitute(flat, &[(p, by)])?,
     })
 }
 
@@ -235,6 +414,18 @@ fn banded(k: &Kernel, index: &AffineExpr, p: LoopId, w: i64, n: u64) -> bool {
         }
     }
     lo >= 0 && hi < i128::from(w)
+}
+
+/// Whether `body` reads loop `l`'s index as a value.
+fn reads_index(body: &[Stmt], l: LoopId) -> bool {
+    body.iter().any(|s| match s {
+        Stmt::Let {
+            inst: Inst::Index(x),
+            ..
+        } => *x == l,
+        Stmt::Loop { body, .. } | Stmt::If { body, .. } => reads_index(body, l),
+        _ => false,
+    })
 }
 
 /// Every load and store in `body`.
@@ -458,5 +649,62 @@ mod tests {
         let b = with_m_read("load %m[%i1]");
         let c = chain(&a, &[0, 1], &b, &[0, 3, 2]).unwrap();
         assert_eq!((c.args, c.from_b), (vec![0, 1, 3, 2], vec![1, 2]));
+    }
+
+    /// The column maxima and sums of `x[4, 16]` in 4 blocks of 4 columns, chained.
+    fn chained_over_four_blocks() -> Kernel {
+        let wide = |t: &str| {
+            t.replace("f32[32]", "f32[64]")
+                .replace("f32[8]", "f32[16]")
+                .replace("8*%i2", "16*%i2")
+                .replace("0..2 parallel", "0..4 parallel")
+        };
+        let a = parse_kernel("a", &wide(MAX)).unwrap();
+        let b = parse_kernel("b", &wide(SUM).replace("8*%i2", "16*%i2")).unwrap();
+        chain(&a, &[0, 1], &b, &[0, 1, 2]).unwrap().kernel
+    }
+
+    #[test]
+    fn an_intermediate_of_a_chain_is_held_one_block_at_a_time() {
+        let k = chained_over_four_blocks();
+        // m (parameter 1) is private: two chunks of two blocks, a scratch block each.
+        let c = contract(&k, &[BufferId::new(1)], 2).unwrap();
+        assert_eq!(c.contracted, [BufferId::new(1)]);
+        insta::assert_snapshot!(c.kernel.to_string(), @r"
+        kernel @k0_k1 {
+          buffer %x: f32[64] read
+          buffer %m: f32[8] readwrite
+          buffer %s: f32[16] write
+          loop %i5 in 0..2 parallel {
+            loop %i0 in 0..2 {
+              loop %i1 in 0..4 vectorize {
+                acc %a0: max f32
+                loop %i2 in 0..4 {
+                  %v0: f32 = load %x[4*%i0 + %i1 + 16*%i2 + 8*%i5]
+                  reduce %a0, %v0
+                }
+                %v1: f32 = acc.value %a0
+                store %m[%i1 + 4*%i5], %v1
+              }
+              loop %i3 in 0..4 vectorize {
+                acc %a1: sum f32
+                %v2: f32 = load %m[%i3 + 4*%i5]
+                loop %i4 in 0..4 {
+                  %v3: f32 = load %x[4*%i0 + %i3 + 16*%i4 + 8*%i5]
+                  %v4: f32 = sub %v3, %v2
+                  reduce %a1, %v4
+                }
+                %v5: f32 = acc.value %a1
+                store %s[4*%i0 + %i3 + 8*%i5], %v5
+              }
+            }
+          }
+        }
+        ");
+        // Chunks must divide the blocks and be fewer; x, which the kernel only reads, never
+        // qualifies.
+        assert!(contract(&k, &[BufferId::new(1)], 3).is_none());
+        assert!(contract(&k, &[BufferId::new(1)], 4).is_none());
+        assert!(contract(&k, &[BufferId::new(0)], 2).is_none());
     }
 }

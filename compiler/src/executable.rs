@@ -30,9 +30,10 @@ use crate::passes::rebuild::{add_like, empty_like, remap_op, with_op};
 use crate::passes::storage::{Planned, TensorRole};
 use crate::passes::PassError;
 use crate::pipeline::{compile_plan, CompiledPlan, PlanOptions};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 use weft_ir::arena::EntityRef;
+use weft_ir::loop_ir::BufferId;
 use weft_ir::{
     ArrayData, Axes, Axis, DType, DataRef, Graph, HostArray, HostError, HostView, Inputs, NodeId,
     Op,
@@ -260,6 +261,57 @@ fn chain_steps(
         kernels[first] = (compiled, args);
     }
     Ok(out)
+}
+
+/// Blocks per chunk of a chained kernel's parallel loop whose intermediates are contracted
+/// (crate::chain::contract): chunks of consecutive blocks, one scratch block each.
+const CONTRACT_CHUNKS: u64 = 16;
+
+/// `lk` (compiled as `kernel`) with the intermediates only it binds held one block at a time
+/// (crate::chain::contract), when it is a chained kernel and some qualify: each such
+/// parameter is bound to a new scratch storage (`new_scratch`) instead of its tensor's.
+fn contract_chained(
+    lk: &mut LoweredKernel,
+    kernel: &mut (CompiledKernel, Vec<usize>),
+    compiler: &JitCompiler,
+    intermediate: impl Fn(NodeId) -> bool,
+    elsewhere: &HashSet<usize>,
+    new_scratch: &mut dyn FnMut(DType, u64) -> usize,
+) -> Result<(), JitError> {
+    if !lk.notes.iter().any(|n| n.starts_with("chained with")) {
+        return Ok(());
+    }
+    let args = &kernel.1;
+    let private: Vec<BufferId> = lk
+        .bindings
+        .iter()
+        .enumerate()
+        .filter(|(i, b)| {
+            matches!(b, BufferBinding::Tensor(n) if intermediate(*n))
+                && !elsewhere.contains(&args[*i])
+                && args.iter().filter(|s| **s == args[*i]).count() == 1
+        })
+        .map(|(i, _)| BufferId::new(i))
+        .collect();
+    let Some(c) = crate::chain::contract(&lk.kernel, &private, CONTRACT_CHUNKS) else {
+        return Ok(());
+    };
+    let compiled = compiler.compile(&c.kernel)?;
+    let mut names = Vec::new();
+    for b in &c.contracted {
+        let decl = &c.kernel.buffers[*b];
+        kernel.1[b.index()] = new_scratch(decl.ty, decl.len);
+        lk.bindings[b.index()] = BufferBinding::Accumulators;
+        names.push(format!("%{}", decl.name));
+    }
+    lk.notes.push(format!(
+        "{} held one block at a time: the parallel loop in {CONTRACT_CHUNKS} chunks of \
+         consecutive blocks, each chunk's block scratch reused from block to block",
+        names.join(", ")
+    ));
+    lk.kernel = c.kernel;
+    kernel.0 = compiled;
+    Ok(())
 }
 
 fn spec_bytes(spec: &Spec) -> u64 {
@@ -725,6 +777,55 @@ impl JitExecutable {
         } else {
             fused_steps
         };
+        if options.chain {
+            // What each step binds, so a chained kernel's intermediates can be told apart.
+            let mut bound: Vec<Vec<usize>> = Vec::with_capacity(steps.len());
+            for step in &steps {
+                bound.push(match *step {
+                    Step::Kernel(i) => kernels[i].1.clone(),
+                    Step::Gemm(i) => gemms[i].1.to_vec(),
+                    Step::GemmThen(e) => {
+                        let (_, gi, ki) = &epilogues[e];
+                        let mut b = gemms[*gi].1.to_vec();
+                        b.extend(&kernels[*ki].1);
+                        b
+                    }
+                });
+            }
+            let scratch: HashSet<NodeId> = compiled
+                .buffers
+                .tensors
+                .iter()
+                .filter(|t| t.role == TensorRole::Scratch)
+                .filter_map(|t| match t.what {
+                    Planned::Node(n) => Some(n),
+                    Planned::RowScratch(_) => None,
+                })
+                .collect();
+            for (k, step) in steps.iter().enumerate() {
+                let Step::Kernel(i) = *step else { continue };
+                let elsewhere: HashSet<usize> = bound
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, _)| *j != k)
+                    .flat_map(|(_, b)| b.iter().copied())
+                    .collect();
+                let mut new_scratch = |ty: DType, len: u64| {
+                    specs.push((ty, len, None));
+                    holders.push(vec![format!("block scratch of kernel {i}")]);
+                    row_scratch.push(specs.len() - 1);
+                    specs.len() - 1
+                };
+                contract_chained(
+                    &mut lowered[i],
+                    &mut kernels[i],
+                    &compiler,
+                    |n| scratch.contains(&n),
+                    &elsewhere,
+                    &mut new_scratch,
+                )?;
+            }
+        }
         if let Some(budget) = options.max_bytes {
             check_budget(&graph, &plan, &specs, &holders, budget)?;
         }
