@@ -231,7 +231,7 @@ fn contract_stmt(
     p: LoopId,
     q: LoopId,
 ) -> Option<Stmt> {
-    let moved = |a: BufferAccessExpr| -> Option<BufferAccessExpr> {
+    map_accesses(s, &|a: BufferAccessExpr| {
         let Some(&(_, w, row, rows)) = plans.iter().find(|x| x.0 == a.buffer) else {
             return Some(a);
         };
@@ -256,6 +256,21 @@ fn contract_stmt(
             .checked_add(off.rem_euclid(row))?;
         let index = AffineExpr::new(terms, offset);
         Some(BufferAccessExpr { index, ..a })
+    })
+}
+
+/// `s` with loop `p`'s index replaced by `by` in every access, nested statements included.
+fn substitute_all(s: Stmt, p: LoopId, by: &AffineExpr) -> Option<Stmt> {
+    map_accesses(s, &|a: BufferAccessExpr| {
+        a.map_exprs(&|e| e.substitute(p, by))
+    })
+}
+
+/// `s` with every load and store access, nested statements included, rewritten by `f`;
+/// `None` if `f` refuses one.
+fn map_accesses(s: Stmt, f: &dyn Fn(BufferAccessExpr) -> Option<BufferAccessExpr>) -> Option<Stmt> {
+    let nested = |body: Vec<Stmt>| -> Option<Vec<Stmt>> {
+        body.into_iter().map(|s| map_accesses(s, f)).collect()
     };
     Some(match s {
         Stmt::Let {
@@ -263,45 +278,21 @@ fn contract_stmt(
             inst: Inst::Load(a),
         } => Stmt::Let {
             result,
-            inst: Inst::Load(moved(a)?),
+            inst: Inst::Load(f(a)?),
         },
         Stmt::Store { target, value } => Stmt::Store {
-            target: moved(target)?,
+            target: f(target)?,
             value,
         },
         Stmt::Loop { loop_id, body } => Stmt::Loop {
             loop_id,
-            body: body
-                .into_iter()
-                .map(|s| contract_stmt(s, plans, p, q))
-                .collect::<Option<_>>()?,
+            body: nested(body)?,
         },
         Stmt::If { cond, body } => Stmt::If {
             cond,
-            body: body
-                .into_iter()
-                .map(|s| contract_stmt(s, plans, p, q))
-                .collect::<Option<_>>()?,
+            body: nested(body)?,
         },
         other => other,
-    })
-}
-
-/// `s` with loop `p`'s index replaced by `by` in every access, nested statements included.
-fn substitute_all(s: Stmt, p: LoopId, by: &AffineExpr) -> Option<Stmt> {
-    let nested = |body: Vec<Stmt>| -> Option<Vec<Stmt>> {
-        body.into_iter().map(|s| substitute_all(s, p, by)).collect()
-    };
-    Some(match s {
-        Stmt::Loop { loop_id, body } => Stmt::Loop {
-            loop_id,
-            body: nested(body)?,
-        },
-        Stmt::If { cond, body } => Stmt::If {
-            cond,
-            body: nested(body)?,
-        },
-        flat => crate::tile::substitute(flat, &[(p, by)])?,
     })
 }
 
