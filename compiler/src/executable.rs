@@ -277,9 +277,9 @@ fn contract_chained(
     intermediate: impl Fn(NodeId) -> bool,
     elsewhere: &HashSet<usize>,
     new_scratch: &mut dyn FnMut(DType, u64) -> usize,
-) -> Result<(), JitError> {
+) -> Result<Vec<usize>, JitError> {
     if !lk.notes.iter().any(|n| n.starts_with("chained with")) {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let args = &kernel.1;
     let private: Vec<BufferId> = lk
@@ -294,12 +294,13 @@ fn contract_chained(
         .map(|(i, _)| BufferId::new(i))
         .collect();
     let Some(c) = crate::chain::contract(&lk.kernel, &private, CONTRACT_CHUNKS) else {
-        return Ok(());
+        return Ok(Vec::new());
     };
     let compiled = compiler.compile(&c.kernel)?;
-    let mut names = Vec::new();
+    let (mut names, mut replaced) = (Vec::new(), Vec::new());
     for b in &c.contracted {
         let decl = &c.kernel.buffers[*b];
+        replaced.push(kernel.1[b.index()]);
         kernel.1[b.index()] = new_scratch(decl.ty, decl.len);
         lk.bindings[b.index()] = BufferBinding::Accumulators;
         names.push(format!("%{}", decl.name));
@@ -311,7 +312,7 @@ fn contract_chained(
     ));
     lk.kernel = c.kernel;
     kernel.0 = compiled;
-    Ok(())
+    Ok(replaced)
 }
 
 fn spec_bytes(spec: &Spec) -> u64 {
@@ -816,7 +817,7 @@ impl JitExecutable {
                     row_scratch.push(specs.len() - 1);
                     specs.len() - 1
                 };
-                contract_chained(
+                let replaced = contract_chained(
                     &mut lowered[i],
                     &mut kernels[i],
                     &compiler,
@@ -824,6 +825,16 @@ impl JitExecutable {
                     &elsewhere,
                     &mut new_scratch,
                 )?;
+                // A storage no step binds any more, holding only intermediates, is not
+                // allocated: softmax's exponentials no longer take a tensor's memory.
+                for s in replaced {
+                    let only_scratch = storage_of
+                        .iter()
+                        .all(|(n, at)| *at != s || scratch.contains(n));
+                    if only_scratch {
+                        specs[s].1 = 0;
+                    }
+                }
             }
         }
         if let Some(budget) = options.max_bytes {
