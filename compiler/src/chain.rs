@@ -316,11 +316,15 @@ pub fn parallel_extent(k: &Kernel) -> Option<u64> {
     parallel_loop(k).map(|(_, n)| n)
 }
 
-/// The kernel's parallel loop and its extent, when its body is that one loop.
+/// The kernel's parallel loop and its extent, when its body is that one loop and the loop
+/// is only parallel: a loop also vectorised or unrolled runs its body in lanes or copies,
+/// which another kernel's loops appended to it could not be.
 fn parallel_loop(k: &Kernel) -> Option<(LoopId, u64)> {
     match k.body.as_slice() {
-        [Stmt::Loop { loop_id, .. }] if k.loops[*loop_id].annotations.parallel => {
-            Some((*loop_id, k.loops[*loop_id].extent))
+        [Stmt::Loop { loop_id, .. }] => {
+            let a = k.loops[*loop_id].annotations;
+            (a.parallel && !a.vectorize && a.unroll <= 1)
+                .then(|| (*loop_id, k.loops[*loop_id].extent))
         }
         _ => None,
     }
@@ -631,6 +635,14 @@ mod tests {
             .unwrap_err()
             .contains("extent"));
         let b = parse_kernel("b", &SUM.replace("0..2 parallel", "0..2")).unwrap();
+        let why = chain(&a, &[0, 1], &b, &[0, 1, 2]).unwrap_err();
+        assert!(why.contains("one parallel loop"), "{why}");
+        // A parallel loop that is also vectorised (a one-loop elementwise kernel).
+        let b = parse_kernel(
+            "b",
+            &SUM.replace("0..2 parallel", "0..2 parallel vectorize"),
+        )
+        .unwrap();
         let why = chain(&a, &[0, 1], &b, &[0, 1, 2]).unwrap_err();
         assert!(why.contains("one parallel loop"), "{why}");
         // A storage bound to two parameters of one kernel.
