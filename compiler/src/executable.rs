@@ -209,9 +209,14 @@ type Spec = (DType, u64, Option<ArrayData>);
 
 /// The bytes a storage of `spec` allocates: rounded up to its 64-byte alignment, saturating
 /// (a length past `u64` bytes is refused by the budget, and by the allocation).
-/// `steps` with each run of consecutive kernels that chain (crate::chain) made one step: the
-/// first kernel of the run becomes the chained kernel (compiled again, its notes saying so),
-/// the others' steps are dropped (their compiled code and storages stay, unused or shared).
+/// The most kernels one chained kernel runs (crate::chain): its function, and the register
+/// allocator's work on it, grow with them (a pool's fold has a kernel per level).
+const MAX_CHAINED: usize = 4;
+
+/// `steps` with each run of consecutive kernels that chain (crate::chain), at most
+/// [`MAX_CHAINED`] at a time, made one step: the first kernel of the run becomes the chained
+/// kernel (compiled once, at the end, its notes saying so), the others' steps are dropped
+/// (their compiled code and storages stay, unused or shared).
 fn chain_steps(
     steps: &[Step],
     lowered: &mut [LoweredKernel],
@@ -219,48 +224,74 @@ fn chain_steps(
     compiler: &JitCompiler,
 ) -> Result<Vec<Step>, JitError> {
     let mut out: Vec<Step> = Vec::with_capacity(steps.len());
+    // The kernel a run chains onto and how many it runs; the chained ones, to compile.
+    let mut open: Option<(usize, usize)> = None;
+    let mut chained = Vec::new();
     for &step in steps {
-        let (Some(&Step::Kernel(first)), Step::Kernel(next)) = (out.last(), step) else {
-            out.push(step);
-            continue;
-        };
-        let (a, a_args) = (&lowered[first].kernel, &kernels[first].1);
-        let (b, b_args) = (&lowered[next].kernel, &kernels[next].1);
-        let mut chained = crate::chain::chain(a, a_args, b, b_args);
-        if chained.is_err() {
-            // An elementwise kernel strip-mined into the first one's column blocks.
-            let strips =
-                crate::chain::parallel_extent(a).and_then(|n| crate::chain::strip_to_blocks(b, n));
-            if let Some(strips) = strips {
-                chained = crate::chain::chain(a, a_args, &strips, b_args);
+        if let (Some((first, count)), Step::Kernel(next)) = (open, step) {
+            if count < MAX_CHAINED && chain_onto(first, next, lowered, kernels) {
+                open = Some((first, count + 1));
+                if !chained.contains(&first) {
+                    chained.push(first);
+                }
+                continue;
             }
         }
-        let Ok(crate::chain::Chained {
-            kernel,
-            args,
-            from_b,
-        }) = chained
-        else {
-            out.push(step);
-            continue;
+        out.push(step);
+        open = match step {
+            Step::Kernel(i) => Some((i, 1)),
+            _ => None,
         };
-        let compiled = compiler.compile(&kernel)?;
-        let bindings: Vec<BufferBinding> =
-            from_b.iter().map(|j| lowered[next].bindings[*j]).collect();
-        let note = format!(
-            "chained with @{}: one parallel loop over the same column blocks, each block \
-             through both kernels while it is in cache",
-            lowered[next].kernel.name
-        );
-        let moved = std::mem::take(&mut lowered[next].notes);
-        let first_kernel = &mut lowered[first];
-        first_kernel.kernel = kernel;
-        first_kernel.bindings.extend(bindings);
-        first_kernel.notes.extend(moved);
-        first_kernel.notes.push(note);
-        kernels[first] = (compiled, args);
+    }
+    for first in chained {
+        kernels[first].0 = compiler.compile(&lowered[first].kernel)?;
     }
     Ok(out)
+}
+
+/// Chains kernel `next` onto kernel `first` (crate::chain; an elementwise `next` strip-mined
+/// into `first`'s blocks if need be): `first`'s loop IR, bindings, notes and storages become
+/// the chained kernel's (its code is compiled by the caller). False, and nothing changed,
+/// when they do not chain.
+fn chain_onto(
+    first: usize,
+    next: usize,
+    lowered: &mut [LoweredKernel],
+    kernels: &mut [(CompiledKernel, Vec<usize>)],
+) -> bool {
+    let (a, a_args) = (&lowered[first].kernel, &kernels[first].1);
+    let (b, b_args) = (&lowered[next].kernel, &kernels[next].1);
+    let mut chained = crate::chain::chain(a, a_args, b, b_args);
+    if chained.is_err() {
+        // An elementwise kernel strip-mined into the first one's column blocks.
+        let strips =
+            crate::chain::parallel_extent(a).and_then(|n| crate::chain::strip_to_blocks(b, n));
+        if let Some(strips) = strips {
+            chained = crate::chain::chain(a, a_args, &strips, b_args);
+        }
+    }
+    let Ok(crate::chain::Chained {
+        kernel,
+        args,
+        from_b,
+    }) = chained
+    else {
+        return false;
+    };
+    let bindings: Vec<BufferBinding> = from_b.iter().map(|j| lowered[next].bindings[*j]).collect();
+    let note = format!(
+        "chained with @{}: one parallel loop over the same column blocks, each block \
+         through both kernels while it is in cache",
+        lowered[next].kernel.name
+    );
+    let moved = std::mem::take(&mut lowered[next].notes);
+    let first_kernel = &mut lowered[first];
+    first_kernel.kernel = kernel;
+    first_kernel.bindings.extend(bindings);
+    first_kernel.notes.extend(moved);
+    first_kernel.notes.push(note);
+    kernels[first].1 = args;
+    true
 }
 
 /// Blocks per chunk of a chained kernel's parallel loop whose intermediates are contracted
