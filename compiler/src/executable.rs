@@ -214,17 +214,17 @@ type Spec = (DType, u64, Option<ArrayData>);
 const MAX_CHAINED: usize = 4;
 
 /// `steps` with each run of consecutive kernels that chain (crate::chain), at most
-/// [`MAX_CHAINED`] at a time, made one step: the first kernel of the run becomes the chained
-/// kernel (compiled once, at the end, its notes saying so), the others' steps are dropped
+/// [`MAX_CHAINED`] at a time, made one step, and the kernels that became chained kernels:
+/// the first kernel of each run takes the chained loop IR, bindings and storages (its notes
+/// saying so; its code is the caller's to compile again), the others' steps are dropped
 /// (their compiled code and storages stay, unused or shared).
 fn chain_steps(
     steps: &[Step],
     lowered: &mut [LoweredKernel],
     kernels: &mut [(CompiledKernel, Vec<usize>)],
-    compiler: &JitCompiler,
-) -> Result<Vec<Step>, JitError> {
+) -> (Vec<Step>, Vec<usize>) {
     let mut out: Vec<Step> = Vec::with_capacity(steps.len());
-    // The kernel a run chains onto and how many it runs; the chained ones, to compile.
+    // The kernel a run chains onto and how many it runs; the chained ones.
     let mut open: Option<(usize, usize)> = None;
     let mut chained = Vec::new();
     for &step in steps {
@@ -243,10 +243,7 @@ fn chain_steps(
             _ => None,
         };
     }
-    for first in chained {
-        kernels[first].0 = compiler.compile(&lowered[first].kernel)?;
-    }
-    Ok(out)
+    (out, chained)
 }
 
 /// Chains kernel `next` onto kernel `first` (crate::chain; an elementwise `next` strip-mined
@@ -298,21 +295,17 @@ fn chain_onto(
 /// (crate::chain::contract): chunks of consecutive blocks, one scratch block each.
 const CONTRACT_CHUNKS: u64 = 16;
 
-/// `lk` (compiled as `kernel`) with the intermediates only it binds held one block at a time
-/// (crate::chain::contract), when it is a chained kernel and some qualify: each such
-/// parameter is bound to a new scratch storage (`new_scratch`) instead of its tensor's.
+/// The chained kernel `lk` (its storages `args`) with the intermediates only it binds held
+/// one block at a time (crate::chain::contract), when some qualify: each such parameter is
+/// bound to a new scratch storage (`new_scratch`) instead of its tensor's. The storages it
+/// no longer binds, and the caller compiles the kernel.
 fn contract_chained(
     lk: &mut LoweredKernel,
-    kernel: &mut (CompiledKernel, Vec<usize>),
-    compiler: &JitCompiler,
+    args: &mut [usize],
     intermediate: impl Fn(NodeId) -> bool,
     elsewhere: &HashSet<usize>,
     new_scratch: &mut dyn FnMut(DType, u64) -> usize,
-) -> Result<Vec<usize>, JitError> {
-    if !lk.notes.iter().any(|n| n.starts_with("chained with")) {
-        return Ok(Vec::new());
-    }
-    let args = &kernel.1;
+) -> Vec<usize> {
     let private: Vec<BufferId> = lk
         .bindings
         .iter()
@@ -325,14 +318,13 @@ fn contract_chained(
         .map(|(i, _)| BufferId::new(i))
         .collect();
     let Some(c) = crate::chain::contract(&lk.kernel, &private, CONTRACT_CHUNKS) else {
-        return Ok(Vec::new());
+        return Vec::new();
     };
-    let compiled = compiler.compile(&c.kernel)?;
     let (mut names, mut replaced) = (Vec::new(), Vec::new());
     for b in &c.contracted {
         let decl = &c.kernel.buffers[*b];
-        replaced.push(kernel.1[b.index()]);
-        kernel.1[b.index()] = new_scratch(decl.ty, decl.len);
+        replaced.push(args[b.index()]);
+        args[b.index()] = new_scratch(decl.ty, decl.len);
         lk.bindings[b.index()] = BufferBinding::Accumulators;
         names.push(format!("%{}", decl.name));
     }
@@ -342,8 +334,7 @@ fn contract_chained(
         names.join(", ")
     ));
     lk.kernel = c.kernel;
-    kernel.0 = compiled;
-    Ok(replaced)
+    replaced
 }
 
 fn spec_bytes(spec: &Spec) -> u64 {
@@ -804,12 +795,12 @@ impl JitExecutable {
                 }
             }
         }
-        let steps = if options.chain {
-            chain_steps(&fused_steps, &mut lowered, &mut kernels, &compiler)?
+        let (steps, chained) = if options.chain {
+            chain_steps(&fused_steps, &mut lowered, &mut kernels)
         } else {
-            fused_steps
+            (fused_steps, Vec::new())
         };
-        if options.chain {
+        if !chained.is_empty() {
             // What each step binds, so a chained kernel's intermediates can be told apart.
             let mut bound: Vec<Vec<usize>> = Vec::with_capacity(steps.len());
             for step in &steps {
@@ -834,8 +825,11 @@ impl JitExecutable {
                     Planned::RowScratch(_) => None,
                 })
                 .collect();
-            for (k, step) in steps.iter().enumerate() {
-                let Step::Kernel(i) = *step else { continue };
+            for &i in &chained {
+                let k = steps
+                    .iter()
+                    .position(|s| matches!(s, Step::Kernel(j) if *j == i))
+                    .ok_or_else(|| PassError::Internal("a chained kernel has no step".into()))?;
                 let elsewhere: HashSet<usize> = bound
                     .iter()
                     .enumerate()
@@ -850,12 +844,11 @@ impl JitExecutable {
                 };
                 let replaced = contract_chained(
                     &mut lowered[i],
-                    &mut kernels[i],
-                    &compiler,
+                    &mut kernels[i].1,
                     |n| scratch.contains(&n),
                     &elsewhere,
                     &mut new_scratch,
-                )?;
+                );
                 // A storage no step binds any more, holding only intermediates, is not
                 // allocated: softmax's exponentials no longer take a tensor's memory.
                 for s in replaced {
@@ -866,6 +859,8 @@ impl JitExecutable {
                         specs[s].1 = 0;
                     }
                 }
+                // Compiled once, chained and contracted.
+                kernels[i].0 = compiler.compile(&lowered[i].kernel)?;
             }
         }
         if let Some(budget) = options.max_bytes {
