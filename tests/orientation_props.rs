@@ -13,6 +13,7 @@ mod jit_common;
 
 use jit_common::{compare, references, run_jit};
 use proptest::prelude::*;
+use weft::compiler::ScheduledStep;
 use weft::prelude::*;
 use weft::{BinaryOp, ReduceOp, UnaryOp};
 use weft_ir::testing::{proptest_cases, SplitMix, Tolerance};
@@ -277,6 +278,24 @@ fn multi_pass_graphs_over_the_outer_axis_chain_and_match() {
         g.mark_output(out).unwrap();
         let explained = jit_common::explain(&g, &JitOptions::default());
         assert!(explained.contains("chained with"), "{form:?}: {explained}");
+        let unchained = JitOptions {
+            chain: false,
+            ..JitOptions::default()
+        };
+        // The kernels a chained kernel runs are not kept (nor compiled) apart from it: every
+        // kernel kept is one a step runs, and there are fewer than without chaining.
+        let exe = jit_common::jit_executable(&g, &JitOptions::default());
+        let scheduled = exe
+            .schedule()
+            .iter()
+            .filter(|s| !matches!(s, ScheduledStep::Gemm(..)))
+            .count();
+        assert_eq!(exe.lowered().len(), scheduled, "{form:?}");
+        let apart = jit_common::jit_executable(&g, &unchained).lowered().len();
+        assert!(
+            exe.lowered().len() < apart,
+            "{form:?}: {apart} kernels unchained"
+        );
         // Softmax's exponentials, stored for two later passes, live in a block scratch.
         if matches!(form, Form::Softmax) {
             assert!(
@@ -288,10 +307,6 @@ fn multi_pass_graphs_over_the_outer_axis_chain_and_match() {
         let inputs = weft_ir::testing::random_inputs(&g, &ps, 7, true);
         let tol = Tolerance::for_graph(&g);
         let refs = references(&g, &[out], &ps, &inputs, 2, &tol).unwrap();
-        let unchained = JitOptions {
-            chain: false,
-            ..JitOptions::default()
-        };
         for options in [
             JitOptions::default(),
             unchained,

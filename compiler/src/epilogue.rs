@@ -4,10 +4,11 @@
 //! still in cache ([`weft_runtime::GemmEpilogue`]): the block's rows when the GEMM is cut into
 //! row blocks (C at least as tall as wide), or, when it is cut into column blocks, the one
 //! iteration of a kernel strip-mined so that iteration `j` is column block `j`
-//! ([`crate::column_blocks`]; the executable compiles that variant and passes it here).
+//! ([`crate::column_blocks`]; the executable passes that variant's signature here, and compiles
+//! the variant when they pair).
 //!
-//! Assumes: a GEMM call planned by [`crate::gemm::plan_gemm`] and the compiled kernel that
-//! follows it in the schedule, each with the workspace storages (slots) of its buffers; two
+//! Assumes: a GEMM call planned by [`crate::gemm::plan_gemm`] and the signature of the kernel
+//! that follows it in the schedule, each with the workspace storages (slots) of its buffers; two
 //! slots are one storage exactly when equal (each planned buffer, input, state value and
 //! constant has its own storage).
 //!
@@ -29,23 +30,17 @@
 //! indices). Otherwise it says why, and the executable keeps the two steps. The runtime
 //! checks the conditions again, on the memory bound, at every call.
 
-use weft_runtime::{CompiledKernel, GemmEpilogue, GemmSpec};
+use weft_runtime::{GemmEpilogue, GemmSpec, KernelSignature};
 
 /// The fused step of GEMM `spec` (over storages `gemm_args`: A, B, C) and `kernel` (over
 /// `kernel_args`), in the GEMM's own blocks; or why the two must stay separate steps.
 pub fn plan_epilogue(
     spec: &GemmSpec,
     gemm_args: [usize; 3],
-    kernel: &CompiledKernel,
+    kernel: &KernelSignature,
     kernel_args: &[usize],
 ) -> Result<GemmEpilogue, String> {
-    GemmEpilogue::new(
-        spec.clone(),
-        gemm_args,
-        kernel.signature(),
-        kernel_args.to_vec(),
-    )
-    .map_err(|e| match e {
+    GemmEpilogue::new(spec.clone(), gemm_args, kernel, kernel_args.to_vec()).map_err(|e| match e {
         weft_runtime::RuntimeError::Gemm { message, .. } => message,
         other => other.to_string(),
     })

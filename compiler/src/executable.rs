@@ -41,8 +41,8 @@ use weft_ir::{
 use weft_runtime::state::stored_value;
 use weft_runtime::{
     copy_array, BindScope, CompiledKernel, DeviceBufferReference, DeviceBufferStorage, Executable,
-    GemmCall, GemmEpilogue, HostBindings, Plan, RunError, RuntimeError, SplitDim, State, StateView,
-    ThreadPool,
+    GemmCall, GemmEpilogue, HostBindings, KernelSignature, Plan, RunError, RuntimeError, SplitDim,
+    State, StateView, ThreadPool,
 };
 
 /// One step of a run, in schedule order.
@@ -216,12 +216,11 @@ const MAX_CHAINED: usize = 4;
 /// `steps` with each run of consecutive kernels that chain (crate::chain), at most
 /// [`MAX_CHAINED`] at a time, made one step, and the kernels that became chained kernels:
 /// the first kernel of each run takes the chained loop IR, bindings and storages (its notes
-/// saying so; its code is the caller's to compile again), the others' steps are dropped
-/// (their compiled code and storages stay, unused or shared).
+/// saying so), the others' steps are dropped (their storages stay, unused or shared).
 fn chain_steps(
     steps: &[Step],
     lowered: &mut [LoweredKernel],
-    kernels: &mut [(CompiledKernel, Vec<usize>)],
+    kernel_args: &mut [Vec<usize>],
 ) -> (Vec<Step>, Vec<usize>) {
     let mut out: Vec<Step> = Vec::with_capacity(steps.len());
     // The kernel a run chains onto and how many it runs; the chained ones.
@@ -229,7 +228,7 @@ fn chain_steps(
     let mut chained = Vec::new();
     for &step in steps {
         if let (Some((first, count)), Step::Kernel(next)) = (open, step) {
-            if count < MAX_CHAINED && chain_onto(first, next, lowered, kernels) {
+            if count < MAX_CHAINED && chain_onto(first, next, lowered, kernel_args) {
                 open = Some((first, count + 1));
                 if !chained.contains(&first) {
                     chained.push(first);
@@ -248,16 +247,15 @@ fn chain_steps(
 
 /// Chains kernel `next` onto kernel `first` (crate::chain; an elementwise `next` strip-mined
 /// into `first`'s blocks if need be): `first`'s loop IR, bindings, notes and storages become
-/// the chained kernel's (its code is compiled by the caller). False, and nothing changed,
-/// when they do not chain.
+/// the chained kernel's. False, and nothing changed, when they do not chain.
 fn chain_onto(
     first: usize,
     next: usize,
     lowered: &mut [LoweredKernel],
-    kernels: &mut [(CompiledKernel, Vec<usize>)],
+    kernel_args: &mut [Vec<usize>],
 ) -> bool {
-    let (a, a_args) = (&lowered[first].kernel, &kernels[first].1);
-    let (b, b_args) = (&lowered[next].kernel, &kernels[next].1);
+    let (a, a_args) = (&lowered[first].kernel, &kernel_args[first]);
+    let (b, b_args) = (&lowered[next].kernel, &kernel_args[next]);
     let mut chained = crate::chain::chain(a, a_args, b, b_args);
     if chained.is_err() {
         // An elementwise kernel strip-mined into the first one's column blocks.
@@ -287,8 +285,46 @@ fn chain_onto(
     first_kernel.bindings.extend(bindings);
     first_kernel.notes.extend(moved);
     first_kernel.notes.push(note);
-    kernels[first].1 = args;
+    kernel_args[first] = args;
     true
+}
+
+/// The kernels (with their argument storages) that `steps` or `epilogues` run, in their
+/// order, and `steps` and `epilogues` renumbered to them: a kernel chained onto another
+/// runs inside it and is not compiled.
+fn keep_scheduled(
+    lowered: Vec<LoweredKernel>,
+    kernel_args: Vec<Vec<usize>>,
+    steps: Vec<Step>,
+    epilogues: &mut [(GemmEpilogue, usize, usize)],
+) -> (Vec<LoweredKernel>, Vec<Vec<usize>>, Vec<Step>) {
+    let mut new_index: Vec<Option<usize>> = vec![None; lowered.len()];
+    let mut kept = 0;
+    let mut keep = |i: usize| {
+        *new_index[i].get_or_insert_with(|| {
+            kept += 1;
+            kept - 1
+        })
+    };
+    let steps = steps
+        .into_iter()
+        .map(|step| match step {
+            Step::Kernel(i) => Step::Kernel(keep(i)),
+            Step::GemmThen(e) => {
+                epilogues[e].2 = keep(epilogues[e].2);
+                Step::GemmThen(e)
+            }
+            Step::Gemm(g) => Step::Gemm(g),
+        })
+        .collect();
+    let mut slots: Vec<Option<(LoweredKernel, Vec<usize>)>> = vec![None; kept];
+    for (i, kernel) in lowered.into_iter().zip(kernel_args).enumerate() {
+        if let Some(k) = new_index[i] {
+            slots[k] = Some(kernel);
+        }
+    }
+    let (lowered, kernel_args) = slots.into_iter().flatten().unzip();
+    (lowered, kernel_args, steps)
 }
 
 /// Blocks per chunk of a chained kernel's parallel loop whose intermediates are contracted
@@ -666,12 +702,8 @@ impl JitExecutable {
         }
         let mut lowered = lower_plan(&compiled, &options.lower)?;
         let compiler = JitCompiler::with_options(options.codegen)?.with_pool(pool.clone());
-        // Each kernel has a module of its own, so they compile at once on the computation's
-        // threads (a graph's kernels are independent until they are scheduled below).
-        let mut compiled_kernels = pool
-            .map(&lowered, |lk| compiler.compile(&lk.kernel))
-            .into_iter();
-        let mut kernels = Vec::new();
+        // Each kernel's argument storages; its code is compiled once the steps are decided.
+        let mut kernel_args: Vec<Vec<usize>> = Vec::with_capacity(lowered.len());
         let mut row_scratch = Vec::new();
         // A split reduction's partials kernel and combining kernel share one storage.
         let mut partials: HashMap<NodeId, usize> = HashMap::new();
@@ -691,7 +723,7 @@ impl JitExecutable {
                                 PassError::Internal("scratch binding without a buffer".into())
                             })?;
                         specs.push((decl.ty, decl.len, None));
-                        holders.push(vec![format!("row scratch of kernel {}", kernels.len())]);
+                        holders.push(vec![format!("row scratch of @{}", lk.kernel.name)]);
                         row_scratch.push(specs.len() - 1);
                         args.push(specs.len() - 1);
                     }
@@ -712,10 +744,7 @@ impl JitExecutable {
                     }
                 }
             }
-            let compiled = compiled_kernels
-                .next()
-                .ok_or_else(|| PassError::Internal("a kernel was not compiled".into()))??;
-            kernels.push((compiled, args));
+            kernel_args.push(args);
         }
         // GEMM calls over the storages of their tensors, and every step in schedule order.
         let mut gemms = Vec::new();
@@ -742,7 +771,7 @@ impl JitExecutable {
                 }
             }
         }
-        if next_kernel != kernels.len() {
+        if next_kernel != lowered.len() {
             return Err(PassError::Internal("kernels out of schedule order".into()).into());
         }
         // A GEMM call and the kernel right after it as one step, where that computes the same.
@@ -759,13 +788,13 @@ impl JitExecutable {
                 fused_steps.push(step);
                 continue;
             }
-            let ((call, gargs), (kernel, kargs)) = (&gemms[gi], &kernels[ki]);
+            let ((call, gargs), kargs) = (&gemms[gi], &kernel_args[ki]);
             let spec = call.spec();
             // Column blocks: the kernel strip-mined so that an iteration is one block.
             let strips = match spec.split {
                 SplitDim::Rows => None,
                 SplitDim::Columns => match strip_columns(&lowered[ki].kernel, spec.block as u64) {
-                    Ok(k) => Some((compiler.compile(&k)?, k)),
+                    Ok(k) => Some(k),
                     Err(why) => {
                         gemm_notes[gi] = Some(format!("C is cut into column blocks, and {why}"));
                         fused_steps.push(step);
@@ -773,11 +802,10 @@ impl JitExecutable {
                     }
                 },
             };
-            let candidate = strips.as_ref().map_or(kernel, |(compiled, _)| compiled);
-            match plan_epilogue(spec, *gargs, candidate, kargs) {
+            let candidate = KernelSignature::of(strips.as_ref().unwrap_or(&lowered[ki].kernel));
+            match plan_epilogue(spec, *gargs, &candidate, kargs) {
                 Ok(fused) => {
-                    if let Some((compiled, k)) = strips {
-                        kernels[ki].0 = compiled;
+                    if let Some(k) = strips {
                         lowered[ki].kernel = k;
                         lowered[ki].notes.push(format!(
                             "columns in strips of {}, one per column block of the GEMM before \
@@ -796,7 +824,7 @@ impl JitExecutable {
             }
         }
         let (steps, chained) = if options.chain {
-            chain_steps(&fused_steps, &mut lowered, &mut kernels)
+            chain_steps(&fused_steps, &mut lowered, &mut kernel_args)
         } else {
             (fused_steps, Vec::new())
         };
@@ -805,12 +833,12 @@ impl JitExecutable {
             let mut bound: Vec<Vec<usize>> = Vec::with_capacity(steps.len());
             for step in &steps {
                 bound.push(match *step {
-                    Step::Kernel(i) => kernels[i].1.clone(),
+                    Step::Kernel(i) => kernel_args[i].clone(),
                     Step::Gemm(i) => gemms[i].1.to_vec(),
                     Step::GemmThen(e) => {
                         let (_, gi, ki) = &epilogues[e];
                         let mut b = gemms[*gi].1.to_vec();
-                        b.extend(&kernels[*ki].1);
+                        b.extend(&kernel_args[*ki]);
                         b
                     }
                 });
@@ -836,15 +864,16 @@ impl JitExecutable {
                     .filter(|(j, _)| *j != k)
                     .flat_map(|(_, b)| b.iter().copied())
                     .collect();
+                let holder = format!("block scratch of @{}", lowered[i].kernel.name);
                 let mut new_scratch = |ty: DType, len: u64| {
                     specs.push((ty, len, None));
-                    holders.push(vec![format!("block scratch of kernel {i}")]);
+                    holders.push(vec![holder.clone()]);
                     row_scratch.push(specs.len() - 1);
                     specs.len() - 1
                 };
                 let replaced = contract_chained(
                     &mut lowered[i],
-                    &mut kernels[i].1,
+                    &mut kernel_args[i],
                     |n| scratch.contains(&n),
                     &elsewhere,
                     &mut new_scratch,
@@ -859,10 +888,19 @@ impl JitExecutable {
                         specs[s].1 = 0;
                     }
                 }
-                // Compiled once, chained and contracted.
-                kernels[i].0 = compiler.compile(&lowered[i].kernel)?;
             }
         }
+        // Only the kernels a step runs are kept (a chained kernel holds the ones after it),
+        // and each is compiled once, in a module of its own, all at once on the
+        // computation's threads.
+        let (lowered, kernel_args, steps) =
+            keep_scheduled(lowered, kernel_args, steps, &mut epilogues);
+        let kernels: Vec<(CompiledKernel, Vec<usize>)> = pool
+            .map(&lowered, |lk| compiler.compile(&lk.kernel))
+            .into_iter()
+            .zip(kernel_args)
+            .map(|(compiled, args)| compiled.map(|c| (c, args)))
+            .collect::<Result<_, _>>()?;
         if let Some(budget) = options.max_bytes {
             check_budget(&graph, &plan, &specs, &holders, budget)?;
         }
