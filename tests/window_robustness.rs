@@ -617,3 +617,115 @@ fn overlapping_windows_of_padding_compile_small_and_run_alike() {
         .computation(&all, &g.placeholders())
         .unwrap();
 }
+
+/// A convolution whose windows are mostly padding, drawn from `seed`: one or two spatial axes
+/// of 1–4 elements, 1–3 taps, dilations and strides from 1 to 2³², paddings that make the
+/// window fit; dense, grouped or depthwise. The padded input of many dwarfs the input and the
+/// taps' reads together, so they expand tap by tap over the unpadded input.
+fn sparse_window_convolution(seed: u64) -> Graph {
+    let mut r = SplitMix(seed);
+    let mut g = Graph::new();
+    let dtype = if r.chance(50) { DType::F32 } else { DType::F64 };
+    let roles = if r.chance(50) {
+        vec![Role::Time]
+    } else {
+        vec![Role::Height, Role::Width]
+    };
+    let (groups, j, kg) = match r.below(3) {
+        0 => (1, 1 + r.below(3), 1 + r.below(3)),
+        1 => (2, 1 + r.below(2), 1 + r.below(2)),
+        _ => (3, 1, 1),
+    };
+    let mut x_axes = vec![
+        g.axis("N", 1 + r.below(2)).unwrap(),
+        role(&mut g, "C", Some(groups * j), Role::Channel),
+    ];
+    let mut f_axes = vec![
+        role(&mut g, "K", Some(groups * kg), Role::Channelout),
+        role(&mut g, "J", Some(j), Role::Channel),
+    ];
+    let mut spec = weft::ConvSpec::new().groups(groups);
+    for (i, rl) in roles.iter().enumerate() {
+        let len = 1 + r.below(4);
+        let taps = 1 + r.below(3);
+        let far = [1, 2, 5, 1 << 20, 1 << 32];
+        let dilation = far[r.below(far.len())];
+        let stride = [1, 1, 3, 1 << 32][r.below(4)];
+        let extent = dilation * (taps - 1) + 1;
+        let before = [0, 1, extent / 2, extent - 1][r.below(4)];
+        let after = extent.saturating_sub(len + before) + r.below(3);
+        x_axes.push(role(&mut g, &format!("X{i}"), Some(len), rl.clone()));
+        f_axes.push(role(&mut g, &format!("F{i}"), Some(taps), rl.clone()));
+        spec = spec
+            .stride(rl.clone(), stride)
+            .dilation(rl.clone(), dilation)
+            .pad(rl.clone(), before, after);
+    }
+    if r.chance(50) {
+        x_axes.reverse();
+    }
+    let x = g.placeholder("x", &x_axes, dtype).unwrap();
+    let f = g.placeholder("f", &f_axes, dtype).unwrap();
+    let y = g.convolution(x, f, &spec).unwrap();
+    g.mark_output(y).unwrap();
+    g
+}
+
+/// Convolutions whose windows are mostly padding (the fuzzer's
+/// `fuzz_convolution_huge_dilation_and_padding_over_budget.weft`: dilation and padding 2³²
+/// over a 3-long axis) run on every backend alike, the JIT's within a 1 GiB budget: where the
+/// padded input would dwarf the input and the taps' reads, each tap reads the input itself
+/// ([`weft::ir::graph::ConvExpansion::TapWise`]), never a padded copy.
+#[test]
+fn convolutions_of_windows_mostly_padding_expand_tap_wise_and_run_alike() {
+    let mut tap_wise = 0;
+    for seed in 0..64 {
+        let g = sparse_window_convolution(seed);
+        let y = g.outputs()[0];
+        let Op::Convolution {
+            input,
+            filter,
+            spec,
+        } = g.node(y).op.clone()
+        else {
+            unreachable!()
+        };
+        let (xa, fa) = (&g.node(input).axes, &g.node(filter).axes);
+        let p = g.conv_pairing("convolution", xa, fa, &spec).unwrap();
+        let form = weft::ir::graph::ConvExpansion::Shifted
+            .for_pairing(&g, &p, &spec)
+            .unwrap();
+        tap_wise += usize::from(form == weft::ir::graph::ConvExpansion::TapWise);
+        let text = weft::ir::text::print(&g);
+        for fused in [true, false] {
+            within_a_gib(&g, fused)
+                .computation(g.outputs(), &g.placeholders())
+                .unwrap_or_else(|e| panic!("seed {seed}, fused {fused}: {e}\n{text}"));
+        }
+        let ps = g.placeholders();
+        let inputs = random_inputs(&g, &ps, seed, true);
+        jit_common::check_backends(&g, g.outputs(), &inputs)
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+    }
+    assert!(tap_wise >= 16, "{tap_wise} of 64 expand tap by tap");
+    // An ordinary convolution (3×3, padding 1) keeps the padded input.
+    let mut g = Graph::new();
+    let h = role(&mut g, "H", Some(8), Role::Height);
+    let w = role(&mut g, "W", Some(8), Role::Width);
+    let c = role(&mut g, "C", Some(2), Role::Channel);
+    let fh = role(&mut g, "FH", Some(3), Role::Height);
+    let fw = role(&mut g, "FW", Some(3), Role::Width);
+    let k = role(&mut g, "K", Some(2), Role::Channelout);
+    let j = role(&mut g, "J", Some(2), Role::Channel);
+    let x = g.placeholder("x", &[c, h, w], DType::F32).unwrap();
+    let f = g.placeholder("f", &[k, j, fh, fw], DType::F32).unwrap();
+    let spec = weft::ConvSpec::new()
+        .pad(Role::Height, 1, 1)
+        .pad(Role::Width, 1, 1);
+    let (xa, fa) = (g.node(x).axes.clone(), g.node(f).axes.clone());
+    let p = g.conv_pairing("convolution", &xa, &fa, &spec).unwrap();
+    let form = weft::ir::graph::ConvExpansion::Shifted
+        .for_pairing(&g, &p, &spec)
+        .unwrap();
+    assert_eq!(form, weft::ir::graph::ConvExpansion::Shifted);
+}

@@ -148,7 +148,7 @@ fn expansion_text(g: &Graph, node: &Node) -> Result<String, PassError> {
                 .iter()
                 .filter_map(|s| g.axis_len(s.filter))
                 .product();
-            let form = ConvExpansion::Shifted.for_spec(spec);
+            let form = ConvExpansion::Shifted.for_pairing(g, &p, spec)?;
             Ok(format!(
                 "{}{} over {}: {} filter taps as {}",
                 named(node),

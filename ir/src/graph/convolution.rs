@@ -214,6 +214,12 @@ pub enum ConvExpansion {
     /// the strided form otherwise. Computes the positions past each inner spatial axis's
     /// output length too, then crops them.
     Shifted,
+    /// No padded input: each tap's strided slice of the input itself, only the window
+    /// positions where that tap meets the input, padded with zeros to the output's length (a
+    /// tap that meets no input is zeros). Taken, whatever was asked for, where the padded
+    /// input would be larger than the input and every tap's operand together — a dilation
+    /// or stride so large that padding is most of what the windows span.
+    TapWise,
 }
 
 impl ConvExpansion {
@@ -227,9 +233,45 @@ impl ConvExpansion {
         }
     }
 
+    /// The form `expand_convolution` takes for pairing `p` (lengths bound) when asked for this
+    /// one: [`ConvExpansion::TapWise`] where padding would dwarf the input and the taps'
+    /// reads (spatial elements: `Π (len + padding) > Π len + Π (taps · windows)`), otherwise
+    /// [`ConvExpansion::for_spec`]. The one place the choice is made.
+    pub fn for_pairing(
+        self,
+        g: &Graph,
+        p: &ConvPairing,
+        spec: &ConvSpec,
+    ) -> Result<ConvExpansion, GraphError> {
+        let (mut padded, mut input, mut reads) = (1u128, 1u128, 1u128);
+        for s in &p.spatial {
+            let len = g.resolve_len(s.input)? as u128;
+            let taps = g.resolve_len(s.filter)?;
+            let windows =
+                crate::axis::window_len(len as usize, taps, &s.step).map_err(|message| {
+                    GraphError::Argument {
+                        op: "convolution".into(),
+                        message,
+                    }
+                })? as u128;
+            let taps = taps as u128;
+            padded = padded.saturating_mul(len + s.step.before as u128 + s.step.after as u128);
+            input = input.saturating_mul(len);
+            reads = reads.saturating_mul(taps.saturating_mul(windows));
+        }
+        Ok(if padded > input.saturating_add(reads) {
+            ConvExpansion::TapWise
+        } else {
+            self.for_spec(spec)
+        })
+    }
+
     /// What the form computes, for `weft explain`.
     pub fn describe(self) -> &'static str {
         match self {
+            ConvExpansion::TapWise => {
+                "taps over the unpadded input (padding would dwarf what the windows read): each tap a dot over the strided slice of the input it meets, padded with zeros to the windows"
+            }
             ConvExpansion::Shifted => {
                 "shifted matrix products (every stride 1): the padded spatial axes flattened, each tap one contiguous slice of them, so each tap is a GEMM-shaped dot per image"
             }
@@ -823,13 +865,13 @@ impl Graph {
         let features = self.derived_axis(AxisDef::Features(p.filter_out));
         let j = self.resolve_len(p.filter_channel)?;
         let kg = self.resolve_len(p.filter_out)? / p.groups;
+        let form = how.for_pairing(self, &p, spec)?;
         if p.groups > 1 && j == 1 && kg == 1 {
-            let out = self.depthwise_taps(x, filter, &p)?;
+            let out = self.depthwise_taps(x, filter, &p, form)?;
             let out = self.relabel(out, p.filter_out, features)?;
             let out = self.unshield(out, &shielded)?;
             return self.axes_with_order(out, &want);
         }
-        let shifted = how.for_spec(spec) == ConvExpansion::Shifted;
         let mut parts = Vec::new();
         for grp in 0..p.groups {
             // This group's input channels, relabelled as the filter's channel axis.
@@ -852,10 +894,9 @@ impl Graph {
                 });
                 (xg, fg, k_axis)
             };
-            let part = if shifted {
-                self.shifted_taps(xg, fg, &p)?
-            } else {
-                self.strided_taps(xg, fg, &p)?
+            let part = match form {
+                ConvExpansion::Shifted => self.shifted_taps(xg, fg, &p)?,
+                _ => self.strided_tap_terms(xg, fg, &p, form, |g, xt, ft| g.dot(xt, ft))?,
             };
             parts.push((part, out_axis));
         }
@@ -979,42 +1020,82 @@ impl Graph {
         x: NodeId,
         filter: NodeId,
         p: &ConvPairing,
+        form: ConvExpansion,
     ) -> Result<NodeId, GraphError> {
         let x = self.relabel(x, p.channel, p.filter_out)?;
         let filter = self.slice(filter, &[(p.filter_channel, AxisSlice::Index(0))])?;
-        self.strided_tap_terms(x, filter, p, |g, xt, ft| {
+        self.strided_tap_terms(x, filter, p, form, |g, xt, ft| {
             g.binary(BinaryOp::Multiply, xt, ft)
         })
     }
 
-    /// [`ConvExpansion::Strided`]: per tap, a strided slice of the padded input per spatial axis.
-    fn strided_taps(
-        &mut self,
-        x: NodeId,
-        filter: NodeId,
-        p: &ConvPairing,
-    ) -> Result<NodeId, GraphError> {
-        self.strided_tap_terms(x, filter, p, |g, xt, ft| g.dot(xt, ft))
-    }
-
-    /// Σ over the filter's taps of `term(tap's strided slice of the padded x, tap of filter)`.
+    /// Σ over the filter's taps of `term(tap's windows of x, tap of filter)`: strided slices
+    /// of the padded x ([`ConvExpansion::Strided`]), or for [`ConvExpansion::TapWise`] of x
+    /// itself, padded to the windows ([`Graph::tap_over_input`]).
     fn strided_tap_terms(
         &mut self,
         x: NodeId,
         filter: NodeId,
         p: &ConvPairing,
+        form: ConvExpansion,
         term: impl Fn(&mut Graph, NodeId, NodeId) -> Result<NodeId, GraphError>,
     ) -> Result<NodeId, GraphError> {
-        let xp = self.pad_windows(x, p.spatial.iter().map(|s| (s.input, s.step)))?;
         let windows: Vec<(Axis, WindowStep, Axis)> = p
             .spatial
             .iter()
             .map(|s| (s.input, s.step, self.derived_axis(s.output_def())))
             .collect();
+        if form == ConvExpansion::TapWise {
+            return self.sum_over_taps(filter, p, |g, tap, ft| {
+                let xt = g.tap_over_input(x, &windows, tap)?;
+                term(g, xt, ft)
+            });
+        }
+        let xp = self.pad_windows(x, p.spatial.iter().map(|s| (s.input, s.step)))?;
         self.sum_over_taps(filter, p, |g, tap, ft| {
             let xt = g.tap_slice(xp, &windows, tap)?;
             term(g, xt, ft)
         })
+    }
+
+    /// Tap `tap` of every window over the unpadded `x` ([`ConvExpansion::TapWise`]): per
+    /// windowed axis, the windows where the tap meets the input take a strided slice of it,
+    /// the others a zero (a pad to the windows' length), relabelled as the output's window
+    /// axis. The same values as the padded input's [`Graph::tap_slice`], with no padded input.
+    fn tap_over_input(
+        &mut self,
+        x: NodeId,
+        windows: &[(Axis, WindowStep, Axis)],
+        tap: &[usize],
+    ) -> Result<NodeId, GraphError> {
+        let mut t = x;
+        for ((of, step, out), k) in windows.iter().zip(tap) {
+            let (len, n) = (self.resolve_len(*of)?, self.resolve_len(*out)?);
+            let stride = step.stride.max(1);
+            // Window o's tap sits at o·stride + k·dilation of the padded axis.
+            let reach = k * step.dilation;
+            let meets = |edge: usize| edge.saturating_sub(reach).div_ceil(stride).min(n);
+            let (first, end) = (meets(step.before), meets(step.before + len));
+            let range = if first < end {
+                window_range(first * stride + reach - step.before, end - first, stride)?
+            } else {
+                SliceRange::range(0, 0)
+            };
+            t = self.slice(t, &[(*of, AxisSlice::Range(range))])?;
+            let sliced = self.derived_axis(AxisDef::Slice { of: *of, range });
+            let (before, after) = (first, n - end.max(first));
+            t = self.pad_with(t, &[(sliced, before, after)], Scalar::Float(0.0))?;
+            let padded = self.padded_axis(
+                sliced,
+                &WindowStep {
+                    before,
+                    after,
+                    ..*step
+                },
+            );
+            t = self.relabel(t, padded, *out)?;
+        }
+        Ok(t)
     }
 
     /// [`ConvExpansion::Shifted`] (every stride 1): the padded input's spatial axes flattened
