@@ -42,8 +42,20 @@ pub fn run_on(
     inputs: &[HostArray],
     calls: usize,
 ) -> Result<Run> {
+    run_calls(t, outputs, ps, inputs, 0..calls)
+}
+
+/// [`run_on`] for the calls numbered `calls` (their number picks how each is made,
+/// [`call_alternately`]).
+fn run_calls(
+    t: &Transformer,
+    outputs: &[NodeId],
+    ps: &[NodeId],
+    inputs: &[HostArray],
+    calls: std::ops::Range<usize>,
+) -> Result<Run> {
     let c = t.computation(outputs, ps)?;
-    let results = (0..calls)
+    let results = calls
         .map(|k| call_alternately(&c, inputs, k))
         .collect::<Result<Vec<_>>>()?;
     let state = state_nodes(t.graph())
@@ -116,6 +128,12 @@ pub fn references(
     references_from(g, outputs, ps, inputs, calls, tol, &[])
 }
 
+/// How many more perturbed references (random signs, like the third) a run that fails the
+/// oracle is judged with: one random-sign world gives a sum of rounding noise one sign, a
+/// backend's noise takes either (`0 · inf` is NaN in the interpreter, `±noise · inf` is `±inf`
+/// in a backend), so a failure is first checked against worlds enough to show both.
+pub const MORE_REFERENCES_ON_FAILURE: u64 = 8;
+
 /// [`references`], every run starting with the state nodes of `state` set to those values.
 fn references_from(
     g: &Graph,
@@ -126,8 +144,33 @@ fn references_from(
     tol: &Tolerance,
     state: &[(NodeId, HostArray)],
 ) -> Result<Vec<Run>> {
+    references_seeded(
+        g,
+        outputs,
+        ps,
+        inputs,
+        calls,
+        tol,
+        state,
+        0..=PERTURBED_REFERENCES,
+    )
+}
+
+/// The interpreter's runs of seeds `seeds` (0: the base; `1..`: perturbed), every run starting
+/// with the state nodes of `state` set to those values.
+#[allow(clippy::too_many_arguments)]
+fn references_seeded(
+    g: &Graph,
+    outputs: &[NodeId],
+    ps: &[NodeId],
+    inputs: &[HostArray],
+    calls: usize,
+    tol: &Tolerance,
+    state: &[(NodeId, HostArray)],
+    seeds: std::ops::RangeInclusive<u64>,
+) -> Result<Vec<Run>> {
     let mut runs = Vec::new();
-    for seed in 0..=PERTURBED_REFERENCES {
+    for seed in seeds {
         let t = match seed {
             0 => Transformer::new(g.clone(), Backend::Interpreter)?,
             _ => {
@@ -183,7 +226,30 @@ impl Case<'_> {
         let Some(m) = first else {
             return Ok(());
         };
-        self.explain_by_every_node(make, outputs, got, &failed)
+        // More perturbed worlds, on demand: the failed parts judged with every reference.
+        let last = PERTURBED_REFERENCES + MORE_REFERENCES_ON_FAILURE;
+        let (g, ps, inputs) = (self.graph, self.placeholders, self.inputs);
+        let more = references_seeded(g, outputs, ps, inputs, self.calls, self.tol, &[], {
+            PERTURBED_REFERENCES + 1..=last
+        })
+        .map_err(|e| format!("{m}; more references: {e}"))?;
+        let every_world: Vec<Run> = refs.iter().chain(&more).cloned().collect();
+        let mut still = Vec::new();
+        let _ = compare_runs_or(got, &every_world, self.tol, |part, _| {
+            if failed.contains(&part) {
+                still.push(part);
+            }
+            Ok(())
+        });
+        if still.is_empty() {
+            return Ok(());
+        }
+        // Explained node by node from the first call that still fails; or, failing that, from
+        // the first that failed the usual references (a part the further ones accept may be
+        // where the noise that fails later was made, and keep its bits where the later part
+        // does not). Either judgement alone explains the run.
+        self.explain_by_every_node(make, outputs, got, &still)
+            .or_else(|_| self.explain_by_every_node(make, outputs, got, &failed))
             .map_err(|why| format!("{m}; {why}"))
     }
 
@@ -199,6 +265,12 @@ impl Case<'_> {
     /// the backend fuses (a product contracted into an `fma`, a sum's partials), so a part that
     /// is rounding noise (a gradient an exact cancellation makes zero) can differ between the
     /// two runs, and the parts that passed the oracle need no explaining.
+    ///
+    /// When the first failing call `c` is a later one, its calls are judged from the state the
+    /// backend had when call `c` started ([`Case::state_at`]), once that state passes the
+    /// oracle: the rerun starts there, so rounding noise the earlier calls made large in the
+    /// state (a noise gradient times a huge rate, within the perturbed references' spread)
+    /// is the same in both runs, not recomputed otherwise.
     pub fn explain_by_every_node(
         &self,
         make: MakeBackend,
@@ -206,26 +278,36 @@ impl Case<'_> {
         got: &Run,
         failed: &[Observed],
     ) -> std::result::Result<(), String> {
+        let stage = |part: &Observed| match *part {
+            Observed::Output { call, .. } => call,
+            Observed::State(_) => self.calls,
+        };
+        let first = failed.iter().map(stage).min().unwrap_or(0);
+        let from = if first < self.calls { first } else { 0 };
+        let state = if from > 0 {
+            self.state_at(make, outputs, got, from)?
+        } else {
+            Vec::new()
+        };
         let all: Vec<NodeId> = self.graph.nodes().map(|(id, _)| id).collect();
-        let run_all = |t: &Transformer| run_on(t, &all, self.placeholders, self.inputs, self.calls);
         let every = make(self.graph.clone())
-            .and_then(|t| run_all(&t))
+            .and_then(|t| {
+                for (id, value) in &state {
+                    t.set_value(*id, value)?;
+                }
+                run_calls(&t, &all, self.placeholders, self.inputs, from..self.calls)
+            })
             .map_err(|e| format!("not explained: with every node observed: {e}"))?;
         // Parts of later calls (and final state) follow from the state the first failing call
         // left, which the rerun recomputes: when that call's parts are rounding noise made
         // large (a noise sign times an infinite rate), the rerun's later calls start from
         // other state, so only the first failing stage must keep its bits. The later ones
         // are still judged, op by op, in the rerun below.
-        let stage = |part: &Observed| match *part {
-            Observed::Output { call, .. } => call,
-            Observed::State(_) => self.calls,
-        };
-        let first = failed.iter().map(stage).min();
-        for part in failed.iter().filter(|p| Some(stage(p)) == first) {
+        for part in failed.iter().filter(|p| stage(p) == first) {
             let (x, y) = match *part {
                 Observed::Output { call, k } => {
                     let j = all.iter().position(|id| *id == outputs[k]);
-                    (&got.0[call][k], j.map(|j| &every.0[call][j]))
+                    (&got.0[call][k], j.map(|j| &every.0[call - from][j]))
                 }
                 Observed::State(k) => (&got.1[k], every.1.get(k)),
             };
@@ -237,15 +319,65 @@ impl Case<'_> {
             }
         }
         let (ps, inputs) = (self.placeholders, self.inputs);
-        let refs = references(self.graph, &all, ps, inputs, self.calls, self.tol)
-            .map_err(|e| e.to_string())?;
+        let refs = references_from(
+            self.graph,
+            &all,
+            ps,
+            inputs,
+            self.calls - from,
+            self.tol,
+            &state,
+        )
+        .map_err(|e| e.to_string())?;
         compare_runs_or(&every, &refs, self.tol, |part, m| {
             let judged = match part {
                 Observed::Output { call, k } => self.judge_from_operands(&all, (&every, call, k)),
                 Observed::State(k) => self.judge_state(&all, &every, k),
             };
-            judged.map_err(|why| format!("with every node observed, {m}; {why}"))
+            // The rerun's calls are numbered from call `from`.
+            let at = if from > 0 {
+                format!(" from call {from}")
+            } else {
+                String::new()
+            };
+            judged.map_err(|why| format!("with every node observed{at}, {m}; {why}"))
         })
+    }
+
+    /// The state the backend `make` builds has when call `from` starts — its first `from`
+    /// calls run again, which must repeat `got`'s bits — once it passes the oracle against
+    /// the interpreter's state after as many calls (every reference, the
+    /// [`MORE_REFERENCES_ON_FAILURE`] too); as `(state node, value)` pairs.
+    fn state_at(
+        &self,
+        make: MakeBackend,
+        outputs: &[NodeId],
+        got: &Run,
+        from: usize,
+    ) -> std::result::Result<Vec<(NodeId, HostArray)>, String> {
+        let (ps, inputs) = (self.placeholders, self.inputs);
+        let before = make(self.graph.clone())
+            .and_then(|t| run_calls(&t, outputs, ps, inputs, 0..from))
+            .map_err(|e| format!("not explained: the first {from} calls again: {e}"))?;
+        let repeats = before.0.iter().zip(&got.0).all(|(again, first)| {
+            again.len() == first.len() && again.iter().zip(first).all(|(a, b)| same_bits(a, b))
+        });
+        if !repeats {
+            return Err(format!(
+                "not explained: the first {from} calls, run again, give other bits"
+            ));
+        }
+        let every_world = 0..=PERTURBED_REFERENCES + MORE_REFERENCES_ON_FAILURE;
+        let refs = references_seeded(self.graph, outputs, ps, inputs, from, self.tol, &[], {
+            every_world
+        })
+        .map_err(|e| e.to_string())?;
+        let state_only = |r: &Run| (Vec::new(), r.1.clone());
+        let refs: Vec<Run> = refs.iter().map(state_only).collect();
+        compare_runs_or(&state_only(&before), &refs, self.tol, |_, m| Err(m)).map_err(|m| {
+            format!("not explained: the state when call {from} starts differs from the interpreter's: {m}")
+        })?;
+        Ok(state_nodes(self.graph).into_iter().zip(before.1).collect())
     }
 
     /// Judges the final value of the `k`-th state node of the run `got` of every node (`all`)
@@ -456,5 +588,45 @@ mod tests {
             why.contains("vs interpreter") && why.contains("not explained"),
             "{why}"
         );
+    }
+
+    /// A failure first seen in a later call is judged from the state the backend had when
+    /// that call started — only once its earlier calls repeat their bits and that state
+    /// passes the oracle.
+    #[test]
+    fn a_later_calls_failure_is_judged_from_the_state_it_started_with() {
+        let text = "axis N = 4\nplaceholder x: f64[N]\nvariable v: f64[N] = 0\n\
+                    s = add(v, x)\nu = assign(v, s)\n";
+        let g = weft_ir::text::parse(text, "t.weft").unwrap();
+        let (ps, tol) = (g.placeholders(), Tolerance::for_graph(&g));
+        let inputs = random_inputs(&g, &ps, 3, false);
+        let case = Case {
+            graph: &g,
+            placeholders: &ps,
+            inputs: &inputs,
+            calls: 3,
+            tol: &tol,
+        };
+        let u = [g.find("u").unwrap()];
+        let make = |g| Transformer::with_jit_options(g, JitOptions::default());
+        let got = run_on(&make(g.clone()).unwrap(), &u, &ps, &inputs, 3).unwrap();
+        let refs = references(&g, &u, &ps, &inputs, 3, &tol).unwrap();
+        assert_eq!(case.check(&make, &u, &got, &refs), Ok(()));
+        let second = [Observed::Output { call: 1, k: 0 }];
+        assert_eq!(case.explain_by_every_node(&make, &u, &got, &second), Ok(()));
+        // Call 1 wrong: the rerun from the state call 0 left gives other bits.
+        let mut wrong = got.clone();
+        wrong.0[1][0].as_mut_slice::<f64>().unwrap()[1] += 0.5;
+        let why = case.check(&make, &u, &wrong, &refs).unwrap_err();
+        assert!(
+            why.contains("call 1") && why.contains("not explained"),
+            "{why}"
+        );
+        // Call 0 not repeating its bits (within the tolerance): call 1 is not judged from
+        // the state it left.
+        let mut drifted = got.clone();
+        drifted.0[0][0].as_mut_slice::<f64>().unwrap()[1] += 1e-12;
+        let why = case.explain_by_every_node(&make, &u, &drifted, &second);
+        assert!(why.unwrap_err().contains("give other bits"));
     }
 }
