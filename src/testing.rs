@@ -125,7 +125,7 @@ pub fn references(
     calls: usize,
     tol: &Tolerance,
 ) -> Result<Vec<Run>> {
-    references_from(g, outputs, ps, inputs, calls, tol, &[])
+    references_from(g, outputs, ps, (inputs, calls), tol, Worlds::usual())
 }
 
 /// How many more perturbed references (random signs, like the third) a run that fails the
@@ -134,41 +134,42 @@ pub fn references(
 /// in a backend), so a failure is first checked against worlds enough to show both.
 pub const MORE_REFERENCES_ON_FAILURE: u64 = 8;
 
-/// [`references`], every run starting with the state nodes of `state` set to those values.
+/// Which interpreter runs a comparison takes: the seeds (0: the base; `1..`: perturbed) and
+/// the state every run starts with.
+struct Worlds<'a> {
+    seeds: std::ops::RangeInclusive<u64>,
+    state: &'a [(NodeId, HostArray)],
+}
+
+impl Worlds<'_> {
+    /// The base and the usual perturbed references, from the graph's own state.
+    fn usual() -> Worlds<'static> {
+        Worlds {
+            seeds: 0..=PERTURBED_REFERENCES,
+            state: &[],
+        }
+    }
+
+    /// Every reference a failed run is judged with, from the graph's own state.
+    fn all() -> Worlds<'static> {
+        Worlds {
+            seeds: 0..=PERTURBED_REFERENCES + MORE_REFERENCES_ON_FAILURE,
+            state: &[],
+        }
+    }
+}
+
+/// [`references`] of `worlds`: its seeds, every run starting with the state nodes of its
+/// state set to those values.
 fn references_from(
     g: &Graph,
     outputs: &[NodeId],
     ps: &[NodeId],
-    inputs: &[HostArray],
-    calls: usize,
+    (inputs, calls): (&[HostArray], usize),
     tol: &Tolerance,
-    state: &[(NodeId, HostArray)],
+    worlds: Worlds,
 ) -> Result<Vec<Run>> {
-    references_seeded(
-        g,
-        outputs,
-        ps,
-        inputs,
-        calls,
-        tol,
-        state,
-        0..=PERTURBED_REFERENCES,
-    )
-}
-
-/// The interpreter's runs of seeds `seeds` (0: the base; `1..`: perturbed), every run starting
-/// with the state nodes of `state` set to those values.
-#[allow(clippy::too_many_arguments)]
-fn references_seeded(
-    g: &Graph,
-    outputs: &[NodeId],
-    ps: &[NodeId],
-    inputs: &[HostArray],
-    calls: usize,
-    tol: &Tolerance,
-    state: &[(NodeId, HostArray)],
-    seeds: std::ops::RangeInclusive<u64>,
-) -> Result<Vec<Run>> {
+    let (seeds, state) = (worlds.seeds, worlds.state);
     let mut runs = Vec::new();
     for seed in seeds {
         let t = match seed {
@@ -227,12 +228,13 @@ impl Case<'_> {
             return Ok(());
         };
         // More perturbed worlds, on demand: the failed parts judged with every reference.
-        let last = PERTURBED_REFERENCES + MORE_REFERENCES_ON_FAILURE;
+        let more = Worlds {
+            seeds: PERTURBED_REFERENCES + 1..=*Worlds::all().seeds.end(),
+            state: &[],
+        };
         let (g, ps, inputs) = (self.graph, self.placeholders, self.inputs);
-        let more = references_seeded(g, outputs, ps, inputs, self.calls, self.tol, &[], {
-            PERTURBED_REFERENCES + 1..=last
-        })
-        .map_err(|e| format!("{m}; more references: {e}"))?;
+        let more = references_from(g, outputs, ps, (inputs, self.calls), self.tol, more)
+            .map_err(|e| format!("{m}; more references: {e}"))?;
         let every_world: Vec<Run> = refs.iter().chain(&more).cloned().collect();
         let mut still = Vec::new();
         let _ = compare_runs_or(got, &every_world, self.tol, |part, _| {
@@ -319,16 +321,13 @@ impl Case<'_> {
             }
         }
         let (ps, inputs) = (self.placeholders, self.inputs);
-        let refs = references_from(
-            self.graph,
-            &all,
-            ps,
-            inputs,
-            self.calls - from,
-            self.tol,
-            &state,
-        )
-        .map_err(|e| e.to_string())?;
+        let worlds = Worlds {
+            state: &state,
+            ..Worlds::usual()
+        };
+        let calls = self.calls - from;
+        let refs = references_from(self.graph, &all, ps, (inputs, calls), self.tol, worlds)
+            .map_err(|e| e.to_string())?;
         compare_runs_or(&every, &refs, self.tol, |part, m| {
             let judged = match part {
                 Observed::Output { call, k } => self.judge_from_operands(&all, (&every, call, k)),
@@ -367,10 +366,14 @@ impl Case<'_> {
                 "not explained: the first {from} calls, run again, give other bits"
             ));
         }
-        let every_world = 0..=PERTURBED_REFERENCES + MORE_REFERENCES_ON_FAILURE;
-        let refs = references_seeded(self.graph, outputs, ps, inputs, from, self.tol, &[], {
-            every_world
-        })
+        let refs = references_from(
+            self.graph,
+            outputs,
+            ps,
+            (inputs, from),
+            self.tol,
+            Worlds::all(),
+        )
         .map_err(|e| e.to_string())?;
         let state_only = |r: &Run| (Vec::new(), r.1.clone());
         let refs: Vec<Run> = refs.iter().map(state_only).collect();
@@ -464,7 +467,11 @@ impl Case<'_> {
                 return Err(format!("operand {} not observed", g.node_label(x)));
             }
         }
-        let refs = references_from(&cut, &[node], &fed, &values, 1, self.tol, &state)
+        let worlds = Worlds {
+            state: &state,
+            ..Worlds::usual()
+        };
+        let refs = references_from(&cut, &[node], &fed, (&values, 1), self.tol, worlds)
             .map_err(|e| format!("the interpreter refused the node alone: {e}"))?;
         let ys: Vec<&HostArray> = refs.iter().map(|r| &r.0[0][0]).collect();
         compare_arrays(&got.0[call][k], &ys, self.tol)

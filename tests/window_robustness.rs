@@ -347,6 +347,59 @@ fn large_windows_on_the_jit_equal_the_interpreter_bit_for_bit() {
 
 /// A depthwise convolution (groups = channels, one input and one output channel each) over
 /// 1 or 2 random roles, random strides, dilations and paddings, `c` channels, f32 or f64.
+/// `g` with placeholders `x` over `axes.0` (reversed if `reverse`) and `f` over `axes.1` and
+/// their convolution as its output.
+fn with_convolution(
+    mut g: Graph,
+    (mut x_axes, f_axes): (Vec<Axis>, &[Axis]),
+    reverse: bool,
+    dtype: DType,
+    spec: &weft::ConvSpec,
+) -> Graph {
+    if reverse {
+        x_axes.reverse();
+    }
+    let axes = (&x_axes, f_axes);
+    let x = g.placeholder("x", axes.0, dtype).unwrap();
+    let f = g.placeholder("f", axes.1, dtype).unwrap();
+    let y = g.convolution(x, f, spec).unwrap();
+    g.mark_output(y).unwrap();
+    g
+}
+
+/// `spec` with spatial axis `i` of an input (`X{i}`, `len` long, pushed on `axes.0`) and of a
+/// filter (`F{i}`, `taps` long, on `axes.1`), both with `role`, moved by `(stride, dilation,
+/// padding)`.
+fn spatial(
+    g: &mut Graph,
+    axes: (&mut Vec<Axis>, &mut Vec<Axis>),
+    (i, role): (usize, &Role),
+    (len, taps): (usize, usize),
+    (stride, dilation, (before, after)): (usize, usize, (usize, usize)),
+    spec: weft::ConvSpec,
+) -> weft::ConvSpec {
+    let x = g.axis_with_roles(&format!("X{i}"), Some(len), vec![role.clone()]);
+    let f = g.axis_with_roles(&format!("F{i}"), Some(taps), vec![role.clone()]);
+    axes.0.push(x.unwrap());
+    axes.1.push(f.unwrap());
+    spec.stride(role.clone(), stride)
+        .dilation(role.clone(), dilation)
+        .pad(role.clone(), before, after)
+}
+
+/// The input, filter and spec of `g`'s output, a convolution.
+fn the_convolution(g: &Graph) -> (NodeId, NodeId, weft::ConvSpec) {
+    let Op::Convolution {
+        input,
+        filter,
+        spec,
+    } = g.node(g.outputs()[0]).op.clone()
+    else {
+        panic!("the output is not a convolution")
+    };
+    (input, filter, spec)
+}
+
 fn depthwise(seed: u64, c: usize) -> Graph {
     let mut r = SplitMix(seed);
     let mut g = Graph::new();
@@ -374,27 +427,17 @@ fn depthwise(seed: u64, c: usize) -> Graph {
         let (before, after) = (r.below(3), r.below(3));
         let extent = dilation * (taps - 1) + 1;
         let len = (extent + r.below(6)).saturating_sub(before + after).max(1);
-        x_axes.push(
-            g.axis_with_roles(&format!("X{i}"), Some(len), vec![role.clone()])
-                .unwrap(),
+        let step = (1 + r.below(3), dilation, (before, after));
+        spec = spatial(
+            &mut g,
+            (&mut x_axes, &mut f_axes),
+            (i, role),
+            (len, taps),
+            step,
+            spec,
         );
-        f_axes.push(
-            g.axis_with_roles(&format!("F{i}"), Some(taps), vec![role.clone()])
-                .unwrap(),
-        );
-        spec = spec
-            .stride(role.clone(), 1 + r.below(3))
-            .dilation(role.clone(), dilation)
-            .pad(role.clone(), before, after);
     }
-    if r.chance(50) {
-        x_axes.reverse();
-    }
-    let x = g.placeholder("x", &x_axes, dtype).unwrap();
-    let f = g.placeholder("f", &f_axes, dtype).unwrap();
-    let y = g.convolution(x, f, &spec).unwrap();
-    g.mark_output(y).unwrap();
-    g
+    with_convolution(g, (x_axes, &f_axes), r.chance(50), dtype, &spec)
 }
 
 #[test]
@@ -402,15 +445,7 @@ fn depthwise_convolutions_expand_without_a_loop_over_groups() {
     // A product per tap, whatever the channel count.
     let size = |c: usize| {
         let mut g = depthwise(3, c);
-        let y = g.outputs()[0];
-        let Op::Convolution {
-            input,
-            filter,
-            spec,
-        } = g.node(y).op.clone()
-        else {
-            unreachable!()
-        };
+        let (input, filter, spec) = the_convolution(&g);
         let before = g.len();
         g.expand_convolution(
             input,
@@ -654,21 +689,17 @@ fn sparse_window_convolution(seed: u64) -> Graph {
         let extent = dilation * (taps - 1) + 1;
         let before = [0, 1, extent / 2, extent - 1][r.below(4)];
         let after = extent.saturating_sub(len + before) + r.below(3);
-        x_axes.push(role(&mut g, &format!("X{i}"), Some(len), rl.clone()));
-        f_axes.push(role(&mut g, &format!("F{i}"), Some(taps), rl.clone()));
-        spec = spec
-            .stride(rl.clone(), stride)
-            .dilation(rl.clone(), dilation)
-            .pad(rl.clone(), before, after);
+        let step = (stride, dilation, (before, after));
+        spec = spatial(
+            &mut g,
+            (&mut x_axes, &mut f_axes),
+            (i, rl),
+            (len, taps),
+            step,
+            spec,
+        );
     }
-    if r.chance(50) {
-        x_axes.reverse();
-    }
-    let x = g.placeholder("x", &x_axes, dtype).unwrap();
-    let f = g.placeholder("f", &f_axes, dtype).unwrap();
-    let y = g.convolution(x, f, &spec).unwrap();
-    g.mark_output(y).unwrap();
-    g
+    with_convolution(g, (x_axes, &f_axes), r.chance(50), dtype, &spec)
 }
 
 /// Convolutions whose windows are mostly padding (the fuzzer's
@@ -681,15 +712,7 @@ fn convolutions_of_windows_mostly_padding_expand_tap_wise_and_run_alike() {
     let mut tap_wise = 0;
     for seed in 0..64 {
         let g = sparse_window_convolution(seed);
-        let y = g.outputs()[0];
-        let Op::Convolution {
-            input,
-            filter,
-            spec,
-        } = g.node(y).op.clone()
-        else {
-            unreachable!()
-        };
+        let (input, filter, spec) = the_convolution(&g);
         let (xa, fa) = (&g.node(input).axes, &g.node(filter).axes);
         let p = g.conv_pairing("convolution", xa, fa, &spec).unwrap();
         let form = weft::ir::graph::ConvExpansion::Shifted
