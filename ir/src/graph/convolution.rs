@@ -854,10 +854,13 @@ impl Graph {
         how: ConvExpansion,
     ) -> Result<NodeId, GraphError> {
         let label = self.op_label("convolution", &[x, filter]);
-        self.float_operands(&label, &[x, filter])?;
+        let dtype = self.float_operands(&label, &[x, filter])?;
         let (xa, fa) = (self.node(x).axes.clone(), self.node(filter).axes.clone());
         let p = self.conv_pairing(&label, &xa, &fa, spec)?;
         let want = self.conv_output_axes(&xa, &p);
+        if let Some(empty) = self.empty_result(&want, dtype)? {
+            return Ok(empty);
+        }
         let mut roots: Vec<Axis> = fa.iter().copied().collect();
         roots.push(p.channel);
         roots.extend(p.spatial.iter().map(|s| s.input));
@@ -910,6 +913,17 @@ impl Graph {
         };
         let joined = self.unshield(joined, &shielded)?;
         self.axes_with_order(joined, &want)
+    }
+
+    /// For a result over `axes` of which one is bound empty, the empty tensor (a zero
+    /// broadcast): nothing to compute, so no tap operand is built — one over the other window
+    /// axes could be huge (windows of padding around an empty input, or no output channel).
+    fn empty_result(&mut self, axes: &[Axis], dtype: DType) -> Result<Option<NodeId>, GraphError> {
+        if !axes.iter().any(|a| self.axis_len(*a) == Some(0)) {
+            return Ok(None);
+        }
+        let zero = self.scalar(Scalar::Float(0.0), dtype)?;
+        self.broadcast(zero, axes).map(Some)
     }
 
     /// `x` with each of its axes that is derived, at any depth, from one of `roots` (and is
@@ -1190,6 +1204,10 @@ impl Graph {
         let dtype = self.float_operands(&label, &[x])?;
         let xa = self.node(x).axes.clone();
         let pooled = self.pool_axes(&label, &xa, spec)?;
+        let want = self.pool_output_axes(&xa, &pooled);
+        if let Some(empty) = self.empty_result(&want, dtype)? {
+            return Ok(empty);
+        }
         let roots: Vec<Axis> = pooled.iter().map(|p| p.input).collect();
         let (x, shielded) = self.shield(x, &roots)?;
         let op = match spec.kind {
@@ -1214,12 +1232,7 @@ impl Graph {
                 t
             }
         };
-        // An empty batch (an empty axis the pool does not slide over) empties the result: no
-        // count to divide by, which would be a tensor over the window axes alone.
-        let empty_batch = xa
-            .iter()
-            .any(|a| !pooled.iter().any(|p| p.input == *a) && self.axis_len(*a) == Some(0));
-        let pooled_result = if spec.kind == PoolKind::Max || empty_batch {
+        let pooled_result = if spec.kind == PoolKind::Max {
             acc
         } else {
             let count = self.tap_counts(&pooled, dtype)?;
