@@ -269,7 +269,7 @@ impl Case<'_> {
     /// two runs, and the parts that passed the oracle need no explaining.
     ///
     /// When the first failing call `c` is a later one, its calls are judged from the state the
-    /// backend had when call `c` started ([`Case::state_at`]), once that state passes the
+    /// backend had when call `c` started (its earlier calls run again), once that state passes the
     /// oracle: the rerun starts there, so rounding noise the earlier calls made large in the
     /// state (a noise gradient times a huge rate, within the perturbed references' spread)
     /// is the same in both runs, not recomputed otherwise.

@@ -890,6 +890,11 @@ impl JitExecutable {
                 }
             }
         }
+        // Every storage is known: a plan past the budget is refused before any code is
+        // generated (a gradient through a huge pool's fold levels is seconds of codegen).
+        if let Some(budget) = options.max_bytes {
+            check_budget(&graph, &plan, &specs, &holders, budget)?;
+        }
         // Only the kernels a step runs are kept (a chained kernel holds the ones after it),
         // and each is compiled once, in a module of its own, all at once on the
         // computation's threads.
@@ -901,9 +906,6 @@ impl JitExecutable {
             .zip(kernel_args)
             .map(|(compiled, args)| compiled.map(|c| (c, args)))
             .collect::<Result<_, _>>()?;
-        if let Some(budget) = options.max_bytes {
-            check_budget(&graph, &plan, &specs, &holders, budget)?;
-        }
         for (k, n) in constants {
             specs[k].2 = Some(stored_value(g, n)?.data().clone());
         }
