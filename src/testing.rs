@@ -157,6 +157,25 @@ impl Worlds<'_> {
             state: &[],
         }
     }
+
+    /// The references [`Worlds::all`] adds to [`Worlds::usual`].
+    fn more() -> Worlds<'static> {
+        Worlds {
+            seeds: PERTURBED_REFERENCES + 1..=PERTURBED_REFERENCES + MORE_REFERENCES_ON_FAILURE,
+            state: &[],
+        }
+    }
+}
+
+/// The parts of `got` that fail the oracle against `refs`, and the first one's message.
+fn failed_parts(got: &Run, refs: &[Run], tol: &Tolerance) -> (Vec<Observed>, Option<String>) {
+    let (mut failed, mut first) = (Vec::new(), None);
+    let _ = compare_runs_or(got, refs, tol, |part, m| {
+        failed.push(part);
+        first.get_or_insert(m);
+        Ok(())
+    });
+    (failed, first)
 }
 
 /// [`references`] of `worlds`: its seeds, every run starting with the state nodes of its
@@ -217,32 +236,24 @@ impl Case<'_> {
         got: &Run,
         refs: &[Run],
     ) -> std::result::Result<(), String> {
-        let mut failed = Vec::new();
-        let mut first = None;
-        let _ = compare_runs_or(got, refs, self.tol, |part, m| {
-            failed.push(part);
-            first.get_or_insert(m);
-            Ok(())
-        });
+        let (failed, first) = failed_parts(got, refs, self.tol);
         let Some(m) = first else {
             return Ok(());
         };
         // More perturbed worlds, on demand: the failed parts judged with every reference.
-        let more = Worlds {
-            seeds: PERTURBED_REFERENCES + 1..=*Worlds::all().seeds.end(),
-            state: &[],
-        };
         let (g, ps, inputs) = (self.graph, self.placeholders, self.inputs);
-        let more = references_from(g, outputs, ps, (inputs, self.calls), self.tol, more)
-            .map_err(|e| format!("{m}; more references: {e}"))?;
+        let more = references_from(
+            g,
+            outputs,
+            ps,
+            (inputs, self.calls),
+            self.tol,
+            Worlds::more(),
+        )
+        .map_err(|e| format!("{m}; more references: {e}"))?;
         let every_world: Vec<Run> = refs.iter().chain(&more).cloned().collect();
-        let mut still = Vec::new();
-        let _ = compare_runs_or(got, &every_world, self.tol, |part, _| {
-            if failed.contains(&part) {
-                still.push(part);
-            }
-            Ok(())
-        });
+        let (still, _) = failed_parts(got, &every_world, self.tol);
+        let still: Vec<Observed> = still.into_iter().filter(|p| failed.contains(p)).collect();
         if still.is_empty() {
             return Ok(());
         }
@@ -328,16 +339,16 @@ impl Case<'_> {
         let calls = self.calls - from;
         let refs = references_from(self.graph, &all, ps, (inputs, calls), self.tol, worlds)
             .map_err(|e| e.to_string())?;
+        // The rerun's calls are numbered from call `from`.
+        let at = if from > 0 {
+            format!(" from call {from}")
+        } else {
+            String::new()
+        };
         compare_runs_or(&every, &refs, self.tol, |part, m| {
             let judged = match part {
                 Observed::Output { call, k } => self.judge_from_operands(&all, (&every, call, k)),
                 Observed::State(k) => self.judge_state(&all, &every, k),
-            };
-            // The rerun's calls are numbered from call `from`.
-            let at = if from > 0 {
-                format!(" from call {from}")
-            } else {
-                String::new()
             };
             judged.map_err(|why| format!("with every node observed{at}, {m}; {why}"))
         })

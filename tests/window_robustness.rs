@@ -345,8 +345,6 @@ fn large_windows_on_the_jit_equal_the_interpreter_bit_for_bit() {
     }
 }
 
-/// A depthwise convolution (groups = channels, one input and one output channel each) over
-/// 1 or 2 random roles, random strides, dilations and paddings, `c` channels, f32 or f64.
 /// `g` with placeholders `x` over `axes.0` (reversed if `reverse`) and `f` over `axes.1` and
 /// their convolution as its output.
 fn with_convolution(
@@ -359,9 +357,8 @@ fn with_convolution(
     if reverse {
         x_axes.reverse();
     }
-    let axes = (&x_axes, f_axes);
-    let x = g.placeholder("x", axes.0, dtype).unwrap();
-    let f = g.placeholder("f", axes.1, dtype).unwrap();
+    let x = g.placeholder("x", &x_axes, dtype).unwrap();
+    let f = g.placeholder("f", f_axes, dtype).unwrap();
     let y = g.convolution(x, f, spec).unwrap();
     g.mark_output(y).unwrap();
     g
@@ -387,6 +384,17 @@ fn spatial(
         .pad(role.clone(), before, after)
 }
 
+/// How `expand_convolution` expands `g`'s output, a convolution, when asked for the shifted
+/// form (as simplify asks).
+fn expansion_form(g: &Graph) -> weft::ir::graph::ConvExpansion {
+    let (input, filter, spec) = the_convolution(g);
+    let (xa, fa) = (&g.node(input).axes, &g.node(filter).axes);
+    let p = g.conv_pairing("convolution", xa, fa, &spec).unwrap();
+    weft::ir::graph::ConvExpansion::Shifted
+        .for_pairing(g, &p, &spec)
+        .unwrap()
+}
+
 /// The input, filter and spec of `g`'s output, a convolution.
 fn the_convolution(g: &Graph) -> (NodeId, NodeId, weft::ConvSpec) {
     let Op::Convolution {
@@ -400,6 +408,8 @@ fn the_convolution(g: &Graph) -> (NodeId, NodeId, weft::ConvSpec) {
     (input, filter, spec)
 }
 
+/// A depthwise convolution (groups = channels, one input and one output channel each) over
+/// 1 or 2 random roles, random strides, dilations and paddings, `c` channels, f32 or f64.
 fn depthwise(seed: u64, c: usize) -> Graph {
     let mut r = SplitMix(seed);
     let mut g = Graph::new();
@@ -712,13 +722,7 @@ fn convolutions_of_windows_mostly_padding_expand_tap_wise_and_run_alike() {
     let mut tap_wise = 0;
     for seed in 0..64 {
         let g = sparse_window_convolution(seed);
-        let (input, filter, spec) = the_convolution(&g);
-        let (xa, fa) = (&g.node(input).axes, &g.node(filter).axes);
-        let p = g.conv_pairing("convolution", xa, fa, &spec).unwrap();
-        let form = weft::ir::graph::ConvExpansion::Shifted
-            .for_pairing(&g, &p, &spec)
-            .unwrap();
-        tap_wise += usize::from(form == weft::ir::graph::ConvExpansion::TapWise);
+        tap_wise += usize::from(expansion_form(&g) == weft::ir::graph::ConvExpansion::TapWise);
         let text = weft::ir::text::print(&g);
         for fused in [true, false] {
             within_a_gib(&g, fused)
@@ -740,15 +744,15 @@ fn convolutions_of_windows_mostly_padding_expand_tap_wise_and_run_alike() {
     let fw = role(&mut g, "FW", Some(3), Role::Width);
     let k = role(&mut g, "K", Some(2), Role::Channelout);
     let j = role(&mut g, "J", Some(2), Role::Channel);
-    let x = g.placeholder("x", &[c, h, w], DType::F32).unwrap();
-    let f = g.placeholder("f", &[k, j, fh, fw], DType::F32).unwrap();
     let spec = weft::ConvSpec::new()
         .pad(Role::Height, 1, 1)
         .pad(Role::Width, 1, 1);
-    let (xa, fa) = (g.node(x).axes.clone(), g.node(f).axes.clone());
-    let p = g.conv_pairing("convolution", &xa, &fa, &spec).unwrap();
-    let form = weft::ir::graph::ConvExpansion::Shifted
-        .for_pairing(&g, &p, &spec)
-        .unwrap();
-    assert_eq!(form, weft::ir::graph::ConvExpansion::Shifted);
+    let g = with_convolution(
+        g,
+        (vec![c, h, w], &[k, j, fh, fw]),
+        false,
+        DType::F32,
+        &spec,
+    );
+    assert_eq!(expansion_form(&g), weft::ir::graph::ConvExpansion::Shifted);
 }

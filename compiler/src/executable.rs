@@ -207,8 +207,6 @@ impl JitOptions {
 /// Storage specs: dtype and length, and the constant data to fill it with.
 type Spec = (DType, u64, Option<ArrayData>);
 
-/// The bytes a storage of `spec` allocates: rounded up to its 64-byte alignment, saturating
-/// (a length past `u64` bytes is refused by the budget, and by the allocation).
 /// The most kernels one chained kernel runs (crate::chain): its function, and the register
 /// allocator's work on it, grow with them (a pool's fold has a kernel per level).
 const MAX_CHAINED: usize = 4;
@@ -373,6 +371,8 @@ fn contract_chained(
     replaced
 }
 
+/// The bytes a storage of `spec` allocates: rounded up to its 64-byte alignment, saturating
+/// (a length past `u64` bytes is refused by the budget, and by the allocation).
 fn spec_bytes(spec: &Spec) -> u64 {
     let (dtype, len, _) = spec;
     len.saturating_mul(dtype.size_bytes() as u64)

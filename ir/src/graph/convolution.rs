@@ -22,7 +22,7 @@
 //!   and value: one strided slice of the padded input per filter tap. The compiler lowers the
 //!   two ops through them and autodiff differentiates them through them.
 
-use super::window_fold::PoolFold;
+use super::window_fold::{windows_meeting, PoolFold};
 use super::{AxisSlice, BinaryOp, Graph, GraphError, NodeId, Op};
 use crate::axis::{Axes, Axis, AxisDef, Role, SliceRange, WindowKernel, WindowStep};
 use crate::dtype::DType;
@@ -245,19 +245,19 @@ impl ConvExpansion {
     ) -> Result<ConvExpansion, GraphError> {
         let (mut padded, mut input, mut reads) = (1u128, 1u128, 1u128);
         for s in &p.spatial {
-            let len = g.resolve_len(s.input)? as u128;
-            let taps = g.resolve_len(s.filter)?;
-            let windows =
-                crate::axis::window_len(len as usize, taps, &s.step).map_err(|message| {
-                    GraphError::Argument {
-                        op: "convolution".into(),
-                        message,
-                    }
-                })? as u128;
-            let taps = taps as u128;
-            padded = padded.saturating_mul(len + s.step.before as u128 + s.step.after as u128);
-            input = input.saturating_mul(len);
-            reads = reads.saturating_mul(taps.saturating_mul(windows));
+            let (len, taps) = (g.resolve_len(s.input)?, g.resolve_len(s.filter)?);
+            let windows = crate::axis::window_len(len, taps, &s.step).map_err(|message| {
+                GraphError::Range {
+                    op: "convolution".into(),
+                    axis: g.axis_name(s.input),
+                    message,
+                }
+            })?;
+            let wide = |n: usize| n as u128;
+            let padded_len = wide(len) + wide(s.step.before) + wide(s.step.after);
+            padded = padded.saturating_mul(padded_len);
+            input = input.saturating_mul(wide(len));
+            reads = reads.saturating_mul(wide(taps) * wide(windows));
         }
         Ok(if padded > input.saturating_add(reads) {
             ConvExpansion::TapWise
@@ -1085,19 +1085,23 @@ impl Graph {
         let mut t = x;
         for ((of, step, out), k) in windows.iter().zip(tap) {
             let (len, n) = (self.resolve_len(*of)?, self.resolve_len(*out)?);
-            let stride = step.stride.max(1);
-            // Window o's tap sits at o·stride + k·dilation of the padded axis.
+            // Window o's tap sits at o·stride + k·dilation of the padded axis, the input at
+            // before..before + len.
             let reach = k * step.dilation;
-            let meets = |edge: usize| edge.saturating_sub(reach).div_ceil(stride).min(n);
-            let (first, end) = (meets(step.before), meets(step.before + len));
+            let input = (step.before, step.before + len);
+            let (first, end) = windows_meeting(input, reach, n, step.stride);
             let range = if first < end {
-                window_range(first * stride + reach - step.before, end - first, stride)?
+                window_range(
+                    first * step.stride + reach - step.before,
+                    end - first,
+                    step.stride,
+                )?
             } else {
                 SliceRange::range(0, 0)
             };
             t = self.slice(t, &[(*of, AxisSlice::Range(range))])?;
             let sliced = self.derived_axis(AxisDef::Slice { of: *of, range });
-            let (before, after) = (first, n - end.max(first));
+            let (before, after) = (first, n - end);
             t = self.pad_with(t, &[(sliced, before, after)], Scalar::Float(0.0))?;
             let padded = self.padded_axis(
                 sliced,

@@ -216,11 +216,7 @@ impl BandGeometry {
     /// Which of the windows `start + j·stride` (`j < n`) read a position of level `k` inside
     /// its band: `first..end` (empty if none).
     fn windows_in_band(&self, k: u32, start: usize, n: usize, stride: usize) -> (usize, usize) {
-        let band = self.band(k);
-        let stride = stride.max(1);
-        let first = band.0.saturating_sub(start).div_ceil(stride).min(n);
-        let end = band.1.saturating_sub(start).div_ceil(stride).min(n);
-        (first, end.max(first))
+        windows_meeting(self.band(k), start, n, stride)
     }
 
     /// The spans of level `k` the windows `start + j·stride` (`j < n`) read inside its band:
@@ -740,6 +736,15 @@ fn internal(what: &str) -> GraphError {
         op: "pool".into(),
         message: format!("internal: {what}"),
     }
+}
+
+/// Which of the positions `start + j·stride` (`j < n`) lie in `span`: `first..end` (empty if
+/// none).
+pub(crate) fn windows_meeting(span: Span, start: usize, n: usize, stride: usize) -> (usize, usize) {
+    let stride = stride.max(1);
+    let first = span.0.saturating_sub(start).div_ceil(stride).min(n);
+    let end = span.1.saturating_sub(start).div_ceil(stride).min(n);
+    (first, end.max(first))
 }
 
 /// The empty slice `0..0`.
