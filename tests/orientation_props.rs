@@ -19,8 +19,9 @@ use weft::{BinaryOp, ReduceOp, UnaryOp};
 use weft_ir::testing::{proptest_cases, SplitMix, Tolerance};
 
 /// Lengths drawn for an axis: ones, odd lengths around the vector widths, and a length at
-/// the memory-order paths' least stride (64 elements) and past it.
-const LENGTHS: [usize; 8] = [1, 2, 3, 5, 8, 17, 64, 67];
+/// the memory-order paths' least stride (64 elements) and past it: a prime (no column block
+/// divides it) and a multiple of 8 that 64 does not divide (blocks of another width).
+const LENGTHS: [usize; 9] = [1, 2, 3, 5, 8, 17, 64, 67, 96];
 
 /// The most elements the drawn tensor may have (debug builds run every test).
 const MAX_ELEMENTS: usize = 1 << 14;
@@ -266,18 +267,23 @@ fn the_draw_covers_every_form_and_orientation() {
 /// shipped: their reductions run in memory order and chain into one kernel with the
 /// elementwise kernels between them strip-mined into the same column blocks (each block read
 /// from memory once); every configuration still computes what the interpreter does, with
-/// chaining and without.
+/// chaining and without. The kept axis is 4096 long (blocks of 64) or 4104 (= 72 · 57: no
+/// block of 64 divides it, one of 72 does).
 #[test]
 fn multi_pass_graphs_over_the_outer_axis_chain_and_match() {
-    for form in [Form::Softmax, Form::Normalise, Form::LogSumExp] {
+    for (form, kept) in [Form::Softmax, Form::Normalise, Form::LogSumExp]
+        .into_iter()
+        .flat_map(|f| [(f, 4096), (f, 4104)])
+    {
         let mut g = Graph::new();
         let c = g.axis("C", 64).unwrap();
-        let r = g.axis("R", 4096).unwrap();
+        let r = g.axis("R", kept).unwrap();
         let x = g.placeholder("x", &[c, r], DType::F32).unwrap();
         let out = build(&mut g, form, x, &[c], DType::F32).unwrap();
         g.mark_output(out).unwrap();
         let explained = jit_common::explain(&g, &JitOptions::default());
         assert!(explained.contains("chained with"), "{form:?}: {explained}");
+        assert!(!explained.contains("gathered"), "{form:?}: {explained}");
         let unchained = JitOptions {
             chain: false,
             ..JitOptions::default()
@@ -312,6 +318,36 @@ fn multi_pass_graphs_over_the_outer_axis_chain_and_match() {
             unchained,
             JitOptions::forced_parallel(),
         ] {
+            let got = run_jit(&g, &[out], &inputs, options).unwrap();
+            compare(&got, &refs, &tol).unwrap_or_else(|m| panic!("{form:?}: {m}"));
+        }
+    }
+}
+
+/// The same graphs over a kept axis of prime length (4099), which no column block divides:
+/// their reductions still run in memory order — one kernel each, its accumulators a whole row,
+/// without a parallel loop — never gathering a strided column per result (15× slower at
+/// R = 32771; docs/benchmarks.md), and every configuration computes what the interpreter does.
+#[test]
+fn multi_pass_graphs_over_an_outer_axis_of_prime_length_stay_in_memory_order() {
+    for form in [Form::Softmax, Form::Normalise, Form::LogSumExp] {
+        let mut g = Graph::new();
+        let c = g.axis("C", 64).unwrap();
+        let r = g.axis("R", 4099).unwrap();
+        let x = g.placeholder("x", &[c, r], DType::F32).unwrap();
+        let out = build(&mut g, form, x, &[c], DType::F32).unwrap();
+        g.mark_output(out).unwrap();
+        let explained = jit_common::explain(&g, &JitOptions::default());
+        assert!(
+            explained.contains("in memory order"),
+            "{form:?}: {explained}"
+        );
+        assert!(!explained.contains("gathered"), "{form:?}: {explained}");
+        let ps = g.placeholders();
+        let inputs = weft_ir::testing::random_inputs(&g, &ps, 11, true);
+        let tol = Tolerance::for_graph(&g);
+        let refs = references(&g, &[out], &ps, &inputs, 2, &tol).unwrap();
+        for options in [JitOptions::default(), JitOptions::forced_parallel()] {
             let got = run_jit(&g, &[out], &inputs, options).unwrap();
             compare(&got, &refs, &tol).unwrap_or_else(|m| panic!("{form:?}: {m}"));
         }

@@ -140,6 +140,35 @@ pub struct Contracted {
     pub kernel: Kernel,
     /// The contracted parameters.
     pub contracted: Vec<BufferId>,
+    /// How many chunks of consecutive blocks the parallel loop runs ([`chunk_count`]).
+    pub chunks: u64,
+}
+
+/// Chunks a chained kernel's parallel loop is cut into where its intermediates are contracted
+/// and 16 divides its blocks ([`chunk_count`]).
+pub const PREFERRED_CHUNKS: u64 = 16;
+
+/// The chunk counts [`chunk_count`] prefers when `preferred` does not divide the blocks: fewer
+/// than 8 leaves the threads unevenly loaded (3 chunks on 2 threads wait a third longer than
+/// 4); more than 64 makes each chunk's scratch block a smaller share of the work it saves.
+pub const CHUNK_COUNTS: std::ops::RangeInclusive<u64> = 8..=64;
+
+/// How many chunks of consecutive blocks [`contract`] cuts a parallel loop of `n` blocks
+/// into: `preferred` where it divides `n` and is fewer; else the divisor of `n` in
+/// [`CHUNK_COUNTS`] nearest to it (513 blocks: 19 chunks of 27); else the largest divisor below
+/// 8 and above 1 (1366 blocks: 2) — a whole intermediate streamed out and back costs more than
+/// threads waiting on an uneven share. `None` where `n` is 1 or a prime (683 blocks): the
+/// intermediates then stay whole.
+pub fn chunk_count(n: u64, preferred: u64) -> Option<u64> {
+    if preferred > 1 && preferred < n && n.is_multiple_of(preferred) {
+        return Some(preferred);
+    }
+    let distance = |c: u64| (c.max(preferred) as f64 / c.min(preferred).max(1) as f64).ln();
+    let divides = |c: &u64| *c < n && n.is_multiple_of(*c);
+    CHUNK_COUNTS
+        .filter(divides)
+        .min_by(|&a, &b| distance(a).total_cmp(&distance(b)).then(b.cmp(&a)))
+        .or_else(|| (2..*CHUNK_COUNTS.start()).rev().find(divides))
 }
 
 /// `k` (a chained kernel, its body one parallel loop `p` of `n` blocks) with each buffer of
@@ -150,11 +179,13 @@ pub struct Contracted {
 /// blocks. Iterations of one `q` run one after the other on one thread, each writing its
 /// block before reading it (the buffer is an intermediate: the original kernel reads only
 /// what an earlier part of the same iteration wrote), so the results are the same; the block
-/// stays in cache instead of streaming the whole tensor out and back. `None` when no buffer of
-/// `private` qualifies or `chunks` does not divide `n`.
-pub fn contract(k: &Kernel, private: &[BufferId], chunks: u64) -> Option<Contracted> {
+/// stays in cache instead of streaming the whole tensor out and back. `chunks` is
+/// [`chunk_count`]`(n, preferred)`. `None` when no buffer of `private` qualifies or no chunk
+/// count does.
+pub fn contract(k: &Kernel, private: &[BufferId], preferred: u64) -> Option<Contracted> {
     let (p, n) = parallel_loop(k)?;
-    if chunks == 0 || !n.is_multiple_of(chunks) || chunks == n || reads_index(&k.body, p) {
+    let chunks = chunk_count(n, preferred)?;
+    if reads_index(&k.body, p) {
         return None;
     }
     let mut accesses = Vec::new();
@@ -220,6 +251,7 @@ pub fn contract(k: &Kernel, private: &[BufferId], chunks: u64) -> Option<Contrac
     Some(Contracted {
         kernel: out,
         contracted: plans.iter().map(|x| x.0).collect(),
+        chunks,
     })
 }
 
@@ -704,10 +736,22 @@ mod tests {
           }
         }
         ");
-        // Chunks must divide the blocks and be fewer; x, which the kernel only reads, never
-        // qualifies.
-        assert!(contract(&k, &[BufferId::new(1)], 3).is_none());
-        assert!(contract(&k, &[BufferId::new(1)], 4).is_none());
+        // Chunks divide the blocks and are fewer: 3 and 4 preferred give 2 of 4 blocks; x,
+        // which the kernel only reads, never qualifies.
+        assert_eq!(contract(&k, &[BufferId::new(1)], 3).unwrap().chunks, 2);
+        assert_eq!(contract(&k, &[BufferId::new(1)], 4).unwrap().chunks, 2);
         assert!(contract(&k, &[BufferId::new(0)], 2).is_none());
+    }
+
+    #[test]
+    fn chunk_counts_divide_the_blocks_nearest_the_preferred_count() {
+        assert_eq!(chunk_count(512, 16), Some(16));
+        assert_eq!(chunk_count(513, 16), Some(19));
+        assert_eq!(chunk_count(625, 16), Some(25));
+        assert_eq!(chunk_count(1366, 16), Some(2));
+        assert_eq!(chunk_count(2049, 16), Some(3));
+        assert_eq!(chunk_count(683, 16), None);
+        assert_eq!(chunk_count(16, 16), Some(8));
+        assert_eq!(chunk_count(1, 16), None);
     }
 }

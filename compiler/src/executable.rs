@@ -325,10 +325,6 @@ fn keep_scheduled(
     (lowered, kernel_args, steps)
 }
 
-/// Blocks per chunk of a chained kernel's parallel loop whose intermediates are contracted
-/// (crate::chain::contract): chunks of consecutive blocks, one scratch block each.
-const CONTRACT_CHUNKS: u64 = 16;
-
 /// The chained kernel `lk` (its storages `args`) with the intermediates only it binds held
 /// one block at a time (crate::chain::contract), when some qualify: each such parameter is
 /// bound to a new scratch storage (`new_scratch`) instead of its tensor's. The storages it
@@ -351,7 +347,8 @@ fn contract_chained(
         })
         .map(|(i, _)| BufferId::new(i))
         .collect();
-    let Some(c) = crate::chain::contract(&lk.kernel, &private, CONTRACT_CHUNKS) else {
+    let Some(c) = crate::chain::contract(&lk.kernel, &private, crate::chain::PREFERRED_CHUNKS)
+    else {
         return Vec::new();
     };
     let (mut names, mut replaced) = (Vec::new(), Vec::new());
@@ -363,9 +360,10 @@ fn contract_chained(
         names.push(format!("%{}", decl.name));
     }
     lk.notes.push(format!(
-        "{} held one block at a time: the parallel loop in {CONTRACT_CHUNKS} chunks of \
-         consecutive blocks, each chunk's block scratch reused from block to block",
-        names.join(", ")
+        "{} held one block at a time: the parallel loop in {} chunks of consecutive blocks, \
+         each chunk's block scratch reused from block to block",
+        names.join(", "),
+        c.chunks
     ));
     lk.kernel = c.kernel;
     replaced

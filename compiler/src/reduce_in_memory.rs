@@ -39,8 +39,10 @@
 //! nest, which is first interchanged with `k`), and nothing in `r` or the tail reads `k`'s
 //! index directly. The accumulators' row (the acc's type, one row per iteration of the
 //! kernel's parallel loop, or the whole extent when `k` is that loop, strip-mined into
-//! [`CHUNK`]s; when `k` is the parallel loop's only statement and the operand reads the two as
-//! one flattened index, the parallel loop takes groups of rows, `rewrite_group`) is a new
+//! blocks of [`block_width`] — or, where no width divides it, the whole extent on one thread,
+//! the loop no longer parallel; when `k` is the parallel loop's only statement and the operand
+//! reads the two as one flattened index, the parallel loop takes groups of rows,
+//! `rewrite_group`) is a new
 //! buffer the caller binds as scratch. Every result is the same sum of the
 //! same terms in the same order, so results are unchanged — up to rounding where an f32 sum of
 //! at most [`MAX_CHAIN`] terms a result runs in an f32 row first (`narrowed`: within
@@ -62,8 +64,40 @@ pub const MIN_STRIDE: i64 = 64;
 /// load and store per term) is faster — a small dot's loop nest, say.
 pub const MIN_BYTES: u64 = 1 << 20;
 
-/// Results per parallel work item when the accumulated loop is itself the parallel one.
+/// Results per parallel work item when the accumulated loop is itself the parallel one and
+/// `CHUNK` divides its extent (else [`block_width`] picks another divisor).
 pub const CHUNK: u64 = 64;
+
+/// The narrowest and widest column block [`block_width`] picks: a block narrower than 16 leaves
+/// the vectorised loops too short to unroll; one wider than 256 results no longer keeps a
+/// block's rows of a 512-row operand in L2.
+pub const BLOCK_WIDTHS: std::ops::RangeInclusive<u64> = 16..=256;
+
+/// The width of the column blocks a reduction over `n` results, strip-mined because its
+/// result loop is the parallel one, gives each work item: [`CHUNK`] where it divides `n`; else
+/// the divisor of `n` in [`BLOCK_WIDTHS`] leaving at least two blocks — whole vectors of two
+/// parts (8 f32 lanes) first, then of one (4), then blocks a chain can cut into chunks
+/// (`crate::chain::chunk_count`), then nearest to `CHUNK` — so that an extent that is not a
+/// multiple of 64 is no cliff (32784 = 24 · 1366: 48 would leave 683 blocks, a prime).
+/// `None` where `n` has no such divisor (a prime): the reduction then stays in its loop order.
+pub fn block_width(n: u64) -> Option<u64> {
+    if n.is_multiple_of(CHUNK) {
+        return Some(CHUNK);
+    }
+    let distance = |w: u64| (w.max(CHUNK) as f64 / w.min(CHUNK) as f64).ln();
+    BLOCK_WIDTHS
+        .filter(|&w| n.is_multiple_of(w) && n / w >= 2)
+        .min_by(|&a, &b| {
+            let key = |w: u64| {
+                let chunks = crate::chain::chunk_count(n / w, crate::chain::PREFERRED_CHUNKS);
+                (!w.is_multiple_of(8), !w.is_multiple_of(4), chunks.is_none())
+            };
+            key(a)
+                .cmp(&key(b))
+                .then(distance(a).total_cmp(&distance(b)))
+                .then(b.cmp(&a))
+        })
+}
 
 /// Rewrites every qualifying reduction of `body` (see the module docs); returns the new body,
 /// the scratch buffers it added to `k` (in order), which the caller must bind, and a line per
@@ -301,11 +335,10 @@ fn rewrite(
     let terms = k.loops[c.r].extent;
     let n = k.loops[kl].extent;
     let acc_ty = k.accs[c.acc].ty;
-    let strip = parallel == Some(kl);
-    if strip && !n.is_multiple_of(CHUNK) {
-        return None;
-    }
-    let inner_extent = if strip { CHUNK } else { n };
+    let width = block_width(n).filter(|_| parallel == Some(kl));
+    let strip = width.is_some();
+    let width = width.unwrap_or(n);
+    let inner_extent = width;
     let ann = |unroll: u32| LoopAnnotations {
         vectorize,
         unroll: if vectorize && inner_extent >= 16 {
@@ -329,7 +362,7 @@ fn rewrite(
     // `k` as each new loop sees it, and the accumulator row's index there.
     let k_expr = |l: LoopId| {
         if strip {
-            AffineExpr::new([(kl, CHUNK as i64), (l, 1)], 0)
+            AffineExpr::new([(kl, width as i64), (l, 1)], 0)
         } else {
             AffineExpr::var(l)
         }
@@ -409,8 +442,8 @@ fn rewrite(
         .collect();
     let (stmts, rows) = narrowed(k, stmts, buffer, terms, o.narrow);
     if strip {
-        // `kl` stays the parallel loop, over chunks of `CHUNK` results.
-        k.loops[kl].extent = n / CHUNK;
+        // `kl` stays the parallel loop, over blocks of `width` results.
+        k.loops[kl].extent = n / width;
         return Some((
             vec![Stmt::Loop {
                 loop_id: kl,
@@ -980,5 +1013,31 @@ impl NarrowCopy {
         let (copy, stmt) = k.define(new_ty, inst);
         self.values.push((result, copy));
         Some(Some(stmt))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::block_width;
+
+    #[test]
+    fn column_blocks_divide_the_results_in_whole_vectors_a_chain_can_cut() {
+        assert_eq!(block_width(32768), Some(64));
+        assert_eq!(block_width(64), Some(64));
+        // 32832 = 64 · 513 (a multiple of 64 keeps 64); 30000 = 80 · 375: 80 is nearer 64
+        // than 48 and 375 blocks cut into 15 chunks.
+        assert_eq!(block_width(32832), Some(64));
+        assert_eq!(block_width(30000), Some(80));
+        // 32784 = 48 · 683 = 24 · 1366: 683 blocks (a prime) cut into no chunks, 1366 into 2.
+        assert_eq!(block_width(32784), Some(24));
+        // 4104 = 72 · 57 (57 blocks: 19 chunks of 3).
+        assert_eq!(block_width(4104), Some(72));
+        // An odd length takes odd blocks: 969 = 19 · 51 = 51 · 19, and 51 blocks cut into 17
+        // chunks where 19 blocks (a prime) cut into none. A prime, or a length with no
+        // divisor in range, takes none.
+        assert_eq!(block_width(3 * 17 * 19), Some(19));
+        assert_eq!(block_width(32771), None);
+        assert_eq!(block_width(2 * 4099), None);
+        assert_eq!(block_width(17), None);
     }
 }
