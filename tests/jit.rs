@@ -1833,6 +1833,31 @@ fn span_functions_prefetch_the_next_row() {
     );
 }
 
+/// A span function that is itself its row's first pass over rows adjacent in memory — `exp`
+/// of `x[R, C]` row by row — prefetches nothing: the hardware follows the one stream from row
+/// to row, and a second stream a row ahead made 128 KiB rows 3.4x slower
+/// (docs/benchmarks.md). (A span function after the row's first pass still prefetches:
+/// `span_functions_prefetch_the_next_row`.) It gives the inline code's bits.
+#[test]
+fn a_span_function_over_adjacent_rows_prefetches_nothing() {
+    let src = "axis R = 260\naxis C = 4099\nplaceholder x: f32[R, C]\ny = exp(x)\noutput y\n";
+    let g = weft::ir::text::parse(src, "exp.weft").unwrap();
+    let (r, c) = (g.find_axis("R").unwrap(), g.find_axis("C").unwrap());
+    let xs: Vec<f32> = (0..260 * 4099u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) as f32 / u32::MAX as f32) * 60.0 - 30.0)
+        .collect();
+    let input = HostArray::from_vec(Axes::new([r, c]).unwrap(), vec![260, 4099], xs).unwrap();
+    let (inline, _, _) = span_run(&g, &input, false, Some(2));
+    let (span, explained, available) = span_run(&g, &input, true, Some(2));
+    assert!(inline == span, "a span function changed a result");
+    assert_eq!(
+        explained.contains("exp computed into %y by the native"),
+        available,
+        "{explained}"
+    );
+    assert!(!explained.contains("prefetching"), "{explained}");
+}
+
 /// Layernorm over `[R, C]` (gain and bias over `C`), its output named `out`.
 fn layernorm_text(r: usize, c: usize, out: &str) -> String {
     format!(

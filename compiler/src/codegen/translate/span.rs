@@ -30,7 +30,9 @@
 //! while it computes: that row's first pass then finds it in cache, so a core's compute and
 //! its memory traffic overlap instead of alternating (softmax 10–15% faster). A prefetch
 //! changes no value and cannot fault, so the last rows', which reach past the input, are
-//! harmless. A row with no span function prefetches from its first vector pass after the
+//! harmless. A routine that is itself that first read, over rows adjacent in memory (`exp(x)`
+//! row by row), prefetches nothing: the hardware streams from row to row, and a second stream
+//! a row ahead only competed with it ([`rows_adjacent`]). A row with no span function prefetches from its first vector pass after the
 //! first whose step reads at least a line ([`pass_prefetch`]: layernorm's variance pass): each
 //! step calls `weft_prefetch_line` (a naked `prefetcht1; ret` called with Cranelift's
 //! `preserve_all` convention, so the loop's registers stay put) for the same columns
@@ -527,26 +529,7 @@ pub(crate) fn pass_prefetch(
     let next = next_row(k, l)?;
     let extent = k.loops[next.first].extent;
     if next.first == l {
-        // The rows this loop reads of that buffer in one iteration of the row loop (several
-        // when rows are jammed: `reduce_in_memory::JAM`) are adjacent to the next iteration's
-        // when they end where it starts.
-        let first = &next.load.index;
-        let reach = body
-            .iter()
-            .filter_map(|s| match s {
-                Stmt::Let {
-                    inst: Inst::Load(a),
-                    ..
-                } if a.buffer == next.load.buffer && a.index.terms() == first.terms() => {
-                    Some(a.index.offset() - first.offset())
-                }
-                _ => None,
-            })
-            .max()
-            .unwrap_or(0)
-            .saturating_add(i64::try_from(extent).unwrap_or(i64::MAX));
-        let adjacent = first.coefficient(next.row) == reach;
-        return (!adjacent && plan(k, l, body).is_some()).then_some(next);
+        return (!rows_adjacent(k, &next, body) && plan(k, l, body).is_some()).then_some(next);
     }
     let (_, siblings) = parent(&k.body, l)?;
     let size = k.buffers[next.load.buffer].ty.size_bytes() as u64;
@@ -564,6 +547,30 @@ pub(crate) fn pass_prefetch(
             _ => None,
         })?;
     (chosen == l && line_steps(l, body).is_some()).then_some(next)
+}
+
+/// Whether the rows `next`'s first pass (body `body`) reads of its buffer in one iteration of
+/// the row loop (several when rows are jammed: `reduce_in_memory::JAM`) end where the next
+/// iteration's start: one run through memory, which the hardware's stream prefetcher follows
+/// from row to row, so prefetching from that pass itself only adds a second stream.
+fn rows_adjacent(k: &Kernel, next: &NextRow, body: &[Stmt]) -> bool {
+    let extent = k.loops[next.first].extent;
+    let first = &next.load.index;
+    let reach = body
+        .iter()
+        .filter_map(|s| match s {
+            Stmt::Let {
+                inst: Inst::Load(a),
+                ..
+            } if a.buffer == next.load.buffer && a.index.terms() == first.terms() => {
+                Some(a.index.offset() - first.offset())
+            }
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0)
+        .saturating_add(i64::try_from(extent).unwrap_or(i64::MAX));
+    first.coefficient(next.row) == reach
 }
 
 /// A cache line's bytes.
@@ -619,7 +626,10 @@ pub(crate) fn span_plan(k: &Kernel, l: LoopId, body: &[Stmt]) -> Option<SpanCall
         sum: sum_after(k, l, &target),
         target,
         rest,
-        prefetch: next_row(k, l),
+        // A routine that is its row's first pass over memory rows adjacent in it prefetches
+        // nothing: the hardware follows that stream (a row ahead on 128 KiB rows of `exp(x)`
+        // took 3.4x as long; docs/benchmarks.md).
+        prefetch: next_row(k, l).filter(|next| next.first != l || !rows_adjacent(k, next, body)),
     })
 }
 
