@@ -267,8 +267,8 @@ fn the_draw_covers_every_form_and_orientation() {
 /// shipped: their reductions run in memory order and chain into one kernel with the
 /// elementwise kernels between them strip-mined into the same column blocks (each block read
 /// from memory once); every configuration still computes what the interpreter does, with
-/// chaining and without. The kept axis is 4096 long (blocks of 64) or 4104 (= 72 · 57: no
-/// block of 64 divides it, one of 72 does).
+/// chaining and without. The kept axis is 4096 long (blocks of 1024) or 4104 (blocks of
+/// 1026: not a power of two, a tail of 2 a row).
 #[test]
 fn multi_pass_graphs_over_the_outer_axis_chain_and_match() {
     for (form, kept) in [Form::Softmax, Form::Normalise, Form::LogSumExp]

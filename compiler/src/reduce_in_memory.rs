@@ -64,37 +64,45 @@ pub const MIN_STRIDE: i64 = 64;
 /// load and store per term) is faster — a small dot's loop nest, say.
 pub const MIN_BYTES: u64 = 1 << 20;
 
-/// Results per parallel work item when the accumulated loop is itself the parallel one and
-/// `CHUNK` divides its extent (else [`block_width`] picks another divisor).
-pub const CHUNK: u64 = 64;
+/// The column block width [`block_width`] aims at: 1024 results, a 4 KiB run of each f32
+/// row, long enough for the hardware's stream prefetcher to run ahead within a row (blocks of
+/// 64 — 256 B runs a row stride apart — left a sum over the first axis at 2.6x the time of
+/// its transposed twin; docs/benchmarks.md).
+pub const BLOCK_TARGET: u64 = 1024;
 
 /// The narrowest and widest column block [`block_width`] picks: a block narrower than 16 leaves
-/// the vectorised loops too short to unroll; one wider than 256 results no longer keeps a
-/// block's rows of a 512-row operand in L2.
-pub const BLOCK_WIDTHS: std::ops::RangeInclusive<u64> = 16..=256;
+/// the vectorised loops too short to unroll; one wider than 4096 results is a block of a
+/// chained kernel (`crate::chain::contract`) that no longer stays in cache between passes.
+pub const BLOCK_WIDTHS: std::ops::RangeInclusive<u64> = 16..=4096;
+
+/// Blocks [`block_width`] leaves where it can: at least as many as a few threads.
+pub const MIN_BLOCKS: u64 = 4;
 
 /// The width of the column blocks a reduction over `n` results, strip-mined because its
-/// result loop is the parallel one, gives each work item: [`CHUNK`] where it divides `n`; else
-/// the divisor of `n` in [`BLOCK_WIDTHS`] leaving at least two blocks — whole vectors of two
-/// parts (8 f32 lanes) first, then of one (4), then blocks a chain can cut into chunks
-/// (`crate::chain::chunk_count`), then nearest to `CHUNK` — so that an extent that is not a
-/// multiple of 64 is no cliff (32784 = 24 · 1366: 48 would leave 683 blocks, a prime).
-/// `None` where `n` has no such divisor (a prime): the reduction then stays in its loop order.
+/// result loop is the parallel one, gives each work item: the divisor of `n` in
+/// [`BLOCK_WIDTHS`] leaving at least two blocks — blocks a chain can cut into chunks
+/// (`crate::chain::chunk_count`) first, then at least [`MIN_BLOCKS`] of them, then the width
+/// nearest [`BLOCK_TARGET`] counting a row's scalar tail (`w mod 8` of 8 f32 lanes) as work
+/// lost — so that an extent that is not a power of two is no cliff (32784 = 24 · 1366: blocks
+/// of 1366 run a tail of 6 a row, where 48, the widest whole vectors, leave 683 blocks, a
+/// prime, and 24 runs too short to stream). `None` where `n` has no such divisor (a prime):
+/// the reduction then runs on one thread ([`reduce_in_memory`]).
 pub fn block_width(n: u64) -> Option<u64> {
-    if n.is_multiple_of(CHUNK) {
-        return Some(CHUNK);
-    }
-    let distance = |w: u64| (w.max(CHUNK) as f64 / w.min(CHUNK) as f64).ln();
+    let cost = |w: u64| {
+        let distance = (w.max(BLOCK_TARGET) as f64 / w.min(BLOCK_TARGET) as f64).ln();
+        // A tail element costs about as much as a vector step of 8 lanes.
+        distance + (1.0 + 8.0 * (w % 8) as f64 / w as f64).ln()
+    };
     BLOCK_WIDTHS
         .filter(|&w| n.is_multiple_of(w) && n / w >= 2)
         .min_by(|&a, &b| {
             let key = |w: u64| {
                 let chunks = crate::chain::chunk_count(n / w, crate::chain::PREFERRED_CHUNKS);
-                (!w.is_multiple_of(8), !w.is_multiple_of(4), chunks.is_none())
+                (chunks.is_none(), n / w < MIN_BLOCKS)
             };
             key(a)
                 .cmp(&key(b))
-                .then(distance(a).total_cmp(&distance(b)))
+                .then(cost(a).total_cmp(&cost(b)))
                 .then(b.cmp(&a))
         })
 }
@@ -1021,21 +1029,21 @@ mod tests {
     use super::block_width;
 
     #[test]
-    fn column_blocks_divide_the_results_in_whole_vectors_a_chain_can_cut() {
-        assert_eq!(block_width(32768), Some(64));
-        assert_eq!(block_width(64), Some(64));
-        // 32832 = 64 · 513 (a multiple of 64 keeps 64); 30000 = 80 · 375: 80 is nearer 64
-        // than 48 and 375 blocks cut into 15 chunks.
-        assert_eq!(block_width(32832), Some(64));
-        assert_eq!(block_width(30000), Some(80));
-        // 32784 = 48 · 683 = 24 · 1366: 683 blocks (a prime) cut into no chunks, 1366 into 2.
-        assert_eq!(block_width(32784), Some(24));
-        // 4104 = 72 · 57 (57 blocks: 19 chunks of 3).
-        assert_eq!(block_width(4104), Some(72));
-        // An odd length takes odd blocks: 969 = 19 · 51 = 51 · 19, and 51 blocks cut into 17
-        // chunks where 19 blocks (a prime) cut into none. A prime, or a length with no
-        // divisor in range, takes none.
-        assert_eq!(block_width(3 * 17 * 19), Some(19));
+    fn column_blocks_divide_the_results_near_the_target_width() {
+        // Powers of two: 1024 (4 KiB runs), leaving at least 4 blocks.
+        assert_eq!(block_width(32768), Some(1024));
+        assert_eq!(block_width(4096), Some(1024));
+        assert_eq!(block_width(512), Some(128));
+        assert_eq!(block_width(64), Some(16));
+        // 30000 = 1000 · 30 (15 chunks of 2 blocks); 32832 = 1026 · 32: a tail of 2 a row.
+        assert_eq!(block_width(30000), Some(1000));
+        assert_eq!(block_width(32832), Some(1026));
+        // 32784 = 48 · 683 = 24 · 1366 = 1366 · 24: 683 blocks (a prime) cut into no chunks,
+        // and 24-wide runs are too short; 1366 with a tail of 6 a row.
+        assert_eq!(block_width(32784), Some(1366));
+        // 969 = 17 · 57: 19 blocks of 51 would be a prime count.
+        assert_eq!(block_width(3 * 17 * 19), Some(17));
+        // A prime, or a length with no divisor in range, takes none.
         assert_eq!(block_width(32771), None);
         assert_eq!(block_width(2 * 4099), None);
         assert_eq!(block_width(17), None);
