@@ -1808,6 +1808,21 @@ fn extremes_by_the_native_routine_give_the_inline_bits() {
     }
 }
 
+/// The graph of `src` over `x[R = 260, C = 4099]` (4.3 MB: above the prefetch threshold) on
+/// hashed values in [−30, 30), run on two threads with span functions off and on: both
+/// results' bits, what `weft explain` says with them on, and whether the host has them.
+fn inline_and_span_over_260_rows(src: &str) -> (Vec<u32>, Vec<u32>, String, bool) {
+    let g = weft::ir::text::parse(src, "rows.weft").unwrap();
+    let (r, c) = (g.find_axis("R").unwrap(), g.find_axis("C").unwrap());
+    let xs: Vec<f32> = (0..260 * 4099u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) as f32 / u32::MAX as f32) * 60.0 - 30.0)
+        .collect();
+    let input = HostArray::from_vec(Axes::new([r, c]).unwrap(), vec![260, 4099], xs).unwrap();
+    let (inline, _, _) = span_run(&g, &input, false, Some(2));
+    let (span, explained, available) = span_run(&g, &input, true, Some(2));
+    (inline, span, explained, available)
+}
+
 /// A span function in a row kernel over a large input prefetches a later row of that input
 /// while it computes (`codegen::translate::span`, `weft_runtime::vmath::Prefetch`): softmax
 /// over 260 x 4099 (4.3 MB, above the prefetch threshold) says so in `weft explain` and gives
@@ -1817,14 +1832,7 @@ fn extremes_by_the_native_routine_give_the_inline_bits() {
 fn span_functions_prefetch_the_next_row() {
     let src = "axis R = 260\naxis C = 4099\nplaceholder x: f32[R, C]\nm = max(x, [C])\n\
                d = subtract(x, m)\ne = exp(d)\nt = sum(e, [C])\ny = divide(e, t)\noutput y\n";
-    let g = weft::ir::text::parse(src, "prefetch.weft").unwrap();
-    let (r, c) = (g.find_axis("R").unwrap(), g.find_axis("C").unwrap());
-    let xs: Vec<f32> = (0..260 * 4099u32)
-        .map(|i| (i.wrapping_mul(2_654_435_761) as f32 / u32::MAX as f32) * 60.0 - 30.0)
-        .collect();
-    let input = HostArray::from_vec(Axes::new([r, c]).unwrap(), vec![260, 4099], xs).unwrap();
-    let (inline, _, _) = span_run(&g, &input, false, Some(2));
-    let (span, explained, available) = span_run(&g, &input, true, Some(2));
+    let (inline, span, explained, available) = inline_and_span_over_260_rows(src);
     assert!(inline == span, "prefetching changed a result");
     assert_eq!(
         explained.contains("prefetching %x's row 2 ahead"),
@@ -1841,14 +1849,7 @@ fn span_functions_prefetch_the_next_row() {
 #[test]
 fn a_span_function_over_adjacent_rows_prefetches_nothing() {
     let src = "axis R = 260\naxis C = 4099\nplaceholder x: f32[R, C]\ny = exp(x)\noutput y\n";
-    let g = weft::ir::text::parse(src, "exp.weft").unwrap();
-    let (r, c) = (g.find_axis("R").unwrap(), g.find_axis("C").unwrap());
-    let xs: Vec<f32> = (0..260 * 4099u32)
-        .map(|i| (i.wrapping_mul(2_654_435_761) as f32 / u32::MAX as f32) * 60.0 - 30.0)
-        .collect();
-    let input = HostArray::from_vec(Axes::new([r, c]).unwrap(), vec![260, 4099], xs).unwrap();
-    let (inline, _, _) = span_run(&g, &input, false, Some(2));
-    let (span, explained, available) = span_run(&g, &input, true, Some(2));
+    let (inline, span, explained, available) = inline_and_span_over_260_rows(src);
     assert!(inline == span, "a span function changed a result");
     assert_eq!(
         explained.contains("exp computed into %y by the native"),
