@@ -1363,6 +1363,12 @@ fn codegen_run(
                 [b as u32, (b >> 32) as u32]
             })
             .collect(),
+        DType::I64 => out
+            .to_vec::<i64>()
+            .unwrap()
+            .iter()
+            .flat_map(|i| [*i as u32, (*i >> 32) as u32])
+            .collect(),
         _ => out
             .to_vec::<f32>()
             .unwrap()
@@ -1768,6 +1774,8 @@ fn plain_and_squared_sums_give_the_inline_bits() {
 /// lengths with and without a tail, inputs with every edge (NaNs of either sign and any
 /// payload, ±inf, subnormals), rows of zeros of mixed signs (the `−0 < +0` rule), rows of
 /// one sign, 1 and 2 threads; `weft explain` says so exactly when the routine is available.
+/// An argmax or argmin (the JIT's loop a scalar one) runs as one call of the arg routine with
+/// the loop's indices — the first maximum, the first NaN — and agrees with the interpreter.
 #[test]
 fn extremes_by_the_native_routine_give_the_inline_bits() {
     let mut rng = weft_ir::perturb::SplitMix(0x5851_f42d_4c95_7f2d);
@@ -1781,7 +1789,7 @@ fn extremes_by_the_native_routine_give_the_inline_bits() {
         1e-40,
         -1e-40,
     ];
-    for op in ["max", "min"] {
+    for op in ["max", "min", "argmax", "argmin"] {
         for (rows, cols) in [(5, 37), (5, 64), (3, 4099), (2, 9000)] {
             let text = format!(
                 "axis R = {rows}\naxis C = {cols}\nplaceholder x: f32[R, C]\n\
@@ -1803,7 +1811,15 @@ fn extremes_by_the_native_routine_give_the_inline_bits() {
                 .collect();
             let inputs = [HostArray::from_vec(axes, vec![rows, cols], xs).unwrap()];
             let what = format!("{op}, C = {cols}");
-            assert_native_gives_inline_bits(&g, &inputs, "extreme routine", &what);
+            let marker = if op.starts_with("arg") {
+                "arg routine"
+            } else {
+                "extreme routine"
+            };
+            assert_native_gives_inline_bits(&g, &inputs, marker, &what);
+            if op.starts_with("arg") {
+                agree(&g, g.outputs(), 2);
+            }
         }
     }
 }

@@ -337,10 +337,29 @@ fn loops(
                     "vectorised: 2 lanes (f64x2) x {} parts, {axis}",
                     p.parts
                 )),
-                None => what.push(
-                    "scalar (vectorize refused: per-lane control flow, integers or arg-reduction)"
-                        .into(),
-                ),
+                None => match (span_math && vectorize)
+                    .then(|| span::arg_extreme_span_plan(k, *loop_id, body))
+                    .flatten()
+                {
+                    Some(span) => what.push(format!(
+                        "the first {} of %{}'s span for %{} and its first NaN for %{} by the \
+                         native {} arg routine, folded in here",
+                        if span.kind == weft_ir::loop_ir::ReduceKind::ArgMin {
+                            "minimum"
+                        } else {
+                            "maximum"
+                        },
+                        k.buffers[span.load.buffer].name,
+                        span.value_acc,
+                        span.nan_acc,
+                        weft_runtime::vmath::span_isa().unwrap_or("scalar"),
+                    )),
+                    None => what.push(
+                        "scalar (vectorize refused: per-lane control flow, integers or \
+                         arg-reduction)"
+                            .into(),
+                    ),
+                },
             }
             let vector = plan.is_some();
             let narrow = plan

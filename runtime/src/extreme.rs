@@ -469,9 +469,147 @@ mod avx2 {
     }
 }
 
+/// Where an arg-reduction's loop over a span ends up: the first index of the span's greatest
+/// (or least) non-NaN value, and the first index of a NaN — each `None` when there is none.
+/// The loop IR's arg step keeps the first strictly better value and never takes a NaN
+/// (`weft_ir::loop_ir::semantics::reduce_step`); lowering tracks the first NaN beside it.
+/// Both are order-free summaries: a kernel folds `(xs[best], best)` into its value
+/// accumulator and `(1, nan)` (or `(0, 0)`) into its NaN one with its own steps and gets what
+/// its loop over the span would.
+pub fn arg_extreme_f32(kind: Extreme, xs: &[f32]) -> (Option<usize>, Option<usize>) {
+    // Pass one: the extreme of the non-NaN values (`maxps`'s rule: a NaN term keeps the
+    // accumulator), and whether any term is NaN; pass two finds the first of each.
+    let (best, any_nan) = match path() {
+        // SAFETY: the features were detected.
+        #[cfg(target_arch = "x86_64")]
+        Path::Avx512 => unsafe { arg_pass_avx512(kind, xs) },
+        // SAFETY: as above.
+        #[cfg(target_arch = "x86_64")]
+        Path::Avx2 => unsafe { arg_pass_avx2(kind, xs) },
+        _ => arg_pass(kind, xs),
+    };
+    // −inf (+inf) beats nothing: the loop's step never takes it.
+    let found = (best != kind.identity()).then(|| first_where(xs, |x| x == best));
+    let nan = any_nan.then(|| first_where(xs, |x| x.is_nan()));
+    (found.flatten(), nan.flatten())
+}
+
+/// Sixteen running extremes of the non-NaN terms and a NaN flag per lane; the compiler
+/// vectorises it with the features of its caller.
+#[inline(always)]
+fn arg_pass(kind: Extreme, xs: &[f32]) -> (f32, bool) {
+    const LANES: usize = 16;
+    let better = |x: f32, acc: f32| match kind {
+        Extreme::Max => x > acc,
+        Extreme::Min => x < acc,
+    };
+    let mut acc = [kind.identity(); LANES];
+    let mut nan = [false; LANES];
+    let chunks = xs.chunks_exact(LANES);
+    let tail = chunks.remainder();
+    for chunk in chunks {
+        for j in 0..LANES {
+            let x = chunk[j];
+            acc[j] = if better(x, acc[j]) { x } else { acc[j] };
+            nan[j] |= x.is_nan();
+        }
+    }
+    let mut best = kind.identity();
+    for &x in acc.iter().chain(tail) {
+        best = if better(x, best) { x } else { best };
+    }
+    (
+        best,
+        nan.iter().any(|n| *n) || tail.iter().any(|x| x.is_nan()),
+    )
+}
+
+/// [`arg_pass`] compiled for AVX-512F.
+///
+/// # Safety
+/// The CPU must have AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn arg_pass_avx512(kind: Extreme, xs: &[f32]) -> (f32, bool) {
+    arg_pass(kind, xs)
+}
+
+/// [`arg_pass`] compiled for AVX2.
+///
+/// # Safety
+/// The CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn arg_pass_avx2(kind: Extreme, xs: &[f32]) -> (f32, bool) {
+    arg_pass(kind, xs)
+}
+
+/// The first index of `xs` where `hit` holds: blocks of 64 tested whole (vectorisable, no
+/// early exit inside), the first block that has one searched.
+fn first_where(xs: &[f32], hit: impl Fn(f32) -> bool) -> Option<usize> {
+    const BLOCK: usize = 64;
+    xs.chunks(BLOCK).enumerate().find_map(|(b, block)| {
+        block
+            .iter()
+            .fold(false, |any, x| any | hit(*x))
+            .then(|| block.iter().position(|x| hit(*x)).map(|i| b * BLOCK + i))
+            .flatten()
+    })
+}
+
+/// The entry point JIT kernels call for an arg-reduction's loop over a span
+/// ([`arg_extreme_f32`]): the greatest (`min` 0) or least of the `len` f32s at `src`; writes
+/// the first index of the best non-NaN value to `out[0]` and the first NaN's to `out[1]`,
+/// `len` where there is none.
+///
+/// # Safety
+/// `src` must be valid for reads of `len` f32s, aligned to 4 bytes, with no other reference
+/// writing them during the call; `out` valid for writes of two `u64`s, aligned to 8 bytes.
+pub unsafe extern "C" fn weft_arg_extreme_f32_span(
+    src: *const f32,
+    len: usize,
+    min: usize,
+    out: *mut u64,
+) {
+    let kind = if min == 0 { Extreme::Max } else { Extreme::Min };
+    // SAFETY: the caller's contract.
+    let xs = unsafe { std::slice::from_raw_parts(src, len) };
+    let (best, nan) = arg_extreme_f32(kind, xs);
+    // SAFETY: the caller's contract.
+    unsafe {
+        *out = best.unwrap_or(len) as u64;
+        *out.add(1) = nan.unwrap_or(len) as u64;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The arg summary is what the loop IR's arg step and the NaN rule give one element at a
+    /// time, on every path this CPU has (the vector pass) and every span of every kind.
+    #[test]
+    fn arg_extremes_are_the_first_best_and_the_first_nan() {
+        for xs in spans() {
+            for kind in [Extreme::Max, Extreme::Min] {
+                let (mut best, mut at, mut nan) = (kind.identity(), None, None);
+                for (i, &x) in xs.iter().enumerate() {
+                    let better = match kind {
+                        Extreme::Max => x > best,
+                        Extreme::Min => x < best,
+                    };
+                    if better {
+                        (best, at) = (x, Some(i));
+                    }
+                    if x.is_nan() && nan.is_none() {
+                        nan = Some(i);
+                    }
+                }
+                assert_eq!(arg_extreme_f32(kind, &xs), (at, nan), "{kind:?} {xs:?}");
+                assert_eq!(arg_pass(kind, &xs).1, nan.is_some());
+            }
+        }
+    }
 
     /// Spans exercising every rule: NaNs of either sign, both zeros, infinities, subnormals,
     /// and lengths around the vector steps (tails of every size).

@@ -107,6 +107,9 @@ pub(crate) struct PowRefs {
     /// `weft_extreme_f32_span(src, len, min) -> f32`: a span's exact maximum or minimum
     /// ([`span::ExtremeSpan`]).
     pub extreme_span_f32: FuncRef,
+    /// `weft_arg_extreme_f32_span(src, len, min, out)`: the first indices of a span's best
+    /// non-NaN value and of its first NaN ([`span::ArgExtremeSpan`]).
+    pub arg_extreme_span_f32: FuncRef,
     /// `weft_sum_f32_span(src, len, mode, acc, at, bytes, shift)` (`preserve_all`): a whole
     /// sum loop over a span into `*acc` ([`span::SumSpan`]).
     pub sum_span_f32: FuncRef,
@@ -1490,6 +1493,9 @@ impl<'a, 'b> Translator<'a, 'b> {
                 return self.internal(format!("jammed loop %{l} is not a loop around one loop"));
             };
             return self.emit_jammed(l, &jam, inner);
+        }
+        if let Some(arg) = self.arg_extreme_span_of(l, body) {
+            return self.emit_arg_extreme_span(l, &arg);
         }
         let annotations = self.k.loops[l].annotations;
         let wide_plan = if annotations.vectorize && self.options.vectorize && self.wide.is_none() {

@@ -373,6 +373,84 @@ pub(crate) fn extreme_span_plan(
     })
 }
 
+/// A loop that is lowering's argmax (argmin) of a contiguous f32 load —
+/// `acc %v: argmax f32; acc %n: argmax i32; loop { x = load S[.. + i]; i = index; n = convert
+/// (ne x, x); reduce %n, n, i; reduce %v, x, i }` — done by one call of
+/// `weft_runtime::extreme`'s arg routine over the loop's range (the JIT never vectorises an
+/// arg-reduction: a scalar step per element). The routine returns the first index of the
+/// best non-NaN value and of the first NaN; each is folded into its accumulator with the
+/// loop's own step, as the element at that index would be — both summaries are order-free,
+/// so the accumulators end as the loop leaves them.
+#[derive(Clone, Debug)]
+pub(crate) struct ArgExtremeSpan {
+    /// The value accumulator (`argmax`/`argmin` f32).
+    pub(crate) value_acc: AccId,
+    /// The NaN accumulator (`argmax` i32 of `x != x`).
+    pub(crate) nan_acc: AccId,
+    /// Argmax or argmin.
+    pub(crate) kind: ReduceKind,
+    /// The load, contiguous along the loop.
+    pub(crate) load: BufferAccessExpr,
+}
+
+/// The [`ArgExtremeSpan`] of loop `l` (body `body` of `k`), if its conditions hold: marked
+/// to vectorise, not parallel, at least [`MIN_EXTENT`] long; its body exactly lowering's
+/// arg-reduction of one unmasked f32 load contiguous along `l`, indexed by `l` itself.
+pub(crate) fn arg_extreme_span_plan(
+    k: &Kernel,
+    l: LoopId,
+    body: &[Stmt],
+) -> Option<ArgExtremeSpan> {
+    let decl = &k.loops[l];
+    if !decl.annotations.vectorize || decl.annotations.parallel || decl.extent < MIN_EXTENT {
+        return None;
+    }
+    let [Stmt::Let {
+        result: x,
+        inst: Inst::Load(load),
+    }, Stmt::Let {
+        result: i,
+        inst: Inst::Index(il),
+    }, Stmt::Let {
+        result: ne,
+        inst: Inst::Compare(CompareOp::Ne, a, b),
+    }, Stmt::Let {
+        result: n,
+        inst: Inst::Convert(c),
+    }, Stmt::Reduce {
+        acc: nan_acc,
+        value: nv,
+        index: Some(ni),
+    }, Stmt::Reduce {
+        acc: value_acc,
+        value: xv,
+        index: Some(xi),
+    }] = body
+    else {
+        return None;
+    };
+    let (nan_decl, value_decl) = (&k.accs[*nan_acc], &k.accs[*value_acc]);
+    let kind = value_decl.kind;
+    let shape = il == &l
+        && (a, b) == (x, x)
+        && c == ne
+        && (nv, ni, xv, xi) == (n, i, x, i)
+        && load.mask.is_empty()
+        && load.index.coefficient(l) == 1
+        && k.buffers[load.buffer].ty == ScalarType::F32
+        && k.values[*n] == ScalarType::I32
+        && value_decl.ty == ScalarType::F32
+        && matches!(kind, ReduceKind::ArgMax | ReduceKind::ArgMin)
+        && nan_decl.ty == ScalarType::I32
+        && nan_decl.kind == ReduceKind::ArgMax;
+    shape.then(|| ArgExtremeSpan {
+        value_acc: *value_acc,
+        nan_acc: *nan_acc,
+        kind,
+        load: load.clone(),
+    })
+}
+
 /// A vector loop that only sums f32 terms read from a contiguous span — `acc %a: sum f64
 /// partials f32; loop { load S[.. + i]; [sub u, ..]; [square]; convert; reduce %a }`,
 /// layernorm's mean and variance passes, an l2 norm — done whole by one call of
@@ -912,6 +990,104 @@ impl Translator<'_, '_> {
         let next = self.combine(span.kind, ScalarType::F32, cur, extreme);
         self.b.def_var(value, next);
         Ok(())
+    }
+
+    /// The [`ArgExtremeSpan`] of loop `l`, if the options allow it and its conditions hold.
+    pub(super) fn arg_extreme_span_of(&self, l: LoopId, body: &[Stmt]) -> Option<ArgExtremeSpan> {
+        if !self.options.span_math || !self.options.vectorize || self.wide.is_some() {
+            return None;
+        }
+        arg_extreme_span_plan(self.k, l, body)
+    }
+
+    /// Loop `l` as one call of the arg routine over its range ([`ArgExtremeSpan`]): the
+    /// element at the best index folded into the value accumulator, and `(1, first NaN)` —
+    /// or `(0, the range's first index)` where there is no NaN — into the NaN one, each by
+    /// the loop's own arg step.
+    pub(super) fn emit_arg_extreme_span(&mut self, l: LoopId, span: &ArgExtremeSpan) -> Result<()> {
+        let scalar = |t: &Self, a: AccId| match t.accs[a.index()].clone() {
+            Some(AccRepr::Scalar {
+                value,
+                index: Some(index),
+            }) => Some((value, index)),
+            _ => None,
+        };
+        let (Some(value_acc), Some(nan_acc)) =
+            (scalar(self, span.value_acc), scalar(self, span.nan_acc))
+        else {
+            return self.internal(format!(
+                "accumulators %{} and %{} are not scalar arg-reductions",
+                span.value_acc, span.nan_acc
+            ));
+        };
+        let (start, _) = self.loop_range(l);
+        let len = self.range_len(l);
+        let first = self.first_index(l, &span.load)?;
+        let src = self.address(&span.load, first);
+        let min = self
+            .b
+            .ins()
+            .iconst(types::I64, i64::from(span.kind == ReduceKind::ArgMin));
+        let slot =
+            self.b
+                .create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 16, 3));
+        let out = self.b.ins().stack_addr(types::I64, slot, 0);
+        self.b
+            .ins()
+            .call(self.pow.arg_extreme_span_f32, &[src, len, min, out]);
+        let flags = MemFlagsData::trusted();
+        let best = self.b.ins().load(types::I64, flags, out, 0);
+        let nan = self.b.ins().load(types::I64, flags, out, 8);
+        // The best value: the element there, or the identity (which no step takes) when the
+        // span has no non-NaN value; its index clamped into the span to read it.
+        let found = self.b.ins().icmp(IntCC::UnsignedLessThan, best, len);
+        let one = self.b.ins().iconst(types::I64, 1);
+        let last = self.b.ins().isub(len, one);
+        let at = self.b.ins().umin(best, last);
+        let at_bytes = self.b.ins().ishl_imm_u(at, 2);
+        let addr = self.b.ins().iadd(src, at_bytes);
+        let x = self.b.ins().load(types::F32, flags, addr, 0);
+        let identity = self.b.ins().f32const(if span.kind == ReduceKind::ArgMin {
+            f32::INFINITY
+        } else {
+            f32::NEG_INFINITY
+        });
+        let x = self.b.ins().select(found, x, identity);
+        let at = self.b.ins().iadd(start, at);
+        let op = if span.kind == ReduceKind::ArgMax {
+            CompareOp::Gt
+        } else {
+            CompareOp::Lt
+        };
+        self.arg_step(value_acc, op, ScalarType::F32, x, at);
+        // The NaN flag of the span, at its first NaN (or at its first element, as the loop's
+        // first step takes a 0 over the identity).
+        let has_nan = self.b.ins().icmp(IntCC::UnsignedLessThan, nan, len);
+        let flag = self.b.ins().uextend(types::I32, has_nan);
+        let zero = self.b.ins().iconst(types::I64, 0);
+        let nan_at = self.b.ins().select(has_nan, nan, zero);
+        let nan_at = self.b.ins().iadd(start, nan_at);
+        self.arg_step(nan_acc, CompareOp::Gt, ScalarType::I32, flag, nan_at);
+        Ok(())
+    }
+
+    /// One arg step into the accumulator held in `(value, index)`: `x` at `i` replaces it
+    /// where `op` says `x` is strictly better.
+    fn arg_step(
+        &mut self,
+        (value, index): (Variable, Variable),
+        op: CompareOp,
+        ty: ScalarType,
+        x: Value,
+        i: Value,
+    ) {
+        let cur = self.b.use_var(value);
+        let better = self.compare_value(op, ty, x, cur);
+        let next = self.b.ins().select(better, x, cur);
+        let cur_i = self.b.use_var(index);
+        let next_i = self.b.ins().select(better, i, cur_i);
+        self.b.def_var(value, next);
+        self.b.def_var(index, next_i);
     }
 
     /// The [`SumSpan`] of loop `l`, if the options allow it and its conditions hold.
