@@ -1531,6 +1531,12 @@ fn span_functions_give_the_inline_bits() {
              y = multiply(o, x)\noutput y\n",
             "a loop split around tanh",
         ),
+        // The routine reads x times a value from outside the loop itself.
+        (
+            "placeholder x: f32[R, C]\nm = min(x, [C])\np = multiply(m, x)\ny = exp(p)\n\
+             output y\n",
+            "exp of x times its row min",
+        ),
         // Every edge of log: negatives, ±0, subnormals (1e-40), ±inf, NaN payloads.
         ("placeholder x: f32[R, C]\ny = log(x)\noutput y\n", "log"),
         (
@@ -1595,7 +1601,8 @@ fn assert_native_gives_inline_bits(g: &Graph, inputs: &[HostArray], marker: &str
 }
 
 /// A row loop that only sums an f32 `exp`, `tanh`, `sigmoid` or `log` of a broadcast difference
-/// (`Σ_C exp(x[R] − y[C])`, the other order, a plain load) is summed by the span routine —
+/// (`Σ_C exp(x[R] − y[C])`, the other order, a plain load) or product (`Σ_C exp(x[R] · y[C])`)
+/// is summed by the span routine —
 /// the routine reading `y` and adding into the loop's f32 partials — with the bits of the
 /// inline code: lengths with and without a tail and longer than a span block, inputs with
 /// every edge (NaN payloads, ±inf, overflow, so the f64 re-run runs too), 1 and 2 threads.
@@ -1635,6 +1642,15 @@ fn sums_of_span_functions_give_the_inline_bits() {
             "log(x - c)",
         ),
         ("e = exp(c)\ny = sum(e, [C])\n", "exp(c)"),
+        // A broadcast product, either operand order (issue 41's expxy).
+        (
+            "d = multiply(x, c)\ne = exp(d)\ny = sum(e, [C])\n",
+            "exp(x * c)",
+        ),
+        (
+            "d = multiply(c, x)\ne = tanh(d)\ny = sum(e, [C])\n",
+            "tanh(c * x)",
+        ),
     ] {
         for (rows, cols, special) in [
             (5, 37, false),

@@ -547,10 +547,12 @@ fn loops(
     }
 }
 
-/// What a span routine reads as its argument: `%y`, `%y less %u`, or `%u less %y`.
+/// What a span routine reads as its argument: `%y`, `%y less %u`, `%u less %y` or `%y times
+/// %u`.
 fn source_text(k: &Kernel, source: &span::Source) -> String {
     let from = &k.buffers[source.load.buffer].name;
     match (source.shift, source.negated) {
+        (Some(u), _) if source.times => format!("%{from} times %{u}"),
         (Some(u), true) => format!("%{u} less %{from}"),
         (Some(u), false) => format!("%{from} less %{u}"),
         (None, _) => format!("%{from}"),

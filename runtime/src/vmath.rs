@@ -310,8 +310,8 @@ struct Job {
     /// Where the arguments come from: `dst` itself when null.
     src: *const f32,
     shift: f32,
-    /// The argument is `shift − src[i]` (else `src[i] − shift`); only with a `src`.
-    negate: bool,
+    /// How the argument is made from `src[i]` and `shift`; only with a `src`.
+    form: ArgForm,
     /// `width` f32 partial sums, or null.
     sums: *mut f32,
     width: usize,
@@ -326,7 +326,7 @@ impl Job {
             len: xs.len(),
             src: std::ptr::null(),
             shift: 0.0,
-            negate: false,
+            form: ArgForm::LessShift,
             sums: std::ptr::null_mut(),
             width: 0,
             prefetch,
@@ -345,8 +345,40 @@ pub fn apply_f32_prefetching(f: SpanFn, xs: &mut [f32], prefetch: Prefetch) {
     unsafe { run(f, Job::in_place(xs, prefetch)) }
 }
 
-/// `dst[i] = f(src[i] - shift)` for every element of `dst` (`src` at least as long; with
-/// `negate`, `f(shift - src[i])`), and `sums[i % sums.len()] += dst[i]` for the elements up
+/// How a span routine makes its argument from `src[i]` and the job's `shift`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArgForm {
+    /// `src[i] − shift` (`src[i]` itself when `shift` is +0).
+    LessShift,
+    /// `shift − src[i]`.
+    ShiftLess,
+    /// `src[i] · shift`.
+    Times,
+}
+
+impl ArgForm {
+    /// The form an entry point's `form` argument codes: 0 `LessShift`, 2 `Times`, any other
+    /// `ShiftLess`.
+    fn from_code(code: usize) -> ArgForm {
+        match code {
+            0 => ArgForm::LessShift,
+            2 => ArgForm::Times,
+            _ => ArgForm::ShiftLess,
+        }
+    }
+
+    /// The argument from `x = src[i]`, as the JIT's scalar code computes it.
+    fn of(self, x: f32, shift: f32) -> f32 {
+        match self {
+            ArgForm::LessShift => x - shift,
+            ArgForm::ShiftLess => shift - x,
+            ArgForm::Times => x * shift,
+        }
+    }
+}
+
+/// `dst[i] = f(arg)` for every element of `dst`, `arg` made from `src[i]` and `shift` by
+/// `form` (`src` at least as long), and `sums[i % sums.len()] += dst[i]` for the elements up
 /// to the last whole multiple of `sums.len()`, in increasing `i` (the partial sums of a JIT
 /// vector loop of that many lanes; an empty `sums` sums nothing).
 ///
@@ -356,7 +388,7 @@ pub fn apply_f32_summing(
     f: SpanFn,
     src: &[f32],
     shift: f32,
-    negate: bool,
+    form: ArgForm,
     dst: &mut [f32],
     sums: &mut [f32],
 ) {
@@ -364,7 +396,7 @@ pub fn apply_f32_summing(
     let job = Job {
         src: src.as_ptr(),
         shift,
-        negate,
+        form,
         sums: if sums.is_empty() {
             std::ptr::null_mut()
         } else {
@@ -403,10 +435,8 @@ unsafe fn run_scalar(f: SpanFn, job: Job) {
         unsafe {
             let x = if job.src.is_null() {
                 *job.dst.add(i)
-            } else if job.negate {
-                job.shift - *job.src.add(i)
             } else {
-                *job.src.add(i) - job.shift
+                job.form.of(*job.src.add(i), job.shift)
             };
             *job.dst.add(i) = match f {
                 SpanFn::Exp => exp_scalar(x),
@@ -471,7 +501,7 @@ macro_rules! span_entry_point {
             sums: *mut f32,
             width: usize,
             shift: f32,
-            negate: usize,
+            form: usize,
         ) {
             if len == 0 {
                 return;
@@ -481,7 +511,11 @@ macro_rules! span_entry_point {
                 len,
                 src,
                 shift,
-                negate: negate != 0 && !src.is_null(),
+                form: if src.is_null() {
+                    ArgForm::LessShift
+                } else {
+                    ArgForm::from_code(form)
+                },
                 sums,
                 width: if sums.is_null() { 0 } else { width },
                 prefetch: Prefetch { at, bytes },
@@ -494,8 +528,9 @@ macro_rules! span_entry_point {
 
 span_entry_point!(
     /// The span entry point JIT kernels call: `e^x` over `len` f32s into `dst`, `x` read from
-    /// `dst` itself (`src` null) or as `src[i] - shift` (`shift - src[i]` if `negate` is not
-    /// 0: a sum of `exp(u − y[j])` over a row of `y`); the results summed into `width`
+    /// `dst` itself (`src` null) or from `src[i]` and `shift` by `form` ([`ArgForm`]: 0
+    /// `src[i] − shift`, 2 `src[i] · shift`, else `shift − src[i]` — a sum of `exp(u − y[j])`
+    /// over a row of `y`); the results summed into `width`
     /// partials at `sums` (null: none; see [`apply_f32_summing`] for the order); `bytes` from
     /// `at` prefetched meanwhile ([`Prefetch`]; any address, or 0 bytes).
     ///
@@ -704,6 +739,8 @@ pub(crate) mod simd {
     const LESS_SHIFT: u8 = 1;
     /// The job's shift less the arguments.
     const SHIFT_LESS: u8 = 2;
+    /// The arguments times the job's shift.
+    const TIMES: u8 = 3;
 
     /// The argument `x` at `src + i`: as it is, less `shift` or `shift − x`, by `ARG`.
     ///
@@ -721,6 +758,7 @@ pub(crate) mod simd {
             match ARG {
                 PLAIN => x,
                 LESS_SHIFT => x.sub(shift),
+                TIMES => x.mul(shift),
                 _ => shift.sub(x),
             }
         }
@@ -821,8 +859,10 @@ pub(crate) mod simd {
         // SAFETY: the caller's contract.
         unsafe {
             // `x − 0` is `x` (a NaN's payload aside), so no subtraction without a shift.
-            if job.negate {
+            if job.form == super::ArgForm::ShiftLess {
                 by_arg::<V, A, SHIFT_LESS>(f, job)
+            } else if job.form == super::ArgForm::Times {
+                by_arg::<V, A, TIMES>(f, job)
             } else if job.shift.to_bits() == 0 {
                 by_arg::<V, A, PLAIN>(f, job)
             } else {
@@ -1395,13 +1435,14 @@ mod tests {
                 SpanFn::Sigmoid => sigmoid_scalar(x),
                 SpanFn::Log => log_scalar(x),
             };
-            for (width, negate) in [4, 8, 12, 16, 32, 64, 20]
+            let forms = [ArgForm::LessShift, ArgForm::ShiftLess, ArgForm::Times];
+            for (width, form) in [4, 8, 12, 16, 32, 64, 20]
                 .into_iter()
-                .flat_map(|w| [(w, false), (w, true)])
+                .flat_map(|w| forms.map(|f| (w, f)))
             {
                 for len in [0, 3, 16, 17, 63, 64, 100, xs.len()] {
                     let shift = 1.75f32;
-                    let arg = |x: f32| if negate { shift - x } else { x - shift };
+                    let arg = |x: f32| form.of(x, shift);
                     let want: Vec<f32> = xs[..len].iter().map(|&x| scalar(arg(x))).collect();
                     let mut want_sums: Vec<f32> = (0..width).map(|j| j as f32 * 0.5).collect();
                     for (i, y) in want.iter().enumerate().take(len - len % width) {
@@ -1425,7 +1466,7 @@ mod tests {
                         let job = Job {
                             src: xs.as_ptr(),
                             shift,
-                            negate,
+                            form,
                             sums: sums.as_mut_ptr(),
                             width,
                             ..Job::in_place(&mut dst, Prefetch::NONE)
@@ -1434,14 +1475,14 @@ mod tests {
                         // allocations of the job's lengths; the path's features were detected.
                         unsafe { run_on(f, job) };
                         let bits = |v: &[f32]| v.iter().map(|y| y.to_bits()).collect::<Vec<_>>();
-                        let case = format!("{f:?} {name} {width} {len} negate {negate}");
+                        let case = format!("{f:?} {name} {width} {len} {form:?}");
                         assert_eq!(bits(&dst), bits(&want), "{case}");
                         assert_eq!(bits(&sums), bits(&want_sums), "{case}");
                     }
                     if width == 16 {
                         let mut dst = vec![0f32; len];
                         let mut sums = vec![0f32; 16];
-                        apply_f32_summing(f, &xs, shift, negate, &mut dst, &mut sums);
+                        apply_f32_summing(f, &xs, shift, form, &mut dst, &mut sums);
                         assert_eq!(
                             dst.iter().map(|y| y.to_bits()).collect::<Vec<_>>(),
                             want.iter().map(|y| y.to_bits()).collect::<Vec<_>>()

@@ -178,7 +178,8 @@ extern "C" fn weft_cos_f64(x: f64) -> f64 {
 }
 
 /// The parameters of the span routines (`weft_{exp,tanh,sigmoid}_f32_span`): dst, len,
-/// prefetch address, prefetch bytes, src, sums, sums width (i64), shift (f32), negate (i64).
+/// prefetch address, prefetch bytes, src, sums, sums width (i64), shift (f32), argument form
+/// (i64: `weft_runtime::vmath::ArgForm`'s code).
 const SPAN_PARAMS: [types::Type; 9] = [
     types::I64,
     types::I64,

@@ -170,8 +170,9 @@ pub(crate) struct SpanCall {
 
 /// An argument the span routine reads itself ([`weft_runtime::vmath`]'s `src` and `shift`):
 /// `load S[.. + i]`, or that less a value from outside the loop (softmax's `a − max`), or a
-/// value from outside the loop less it (`u − y[j]`, `negated`). Subtracting 0 when there is
-/// no shift changes no result (`x − 0` is `x` but for NaN).
+/// value from outside the loop less it (`u − y[j]`, `negated`), or that times a value from
+/// outside the loop (`x[i] · y[j]`, `times`: a broadcast product). Subtracting 0 when there
+/// is no shift changes no result (`x − 0` is `x` but for NaN).
 #[derive(Clone, Debug)]
 pub(crate) struct Source {
     /// The load, contiguous along the loop.
@@ -180,6 +181,8 @@ pub(crate) struct Source {
     pub(crate) shift: Option<ValueId>,
     /// The argument is `shift − load` rather than `load − shift`.
     pub(crate) negated: bool,
+    /// The argument is `load · shift` (`negated` false).
+    pub(crate) times: bool,
 }
 
 /// A sum loop right after a span function's loop (past accumulator declarations) over the
@@ -505,7 +508,8 @@ pub(crate) fn sum_span_plan(
     if k.values[arg] != ScalarType::F32 {
         return None;
     }
-    let source = source_of(k, l, body, arg)?;
+    // The sum routine's terms are `x`, `x − u` or `u − x` (squared or not), never a product.
+    let source = source_of(k, l, body, arg).filter(|s| !s.times)?;
     let (width, lanes) = f32_sum_width(k, l, body, sum.acc)?;
     (lanes == 4 && weft_runtime::span_sum::valid_width(width as usize)).then(|| SumSpan {
         acc: sum.acc,
@@ -738,16 +742,30 @@ fn source_of(k: &Kernel, l: LoopId, body: &[Stmt], arg: ValueId) -> Option<Sourc
             load: load(def(*x)?)?,
             shift: Some(*u),
             negated: false,
+            times: false,
         }),
         Inst::Binary(BinaryOp::Sub, u, x) if def(*u).is_none() => Some(Source {
             load: load(def(*x)?)?,
             shift: Some(*u),
             negated: true,
+            times: false,
         }),
+        // IEEE multiplication commutes bit for bit: `u · x` is `x · u`.
+        Inst::Binary(BinaryOp::Mul, x, u) | Inst::Binary(BinaryOp::Mul, u, x)
+            if def(*u).is_none() && def(*x).is_some_and(|i| load(i).is_some()) =>
+        {
+            Some(Source {
+                load: load(def(*x)?)?,
+                shift: Some(*u),
+                negated: false,
+                times: true,
+            })
+        }
         inst => Some(Source {
             load: load(inst)?,
             shift: None,
             negated: false,
+            times: false,
         }),
     }
 }
@@ -1109,6 +1127,9 @@ impl Translator<'_, '_> {
         let len = self.range_len(l);
         let (src, shift, _) = self.source_args(l, &span.source)?;
         let arg = match (span.source.shift, span.source.negated) {
+            _ if span.source.times => {
+                return self.internal("a sum span of a product".to_string());
+            }
             (None, _) => SumArg::Plain,
             (Some(_), false) => SumArg::LessShift,
             (Some(_), true) => SumArg::ShiftLess,
@@ -1238,8 +1259,14 @@ impl Translator<'_, '_> {
             Some(u) => self.scalar(u)?,
             None => self.b.ins().f32const(0.0),
         };
-        let negate = self.b.ins().iconst(types::I64, i64::from(source.negated));
-        Ok((src, shift, negate))
+        // `weft_runtime::vmath::ArgForm`'s codes: 0 less the shift, 1 the shift less, 2 times.
+        let form = if source.times {
+            2
+        } else {
+            i64::from(source.negated)
+        };
+        let form = self.b.ins().iconst(types::I64, form);
+        Ok((src, shift, form))
     }
 
     /// The span routine of `op`.
