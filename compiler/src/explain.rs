@@ -344,11 +344,7 @@ fn loops(
                     Some(span) => what.push(format!(
                         "the first {} of %{}'s span for %{} and its first NaN for %{} by the \
                          native {} arg routine, folded in here",
-                        if span.kind == weft_ir::loop_ir::ReduceKind::ArgMin {
-                            "minimum"
-                        } else {
-                            "maximum"
-                        },
+                        extreme_word(span.kind == weft_ir::loop_ir::ReduceKind::ArgMin),
                         k.buffers[span.load.buffer].name,
                         span.value_acc,
                         span.nan_acc,
@@ -378,11 +374,7 @@ fn loops(
                 what.push(format!(
                     "the {} of %{}'s span for %{} by the native {} extreme routine (exact: NaN \
                      if any term is, -0 < +0), combined here",
-                    if span.kind == weft_ir::loop_ir::ReduceKind::Min {
-                        "minimum"
-                    } else {
-                        "maximum"
-                    },
+                    extreme_word(span.kind == weft_ir::loop_ir::ReduceKind::Min),
                     k.buffers[span.load.buffer].name,
                     span.acc,
                     weft_runtime::vmath::span_isa().unwrap_or("scalar"),
@@ -544,6 +536,15 @@ fn loops(
             what.join(", ")
         );
         loops(k, body, widened_from, depth + 1, codegen, s);
+    }
+}
+
+/// "minimum" or "maximum".
+fn extreme_word(min: bool) -> &'static str {
+    if min {
+        "minimum"
+    } else {
+        "maximum"
     }
 }
 
