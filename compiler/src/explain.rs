@@ -551,11 +551,12 @@ fn extreme_word(min: bool) -> &'static str {
 /// What a span routine reads as its argument: `%y`, `%y less %u`, `%u less %y` or `%y times
 /// %u`.
 fn source_text(k: &Kernel, source: &span::Source) -> String {
+    use weft_runtime::vmath::ArgForm;
     let from = &k.buffers[source.load.buffer].name;
-    match (source.shift, source.negated) {
-        (Some(u), _) if source.times => format!("%{from} times %{u}"),
-        (Some(u), true) => format!("%{u} less %{from}"),
-        (Some(u), false) => format!("%{from} less %{u}"),
+    match (source.shift, source.form) {
+        (Some(u), ArgForm::Times) => format!("%{from} times %{u}"),
+        (Some(u), ArgForm::ShiftLess) => format!("%{u} less %{from}"),
+        (Some(u), ArgForm::LessShift) => format!("%{from} less %{u}"),
         (None, _) => format!("%{from}"),
     }
 }

@@ -357,13 +357,22 @@ pub enum ArgForm {
 }
 
 impl ArgForm {
-    /// The form an entry point's `form` argument codes: 0 `LessShift`, 2 `Times`, any other
-    /// `ShiftLess`.
+    /// The form an entry point's `form` argument codes ([`ArgForm::code`]; any other code is
+    /// `ShiftLess`).
     fn from_code(code: usize) -> ArgForm {
         match code {
             0 => ArgForm::LessShift,
             2 => ArgForm::Times,
             _ => ArgForm::ShiftLess,
+        }
+    }
+
+    /// The code of this form in an entry point's `form` argument ([`ArgForm::from_code`]).
+    pub fn code(self) -> usize {
+        match self {
+            ArgForm::LessShift => 0,
+            ArgForm::ShiftLess => 1,
+            ArgForm::Times => 2,
         }
     }
 

@@ -847,6 +847,30 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.binary_value(op, ty, acc, x)
     }
 
+    /// One step of an argmax (argmin) accumulator held in `(value, index)`: `x` at `i`
+    /// replaces it where it is strictly greater (less) — the loop IR's arg step.
+    fn arg_step(
+        &mut self,
+        (value, index): (Variable, Variable),
+        kind: ReduceKind,
+        ty: ScalarType,
+        x: Value,
+        i: Value,
+    ) {
+        let op = if kind == ReduceKind::ArgMax {
+            CompareOp::Gt
+        } else {
+            CompareOp::Lt
+        };
+        let cur = self.b.use_var(value);
+        let better = self.compare_value(op, ty, x, cur);
+        let next = self.b.ins().select(better, x, cur);
+        let cur_i = self.b.use_var(index);
+        let next_i = self.b.ins().select(better, i, cur_i);
+        self.b.def_var(value, next);
+        self.b.def_var(index, next_i);
+    }
+
     fn reduce(&mut self, a: AccId, value: ValueId, index: Option<ValueId>) -> Result<()> {
         let decl = self.k.accs[a].clone();
         let Some(repr) = self.accs[a.index()].clone() else {
@@ -885,17 +909,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                 match (decl.kind, index_var, index) {
                     (ReduceKind::ArgMax | ReduceKind::ArgMin, Some(ivar), Some(i)) => {
                         let i = self.scalar(i)?;
-                        let op = if decl.kind == ReduceKind::ArgMax {
-                            CompareOp::Gt
-                        } else {
-                            CompareOp::Lt
-                        };
-                        let better = self.compare_value(op, decl.ty, x, cur);
-                        let next = self.b.ins().select(better, x, cur);
-                        let cur_i = self.b.use_var(ivar);
-                        let next_i = self.b.ins().select(better, i, cur_i);
-                        self.b.def_var(var, next);
-                        self.b.def_var(ivar, next_i);
+                        self.arg_step((var, ivar), decl.kind, decl.ty, x, i);
                     }
                     (ReduceKind::ArgMax | ReduceKind::ArgMin, _, _) => {
                         return self.internal(format!("arg-reduction into %{a} without an index"))

@@ -95,6 +95,7 @@
 
 use super::*;
 use weft_runtime::span_sum::{sum_mode, SumArg, SumTerm};
+use weft_runtime::vmath::ArgForm;
 
 /// Loops shorter than this keep the inline function: a call costs about as much as a few
 /// dozen inline vectors.
@@ -170,8 +171,8 @@ pub(crate) struct SpanCall {
 
 /// An argument the span routine reads itself ([`weft_runtime::vmath`]'s `src` and `shift`):
 /// `load S[.. + i]`, or that less a value from outside the loop (softmax's `a − max`), or a
-/// value from outside the loop less it (`u − y[j]`, `negated`), or that times a value from
-/// outside the loop (`x[i] · y[j]`, `times`: a broadcast product). Subtracting 0 when there
+/// value from outside the loop less it (`u − y[j]`), or that times a value from outside the
+/// loop (`x[i] · y[j]`: a broadcast product) — the routine's [`ArgForm`]. Subtracting 0 when there
 /// is no shift changes no result (`x − 0` is `x` but for NaN).
 #[derive(Clone, Debug)]
 pub(crate) struct Source {
@@ -179,10 +180,8 @@ pub(crate) struct Source {
     pub(crate) load: BufferAccessExpr,
     /// The value subtracted, or subtracted from.
     pub(crate) shift: Option<ValueId>,
-    /// The argument is `shift − load` rather than `load − shift`.
-    pub(crate) negated: bool,
-    /// The argument is `load · shift` (`negated` false).
-    pub(crate) times: bool,
+    /// How the argument is made from the load and the shift (`LessShift` without a shift).
+    pub(crate) form: ArgForm,
 }
 
 /// A sum loop right after a span function's loop (past accumulator declarations) over the
@@ -509,7 +508,7 @@ pub(crate) fn sum_span_plan(
         return None;
     }
     // The sum routine's terms are `x`, `x − u` or `u − x` (squared or not), never a product.
-    let source = source_of(k, l, body, arg).filter(|s| !s.times)?;
+    let source = source_of(k, l, body, arg).filter(|s| s.form != ArgForm::Times)?;
     let (width, lanes) = f32_sum_width(k, l, body, sum.acc)?;
     (lanes == 4 && weft_runtime::span_sum::valid_width(width as usize)).then(|| SumSpan {
         acc: sum.acc,
@@ -741,14 +740,12 @@ fn source_of(k: &Kernel, l: LoopId, body: &[Stmt], arg: ValueId) -> Option<Sourc
         Inst::Binary(BinaryOp::Sub, x, u) if def(*u).is_none() => Some(Source {
             load: load(def(*x)?)?,
             shift: Some(*u),
-            negated: false,
-            times: false,
+            form: ArgForm::LessShift,
         }),
         Inst::Binary(BinaryOp::Sub, u, x) if def(*u).is_none() => Some(Source {
             load: load(def(*x)?)?,
             shift: Some(*u),
-            negated: true,
-            times: false,
+            form: ArgForm::ShiftLess,
         }),
         // IEEE multiplication commutes bit for bit: `u · x` is `x · u`.
         Inst::Binary(BinaryOp::Mul, x, u) | Inst::Binary(BinaryOp::Mul, u, x)
@@ -757,15 +754,13 @@ fn source_of(k: &Kernel, l: LoopId, body: &[Stmt], arg: ValueId) -> Option<Sourc
             Some(Source {
                 load: load(def(*x)?)?,
                 shift: Some(*u),
-                negated: false,
-                times: true,
+                form: ArgForm::Times,
             })
         }
         inst => Some(Source {
             load: load(inst)?,
             shift: None,
-            negated: false,
-            times: false,
+            form: ArgForm::LessShift,
         }),
     }
 }
@@ -1065,19 +1060,11 @@ impl Translator<'_, '_> {
         let at_bytes = self.b.ins().ishl_imm_u(at, 2);
         let addr = self.b.ins().iadd(src, at_bytes);
         let x = self.b.ins().load(types::F32, flags, addr, 0);
-        let identity = self.b.ins().f32const(if span.kind == ReduceKind::ArgMin {
-            f32::INFINITY
-        } else {
-            f32::NEG_INFINITY
-        });
+        let identity = weft_ir::loop_ir::semantics::reduce_identity(span.kind, ScalarType::F32);
+        let identity = self.constant(identity);
         let x = self.b.ins().select(found, x, identity);
         let at = self.b.ins().iadd(start, at);
-        let op = if span.kind == ReduceKind::ArgMax {
-            CompareOp::Gt
-        } else {
-            CompareOp::Lt
-        };
-        self.arg_step(value_acc, op, ScalarType::F32, x, at);
+        self.arg_step(value_acc, span.kind, ScalarType::F32, x, at);
         // The NaN flag of the span, at its first NaN (or at its first element, as the loop's
         // first step takes a 0 over the identity).
         let has_nan = self.b.ins().icmp(IntCC::UnsignedLessThan, nan, len);
@@ -1085,27 +1072,8 @@ impl Translator<'_, '_> {
         let zero = self.b.ins().iconst(types::I64, 0);
         let nan_at = self.b.ins().select(has_nan, nan, zero);
         let nan_at = self.b.ins().iadd(start, nan_at);
-        self.arg_step(nan_acc, CompareOp::Gt, ScalarType::I32, flag, nan_at);
+        self.arg_step(nan_acc, ReduceKind::ArgMax, ScalarType::I32, flag, nan_at);
         Ok(())
-    }
-
-    /// One arg step into the accumulator held in `(value, index)`: `x` at `i` replaces it
-    /// where `op` says `x` is strictly better.
-    fn arg_step(
-        &mut self,
-        (value, index): (Variable, Variable),
-        op: CompareOp,
-        ty: ScalarType,
-        x: Value,
-        i: Value,
-    ) {
-        let cur = self.b.use_var(value);
-        let better = self.compare_value(op, ty, x, cur);
-        let next = self.b.ins().select(better, x, cur);
-        let cur_i = self.b.use_var(index);
-        let next_i = self.b.ins().select(better, i, cur_i);
-        self.b.def_var(value, next);
-        self.b.def_var(index, next_i);
     }
 
     /// The [`SumSpan`] of loop `l`, if the options allow it and its conditions hold.
@@ -1126,13 +1094,13 @@ impl Translator<'_, '_> {
         };
         let len = self.range_len(l);
         let (src, shift, _) = self.source_args(l, &span.source)?;
-        let arg = match (span.source.shift, span.source.negated) {
-            _ if span.source.times => {
+        let arg = match (span.source.shift, span.source.form) {
+            (_, ArgForm::Times) => {
                 return self.internal("a sum span of a product".to_string());
             }
             (None, _) => SumArg::Plain,
-            (Some(_), false) => SumArg::LessShift,
-            (Some(_), true) => SumArg::ShiftLess,
+            (Some(_), ArgForm::LessShift) => SumArg::LessShift,
+            (Some(_), ArgForm::ShiftLess) => SumArg::ShiftLess,
         };
         let mode = sum_mode(SumTerm::form(arg, span.square), span.width) as i64;
         let mode = self.b.ins().iconst(types::I64, mode);
@@ -1259,13 +1227,7 @@ impl Translator<'_, '_> {
             Some(u) => self.scalar(u)?,
             None => self.b.ins().f32const(0.0),
         };
-        // `weft_runtime::vmath::ArgForm`'s codes: 0 less the shift, 1 the shift less, 2 times.
-        let form = if source.times {
-            2
-        } else {
-            i64::from(source.negated)
-        };
-        let form = self.b.ins().iconst(types::I64, form);
+        let form = self.b.ins().iconst(types::I64, source.form.code() as i64);
         Ok((src, shift, form))
     }
 
