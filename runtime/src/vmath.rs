@@ -367,7 +367,8 @@ impl ArgForm {
         }
     }
 
-    /// The code of this form in an entry point's `form` argument ([`ArgForm::from_code`]).
+    /// The code of this form in an entry point's `form` argument (the span entry points
+    /// read any other code as `ShiftLess`).
     pub fn code(self) -> usize {
         match self {
             ArgForm::LessShift => 0,
