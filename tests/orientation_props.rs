@@ -353,3 +353,42 @@ fn multi_pass_graphs_over_an_outer_axis_of_prime_length_stay_in_memory_order() {
         }
     }
 }
+
+/// With sums over a strided axis not taken in memory order (the threshold above the tensor),
+/// a normalisation over the outer axis of a 2 MiB tensor would gather: fusion's cost model
+/// keeps the normalising pass apart from the statistics, and no chain strip-mines it back
+/// into their one-column blocks — it runs along x's contiguous axis, and still computes what
+/// the interpreter does.
+#[test]
+fn a_pass_the_cost_model_keeps_apart_is_not_chained_back_into_columns() {
+    let mut g = Graph::new();
+    let c = g.axis("C", 64).unwrap();
+    let r = g.axis("R", 8192).unwrap();
+    let x = g.placeholder("x", &[c, r], DType::F32).unwrap();
+    let out = build(&mut g, Form::Normalise, x, &[c], DType::F32).unwrap();
+    g.mark_output(out).unwrap();
+    let mut options = JitOptions::default();
+    options.lower.reduce_in_memory_min_bytes = u64::MAX;
+    let explained = jit_common::explain(&g, &options);
+    assert!(
+        explained.contains("the cost model predicts the merged kernel slower"),
+        "{explained}"
+    );
+    let kernels: Vec<&str> = explained
+        .split("\nkernel @")
+        .skip(1)
+        .map(|k| k.split("\n#").next().unwrap_or(k))
+        .collect();
+    let last = kernels.last().expect("kernels");
+    assert!(kernels.len() >= 2, "{explained}");
+    assert!(
+        last.contains("along") && !last.contains("gathered"),
+        "the normalising pass: {last}"
+    );
+    let ps = g.placeholders();
+    let inputs = weft_ir::testing::random_inputs(&g, &ps, 5, true);
+    let tol = Tolerance::for_graph(&g);
+    let refs = references(&g, &[out], &ps, &inputs, 2, &tol).unwrap();
+    let got = run_jit(&g, &[out], &inputs, options).unwrap();
+    compare(&got, &refs, &tol).unwrap();
+}

@@ -330,7 +330,11 @@ fn map_accesses(s: Stmt, f: &dyn Fn(BufferAccessExpr) -> Option<BufferAccessExpr
 
 /// `k`, an elementwise nest of rows (parallel) around columns, strip-mined so that its parallel
 /// loop is `n` blocks of columns (`crate::column_blocks::strip_columns`) — the form a kernel
-/// chains in after a reduction over those blocks — or `None`.
+/// chains in after a reduction over those blocks — or `None`, also where a block would be
+/// narrower than the narrowest column block of a reduction in memory order
+/// (`crate::reduce_in_memory::BLOCK_WIDTHS`) over a buffer too large to stay in cache
+/// (the cost model's `gather_min_bytes`): such a strip walks every row a few elements at a
+/// time, a row's stride apart — the gathered pass fusion's cost model keeps apart.
 pub fn strip_to_blocks(k: &Kernel, n: u64) -> Option<Kernel> {
     let (nest, _) = weft_ir::loop_ir::perfect_nest(&k.body);
     let [_, cols] = nest[..] else {
@@ -338,6 +342,17 @@ pub fn strip_to_blocks(k: &Kernel, n: u64) -> Option<Kernel> {
     };
     let extent = k.loops[cols].extent;
     if n == 0 || !extent.is_multiple_of(n) {
+        return None;
+    }
+    let largest = k
+        .buffers
+        .iter()
+        .map(|(_, b)| b.len.saturating_mul(b.ty.size_bytes() as u64))
+        .max()
+        .unwrap_or(0);
+    if extent / n < *crate::reduce_in_memory::BLOCK_WIDTHS.start()
+        && largest >= crate::passes::cost::MODEL.gather_min_bytes
+    {
         return None;
     }
     crate::column_blocks::strip_columns(k, extent / n).ok()

@@ -2,7 +2,8 @@
 //!
 //! Assumes a compiled [`JitExecutable`]. Guarantees: one line per tensor that exists in memory
 //! with the fusion pass's named reason ([`BoundaryReason`](crate::passes::fusion::BoundaryReason)),
-//! then per kernel its loop nest — extents, which loops run vectorised (lanes and vector
+//! then the cost model's figures (docs/cost-model.md) for every merge fusion weighed and for
+//! every group, fused and unfused, then per kernel its loop nest — extents, which loops run vectorised (lanes and vector
 //! types, as the code generator will actually emit them, or why not), unrolling, the parallel
 //! loop and its thread count — and the bytes it reads and writes in memory (row scratch, which
 //! stays in cache, counted apart); then how a call moves each input, output, state value and
@@ -44,6 +45,7 @@ pub fn explain(exe: &JitExecutable) -> String {
             b.reason.name()
         );
     }
+    cost_model(&plan.fusion, g, &mut s);
     let _ = writeln!(s, "\n# kernels, in schedule order");
     for step in exe.schedule() {
         let lk = match step {
@@ -130,6 +132,42 @@ pub fn explain(exe: &JitExecutable) -> String {
     }
     s += &exe.binding_report();
     s
+}
+
+/// The cost model's figures: every merge fusion weighed, then every group fused against its
+/// ops unfused.
+fn cost_model(fusion: &crate::passes::fusion::FusionPlan, g: &weft_ir::Graph, s: &mut String) {
+    let names = |nodes: &[weft_ir::NodeId]| {
+        let v: Vec<String> = nodes.iter().map(|n| g.node_label(*n)).collect();
+        v.join(", ")
+    };
+    let _ = writeln!(
+        s,
+        "\n# fusion's cost model (on the model machine of docs/cost-model.md: it ranks plans, \
+         it does not time this machine)"
+    );
+    for d in &fusion.decisions {
+        let _ = writeln!(
+            s,
+            "{} {} into the group of {}: {} merged against {} apart",
+            if d.taken { "merged" } else { "kept apart" },
+            names(&d.producer),
+            names(&d.reader),
+            d.merged,
+            d.apart
+        );
+    }
+    for grp in &fusion.groups {
+        let stages: Vec<_> = grp.stages.iter().map(|st| st.node).collect();
+        let _ = writeln!(
+            s,
+            "group k{} ({}): {} fused against {} unfused",
+            grp.id,
+            names(&stages),
+            grp.estimate,
+            grp.unfused
+        );
+    }
 }
 
 /// Why loop `l` (body `body`) is a good vector axis, or what it costs: how the largest

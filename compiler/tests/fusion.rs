@@ -371,7 +371,11 @@ fn matches_interpreter(g: &weft_ir::Graph, fused_mode: bool) {
         fused: fused_mode,
         ..PlanOptions::default()
     };
-    let p = compile_plan(g, &opts).unwrap();
+    matches_interpreter_with(g, &opts);
+}
+
+fn matches_interpreter_with(g: &weft_ir::Graph, opts: &PlanOptions) {
+    let p = compile_plan(g, opts).unwrap();
     for seed in 0..2 {
         let ins = oracle::random_inputs(g, seed);
         let want = oracle::interpret(g, g.outputs(), &ins);
@@ -665,4 +669,97 @@ fn an_empty_kernel_needs_no_row_scratch_however_long_its_axes() {
             }
         }
     }
+}
+
+/// Layernorm's statistics over C of `x` stored as [C, N]: C is the first axis in memory, so
+/// a loop over C inside a loop over N reads `x` a stride of N elements apart.
+fn first_axis_layernorm(c: usize, n: usize) -> weft_ir::Graph {
+    use weft_ir::{graph::GraphBuilder, DType};
+    let g = GraphBuilder::new();
+    let na = g.axis("N", n).unwrap();
+    let ca = g.axis("C", c).unwrap();
+    let x = g.placeholder("x", &[ca, na], DType::F32).unwrap();
+    let mean = x.mean(&[ca]).unwrap().named("mean").unwrap();
+    let xc = (x - mean).unwrap().named("xc").unwrap();
+    let var = xc
+        .square()
+        .unwrap()
+        .mean(&[ca])
+        .unwrap()
+        .named("var")
+        .unwrap();
+    let eps = g.scalar(1e-5, DType::F32).unwrap();
+    let den = (var + eps).unwrap().sqrt().unwrap();
+    (xc / den).unwrap().named("out").unwrap().output().unwrap();
+    g.finish()
+}
+
+#[test]
+fn the_cost_model_keeps_apart_a_merge_that_would_gather() {
+    // Sums over a strided axis not taken in memory order (as below the pipeline's threshold):
+    // merged into the normalising pass, each statistic's loop over C would run inside a loop
+    // over N, gathering x and scattering out a lane at a time.
+    let no_memory_order = PlanOptions {
+        reduce_in_memory_min_bytes: u64::MAX,
+        ..fused()
+    };
+    // x: 1 MiB, past the cache a strided read stays in.
+    let g = first_axis_layernorm(64, 4096);
+    let p = compile_plan(&g, &no_memory_order).unwrap();
+    let refused: Vec<_> = p.fusion.decisions.iter().filter(|d| !d.taken).collect();
+    assert!(
+        !refused.is_empty(),
+        "{}",
+        p.fusion.display(&p.simplified.graph)
+    );
+    for d in &refused {
+        assert!(d.merged.gathered > d.apart.gathered, "{d:?}");
+        assert!(d.merged.seconds() > d.apart.seconds(), "{d:?}");
+    }
+    assert!(p
+        .fusion
+        .boundaries
+        .iter()
+        .any(|b| b.reason == BoundaryReason::CostModel));
+    for grp in &p.fusion.groups {
+        assert!(grp.estimate.seconds() <= grp.unfused.seconds(), "{grp:?}");
+    }
+    matches_interpreter_with(&g, &no_memory_order);
+    // The same math over the contiguous axis gathers nothing: every merge is taken, one
+    // kernel, predicted faster than its ops unfused.
+    let p = compile_plan(&common::layernorm(1024, 512), &no_memory_order).unwrap();
+    assert_eq!(p.fusion.groups.len(), 1);
+    assert!(!p.fusion.decisions.is_empty());
+    assert!(p
+        .fusion
+        .decisions
+        .iter()
+        .all(|d| d.taken && d.merged.gathered == 0));
+    let grp = &p.fusion.groups[0];
+    assert!(
+        grp.estimate.seconds() < grp.unfused.seconds() / 2.0,
+        "{grp:?}"
+    );
+}
+
+#[test]
+fn the_cost_model_counts_what_fusion_saves() {
+    // softmax over rows of 512 f32 (2 KiB: in cache between passes): fused, x is read once
+    // and out written once; unfused, every intermediate is written and read back.
+    let (rows, cols) = (4096u64, 512u64);
+    let p = compile_plan(&common::softmax(rows as usize, cols as usize), &fused()).unwrap();
+    let grp = &p.fusion.groups[0];
+    let bytes = rows * cols * 4;
+    assert_eq!(grp.estimate.memory_bytes, 2 * bytes);
+    assert_eq!(grp.estimate.kernels, 1);
+    assert!(grp.unfused.memory_bytes >= 6 * bytes, "{:?}", grp.unfused);
+    assert_eq!(grp.unfused.element_ops, grp.estimate.element_ops);
+    // Rows too long to stay in cache are read again by each pass that reads them.
+    let p = compile_plan(&common::softmax(4, 1 << 20), &fused()).unwrap();
+    let grp = &p.fusion.groups[0];
+    assert!(
+        grp.estimate.memory_bytes >= 4 * (4 << 20),
+        "{:?}",
+        grp.estimate
+    );
 }

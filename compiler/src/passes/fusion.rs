@@ -31,12 +31,17 @@
 //!   [`GroupKind::Gemm`] group whose stages are the dots ([`StageReason::Tap`], never stored)
 //!   and the chain's last add, in fused and unfused mode (it is one convolution), computed by
 //!   one GEMM call adding each tap into the result ([`BoundaryReason::GemmTaps`]);
+//! - a merge that passes every structural check is weighed by the cost model
+//!   ([`super::cost`]): it is taken unless the merged group is predicted slower than the two
+//!   apart ([`BoundaryReason::CostModel`]); [`FusionPlan::decisions`] keeps every merge
+//!   weighed and each group its estimate, fused and unfused;
 //! - every value that crosses groups or leaves the computation has a [`Boundary`] naming why;
 //! - `groups` is a topological schedule: a group only reads values of earlier groups.
 //!
 //! In unfused mode (the nGraph-python CPU baseline) every non-view op is its own group and every
 //! intermediate is stored; views still fold into their readers.
 
+use super::cost::{estimate_group, estimate_unfused, Estimate, GroupShape, MODEL};
 use super::views::{expand_axes, node_space, IterAxis};
 use super::PassError;
 use std::cmp::Reverse;
@@ -120,6 +125,9 @@ pub enum BoundaryReason {
     /// alone in its kernel, `crate::reduce_in_memory` sums it in memory order, which it cannot
     /// do for one pass of a kernel of several (`strided_reduction`).
     StridedReduction,
+    /// Merged into its reader, the cost model (`super::cost`) predicts the kernel slower than
+    /// the two apart: [`FusionPlan::decisions`] has the figures.
+    CostModel,
 }
 
 macro_rules! display_names {
@@ -168,6 +176,7 @@ display_names!(BoundaryReason {
     GemmTaps => "sum of taps computed by one GEMM call (taps never stored)",
     GemmContraction => "sum of products computed by a GEMM call (product never stored)",
     StridedReduction => "reduction over a strided axis, summed in memory order in a kernel of its own",
+    CostModel => "the cost model predicts the merged kernel slower",
 });
 
 /// A value stored to memory, and why.
@@ -224,6 +233,11 @@ pub struct FusionGroup {
     pub nodes: Vec<NodeId>,
     /// The stored values it reads (tensors and other groups' stored stages), in node order.
     pub inputs: Vec<NodeId>,
+    /// What the cost model predicts the group costs as one kernel.
+    pub estimate: Estimate,
+    /// What it predicts the group's ops cost unfused: one kernel each, every intermediate
+    /// stored.
+    pub unfused: Estimate,
 }
 
 impl FusionGroup {
@@ -246,6 +260,24 @@ pub struct FusionPlan {
     pub boundaries: Vec<Boundary>,
     /// The nodes that stages and outputs depend on; nodes outside are not computed.
     pub live: Vec<bool>,
+    /// Every merge of a producer group into its reader's that passed the structural checks,
+    /// with the cost model's figures, in the order fusion weighed them.
+    pub decisions: Vec<MergeDecision>,
+}
+
+/// A merge of a producer group into its only reader's, weighed by the cost model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MergeDecision {
+    /// The producer group's stages.
+    pub producer: Vec<NodeId>,
+    /// The reader group's stages (before the merge).
+    pub reader: Vec<NodeId>,
+    /// The predicted cost of the two as one kernel.
+    pub merged: Estimate,
+    /// The predicted cost of the two as separate kernels, the producer's values stored.
+    pub apart: Estimate,
+    /// Whether they were merged (`merged` predicted no slower than `apart`).
+    pub taken: bool,
 }
 
 impl FusionPlan {
@@ -527,6 +559,7 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
         reader_groups.get(s).cloned().unwrap_or_default()
     };
     // Merge producers into their only reader, last producer first.
+    let mut decisions = Vec::new();
     for p in (0..groups.len()).rev() {
         let stages: Vec<NodeId> = groups[p].stages.iter().map(|s| s.0).collect();
         let readers: BTreeSet<usize> = stages
@@ -570,6 +603,29 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
                 Some(BoundaryReason::DifferentIterationSpace)
             } else if !reads_keep_outer(g, &groups[q], &stages, &shared) {
                 Some(BoundaryReason::ViewOfOuterAxes)
+            } else if !{
+                // Stored apart: read by another group; merged: by a group besides the two.
+                let stored = |s: NodeId, own: &[usize]| {
+                    is_out(s)
+                        || matches!(g.node(s).op, Op::Assign { .. })
+                        || groups_reading(&reader_groups, &s)
+                            .iter()
+                            .any(|r| groups[*r].alive && !own.contains(r))
+                };
+                let both = [p, q];
+                let decision = weigh_merge(
+                    g,
+                    [&groups[p], &groups[q]],
+                    &shared,
+                    &|s, merged| stored(s, if merged { &both[..] } else { &both[..1] }),
+                    &|s| stored(s, &[q]),
+                    opts.strided_min_bytes,
+                );
+                let taken = decision.taken;
+                decisions.push(decision);
+                taken
+            } {
+                Some(BoundaryReason::CostModel)
             } else {
                 let pd = std::mem::take(&mut groups[p]);
                 let qd = &mut groups[q];
@@ -654,6 +710,19 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
                 .collect(),
             nodes: d.nodes.iter().copied().collect(),
             inputs: d.reads.iter().copied().collect(),
+            estimate: estimate_draft(
+                g,
+                d,
+                &d.outer,
+                &|s| boundary.contains_key(&s),
+                opts.strided_min_bytes,
+            ),
+            unfused: estimate_unfused(
+                g,
+                &d.nodes.iter().copied().collect::<Vec<_>>(),
+                opts.strided_min_bytes,
+                &MODEL,
+            ),
         });
     }
     let mut boundaries: Vec<Boundary> = boundary
@@ -665,6 +734,7 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
         groups: out,
         boundaries,
         live,
+        decisions,
     })
 }
 
@@ -787,6 +857,60 @@ struct Draft {
     nodes: BTreeSet<NodeId>,
     reads: BTreeSet<NodeId>,
     alive: bool,
+}
+
+/// The cost model's estimate of draft `d` as one kernel over `outer`, its stages for which
+/// `stored` holds written to memory.
+fn estimate_draft(
+    g: &Graph,
+    d: &Draft,
+    outer: &[IterAxis],
+    stored: &dyn Fn(NodeId) -> bool,
+    in_memory_min_bytes: u64,
+) -> Estimate {
+    let stages: Vec<NodeId> = d.stages.iter().map(|s| s.0).collect();
+    estimate_group(
+        g,
+        &GroupShape {
+            outer,
+            stages: &stages,
+            nodes: &d.nodes,
+            stored,
+            in_memory_min_bytes,
+        },
+        &MODEL,
+    )
+}
+
+/// Weighs merging producer `p` into reader `q` over their `shared` outer axes: merged, a stage
+/// is stored where `stored(s, true)` holds; apart, where `stored(s, false)` holds for `p`'s
+/// and `stored_q` for `q`'s. Taken unless merged is predicted slower.
+fn weigh_merge(
+    g: &Graph,
+    [p, q]: [&Draft; 2],
+    shared: &[IterAxis],
+    stored: &dyn Fn(NodeId, bool) -> bool,
+    stored_q: &dyn Fn(NodeId) -> bool,
+    in_memory_min_bytes: u64,
+) -> MergeDecision {
+    let apart = estimate_draft(g, p, &p.outer, &|s| stored(s, false), in_memory_min_bytes)
+        + estimate_draft(g, q, &q.outer, stored_q, in_memory_min_bytes);
+    let both = Draft {
+        gemm: false,
+        outer: shared.to_vec(),
+        stages: p.stages.iter().chain(&q.stages).copied().collect(),
+        nodes: p.nodes.union(&q.nodes).copied().collect(),
+        reads: BTreeSet::new(),
+        alive: true,
+    };
+    let merged = estimate_draft(g, &both, shared, &|s| stored(s, true), in_memory_min_bytes);
+    MergeDecision {
+        producer: p.stages.iter().map(|s| s.0).collect(),
+        reader: q.stages.iter().map(|s| s.0).collect(),
+        merged,
+        apart,
+        taken: merged.seconds() <= apart.seconds(),
+    }
 }
 
 /// Whether a stage of `d` reduces an axis along which a large tensor it reads

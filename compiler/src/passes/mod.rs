@@ -2,6 +2,7 @@
 //! [`views`] (view folding into per-kernel programs of loads with index maps) and [`storage`].
 //! Each file opens with what its pass assumes and guarantees; docs/passes.md has examples.
 
+pub mod cost;
 pub mod fusion;
 pub mod kernel;
 pub mod layout;
