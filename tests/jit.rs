@@ -2174,3 +2174,45 @@ fn every_spelling_of_the_squared_norm_is_one_kernel_and_one_value() {
         );
     }
 }
+
+/// A sum of a span function over the outer axis — log-sum-exp's denominator `Σ_C exp(x − m)`
+/// of `x[C, R]`, summed in memory order with rows jammed — computes each jammed row's
+/// function by the native routine (`span_fission`: one loop per row storing it into scratch,
+/// then the additions in order) with the inline code's bits: R in blocks of 1027 (a tail of
+/// 3 lanes a row), inputs with every edge (NaN payloads, ±inf, overflow) in one block, which
+/// re-runs in f64, ordinary values in the others, 1 and 2 threads.
+#[test]
+fn sums_of_span_functions_over_the_outer_axis_give_the_inline_bits() {
+    let mut rng = weft_ir::perturb::SplitMix(0x9e37_79b9_7f4a_7c15);
+    let edges = [
+        f32::NAN,
+        f32::from_bits(0x7fc0_0456),
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        88.722_84,
+        -87.336_55,
+        -0.0,
+        1e-40,
+    ];
+    for body in [
+        "m = max(x, [C])\nd = subtract(x, m)\ne = exp(d)\ny = sum(e, [C])\n",
+        "e = tanh(x)\ny = sum(e, [C])\n",
+        "e = log(x)\ny = sum(e, [C])\n",
+    ] {
+        let (c, r) = (64usize, 4108usize);
+        let text =
+            format!("axis C = {c}\naxis R = {r}\nplaceholder x: f32[C, R]\n{body}output y\n");
+        let g = weft::ir::text::parse(&text, "outer.weft").unwrap();
+        let axes = Axes::new([g.find_axis("C").unwrap(), g.find_axis("R").unwrap()]).unwrap();
+        // Edges only in the first 16 columns: their block re-runs in f64, the others keep
+        // the f32 sums the routine's terms went into.
+        let xs: Vec<f32> = (0..c * r)
+            .map(|i| match (i % r < 16, rng.below(8)) {
+                (true, 0) => edges[i % edges.len()],
+                _ => (rng.unit() * 20.0 - 10.0) as f32,
+            })
+            .collect();
+        let inputs = [HostArray::from_vec(axes, vec![c, r], xs).unwrap()];
+        assert_native_gives_inline_bits(&g, &inputs, "each computed into a span", body);
+    }
+}

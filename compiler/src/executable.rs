@@ -698,8 +698,12 @@ impl JitExecutable {
             };
             storage_of.insert(n, s);
         }
-        let mut lowered = lower_plan(&compiled, &options.lower)?;
         let compiler = JitCompiler::with_options(options.codegen)?.with_pool(pool.clone());
+        let lower_options = LowerOptions {
+            split_span_sums: options.lower.split_span_sums && compiler.span_math(),
+            ..options.lower
+        };
+        let mut lowered = lower_plan(&compiled, &lower_options)?;
         // Each kernel's argument storages; its code is compiled once the steps are decided.
         let mut kernel_args: Vec<Vec<usize>> = Vec::with_capacity(lowered.len());
         let mut row_scratch = Vec::new();

@@ -22,6 +22,7 @@ pub mod passes;
 pub mod picture;
 pub mod pipeline;
 pub mod reduce_in_memory;
+pub mod span_fission;
 mod split;
 pub mod tile;
 

@@ -118,6 +118,12 @@ pub struct LowerOptions {
     /// ([`crate::reduce_in_memory`]): a column sum read down the columns waits on memory for
     /// every term.
     pub reduce_in_memory: bool,
+    /// Split a vector loop adding span functions (`exp`, `tanh`, `sigmoid`, `log`) of its terms
+    /// into a row of accumulators into one loop per term storing its function into scratch,
+    /// then the additions ([`crate::span_fission`]), so the code generator's native span
+    /// routine computes each function. The executable turns it off where span functions do
+    /// not run natively (`JitExecutable::span_math`).
+    pub split_span_sums: bool,
     /// The least size of the strided operand for [`LowerOptions::reduce_in_memory`] (bytes;
     /// default [`crate::reduce_in_memory::MIN_BYTES`], 1 MiB): a smaller one stays in cache.
     pub reduce_in_memory_min_bytes: u64,
@@ -155,6 +161,7 @@ impl Default for LowerOptions {
             rows_in_memory_order: true,
             reduce_in_memory: true,
             reduce_in_memory_min_bytes: crate::reduce_in_memory::MIN_BYTES,
+            split_span_sums: true,
             reassociate_f64_sums: false,
             split_min_terms: 1 << 16,
             split_max_results: 64,
@@ -746,6 +753,12 @@ impl<'a> Lowerer<'a> {
                 self.options.narrow_f32_sums,
             );
             body = rewritten;
+            self.bindings
+                .extend(added.iter().map(|_| BufferBinding::Accumulators));
+            self.notes.extend(notes);
+        }
+        if self.options.vectorize && self.options.split_span_sums {
+            let (added, notes) = crate::span_fission::split_span_sums(&mut self.k, &mut body);
             self.bindings
                 .extend(added.iter().map(|_| BufferBinding::Accumulators));
             self.notes.extend(notes);

@@ -99,7 +99,7 @@ use weft_runtime::vmath::ArgForm;
 
 /// Loops shorter than this keep the inline function: a call costs about as much as a few
 /// dozen inline vectors.
-const MIN_EXTENT: u64 = 32;
+pub(crate) const MIN_EXTENT: u64 = 32;
 
 /// Bytes of the staging area for a streamed store: a loop storing at most this much is one
 /// block (a row of softmax or layernorm: 16 KiB of f32 at 4096 columns).
@@ -227,7 +227,7 @@ fn reduce_block(k: &Kernel, l: LoopId) -> u64 {
 
 /// Whether `op` has a span routine (`weft_runtime::vmath::SpanFn`): the f32 functions
 /// [`span_plan`] and [`reduce_span_plan`] hand to it.
-fn has_span_routine(op: UnaryOp) -> bool {
+pub(crate) fn has_span_routine(op: UnaryOp) -> bool {
     matches!(
         op,
         UnaryOp::Exp | UnaryOp::Tanh | UnaryOp::Sigmoid | UnaryOp::Log
