@@ -701,6 +701,10 @@ fn jam_terms(
     let slot = slot.clone().map_exprs(&|e| slot_map(e.clone()))?;
     let (mut sum, load) = k.define(acc_ty, Inst::Load(slot.clone()));
     let mut out = vec![load];
+    // A maximum or minimum is order-free: its terms fold pairwise, a tree of depth log₂ rows
+    // instead of a chain of `rows` dependent steps through the accumulator.
+    let order_free = matches!(combine, BinaryOp::ReduceMax | BinaryOp::ReduceMin);
+    let mut terms = Vec::new();
     for u in 0..rows {
         let mut renamed: Vec<(ValueId, ValueId)> = Vec::new();
         for s in r_body {
@@ -711,6 +715,9 @@ fn jam_terms(
                     out.push(stmt.map_access(&|e| access(e, u))?);
                     renamed.push((*result, new));
                 }
+                Stmt::Reduce { value, .. } if order_free => {
+                    terms.push(renamed_as(&renamed, *value));
+                }
                 Stmt::Reduce { value, .. } => {
                     let term = renamed_as(&renamed, *value);
                     let (next, add) = k.define(acc_ty, Inst::Binary(combine, sum, term));
@@ -720,6 +727,26 @@ fn jam_terms(
                 _ => return None,
             }
         }
+    }
+    while terms.len() > 1 {
+        let mut folded = Vec::with_capacity(terms.len().div_ceil(2));
+        for pair in terms.chunks(2) {
+            match *pair {
+                [a, b] => {
+                    let (v, st) = k.define(acc_ty, Inst::Binary(combine, a, b));
+                    out.push(st);
+                    folded.push(v);
+                }
+                [a] => folded.push(a),
+                _ => {}
+            }
+        }
+        terms = folded;
+    }
+    if let Some(&tree) = terms.first() {
+        let (next, st) = k.define(acc_ty, Inst::Binary(combine, sum, tree));
+        out.push(st);
+        sum = next;
     }
     out.push(Stmt::Store {
         target: slot,
