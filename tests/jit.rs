@@ -2216,3 +2216,31 @@ fn sums_of_span_functions_over_the_outer_axis_give_the_inline_bits() {
         assert_native_gives_inline_bits(&g, &inputs, "each computed into a span", body);
     }
 }
+
+/// Each of a jammed step's span-function loops (one per row: `span_fission`) prefetches the
+/// row it will read two steps on — not all of them the first row's.
+#[test]
+fn each_jammed_row_of_a_column_sum_prefetches_its_own_row() {
+    let src = "axis C = 64\naxis R = 16384\nplaceholder x: f32[C, R]\nm = max(x, [C])\n\
+               d = subtract(x, m)\ne = exp(d)\ny = sum(e, [C])\noutput y\n";
+    let g = weft::ir::text::parse(src, "lse.weft").unwrap();
+    let shared = Arc::new(g.clone());
+    let exe = weft_compiler::JitExecutable::new(
+        shared.clone(),
+        shared.outputs(),
+        &shared.placeholders(),
+        &JitOptions::default(),
+    )
+    .unwrap();
+    if !exe.span_math() {
+        return; // no native span routines on this host: nothing is split
+    }
+    let explained = weft_compiler::explain::explain(&exe);
+    let rows: std::collections::BTreeSet<&str> = explained
+        .lines()
+        .filter(|l| l.contains("exp over the span of %span0"))
+        .filter_map(|l| l.split("row 2 ahead for %").nth(1))
+        .filter_map(|rest| rest.split(',').next())
+        .collect();
+    assert_eq!(rows.len(), 8, "{explained}");
+}

@@ -32,7 +32,9 @@
 //! changes no value and cannot fault, so the last rows', which reach past the input, are
 //! harmless. A routine that is itself that first read, over rows adjacent in memory (`exp(x)`
 //! row by row), prefetches nothing: the hardware streams from row to row, and a second stream
-//! a row ahead only competed with it ([`rows_adjacent`]). A row with no span function prefetches from its first vector pass after the
+//! a row ahead only competed with it ([`rows_adjacent`]). A loop reading another row of that
+//! input than the first loop does (a jammed row of a column sum, split by
+//! `crate::span_fission`) prefetches its own row instead ([`own_row`]). A row with no span function prefetches from its first vector pass after the
 //! first whose step reads at least a line ([`pass_prefetch`]: layernorm's variance pass): each
 //! step calls `weft_prefetch_line` (a naked `prefetcht1; ret` called with Cranelift's
 //! `preserve_all` convention, so the loop's registers stay put) for the same columns
@@ -710,8 +712,48 @@ pub(crate) fn span_plan(k: &Kernel, l: LoopId, body: &[Stmt]) -> Option<SpanCall
         // A routine that is its row's first pass over memory rows adjacent in it prefetches
         // nothing: the hardware follows that stream (a row ahead on 128 KiB rows of `exp(x)`
         // took 3.4x as long; docs/benchmarks.md).
-        prefetch: next_row(k, l).filter(|next| next.first != l || !rows_adjacent(k, next, body)),
+        prefetch: next_row(k, l)
+            .map(|next| own_row(k, l, body, next))
+            .filter(|next| next.first != l || !rows_adjacent(k, next, body)),
     })
+}
+
+/// `next`, or — where loop `l` (body `body`) reads another row of `next`'s buffer than the
+/// row's first loop does (one of a jammed step's rows, each a loop of its own:
+/// `crate::span_fission`) — that row of `l`'s own, so each loop's routine prefetches the row
+/// it will read.
+fn own_row(k: &Kernel, l: LoopId, body: &[Stmt], next: NextRow) -> NextRow {
+    if next.first == l {
+        return next;
+    }
+    let as_l = next
+        .load
+        .index
+        .substitute(next.first, &weft_ir::loop_ir::AffineExpr::var(l));
+    let own = body.iter().find_map(|s| match s {
+        Stmt::Let {
+            inst: Inst::Load(a),
+            ..
+        } if a.buffer == next.load.buffer
+            && a.mask.is_empty()
+            && a.index.coefficient(l) == 1
+            && as_l.as_ref() != Some(&a.index) =>
+        {
+            Some(a.clone())
+        }
+        _ => None,
+    });
+    match own {
+        Some(load) => NextRow {
+            first: l,
+            load,
+            bytes: k.loops[l]
+                .extent
+                .saturating_mul(k.buffers[next.load.buffer].ty.size_bytes() as u64),
+            ..next
+        },
+        None => next,
+    }
 }
 
 /// The instruction defining `v` in `body`, if a let there does.
