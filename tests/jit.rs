@@ -1600,6 +1600,19 @@ fn assert_native_gives_inline_bits(g: &Graph, inputs: &[HostArray], marker: &str
     }
 }
 
+/// Inputs that reach every edge of a span function: NaN payloads, ±inf, `exp`'s overflow and
+/// underflow, a negative zero, a subnormal.
+const SPAN_EDGES: [f32; 8] = [
+    f32::NAN,
+    f32::from_bits(0x7fc0_0123),
+    f32::INFINITY,
+    f32::NEG_INFINITY,
+    88.722_84,
+    -87.336_55,
+    -0.0,
+    1e-40,
+];
+
 /// A row loop that only sums an f32 `exp`, `tanh`, `sigmoid` or `log` of a broadcast difference
 /// (`Σ_C exp(x[R] − y[C])`, the other order, a plain load) or product (`Σ_C exp(x[R] · y[C])`)
 /// is summed by the span routine —
@@ -1609,16 +1622,7 @@ fn assert_native_gives_inline_bits(g: &Graph, inputs: &[HostArray], marker: &str
 #[test]
 fn sums_of_span_functions_give_the_inline_bits() {
     let mut rng = weft_ir::perturb::SplitMix(0x2545_f491_4f6c_dd1d);
-    let edges = [
-        f32::NAN,
-        f32::from_bits(0x7fc0_0123),
-        f32::INFINITY,
-        f32::NEG_INFINITY,
-        88.722_84,
-        -87.336_55,
-        -0.0,
-        1e-40,
-    ];
+    let edges = SPAN_EDGES;
     for (src, name) in [
         (
             "d = subtract(x, c)\ne = exp(d)\ny = sum(e, [C])\n",
@@ -2184,16 +2188,7 @@ fn every_spelling_of_the_squared_norm_is_one_kernel_and_one_value() {
 #[test]
 fn sums_of_span_functions_over_the_outer_axis_give_the_inline_bits() {
     let mut rng = weft_ir::perturb::SplitMix(0x9e37_79b9_7f4a_7c15);
-    let edges = [
-        f32::NAN,
-        f32::from_bits(0x7fc0_0456),
-        f32::INFINITY,
-        f32::NEG_INFINITY,
-        88.722_84,
-        -87.336_55,
-        -0.0,
-        1e-40,
-    ];
+    let edges = SPAN_EDGES;
     for body in [
         "m = max(x, [C])\nd = subtract(x, m)\ne = exp(d)\ny = sum(e, [C])\n",
         "e = tanh(x)\ny = sum(e, [C])\n",

@@ -671,29 +671,6 @@ fn an_empty_kernel_needs_no_row_scratch_however_long_its_axes() {
     }
 }
 
-/// Layernorm's statistics over C of `x` stored as [C, N]: C is the first axis in memory, so
-/// a loop over C inside a loop over N reads `x` a stride of N elements apart.
-fn first_axis_layernorm(c: usize, n: usize) -> weft_ir::Graph {
-    use weft_ir::{graph::GraphBuilder, DType};
-    let g = GraphBuilder::new();
-    let na = g.axis("N", n).unwrap();
-    let ca = g.axis("C", c).unwrap();
-    let x = g.placeholder("x", &[ca, na], DType::F32).unwrap();
-    let mean = x.mean(&[ca]).unwrap().named("mean").unwrap();
-    let xc = (x - mean).unwrap().named("xc").unwrap();
-    let var = xc
-        .square()
-        .unwrap()
-        .mean(&[ca])
-        .unwrap()
-        .named("var")
-        .unwrap();
-    let eps = g.scalar(1e-5, DType::F32).unwrap();
-    let den = (var + eps).unwrap().sqrt().unwrap();
-    (xc / den).unwrap().named("out").unwrap().output().unwrap();
-    g.finish()
-}
-
 #[test]
 fn the_cost_model_keeps_apart_a_merge_that_would_gather() {
     // Sums over a strided axis not taken in memory order (as below the pipeline's threshold):
@@ -704,7 +681,7 @@ fn the_cost_model_keeps_apart_a_merge_that_would_gather() {
         ..fused()
     };
     // x: 1 MiB, past the cache a strided read stays in.
-    let g = first_axis_layernorm(64, 4096);
+    let g = common::first_axis_layernorm(64, 4096);
     let p = compile_plan(&g, &no_memory_order).unwrap();
     let refused: Vec<_> = p.fusion.decisions.iter().filter(|d| !d.taken).collect();
     assert!(

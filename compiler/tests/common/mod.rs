@@ -2,8 +2,8 @@
 //! views.
 #![allow(dead_code)]
 
-use weft_ir::graph::GraphBuilder;
-use weft_ir::{ArrayData, AxisSlice, DType, Graph, SliceRange, TensorInit};
+use weft_ir::graph::{GraphBuilder, Tensor};
+use weft_ir::{ArrayData, Axis, AxisSlice, DType, Graph, SliceRange, TensorInit};
 
 /// sum((x − y)²) over N.
 pub fn l2_sum(n: usize) -> Graph {
@@ -51,6 +51,27 @@ pub fn layernorm(n: usize, c: usize) -> Graph {
     let x = g.placeholder("x", &[na, ca], DType::F32).unwrap();
     let gain = g.placeholder("gain", &[ca], DType::F32).unwrap();
     let bias = g.placeholder("bias", &[ca], DType::F32).unwrap();
+    let out = (normalised(&g, x, ca) * gain).unwrap();
+    let out = (out + bias).unwrap().named("layernorm").unwrap();
+    out.output().unwrap();
+    g.finish()
+}
+
+/// Layernorm's statistics over C of `x` stored as [C, N] (C the first axis in memory, so a
+/// loop over C inside a loop over N reads `x` a stride of N elements apart), without gain and
+/// bias.
+pub fn first_axis_layernorm(c: usize, n: usize) -> Graph {
+    let g = GraphBuilder::new();
+    let na = g.axis("N", n).unwrap();
+    let ca = g.axis("C", c).unwrap();
+    let x = g.placeholder("x", &[ca, na], DType::F32).unwrap();
+    let out = normalised(&g, x, ca).named("out").unwrap();
+    out.output().unwrap();
+    g.finish()
+}
+
+/// (x − mean_C x) / sqrt(var_C x + 1e-5).
+fn normalised<'g>(g: &'g GraphBuilder, x: Tensor<'g>, ca: Axis) -> Tensor<'g> {
     let mean = x.mean(&[ca]).unwrap().named("mean").unwrap();
     let xc = (x - mean).unwrap().named("xc").unwrap();
     let var = xc
@@ -62,10 +83,7 @@ pub fn layernorm(n: usize, c: usize) -> Graph {
         .unwrap();
     let eps = g.scalar(1e-5, DType::F32).unwrap();
     let den = (var + eps).unwrap().sqrt().unwrap();
-    let out = ((xc / den).unwrap() * gain).unwrap();
-    let out = (out + bias).unwrap().named("layernorm").unwrap();
-    out.output().unwrap();
-    g.finish()
+    (xc / den).unwrap()
 }
 
 /// `layers` layers of relu(dot(W_i, h) + b_i) over hidden axes of length `width`.
