@@ -2239,3 +2239,53 @@ fn each_jammed_row_of_a_column_sum_prefetches_its_own_row() {
         .collect();
     assert_eq!(rows.len(), 8, "{explained}");
 }
+
+/// A maximum or minimum over the outer axis — `max(x, [C])` of `x[C, R]`, in memory order
+/// with 8 rows jammed a step and the rest one at a time — folds each step's rows by the native
+/// column routine with the inline code's bits: inputs with every edge (NaN payloads, ±inf,
+/// both zeros, subnormals), R with a tail of the routine's 16 lanes, C leaving rows over, 1
+/// and 2 threads; and inside softmax and log-sum-exp.
+#[test]
+fn extremes_over_the_outer_axis_by_the_column_routine_give_the_inline_bits() {
+    let mut rng = weft_ir::perturb::SplitMix(0x6a09_e667_f3bc_c909);
+    let edges = [
+        f32::NAN,
+        f32::from_bits(0xffc0_0123),
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+    ];
+    for (body, c) in [
+        ("y = max(x, [C])\n", 67),
+        ("y = min(x, [C])\n", 67),
+        (
+            "m = max(x, [C])\nd = subtract(x, m)\ne = exp(d)\ny = sum(e, [C])\n",
+            64,
+        ),
+    ] {
+        let r = 4100usize;
+        let text =
+            format!("axis C = {c}\naxis R = {r}\nplaceholder x: f32[C, R]\n{body}output y\n");
+        let g = weft::ir::text::parse(&text, "outer.weft").unwrap();
+        let axes = Axes::new([g.find_axis("C").unwrap(), g.find_axis("R").unwrap()]).unwrap();
+        // Columns by kind: zeros of both signs among negatives (a maximum's tie) or among
+        // positives (a minimum's), subnormals and zeros, one edge among ordinary values, or
+        // ordinary values alone.
+        let xs: Vec<f32> = (0..c * r)
+            .map(|i| {
+                let z = [0.0, -0.0][rng.below(2)];
+                let v = (rng.unit() * 40.0 - 20.0) as f32;
+                match (i % r % 6, rng.below(4)) {
+                    (0, 0) | (1, 0) => z,
+                    (0, _) => -v.abs() - 1.0,
+                    (1, _) => v.abs() + 1.0,
+                    (2, 0) => z,
+                    (2, _) => [1e-40, -1e-40][rng.below(2)],
+                    (3, _) if rng.below(64) == 0 => edges[i % edges.len()],
+                    _ => v,
+                }
+            })
+            .collect();
+        let inputs = [HostArray::from_vec(axes, vec![c, r], xs).unwrap()];
+        assert_native_gives_inline_bits(&g, &inputs, "column routine", body);
+    }
+}

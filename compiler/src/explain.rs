@@ -418,6 +418,30 @@ fn loops(
                     weft_runtime::vmath::span_isa().unwrap_or("scalar"),
                 ));
             }
+            let columns = (span_math && vector)
+                .then(|| span::extreme_rows_plan(k, *loop_id, body))
+                .flatten();
+            if let Some(rows) = &columns {
+                // The routine does the whole loop: no vector code of ours runs.
+                what.retain(|w| !w.starts_with("vectorised"));
+                let ahead = match &rows.prefetch {
+                    Some(_) => format!(
+                        "; prefetching those rows {} steps ahead, a line of each per 16 columns",
+                        span::ROWS_AHEAD
+                    ),
+                    None => String::new(),
+                };
+                what.push(format!(
+                    "the {} of %{}'s row and {} rows of %{} {} elements apart, column by column, \
+                     by the native {} column routine (exact: NaN if any term is, -0 < +0){ahead}",
+                    extreme_word(rows.kind == weft_ir::loop_ir::ReduceKind::Min),
+                    k.buffers[rows.acc.buffer].name,
+                    rows.rows,
+                    k.buffers[rows.first.buffer].name,
+                    rows.stride,
+                    weft_runtime::vmath::span_isa().unwrap_or("scalar"),
+                ));
+            }
             if let Some(span) = reduce_span {
                 let arg = source_text(k, &span.source);
                 // The routine does the loop's vector pass: no vector code of ours runs.
@@ -515,7 +539,7 @@ fn loops(
                     ),
                 });
             }
-            if let Some(next) = vector
+            if let Some(next) = (vector && columns.is_none())
                 .then(|| span::pass_prefetch(k, *loop_id, body, span_math))
                 .flatten()
             {

@@ -11,6 +11,7 @@
 pub mod error;
 pub mod executable;
 pub mod extreme;
+pub mod extreme_rows;
 pub mod interp;
 pub mod plan;
 pub mod prefetch;

@@ -16,6 +16,7 @@ use weft_ir::loop_ir::{verify, Kernel};
 use weft_ir::scalar::{self, Arith};
 use weft_ir::{BinaryOp as GraphBinary, UnaryOp as GraphUnary};
 use weft_runtime::extreme::{weft_arg_extreme_f32_span, weft_extreme_f32_span};
+use weft_runtime::extreme_rows::weft_extreme_rows_f32;
 use weft_runtime::prefetch::weft_prefetch_line;
 use weft_runtime::span_sum::weft_sum_f32_span_keeping;
 use weft_runtime::stream::{weft_stream_copy, weft_stream_scaled_f32};
@@ -269,6 +270,7 @@ impl JitCompiler {
         builder.symbol("weft_prefetch_line", weft_prefetch_line as *const u8);
         builder.symbol("weft_transpose_32", weft_transpose_32 as *const u8);
         builder.symbol("weft_extreme_f32_span", weft_extreme_f32_span as *const u8);
+        builder.symbol("weft_extreme_rows_f32", weft_extreme_rows_f32 as *const u8);
         builder.symbol(
             "weft_arg_extreme_f32_span",
             weft_arg_extreme_f32_span as *const u8,
@@ -337,6 +339,8 @@ impl JitCompiler {
             transpose_32: import("weft_transpose_32", call_conv, &[i64; 7], &[])?,
             // (src, len, min) -> the extreme
             extreme_span_f32: import("weft_extreme_f32_span", call_conv, &[i64; 3], &[f32])?,
+            // (acc, src, stride, rows, len, min, ahead): columns folded into a row
+            extreme_rows_f32: import("weft_extreme_rows_f32", call_conv, &[i64; 7], &[])?,
             // (src, len, min, out): the first best and first NaN indices into out[0..2]
             arg_extreme_span_f32: import("weft_arg_extreme_f32_span", call_conv, &[i64; 4], &[])?,
             // (src, len, mode, acc, at, bytes, shift); keeps every register, so values live

@@ -107,6 +107,9 @@ pub(crate) struct PowRefs {
     /// `weft_extreme_f32_span(src, len, min) -> f32`: a span's exact maximum or minimum
     /// ([`span::ExtremeSpan`]).
     pub extreme_span_f32: FuncRef,
+    /// `weft_extreme_rows_f32(acc, src, stride, rows, len, min, ahead)`: a row of accumulators
+    /// folded with the same columns of rows a stride apart ([`span::ExtremeRows`]).
+    pub extreme_rows_f32: FuncRef,
     /// `weft_arg_extreme_f32_span(src, len, min, out)`: the first indices of a span's best
     /// non-NaN value and of its first NaN ([`span::ArgExtremeSpan`]).
     pub arg_extreme_span_f32: FuncRef,
@@ -1510,6 +1513,9 @@ impl<'a, 'b> Translator<'a, 'b> {
         }
         if let Some(arg) = self.arg_extreme_span_of(l, body) {
             return self.emit_arg_extreme_span(l, &arg);
+        }
+        if let Some(rows) = self.extreme_rows_of(l, body) {
+            return self.emit_extreme_rows(l, &rows);
         }
         let annotations = self.k.loops[l].annotations;
         let wide_plan = if annotations.vectorize && self.options.vectorize && self.wide.is_none() {

@@ -196,6 +196,7 @@ pub(crate) fn outline_candidates(kernel: &Kernel, policy: OutlinePolicy) -> Vec<
 /// it would only add a function and a call to compile.
 fn done_by_a_routine(k: &Kernel, l: LoopId, body: &[Stmt]) -> bool {
     span::extreme_span_plan(k, l, body, true).is_some()
+        || span::extreme_rows_plan(k, l, body).is_some()
         || span::arg_extreme_span_plan(k, l, body).is_some()
         || span::sum_span_plan(k, l, body, true).is_some()
         || span::stream_plan(k, l, body, 0, true)

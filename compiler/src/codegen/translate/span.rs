@@ -77,7 +77,10 @@
 //! instructions per four elements (its `Extreme` partials), where the routine spends three per
 //! sixteen with AVX-512 (a 4096² row max 1.2–1.9× faster; softmax's, which then waits on
 //! memory, unchanged — docs/benchmarks.md). The rule is order-free, so the bits are the
-//! loop's. Not where the loop itself prefetches a later row ([`pass_prefetch`]).
+//! loop's. Not where the loop itself prefetches a later row ([`pass_prefetch`]). A loop that
+//! folds rows a stride apart into a row of accumulators ([`ExtremeRows`]: a maximum over a
+//! strided axis in memory order, rows jammed) is one call of `weft_runtime::extreme_rows`'
+//! routine, which also takes over the loop's prefetch — every row of a later step.
 //!
 //! Either way a loop longer than a block ([`BLOCK`] f32 elements, 16 KiB) runs block by block,
 //! each block its loops and calls, so the call reads what the loop just wrote from L1.
@@ -374,6 +377,115 @@ pub(crate) fn extreme_span_plan(
         acc: *acc,
         kind,
         load: load.clone(),
+    })
+}
+
+/// A vector loop that folds rows a stride apart into a row of accumulators by a maximum or
+/// minimum — `acc[.. + i] = max(acc[.. + i], x[c₀ + i], x[c₀ + s + i], …)` in any order of
+/// `reduce_max` steps (order-free), a step of a reduction over a strided axis in memory order
+/// (`crate::reduce_in_memory`, rows jammed) — done by one call of
+/// `weft_runtime::extreme_rows`' routine over the loop's range: sixteen lanes of four
+/// instructions where the 128-bit `fmax` takes eight per four. The rule is order-free, so the
+/// bits are the loop's. Where the loop is its row's first pass over a large input
+/// ([`pass_prefetch`]), the routine prefetches every row of the step [`ROWS_AHEAD`] steps on.
+#[derive(Clone, Debug)]
+pub(crate) struct ExtremeRows {
+    /// Maximum or minimum.
+    pub(crate) kind: ReduceKind,
+    /// The accumulators' load and store.
+    pub(crate) acc: BufferAccessExpr,
+    /// The first row's load.
+    pub(crate) first: BufferAccessExpr,
+    /// Rows folded in.
+    pub(crate) rows: u64,
+    /// Elements from one row to the next.
+    pub(crate) stride: i64,
+    /// The row to prefetch a step's rows from, if any.
+    pub(crate) prefetch: Option<NextRow>,
+}
+
+/// The [`ExtremeRows`] of loop `l` (body `body` of `k`), if its conditions hold: vectorised,
+/// not parallel, at least [`MIN_EXTENT`] long; its body loads — an f32 row of accumulators,
+/// unmasked and contiguous along `l`, and rows of one other f32 buffer, each unmasked,
+/// contiguous and a constant stride from the last — and one kind of `reduce_max` or
+/// `reduce_min` step folding each load exactly once into the value it stores back to the
+/// accumulators.
+pub(crate) fn extreme_rows_plan(k: &Kernel, l: LoopId, body: &[Stmt]) -> Option<ExtremeRows> {
+    let decl = &k.loops[l];
+    if !decl.annotations.vectorize || decl.annotations.parallel || decl.extent < MIN_EXTENT {
+        return None;
+    }
+    let (Stmt::Store { target, value }, lets) = body.split_last()? else {
+        return None;
+    };
+    let f32_run = |a: &BufferAccessExpr| {
+        a.mask.is_empty()
+            && a.index.coefficient(l) == 1
+            && k.buffers[a.buffer].ty == ScalarType::F32
+    };
+    if !f32_run(target) {
+        return None;
+    }
+    let (mut acc_loads, mut rows, mut steps) = (0, Vec::new(), Vec::new());
+    let mut op = None;
+    for st in lets {
+        match st {
+            Stmt::Let {
+                result,
+                inst: Inst::Load(a),
+            } if a.buffer == target.buffer => {
+                acc_loads += 1;
+                if a != target {
+                    return None;
+                }
+                steps.push(*result);
+            }
+            Stmt::Let {
+                inst: Inst::Load(a),
+                result,
+            } if f32_run(a) => {
+                rows.push(a.clone());
+                steps.push(*result);
+            }
+            Stmt::Let {
+                inst: Inst::Binary(b @ (BinaryOp::ReduceMax | BinaryOp::ReduceMin), x, y),
+                result,
+            } if op.is_none_or(|o| o == *b) && k.values[*result] == ScalarType::F32 => {
+                op = Some(*b);
+                // Each value folded exactly once: both operands defined here and not yet used.
+                for v in [x, y] {
+                    let at = steps.iter().position(|s| s == v)?;
+                    steps.remove(at);
+                }
+                steps.push(*result);
+            }
+            _ => return None,
+        }
+    }
+    if acc_loads != 1 || steps.as_slice() != [*value] || rows.is_empty() {
+        return None;
+    }
+    rows.sort_by_key(|a| a.index.offset());
+    let first = rows[0].clone();
+    let same_but_constant =
+        |a: &BufferAccessExpr| a.buffer == first.buffer && a.index.terms() == first.index.terms();
+    let stride = rows
+        .get(1)
+        .map_or(0, |r| r.index.offset() - first.index.offset());
+    let evenly = rows.iter().enumerate().all(|(r, a)| {
+        same_but_constant(a) && a.index.offset() == first.index.offset() + r as i64 * stride
+    });
+    let kind = match op? {
+        BinaryOp::ReduceMax => ReduceKind::Max,
+        _ => ReduceKind::Min,
+    };
+    (evenly && first.buffer != target.buffer).then(|| ExtremeRows {
+        kind,
+        acc: target.clone(),
+        rows: rows.len() as u64,
+        stride,
+        prefetch: pass_prefetch(k, l, body, true).filter(|next| next.load == first),
+        first,
     })
 }
 
@@ -1044,6 +1156,41 @@ impl Translator<'_, '_> {
         let cur = self.b.use_var(value);
         let next = self.combine(span.kind, ScalarType::F32, cur, extreme);
         self.b.def_var(value, next);
+        Ok(())
+    }
+
+    /// The [`ExtremeRows`] of loop `l`, if the options allow it and its conditions hold.
+    pub(super) fn extreme_rows_of(&self, l: LoopId, body: &[Stmt]) -> Option<ExtremeRows> {
+        if !self.options.span_math || !self.options.vectorize || self.wide.is_some() {
+            return None;
+        }
+        extreme_rows_plan(self.k, l, body)
+    }
+
+    /// Loop `l` as one call of the column extreme routine over its range ([`ExtremeRows`]).
+    pub(super) fn emit_extreme_rows(&mut self, l: LoopId, plan: &ExtremeRows) -> Result<()> {
+        let len = self.range_len(l);
+        let at = self.first_index(l, &plan.acc)?;
+        let acc = self.address(&plan.acc, at);
+        let at = self.first_index(l, &plan.first)?;
+        let src = self.address(&plan.first, at);
+        let stride = self.b.ins().iconst(types::I64, plan.stride);
+        let rows = self.b.ins().iconst(types::I64, plan.rows as i64);
+        let min = self
+            .b
+            .ins()
+            .iconst(types::I64, i64::from(plan.kind == ReduceKind::Min));
+        let ahead = match &plan.prefetch {
+            Some(next) => {
+                let (start, _) = self.loop_range(l);
+                self.ahead_address(next, start)?
+            }
+            None => self.b.ins().iconst(types::I64, 0),
+        };
+        self.b.ins().call(
+            self.pow.extreme_rows_f32,
+            &[acc, src, stride, rows, len, min, ahead],
+        );
         Ok(())
     }
 
