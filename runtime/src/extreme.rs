@@ -583,8 +583,34 @@ pub unsafe extern "C" fn weft_arg_extreme_f32_span(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// A xorshift stream of `u32`s from `seed` (not zero): test inputs, the same on every run.
+    pub(crate) fn xorshift(seed: u32) -> impl FnMut() -> u32 {
+        let mut state = seed;
+        move || {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            state
+        }
+    }
+
+    /// Values at every edge of the extreme rule: both zeros, infinities, NaNs of either sign
+    /// and another payload, the least subnormal, the finite extremes.
+    pub(crate) const SPECIALS: [f32; 10] = [
+        0.0,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        -f32::NAN,
+        f32::from_bits(0x7f80_0001),
+        f32::from_bits(1),
+        f32::MAX,
+        f32::MIN,
+    ];
 
     /// The arg summary is what the loop IR's arg step and the NaN rule give one element at a
     /// time, on every path this CPU has (the vector pass) and every span of every kind.
@@ -614,25 +640,8 @@ mod tests {
     /// Spans exercising every rule: NaNs of either sign, both zeros, infinities, subnormals,
     /// and lengths around the vector steps (tails of every size).
     fn spans() -> Vec<Vec<f32>> {
-        let mut state = 0x9e37_79b9u32;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 17;
-            state ^= state << 5;
-            state
-        };
-        let specials = [
-            0.0,
-            -0.0,
-            f32::INFINITY,
-            f32::NEG_INFINITY,
-            f32::NAN,
-            -f32::NAN,
-            f32::from_bits(0x7f80_0001),
-            f32::from_bits(1),
-            f32::MAX,
-            f32::MIN,
-        ];
+        let mut next = xorshift(0x9e37_79b9);
+        let specials = SPECIALS;
         let mut out = vec![];
         for len in [0, 1, 7, 8, 15, 16, 17, 63, 64, 65, 100, 200, 1000] {
             for mix in 0..12 {

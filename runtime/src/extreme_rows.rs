@@ -205,24 +205,8 @@ mod tests {
     /// around the step, 1 to 9 rows a stride apart, with and without a prefetch address.
     #[test]
     fn columns_fold_by_the_reduction_rule() {
-        let mut state = 0x2545_f491u32;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 17;
-            state ^= state << 5;
-            state
-        };
-        let specials = [
-            0.0,
-            -0.0,
-            f32::INFINITY,
-            f32::NEG_INFINITY,
-            f32::NAN,
-            -f32::NAN,
-            f32::from_bits(1),
-            f32::MAX,
-            f32::MIN,
-        ];
+        let mut next = crate::extreme::tests::xorshift(0x2545_f491);
+        let specials = crate::extreme::tests::SPECIALS;
         for len in [0usize, 1, 15, 16, 17, 40, 100] {
             for rows in 1..=9usize {
                 let stride = len + 3;
