@@ -659,7 +659,7 @@ pub(crate) mod tests {
                             3 => (r % 4) as f32,
                             // Raw bits: NaNs of every payload, subnormals, everything.
                             4 => f32::from_bits(r),
-                            _ if r % 97 == 0 => specials[(r / 97 % 10) as usize],
+                            _ if r.is_multiple_of(97) => specials[(r / 97 % 10) as usize],
                             _ => (r as i32 as f32) * 1e-9,
                         }
                     })
