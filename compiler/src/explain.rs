@@ -152,7 +152,7 @@ fn cost_model(fusion: &crate::passes::fusion::FusionPlan, g: &weft_ir::Graph, s:
             "{} {} into the group of {}: {} merged against {} apart",
             if d.taken { "merged" } else { "kept apart" },
             names(&d.producer),
-            names(&d.reader),
+            names(d.reader.as_slice()),
             d.merged,
             d.apart
         );

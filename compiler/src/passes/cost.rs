@@ -6,7 +6,9 @@
 //! order (the layout pass's default: a layout a caller asks for is not seen here).
 //! Guarantees: every estimate is a pure function of the graph and the group, computed from
 //! sizes by multiplication (saturating), never by iterating over an axis, so its cost does not
-//! grow with any length. The figures are those of [`MODEL`], a model machine documented in
+//! grow with any length. What a stage's pass evaluates does not depend on the group holding it
+//! ([`Pass`]): it is found once per stage, so weighing a merge costs a step per stage of the
+//! two groups, not a walk of their inline ops. The figures are those of [`MODEL`], a model machine documented in
 //! docs/cost-model.md with the measurements its constants come from: they rank plans, they
 //! do not promise times on the machine at hand.
 //!
@@ -26,7 +28,7 @@
 //! [`Estimate::seconds`] is a roofline: the larger of memory and arithmetic time, plus the
 //! gathers (a gather waits on its loads) and a fixed cost per kernel.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt;
 use weft_ir::{Graph, NodeId, Op};
 
@@ -84,21 +86,17 @@ impl Estimate {
     pub fn seconds(&self) -> f64 {
         self.seconds_on(&MODEL)
     }
+}
 
-    fn plus(self, o: Estimate) -> Estimate {
+impl std::ops::Add for Estimate {
+    type Output = Estimate;
+    fn add(self, o: Estimate) -> Estimate {
         Estimate {
             memory_bytes: self.memory_bytes.saturating_add(o.memory_bytes),
             element_ops: self.element_ops.saturating_add(o.element_ops),
             gathered: self.gathered.saturating_add(o.gathered),
             kernels: self.kernels.saturating_add(o.kernels),
         }
-    }
-}
-
-impl std::ops::Add for Estimate {
-    type Output = Estimate;
-    fn add(self, o: Estimate) -> Estimate {
-        self.plus(o)
     }
 }
 
@@ -161,15 +159,55 @@ pub fn op_weight(op: &Op) -> u64 {
     }
 }
 
-/// What a group needs to be estimated: its outer axes, its stages in order, the nodes it
-/// evaluates and the stored values it reads.
+/// What one stage's pass evaluates, whatever group holds the stage: the stage and the inline
+/// ops it reads, each once per element of the stage's loops, and the values where that walk
+/// stops — stored tensors (uniform constants, immediates, left out) and stages, which the
+/// group holding the pass reads from memory unless they are its own.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pass {
+    /// Weighted element operations ([`op_weight`]).
+    pub element_ops: u64,
+    /// The values read rather than computed, each once.
+    pub reads: Vec<NodeId>,
+}
+
+impl Pass {
+    /// The pass of stage `s`, walking its operands through the nodes for which `inline` holds.
+    pub fn of(g: &Graph, s: NodeId, inline: &dyn Fn(NodeId) -> bool) -> Pass {
+        let terms = pass_elements(g, s);
+        let mut weight = op_weight(&g.node(s).op);
+        let mut reads = Vec::new();
+        let mut seen: BTreeSet<NodeId> = BTreeSet::from([s]);
+        let mut todo: Vec<NodeId> = g.node(s).op.inputs();
+        while let Some(n) = todo.pop() {
+            if !seen.insert(n) {
+                continue;
+            }
+            let op = &g.node(n).op;
+            if matches!(op, Op::Tensor { .. }) || !inline(n) {
+                if !super::fusion::is_immediate(op) {
+                    reads.push(n);
+                }
+                continue;
+            }
+            weight = weight.saturating_add(op_weight(op));
+            todo.extend(op.inputs());
+        }
+        Pass {
+            element_ops: terms.saturating_mul(weight),
+            reads,
+        }
+    }
+}
+
+/// What a group needs to be estimated: its outer axes, its stages in order and their passes.
 pub struct GroupShape<'a> {
     /// The outer axes' lengths, by axis.
     pub outer: &'a [super::views::IterAxis],
     /// The stages, in order.
     pub stages: &'a [NodeId],
-    /// Every node the group evaluates: its stages and the inline ops they read.
-    pub nodes: &'a BTreeSet<NodeId>,
+    /// Each stage's pass.
+    pub passes: &'a HashMap<NodeId, Pass>,
     /// The stages written to memory.
     pub stored: &'a dyn Fn(NodeId) -> bool,
     /// The least size (bytes) of a tensor a lone reduction strides along that lowering sums
@@ -179,7 +217,7 @@ pub struct GroupShape<'a> {
 
 /// The predicted cost of `group` as one fused kernel on `m`'s terms.
 pub fn estimate_group(g: &Graph, group: &GroupShape<'_>, m: &Machine) -> Estimate {
-    let stage_set: BTreeSet<NodeId> = group.stages.iter().copied().collect();
+    let stage_set: HashSet<NodeId> = group.stages.iter().copied().collect();
     let outer_points = group
         .outer
         .iter()
@@ -190,17 +228,15 @@ pub fn estimate_group(g: &Graph, group: &GroupShape<'_>, m: &Machine) -> Estimat
         ..Estimate::default()
     };
     // Per stored value read: how many passes read it.
-    let mut passes_reading: std::collections::BTreeMap<NodeId, u64> = Default::default();
+    let mut passes_reading: HashMap<NodeId, u64> = HashMap::new();
     for &s in group.stages {
-        let pass = pass_of(g, s, &stage_set, group.nodes);
-        let terms = pass_elements(g, s);
-        for &n in &pass.evaluated {
-            est.element_ops = est
-                .element_ops
-                .saturating_add(terms.saturating_mul(op_weight(&g.node(n).op)));
-        }
+        let Some(pass) = group.passes.get(&s) else {
+            continue;
+        };
+        est.element_ops = est.element_ops.saturating_add(pass.element_ops);
         let inner = inner_axes(g, s, group.outer);
-        for &t in &pass.reads {
+        // A stage of the group is read in a register or the group's row scratch.
+        for &t in pass.reads.iter().filter(|t| !stage_set.contains(t)) {
             *passes_reading.entry(t).or_default() += 1;
             let bytes = bytes_of(g, t);
             let memory_order = lone_reduction && bytes >= group.in_memory_min_bytes;
@@ -256,18 +292,12 @@ pub fn estimate_unfused(
         let Ok(outer) = super::views::node_space(g, n) else {
             continue;
         };
-        // The op and the views it reads through, which fold into its loads.
-        let mut folded = BTreeSet::from([n]);
-        let mut todo = op.inputs();
-        while let Some(i) = todo.pop() {
-            if g.node(i).op.is_view() && folded.insert(i) {
-                todo.extend(g.node(i).op.inputs());
-            }
-        }
+        // The op alone, reading through the views it folds into its loads.
+        let passes = HashMap::from([(n, Pass::of(g, n, &|i| g.node(i).op.is_view()))]);
         let shape = GroupShape {
             outer: &outer,
             stages: &[n],
-            nodes: &folded,
+            passes: &passes,
             stored: &|_| true,
             in_memory_min_bytes,
         };
@@ -276,75 +306,37 @@ pub fn estimate_unfused(
     est
 }
 
-/// What one stage's pass evaluates (itself and the inline ops it reads) and the stored values
-/// it reads (tensors and other stages).
-struct Pass {
-    evaluated: Vec<NodeId>,
-    reads: BTreeSet<NodeId>,
-}
-
-fn pass_of(g: &Graph, s: NodeId, stages: &BTreeSet<NodeId>, nodes: &BTreeSet<NodeId>) -> Pass {
-    let mut pass = Pass {
-        evaluated: vec![s],
-        reads: BTreeSet::new(),
-    };
-    let mut seen: BTreeSet<NodeId> = BTreeSet::from([s]);
-    let mut todo: Vec<NodeId> = g.node(s).op.inputs().into_iter().collect();
-    while let Some(n) = todo.pop() {
-        if !seen.insert(n) || stages.contains(&n) {
-            // A stage of the group is read in a register or the group's row scratch.
-            continue;
-        }
-        let op = &g.node(n).op;
-        if !nodes.contains(&n) || matches!(op, Op::Tensor { .. }) {
-            // A stored tensor or another group's stored stage; uniform constants are
-            // immediates.
-            if !super::fusion::is_immediate(op) {
-                pass.reads.insert(n);
-            }
-            continue;
-        }
-        pass.evaluated.push(n);
-        todo.extend(op.inputs());
+/// The axes `n` loops over besides its own: those it reduces or contracts.
+fn folded_axes(g: &Graph, n: NodeId) -> Vec<weft_ir::Axis> {
+    let node = g.node(n);
+    match &node.op {
+        Op::Reduce { axes, .. } => axes.iter().copied().collect(),
+        Op::Dot(l, r) => g
+            .dot_pairs(&g.node_label(n), &g.node(*l).axes, &g.node(*r).axes)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(a, _)| a)
+            .collect(),
+        _ => Vec::new(),
     }
-    pass
 }
 
 /// The elements of `n`'s loops: its own, times the axes it reduces or contracts.
 fn pass_elements(g: &Graph, n: NodeId) -> u64 {
-    let node = g.node(n);
-    match &node.op {
-        Op::Reduce { input, .. } => elements_of(g, *input),
-        Op::Dot(l, r) => {
-            let contracted = g
-                .dot_pairs(&g.node_label(n), &g.node(*l).axes, &g.node(*r).axes)
-                .unwrap_or_default()
-                .iter()
-                .map(|(a, _)| g.resolve_len(*a).unwrap_or(1) as u64)
-                .fold(1u64, u64::saturating_mul);
-            elements_of(g, n).saturating_mul(contracted)
-        }
-        _ => elements_of(g, n),
-    }
+    folded_axes(g, n)
+        .iter()
+        .map(|a| g.resolve_len(*a).unwrap_or(1) as u64)
+        .fold(elements_of(g, n), u64::saturating_mul)
 }
 
 /// The axes `s`'s pass loops over inside the group's outer loop: its own and those it reduces
 /// or contracts, less the outer ones.
 fn inner_axes(g: &Graph, s: NodeId, outer: &[super::views::IterAxis]) -> Vec<weft_ir::AxisId> {
-    let node = g.node(s);
-    let mut axes: Vec<weft_ir::AxisId> = node.axes.iter().map(|a| a.id).collect();
-    match &node.op {
-        Op::Reduce { axes: reduced, .. } => axes.extend(reduced.iter().map(|a| a.id)),
-        Op::Dot(l, r) => axes.extend(
-            g.dot_pairs(&g.node_label(s), &g.node(*l).axes, &g.node(*r).axes)
-                .unwrap_or_default()
-                .iter()
-                .map(|(a, _)| a.id),
-        ),
-        _ => {}
-    }
-    axes.retain(|a| !outer.iter().any(|o| o.axis.id == *a));
-    axes
+    let own = g.node(s).axes.iter().copied();
+    own.chain(folded_axes(g, s))
+        .map(|a| a.id)
+        .filter(|a| !outer.iter().any(|o| o.axis.id == *a))
+        .collect()
 }
 
 /// Whether `t`, row-major in its axes, is read with a stride by loops running over `inner`

@@ -41,7 +41,7 @@
 //! In unfused mode (the nGraph-python CPU baseline) every non-view op is its own group and every
 //! intermediate is stored; views still fold into their readers.
 
-use super::cost::{estimate_group, estimate_unfused, Estimate, GroupShape, MODEL};
+use super::cost::{estimate_group, estimate_unfused, Estimate, GroupShape, Pass, MODEL};
 use super::views::{expand_axes, node_space, IterAxis};
 use super::PassError;
 use std::cmp::Reverse;
@@ -270,8 +270,9 @@ pub struct FusionPlan {
 pub struct MergeDecision {
     /// The producer group's stages.
     pub producer: Vec<NodeId>,
-    /// The reader group's stages (before the merge).
-    pub reader: Vec<NodeId>,
+    /// The reader group's last stage, which names it (its stages grow with each merge into
+    /// it, so they are not kept here).
+    pub reader: Option<NodeId>,
     /// The predicted cost of the two as one kernel.
     pub merged: Estimate,
     /// The predicted cost of the two as separate kernels, the producer's values stored.
@@ -500,6 +501,12 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
             widened[i] = false;
         }
     }
+    // Each stage's pass for the cost model, found once: it reads through the inline ops.
+    let passes: HashMap<NodeId, Pass> = g
+        .nodes()
+        .filter(|(id, _)| live[idx(*id)] && stage[idx(*id)].is_some())
+        .map(|(id, _)| (id, Pass::of(g, id, &|n| stage[idx(n)].is_none())))
+        .collect();
     // One group per stage, with the stored values and stages its inline closure reads.
     let mut groups: Vec<Draft> = Vec::new();
     for (id, node) in g.nodes() {
@@ -604,21 +611,20 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
             } else if !reads_keep_outer(g, &groups[q], &stages, &shared) {
                 Some(BoundaryReason::ViewOfOuterAxes)
             } else if !{
-                // Stored apart: read by another group; merged: by a group besides the two.
-                let stored = |s: NodeId, own: &[usize]| {
+                // A stage is stored where a group besides `own` reads it.
+                let stored_outside = |s: NodeId, own: &[usize]| {
                     is_out(s)
                         || matches!(g.node(s).op, Op::Assign { .. })
                         || groups_reading(&reader_groups, &s)
                             .iter()
                             .any(|r| groups[*r].alive && !own.contains(r))
                 };
-                let both = [p, q];
                 let decision = weigh_merge(
                     g,
-                    [&groups[p], &groups[q]],
+                    &passes,
+                    (&groups, p, q),
                     &shared,
-                    &|s, merged| stored(s, if merged { &both[..] } else { &both[..1] }),
-                    &|s| stored(s, &[q]),
+                    &stored_outside,
                     opts.strided_min_bytes,
                 );
                 let taken = decision.taken;
@@ -710,9 +716,10 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
                 .collect(),
             nodes: d.nodes.iter().copied().collect(),
             inputs: d.reads.iter().copied().collect(),
-            estimate: estimate_draft(
+            estimate: estimate_stages(
                 g,
-                d,
+                &passes,
+                &d.stages,
                 &d.outer,
                 &|s| boundary.contains_key(&s),
                 opts.strided_min_bytes,
@@ -859,22 +866,23 @@ struct Draft {
     alive: bool,
 }
 
-/// The cost model's estimate of draft `d` as one kernel over `outer`, its stages for which
-/// `stored` holds written to memory.
-fn estimate_draft(
+/// The cost model's estimate of `stages` as one kernel over `outer`, those for which `stored`
+/// holds written to memory.
+fn estimate_stages(
     g: &Graph,
-    d: &Draft,
+    passes: &HashMap<NodeId, Pass>,
+    stages: &[(NodeId, StageReason)],
     outer: &[IterAxis],
     stored: &dyn Fn(NodeId) -> bool,
     in_memory_min_bytes: u64,
 ) -> Estimate {
-    let stages: Vec<NodeId> = d.stages.iter().map(|s| s.0).collect();
+    let stages: Vec<NodeId> = stages.iter().map(|s| s.0).collect();
     estimate_group(
         g,
         &GroupShape {
             outer,
             stages: &stages,
-            nodes: &d.nodes,
+            passes,
             stored,
             in_memory_min_bytes,
         },
@@ -882,31 +890,28 @@ fn estimate_draft(
     )
 }
 
-/// Weighs merging producer `p` into reader `q` over their `shared` outer axes: merged, a stage
-/// is stored where `stored(s, true)` holds; apart, where `stored(s, false)` holds for `p`'s
-/// and `stored_q` for `q`'s. Taken unless merged is predicted slower.
+/// Weighs merging group `p` into its reader `q` over their `shared` outer axes: a stage is
+/// stored where `stored_outside(s, own)` holds, `own` the groups that count as its own (`p`
+/// or `q` apart, both merged). Taken unless merged is predicted slower.
 fn weigh_merge(
     g: &Graph,
-    [p, q]: [&Draft; 2],
+    passes: &HashMap<NodeId, Pass>,
+    (groups, p, q): (&[Draft], usize, usize),
     shared: &[IterAxis],
-    stored: &dyn Fn(NodeId, bool) -> bool,
-    stored_q: &dyn Fn(NodeId) -> bool,
+    stored_outside: &dyn Fn(NodeId, &[usize]) -> bool,
     in_memory_min_bytes: u64,
 ) -> MergeDecision {
-    let apart = estimate_draft(g, p, &p.outer, &|s| stored(s, false), in_memory_min_bytes)
-        + estimate_draft(g, q, &q.outer, stored_q, in_memory_min_bytes);
-    let both = Draft {
-        gemm: false,
-        outer: shared.to_vec(),
-        stages: p.stages.iter().chain(&q.stages).copied().collect(),
-        nodes: p.nodes.union(&q.nodes).copied().collect(),
-        reads: BTreeSet::new(),
-        alive: true,
+    let estimate = |stages: &[(NodeId, StageReason)], outer: &[IterAxis], own: &[usize]| {
+        let stored = |s| stored_outside(s, own);
+        estimate_stages(g, passes, stages, outer, &stored, in_memory_min_bytes)
     };
-    let merged = estimate_draft(g, &both, shared, &|s| stored(s, true), in_memory_min_bytes);
+    let (pd, qd) = (&groups[p], &groups[q]);
+    let apart = estimate(&pd.stages, &pd.outer, &[p]) + estimate(&qd.stages, &qd.outer, &[q]);
+    let both: Vec<(NodeId, StageReason)> = pd.stages.iter().chain(&qd.stages).copied().collect();
+    let merged = estimate(&both, shared, &[p, q]);
     MergeDecision {
-        producer: p.stages.iter().map(|s| s.0).collect(),
-        reader: q.stages.iter().map(|s| s.0).collect(),
+        producer: pd.stages.iter().map(|s| s.0).collect(),
+        reader: qd.stages.last().map(|s| s.0),
         merged,
         apart,
         taken: merged.seconds() <= apart.seconds(),
