@@ -764,7 +764,7 @@ fn renamed_as<T: Copy + PartialEq>(pairs: &[(T, T)], x: T) -> T {
 }
 
 /// `inst` with every value operand renamed by `f`.
-fn rename(inst: &Inst, f: &dyn Fn(ValueId) -> ValueId) -> Inst {
+pub(crate) fn rename(inst: &Inst, f: &dyn Fn(ValueId) -> ValueId) -> Inst {
     match inst {
         Inst::Unary(op, x) => Inst::Unary(*op, f(*x)),
         Inst::Binary(op, x, y) => Inst::Binary(*op, f(*x), f(*y)),

@@ -24,11 +24,12 @@ use weft_ir::loop_ir::{
     ScalarType, Stmt, UnaryOp, ValueId,
 };
 
-use crate::codegen::translate::span::{has_span_routine, MIN_EXTENT};
+use crate::codegen::translate::span::{has_span_routine, lets_of, slice, MIN_EXTENT};
+use crate::reduce_in_memory::rename;
 
 /// A loop [`split_span_sums`] rewrites: its accumulator row's load and store, and its terms
 /// in the order the loop adds them (the span function, its argument).
-struct SpanSum {
+struct FunctionSum {
     acc_value: ValueId,
     target: BufferAccessExpr,
     terms: Vec<(UnaryOp, ValueId)>,
@@ -61,7 +62,7 @@ fn walk(
             Stmt::Loop {
                 loop_id,
                 body: mut inner,
-            } => match span_sum(k, loop_id, &inner) {
+            } => match function_sum(k, loop_id, &inner) {
                 Some(sum) => {
                     let name = format!("span{}_{}", added.len(), k.buffers[sum.target.buffer].name);
                     let (loops, buffer) = fission(k, loop_id, &inner, &sum, parallel, name);
@@ -97,8 +98,8 @@ fn walk(
     *body = out;
 }
 
-/// The [`SpanSum`] loop `l` (body `body`) is, if it is one.
-fn span_sum(k: &Kernel, l: LoopId, body: &[Stmt]) -> Option<SpanSum> {
+/// The [`FunctionSum`] loop `l` (body `body`) is, if it is one.
+fn function_sum(k: &Kernel, l: LoopId, body: &[Stmt]) -> Option<FunctionSum> {
     let decl = &k.loops[l];
     if !decl.annotations.vectorize || decl.annotations.parallel || decl.extent < MIN_EXTENT {
         return None;
@@ -118,8 +119,11 @@ fn span_sum(k: &Kernel, l: LoopId, body: &[Stmt]) -> Option<SpanSum> {
     if k.buffers[target.buffer].ty != ScalarType::F32 || target.index.coefficient(l) != 1 {
         return None;
     }
-    let mut terms = Vec::new();
+    // Down the add chain from the stored value to the row's load: each add, its function
+    // value, and the load.
+    let (mut terms, mut chain) = (Vec::new(), Vec::new());
     let acc_value = loop {
+        chain.push(v);
         match defs.get(&v)? {
             Inst::Binary(BinaryOp::Add, sum, f) => {
                 let Inst::Unary(op, a) = defs.get(f)? else {
@@ -129,6 +133,7 @@ fn span_sum(k: &Kernel, l: LoopId, body: &[Stmt]) -> Option<SpanSum> {
                     return None;
                 }
                 terms.push((*op, *a));
+                chain.push(*f);
                 v = *sum;
             }
             Inst::Load(a) if a == target => break v,
@@ -149,7 +154,6 @@ fn span_sum(k: &Kernel, l: LoopId, body: &[Stmt]) -> Option<SpanSum> {
             .filter(|o| *o == x)
             .count()
     };
-    let chain: Vec<ValueId> = chain_values(&defs, store?.1, acc_value);
     let reads_target = body.iter().filter(
         |s| matches!(s, Stmt::Let { inst: Inst::Load(a), .. } if a.buffer == target.buffer),
     );
@@ -157,46 +161,15 @@ fn span_sum(k: &Kernel, l: LoopId, body: &[Stmt]) -> Option<SpanSum> {
         return None;
     }
     for (_, a) in &terms {
-        if slice(body, *a).iter().any(|x| chain.contains(x)) {
+        if slice(body, *a, None).iter().any(|x| chain.contains(x)) {
             return None;
         }
     }
-    Some(SpanSum {
+    Some(FunctionSum {
         acc_value,
         target: target.clone(),
         terms,
     })
-}
-
-/// The values of the add chain from `last` down to the row's load `first`, and each add's
-/// function value.
-fn chain_values(defs: &HashMap<ValueId, &Inst>, last: ValueId, first: ValueId) -> Vec<ValueId> {
-    let mut out = vec![first];
-    let mut v = last;
-    while v != first {
-        out.push(v);
-        match defs.get(&v) {
-            Some(Inst::Binary(BinaryOp::Add, sum, f)) => {
-                out.push(*f);
-                v = *sum;
-            }
-            _ => break,
-        }
-    }
-    out
-}
-
-/// The values `v` is computed from in `body`, `v` included.
-fn slice(body: &[Stmt], v: ValueId) -> Vec<ValueId> {
-    let mut needed = vec![v];
-    for s in body.iter().rev() {
-        if let Stmt::Let { result, inst } = s {
-            if needed.contains(result) {
-                needed.extend(inst.operands());
-            }
-        }
-    }
-    needed
 }
 
 /// Loop `l` (body `body`) as one loop per term storing its function into a span of a new
@@ -205,7 +178,7 @@ fn fission(
     k: &mut Kernel,
     l: LoopId,
     body: &[Stmt],
-    sum: &SpanSum,
+    sum: &FunctionSum,
     parallel: Option<LoopId>,
     name: String,
 ) -> (Vec<Stmt>, BufferId) {
@@ -231,19 +204,19 @@ fn fission(
     let mut out = Vec::new();
     for (j, (op, a)) in sum.terms.iter().enumerate() {
         let lj = k.add_loop(extent, annotations);
-        let needed = slice(body, *a);
         let mut renamed: HashMap<ValueId, ValueId> = HashMap::new();
         let mut stmts = Vec::new();
-        for s in body {
-            let Stmt::Let { result, inst } = s else {
+        for st in lets_of(body, &slice(body, *a, None)) {
+            let Stmt::Let { result, inst } = st else {
                 continue;
             };
-            if !needed.contains(result) {
-                continue;
-            }
-            let inst = rename(inst, &renamed, l, lj);
-            let (v, st) = k.define(k.values[*result], inst);
-            renamed.insert(*result, v);
+            let inst = match rename(&inst, &|v| *renamed.get(&v).unwrap_or(&v)) {
+                Inst::Index(i) if i == l => Inst::Index(lj),
+                Inst::Load(a) => Inst::Load(on_loop(a, l, lj)),
+                other => other,
+            };
+            let (v, st) = k.define(k.values[result], inst);
+            renamed.insert(result, v);
             stmts.push(st);
         }
         let (f, st) = k.define(ScalarType::F32, Inst::Unary(*op, renamed[a]));
@@ -281,26 +254,9 @@ fn fission(
     (out, scratch)
 }
 
-/// `inst` with its operands renamed by `renamed` and loop `from` read as loop `to`.
-fn rename(inst: &Inst, renamed: &HashMap<ValueId, ValueId>, from: LoopId, to: LoopId) -> Inst {
-    let r = |v: &ValueId| *renamed.get(v).unwrap_or(v);
+/// `a` with loop `from` read as loop `to` (a variable for a variable: no coefficient or
+/// offset changes, so nothing can overflow).
+fn on_loop(a: BufferAccessExpr, from: LoopId, to: LoopId) -> BufferAccessExpr {
     let moved = |e: &AffineExpr| e.substitute(from, &AffineExpr::var(to));
-    match inst {
-        Inst::Unary(op, x) => Inst::Unary(*op, r(x)),
-        Inst::Convert(x) => Inst::Convert(r(x)),
-        Inst::Binary(op, x, y) => Inst::Binary(*op, r(x), r(y)),
-        Inst::Compare(op, x, y) => Inst::Compare(*op, r(x), r(y)),
-        Inst::Select {
-            cond,
-            if_true,
-            if_false,
-        } => Inst::Select {
-            cond: r(cond),
-            if_true: r(if_true),
-            if_false: r(if_false),
-        },
-        Inst::Load(a) => Inst::Load(a.clone().map_exprs(&moved).unwrap_or_else(|| a.clone())),
-        Inst::Index(i) if *i == from => Inst::Index(to),
-        other => other.clone(),
-    }
+    a.clone().map_exprs(&moved).unwrap_or(a)
 }

@@ -149,36 +149,6 @@ unsafe fn fold_avx2(kind: Extreme, acc: *mut f32, rows: &Rows, len: usize) {
     unsafe { fold(kind, acc, rows, len) }
 }
 
-/// The safe form: `acc[i]` folded with `rows[r][i]` for every row (each at least as long).
-pub fn extreme_rows_f32(kind: Extreme, acc: &mut [f32], rows: &[&[f32]]) {
-    for row in rows {
-        assert!(
-            row.len() >= acc.len(),
-            "a row shorter than the accumulators"
-        );
-        let r = Rows {
-            src: row.as_ptr(),
-            stride: 0,
-            count: 1,
-            ahead: std::ptr::null(),
-        };
-        let min = usize::from(kind == Extreme::Min);
-        // SAFETY: `acc` and `row` hold at least `acc.len()` f32s; `acc` is borrowed mutably,
-        // so no row is it.
-        unsafe {
-            weft_extreme_rows_f32(
-                acc.as_mut_ptr(),
-                r.src,
-                r.stride,
-                r.count,
-                acc.len(),
-                min,
-                r.ahead,
-            )
-        };
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1089,7 +1089,7 @@ pub(crate) fn scaled_copy(
 }
 
 /// The values `v` is computed from in `body` (itself included), not looking through `stop`.
-fn slice(body: &[Stmt], v: ValueId, stop: Option<ValueId>) -> Vec<ValueId> {
+pub(crate) fn slice(body: &[Stmt], v: ValueId, stop: Option<ValueId>) -> Vec<ValueId> {
     let mut needed = vec![v];
     for s in body.iter().rev() {
         if let Stmt::Let { result, inst } = s {
@@ -1102,7 +1102,7 @@ fn slice(body: &[Stmt], v: ValueId, stop: Option<ValueId>) -> Vec<ValueId> {
 }
 
 /// The lets of `body` defining values in `needed`, in order.
-fn lets_of(body: &[Stmt], needed: &[ValueId]) -> Vec<Stmt> {
+pub(crate) fn lets_of(body: &[Stmt], needed: &[ValueId]) -> Vec<Stmt> {
     body.iter()
         .filter(|s| matches!(s, Stmt::Let { result, .. } if needed.contains(result)))
         .cloned()
