@@ -1,0 +1,135 @@
+"""weft's calls from Python against the same calls from Rust, JAX's and ONNX Runtime's (issue 42).
+
+Each round times, in turn, per workload: `weft bench --json` (whole calls from Rust, fused), the
+same `.weft` file loaded by the Python package and called from Python, JAX (jitted, resident
+arrays, `block_until_ready`) and ONNX Runtime (`InferenceSession.run`, 2 threads); medians over
+rounds of each round's median. Calls under 100 µs are timed in batches of consecutive calls
+(each sample the mean of a batch), as `weft bench` does.
+
+    python bench/python_calls.py [--rounds 3] [--runs 9] [--weft target/release/weft]
+
+Needs the `weft` package installed (pip install ./python) in the Python running it; JAX and
+ONNX Runtime are optional (../shared/peers/setup.sh installs them).
+"""
+
+import argparse
+import json
+import pathlib
+import statistics
+import subprocess
+import time
+
+import numpy as np
+
+import weft as ng
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+WORKLOADS = ["small", "chain", "softmax", "layernorm"]
+
+
+def inputs_for(loaded, rng):
+    return [rng.uniform(-1, 1, tuple(a.length for a in p.axes)).astype(p.dtype)
+            for p in loaded.placeholders]
+
+
+def timed(fn, runs):
+    """Median seconds a call, batched so a sample lasts at least 100 µs."""
+    fn()
+    start = time.perf_counter()
+    fn()
+    one = time.perf_counter() - start
+    batch = int(min(10_000, max(1, 1e-4 / max(one, 1e-9))))
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        for _ in range(batch):
+            fn()
+        samples.append((time.perf_counter() - start) / batch)
+    return statistics.median(samples)
+
+
+def rust_ms(weft, name, runs):
+    out = subprocess.run([weft, "bench", str(ROOT / "bench/workloads" / f"{name}.weft"), "--json",
+                          "--runs", str(runs), "--skip-interp"], capture_output=True, text=True,
+                         check=True).stdout
+    report = json.loads(out.strip().splitlines()[-1])
+    return next(m["median_ms"] for m in report["modes"] if m["mode"] == "fused")
+
+
+def jax_fn(name, arrays):
+    import jax
+    import jax.numpy as jnp
+    fns = {"small": lambda x, y: x + y,
+           "chain": lambda x, y, z, w: jnp.sqrt((x - y) ** 2 + (z * w) ** 2) * 0.5,
+           "softmax": lambda a: jax.nn.softmax(a, axis=1),
+           "layernorm": lambda a, g, b: (a - a.mean(1, keepdims=True))
+           / jnp.sqrt(a.var(1, keepdims=True) + 1e-5) * g + b}
+    f = jax.jit(fns[name])
+    resident = [jax.device_put(a) for a in arrays]
+    return lambda: f(*resident).block_until_ready()
+
+
+def ort_fn(name, arrays):
+    import onnxruntime as ort
+    from onnx import TensorProto
+    from onnx import helper as oh
+    op = oh.make_node
+    graphs = {"small": ([op("Add", ["i0", "i1"], ["out"])]),
+              "chain": ([op("Sub", ["i0", "i1"], ["d"]), op("Mul", ["d", "d"], ["d2"]),
+                         op("Mul", ["i2", "i3"], ["p"]), op("Mul", ["p", "p"], ["p2"]),
+                         op("Add", ["d2", "p2"], ["s"]), op("Sqrt", ["s"], ["r"]),
+                         op("Constant", [], ["half"], value_float=0.5),
+                         op("Mul", ["r", "half"], ["out"])]),
+              "softmax": ([op("Softmax", ["i0"], ["out"], axis=1)]),
+              "layernorm": ([op("LayerNormalization", ["i0", "i1", "i2"], ["out"], axis=-1,
+                                epsilon=1e-5)])}
+    names = [f"i{i}" for i in range(len(arrays))]
+    graph = oh.make_graph(graphs[name], "g",
+                          [oh.make_tensor_value_info(n, TensorProto.FLOAT, a.shape)
+                           for n, a in zip(names, arrays)],
+                          [oh.make_tensor_value_info("out", TensorProto.FLOAT, None)])
+    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 17)])
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 2
+    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    feeds = dict(zip(names, arrays))
+    return lambda: sess.run(None, feeds)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=9)
+    ap.add_argument("--weft", default=str(ROOT / "target/release/weft"))
+    ap.add_argument("--workload", action="append", choices=WORKLOADS)
+    a = ap.parse_args()
+    rng = np.random.default_rng(0)
+    systems = {}
+    for name in a.workload or WORKLOADS:
+        loaded = ng.load(ROOT / "bench/workloads" / f"{name}.weft")
+        arrays = inputs_for(loaded, rng)
+        comp = loaded.computation()
+        fns = {"weft-python": lambda comp=comp, arrays=arrays: comp(*arrays)}
+        for system, make in (("jax", jax_fn), ("ort", ort_fn)):
+            try:
+                fns[system] = make(name, arrays)
+            except ImportError as e:
+                print(f"{system} skipped: {e}")
+        systems[name] = fns
+    times = {}
+    for r in range(a.rounds):
+        for name, fns in systems.items():
+            times.setdefault((name, "weft-rust"), []).append(rust_ms(a.weft, name, a.runs))
+            for system, fn in fns.items():
+                times.setdefault((name, system), []).append(timed(fn, a.runs) * 1e3)
+    for name in systems:
+        rust = statistics.median(times[(name, "weft-rust")])
+        print(f"\n{name}\n  system          median ms   vs weft-rust")
+        rows = [(s, statistics.median(v)) for (n, s), v in times.items() if n == name]
+        for system, ms in sorted(rows, key=lambda x: x[1]):
+            print(f"  {system:<14} {ms:11.6f}   {ms / rust:6.2f}x   "
+                  f"(+{(ms - rust) * 1e3:.2f} µs)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,618 @@
+"""weft for Python: nGraph-python's API over weft's compiler.
+
+Code written for nGraph-python runs with ``import weft as ng`` (and ``import weft.transformers
+as ngt``)::
+
+    import numpy as np
+    import weft as ng
+
+    H = ng.make_axis(length=2, name='H')
+    W = ng.make_axis(length=3, name='W')
+    x = ng.placeholder([H, W])
+    y = ng.placeholder([W])
+    z = ng.sum(x * y, reduction_axes=[W])
+
+    comp = ng.make_transformer().computation(z, x, y)
+    comp(np.ones((2, 3), np.float32), np.arange(3, dtype=np.float32))   # -> array([3., 3.])
+
+Every op is added to one module-level graph, as in nGraph; a transformer compiles the ops its
+computations need into fused native kernels. Where weft's rules differ from nGraph-python's
+they win, and docs/python.md says where: axes have an identity (``make_axis`` with the name of
+an existing axis of the same length returns that axis, as nGraph's equality by name and length
+did; another length is an ``AxisError``), dual axes are weft's (``A + 1`` is ``A*``), and every
+op of a call reads the values variables had when the call began (assignments take effect when
+it ends).
+"""
+
+import itertools
+import numbers
+
+import numpy as np
+
+from . import _weft
+from .errors import (AxisError, CallError, CompileError, DTypeError, GraphError, ParseError,
+                     WeftError)
+
+__version__ = _weft.__version__
+
+__all__ = [
+    "Axis", "Axes", "TensorOp", "Computation", "Transformer", "WeftError", "GraphError",
+    "AxisError", "DTypeError", "CompileError", "CallError", "ParseError",
+    "make_axis", "make_axes", "placeholder", "constant", "variable", "persistent_tensor",
+    "negative", "absolute", "exp", "log", "safelog", "sqrt", "square", "reciprocal", "sign",
+    "tanh", "sigmoid", "sin", "cos", "relu", "add", "subtract", "multiply", "divide",
+    "maximum", "minimum", "power", "equal", "not_equal", "less", "less_equal", "greater",
+    "greater_equal", "select", "cast", "sum", "prod", "max", "min", "mean", "argmax", "argmin",
+    "dot", "broadcast", "axes_with_order", "cast_axes", "transpose", "tensor_slice",
+    "slice_along_axis", "pad", "flatten", "unflatten", "flatten_at", "concat_along_axis",
+    "expand_dims", "softmax", "cross_entropy_multi", "cross_entropy_binary", "one_hot",
+    "deriv", "assign", "sequential", "make_transformer", "load", "text", "reset_default_graph",
+]
+
+Axis = _weft.Axis
+
+_graph = _weft.Graph()
+_names = itertools.count()
+
+
+def reset_default_graph():
+    """Start a new, empty module-level graph (ops and axes made before belong to the old one;
+    transformers made before keep working on it)."""
+    global _graph
+    _graph = _weft.Graph()
+
+
+def _fresh(prefix, taken):
+    while True:
+        name = f"{prefix}_{next(_names)}"
+        if not taken(name):
+            return name
+
+
+# ---- dtypes --------------------------------------------------------------------------------
+
+_DTYPES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64",
+           np.dtype(np.int32): "int32", np.dtype(np.int64): "int64", np.dtype(np.bool_): "bool"}
+
+
+def _dtype_name(dtype):
+    try:
+        d = np.dtype(dtype)
+    except TypeError as e:
+        raise DTypeError(f"not a dtype: {dtype!r}") from e
+    if d not in _DTYPES:
+        raise DTypeError(f"weft has no dtype {d} (float32, float64, int32, int64, bool)")
+    return _DTYPES[d]
+
+
+# ---- axes ----------------------------------------------------------------------------------
+
+class Axes(tuple):
+    """An ordered tuple of distinct axes (nGraph's ``Axes``): ``+`` concatenates, ``-`` removes,
+    ``&`` intersects, ``|`` unites (keeping the left operand's order)."""
+
+    def __new__(cls, axes=()):
+        if isinstance(axes, Axis):
+            axes = (axes,)
+        axes = tuple(axes)
+        for a in axes:
+            if not isinstance(a, Axis):
+                raise AxisError(f"not an axis: {a!r}")
+        if len(set(axes)) != len(axes):
+            raise AxisError(f"an axis occurs more than once in {list(axes)}")
+        return super().__new__(cls, axes)
+
+    @property
+    def lengths(self):
+        """Each axis's length (None where unbound)."""
+        return tuple(a.length for a in self)
+
+    @property
+    def names(self):
+        return tuple(a.name for a in self)
+
+    @property
+    def size(self):
+        return int(np.prod(self.lengths, dtype=np.int64))
+
+    def __add__(self, other):
+        return Axes(tuple(self) + tuple(Axes(other)))
+
+    def __sub__(self, other):
+        other = set(Axes(other))
+        return Axes(a for a in self if a not in other)
+
+    def __and__(self, other):
+        other = set(Axes(other))
+        return Axes(a for a in self if a in other)
+
+    def __or__(self, other):
+        return self + (Axes(other) - self)
+
+    def is_sub_set(self, other):
+        return set(self) <= set(Axes(other))
+
+    def is_super_set(self, other):
+        return set(self) >= set(Axes(other))
+
+    def is_equal_set(self, other):
+        return set(self) == set(Axes(other))
+
+    def is_not_equal_set(self, other):
+        return not self.is_equal_set(other)
+
+    def find_by_name(self, name):
+        return Axes(a for a in self if a.name == name)
+
+    def batch_axes(self):
+        """The batch axes: those named ``N`` (nGraph's convention)."""
+        return self.find_by_name("N")
+
+    def sample_axes(self):
+        """Every axis but the batch axes."""
+        return self - self.batch_axes()
+
+    def __repr__(self):
+        return f"Axes({', '.join(repr(a) for a in self)})"
+
+
+def make_axis(length=None, name=None, roles=None, docstring=None):
+    """An axis. ``length`` None leaves it unbound: the inputs of each call give it. A ``name``
+    already used by an axis of the same length gives that axis; of another length, an
+    ``AxisError``. ``roles`` and ``docstring`` are accepted for nGraph code and not used."""
+    if name is None:
+        name = _fresh("axis", _graph.has_axis)
+    elif _graph.has_axis(name):
+        existing = _graph.find_axis(name)
+        if length is None or existing.length == length:
+            return existing
+        raise AxisError(f"axis `{name}` exists with length {existing.length}, not {length}")
+    return _graph.axis(name, None if length is None else int(length))
+
+
+def make_axes(axes=()):
+    """Axes from a list of axes."""
+    return Axes(axes)
+
+
+# ---- tensors -------------------------------------------------------------------------------
+
+class TensorOp:
+    """An op of the graph: a tensor-valued node with axes and a dtype. Arithmetic operators
+    build elementwise ops (operands paired by axis, broadcast by axis); Python numbers become
+    scalar constants of the tensor's dtype."""
+
+    __slots__ = ("_id", "_graph")
+    __array_priority__ = 1000  # numpy scalars on the left defer to these operators
+
+    def __init__(self, node, graph=None):
+        self._id = node
+        self._graph = _graph if graph is None else graph
+
+    @property
+    def axes(self):
+        return Axes(self._graph.axes_of(self._id))
+
+    @property
+    def dtype(self):
+        return np.dtype(self._graph.dtype_of(self._id))
+
+    @property
+    def name(self):
+        return self._graph.name_of(self._id)
+
+    @name.setter
+    def name(self, name):
+        self._graph.set_name(self._id, name)
+
+    def named(self, name):
+        """Names the op (for error messages, dumps and ``load``); returns it."""
+        self.name = name
+        return self
+
+    @property
+    def kind(self):
+        return self._graph.kind_of(self._id)
+
+    @property
+    def T(self):
+        return transpose(self)
+
+    def __repr__(self):
+        label = self.name or f"#{self._id}"
+        return f"<{self.kind} {label}: {self.dtype} {list(self.axes)}>"
+
+    def __add__(self, o): return add(self, o)
+    def __radd__(self, o): return add(o, self)
+    def __sub__(self, o): return subtract(self, o)
+    def __rsub__(self, o): return subtract(o, self)
+    def __mul__(self, o): return multiply(self, o)
+    def __rmul__(self, o): return multiply(o, self)
+    def __truediv__(self, o): return divide(self, o)
+    def __rtruediv__(self, o): return divide(o, self)
+    def __pow__(self, o): return power(self, o)
+    def __rpow__(self, o): return power(o, self)
+    def __neg__(self): return negative(self)
+    def __abs__(self): return absolute(self)
+    def __lt__(self, o): return less(self, o)
+    def __le__(self, o): return less_equal(self, o)
+    def __gt__(self, o): return greater(self, o)
+    def __ge__(self, o): return greater_equal(self, o)
+    __hash__ = object.__hash__
+
+
+def _op(node):
+    return TensorOp(node)
+
+
+def _as_op(x, like=None):
+    """``x`` as an op of the default graph: ops pass through; numbers and arrays become
+    constants (numbers of ``like``'s dtype, arrays of their own, as 0-d only)."""
+    if isinstance(x, TensorOp):
+        if x._graph is not _graph:
+            raise GraphError(f"{x!r} belongs to another graph (made before reset_default_graph)")
+        return x
+    if isinstance(x, (numbers.Number, np.number, np.bool_)):
+        if like is not None:
+            dtype = like.dtype
+            if (dtype.kind in "iu" and not isinstance(x, (bool, np.bool_))
+                    and not float(x).is_integer()):
+                raise DTypeError(f"{x!r} is not a value of {like!r}'s dtype {dtype} "
+                                 "(weft never converts implicitly: use ng.cast)")
+        elif isinstance(x, (bool, np.bool_)):
+            dtype = np.bool_
+        elif isinstance(x, numbers.Integral):
+            dtype = np.int64
+        else:
+            dtype = np.float32
+        return constant(x, dtype=dtype)
+    if isinstance(x, np.ndarray) and x.ndim == 0:
+        return constant(x.item(), dtype=x.dtype if like is None else like.dtype)
+    raise GraphError(f"not a tensor: {x!r} (give arrays axes with ng.constant(value, axes))")
+
+
+def _pair(x, y):
+    if isinstance(x, TensorOp):
+        return _as_op(x), _as_op(y, like=x)
+    y = _as_op(y)
+    return _as_op(x, like=y), y
+
+
+def _axes(axes):
+    if axes is None:
+        return None
+    return list(Axes(axes))
+
+
+def _init_value(value, axes, dtype, what):
+    """A number, or a C-contiguous array of ``dtype`` shaped like ``axes``."""
+    if isinstance(value, (numbers.Number, np.number, np.bool_)):
+        return value
+    array = np.ascontiguousarray(value, dtype=dtype)
+    lengths = tuple(a.length for a in axes)
+    if array.shape != lengths:
+        raise AxisError(f"{what}: a value of shape {array.shape} for axes {list(axes)} "
+                        f"of lengths {lengths}")
+    return array
+
+
+def placeholder(axes, dtype=np.float32, name=None, initial_value=None):
+    """An input: each call of a computation gives its value as a NumPy array in the order of
+    ``axes`` (C-contiguous arrays of ``dtype`` are read in place)."""
+    axes = Axes(axes)
+    name = name or _fresh("placeholder", _graph.has_name)
+    return _op(_graph.placeholder(name, list(axes), _dtype_name(dtype)))
+
+
+def constant(const, axes=(), dtype=np.float32, name=None):
+    """A constant: a number, or an array whose dimensions are ``axes`` in order."""
+    axes = Axes(axes)
+    dname = _dtype_name(dtype)
+    value = _init_value(const, axes, dtype, f"constant {name or ''}".strip())
+    return _op(_graph.constant(name, list(axes), dname, value))
+
+
+def variable(axes, dtype=np.float32, name=None, initial_value=0.0, scope=None, **_):
+    """A trainable value kept across calls and computations of one transformer, starting at
+    ``initial_value`` (a number or an array in the order of ``axes``); ``assign`` updates it."""
+    axes = Axes(axes)
+    name = name or _fresh("variable", _graph.has_name)
+    if callable(initial_value):
+        initial_value = initial_value(axes.lengths)
+    value = _init_value(initial_value, axes, dtype, f"variable {name}")
+    return _op(_graph.variable(name, list(axes), _dtype_name(dtype), value))
+
+
+def persistent_tensor(axes, dtype=np.float32, name=None, initial_value=None, **_):
+    """A value kept across calls (an optimizer's velocity): zeros unless ``initial_value``."""
+    axes = Axes(axes)
+    name = name or _fresh("persistent", _graph.has_name)
+    value = None if initial_value is None else _init_value(initial_value, axes, dtype, name)
+    return _op(_graph.persistent_tensor(name, list(axes), _dtype_name(dtype), value))
+
+
+# ---- elementwise ---------------------------------------------------------------------------
+
+def _unary(op):
+    def f(x, name=None):
+        out = _op(_graph.unary(op, _as_op(x)._id))
+        return out.named(name) if name else out
+    f.__name__ = op
+    f.__doc__ = f"Elementwise {op} (weft's `{op}`)."
+    return f
+
+
+negative, absolute, exp, log, sqrt, square, reciprocal, sign, tanh, sigmoid, sin, cos, relu = (
+    _unary(op) for op in ("negative", "abs", "exp", "log", "sqrt", "square", "reciprocal",
+                          "sign", "tanh", "sigmoid", "sin", "cos", "relu"))
+absolute.__name__ = "absolute"
+
+
+def _binary(op, native):
+    def f(x, y, name=None):
+        x, y = _pair(x, y)
+        out = _op(native(op, x._id, y._id))
+        return out.named(name) if name else out
+    f.__name__ = op
+    f.__doc__ = (f"Elementwise {op} of two tensors, paired by axis: the result has the union "
+                 "of their axes (each broadcast along the other's).")
+    return f
+
+
+add, subtract, multiply, divide, maximum, minimum, power = (
+    _binary(op, lambda *a: _graph.binary(*a)) for op in
+    ("add", "subtract", "multiply", "divide", "maximum", "minimum", "power"))
+equal, not_equal, less, less_equal, greater, greater_equal = (
+    _binary(op, lambda *a: _graph.compare(*a)) for op in
+    ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"))
+
+
+def safelog(x, limit=-50.0):
+    """log(x), with x first raised to at least exp(limit) (nGraph's safelog): finite at 0."""
+    x = _as_op(x)
+    return log(maximum(x, float(np.exp(limit))))
+
+
+def select(cond, x, y):
+    """Elementwise ``x`` where ``cond`` holds, else ``y``."""
+    x, y = _pair(x, y)
+    return _op(_graph.select(_as_op(cond)._id, x._id, y._id))
+
+
+def cast(x, dtype):
+    """``x`` converted to ``dtype``."""
+    return _op(_graph.convert(_as_op(x)._id, _dtype_name(dtype)))
+
+
+# ---- reductions ----------------------------------------------------------------------------
+
+def _reduction_axes(x, reduction_axes, out_axes):
+    if reduction_axes is not None:
+        return Axes(reduction_axes)
+    if out_axes is not None:
+        return x.axes - Axes(out_axes)
+    return x.axes.sample_axes()
+
+
+def _reduce(op):
+    def f(x, reduction_axes=None, out_axes=None, name=None):
+        x = _as_op(x)
+        axes = _reduction_axes(x, reduction_axes, out_axes)
+        out = _op(_graph.reduce(op, x._id, list(axes), _axes(out_axes)))
+        return out.named(name) if name else out
+    f.__name__ = op
+    f.__doc__ = (f"The {op} over ``reduction_axes`` (default: every axis but ``out_axes``, "
+                 "or, with neither given, every axis but the batch axis ``N``); the result "
+                 "has ``out_axes``'s order when given.")
+    return f
+
+
+sum, prod, max, min, mean, argmax, argmin = (  # noqa: A001 — nGraph's names
+    _reduce(op) for op in ("sum", "prod", "max", "min", "mean", "argmax", "argmin"))
+
+
+# ---- structure -----------------------------------------------------------------------------
+
+def dot(x, y, name=None):
+    """Contracts the axes ``x`` and ``y`` share (an axis of ``x`` meets its dual in ``y``
+    where weft's pairing rules say so: docs/design.md)."""
+    x, y = _pair(x, y)
+    out = _op(_graph.dot(x._id, y._id))
+    return out.named(name) if name else out
+
+
+def broadcast(x, axes):
+    """``x`` broadcast to ``axes`` (a superset of its axes, in that order)."""
+    return _op(_graph.broadcast(_as_op(x)._id, _axes(axes)))
+
+
+def axes_with_order(x, axes):
+    """``x`` with its axes in the order ``axes`` gives (the same set)."""
+    return _op(_graph.axes_with_order(_as_op(x)._id, _axes(axes)))
+
+
+def cast_axes(x, axes):
+    """``x`` with its axes renamed, position by position, to ``axes`` of the same lengths."""
+    return _op(_graph.cast_axes(_as_op(x)._id, _axes(axes)))
+
+
+def transpose(x):
+    """``x`` with its axes reversed and each turned into its transpose (``A`` ↔ ``A*``)."""
+    return _op(_graph.transpose(_as_op(x)._id))
+
+
+def _slice_spec(s):
+    if isinstance(s, slice):
+        return (s.start, s.stop, s.step)
+    if isinstance(s, (numbers.Integral, np.integer)):
+        return int(s)
+    raise GraphError(f"not a slice or an index: {s!r}")
+
+
+def tensor_slice(x, slices, axes=None):
+    """``x`` sliced: one index or ``slice`` per axis of ``x`` in order (nGraph's form); an
+    index drops its axis, a slice leaves a derived axis in its place. Bounds outside the
+    axis are errors (weft does not clamp)."""
+    x = _as_op(x)
+    if axes is not None:
+        raise GraphError("tensor_slice: give the result's axes by cast_axes afterwards")
+    if len(slices) != len(x.axes):
+        raise AxisError(f"tensor_slice: {len(slices)} slices for the {len(x.axes)} axes of {x!r}")
+    spec = [(a, _slice_spec(s)) for a, s in zip(x.axes, slices)
+            if not (isinstance(s, slice) and s == slice(None))]
+    return _op(_graph.slice(x._id, spec)) if spec else x
+
+
+def slice_along_axis(x, axis, idx):
+    """``x`` at index (or ``slice``) ``idx`` along ``axis``."""
+    return _op(_graph.slice(_as_op(x)._id, [(axis, _slice_spec(idx))]))
+
+
+def pad(x, paddings, axes=None):
+    """``x`` padded with zeros: ``paddings`` one ``(before, after)`` pair (or one number for
+    both) per axis of ``x`` in order."""
+    x = _as_op(x)
+    if len(paddings) != len(x.axes):
+        raise AxisError(f"pad: {len(paddings)} paddings for the {len(x.axes)} axes of {x!r}")
+    spec = []
+    for a, p in zip(x.axes, paddings):
+        before, after = (p, p) if isinstance(p, numbers.Integral) else p
+        if before or after:
+            spec.append((a, int(before), int(after)))
+    return _op(_graph.pad(x._id, spec)) if spec else x
+
+
+def flatten(x, axes=None):
+    """``x`` with ``axes`` (default: all of them; consecutive, the first major) merged into one
+    derived axis."""
+    x = _as_op(x)
+    return _op(_graph.flatten(x._id, list(x.axes if axes is None else Axes(axes))))
+
+
+def flatten_at(x, idx):
+    """nGraph's ``flatten_at``: the axes before ``idx`` merged, and those from ``idx``."""
+    x = _as_op(x)
+    axes = list(x.axes)
+    for group in (axes[idx:], axes[:idx]):
+        if len(group) > 1:
+            x = flatten(x, group)
+    return x
+
+
+def unflatten(x, axis=None):
+    """``x`` with the derived ``axis`` (default: every derived axis) split back into the axes
+    it merged."""
+    x = _as_op(x)
+    if axis is None:
+        for a in x.axes:
+            try:
+                x = _op(_graph.unflatten(x._id, a))
+            except GraphError:
+                pass
+        return x
+    return _op(_graph.unflatten(x._id, axis))
+
+
+def concat_along_axis(xs, axis):
+    """The tensors ``xs`` joined along ``axis`` (each has it; the result's is derived)."""
+    return _op(_graph.concat([(_as_op(x)._id, axis) for x in xs]))
+
+
+def expand_dims(x, axis, dim):
+    """``x`` with a new axis ``axis`` inserted at position ``dim`` (values repeated along it)."""
+    return _op(_graph.expand_dims(_as_op(x)._id, axis, int(dim)))
+
+
+# ---- neural-network functions ----------------------------------------------------------------
+
+def softmax(x, normalization_axes=None):
+    """exp(x − max) / Σ exp(x − max) over ``normalization_axes`` (default: every axis but
+    the batch axis ``N``)."""
+    x = _as_op(x)
+    axes = x.axes.sample_axes() if normalization_axes is None else Axes(normalization_axes)
+    e = exp(x - max(x, reduction_axes=axes))
+    return e / sum(e, reduction_axes=axes)
+
+
+def cross_entropy_multi(y, t, usebits=False, out_axes=None, enable_softmax_opt=True,
+                        enable_diff_opt=True):
+    """−Σ t·log(y) over every axis but ``out_axes`` (default: the batch axis ``N``); in bits
+    with ``usebits``."""
+    y, t = _as_op(y), _as_op(t)
+    out = negative(sum(safelog(y) * t, out_axes=out_axes if out_axes is not None
+                       else y.axes.batch_axes()))
+    return out * float(1.0 / np.log(2.0)) if usebits else out
+
+
+def cross_entropy_binary(y, t, out_axes=None, enable_sig_opt=True, enable_diff_opt=True):
+    """−Σ (t·log(y) + (1 − t)·log(1 − y)) over every axis but ``out_axes`` (default: ``N``)."""
+    y, t = _as_op(y), _as_op(t)
+    inner = t * safelog(y) + (1.0 - t) * safelog(1.0 - y)
+    return negative(sum(inner, out_axes=out_axes if out_axes is not None
+                        else y.axes.batch_axes()))
+
+
+def one_hot(x, axis, dtype=np.float32):
+    """The one-hot encoding of integer ``x`` along the new ``axis`` (one of its length)."""
+    return _op(_graph.one_hot(_as_op(x)._id, axis, _dtype_name(dtype)))
+
+
+def deriv(cost, wrt, error=None):
+    """The gradient of the scalar ``cost`` with respect to ``wrt`` (weft's reverse mode)."""
+    if error is not None:
+        raise GraphError("deriv: an `error` (an upstream gradient) is not supported; "
+                         "differentiate the scalar cost")
+    return _op(_graph.grad(_as_op(cost)._id, [_as_op(wrt)._id])[0])
+
+
+def assign(lvalue, rvalue):
+    """Sets the variable or persistent tensor ``lvalue`` to ``rvalue`` when the call that
+    computes this op ends."""
+    lvalue = _as_op(lvalue)
+    return _op(_graph.assign(lvalue._id, _as_op(rvalue, like=lvalue)._id))
+
+
+class _Sequential:
+    """``sequential(ops)``: every op computed by one call, the value the last one's."""
+
+    def __init__(self, ops):
+        self.ops = [o if isinstance(o, _Sequential) else _as_op(o) for o in ops]
+        if not self.ops:
+            raise GraphError("sequential: no ops")
+
+    def nodes(self):
+        out = []
+        for o in self.ops:
+            out.extend(o.nodes() if isinstance(o, _Sequential) else [o._id])
+        return out
+
+    @property
+    def value(self):
+        last = self.ops[-1]
+        return last.value if isinstance(last, _Sequential) else last
+
+
+def sequential(ops):
+    """The ops, all computed in the same call; the value is the last op's. (Every op of a call
+    reads the values variables had when it began; assignments commit when it ends.)"""
+    return _Sequential(ops)
+
+
+def text():
+    """The module-level graph in weft's text form (the ``.weft`` language)."""
+    return _graph.text()
+
+
+from .transformers import Computation, Transformer, make_transformer, load  # noqa: E402
+
+
+def host_copy_bytes():
+    """Bytes weft has copied between host arrays and its buffers in this process (a call whose
+    inputs are C-contiguous arrays of their placeholders' dtype adds none for them)."""
+    return _weft.host_copy_bytes()
+
+
+def digits():
+    """The digits data set bundled with weft (the UCI handwritten digits as scikit-learn ships
+    them): ``(images, labels)``, float32 [1797, 64] pixels in [0, 1] and int64 labels 0–9."""
+    return _weft.digits()

@@ -1,0 +1,32 @@
+"""The exceptions weft raises. Every message is weft's own and names the op, axis, tensor or
+input at fault; none of them means a crash (weft never panics on bad input)."""
+
+
+class WeftError(Exception):
+    """Base class of every error weft raises."""
+
+
+class GraphError(WeftError, ValueError):
+    """An op cannot be built: wrong operands, unknown names, a gradient that does not exist."""
+
+
+class AxisError(GraphError):
+    """Axes do not fit: a repeated axis, a reduction over an axis the tensor lacks, lengths
+    that differ, an unbound length where one is needed."""
+
+
+class DTypeError(WeftError, TypeError):
+    """A dtype does not fit: an op over a dtype it does not take, an input array of another
+    dtype than its placeholder's."""
+
+
+class CompileError(WeftError):
+    """The graph cannot be compiled (for instance a size past the memory budget)."""
+
+
+class CallError(WeftError, ValueError):
+    """A computation cannot be called with these arrays: their number, shapes or layout."""
+
+
+class ParseError(WeftError, ValueError):
+    """A `.weft` program does not parse; the message gives file:line:col."""
