@@ -96,13 +96,61 @@ def ort_fn(name, arrays):
     return lambda: sess.run(None, feeds)
 
 
+def thread_rates(seconds=1.0):
+    """Calls a second of 1, 2 and 8 Python threads calling one computation (the GIL released
+    during each call): the l2 of N = 1024 (per-call overhead) and a 256 × 1024 row softmax
+    (kernels split over weft's pool), as benches/concurrent_calls.rs does from Rust."""
+    import threading
+    ng.reset_default_graph()
+    n = ng.make_axis(length=1024, name="N")
+    x, y = ng.placeholder([n]), ng.placeholder([n])
+    l2 = ng.sum(ng.square(x - y), reduction_axes=[n])
+    r, c = ng.make_axis(length=256, name="R"), ng.make_axis(length=1024, name="C")
+    a = ng.placeholder([r, c])
+    sm = ng.softmax(a, normalization_axes=[c])
+    t = ng.make_transformer()
+    rng = np.random.default_rng(1)
+    cases = {"l2_1k": (t.computation(l2, x, y), [rng.uniform(-1, 1, 1024).astype(np.float32)
+                                                   for _ in range(2)]),
+             "softmax_256x1024": (t.computation(sm, a),
+                                  [rng.uniform(-1, 1, (256, 1024)).astype(np.float32)])}
+    rates = {}
+    for name, (comp, arrays) in cases.items():
+        for threads in (1, 2, 8):
+            counts = [0] * threads
+            stop = threading.Event()
+
+            def work(i, comp=comp, arrays=arrays, counts=counts, stop=stop):
+                while not stop.is_set():
+                    comp(*arrays)
+                    counts[i] += 1
+            pool = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
+            for th in pool:
+                th.start()
+            time.sleep(seconds)
+            stop.set()
+            for th in pool:
+                th.join()
+            rates[(name, threads)] = sum(counts) / seconds
+    for name in cases:
+        one = rates[(name, 1)]
+        print(f"{name}: " + ", ".join(f"{k} threads {rates[(name, k)]:,.0f} calls/s "
+                                       f"({rates[(name, k)] / one:.2f}x)" for k in (1, 2, 8)))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--runs", type=int, default=9)
     ap.add_argument("--weft", default=str(ROOT / "target/release/weft"))
     ap.add_argument("--workload", action="append", choices=WORKLOADS)
+    ap.add_argument("--threads", action="store_true",
+                    help="instead: calls/s of 1, 2 and 8 Python threads on one computation")
     a = ap.parse_args()
+    if a.threads:
+        for _ in range(a.rounds):
+            thread_rates()
+        return
     rng = np.random.default_rng(0)
     systems = {}
     for name in a.workload or WORKLOADS:

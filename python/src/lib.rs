@@ -135,6 +135,16 @@ impl Axis {
     fn length(&self, py: Python<'_>) -> PyResult<Option<usize>> {
         Ok(lock(py, &self.graph)?.axis_len(self.axis))
     }
+    /// Its roles' names (`Height`, `Channel`, …).
+    #[getter]
+    fn roles(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        let g = lock(py, &self.graph)?;
+        Ok(g.axis_data(self.axis.id)
+            .roles
+            .iter()
+            .map(|r| r.name().to_string())
+            .collect())
+    }
     /// Its dual degree: 0 for a declared axis, 1 for its dual `A*`, …
     #[getter]
     fn dual_degree(&self) -> i32 {
@@ -309,16 +319,95 @@ impl Graph {
         }
     }
 
-    /// A new axis; `length` None leaves it unbound (bound at call time by the inputs).
-    #[pyo3(signature = (name, length=None))]
-    fn axis(&self, py: Python<'_>, name: &str, length: Option<usize>) -> PyResult<Axis> {
+    /// A new axis; `length` None leaves it unbound (bound at call time by the inputs);
+    /// `roles` by name (`Height`, `Width`, `Depth`, `Channel`, `Channelout`, `Time`, or a
+    /// role of the user's own): how convolution and pooling pair it.
+    #[pyo3(signature = (name, length=None, roles=Vec::new()))]
+    fn axis(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        length: Option<usize>,
+        roles: Vec<String>,
+    ) -> PyResult<Axis> {
         let mut g = lock(py, &self.graph)?;
-        let axis = match length {
-            Some(n) => g.axis(name, n),
-            None => g.axis_unbound(name),
-        }
-        .map_err(|e| graph_err(py, e))?;
+        let roles = roles.iter().map(|r| weft::Role::parse(r)).collect();
+        let axis = g
+            .axis_with_roles(name, length, roles)
+            .map_err(|e| graph_err(py, e))?;
         Ok(self.axis_obj(axis))
+    }
+
+    /// The convolution of `x` with `filter`, paired by axis role: `steps` per spatial role
+    /// `(role, stride, dilation, pad before, pad after)`, `groups` channel groups.
+    #[pyo3(signature = (x, filter, steps, groups=1))]
+    fn convolution(
+        &self,
+        py: Python<'_>,
+        x: u32,
+        filter: u32,
+        steps: Vec<(String, usize, usize, usize, usize)>,
+        groups: usize,
+    ) -> PyResult<u32> {
+        let spec = weft::ConvSpec {
+            steps: steps
+                .iter()
+                .map(|(role, stride, dilation, before, after)| {
+                    (
+                        weft::Role::parse(role),
+                        weft::WindowStep {
+                            stride: *stride,
+                            dilation: *dilation,
+                            before: *before,
+                            after: *after,
+                        },
+                    )
+                })
+                .collect(),
+            groups,
+        };
+        self.edit(py, [x, filter], |g, [x, f]| g.convolution(x, f, &spec))
+    }
+
+    /// A max or avg pool of `x`: `windows` per pooled role `(role, taps, stride, dilation,
+    /// pad before, pad after)`.
+    fn pool(
+        &self,
+        py: Python<'_>,
+        x: u32,
+        kind: &str,
+        windows: Vec<(String, usize, usize, usize, usize, usize)>,
+    ) -> PyResult<u32> {
+        let kind = match kind {
+            "max" => weft::PoolKind::Max,
+            "avg" | "mean" => weft::PoolKind::Avg,
+            other => {
+                return Err(raise(
+                    py,
+                    "GraphError",
+                    format!("pooling: no pool `{other}` (max, avg)"),
+                ))
+            }
+        };
+        let spec = weft::PoolSpec {
+            kind,
+            windows: windows
+                .iter()
+                .map(|(role, taps, stride, dilation, before, after)| {
+                    (
+                        weft::Role::parse(role),
+                        *taps,
+                        weft::WindowStep {
+                            stride: *stride,
+                            dilation: *dilation,
+                            before: *before,
+                            after: *after,
+                        },
+                    )
+                })
+                .collect(),
+        };
+        self.edit(py, [x], |g, [x]| g.pool(x, &spec))
     }
 
     /// Whether an axis of this name exists.
@@ -689,20 +778,50 @@ struct Transformer {
     transformer: Arc<weft::Transformer>,
     /// The graph's ops at the time (ids below it are known to the transformer).
     len: usize,
+    /// The JIT's options (threads, fusion), for `explain` and `dumps`.
+    options: weft::JitOptions,
 }
 
 #[pymethods]
 impl Transformer {
+    /// A transformer for `backend` over a snapshot of `graph`; `threads`: the JIT's thread
+    /// count (default: the machine's cores).
     #[new]
-    #[pyo3(signature = (graph, backend="jit"))]
-    fn new(py: Python<'_>, graph: &Graph, backend: &str) -> PyResult<Transformer> {
+    #[pyo3(signature = (graph, backend="jit", threads=None))]
+    fn new(
+        py: Python<'_>,
+        graph: &Graph,
+        backend: &str,
+        threads: Option<usize>,
+    ) -> PyResult<Transformer> {
         let backend = backend_of(py, backend)?;
         let snapshot = lock(py, &graph.graph)?.clone();
         let len = snapshot.len();
-        let t = py.detach(|| weft::Transformer::new(snapshot, backend));
+        let options = weft::JitOptions {
+            threads,
+            ..match backend {
+                Backend::JitUnfused => weft::JitOptions::unfused(),
+                _ => weft::JitOptions::default(),
+            }
+        };
+        let t = match backend {
+            Backend::Interpreter if threads.is_some() => {
+                return Err(raise(
+                    py,
+                    "WeftError",
+                    "threads: the interpreter runs on one thread".into(),
+                ))
+            }
+            Backend::Interpreter => py.detach(|| weft::Transformer::new(snapshot, backend)),
+            _ => {
+                let options = options.clone();
+                py.detach(move || weft::Transformer::with_jit_options(snapshot, options))
+            }
+        };
         Ok(Transformer {
             transformer: Arc::new(t.map_err(|e| to_py(py, e))?),
             len,
+            options,
         })
     }
 
@@ -796,14 +915,42 @@ impl Transformer {
         outputs: Vec<u32>,
         placeholders: Vec<u32>,
     ) -> PyResult<String> {
+        let exe = self.executable(py, &outputs, &placeholders)?;
+        Ok(weft::compiler::explain::explain(&exe))
+    }
+
+    /// Every IR stage of the computation of `outputs` given `placeholders` (`weft compile
+    /// --dump-dir`): `(file name, stage, text)` in pipeline order.
+    fn dumps(
+        &self,
+        py: Python<'_>,
+        outputs: Vec<u32>,
+        placeholders: Vec<u32>,
+    ) -> PyResult<Vec<(String, String, String)>> {
+        let exe = self.executable(py, &outputs, &placeholders)?;
+        let files = weft::compiler::dump::dump_stages(self.transformer.graph(), &exe)
+            .map_err(|e| raise(py, "CompileError", e.to_string()))?;
+        Ok(files
+            .into_iter()
+            .map(|f| (f.name, f.stage, f.contents))
+            .collect())
+    }
+}
+
+impl Transformer {
+    /// The JIT's executable of `outputs` given `placeholders`, compiled with the GIL released.
+    fn executable(
+        &self,
+        py: Python<'_>,
+        outputs: &[u32],
+        placeholders: &[u32],
+    ) -> PyResult<weft::compiler::JitExecutable> {
         let graph = Arc::new(self.transformer.graph().clone());
         let outs: Vec<NodeId> = outputs.iter().map(|&i| NodeId::from_u32(i)).collect();
         let ins: Vec<NodeId> = placeholders.iter().map(|&i| NodeId::from_u32(i)).collect();
-        let exe = py.detach(move || {
-            weft::compiler::JitExecutable::new(graph, &outs, &ins, &weft::JitOptions::default())
-        });
-        let exe = exe.map_err(|e| to_py(py, weft::Error::Compile(e)))?;
-        Ok(weft::compiler::explain::explain(&exe))
+        let options = self.options.clone();
+        py.detach(move || weft::compiler::JitExecutable::new(graph, &outs, &ins, &options))
+            .map_err(|e| to_py(py, weft::Error::Compile(e)))
     }
 }
 

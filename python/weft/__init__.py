@@ -45,8 +45,9 @@ __all__ = [
     "greater_equal", "select", "cast", "sum", "prod", "max", "min", "mean", "argmax", "argmin",
     "dot", "broadcast", "axes_with_order", "cast_axes", "transpose", "tensor_slice",
     "slice_along_axis", "pad", "flatten", "unflatten", "flatten_at", "concat_along_axis",
-    "expand_dims", "softmax", "cross_entropy_multi", "cross_entropy_binary", "one_hot",
+    "expand_dims", "convolution", "pooling", "make_axis_role", "roles", "AxisRole", "softmax", "cross_entropy_multi", "cross_entropy_binary", "one_hot",
     "deriv", "assign", "sequential", "make_transformer", "load", "text", "reset_default_graph",
+    "bench", "digits", "host_copy_bytes",
 ]
 
 Axis = _weft.Axis
@@ -156,18 +157,42 @@ class Axes(tuple):
         return f"Axes({', '.join(repr(a) for a in self)})"
 
 
+class AxisRole(str):
+    """An axis role (nGraph's ``make_axis_role``): a name. Convolution and pooling pair axes by
+    the roles of ``weft.roles`` (Height, Width, Depth, Channel, Channelout, Time); other roles
+    are the user's own."""
+
+
+class roles:  # noqa: N801 — a namespace, as nGraph's neon front end had
+    """The roles convolution and pooling know."""
+    Height = AxisRole("Height")
+    Width = AxisRole("Width")
+    Depth = AxisRole("Depth")
+    Channel = AxisRole("Channel")
+    Channelout = AxisRole("Channelout")
+    Time = AxisRole("Time")
+
+
+def make_axis_role(name=None, docstring=None):
+    """A role for axes: one of ``weft.roles`` by its name, or a new role of the user's own."""
+    return AxisRole(name if name is not None else _fresh("role", lambda _: False))
+
+
 def make_axis(length=None, name=None, roles=None, docstring=None):
     """An axis. ``length`` None leaves it unbound: the inputs of each call give it. A ``name``
     already used by an axis of the same length gives that axis; of another length, an
-    ``AxisError``. ``roles`` and ``docstring`` are accepted for nGraph code and not used."""
+    ``AxisError``. ``roles``: how convolution and pooling pair it (``weft.roles``).
+    ``docstring`` is accepted for nGraph code and not used."""
+    roles = [str(r) for r in (roles or [])]
     if name is None:
         name = _fresh("axis", _graph.has_axis)
     elif _graph.has_axis(name):
         existing = _graph.find_axis(name)
-        if length is None or existing.length == length:
+        if (length is None or existing.length == length) and set(roles) <= set(existing.roles):
             return existing
-        raise AxisError(f"axis `{name}` exists with length {existing.length}, not {length}")
-    return _graph.axis(name, None if length is None else int(length))
+        raise AxisError(f"axis `{name}` exists with length {existing.length} and roles "
+                        f"{existing.roles}, not {length} and {roles}")
+    return _graph.axis(name, None if length is None else int(length), roles)
 
 
 def make_axes(axes=()):
@@ -525,6 +550,47 @@ def expand_dims(x, axis, dim):
 
 # ---- neural-network functions ----------------------------------------------------------------
 
+_CONV_ROLES = {"d": "Depth", "h": "Height", "w": "Width"}
+
+
+def convolution(conv_params, inputs, filters, axes=None, groups=1, docstring=None):
+    """The convolution of ``inputs`` with ``filters``, paired by axis role (``weft.roles``):
+    each spatial axis of the input (Depth, Height, Width, Time) slides over the filter's axis of
+    the same role, Channel contracts with the filter's Channel, the filter's Channelout becomes
+    the output's channels; other input axes (the batch) are kept. ``conv_params`` as nGraph's:
+    ``str_h``/``str_w``/``str_d`` strides, ``pad_*`` paddings (both sides), ``dil_*``
+    dilations. ``axes``: the output's axes, cast to (same lengths) when given."""
+    steps = []
+    for suffix, role in _CONV_ROLES.items():
+        stride = int(conv_params.get(f"str_{suffix}", 1))
+        dilation = int(conv_params.get(f"dil_{suffix}", 1))
+        padding = int(conv_params.get(f"pad_{suffix}", 0))
+        if (stride, dilation, padding) != (1, 1, 0):
+            steps.append((role, stride, dilation, padding, padding))
+    out = _op(_graph.convolution(_as_op(inputs)._id, _as_op(filters)._id, steps, int(groups)))
+    return out if axes is None else cast_axes(out, axes)
+
+
+_POOL_ROLES = {"R": ("Height", "h"), "S": ("Width", "w"), "T": ("Depth", "d"),
+               "J": ("Channel", "c")}
+
+
+def pooling(poolparams, inputs, axes=None, docstring=None):
+    """A max or average pool of ``inputs`` (``poolparams["op"]``: ``"max"`` or ``"avg"``) with
+    nGraph's parameters: window lengths ``R`` (Height), ``S`` (Width), ``T`` (Depth), ``J``
+    (Channel), strides ``str_h``/``str_w``/``str_d``/``str_c``, paddings ``pad_*``. The average
+    counts only taps inside the input. ``axes``: the output's axes, cast to when given."""
+    windows = []
+    for key, (role, suffix) in _POOL_ROLES.items():
+        taps = int(poolparams.get(key, 1))
+        stride = int(poolparams.get(f"str_{suffix}", 1))
+        padding = int(poolparams.get(f"pad_{suffix}", 0))
+        if (taps, stride, padding) != (1, 1, 0):
+            windows.append((role, taps, stride, 1, padding, padding))
+    out = _op(_graph.pool(_as_op(inputs)._id, str(poolparams.get("op", "max")), windows))
+    return out if axes is None else cast_axes(out, axes)
+
+
 def softmax(x, normalization_axes=None):
     """exp(x − max) / Σ exp(x − max) over ``normalization_axes`` (default: every axis but
     the batch axis ``N``)."""
@@ -603,7 +669,8 @@ def text():
     return _graph.text()
 
 
-from .transformers import Computation, Transformer, make_transformer, load  # noqa: E402
+from .transformers import (Computation, Transformer, bench, load,  # noqa: E402
+                           make_transformer)
 
 
 def host_copy_bytes():

@@ -85,6 +85,19 @@ class Computation:
             return values[slots[0]]
         return tuple(values[s] for s in slots)
 
+    def dump(self, directory=None):
+        """Every IR stage of this computation (``weft compile --dump-dir``): the graph after
+        each pass, fusion's groups, kernels, loop IR, Cranelift IR and machine code, as
+        ``{file name: text}`` in pipeline order; written into ``directory`` when given."""
+        files = self._transformer._native.dumps(self._outputs, [p._id for p in self._parameters])
+        if directory is not None:
+            import pathlib
+            root = pathlib.Path(directory)
+            root.mkdir(parents=True, exist_ok=True)
+            for name, _stage, text in files:
+                (root / name).write_text(text, encoding="utf-8")
+        return {name: text for name, _stage, text in files}
+
     def explain(self):
         """What the compiler made of this computation (``weft explain``): materialised
         tensors and why, fusion's cost model, each kernel's loops."""
@@ -97,8 +110,9 @@ class Transformer:
     kernels, the default), ``"unfused"`` (one kernel per op) or ``"interpreter"`` (the
     reference)."""
 
-    def __init__(self, backend="jit", graph=None):
+    def __init__(self, backend="jit", graph=None, threads=None):
         self.backend = backend
+        self.threads = threads
         self._graph = graph
         self._native = None
         self._made_with = None
@@ -112,7 +126,7 @@ class Transformer:
                 n < self._native.ops for n in nodes):
             return self._native
         old, old_graph = self._native, self._made_with
-        native = _weft.Transformer(g, self.backend)
+        native = _weft.Transformer(g, self.backend, self.threads)
         if old is not None and old_graph is g:
             _carry_state(old, native, g)
         self._native, self._made_with = native, g
@@ -199,9 +213,31 @@ def _carry_state(old, new, graph):
             new.set_value(node, old.value_of(node))
 
 
-def make_transformer(backend="jit"):
-    """A transformer over the module-level graph (nGraph's ``make_transformer``)."""
-    return Transformer(backend)
+def make_transformer(backend="jit", threads=None):
+    """A transformer over the module-level graph (nGraph's ``make_transformer``): ``backend``
+    ``"jit"`` (fused native kernels), ``"unfused"`` (one kernel per op) or ``"interpreter"``
+    (the reference); ``threads``, the JIT's thread count (default: the machine's cores)."""
+    return Transformer(backend, threads=threads)
+
+
+def bench(results, parameters, inputs, runs=10, warmup=2, backends=("jit", "unfused"),
+          graph=None):
+    """Times whole calls of the computation of ``results`` given ``parameters`` on ``inputs``
+    on each backend, interleaved (each round calls every backend once, so a slow spell of a
+    shared machine hits them alike), after ``warmup`` untimed rounds: ``{backend: {"median_ms",
+    "min_ms", "max_ms"}}`` — the Python counterpart of ``weft bench`` (fused against unfused)."""
+    import statistics
+    import time
+    comps = {b: Transformer(b, graph=graph).computation(results, *parameters) for b in backends}
+    times = {b: [] for b in backends}
+    for r in range(warmup + runs):
+        for b, comp in comps.items():
+            start = time.perf_counter()
+            comp(*inputs)
+            if r >= warmup:
+                times[b].append((time.perf_counter() - start) * 1e3)
+    return {b: {"median_ms": statistics.median(t), "min_ms": min(t), "max_ms": max(t)}
+            for b, t in times.items()}
 
 
 class LoadedGraph:
@@ -231,11 +267,15 @@ class LoadedGraph:
     def text(self):
         return self._native.text()
 
-    def computation(self, backend="jit"):
+    def computation(self, backend="jit", threads=None):
         """The computation of the program's outputs given its placeholders, in declaration
         order: ``comp(*arrays)`` returns a tuple of the outputs."""
-        return Transformer(backend, graph=self._native).computation(
+        return Transformer(backend, graph=self._native, threads=threads).computation(
             self.outputs, *self.placeholders)
+
+    def bench(self, inputs, **kwargs):
+        """``weft.bench`` of the program's outputs given its placeholders."""
+        return bench(self.outputs, self.placeholders, inputs, graph=self._native, **kwargs)
 
 
 def load(path):
