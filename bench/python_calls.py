@@ -99,7 +99,8 @@ def ort_fn(name, arrays):
 def thread_rates(seconds=1.0):
     """Calls a second of 1, 2 and 8 Python threads calling one computation (the GIL released
     during each call): the l2 of N = 1024 (per-call overhead) and a 256 × 1024 row softmax
-    (kernels split over weft's pool), as benches/concurrent_calls.rs does from Rust."""
+    (kernels split over weft's pool, and on one kernel thread a call), as
+    benches/concurrent_calls.rs does from Rust."""
     import threading
     ng.reset_default_graph()
     n = ng.make_axis(length=1024, name="N")
@@ -114,6 +115,9 @@ def thread_rates(seconds=1.0):
                                                    for _ in range(2)]),
              "softmax_256x1024": (t.computation(sm, a),
                                   [rng.uniform(-1, 1, (256, 1024)).astype(np.float32)])}
+    # One kernel thread a call: the callers' threads are then the only parallelism.
+    cases["softmax_256x1024, threads=1"] = (
+        ng.make_transformer(threads=1).computation(sm, a), cases["softmax_256x1024"][1])
     rates = {}
     for name, (comp, arrays) in cases.items():
         for threads in (1, 2, 8):

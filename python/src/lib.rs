@@ -145,6 +145,13 @@ impl Axis {
             .map(|r| r.name().to_string())
             .collect())
     }
+    /// Gives the axis its length (nGraph's `H.length = 3`; `Graph::bind`): transformers made
+    /// afterwards compile with it, computations made before keep theirs.
+    #[setter]
+    fn set_length(&self, py: Python<'_>, length: usize) -> PyResult<()> {
+        let mut g = lock(py, &self.graph)?;
+        g.bind(self.axis, length).map_err(|e| graph_err(py, e))
+    }
     /// Its dual degree: 0 for a declared axis, 1 for its dual `A*`, …
     #[getter]
     fn dual_degree(&self) -> i32 {
@@ -771,32 +778,74 @@ fn backend_of(py: Python<'_>, name: &str) -> PyResult<Backend> {
     })
 }
 
-/// A graph as it was when the transformer was made, compiled into computations that share its
-/// variables.
+/// A graph as it was when the transformer was made — the part of it its computations need —
+/// compiled into computations that share its variables.
 #[pyclass(frozen, module = "weft._weft")]
 struct Transformer {
     transformer: Arc<weft::Transformer>,
-    /// The graph's ops at the time (ids below it are known to the transformer).
-    len: usize,
+    /// The Python graph's op ids → the transformer graph's (None: not part of it).
+    ids: Vec<Option<NodeId>>,
     /// The JIT's options (threads, fusion), for `explain` and `dumps`.
     options: weft::JitOptions,
 }
 
+/// The ops of `g` that `roots` reach through their operands, in a graph of their own with
+/// `g`'s axis table (names kept), and the map from `g`'s ids to its ids: what a transformer
+/// compiles, so an op it does not need — an unbound placeholder, a tensor past the memory
+/// budget, built for another model in the same module-level graph — cannot stop it.
+fn reachable_part(
+    g: &weft::Graph,
+    roots: &[NodeId],
+) -> Result<(weft::Graph, Vec<Option<NodeId>>), String> {
+    use weft::compiler::passes::rebuild::{add_like, empty_like, remap_op, with_op};
+    use weft::ir::arena::EntityRef;
+    let mut needed = vec![false; g.len()];
+    let mut stack: Vec<NodeId> = roots.to_vec();
+    while let Some(id) = stack.pop() {
+        let Some(slot) = needed.get_mut(id.index()) else {
+            return Err(format!("no op #{} in this graph", id.as_u32()));
+        };
+        if !std::mem::replace(slot, true) {
+            stack.extend(g.node(id).op.inputs());
+        }
+    }
+    let mut part = empty_like(g).map_err(|e| e.to_string())?;
+    let mut ids = vec![None; g.len()];
+    for (id, node) in g.nodes() {
+        if !needed[id.index()] {
+            continue;
+        }
+        let op = remap_op(&node.op, |x| {
+            ids[x.index()].ok_or_else(|| {
+                weft::compiler::passes::PassError::Internal("an operand after its reader".into())
+            })
+        })
+        .map_err(|e| e.to_string())?;
+        let copy = add_like(&mut part, &with_op(node, op), true).map_err(|e| e.to_string())?;
+        ids[id.index()] = Some(copy);
+    }
+    Ok((part, ids))
+}
+
 #[pymethods]
 impl Transformer {
-    /// A transformer for `backend` over a snapshot of `graph`; `threads`: the JIT's thread
-    /// count (default: the machine's cores).
+    /// A transformer for `backend` over the part of `graph` that `roots` (op ids) need;
+    /// `threads`: the JIT's thread count (default: the machine's cores).
     #[new]
-    #[pyo3(signature = (graph, backend="jit", threads=None))]
+    #[pyo3(signature = (graph, roots, backend="jit", threads=None))]
     fn new(
         py: Python<'_>,
         graph: &Graph,
+        roots: Vec<u32>,
         backend: &str,
         threads: Option<usize>,
     ) -> PyResult<Transformer> {
         let backend = backend_of(py, backend)?;
-        let snapshot = lock(py, &graph.graph)?.clone();
-        let len = snapshot.len();
+        let roots: Vec<NodeId> = roots.into_iter().map(NodeId::from_u32).collect();
+        let (part, ids) = {
+            let g = lock(py, &graph.graph)?;
+            reachable_part(&g, &roots).map_err(|e| raise(py, "GraphError", e))?
+        };
         let options = weft::JitOptions {
             threads,
             ..match backend {
@@ -812,23 +861,42 @@ impl Transformer {
                     "threads: the interpreter runs on one thread".into(),
                 ))
             }
-            Backend::Interpreter => py.detach(|| weft::Transformer::new(snapshot, backend)),
+            Backend::Interpreter => py.detach(|| weft::Transformer::new(part, backend)),
             _ => {
                 let options = options.clone();
-                py.detach(move || weft::Transformer::with_jit_options(snapshot, options))
+                py.detach(move || weft::Transformer::with_jit_options(part, options))
             }
         };
         Ok(Transformer {
             transformer: Arc::new(t.map_err(|e| to_py(py, e))?),
-            len,
+            ids,
             options,
         })
     }
 
-    /// The number of ops of the graph it was made from.
-    #[getter]
-    fn ops(&self) -> usize {
-        self.len
+    /// Whether op `node` is part of the graph this transformer compiles.
+    fn has(&self, node: u32) -> bool {
+        self.ids.get(node as usize).is_some_and(Option::is_some)
+    }
+
+    /// The ops of the Python graph this transformer holds state for (variables and
+    /// persistent tensors), as `(op id, kind)`.
+    fn state_ops(&self) -> Vec<u32> {
+        let g = self.transformer.graph();
+        self.ids
+            .iter()
+            .enumerate()
+            .filter_map(|(i, id)| {
+                let stateful = matches!(
+                    g.node((*id)?).op,
+                    Op::Tensor {
+                        kind: weft::TensorKind::Variable | weft::TensorKind::PersistentTensor,
+                        ..
+                    }
+                );
+                stateful.then_some(i as u32)
+            })
+            .collect()
     }
 
     /// Compiles the computation of `outputs` given `placeholders` (GIL released meanwhile).
@@ -838,27 +906,15 @@ impl Transformer {
         outputs: Vec<u32>,
         placeholders: Vec<u32>,
     ) -> PyResult<Computation> {
+        let outs = self.ids_of(py, &outputs)?;
+        let ins = self.ids_of(py, &placeholders)?;
         let graph = self.transformer.graph();
-        for &id in outputs.iter().chain(&placeholders) {
-            if graph.get(NodeId::from_u32(id)).is_none() {
-                return Err(raise(
-                    py,
-                    "GraphError",
-                    format!("op #{id} was made after this transformer (make a new transformer to compute it)"),
-                ));
-            }
-        }
-        let outs: Vec<NodeId> = outputs.iter().map(|&i| NodeId::from_u32(i)).collect();
-        let ins: Vec<NodeId> = placeholders.iter().map(|&i| NodeId::from_u32(i)).collect();
-        let t = Arc::clone(&self.transformer);
-        let computation = py
-            .detach(move || t.computation(&outs, &ins))
-            .map_err(|e| to_py(py, e))?;
-        let inputs = placeholders
+        let inputs = ins
             .iter()
-            .map(|&id| {
-                let node = graph.node(NodeId::from_u32(id));
-                let name = node.name.clone().unwrap_or_else(|| format!("#{id}"));
+            .zip(&placeholders)
+            .map(|(&id, python_id)| {
+                let node = graph.node(id);
+                let name = node.name.clone().unwrap_or_else(|| format!("#{python_id}"));
                 InputSpec {
                     name,
                     dtype: node.dtype,
@@ -866,6 +922,10 @@ impl Transformer {
                 }
             })
             .collect();
+        let t = Arc::clone(&self.transformer);
+        let computation = py
+            .detach(move || t.computation(&outs, &ins))
+            .map_err(|e| to_py(py, e))?;
         let spares = computation.output_arrays().is_ok().then(|| {
             Arc::new(Spares {
                 free: Mutex::new(vec![Vec::new(); computation.outputs().len()]),
@@ -880,24 +940,18 @@ impl Transformer {
 
     /// The current value of a variable or persistent tensor, as a new array.
     fn value_of<'py>(&self, py: Python<'py>, node: u32) -> PyResult<Bound<'py, PyAny>> {
+        let id = self.ids_of(py, &[node])?[0];
         let t = Arc::clone(&self.transformer);
         let value = py
-            .detach(move || t.value_of(NodeId::from_u32(node)))
+            .detach(move || t.value_of(id))
             .map_err(|e| to_py(py, e))?;
         to_numpy(py, value)
     }
 
     /// Sets a variable's or persistent tensor's value (an array in its axes' order).
     fn set_value(&self, py: Python<'_>, node: u32, value: &Bound<'_, PyAny>) -> PyResult<()> {
-        let graph = self.transformer.graph();
-        let id = NodeId::from_u32(node);
-        let n = graph.get(id).ok_or_else(|| {
-            raise(
-                py,
-                "GraphError",
-                format!("no op #{node} in this transformer's graph"),
-            )
-        })?;
+        let id = self.ids_of(py, &[node])?[0];
+        let n = self.transformer.graph().node(id);
         let data = array_data(py, value, n.dtype)?;
         let shape = value.cast::<PyUntypedArray>()?.shape().to_vec();
         let array =
@@ -938,6 +992,21 @@ impl Transformer {
 }
 
 impl Transformer {
+    /// The transformer graph's ids of the Python graph's ops `ids`.
+    fn ids_of(&self, py: Python<'_>, ids: &[u32]) -> PyResult<Vec<NodeId>> {
+        ids.iter()
+            .map(|&i| {
+                self.ids.get(i as usize).copied().flatten().ok_or_else(|| {
+                    raise(
+                        py,
+                        "GraphError",
+                        format!("op #{i} is not part of this transformer's graph (made after it, or needed by none of its computations)"),
+                    )
+                })
+            })
+            .collect()
+    }
+
     /// The JIT's executable of `outputs` given `placeholders`, compiled with the GIL released.
     fn executable(
         &self,
@@ -946,8 +1015,8 @@ impl Transformer {
         placeholders: &[u32],
     ) -> PyResult<weft::compiler::JitExecutable> {
         let graph = Arc::new(self.transformer.graph().clone());
-        let outs: Vec<NodeId> = outputs.iter().map(|&i| NodeId::from_u32(i)).collect();
-        let ins: Vec<NodeId> = placeholders.iter().map(|&i| NodeId::from_u32(i)).collect();
+        let outs = self.ids_of(py, outputs)?;
+        let ins = self.ids_of(py, placeholders)?;
         let options = self.options.clone();
         py.detach(move || weft::compiler::JitExecutable::new(graph, &outs, &ins, &options))
             .map_err(|e| to_py(py, weft::Error::Compile(e)))
@@ -1100,6 +1169,14 @@ fn as_input_array<'py>(
     spec: &InputSpec,
     x: Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
+    if x.is_none() {
+        // NumPy would read None as NaN for a float placeholder.
+        return Err(raise(
+            py,
+            "CallError",
+            format!("no value given for placeholder `{}`", spec.name),
+        ));
+    }
     if let Ok(array) = x.cast::<PyUntypedArray>() {
         if array.is_c_contiguous() {
             return Ok(x);
@@ -1227,7 +1304,18 @@ impl Computation {
         let borrowed = items
             .iter()
             .zip(&self.inputs)
-            .map(|(x, spec)| borrow(py, spec, x))
+            .map(|(x, spec)| {
+                let b = borrow(py, spec, x)?;
+                if b.data().is_ok() {
+                    return Ok(b);
+                }
+                // C-contiguous but misaligned (a view at an odd byte offset): one aligned copy.
+                let aligned =
+                    py.import("numpy")?
+                        .getattr("require")?
+                        .call1((x, py.None(), "CA"))?;
+                borrow(py, spec, &aligned)
+            })
             .collect::<PyResult<Vec<_>>>()?;
         let shapes: Vec<Vec<usize>> = items
             .iter()

@@ -184,6 +184,12 @@ def make_axis(length=None, name=None, roles=None, docstring=None):
     ``AxisError``. ``roles``: how convolution and pooling pair it (``weft.roles``).
     ``docstring`` is accepted for nGraph code and not used."""
     roles = [str(r) for r in (roles or [])]
+    if length is not None:
+        whole = isinstance(length, numbers.Integral) or (
+            isinstance(length, numbers.Real) and float(length).is_integer())
+        if not whole or length < 0:
+            raise AxisError(f"axis `{name}`: the length {length!r} is not a whole number >= 0")
+        length = int(length)
     if name is None:
         name = _fresh("axis", _graph.has_axis)
     elif _graph.has_axis(name):
@@ -192,7 +198,7 @@ def make_axis(length=None, name=None, roles=None, docstring=None):
             return existing
         raise AxisError(f"axis `{name}` exists with length {existing.length} and roles "
                         f"{existing.roles}, not {length} and {roles}")
-    return _graph.axis(name, None if length is None else int(length), roles)
+    return _graph.axis(name, length, roles)
 
 
 def make_axes(axes=()):
@@ -502,6 +508,8 @@ def pad(x, paddings, axes=None):
     spec = []
     for a, p in zip(x.axes, paddings):
         before, after = (p, p) if isinstance(p, numbers.Integral) else p
+        if before < 0 or after < 0:
+            raise AxisError(f"pad: a negative padding {p!r} for axis `{a.name}` of {x!r}")
         if before or after:
             spec.append((a, int(before), int(after)))
     return _op(_graph.pad(x._id, spec)) if spec else x
@@ -545,6 +553,8 @@ def concat_along_axis(xs, axis):
 
 def expand_dims(x, axis, dim):
     """``x`` with a new axis ``axis`` inserted at position ``dim`` (values repeated along it)."""
+    if int(dim) < 0:
+        raise AxisError(f"expand_dims: a negative position {dim} for axis `{axis.name}`")
     return _op(_graph.expand_dims(_as_op(x)._id, axis, int(dim)))
 
 

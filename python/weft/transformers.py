@@ -5,10 +5,12 @@ compiles the ops ``results`` needs given the placeholders ``parameters`` (the GI
 while it compiles) and returns a callable. Computations of one transformer share its variables
 and persistent tensors.
 
-A transformer works on the graph as it is when it makes its first computation, and makes it
-again (keeping the values of variables it has, so training goes on) when a later computation
-needs ops built since. A computation made earlier stays on the graph it was compiled with.
+A transformer compiles the part of the graph its computations reach; when a later computation
+needs ops it does not hold, it takes the graph again, carries the values of its variables over
+and compiles its earlier computations again, so all of them keep sharing one state.
 """
+
+import weakref
 
 import numpy as np
 
@@ -116,20 +118,34 @@ class Transformer:
         self._graph = graph
         self._native = None
         self._made_with = None
+        self._roots = []          # every op id a computation of this transformer needs
+        self._computations = weakref.WeakSet()
 
     def _current_graph(self):
         return self._graph if self._graph is not None else _graph()
 
     def _native_for(self, nodes, g=None):
+        """The native transformer over the part of graph ``g`` that this transformer's
+        computations and ``nodes`` need: the current one if it has them all; else a new one,
+        the values of variables carried over and every earlier computation compiled again on
+        it, so all of them keep sharing one state."""
         g = self._current_graph() if g is None else g
         if self._native is not None and self._made_with is g and all(
-                n < self._native.ops for n in nodes):
+                self._native.has(n) for n in nodes):
             return self._native
         old, old_graph = self._native, self._made_with
-        native = _weft.Transformer(g, self.backend, self.threads)
+        roots = (self._roots if old_graph is g else []) + [n for n in nodes]
+        native = _weft.Transformer(g, list(dict.fromkeys(roots)), self.backend, self.threads)
         if old is not None and old_graph is g:
-            _carry_state(old, native, g)
-        self._native, self._made_with = native, g
+            for node in old.state_ops():
+                if native.has(node):
+                    native.set_value(node, old.value_of(node))
+            for comp in list(self._computations):
+                comp._native = native.computation(comp._outputs,
+                                                  [p._id for p in comp._parameters])
+        else:
+            self._computations = weakref.WeakSet()
+        self._native, self._made_with, self._roots = native, g, list(dict.fromkeys(roots))
         return native
 
     def computation(self, results, *parameters):
@@ -173,7 +189,9 @@ class Transformer:
             raise GraphError("computation: the ops do not belong to this transformer's graph")
         native = self._native_for(outputs + [p._id for p in params], graph)
         compiled = native.computation(outputs, [p._id for p in params])
-        return Computation(self, compiled, outputs, params, ("one" if single else "many", slots))
+        comp = Computation(self, compiled, outputs, params, ("one" if single else "many", slots))
+        self._computations.add(comp)
+        return comp
 
     def value_of(self, op):
         """The current value of a variable or persistent tensor."""
@@ -197,20 +215,15 @@ class Transformer:
     def close(self):
         """Releases the compiled code (nGraph's ``close``); the transformer can compile again."""
         self._native = None
+        self._made_with = None
+        self._roots = []
+        self._computations = weakref.WeakSet()
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.close()
-
-
-def _carry_state(old, new, graph):
-    """Copies every variable's and persistent tensor's value from the old native transformer
-    to the new one (both over ``graph``), so a rebuilt transformer goes on where it was."""
-    for node in range(old.ops):
-        if graph.kind_of(node) in ("variable", "persistent_tensor"):
-            new.set_value(node, old.value_of(node))
 
 
 def make_transformer(backend="jit", threads=None):
