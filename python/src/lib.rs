@@ -8,15 +8,18 @@
 //! Guarantees: every weft error becomes an exception of `weft.errors` (its message weft's own,
 //! naming the op, axis, tensor or input); nothing here panics on bad input. Inputs that are
 //! C-contiguous arrays of the placeholder's dtype are read in place — borrowed for the call,
-//! not copied (`Computation::call` reads `HostView`s of their memory); other layouts are
-//! refused here (the Python layer makes the documented contiguous copy first). Outputs are
-//! the arrays weft wrote, handed to NumPy without a copy (`PyArray::from_vec`). The GIL is
-//! released while a computation compiles and while it runs, so Python threads call
-//! computations concurrently.
+//! not copied (`Computation::call` reads `HostView`s of their memory); a non-contiguous or
+//! misaligned array is copied once, a number or list converted to the placeholder's dtype, an
+//! array of another dtype refused. Outputs are the arrays weft wrote, lent to NumPy without a
+//! copy, their memory given back for later calls when NumPy drops them (`Spares`). The GIL is
+//! released while a computation compiles and while it runs — but for calls whose last run took
+//! under 20 µs, where giving it up and taking it back would cost more than the call — so
+//! Python threads call computations concurrently.
 
 // No unsafe of its own: PyO3 and rust-numpy do the FFI (their macros allow what they emit).
 #![deny(unsafe_code)]
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use numpy::{
@@ -934,6 +937,7 @@ impl Transformer {
         Ok(Computation {
             computation: Arc::new(computation),
             inputs,
+            last_call_nanos: AtomicU64::new(u64::MAX),
             spares,
         })
     }
@@ -1035,6 +1039,9 @@ struct InputSpec {
 struct Computation {
     computation: Arc<weft::Computation>,
     inputs: Vec<InputSpec>,
+    /// How long the last call ran (ns; `u64::MAX` before the first), to decide whether the
+    /// next releases the GIL.
+    last_call_nanos: AtomicU64,
     /// Output memory given back by NumPy arrays that are gone, for the next calls; None when
     /// lengths are bound at call time (outputs' shapes vary).
     spares: Option<Arc<Spares>>,
@@ -1268,8 +1275,11 @@ fn to_numpy(py: Python<'_>, array: weft::HostArray) -> PyResult<Bound<'_, PyAny>
 }
 
 impl Computation {
-    /// Borrows `inputs` (checked against the placeholders) and runs `f` on their views with
-    /// the GIL released.
+    /// Calls shorter than this (the last one's time) keep the GIL.
+    const HOLD_GIL_BELOW_NANOS: u64 = 20_000;
+
+    /// Borrows `inputs` (checked against the placeholders) and runs `f` on their views, the
+    /// GIL released unless the last call was shorter than [`Computation::HOLD_GIL_BELOW_NANOS`].
     fn with_inputs<'py, R: Send>(
         &self,
         py: Python<'py>,
@@ -1331,8 +1341,22 @@ impl Computation {
             views.push(view);
         }
         let computation = &*self.computation;
-        py.detach(|| f(computation, &views))
-            .map_err(|e| to_py(py, e))
+        let timed = || {
+            let start = std::time::Instant::now();
+            let result = f(computation, &views);
+            let nanos = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            self.last_call_nanos.store(nanos, Ordering::Relaxed);
+            result
+        };
+        // Giving the GIL up and taking it back costs more than a call of a few microseconds
+        // takes, and other threads' calls cannot overlap such a call anyway: those run with
+        // it held. Any call that took longer last time releases it.
+        let result = if self.last_call_nanos.load(Ordering::Relaxed) < Self::HOLD_GIL_BELOW_NANOS {
+            timed()
+        } else {
+            py.detach(timed)
+        };
+        result.map_err(|e| to_py(py, e))
     }
 }
 
