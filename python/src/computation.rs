@@ -1,0 +1,354 @@
+//! `Computation`: calls with NumPy arrays — inputs borrowed in place (or converted once, as
+//! documented), outputs lent (`outputs`), the GIL released for calls that are not short.
+
+use super::*;
+
+/// What a computation expects of one input.
+pub(crate) struct InputSpec {
+    pub(crate) name: String,
+    pub(crate) dtype: DType,
+    pub(crate) axes: weft::Axes,
+}
+
+/// A compiled computation: call it with one array per placeholder.
+#[pyclass(frozen, module = "weft._weft")]
+pub(crate) struct Computation {
+    pub(crate) computation: Arc<weft::Computation>,
+    pub(crate) inputs: Vec<InputSpec>,
+    /// How long the last call ran (ns; `u64::MAX` before the first), to decide whether the
+    /// next releases the GIL.
+    pub(crate) last_call_nanos: AtomicU64,
+    /// Output memory given back by NumPy arrays that are gone, for the next calls; None when
+    /// lengths are bound at call time (outputs' shapes vary).
+    pub(crate) spares: Option<Arc<Spares>>,
+}
+
+/// A borrowed input: the array's read guard (it keeps NumPy from handing the memory to a
+/// writer while weft reads it) and its shape.
+pub(crate) enum Borrowed<'py> {
+    F32(PyReadonlyArrayDyn<'py, f32>),
+    F64(PyReadonlyArrayDyn<'py, f64>),
+    I32(PyReadonlyArrayDyn<'py, i32>),
+    I64(PyReadonlyArrayDyn<'py, i64>),
+    Bool(PyReadonlyArrayDyn<'py, bool>),
+}
+
+impl Borrowed<'_> {
+    fn data(&self) -> Result<weft::DataRef<'_>, numpy::AsSliceError> {
+        Ok(match self {
+            Borrowed::F32(a) => weft::DataRef::F32(a.as_slice()?),
+            Borrowed::F64(a) => weft::DataRef::F64(a.as_slice()?),
+            Borrowed::I32(a) => weft::DataRef::I32(a.as_slice()?),
+            Borrowed::I64(a) => weft::DataRef::I64(a.as_slice()?),
+            Borrowed::Bool(a) => weft::DataRef::Bool(a.as_slice()?),
+        })
+    }
+}
+
+/// `x` as an array weft can read in place: a C-contiguous NumPy array as it is; another NumPy
+/// array copied once into a C-contiguous one (its dtype kept: a wrong dtype is refused later,
+/// never converted); anything else (numbers, lists) converted to the placeholder's dtype.
+pub(crate) fn as_input_array<'py>(
+    py: Python<'py>,
+    spec: &InputSpec,
+    x: Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    if x.is_none() {
+        // NumPy would read None as NaN for a float placeholder.
+        return Err(raise(
+            py,
+            "CallError",
+            format!("no value given for placeholder `{}`", spec.name),
+        ));
+    }
+    if let Ok(array) = x.cast::<PyUntypedArray>() {
+        if array.is_c_contiguous() {
+            return Ok(x);
+        }
+        return py
+            .import("numpy")?
+            .getattr("ascontiguousarray")?
+            .call1((x,));
+    }
+    py.import("numpy")?
+        .getattr("asarray")?
+        .call1((&x, dtype_name(spec.dtype)))
+        .map_err(|e| {
+            raise(
+                py,
+                "DTypeError",
+                format!(
+                    "input `{}`: not convertible to a {} array: {e}",
+                    spec.name,
+                    dtype_name(spec.dtype)
+                ),
+            )
+        })
+}
+
+pub(crate) fn borrow<'py>(
+    py: Python<'py>,
+    spec: &InputSpec,
+    x: &Bound<'py, PyAny>,
+) -> PyResult<Borrowed<'py>> {
+    let array = x.cast::<PyUntypedArray>().map_err(|_| {
+        raise(
+            py,
+            "DTypeError",
+            format!(
+                "input `{}`: expected a NumPy array, got {}",
+                spec.name,
+                x.get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default()
+            ),
+        )
+    })?;
+    let wrong = || {
+        let got = array
+            .dtype()
+            .str()
+            .map(|s| s.to_string())
+            .unwrap_or_default();
+        raise(
+            py,
+            "DTypeError",
+            format!(
+                "input `{}` is {} but the placeholder is {}",
+                spec.name,
+                got,
+                dtype_name(spec.dtype)
+            ),
+        )
+    };
+    let b = match spec.dtype {
+        DType::F32 => Borrowed::F32(x.extract().map_err(|_| wrong())?),
+        DType::F64 => Borrowed::F64(x.extract().map_err(|_| wrong())?),
+        DType::I32 => Borrowed::I32(x.extract().map_err(|_| wrong())?),
+        DType::I64 => Borrowed::I64(x.extract().map_err(|_| wrong())?),
+        DType::Bool => Borrowed::Bool(x.extract().map_err(|_| wrong())?),
+    };
+    if !array.is_c_contiguous() {
+        return Err(raise(
+            py,
+            "CallError",
+            format!("input `{}` is not C-contiguous (weft reads inputs in place: pass np.ascontiguousarray(x))", spec.name),
+        ));
+    }
+    Ok(b)
+}
+
+/// A weft output as a NumPy array over the same memory (no copy).
+pub(crate) fn to_numpy(py: Python<'_>, array: weft::HostArray) -> PyResult<Bound<'_, PyAny>> {
+    let (_, shape, data) = array.into_parts();
+    Ok(match data {
+        ArrayData::F32(v) => PyArray::from_vec(py, v).reshape(shape)?.into_any(),
+        ArrayData::F64(v) => PyArray::from_vec(py, v).reshape(shape)?.into_any(),
+        ArrayData::I32(v) => PyArray::from_vec(py, v).reshape(shape)?.into_any(),
+        ArrayData::I64(v) => PyArray::from_vec(py, v).reshape(shape)?.into_any(),
+        ArrayData::Bool(v) => PyArray::from_vec(py, v).reshape(shape)?.into_any(),
+    })
+}
+
+impl Computation {
+    /// Calls shorter than this (the last one's time) keep the GIL.
+    const HOLD_GIL_BELOW_NANOS: u64 = 20_000;
+
+    /// Borrows `inputs` (checked against the placeholders) and runs `f` on their views, the
+    /// GIL released unless the last call was shorter than [`Computation::HOLD_GIL_BELOW_NANOS`].
+    fn with_inputs<'py, R: Send>(
+        &self,
+        py: Python<'py>,
+        inputs: &Bound<'py, PyAny>,
+        f: impl FnOnce(&weft::Computation, &[HostView<'_>]) -> weft::Result<R> + Send,
+    ) -> PyResult<R> {
+        let items: Vec<Bound<'py, PyAny>> = if let Ok(t) = inputs.cast::<PyTuple>() {
+            t.iter().collect()
+        } else if let Ok(l) = inputs.cast::<PyList>() {
+            l.iter().collect()
+        } else {
+            return Err(PyTypeError::new_err("inputs: a list or tuple of arrays"));
+        };
+        if items.len() != self.inputs.len() {
+            let names: Vec<&str> = self.inputs.iter().map(|s| s.name.as_str()).collect();
+            return Err(raise(
+                py,
+                "CallError",
+                format!(
+                    "the computation takes {} input arrays ({}) but {} were given",
+                    names.len(),
+                    names.join(", "),
+                    items.len()
+                ),
+            ));
+        }
+        let items = items
+            .into_iter()
+            .zip(&self.inputs)
+            .map(|(x, spec)| as_input_array(py, spec, x))
+            .collect::<PyResult<Vec<_>>>()?;
+        let borrowed = items
+            .iter()
+            .zip(&self.inputs)
+            .map(|(x, spec)| {
+                let b = borrow(py, spec, x)?;
+                if b.data().is_ok() {
+                    return Ok(b);
+                }
+                // C-contiguous but misaligned (a view at an odd byte offset): one aligned copy.
+                let aligned =
+                    py.import("numpy")?
+                        .getattr("require")?
+                        .call1((x, py.None(), "CA"))?;
+                borrow(py, spec, &aligned)
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let shapes: Vec<Vec<usize>> = items
+            .iter()
+            .map(|x| x.cast::<PyUntypedArray>().map(|a| a.shape().to_vec()))
+            .collect::<Result<_, _>>()?;
+        let mut views = Vec::with_capacity(borrowed.len());
+        for ((b, spec), shape) in borrowed.iter().zip(&self.inputs).zip(&shapes) {
+            let data = b
+                .data()
+                .map_err(|e| raise(py, "CallError", format!("input `{}`: {e}", spec.name)))?;
+            let view = HostView::of_data(&spec.axes, shape, data)
+                .map_err(|e| raise(py, "CallError", format!("input `{}`: {e}", spec.name)))?;
+            views.push(view);
+        }
+        let computation = &*self.computation;
+        let timed = || {
+            let start = std::time::Instant::now();
+            let result = f(computation, &views);
+            let nanos = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            self.last_call_nanos.store(nanos, Ordering::Relaxed);
+            result
+        };
+        // Giving the GIL up and taking it back costs more than a call of a few microseconds
+        // takes, and other threads' calls cannot overlap such a call anyway: those run with
+        // it held. Any call that took longer last time releases it.
+        let result = if self.last_call_nanos.load(Ordering::Relaxed) < Self::HOLD_GIL_BELOW_NANOS {
+            timed()
+        } else {
+            py.detach(timed)
+        };
+        result.map_err(|e| to_py(py, e))
+    }
+}
+
+#[pymethods]
+impl Computation {
+    /// Runs the computation on `inputs` (one C-contiguous array per placeholder, each of its
+    /// dtype, in the placeholders' axes order), returning one new array per output.
+    fn call<'py>(
+        &self,
+        py: Python<'py>,
+        inputs: &Bound<'py, PyAny>,
+    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let Some(spares) = &self.spares else {
+            let outputs = self.with_inputs(py, inputs, |c, views| c.call(views))?;
+            return outputs.into_iter().map(|o| to_numpy(py, o)).collect();
+        };
+        let outputs = self.with_inputs(py, inputs, |c, views| {
+            let mut outputs = spares.take(c)?;
+            c.call_into(views, &mut outputs)?;
+            Ok(outputs)
+        })?;
+        outputs
+            .into_iter()
+            .enumerate()
+            .map(|(i, o)| lend(py, o, spares, i))
+            .collect()
+    }
+
+    /// Runs the computation and writes each output into the matching array of `out`
+    /// (C-contiguous, of the output's dtype and shape): weft writes into its own buffers, then
+    /// each result is copied into `out` once.
+    fn call_into<'py>(
+        &self,
+        py: Python<'py>,
+        inputs: &Bound<'py, PyAny>,
+        out: Vec<Bound<'py, PyAny>>,
+    ) -> PyResult<()> {
+        if out.len() != self.computation.outputs().len() {
+            return Err(raise(
+                py,
+                "CallError",
+                format!(
+                    "out: {} arrays given for {} outputs",
+                    out.len(),
+                    self.computation.outputs().len()
+                ),
+            ));
+        }
+        let results = self.with_inputs(py, inputs, |c, views| c.call(views))?;
+        for (i, (result, target)) in results.into_iter().zip(&out).enumerate() {
+            write_into(py, i, result, target)?;
+        }
+        Ok(())
+    }
+
+    /// The number of inputs it takes.
+    #[getter]
+    fn input_count(&self) -> usize {
+        self.inputs.len()
+    }
+
+    /// The number of outputs it returns.
+    #[getter]
+    fn output_count(&self) -> usize {
+        self.computation.outputs().len()
+    }
+}
+
+/// Copies output `i`'s `result` into the caller's array `target`.
+pub(crate) fn write_into(
+    py: Python<'_>,
+    i: usize,
+    result: weft::HostArray,
+    target: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    fn copy<T: numpy::Element + weft::Element>(
+        py: Python<'_>,
+        i: usize,
+        src: &[T],
+        shape: &[usize],
+        target: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let mut t: PyReadwriteArrayDyn<'_, T> = target.extract().map_err(|_| {
+            raise(
+                py,
+                "DTypeError",
+                format!(
+                    "out[{i}] is not a writeable array of the output's dtype {}",
+                    dtype_name(T::DTYPE)
+                ),
+            )
+        })?;
+        if t.shape() != shape {
+            return Err(raise(
+                py,
+                "CallError",
+                format!(
+                    "out[{i}] has shape {:?} but the output has {:?}",
+                    t.shape(),
+                    shape
+                ),
+            ));
+        }
+        let dst = t
+            .as_slice_mut()
+            .map_err(|_| raise(py, "CallError", format!("out[{i}] is not C-contiguous")))?;
+        dst.copy_from_slice(src);
+        Ok(())
+    }
+    let shape = result.shape().to_vec();
+    match result.data() {
+        ArrayData::F32(v) => copy(py, i, v, &shape, target),
+        ArrayData::F64(v) => copy(py, i, v, &shape, target),
+        ArrayData::I32(v) => copy(py, i, v, &shape, target),
+        ArrayData::I64(v) => copy(py, i, v, &shape, target),
+        ArrayData::Bool(v) => copy(py, i, v, &shape, target),
+    }
+}
