@@ -131,18 +131,23 @@ class Axes(tuple):
         return self + (Axes(other) - self)
 
     def is_sub_set(self, other):
+        """Whether every axis of these is in ``other``."""
         return set(self) <= set(Axes(other))
 
     def is_super_set(self, other):
+        """Whether every axis of ``other`` is in these."""
         return set(self) >= set(Axes(other))
 
     def is_equal_set(self, other):
+        """Whether these and ``other`` are the same axes in any order."""
         return set(self) == set(Axes(other))
 
     def is_not_equal_set(self, other):
+        """Whether these and ``other`` differ as sets."""
         return not self.is_equal_set(other)
 
     def find_by_name(self, name):
+        """The axes of these named ``name``."""
         return Axes(a for a in self if a.name == name)
 
     def batch_axes(self):

@@ -278,6 +278,7 @@ class LoadedGraph:
         return [TensorOp(n, self._native) for n in self._native.outputs()]
 
     def text(self):
+        """The program in weft's text form, as parsed."""
         return self._native.text()
 
     def computation(self, backend="jit", threads=None):
