@@ -579,6 +579,25 @@ impl Graph {
         self.edit(py, [labels], |g, [x]| weft::nn::one_hot(g, x, axis, dtype))
     }
 
+    /// Whether op `x` reads op `y`, directly or through other ops (or is it).
+    fn depends_on(&self, py: Python<'_>, x: u32, y: u32) -> PyResult<bool> {
+        let g = lock(py, &self.graph)?;
+        let (x, y) = (self.node(py, &g, x)?, self.node(py, &g, y)?);
+        let mut seen = vec![false; g.len()];
+        let mut stack = vec![x];
+        while let Some(n) = stack.pop() {
+            if n == y {
+                return Ok(true);
+            }
+            // Operands come before their readers: nothing below `y` can reach it.
+            if n.as_u32() < y.as_u32() || std::mem::replace(&mut seen[n.as_u32() as usize], true) {
+                continue;
+            }
+            stack.extend(g.node(n).op.inputs());
+        }
+        Ok(false)
+    }
+
     /// The gradients of the scalar `loss` with respect to each of `wrt`.
     fn grad(&self, py: Python<'_>, loss: u32, wrt: Vec<u32>) -> PyResult<Vec<u32>> {
         let mut g = lock(py, &self.graph)?;

@@ -736,6 +736,25 @@ def test_deriv_analytic(backend, rng):
     check(comp(xv, tv), 2 * xv.T @ (xv @ w0 - tv), np.float64, **RED[np.float64])
 
 
+def test_deriv_with_an_upstream_error_is_the_vector_jacobian_product(backend, rng):
+    # cost = tanh(x·w) over [N]; with error e over [N]: d/dw Σ e·cost = xᵀ (e ⊙ (1 − cost²)).
+    N, C = axes(("N", 5), ("C", 3))
+    x, e = ng.placeholder([N, C], dtype=np.float64), ng.placeholder([N], dtype=np.float64)
+    w0 = rng.standard_normal(3)
+    w = ng.variable([C], dtype=np.float64, initial_value=w0)
+    cost = ng.tanh(ng.dot(x, w))
+    g = ng.deriv(cost, w, error=e)
+    assert g.axes == (C,)
+    xv, ev = rng.standard_normal((5, 3)), rng.standard_normal(5)
+    comp = ngt.make_transformer(backend).computation(g, x, e)
+    y = np.tanh(xv @ w0)
+    check(comp(xv, ev), xv.T @ (ev * (1 - y * y)), np.float64, **RED[np.float64])
+    with pytest.raises(ng.GraphError, match="depends on"):
+        ng.deriv(cost, w, error=cost * 2.0)        # an upstream gradient is held constant
+    with pytest.raises(ng.AxisError, match="not the cost's"):
+        ng.deriv(cost, w, error=ng.placeholder([C], dtype=np.float64))
+
+
 DERIV_CASES = {
     "tanh": lambda v: ng.tanh(v),
     "sigmoid": lambda v: ng.sigmoid(v),

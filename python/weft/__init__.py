@@ -639,11 +639,21 @@ def one_hot(x, axis, dtype=np.float32):
 
 
 def deriv(cost, wrt, error=None):
-    """The gradient of the scalar ``cost`` with respect to ``wrt`` (weft's reverse mode)."""
+    """The gradient of the scalar ``cost`` with respect to ``wrt`` (weft's reverse mode). With
+    ``error`` (an upstream gradient with ``cost``'s axes), the vector-Jacobian product
+    Σ error·∂cost/∂wrt of a tensor ``cost``: the gradient of Σ(cost·error), ``error`` held
+    constant — so it must not depend on ``wrt`` (a ``GraphError`` otherwise)."""
+    cost, wrt = _as_op(cost), _as_op(wrt)
     if error is not None:
-        raise GraphError("deriv: an `error` (an upstream gradient) is not supported; "
-                         "differentiate the scalar cost")
-    return _op(_graph.grad(_as_op(cost)._id, [_as_op(wrt)._id])[0])
+        error = _as_op(error, like=cost)
+        if _graph.depends_on(error._id, wrt._id):
+            raise GraphError(f"deriv: the error {error!r} depends on {wrt!r}; an upstream "
+                             "gradient is held constant")
+        if not error.axes.is_equal_set(cost.axes):
+            raise AxisError(f"deriv: the error's axes {list(error.axes)} are not the cost's "
+                            f"{list(cost.axes)}")
+        cost = sum(cost * error, reduction_axes=cost.axes)
+    return _op(_graph.grad(cost._id, [wrt._id])[0])
 
 
 def assign(lvalue, rvalue):
