@@ -24,7 +24,7 @@ pub(crate) struct Computation {
 }
 
 /// A borrowed input: the array's read guard (it keeps NumPy from handing the memory to a
-/// writer while weft reads it) and its shape.
+/// writer while weft reads it).
 pub(crate) enum Borrowed<'py> {
     F32(PyReadonlyArrayDyn<'py, f32>),
     F64(PyReadonlyArrayDyn<'py, f64>),
@@ -65,10 +65,7 @@ pub(crate) fn as_input_array<'py>(
         if array.is_c_contiguous() {
             return Ok(x);
         }
-        return py
-            .import("numpy")?
-            .getattr("ascontiguousarray")?
-            .call1((x,));
+        return contiguous_copy(py, &x);
     }
     py.import("numpy")?
         .getattr("asarray")?
@@ -84,6 +81,13 @@ pub(crate) fn as_input_array<'py>(
                 ),
             )
         })
+}
+
+/// `x` copied once into a C-contiguous, aligned array of its own dtype.
+fn contiguous_copy<'py>(py: Python<'py>, x: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    py.import("numpy")?
+        .getattr("require")?
+        .call1((x, py.None(), "CA"))
 }
 
 pub(crate) fn borrow<'py>(
@@ -129,13 +133,6 @@ pub(crate) fn borrow<'py>(
         DType::I64 => Borrowed::I64(x.extract().map_err(|_| wrong())?),
         DType::Bool => Borrowed::Bool(x.extract().map_err(|_| wrong())?),
     };
-    if !array.is_c_contiguous() {
-        return Err(raise(
-            py,
-            "CallError",
-            format!("input `{}` is not C-contiguous (weft reads inputs in place: pass np.ascontiguousarray(x))", spec.name),
-        ));
-    }
     Ok(b)
 }
 
@@ -154,6 +151,38 @@ pub(crate) fn to_numpy(py: Python<'_>, array: weft::HostArray) -> PyResult<Bound
 impl Computation {
     /// Calls shorter than this (the last one's time) keep the GIL.
     const HOLD_GIL_BELOW_NANOS: u64 = 20_000;
+
+    /// `computation` taking `inputs`; outputs reused through spares unless their shapes vary
+    /// (lengths bound at call time).
+    pub(crate) fn new(computation: weft::Computation, inputs: Vec<InputSpec>) -> Computation {
+        let spares = computation.output_arrays().is_ok().then(|| {
+            Arc::new(Spares {
+                free: Mutex::new(vec![Vec::new(); computation.outputs().len()]),
+            })
+        });
+        Computation {
+            computation: Arc::new(computation),
+            inputs,
+            last_call_nanos: AtomicU64::new(u64::MAX),
+            spares,
+        }
+    }
+
+    /// Runs the computation on `inputs`: its outputs, written into spares where there are.
+    fn run<'py>(
+        &self,
+        py: Python<'py>,
+        inputs: &Bound<'py, PyAny>,
+    ) -> PyResult<Vec<weft::HostArray>> {
+        match &self.spares {
+            None => self.with_inputs(py, inputs, |c, views| c.call(views)),
+            Some(spares) => self.with_inputs(py, inputs, |c, views| {
+                let mut outputs = spares.take(c)?;
+                c.call_into(views, &mut outputs)?;
+                Ok(outputs)
+            }),
+        }
+    }
 
     /// Borrows `inputs` (checked against the placeholders) and runs `f` on their views, the
     /// GIL released unless the last call was shorter than [`Computation::HOLD_GIL_BELOW_NANOS`].
@@ -197,10 +226,7 @@ impl Computation {
                     return Ok(b);
                 }
                 // C-contiguous but misaligned (a view at an odd byte offset): one aligned copy.
-                let aligned =
-                    py.import("numpy")?
-                        .getattr("require")?
-                        .call1((x, py.None(), "CA"))?;
+                let aligned = contiguous_copy(py, x)?;
                 borrow(py, spec, &aligned)
             })
             .collect::<PyResult<Vec<_>>>()?;
@@ -246,30 +272,25 @@ impl Computation {
         py: Python<'py>,
         inputs: &Bound<'py, PyAny>,
     ) -> PyResult<Vec<Bound<'py, PyAny>>> {
-        let Some(spares) = &self.spares else {
-            let outputs = self.with_inputs(py, inputs, |c, views| c.call(views))?;
-            return outputs.into_iter().map(|o| to_numpy(py, o)).collect();
-        };
-        let outputs = self.with_inputs(py, inputs, |c, views| {
-            let mut outputs = spares.take(c)?;
-            c.call_into(views, &mut outputs)?;
-            Ok(outputs)
-        })?;
-        outputs
-            .into_iter()
-            .enumerate()
-            .map(|(i, o)| lend(py, o, spares, i))
-            .collect()
+        let outputs = self.run(py, inputs)?;
+        match &self.spares {
+            None => outputs.into_iter().map(|o| to_numpy(py, o)).collect(),
+            Some(spares) => outputs
+                .into_iter()
+                .enumerate()
+                .map(|(i, o)| lend(py, o, spares, i))
+                .collect(),
+        }
     }
 
     /// Runs the computation and writes each output into the matching array of `out`
-    /// (C-contiguous, of the output's dtype and shape): weft writes into its own buffers, then
-    /// each result is copied into `out` once.
+    /// (C-contiguous, of the output's dtype and shape; None: not wanted): weft writes into its
+    /// own buffers, then each result is copied into `out` once.
     fn call_into<'py>(
         &self,
         py: Python<'py>,
         inputs: &Bound<'py, PyAny>,
-        out: Vec<Bound<'py, PyAny>>,
+        out: Vec<Option<Bound<'py, PyAny>>>,
     ) -> PyResult<()> {
         if out.len() != self.computation.outputs().len() {
             return Err(raise(
@@ -282,11 +303,19 @@ impl Computation {
                 ),
             ));
         }
-        let results = self.with_inputs(py, inputs, |c, views| c.call(views))?;
-        for (i, (result, target)) in results.into_iter().zip(&out).enumerate() {
-            write_into(py, i, result, target)?;
+        let results = self.run(py, inputs)?;
+        let written = results
+            .iter()
+            .zip(&out)
+            .enumerate()
+            .filter_map(|(i, (result, target))| Some((i, result, target.as_ref()?)))
+            .try_for_each(|(i, result, target)| write_into(py, i, result, target));
+        if let Some(spares) = &self.spares {
+            for (i, result) in results.into_iter().enumerate() {
+                spares.give(i, result);
+            }
         }
-        Ok(())
+        written
     }
 
     /// The number of inputs it takes.
@@ -306,7 +335,7 @@ impl Computation {
 pub(crate) fn write_into(
     py: Python<'_>,
     i: usize,
-    result: weft::HostArray,
+    result: &weft::HostArray,
     target: &Bound<'_, PyAny>,
 ) -> PyResult<()> {
     fn copy<T: numpy::Element + weft::Element>(
@@ -343,12 +372,12 @@ pub(crate) fn write_into(
         dst.copy_from_slice(src);
         Ok(())
     }
-    let shape = result.shape().to_vec();
+    let shape = result.shape();
     match result.data() {
-        ArrayData::F32(v) => copy(py, i, v, &shape, target),
-        ArrayData::F64(v) => copy(py, i, v, &shape, target),
-        ArrayData::I32(v) => copy(py, i, v, &shape, target),
-        ArrayData::I64(v) => copy(py, i, v, &shape, target),
-        ArrayData::Bool(v) => copy(py, i, v, &shape, target),
+        ArrayData::F32(v) => copy(py, i, v, shape, target),
+        ArrayData::F64(v) => copy(py, i, v, shape, target),
+        ArrayData::I32(v) => copy(py, i, v, shape, target),
+        ArrayData::I64(v) => copy(py, i, v, shape, target),
+        ArrayData::Bool(v) => copy(py, i, v, shape, target),
     }
 }

@@ -228,6 +228,16 @@ pub(crate) fn init_of(
     Ok(TensorInit::data(array_data(py, value, dtype)?))
 }
 
+/// How a convolution's filter or a pool's window moves along one role.
+fn window_step(stride: usize, dilation: usize, before: usize, after: usize) -> weft::WindowStep {
+    weft::WindowStep {
+        stride,
+        dilation,
+        before,
+        after,
+    }
+}
+
 #[pymethods]
 impl Graph {
     #[new]
@@ -270,15 +280,10 @@ impl Graph {
         let spec = weft::ConvSpec {
             steps: steps
                 .iter()
-                .map(|(role, stride, dilation, before, after)| {
+                .map(|&(ref role, stride, dilation, before, after)| {
                     (
                         weft::Role::parse(role),
-                        weft::WindowStep {
-                            stride: *stride,
-                            dilation: *dilation,
-                            before: *before,
-                            after: *after,
-                        },
+                        window_step(stride, dilation, before, after),
                     )
                 })
                 .collect(),
@@ -311,16 +316,11 @@ impl Graph {
             kind,
             windows: windows
                 .iter()
-                .map(|(role, taps, stride, dilation, before, after)| {
+                .map(|&(ref role, taps, stride, dilation, before, after)| {
                     (
                         weft::Role::parse(role),
-                        *taps,
-                        weft::WindowStep {
-                            stride: *stride,
-                            dilation: *dilation,
-                            before: *before,
-                            after: *after,
-                        },
+                        taps,
+                        window_step(stride, dilation, before, after),
                     )
                 })
                 .collect(),

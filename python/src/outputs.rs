@@ -26,7 +26,7 @@ impl Spares {
         computation.output_arrays()
     }
 
-    fn give(&self, output: usize, array: weft::HostArray) {
+    pub(crate) fn give(&self, output: usize, array: weft::HostArray) {
         if let Ok(mut free) = self.free.lock() {
             if let Some(list) = free.get_mut(output) {
                 if list.len() < Self::KEEP {
@@ -62,7 +62,6 @@ pub(crate) fn lend<'py>(
     output: usize,
 ) -> PyResult<Bound<'py, PyAny>> {
     fn view<'py, T: numpy::Element + weft::Element>(
-        py: Python<'py>,
         array: &weft::HostArray,
         owner: Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
@@ -77,7 +76,6 @@ pub(crate) fn lend<'py>(
         // back to the spares when `owner` is dropped, after NumPy has dropped the array).
         #[allow(unsafe_code)]
         let lent = unsafe { PyArray::borrow_from_array(&view, owner) };
-        let _ = py;
         Ok(lent.into_any())
     }
     let dtype = array.dtype();
@@ -96,10 +94,10 @@ pub(crate) fn lend<'py>(
         .ok_or_else(|| PyTypeError::new_err("output memory gone"))?;
     let any = owner.clone().into_any();
     match dtype {
-        DType::F32 => view::<f32>(py, array, any),
-        DType::F64 => view::<f64>(py, array, any),
-        DType::I32 => view::<i32>(py, array, any),
-        DType::I64 => view::<i64>(py, array, any),
-        DType::Bool => view::<bool>(py, array, any),
+        DType::F32 => view::<f32>(array, any),
+        DType::F64 => view::<f64>(array, any),
+        DType::I32 => view::<i32>(array, any),
+        DType::I64 => view::<i64>(array, any),
+        DType::Bool => view::<bool>(array, any),
     }
 }

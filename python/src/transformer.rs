@@ -122,7 +122,7 @@ impl Transformer {
     }
 
     /// The ops of the Python graph this transformer holds state for (variables and
-    /// persistent tensors), as `(op id, kind)`.
+    /// persistent tensors), by their Python graph ids.
     fn state_ops(&self) -> Vec<u32> {
         let g = self.transformer.graph();
         self.ids
@@ -168,17 +168,7 @@ impl Transformer {
         let computation = py
             .detach(move || t.computation(&outs, &ins))
             .map_err(|e| to_py(py, e))?;
-        let spares = computation.output_arrays().is_ok().then(|| {
-            Arc::new(Spares {
-                free: Mutex::new(vec![Vec::new(); computation.outputs().len()]),
-            })
-        });
-        Ok(Computation {
-            computation: Arc::new(computation),
-            inputs,
-            last_call_nanos: AtomicU64::new(u64::MAX),
-            spares,
-        })
+        Ok(Computation::new(computation, inputs))
     }
 
     /// The current value of a variable or persistent tensor, as a new array.

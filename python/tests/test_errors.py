@@ -319,6 +319,10 @@ def test_out_arrays_that_do_not_fit(x):
     frozen.setflags(write=False)
     with pytest.raises(ng.WeftError, match=r"out\[0\]"):
         comp(one, out=frozen)
+    # The same checks where a call computes more than it returns (a sequential's first ops).
+    seq = ngt.make_transformer().computation(ng.sequential([x * 3.0, x * 2.0]), x)
+    with pytest.raises(ng.DTypeError, match=r"out\[1\]"):
+        seq(one, out=np.empty((2, 3), np.float64))
 
 
 def test_computation_arguments(x, HW):

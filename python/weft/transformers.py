@@ -71,15 +71,10 @@ class Computation:
             outs = [out] if isinstance(out, np.ndarray) else list(out)
             if len(outs) != len(self._shape[1]):
                 raise CallError(f"out: {len(outs)} arrays for {len(self._shape[1])} values")
-            full = [None] * len(self._outputs)
+            full = [None] * len(self._outputs)  # None: an output not asked for (an assign)
             for slot, array in zip(self._shape[1], outs):
                 full[slot] = array
-            if any(a is None for a in full):
-                values = self._native.call(inputs)
-                for slot, array in zip(self._shape[1], outs):
-                    np.copyto(array, values[slot], casting="no")
-            else:
-                self._native.call_into(inputs, full)
+            self._native.call_into(inputs, full)
             return out
         values = self._native.call(inputs)
         kind, slots = self._shape
@@ -134,8 +129,8 @@ class Transformer:
                 self._native.has(n) for n in nodes):
             return self._native
         old, old_graph = self._native, self._made_with
-        roots = (self._roots if old_graph is g else []) + [n for n in nodes]
-        native = _weft.Transformer(g, list(dict.fromkeys(roots)), self.backend, self.threads)
+        roots = list(dict.fromkeys((self._roots if old_graph is g else []) + list(nodes)))
+        native = _weft.Transformer(g, roots, self.backend, self.threads)
         if old is not None and old_graph is g:
             for node in old.state_ops():
                 if native.has(node):
@@ -145,7 +140,7 @@ class Transformer:
                                                   [p._id for p in comp._parameters])
         else:
             self._computations = weakref.WeakSet()
-        self._native, self._made_with, self._roots = native, g, list(dict.fromkeys(roots))
+        self._native, self._made_with, self._roots = native, g, roots
         return native
 
     def computation(self, results, *parameters):
