@@ -1515,6 +1515,13 @@ fn span_functions_give_the_inline_bits() {
              t = sum(e, [C])\ny = divide(e, t)\noutput y\n",
             "softmax (exp less the max)",
         ),
+        // Attention's softmax: the routines read x times the scale (less the max) themselves.
+        (
+            "placeholder x: f32[R, C]\nconstant k: f32[] = 0.125\ns = multiply(x, k)\n\
+             m = max(s, [C])\nd = subtract(s, m)\ne = exp(d)\nt = sum(e, [C])\n\
+             y = divide(e, t)\noutput y\n",
+            "softmax of x times a constant",
+        ),
         (
             "placeholder x: f32[R, C]\ne = exp(x)\nt = sum(e, [C])\ny = divide(e, t)\n\
              output y\n",
@@ -1571,6 +1578,12 @@ fn span_functions_give_the_inline_bits() {
             // Rows of a row loop read their argument and sum their results in the routine
             // (one long row is a parallel loop: no sum there).
             let normalised = name.starts_with("softmax") || name.starts_with("exp normalised");
+            let scaled = name.contains("times a constant");
+            assert!(
+                !(available && rows > 1 && scaled)
+                    || explained.contains("times %") && explained.contains("extreme routine"),
+                "{name}, C = {c}:\n{explained}"
+            );
             let summed = available && rows > 1 && normalised;
             assert!(
                 !summed || explained.contains("and sums the results for"),
@@ -1840,6 +1853,47 @@ fn extremes_by_the_native_routine_give_the_inline_bits() {
             if op.starts_with("arg") {
                 agree(&g, g.outputs(), 2);
             }
+        }
+    }
+    scaled_extremes_by_the_native_routine_give_the_inline_bits(&mut rng, &edges);
+}
+
+/// The maximum or minimum of `x · c` (a scaled softmax's row max; `c` a row's value or a
+/// constant, either operand order) is taken by the extreme routine multiplying as it reads,
+/// with the inline loop's bits: scales that are negative (the max of a negated row), zero
+/// (`0 · ±inf` is NaN), tiny (products flushing to ±0 and subnormals), huge (products
+/// overflowing to ±inf), infinite and NaN.
+fn scaled_extremes_by_the_native_routine_give_the_inline_bits(
+    rng: &mut weft_ir::perturb::SplitMix,
+    edges: &[f32],
+) {
+    let scales = [0.125, -1.7, 0.0, -0.0, 1e-30, 3e30, f32::INFINITY, f32::NAN];
+    for (op, product) in [
+        ("max", "multiply(x, c)"),
+        ("min", "multiply(c, x)"),
+        ("max", "multiply(x, k)"),
+    ] {
+        let rows = scales.len();
+        for cols in [37, 64, 4099] {
+            let text = format!(
+                "axis R = {rows}\naxis C = {cols}\nplaceholder x: f32[R, C]\n\
+                 placeholder c: f32[R]\nconstant k: f32[] = -0.3\ns = {product}\n\
+                 y = {op}(s, [C])\noutput y\n"
+            );
+            let g = weft::ir::text::parse(&text, "scaled_extreme.weft").unwrap();
+            let (r, cx) = (g.find_axis("R").unwrap(), g.find_axis("C").unwrap());
+            let xs: Vec<f32> = (0..rows * cols)
+                .map(|i| match rng.below(8) {
+                    0 => edges[i % edges.len()],
+                    _ => (rng.unit() * 40.0 - 20.0) as f32,
+                })
+                .collect();
+            let inputs = [
+                HostArray::from_vec(Axes::new([r, cx]).unwrap(), vec![rows, cols], xs).unwrap(),
+                HostArray::from_vec(Axes::new([r]).unwrap(), vec![rows], scales.to_vec()).unwrap(),
+            ];
+            let what = format!("{op} of {product}, C = {cols}");
+            assert_native_gives_inline_bits(&g, &inputs, "extreme routine", &what);
         }
     }
 }

@@ -409,9 +409,13 @@ fn loops(
             if let Some(span) = extreme {
                 // The routine does the whole loop: no vector code of ours runs.
                 what.retain(|w| !w.starts_with("vectorised"));
+                let times = span
+                    .scale
+                    .map(|c| format!(" times %{c}"))
+                    .unwrap_or_default();
                 what.push(format!(
-                    "the {} of %{}'s span for %{} by the native {} extreme routine (exact: NaN \
-                     if any term is, -0 < +0), combined here",
+                    "the {} of %{}'s span{times} for %{} by the native {} extreme routine \
+                     (exact: NaN if any term is, -0 < +0), combined here",
                     extreme_word(span.kind == weft_ir::loop_ir::ReduceKind::Min),
                     k.buffers[span.load.buffer].name,
                     span.acc,
@@ -610,15 +614,21 @@ fn extreme_word(min: bool) -> &'static str {
     }
 }
 
-/// What a span routine reads as its argument: `%y`, `%y less %u`, `%u less %y` or `%y times
-/// %u`.
+/// What a span routine reads as its argument: `%y`, `%y less %u`, `%u less %y`, `%y times
+/// %c` or `%y times %c less %u`.
 fn source_text(k: &Kernel, source: &span::Source) -> String {
     use weft_runtime::vmath::ArgForm;
     let from = &k.buffers[source.load.buffer].name;
-    match (source.shift, source.form) {
-        (Some(u), ArgForm::Times) => format!("%{from} times %{u}"),
-        (Some(u), ArgForm::ShiftLess) => format!("%{u} less %{from}"),
-        (Some(u), ArgForm::LessShift) => format!("%{from} less %{u}"),
-        (None, _) => format!("%{from}"),
+    let value = |v: Option<weft_ir::loop_ir::ValueId>| match v {
+        Some(v) => format!("%{v}"),
+        None => "0".to_string(),
+    };
+    let (c, u) = (value(source.scale), value(source.shift));
+    match source.form {
+        ArgForm::TimesLess => format!("%{from} times {c} less {u}"),
+        ArgForm::Times => format!("%{from} times {c}"),
+        ArgForm::ShiftLess => format!("{u} less %{from}"),
+        ArgForm::LessShift if source.shift.is_some() => format!("%{from} less {u}"),
+        ArgForm::LessShift => format!("%{from}"),
     }
 }

@@ -48,47 +48,65 @@ impl Extreme {
 
 /// The extreme of `xs` by the reduction's rule (see the module documentation).
 pub fn extreme_f32(kind: Extreme, xs: &[f32]) -> f32 {
+    extreme_f32_scaled(kind, xs, 1.0)
+}
+
+/// The extreme of `x · scale` over `xs`, each product rounded to f32 as the JIT's `mul` rounds
+/// it, by the reduction's rule: a scaled softmax's `max(x·c)`. A scale of 1 is no product
+/// (`x · 1` is `x`, a NaN's payload aside).
+pub fn extreme_f32_scaled(kind: Extreme, xs: &[f32], scale: f32) -> f32 {
     // SAFETY: `xs` holds `xs.len()` f32s.
-    unsafe { run(kind, xs.as_ptr(), xs.len()) }
+    unsafe { run(kind, xs.as_ptr(), xs.len(), scale) }
 }
 
 /// The entry point JIT kernels call: the maximum (`min` 0) or minimum (otherwise) of the `len`
-/// f32s at `src` by the reduction's rule (see the module documentation); the identity (−inf,
-/// +inf) when `len` is 0.
+/// f32s at `src`, each times `scale` ([`extreme_f32_scaled`]; 1 for none), by the reduction's
+/// rule (see the module documentation); the identity (−inf, +inf) when `len` is 0.
 ///
 /// # Safety
 /// `src` must be valid for reads of `len` f32s, aligned to 4 bytes, with no other reference
 /// writing them during the call (a kernel passes a span of a buffer within its length,
 /// checked by the loop-IR verifier).
-pub unsafe extern "C" fn weft_extreme_f32_span(src: *const f32, len: usize, min: usize) -> f32 {
+pub unsafe extern "C" fn weft_extreme_f32_span(
+    src: *const f32,
+    len: usize,
+    min: usize,
+    scale: f32,
+) -> f32 {
     let kind = if min == 0 { Extreme::Max } else { Extreme::Min };
     // SAFETY: the caller's contract.
-    unsafe { run(kind, src, len) }
+    unsafe { run(kind, src, len, scale) }
 }
 
 /// [`weft_extreme_f32_span`] on this CPU's path.
 ///
 /// # Safety
 /// As for [`weft_extreme_f32_span`].
-unsafe fn run(kind: Extreme, src: *const f32, len: usize) -> f32 {
+unsafe fn run(kind: Extreme, src: *const f32, len: usize, scale: f32) -> f32 {
+    let scaled = scale != 1.0;
     // SAFETY (each arm): the caller's contract; the vector paths' features were detected.
     match path() {
         #[cfg(target_arch = "x86_64")]
-        Path::Avx512 => unsafe { avx512::run(kind, src, len) },
+        Path::Avx512 if scaled => unsafe { avx512::run::<true>(kind, src, len, scale) },
         #[cfg(target_arch = "x86_64")]
-        Path::Avx2 => unsafe { avx2::run(kind, src, len) },
-        _ => unsafe { run_scalar(kind, src, len, kind.identity()) },
+        Path::Avx512 => unsafe { avx512::run::<false>(kind, src, len, scale) },
+        #[cfg(target_arch = "x86_64")]
+        Path::Avx2 if scaled => unsafe { avx2::run::<true>(kind, src, len, scale) },
+        #[cfg(target_arch = "x86_64")]
+        Path::Avx2 => unsafe { avx2::run::<false>(kind, src, len, scale) },
+        _ => unsafe { run_scalar(kind, src, len, scale, kind.identity()) },
     }
 }
 
-/// `acc` folded with the `len` f32s at `src`, one at a time.
+/// `acc` folded with the `len` f32s at `src`, each times `scale`, one at a time.
 ///
 /// # Safety
 /// As for [`weft_extreme_f32_span`].
-unsafe fn run_scalar(kind: Extreme, src: *const f32, len: usize, acc: f32) -> f32 {
+unsafe fn run_scalar(kind: Extreme, src: *const f32, len: usize, scale: f32, acc: f32) -> f32 {
     (0..len).fold(acc, |acc, i| {
         // SAFETY: the caller's contract: `i < len`.
-        kind.fold(acc, unsafe { *src.add(i) })
+        let x = unsafe { *src.add(i) };
+        kind.fold(acc, if scale == 1.0 { x } else { x * scale })
     })
 }
 
@@ -276,27 +294,52 @@ mod simd {
         }
     }
 
-    /// The extreme of the `len` f32s at `src` on `V`: whole vectors into [`ACCS`] partials of
-    /// each kind, then the rest folded one at a time onto their settled extreme.
+    /// The `V::N` f32s at `p`, times `factor` where `SCALED`. (A function, not a closure: a
+    /// closure would be compiled without the entry point's target features.)
+    ///
+    /// # Safety
+    /// The trait's contract; `V::N` f32s at `p`.
+    #[inline(always)]
+    unsafe fn term<V: ExtremeLanes, const SCALED: bool>(p: *const f32, factor: V) -> V {
+        // SAFETY: the caller's contract.
+        unsafe {
+            let x = V::load(p);
+            if SCALED {
+                x.mul(factor)
+            } else {
+                x
+            }
+        }
+    }
+
+    /// The extreme of the `len` f32s at `src` on `V`, each times `scale` where `SCALED`:
+    /// whole vectors into [`ACCS`] partials of each kind, then the rest folded one at a time
+    /// onto their settled extreme.
     ///
     /// # Safety
     /// The trait's contract; `src` valid for reads of `len` f32s.
     #[inline(always)]
-    pub(super) unsafe fn run<V: ExtremeLanes>(kind: Extreme, src: *const f32, len: usize) -> f32 {
+    pub(super) unsafe fn run<V: ExtremeLanes, const SCALED: bool>(
+        kind: Extreme,
+        src: *const f32,
+        len: usize,
+        scale: f32,
+    ) -> f32 {
         // SAFETY (the block): the trait's contract, passed on by the caller; every load is of
         // `V::N` f32s below `len`, the scalar rest below `len` too.
         unsafe {
             let n = V::N;
+            let factor = V::splat(scale);
             let mut acc = [VectorPartials::<V>::new(kind); ACCS];
             let mut i = 0;
             while i + ACCS * n <= len {
                 for (a, partials) in acc.iter_mut().enumerate() {
-                    partials.add(kind, V::load(src.add(i + a * n)));
+                    partials.add(kind, term::<V, SCALED>(src.add(i + a * n), factor));
                 }
                 i += ACCS * n;
             }
             while i + n <= len {
-                acc[0].add(kind, V::load(src.add(i)));
+                acc[0].add(kind, term::<V, SCALED>(src.add(i), factor));
                 i += n;
             }
             // Merged in vectors, the partials and then the lanes: a scalar fold of every lane
@@ -304,7 +347,8 @@ mod simd {
             // 3.3× slower.
             let merged = acc[1..].iter().fold(acc[0], |m, &a| m.merge(a, kind));
             let p = merged.across_lanes(kind).first_lane();
-            super::run_scalar(kind, src.add(i), len - i, p.settle(kind))
+            let scale = if SCALED { scale } else { 1.0 };
+            super::run_scalar(kind, src.add(i), len - i, scale, p.settle(kind))
         }
     }
 }
@@ -383,9 +427,14 @@ mod avx512 {
     /// # Safety
     /// The CPU must have AVX-512F; `src` valid for reads of `len` f32s.
     #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn run(kind: Extreme, src: *const f32, len: usize) -> f32 {
+    pub(super) unsafe fn run<const SCALED: bool>(
+        kind: Extreme,
+        src: *const f32,
+        len: usize,
+        scale: f32,
+    ) -> f32 {
         // SAFETY: compiled with AVX-512F, which the caller detected; the caller's contract.
-        unsafe { super::simd::run::<__m512>(kind, src, len) }
+        unsafe { super::simd::run::<__m512, SCALED>(kind, src, len, scale) }
     }
 }
 
@@ -462,10 +511,15 @@ mod avx2 {
     /// The CPU must have AVX2 and FMA (the span routines' lanes assume both); `src` valid for
     /// reads of `len` f32s.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn run(kind: Extreme, src: *const f32, len: usize) -> f32 {
+    pub(super) unsafe fn run<const SCALED: bool>(
+        kind: Extreme,
+        src: *const f32,
+        len: usize,
+        scale: f32,
+    ) -> f32 {
         // SAFETY: compiled with AVX2 and FMA, which the caller detected; the caller's
         // contract.
-        unsafe { super::simd::run::<__m256>(kind, src, len) }
+        unsafe { super::simd::run::<__m256, SCALED>(kind, src, len, scale) }
     }
 }
 
@@ -674,26 +728,34 @@ pub(crate) mod tests {
         a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
     }
 
+    /// Every path, unscaled and scaled (by a factor that rounds, a negative one that turns
+    /// the extreme round, one that underflows small terms to zeros of either sign and one
+    /// that overflows large ones), folds the rounded products by the rule.
     #[test]
     fn every_path_folds_by_the_reductions_rule() {
         for kind in [Extreme::Max, Extreme::Min] {
-            for xs in spans() {
-                let want = xs.iter().fold(kind.identity(), |a, &x| kind.fold(a, x));
-                // SAFETY: `xs` holds its length of f32s.
-                let scalar = unsafe { run_scalar(kind, xs.as_ptr(), xs.len(), kind.identity()) };
-                assert!(same(scalar, want), "{kind:?} scalar of {xs:?}");
-                let got = extreme_f32(kind, &xs);
-                assert!(
-                    same(got, want),
-                    "{kind:?} of {xs:?}: {got:?} ({:#x}), want {want:?} ({:#x})",
-                    got.to_bits(),
-                    want.to_bits()
-                );
-                #[cfg(target_arch = "x86_64")]
-                if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
-                    // SAFETY: AVX2 and FMA detected; `xs` holds its length of f32s.
-                    let avx2 = unsafe { avx2::run(kind, xs.as_ptr(), xs.len()) };
-                    assert!(same(avx2, want), "{kind:?} AVX2 of {xs:?}");
+            for scale in [1.0f32, 0.125, 0.3, -1.7, 1e-30, 3e30] {
+                for xs in spans() {
+                    let want = xs
+                        .iter()
+                        .fold(kind.identity(), |a, &x| kind.fold(a, x * scale));
+                    // SAFETY: `xs` holds its length of f32s.
+                    let scalar =
+                        unsafe { run_scalar(kind, xs.as_ptr(), xs.len(), scale, kind.identity()) };
+                    assert!(same(scalar, want), "{kind:?} {scale} scalar of {xs:?}");
+                    let got = extreme_f32_scaled(kind, &xs, scale);
+                    assert!(
+                        same(got, want),
+                        "{kind:?} of {xs:?} times {scale}: {got:?} ({:#x}), want {want:?} ({:#x})",
+                        got.to_bits(),
+                        want.to_bits()
+                    );
+                    #[cfg(target_arch = "x86_64")]
+                    if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+                        // SAFETY: AVX2 and FMA detected; `xs` holds its length of f32s.
+                        let avx2 = unsafe { avx2::run::<true>(kind, xs.as_ptr(), xs.len(), scale) };
+                        assert!(same(avx2, want), "{kind:?} {scale} AVX2 of {xs:?}");
+                    }
                 }
             }
         }
@@ -705,7 +767,7 @@ pub(crate) mod tests {
         #[cfg(target_arch = "x86_64")]
         if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
             // SAFETY: AVX2 and FMA detected; `xs` holds its length of f32s.
-            got.push(unsafe { avx2::run(kind, xs.as_ptr(), xs.len()) });
+            got.push(unsafe { avx2::run::<false>(kind, xs.as_ptr(), xs.len(), 1.0) });
         }
         got
     }

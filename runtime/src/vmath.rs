@@ -296,10 +296,11 @@ pub use crate::prefetch::Prefetch;
 use crate::prefetch::PrefetchCursor;
 
 /// One call of a span routine: `f` over `len` elements into `dst`, from `dst` itself or from
-/// `src` less `shift`, summing the results into `sums`, prefetching `prefetch`.
+/// `src` (scaled and shifted by `form`), summing the results into `sums`, prefetching
+/// `prefetch`.
 ///
 /// Element by element (the scalar path, which the vector paths reproduce bit for bit):
-/// `x = src.is_null() ? dst[i] : src[i] - shift; dst[i] = f(x)`, and for every `i` below
+/// `x = src.is_null() ? dst[i] : form.of(src[i], scale, shift); dst[i] = f(x)`, and for every `i` below
 /// `len - len % width` (`width = sums.len()`), `sums[i % width] += dst[i]` in increasing `i`:
 /// exactly what a JIT vector loop of `width` f32 lanes in total (`lanes × parts`) adds into
 /// its partial accumulators, so handing the loop's sum to the routine changes no bit.
@@ -310,7 +311,8 @@ struct Job {
     /// Where the arguments come from: `dst` itself when null.
     src: *const f32,
     shift: f32,
-    /// How the argument is made from `src[i]` and `shift`; only with a `src`.
+    scale: f32,
+    /// How the argument is made from `src[i]`, `scale` and `shift`; only with a `src`.
     form: ArgForm,
     /// `width` f32 partial sums, or null.
     sums: *mut f32,
@@ -326,6 +328,7 @@ impl Job {
             len: xs.len(),
             src: std::ptr::null(),
             shift: 0.0,
+            scale: 1.0,
             form: ArgForm::LessShift,
             sums: std::ptr::null_mut(),
             width: 0,
@@ -345,15 +348,18 @@ pub fn apply_f32_prefetching(f: SpanFn, xs: &mut [f32], prefetch: Prefetch) {
     unsafe { run(f, Job::in_place(xs, prefetch)) }
 }
 
-/// How a span routine makes its argument from `src[i]` and the job's `shift`.
+/// How a span routine makes its argument from `src[i]` and the job's `scale` and `shift`,
+/// each operation rounded as the JIT's f32 `mul` and `sub` round it (no fused multiply-add).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ArgForm {
     /// `src[i] − shift` (`src[i]` itself when `shift` is +0).
     LessShift,
     /// `shift − src[i]`.
     ShiftLess,
-    /// `src[i] · shift`.
+    /// `src[i] · scale`.
     Times,
+    /// `src[i] · scale − shift`: a scaled softmax's `x·c − max`.
+    TimesLess,
 }
 
 impl ArgForm {
@@ -363,6 +369,7 @@ impl ArgForm {
         match code {
             0 => ArgForm::LessShift,
             2 => ArgForm::Times,
+            3 => ArgForm::TimesLess,
             _ => ArgForm::ShiftLess,
         }
     }
@@ -374,21 +381,23 @@ impl ArgForm {
             ArgForm::LessShift => 0,
             ArgForm::ShiftLess => 1,
             ArgForm::Times => 2,
+            ArgForm::TimesLess => 3,
         }
     }
 
     /// The argument from `x = src[i]`, as the JIT's scalar code computes it.
-    fn of(self, x: f32, shift: f32) -> f32 {
+    fn of(self, x: f32, scale: f32, shift: f32) -> f32 {
         match self {
             ArgForm::LessShift => x - shift,
             ArgForm::ShiftLess => shift - x,
-            ArgForm::Times => x * shift,
+            ArgForm::Times => x * scale,
+            ArgForm::TimesLess => x * scale - shift,
         }
     }
 }
 
-/// `dst[i] = f(arg)` for every element of `dst`, `arg` made from `src[i]` and `shift` by
-/// `form` (`src` at least as long), and `sums[i % sums.len()] += dst[i]` for the elements up
+/// `dst[i] = f(arg)` for every element of `dst`, `arg` made from `src[i]`, `scale` and
+/// `shift` by `form` (`src` at least as long), and `sums[i % sums.len()] += dst[i]` for the elements up
 /// to the last whole multiple of `sums.len()`, in increasing `i` (the partial sums of a JIT
 /// vector loop of that many lanes; an empty `sums` sums nothing).
 ///
@@ -397,7 +406,7 @@ impl ArgForm {
 pub fn apply_f32_summing(
     f: SpanFn,
     src: &[f32],
-    shift: f32,
+    (scale, shift): (f32, f32),
     form: ArgForm,
     dst: &mut [f32],
     sums: &mut [f32],
@@ -406,6 +415,7 @@ pub fn apply_f32_summing(
     let job = Job {
         src: src.as_ptr(),
         shift,
+        scale,
         form,
         sums: if sums.is_empty() {
             std::ptr::null_mut()
@@ -446,7 +456,7 @@ unsafe fn run_scalar(f: SpanFn, job: Job) {
             let x = if job.src.is_null() {
                 *job.dst.add(i)
             } else {
-                job.form.of(*job.src.add(i), job.shift)
+                job.form.of(*job.src.add(i), job.scale, job.shift)
             };
             *job.dst.add(i) = match f {
                 SpanFn::Exp => exp_scalar(x),
@@ -512,6 +522,7 @@ macro_rules! span_entry_point {
             width: usize,
             shift: f32,
             form: usize,
+            scale: f32,
         ) {
             if len == 0 {
                 return;
@@ -521,6 +532,7 @@ macro_rules! span_entry_point {
                 len,
                 src,
                 shift,
+                scale,
                 form: if src.is_null() {
                     ArgForm::LessShift
                 } else {
@@ -538,9 +550,9 @@ macro_rules! span_entry_point {
 
 span_entry_point!(
     /// The span entry point JIT kernels call: `e^x` over `len` f32s into `dst`, `x` read from
-    /// `dst` itself (`src` null) or from `src[i]` and `shift` by `form` ([`ArgForm`]: 0
-    /// `src[i] − shift`, 2 `src[i] · shift`, else `shift − src[i]` — a sum of `exp(u − y[j])`
-    /// over a row of `y`); the results summed into `width`
+    /// `dst` itself (`src` null) or from `src[i]`, `scale` and `shift` by `form` ([`ArgForm`]:
+    /// 0 `src[i] − shift`, 2 `src[i] · scale`, 3 `src[i] · scale − shift`, else
+    /// `shift − src[i]` — a sum of `exp(u − y[j])` over a row of `y`); the results summed into `width`
     /// partials at `sums` (null: none; see [`apply_f32_summing`] for the order); `bytes` from
     /// `at` prefetched meanwhile ([`Prefetch`]; any address, or 0 bytes).
     ///
@@ -749,15 +761,31 @@ pub(crate) mod simd {
     const LESS_SHIFT: u8 = 1;
     /// The job's shift less the arguments.
     const SHIFT_LESS: u8 = 2;
-    /// The arguments times the job's shift.
+    /// The arguments times the job's scale.
     const TIMES: u8 = 3;
+    /// The arguments times the job's scale, less its shift.
+    const TIMES_LESS: u8 = 4;
 
-    /// The argument `x` at `src + i`: as it is, less `shift` or `shift − x`, by `ARG`.
+    /// The job's scale and shift, in every lane.
+    #[derive(Clone, Copy)]
+    struct Affine<V> {
+        scale: V,
+        shift: V,
+    }
+
+    /// The argument `x` at `src + i`: as it is, less `shift`, `shift − x`, `x · scale` or
+    /// `x · scale − shift`, by `ARG`.
     ///
     /// # Safety
     /// The trait's contract; `n` f32s at `src + i` (`V::N` when `n` is `V::N`).
     #[inline(always)]
-    unsafe fn arg<V: Lanes, const ARG: u8>(src: *const f32, shift: V, i: usize, n: usize) -> V {
+    unsafe fn arg<V: Lanes, const ARG: u8>(
+        src: *const f32,
+        by: Affine<V>,
+        i: usize,
+        n: usize,
+    ) -> V {
+        let Affine { scale, shift } = by;
         // SAFETY: the caller's contract.
         unsafe {
             let x = if n == V::N {
@@ -768,7 +796,8 @@ pub(crate) mod simd {
             match ARG {
                 PLAIN => x,
                 LESS_SHIFT => x.sub(shift),
-                TIMES => x.mul(shift),
+                TIMES => x.mul(scale),
+                TIMES_LESS => x.mul(scale).sub(shift),
                 _ => shift.sub(x),
             }
         }
@@ -782,13 +811,13 @@ pub(crate) mod simd {
     unsafe fn one<V: Lanes, const ARG: u8>(
         f: SpanFn,
         src: *const f32,
-        shift: V,
+        by: Affine<V>,
         dst: *mut f32,
         i: usize,
     ) -> V {
         // SAFETY: the caller's contract.
         unsafe {
-            let y = apply(f, arg::<V, ARG>(src, shift, i, V::N));
+            let y = apply(f, arg::<V, ARG>(src, by, i, V::N));
             y.store(dst.add(i));
             y
         }
@@ -805,15 +834,18 @@ pub(crate) mod simd {
     unsafe fn run_chunks<V: Lanes, const A: usize, const ARG: u8>(f: SpanFn, job: &Job) {
         let n = V::N;
         let mut lines = PrefetchCursor::new(job.prefetch, job.len / n);
-        let (src, shift) = if job.src.is_null() {
-            (job.dst.cast_const(), 0.0)
+        let (src, scale, shift) = if job.src.is_null() {
+            (job.dst.cast_const(), 1.0, 0.0)
         } else {
-            (job.src, job.shift)
+            (job.src, job.scale, job.shift)
         };
         // SAFETY (the block): the caller's contract; every access is below `len` (or of the
         // `A · N = width` partials).
         unsafe {
-            let shift = V::splat(shift);
+            let by = Affine {
+                scale: V::splat(scale),
+                shift: V::splat(shift),
+            };
             let mut i = 0;
             if A > 0 {
                 let mut acc = [V::splat(0.0); A];
@@ -823,7 +855,7 @@ pub(crate) mod simd {
                 while i + A * n <= job.len {
                     for v in acc.iter_mut() {
                         lines.step();
-                        *v = v.add(one::<V, ARG>(f, src, shift, job.dst, i));
+                        *v = v.add(one::<V, ARG>(f, src, by, job.dst, i));
                         i += n;
                     }
                 }
@@ -833,12 +865,12 @@ pub(crate) mod simd {
             }
             while i + n <= job.len {
                 lines.step();
-                one::<V, ARG>(f, src, shift, job.dst, i);
+                one::<V, ARG>(f, src, by, job.dst, i);
                 i += n;
             }
             if i < job.len {
                 let m = job.len - i;
-                let x = arg::<V, ARG>(src, shift, i, m);
+                let x = arg::<V, ARG>(src, by, i, m);
                 apply(f, x).store_partial(job.dst.add(i), m);
             }
         }
@@ -873,6 +905,8 @@ pub(crate) mod simd {
                 by_arg::<V, A, SHIFT_LESS>(f, job)
             } else if job.form == super::ArgForm::Times {
                 by_arg::<V, A, TIMES>(f, job)
+            } else if job.form == super::ArgForm::TimesLess {
+                by_arg::<V, A, TIMES_LESS>(f, job)
             } else if job.shift.to_bits() == 0 {
                 by_arg::<V, A, PLAIN>(f, job)
             } else {
@@ -1445,14 +1479,19 @@ mod tests {
                 SpanFn::Sigmoid => sigmoid_scalar(x),
                 SpanFn::Log => log_scalar(x),
             };
-            let forms = [ArgForm::LessShift, ArgForm::ShiftLess, ArgForm::Times];
+            let forms = [
+                ArgForm::LessShift,
+                ArgForm::ShiftLess,
+                ArgForm::Times,
+                ArgForm::TimesLess,
+            ];
             for (width, form) in [4, 8, 12, 16, 32, 64, 20]
                 .into_iter()
                 .flat_map(|w| forms.map(|f| (w, f)))
             {
                 for len in [0, 3, 16, 17, 63, 64, 100, xs.len()] {
-                    let shift = 1.75f32;
-                    let arg = |x: f32| form.of(x, shift);
+                    let (scale, shift) = (0.3f32, 1.75f32);
+                    let arg = |x: f32| form.of(x, scale, shift);
                     let want: Vec<f32> = xs[..len].iter().map(|&x| scalar(arg(x))).collect();
                     let mut want_sums: Vec<f32> = (0..width).map(|j| j as f32 * 0.5).collect();
                     for (i, y) in want.iter().enumerate().take(len - len % width) {
@@ -1476,6 +1515,7 @@ mod tests {
                         let job = Job {
                             src: xs.as_ptr(),
                             shift,
+                            scale,
                             form,
                             sums: sums.as_mut_ptr(),
                             width,
@@ -1492,7 +1532,7 @@ mod tests {
                     if width == 16 {
                         let mut dst = vec![0f32; len];
                         let mut sums = vec![0f32; 16];
-                        apply_f32_summing(f, &xs, shift, form, &mut dst, &mut sums);
+                        apply_f32_summing(f, &xs, (scale, shift), form, &mut dst, &mut sums);
                         assert_eq!(
                             dst.iter().map(|y| y.to_bits()).collect::<Vec<_>>(),
                             want.iter().map(|y| y.to_bits()).collect::<Vec<_>>()

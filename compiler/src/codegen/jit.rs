@@ -180,8 +180,8 @@ extern "C" fn weft_cos_f64(x: f64) -> f64 {
 
 /// The parameters of the span routines (`weft_{exp,tanh,sigmoid}_f32_span`): dst, len,
 /// prefetch address, prefetch bytes, src, sums, sums width (i64), shift (f32), argument form
-/// (i64: `weft_runtime::vmath::ArgForm`'s code).
-const SPAN_PARAMS: [types::Type; 9] = [
+/// (i64: `weft_runtime::vmath::ArgForm`'s code), scale (f32).
+const SPAN_PARAMS: [types::Type; 10] = [
     types::I64,
     types::I64,
     types::I64,
@@ -191,6 +191,7 @@ const SPAN_PARAMS: [types::Type; 9] = [
     types::I64,
     types::F32,
     types::I64,
+    types::F32,
 ];
 
 impl JitCompiler {
@@ -337,8 +338,13 @@ impl JitCompiler {
             )?,
             // (dst, ld, src, ls, rows, cols, stream)
             transpose_32: import("weft_transpose_32", call_conv, &[i64; 7], &[])?,
-            // (src, len, min) -> the extreme
-            extreme_span_f32: import("weft_extreme_f32_span", call_conv, &[i64; 3], &[f32])?,
+            // (src, len, min, scale) -> the extreme
+            extreme_span_f32: import(
+                "weft_extreme_f32_span",
+                call_conv,
+                &[i64, i64, i64, f32],
+                &[f32],
+            )?,
             // (acc, src, stride, rows, len, min, ahead): columns folded into a row
             extreme_rows_f32: import("weft_extreme_rows_f32", call_conv, &[i64; 7], &[])?,
             // (src, len, min, out): the first best and first NaN indices into out[0..2]

@@ -43,7 +43,8 @@
 //! pass itself, since the hardware's stream stops at each run's end (28–31% faster).
 //!
 //! **Reading and summing in the routine.** When the function's argument is a contiguous f32
-//! load, or one less a value from outside the loop ([`Source`]: softmax's `a − max`), the
+//! load, or one less a value from outside the loop ([`Source`]: softmax's `a − max`), or one
+//! times such a value (less another: attention's scaled softmax, `a·c − max`), the
 //! routine reads it itself and the loop storing the argument is left out; when the next
 //! loop sums the span into f32 partials ([`SpanSum`]: softmax's denominator), the routine
 //! adds each result into the partial that loop's vector code would, so that loop keeps only
@@ -71,8 +72,9 @@
 //! (`preserve_all`, through a trampoline): as an ordinary call it made the row loop's values
 //! spill, and the pass after it reload them every step.
 //!
-//! **Extremes.** A loop that only takes the f32 maximum or minimum of a contiguous load
-//! ([`ExtremeSpan`]: softmax's row max) is one call of `weft_runtime::extreme`'s routine over
+//! **Extremes.** A loop that only takes the f32 maximum or minimum of a contiguous load, or
+//! of one times a value from outside the loop ([`ExtremeSpan`]: softmax's row max, attention's
+//! of `a·c`, the routine multiplying as the loop does) is one call of `weft_runtime::extreme`'s routine over
 //! its range, its result combined into the accumulator: the loop's 128-bit code spends three
 //! instructions per four elements (its `Extreme` partials), where the routine spends three per
 //! sixteen with AVX-512 (a 4096² row max 1.2–1.9× faster; softmax's, which then waits on
@@ -174,18 +176,22 @@ pub(crate) struct SpanCall {
     pub(crate) sum: Option<SpanSum>,
 }
 
-/// An argument the span routine reads itself ([`weft_runtime::vmath`]'s `src` and `shift`):
-/// `load S[.. + i]`, or that less a value from outside the loop (softmax's `a − max`), or a
-/// value from outside the loop less it (`u − y[j]`), or that times a value from outside the
-/// loop (`x[i] · y[j]`: a broadcast product) — the routine's [`ArgForm`]. Subtracting 0 when there
-/// is no shift changes no result (`x − 0` is `x` but for NaN).
+/// An argument the span routine reads itself ([`weft_runtime::vmath`]'s `src`, `scale` and
+/// `shift`): `load S[.. + i]`, or that less a value from outside the loop (softmax's
+/// `a − max`), or a value from outside the loop less it (`u − y[j]`), or that times a value
+/// from outside the loop (`x[i] · y[j]`: a broadcast product), or that product less a value
+/// from outside the loop (a scaled softmax's `x·c − max`) — the routine's [`ArgForm`].
+/// Subtracting 0 when there is no shift changes no result (`x − 0` is `x` but for NaN).
 #[derive(Clone, Debug)]
 pub(crate) struct Source {
     /// The load, contiguous along the loop.
     pub(crate) load: BufferAccessExpr,
+    /// The factor of a product (`Times`, `TimesLess`).
+    pub(crate) scale: Option<ValueId>,
     /// The value subtracted, or subtracted from.
     pub(crate) shift: Option<ValueId>,
-    /// How the argument is made from the load and the shift (`LessShift` without a shift).
+    /// How the argument is made from the load, the scale and the shift (`LessShift` with
+    /// neither).
     pub(crate) form: ArgForm,
 }
 
@@ -335,12 +341,16 @@ pub(crate) struct ExtremeSpan {
     pub(crate) kind: ReduceKind,
     /// The load, contiguous along the loop.
     pub(crate) load: BufferAccessExpr,
+    /// A value from outside the loop the load is multiplied by first (a scaled softmax's
+    /// `max(x·c)`), if any.
+    pub(crate) scale: Option<ValueId>,
 }
 
 /// The [`ExtremeSpan`] of loop `l` (body `body` of `k`; span functions on or off by
 /// `span_math`), if its conditions hold: vectorised, not parallel, at least [`MIN_EXTENT`]
 /// long, not a pass that prefetches a later row ([`pass_prefetch`]); its body one unmasked
-/// f32 load contiguous along `l` and one `max` or `min` reduce of it into an f32 accumulator.
+/// f32 load contiguous along `l`, perhaps times a value from outside the loop, and one `max`
+/// or `min` reduce of it into an f32 accumulator.
 pub(crate) fn extreme_span_plan(
     k: &Kernel,
     l: LoopId,
@@ -355,21 +365,38 @@ pub(crate) fn extreme_span_plan(
     {
         return None;
     }
-    let [Stmt::Let {
-        result,
-        inst: Inst::Load(load),
-    }, Stmt::Reduce {
-        acc,
-        value,
-        index: None,
-    }] = body
-    else {
-        return None;
+    let (load, scale, value, acc) = match body {
+        [Stmt::Let {
+            result,
+            inst: Inst::Load(load),
+        }, Stmt::Reduce {
+            acc,
+            value,
+            index: None,
+        }] if value == result => (load, None, value, acc),
+        [Stmt::Let {
+            result: x,
+            inst: Inst::Load(load),
+        }, Stmt::Let {
+            result,
+            inst: Inst::Binary(BinaryOp::Mul, a, b),
+        }, Stmt::Reduce {
+            acc,
+            value,
+            index: None,
+        }] if value == result && (a == x) != (b == x) => {
+            // IEEE multiplication commutes bit for bit: `c · x` is `x · c`.
+            let c = if a == x { *b } else { *a };
+            (load, Some(c), value, acc)
+        }
+        _ => return None,
     };
     let kind = k.accs[*acc].kind;
     let contiguous = load.mask.is_empty() && load.index.coefficient(l) == 1;
-    (value == result
-        && contiguous
+    let scale_f32 = scale.is_none_or(|c| k.values[c] == ScalarType::F32);
+    (contiguous
+        && scale_f32
+        && k.values[*value] == ScalarType::F32
         && k.buffers[load.buffer].ty == ScalarType::F32
         && k.accs[*acc].ty == ScalarType::F32
         && matches!(kind, ReduceKind::Max | ReduceKind::Min))
@@ -377,6 +404,7 @@ pub(crate) fn extreme_span_plan(
         acc: *acc,
         kind,
         load: load.clone(),
+        scale,
     })
 }
 
@@ -622,7 +650,8 @@ pub(crate) fn sum_span_plan(
         return None;
     }
     // The sum routine's terms are `x`, `x − u` or `u − x` (squared or not), never a product.
-    let source = source_of(k, l, body, arg).filter(|s| s.form != ArgForm::Times)?;
+    let source = source_of(k, l, body, arg)
+        .filter(|s| matches!(s.form, ArgForm::LessShift | ArgForm::ShiftLess))?;
     let (width, lanes) = f32_sum_width(k, l, body, sum.acc)?;
     (lanes == 4 && weft_runtime::span_sum::valid_width(width as usize)).then(|| SumSpan {
         acc: sum.acc,
@@ -880,7 +909,7 @@ fn definition(body: &[Stmt], v: ValueId) -> Option<&Inst> {
 /// unmasked f32 load contiguous along `l`, or one less a value defined outside the loop.
 fn source_of(k: &Kernel, l: LoopId, body: &[Stmt], arg: ValueId) -> Option<Source> {
     let def = |v: ValueId| definition(body, v);
-    let load = |inst: &Inst| match inst {
+    let load = |v: ValueId| match def(v)? {
         Inst::Load(a)
             if a.mask.is_empty()
                 && a.index.coefficient(l) == 1
@@ -890,32 +919,37 @@ fn source_of(k: &Kernel, l: LoopId, body: &[Stmt], arg: ValueId) -> Option<Sourc
         }
         _ => None,
     };
-    match def(arg)? {
-        Inst::Binary(BinaryOp::Sub, x, u) if def(*u).is_none() => Some(Source {
-            load: load(def(*x)?)?,
-            shift: Some(*u),
-            form: ArgForm::LessShift,
-        }),
-        Inst::Binary(BinaryOp::Sub, u, x) if def(*u).is_none() => Some(Source {
-            load: load(def(*x)?)?,
-            shift: Some(*u),
-            form: ArgForm::ShiftLess,
-        }),
-        // IEEE multiplication commutes bit for bit: `u · x` is `x · u`.
+    let outer = |v: ValueId| def(v).is_none();
+    // `x · u` with `x` the load; IEEE multiplication commutes bit for bit, so `u · x` too.
+    let product = |v: ValueId| match def(v)? {
         Inst::Binary(BinaryOp::Mul, x, u) | Inst::Binary(BinaryOp::Mul, u, x)
-            if def(*u).is_none() && def(*x).is_some_and(|i| load(i).is_some()) =>
+            if outer(*u) && load(*x).is_some() =>
         {
-            Some(Source {
-                load: load(def(*x)?)?,
-                shift: Some(*u),
-                form: ArgForm::Times,
-            })
+            Some((load(*x)?, *u))
         }
-        inst => Some(Source {
-            load: load(inst)?,
-            shift: None,
-            form: ArgForm::LessShift,
-        }),
+        _ => None,
+    };
+    let source = |load, scale, shift, form| {
+        Some(Source {
+            load,
+            scale,
+            shift,
+            form,
+        })
+    };
+    match def(arg)? {
+        Inst::Binary(BinaryOp::Sub, x, u) if outer(*u) => match product(*x) {
+            Some((x, c)) => source(x, Some(c), Some(*u), ArgForm::TimesLess),
+            None => source(load(*x)?, None, Some(*u), ArgForm::LessShift),
+        },
+        Inst::Binary(BinaryOp::Sub, u, x) if outer(*u) => {
+            source(load(*x)?, None, Some(*u), ArgForm::ShiftLess)
+        }
+        Inst::Binary(BinaryOp::Mul, ..) => {
+            let (x, c) = product(arg)?;
+            source(x, Some(c), None, ArgForm::Times)
+        }
+        _ => source(load(arg)?, None, None, ArgForm::LessShift),
     }
 }
 
@@ -1109,6 +1143,18 @@ pub(crate) fn lets_of(body: &[Stmt], needed: &[ValueId]) -> Vec<Stmt> {
         .collect()
 }
 
+/// The values a span routine's call passes for its [`Source`].
+struct SourceArgs {
+    /// The first element's address.
+    src: Value,
+    /// The shift (f32; 0 for none).
+    shift: Value,
+    /// The [`ArgForm`]'s code.
+    form: Value,
+    /// The factor (f32; 1 for none).
+    scale: Value,
+}
+
 impl Translator<'_, '_> {
     /// The span function of loop `l`, if the options allow it and its conditions hold.
     pub(super) fn span_of(&self, l: LoopId, body: &[Stmt]) -> Option<SpanCall> {
@@ -1148,10 +1194,14 @@ impl Translator<'_, '_> {
             .b
             .ins()
             .iconst(types::I64, i64::from(span.kind == ReduceKind::Min));
+        let scale = match span.scale {
+            Some(c) => self.scalar(c)?,
+            None => self.b.ins().f32const(1.0),
+        };
         let call = self
             .b
             .ins()
-            .call(self.pow.extreme_span_f32, &[src, len, min]);
+            .call(self.pow.extreme_span_f32, &[src, len, min, scale]);
         let extreme = self.b.inst_results(call)[0];
         let cur = self.b.use_var(value);
         let next = self.combine(span.kind, ScalarType::F32, cur, extreme);
@@ -1282,9 +1332,9 @@ impl Translator<'_, '_> {
             return self.internal(format!("accumulator %{} has no scalar value", span.acc));
         };
         let len = self.range_len(l);
-        let (src, shift, _) = self.source_args(l, &span.source)?;
+        let SourceArgs { src, shift, .. } = self.source_args(l, &span.source)?;
         let arg = match (span.source.shift, span.source.form) {
-            (_, ArgForm::Times) => {
+            (_, ArgForm::Times | ArgForm::TimesLess) => {
                 return self.internal("a sum span of a product".to_string());
             }
             (None, _) => SumArg::Plain,
@@ -1390,7 +1440,12 @@ impl Translator<'_, '_> {
     ) -> Result<()> {
         let len = self.range_len(l);
         let dst = self.b.ins().stack_addr(types::I64, scratch, 0);
-        let (src, shift, negate) = self.source_args(l, &span.source)?;
+        let SourceArgs {
+            src,
+            shift,
+            form,
+            scale,
+        } = self.source_args(l, &span.source)?;
         let zero = self.b.ins().iconst(types::I64, 0);
         let (sums, width) = match slot {
             Some(slot) => (
@@ -1402,22 +1457,31 @@ impl Translator<'_, '_> {
         let callee = self.span_callee(span.op);
         self.b.ins().call(
             callee,
-            &[dst, len, zero, zero, src, sums, width, shift, negate],
+            &[dst, len, zero, zero, src, sums, width, shift, form, scale],
         );
         Ok(())
     }
 
-    /// The routine's `src`, `shift` and `negate` arguments for `source` over loop `l`'s current
-    /// range.
-    fn source_args(&mut self, l: LoopId, source: &Source) -> Result<(Value, Value, Value)> {
+    /// The routine's `src`, `shift`, `form` and `scale` arguments for `source` over loop `l`'s
+    /// current range.
+    fn source_args(&mut self, l: LoopId, source: &Source) -> Result<SourceArgs> {
         let first = self.first_index(l, &source.load)?;
         let src = self.address(&source.load, first);
         let shift = match source.shift {
             Some(u) => self.scalar(u)?,
             None => self.b.ins().f32const(0.0),
         };
+        let scale = match source.scale {
+            Some(c) => self.scalar(c)?,
+            None => self.b.ins().f32const(1.0),
+        };
         let form = self.b.ins().iconst(types::I64, source.form.code() as i64);
-        Ok((src, shift, form))
+        Ok(SourceArgs {
+            src,
+            shift,
+            form,
+            scale,
+        })
     }
 
     /// The span routine of `op`.
@@ -1584,9 +1648,19 @@ impl Translator<'_, '_> {
             Some(next) => self.next_row_address(next)?,
             None => (zero, zero),
         };
-        let (src, shift, negate) = match &span.source {
+        let SourceArgs {
+            src,
+            shift,
+            form,
+            scale,
+        } = match &span.source {
             Some(source) => self.source_args(l, source)?,
-            None => (zero, self.b.ins().f32const(0.0), zero),
+            None => SourceArgs {
+                src: zero,
+                shift: self.b.ins().f32const(0.0),
+                form: zero,
+                scale: self.b.ins().f32const(1.0),
+            },
         };
         let (sums, width) = match &span.sum {
             Some(sum) => {
@@ -1601,7 +1675,7 @@ impl Translator<'_, '_> {
         };
         self.b.ins().call(
             callee,
-            &[addr, len, at, bytes, src, sums, width, shift, negate],
+            &[addr, len, at, bytes, src, sums, width, shift, form, scale],
         );
         Ok(())
     }
