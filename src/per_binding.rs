@@ -90,6 +90,8 @@ pub(crate) struct PerBinding {
     outputs: Vec<NodeId>,
     placeholders: Vec<NodeId>,
     access: StateAccess,
+    /// The nodes it evaluates: only their axes need lengths.
+    plan: Plan,
     /// Per unbound axis any placeholder has, where calls read its length.
     sources: Vec<Source>,
     cache: Mutex<Cache>,
@@ -124,6 +126,7 @@ impl PerBinding {
             outputs: outputs.to_vec(),
             placeholders: placeholders.to_vec(),
             access,
+            plan,
             sources,
             cache: Mutex::new(Cache {
                 entries: Vec::new(),
@@ -225,7 +228,7 @@ impl PerBinding {
         for (s, len) in self.sources.iter().zip(lens) {
             g.bind(s.axis, *len)?;
         }
-        g.verify()?;
+        g.verify_part(|id| self.plan.is_needed(id))?;
         let shared = Arc::new(Shared {
             graph: Arc::new(g),
             state: Arc::clone(&self.shared.state),

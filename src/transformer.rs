@@ -216,7 +216,18 @@ impl Transformer {
     /// time, nothing is compiled here: each call binds them from its inputs and compiles on
     /// the first call of each binding ([`Computation::bindings`]).
     pub fn computation(&self, outputs: &[NodeId], placeholders: &[NodeId]) -> Result<Computation> {
-        if crate::per_binding::unbound_axes(&self.shared.graph).is_empty() {
+        let g = &*self.shared.graph;
+        // Only the axes of the nodes this computation evaluates matter: another computation's
+        // axis bound at call time neither stops it nor makes it compile per binding.
+        let fully_bound = crate::per_binding::unbound_axes(g).is_empty() || {
+            let plan = Plan::new(g, outputs, placeholders)?;
+            match g.verify_part(|id| plan.is_needed(id)) {
+                Ok(()) => true,
+                Err(weft_ir::GraphError::UnboundAxis { .. }) => false,
+                Err(e) => return Err(e.into()),
+            }
+        };
+        if fully_bound {
             let bound =
                 self.preparer
                     .computation(Arc::clone(&self.shared), outputs, placeholders)?;

@@ -59,6 +59,33 @@ fn sum_of_squares_has_gradient_two_x() {
     assert_eq!(got[0], xs.iter().map(|v| 2.0 * v).collect::<Vec<_>>());
 }
 
+/// `grad_stopping` holds a stopped node constant: d/dx Σ x·s(x) with s = x stopped is s, not 2x,
+/// and stopping a node off the path changes nothing.
+#[test]
+fn a_stopped_node_carries_no_gradient() {
+    let mut g = Graph::new();
+    let n = g.axis("N", 3).unwrap();
+    let x = g.placeholder("x", &[n], DType::F64).unwrap();
+    let one = g.scalar(weft::Scalar::Float(1.0), DType::F64).unwrap();
+    let stopped = g.binary(weft::BinaryOp::Multiply, x, one).unwrap();
+    let prod = g.binary(weft::BinaryOp::Multiply, x, stopped).unwrap();
+    let loss = g.reduce(ReduceOp::Sum, prod, &[n], None).unwrap();
+    let free = g.grad(loss, &[x]).unwrap()[0];
+    let held = g.grad_stopping(loss, &[x], &[stopped]).unwrap()[0];
+    let off_path = g.grad_stopping(loss, &[x], &[one]).unwrap()[0];
+    check_shapes(&g, &[x, x, x], &[free, held, off_path]);
+    let xs = vec![1.0, -2.0, 0.5];
+    let got = eval(
+        &g,
+        &[free, held, off_path],
+        &[x],
+        &[arr(&[n], &[3], xs.clone())],
+    );
+    assert_eq!(got[0], xs.iter().map(|v| 2.0 * v).collect::<Vec<_>>());
+    assert_eq!(got[1], xs);
+    assert_eq!(got[2], got[0]);
+}
+
 #[test]
 fn softmax_cross_entropy_gradient_is_softmax_minus_onehot() {
     let b = GraphBuilder::new();

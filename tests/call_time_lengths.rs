@@ -164,3 +164,30 @@ fn state_over_an_unbound_axis_is_refused_when_the_transformer_is_made() {
         "{err}"
     );
 }
+
+/// A computation that evaluates no node over an axis bound at call time compiles once, when
+/// made, and runs, though another computation of the same transformer binds that axis at each
+/// call (a Python transformer holds both; before, every computation of it failed on the other's
+/// unbound axis).
+#[test]
+fn another_computations_unbound_axis_leaves_a_bound_one_alone() {
+    let (mut g, b, c, [x, y, _, count]) = graph();
+    let z = g.placeholder("z", &[c], DType::F64).unwrap();
+    let doubled = g.binary(BinaryOp::Add, z, count).unwrap();
+    for backend in [Backend::Jit, Backend::JitUnfused, Backend::Interpreter] {
+        let t = Transformer::new(g.clone(), backend).unwrap();
+        let bound = t.computation(&[doubled], &[z]).unwrap();
+        let per_batch = t.computation(&[y], &[x]).unwrap();
+        assert_eq!(bound.compilations(), 1, "{backend:?}: compiled when made");
+        assert!(bound.bindings().is_empty(), "{backend:?}");
+        let zs = HostArray::from_vec(Axes::new([c]).unwrap(), vec![5], vec![1.0f64; 5]).unwrap();
+        per_batch.call(&[&batch(b, c, 4, 0.5)]).unwrap();
+        let out = bound.call(&[&zs]).unwrap();
+        assert_eq!(out[0].to_vec::<f64>().unwrap(), vec![1.0; 5], "{backend:?}");
+        assert_eq!(
+            bound.compilations(),
+            1,
+            "{backend:?}: no binding to compile for"
+        );
+    }
+}

@@ -329,6 +329,19 @@ impl Computation {
     fn output_count(&self) -> usize {
         self.computation.outputs().len()
     }
+
+    /// How many times it has compiled: once, or with lengths bound at call time once per
+    /// binding first seen (again for one evicted and seen again).
+    #[getter]
+    fn compilations(&self) -> usize {
+        self.computation.compilations()
+    }
+
+    /// How many bindings of call-time lengths it keeps compiled (at least 1): a new binding
+    /// beyond them evicts the least recently used one.
+    fn set_binding_capacity(&self, capacity: usize) {
+        self.computation.set_binding_capacity(capacity);
+    }
 }
 
 /// Copies output `i`'s `result` into the caller's array `target`.

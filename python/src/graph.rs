@@ -24,11 +24,22 @@ impl Axis {
 
 #[pymethods]
 impl Axis {
-    /// The name given when it was made (its dual degree not included).
+    /// Its label: the name given when it was made (its dual degree not included); for an axis
+    /// a slice, pad, convolution or pool derived, the label of the axis it came from, as
+    /// nGraph named them (`H` for a convolution's output rows over `H`; `derivation` tells
+    /// how).
     #[getter]
     fn name(&self, py: Python<'_>) -> PyResult<String> {
         let g = lock(py, &self.graph)?;
-        Ok(g.axis_data(self.axis.id).name.clone())
+        Ok(label(&g, self.axis))
+    }
+    /// How it was made: its name for a declared axis, the derivation for a derived one
+    /// (`H~R+pad(1,1)~2/2`: `H` under a window of `R` padded by one each side, then one of two
+    /// taps at stride 2), with `@index` where two declared axes share a label.
+    #[getter]
+    fn derivation(&self, py: Python<'_>) -> PyResult<String> {
+        let g = lock(py, &self.graph)?;
+        Ok(g.axis_name(self.axis.with_dual(0)))
     }
     /// Its length, or None while it is unbound (bound at call time by the inputs).
     #[getter]
@@ -93,6 +104,18 @@ impl Axis {
             .axis_len(self.axis)
             .map_or("unbound".into(), |n| n.to_string());
         Ok(format!("Axis({}, length={len})", g.axis_name(self.axis)))
+    }
+}
+
+/// The label of `axis` in `g` (see `Axis.name`).
+fn label(g: &weft::Graph, axis: weft::Axis) -> String {
+    use weft::ir::AxisDef;
+    match &g.axis_data(axis.id).def {
+        AxisDef::Slice { of, .. } | AxisDef::Pad { of, .. } | AxisDef::Window { of, .. } => {
+            label(g, *of)
+        }
+        AxisDef::Features(out) => label(g, *out),
+        _ => g.axis_data(axis.id).name.clone(),
     }
 }
 
@@ -165,7 +188,7 @@ impl Graph {
         }
         f(&mut g, nodes)
             .map(NodeId::as_u32)
-            .map_err(|e| graph_err(py, e))
+            .map_err(|e| graph_err_in(py, &g, e))
     }
     fn axes(&self, py: Python<'_>, axes: &[Bound<'_, Axis>]) -> PyResult<Vec<weft::Axis>> {
         axes_of(py, &self.graph, axes)
@@ -247,7 +270,8 @@ impl Graph {
         }
     }
 
-    /// A new axis; `length` None leaves it unbound (bound at call time by the inputs);
+    /// A new axis, whatever other axes are named (a name is a label: nGraph-python's
+    /// `make_axis`); `length` None leaves it unbound (bound at call time by the inputs);
     /// `roles` by name (`Height`, `Width`, `Depth`, `Channel`, `Channelout`, `Time`, or a
     /// role of the user's own): how convolution and pooling pair it.
     #[pyo3(signature = (name, length=None, roles=Vec::new()))]
@@ -260,10 +284,7 @@ impl Graph {
     ) -> PyResult<Axis> {
         let mut g = lock(py, &self.graph)?;
         let roles = roles.iter().map(|r| weft::Role::parse(r)).collect();
-        let axis = g
-            .axis_with_roles(name, length, roles)
-            .map_err(|e| graph_err(py, e))?;
-        Ok(self.axis_obj(axis))
+        Ok(self.axis_obj(g.axis_labelled(name, length, roles)))
     }
 
     /// The convolution of `x` with `filter`, paired by axis role: `steps` per spatial role
@@ -549,7 +570,7 @@ impl Graph {
         }
         g.concat(&spec)
             .map(NodeId::as_u32)
-            .map_err(|e| graph_err(py, e))
+            .map_err(|e| graph_err_in(py, &g, e))
     }
 
     fn expand_dims(
@@ -579,34 +600,85 @@ impl Graph {
         self.edit(py, [labels], |g, [x]| weft::nn::one_hot(g, x, axis, dtype))
     }
 
-    /// Whether op `x` reads op `y`, directly or through other ops (or is it).
-    fn depends_on(&self, py: Python<'_>, x: u32, y: u32) -> PyResult<bool> {
+    /// Every op's operands, by op id (operands come before their readers): the Python
+    /// layer's one view of the graph's edges, for its walks (`sequential`'s plan,
+    /// `deriv`'s check that an upstream gradient does not depend on what it differentiates).
+    fn operands(&self, py: Python<'_>) -> PyResult<Vec<Vec<u32>>> {
         let g = lock(py, &self.graph)?;
-        let (x, y) = (self.node(py, &g, x)?, self.node(py, &g, y)?);
-        let mut seen = vec![false; g.len()];
-        let mut stack = vec![x];
-        while let Some(n) = stack.pop() {
-            if n == y {
-                return Ok(true);
-            }
-            // Operands come before their readers: nothing below `y` can reach it.
-            if n.as_u32() < y.as_u32() || std::mem::replace(&mut seen[n.as_u32() as usize], true) {
-                continue;
-            }
-            stack.extend(g.node(n).op.inputs());
-        }
-        Ok(false)
+        Ok(g.nodes()
+            .map(|(_, n)| n.op.inputs().into_iter().map(NodeId::as_u32).collect())
+            .collect())
     }
 
-    /// The gradients of the scalar `loss` with respect to each of `wrt`.
-    fn grad(&self, py: Python<'_>, loss: u32, wrt: Vec<u32>) -> PyResult<Vec<u32>> {
+    /// The variable or persistent tensor op `x` assigns, if it is an `assign`.
+    fn assign_target(&self, py: Python<'_>, x: u32) -> PyResult<Option<u32>> {
+        let g = lock(py, &self.graph)?;
+        let node = self.node(py, &g, x)?;
+        Ok(match g.node(node).op {
+            Op::Assign { target, .. } => Some(target.as_u32()),
+            _ => None,
+        })
+    }
+
+    /// A copy of op `x` reading `operands` (of the same axes and dtypes as its own, in order)
+    /// instead of its own, unnamed: how `sequential` has a later step read the value an
+    /// earlier step computed rather than compute it again from state that changed since.
+    fn clone_reading(&self, py: Python<'_>, x: u32, operands: Vec<u32>) -> PyResult<u32> {
+        use weft::compiler::passes::rebuild::{add_like, remap_op, with_op};
+        let mut g = lock(py, &self.graph)?;
+        let node = self.node(py, &g, x)?;
+        let new = operands
+            .iter()
+            .map(|&o| self.node(py, &g, o))
+            .collect::<PyResult<Vec<_>>>()?;
+        let old = g.node(node).clone();
+        if old.op.inputs().len() != new.len() {
+            return Err(raise(
+                py,
+                "GraphError",
+                format!(
+                    "op #{x} reads {} operands, not {}",
+                    old.op.inputs().len(),
+                    new.len()
+                ),
+            ));
+        }
+        let map: Vec<(NodeId, NodeId)> = old.op.inputs().into_iter().zip(new).collect();
+        let op = remap_op(&old.op, |o| {
+            map.iter()
+                .find(|(from, _)| *from == o)
+                .map(|(_, to)| *to)
+                .ok_or_else(|| {
+                    weft::compiler::passes::PassError::Internal("an operand not mapped".into())
+                })
+        })
+        .map_err(|e| raise(py, "GraphError", e.to_string()))?;
+        add_like(&mut g, &with_op(&old, op), false)
+            .map(NodeId::as_u32)
+            .map_err(|e| raise(py, "GraphError", e.to_string()))
+    }
+
+    /// The gradients of the scalar `loss` with respect to each of `wrt`, no gradient flowing
+    /// through the ops `stops` (`stop_gradient`'s).
+    #[pyo3(signature = (loss, wrt, stops=Vec::new()))]
+    fn grad(
+        &self,
+        py: Python<'_>,
+        loss: u32,
+        wrt: Vec<u32>,
+        stops: Vec<u32>,
+    ) -> PyResult<Vec<u32>> {
         let mut g = lock(py, &self.graph)?;
         let loss = self.node(py, &g, loss)?;
-        let wrt = wrt
-            .iter()
-            .map(|&w| self.node(py, &g, w))
-            .collect::<PyResult<Vec<_>>>()?;
-        let grads = g.grad(loss, &wrt).map_err(|e| graph_err(py, e))?;
+        let ids = |g: &weft::Graph, xs: &[u32]| {
+            xs.iter()
+                .map(|&w| self.node(py, g, w))
+                .collect::<PyResult<Vec<_>>>()
+        };
+        let (wrt, stops) = (ids(&g, &wrt)?, ids(&g, &stops)?);
+        let grads = g
+            .grad_stopping(loss, &wrt, &stops)
+            .map_err(|e| graph_err_in(py, &g, e))?;
         Ok(grads.into_iter().map(NodeId::as_u32).collect())
     }
 

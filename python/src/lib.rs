@@ -80,5 +80,9 @@ fn _weft(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(digits, m)?)?;
     m.add_function(wrap_pyfunction!(host_copy_bytes, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add(
+        "DEFAULT_BINDING_CAPACITY",
+        weft::per_binding::DEFAULT_BINDING_CAPACITY,
+    )?;
     Ok(())
 }

@@ -5,17 +5,15 @@ use super::*;
 
 // ---- transformers and computations -------------------------------------------------------
 
-pub(crate) fn backend_of(py: Python<'_>, name: &str) -> PyResult<Backend> {
+pub(crate) fn backend_of(name: &str) -> PyResult<Backend> {
     Ok(match name {
         "jit" | "cpu" => Backend::Jit,
         "unfused" | "jit-unfused" => Backend::JitUnfused,
         "interpreter" | "interp" => Backend::Interpreter,
         other => {
-            return Err(raise(
-                py,
-                "WeftError",
-                format!("no backend `{other}` (jit, unfused, interpreter)"),
-            ))
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "no backend `{other}` (jit, unfused, interpreter)"
+            )))
         }
     })
 }
@@ -82,7 +80,7 @@ impl Transformer {
         backend: &str,
         threads: Option<usize>,
     ) -> PyResult<Transformer> {
-        let backend = backend_of(py, backend)?;
+        let backend = backend_of(backend)?;
         let roots: Vec<NodeId> = roots.into_iter().map(NodeId::from_u32).collect();
         let (part, ids) = {
             let g = lock(py, &graph.graph)?;
@@ -97,10 +95,13 @@ impl Transformer {
         };
         let t = match backend {
             Backend::Interpreter if threads.is_some() => {
-                return Err(raise(
-                    py,
-                    "WeftError",
-                    "threads: the interpreter runs on one thread".into(),
+                return Err(pyo3::exceptions::PyValueError::new_err(
+                    "threads: the interpreter runs on one thread",
+                ))
+            }
+            _ if threads == Some(0) => {
+                return Err(pyo3::exceptions::PyValueError::new_err(
+                    "threads must be at least 1, not 0",
                 ))
             }
             Backend::Interpreter => py.detach(|| weft::Transformer::new(part, backend)),
@@ -167,7 +168,7 @@ impl Transformer {
         let t = Arc::clone(&self.transformer);
         let computation = py
             .detach(move || t.computation(&outs, &ins))
-            .map_err(|e| to_py(py, e))?;
+            .map_err(|e| to_py_in(py, self.transformer.graph(), e))?;
         Ok(Computation::new(computation, inputs))
     }
 

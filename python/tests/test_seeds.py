@@ -393,7 +393,8 @@ def test_tensor_kinds():
     c = ng.constant(np.array([1.0, 2.0]), [A])
     p = ng.placeholder([A])
     pt = ng.persistent_tensor([A])
-    v = ng.variable([A], initial_value=np.array([3.0, 4.0]))
+    # (float32 values: weft keeps an initial array's dtype, where nGraph made it float32)
+    v = ng.variable([A], initial_value=np.array([3.0, 4.0], np.float32))
     assert (c.kind, p.kind, pt.kind, v.kind) == (
         "constant", "placeholder", "persistent_tensor", "variable")
     with pytest.raises(ng.GraphError):

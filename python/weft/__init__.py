@@ -17,27 +17,28 @@ as ngt``)::
 
 Every op is added to one module-level graph, as in nGraph; a transformer compiles the ops its
 computations need into fused native kernels. Where weft's rules differ from nGraph-python's
-they win, and docs/python.md says where: axes have an identity (``make_axis`` with the name of
-an existing axis of the same length returns that axis, as nGraph's equality by name and length
-did; another length is an ``AxisError``), dual axes are weft's (``A + 1`` is ``A*``), and every
-op of a call reads the values variables had when the call began (assignments take effect when
-it ends).
+they win, and docs/python.md says where: axes have an identity (every ``make_axis`` call makes
+a new axis; its name is a label, so two models may both call their batch axis ``N``), dual axes
+are weft's (``A + 1`` is ``A*``), and outside a ``sequential`` every op of a call reads the
+values variables had when the call began (assignments take effect when it ends); a
+``sequential`` runs its ops in order, as nGraph's did.
 """
 
 import itertools
 import numbers
+import warnings
 
 import numpy as np
 
 from . import _weft
-from .errors import (AxisError, CallError, CompileError, DTypeError, GraphError, ParseError,
-                     WeftError)
+from .errors import (AxisError, AxisNameWarning, CallError, CompileError, DTypeError, GraphError,
+                     ParseError, WeftError)
 
 __version__ = _weft.__version__
 
 __all__ = [
     "Axis", "Axes", "TensorOp", "Computation", "Transformer", "WeftError", "GraphError",
-    "AxisError", "DTypeError", "CompileError", "CallError", "ParseError",
+    "AxisError", "DTypeError", "CompileError", "CallError", "ParseError", "AxisNameWarning",
     "make_axis", "make_axes", "placeholder", "constant", "variable", "persistent_tensor",
     "negative", "absolute", "exp", "log", "safelog", "sqrt", "square", "reciprocal", "sign",
     "tanh", "sigmoid", "sin", "cos", "relu", "add", "subtract", "multiply", "divide",
@@ -47,20 +48,29 @@ __all__ = [
     "slice_along_axis", "pad", "flatten", "unflatten", "flatten_at", "concat_along_axis",
     "expand_dims", "convolution", "pooling", "make_axis_role", "roles", "AxisRole", "softmax", "cross_entropy_multi", "cross_entropy_binary", "one_hot",
     "deriv", "assign", "sequential", "make_transformer", "load", "text", "reset_default_graph",
-    "bench", "digits", "host_copy_bytes",
+    "bench", "digits", "host_copy_bytes", "variance", "squared_L2", "L2_norm", "L1_norm",
+    "stack", "stop_gradient", "tensor_size", "batch_size", "value_of", "as_op", "as_ops",
 ]
 
 Axis = _weft.Axis
 
 _graph = _weft.Graph()
 _names = itertools.count()
+# The ops of the module-level graph made by stop_gradient: grad lets no gradient through them.
+_stopped = set()
+# one_hot ops of the module-level graph: op id -> (labels op id, the hot axis), so a
+# computation can check labels it takes as inputs (Computation._label_checks).
+_one_hots = {}
 
 
 def reset_default_graph():
     """Start a new, empty module-level graph (ops and axes made before belong to the old one;
-    transformers made before keep working on it)."""
-    global _graph
+    transformers made before keep working on it). Nothing needs it: names are labels, so a
+    cell or a function run again makes new axes and ops beside the old ones."""
+    global _graph, _stopped, _one_hots
     _graph = _weft.Graph()
+    _stopped = set()
+    _one_hots = {}
 
 
 def _fresh(prefix, taken):
@@ -114,7 +124,15 @@ class Axes(tuple):
 
     @property
     def size(self):
-        return int(np.prod(self.lengths, dtype=np.int64))
+        """The number of elements: the product of the lengths (1 for no axes)."""
+        unbound = [a.name for a in self if a.length is None]
+        if unbound:
+            raise AxisError(f"Axes.size: axis `{unbound[0]}` has no length yet (give it one "
+                            f"with `{unbound[0]}.length = n`, or let a call's inputs give it)")
+        size = 1
+        for a in self:
+            size *= a.length
+        return size
 
     def __add__(self, other):
         return Axes(tuple(self) + tuple(Axes(other)))
@@ -150,13 +168,43 @@ class Axes(tuple):
         """The axes of these named ``name``."""
         return Axes(a for a in self if a.name == name)
 
+    def _first_named(self, name):
+        found = self.find_by_name(name)
+        return found[0] if found else None
+
     def batch_axes(self):
-        """The batch axes: those named ``N`` (nGraph's convention)."""
+        """The batch axes: those named ``N`` (nGraph's convention; empty when there is none,
+        where nGraph gave None)."""
         return self.find_by_name("N")
+
+    def batch_axis(self):
+        """The batch axis (the first named ``N``), or None."""
+        return self._first_named("N")
+
+    def recurrent_axis(self):
+        """The recurrent axis (the first named ``REC``), or None."""
+        return self._first_named("REC")
+
+    def _channels(self):
+        return Axes(a for a in self if a.name == "C" or "Channel" in a.roles)
+
+    def channel_axis(self):
+        """The channel axis (the first named ``C`` or with the role ``Channel``: a
+        convolution's output channels), or None."""
+        found = self._channels()
+        return found[0] if found else None
 
     def sample_axes(self):
         """Every axis but the batch axes."""
         return self - self.batch_axes()
+
+    def feature_axes(self):
+        """Every axis but the batch and recurrent axes."""
+        return self.sample_axes() - self.find_by_name("REC")
+
+    def spatial_axes(self):
+        """The feature axes but the channel axes."""
+        return self.feature_axes() - self._channels()
 
     def __repr__(self):
         return f"Axes({', '.join(repr(a) for a in self)})"
@@ -184,25 +232,23 @@ def make_axis_role(name=None, docstring=None):
 
 
 def make_axis(length=None, name=None, roles=None, docstring=None):
-    """An axis. ``length`` None leaves it unbound: the inputs of each call give it. A ``name``
-    already used by an axis of the same length gives that axis; of another length, an
-    ``AxisError``. ``roles``: how convolution and pooling pair it (``weft.roles``).
-    ``docstring`` is accepted for nGraph code and not used."""
+    """A new axis: every call makes one, distinct from every other axis whatever its name
+    (the name is a label, for printouts, ``find_by_name`` and the batch axis ``N``; two axes
+    labelled alike show as ``N@0``, ``N@3`` where both appear). Keep the object to use the axis
+    again. ``length`` None leaves it unbound: the inputs of each call give it. ``roles``: how
+    convolution and pooling pair it (``weft.roles``). ``docstring`` is accepted for nGraph code
+    and not used."""
     roles = [str(r) for r in (roles or [])]
     if length is not None:
-        whole = isinstance(length, numbers.Integral) or (
-            isinstance(length, numbers.Real) and float(length).is_integer())
+        whole = not isinstance(length, bool) and (isinstance(length, numbers.Integral) or (
+            isinstance(length, numbers.Real) and float(length).is_integer()))
         if not whole or length < 0:
             raise AxisError(f"axis `{name}`: the length {length!r} is not a whole number >= 0")
         length = int(length)
     if name is None:
         name = _fresh("axis", _graph.has_axis)
-    elif _graph.has_axis(name):
-        existing = _graph.find_axis(name)
-        if (length is None or existing.length == length) and set(roles) <= set(existing.roles):
-            return existing
-        raise AxisError(f"axis `{name}` exists with length {existing.length} and roles "
-                        f"{existing.roles}, not {length} and {roles}")
+    elif not isinstance(name, str):
+        raise TypeError(f"make_axis: the name must be a string, not {name!r}")
     return _graph.axis(name, length, roles)
 
 
@@ -218,12 +264,13 @@ class TensorOp:
     build elementwise ops (operands paired by axis, broadcast by axis); Python numbers become
     scalar constants of the tensor's dtype."""
 
-    __slots__ = ("_id", "_graph")
+    __slots__ = ("_id", "_graph", "_label")
     __array_priority__ = 1000  # numpy scalars on the left defer to these operators
 
-    def __init__(self, node, graph=None):
+    def __init__(self, node, graph=None, label=None):
         self._id = node
         self._graph = _graph if graph is None else graph
+        self._label = label
 
     @property
     def axes(self):
@@ -235,16 +282,31 @@ class TensorOp:
 
     @property
     def name(self):
-        return self._graph.name_of(self._id)
+        """The name given (``name=`` or ``named``), else the graph's (None when unnamed)."""
+        return self._label if self._label is not None else self._graph.name_of(self._id)
 
     @name.setter
     def name(self, name):
-        self._graph.set_name(self._id, name)
+        if not isinstance(name, str):
+            raise TypeError(f"an op's name is a string, not {name!r}")
+        if self._graph.name_of(self._id) != name:
+            self._graph.set_name(self._id, _unique_name(name, self._graph))
+        self._label = name
 
     def named(self, name):
-        """Names the op (for error messages, dumps and ``load``); returns it."""
+        """Names the op (for error messages, dumps and calls by name); returns it. A name is
+        a label: where another op has it, the graph's name gets a suffix (``x_2``)."""
         self.name = name
         return self
+
+    def __getitem__(self, item):
+        """A slice of the tensor, NumPy's way: one index or ``slice`` per axis in order
+        (missing trailing ones take the whole axis; an index drops its axis)."""
+        if not isinstance(item, tuple):
+            item = (item,)
+        if len(item) > len(self.axes):
+            raise AxisError(f"{len(item)} indices for the {len(self.axes)} axes of {self!r}")
+        return tensor_slice(self, item + (slice(None),) * (len(self.axes) - len(item)))
 
     @property
     def kind(self):
@@ -279,6 +341,33 @@ class TensorOp:
 
 def _op(node):
     return TensorOp(node)
+
+
+def _helper(f):
+    """``f``, a function of several ops, with its errors naming it: a message about an op it
+    made names the function the user called (``cross_entropy_multi: ...``)."""
+    import functools
+
+    @functools.wraps(f)
+    def g(*args, **kwargs):
+        try:
+            return f(*args, **kwargs)
+        except WeftError as e:
+            if str(e).startswith(f"{f.__name__}:"):
+                raise
+            raise type(e)(f"{f.__name__}: {e}") from None
+    return g
+
+
+def _unique_name(label, graph=None):
+    """``label``, or ``label_2``, ``label_3``, ... where the graph already has it: op names
+    are labels (a notebook cell run again makes its ``x`` beside the old one)."""
+    graph = _graph if graph is None else graph
+    name, k = label, 1
+    while graph.has_name(name):
+        k += 1
+        name = f"{label}_{k}"
+    return name
 
 
 def _as_op(x, like=None):
@@ -332,39 +421,81 @@ def _init_value(value, axes, dtype, what):
     return array
 
 
-def placeholder(axes, dtype=np.float32, name=None, initial_value=None):
+def _value_dtype(value, dtype, what):
+    """The dtype of a tensor made from ``value``: ``dtype`` when given (an array of another
+    dtype is refused: weft never converts behind your back), else the array's own, else
+    float32 (numbers and lists have none to keep)."""
+    own = value.dtype if isinstance(value, np.ndarray) else None
+    if dtype is None:
+        return own if own is not None and own in _DTYPES else np.dtype(np.float32)
+    dtype = np.dtype(_dtype_name(dtype))
+    if own is not None and own != dtype:
+        raise DTypeError(f"{what}: the initial value is a {own} array but dtype={dtype} was "
+                         f"given (convert it with .astype, or leave dtype out to keep {own})")
+    return dtype
+
+
+def _named(prefix, name):
+    """A name for a new tensor: ``name`` made unique (a label), or a fresh one."""
+    if name is None:
+        return _fresh(prefix, _graph.has_name)
+    if not isinstance(name, str):
+        raise TypeError(f"a tensor's name is a string, not {name!r}")
+    return _unique_name(name)
+
+
+def _tensor(node, name):
+    return TensorOp(node, label=name)
+
+
+def placeholder(axes, dtype=np.float32, name=None, initial_value=None, scope=None,
+                metadata=None):
     """An input: each call of a computation gives its value as a NumPy array in the order of
-    ``axes`` (C-contiguous arrays of ``dtype`` are read in place)."""
+    ``axes`` (C-contiguous arrays of ``dtype`` are read in place). ``name`` labels it (calls
+    take inputs by it); ``scope``, ``metadata`` and ``initial_value`` (deprecated in nGraph)
+    are accepted for nGraph code and not used."""
     axes = Axes(axes)
-    name = name or _fresh("placeholder", _graph.has_name)
-    return _op(_graph.placeholder(name, list(axes), _dtype_name(dtype)))
+    return _tensor(_graph.placeholder(_named("placeholder", name), list(axes),
+                                      _dtype_name(dtype)), name)
 
 
-def constant(const, axes=(), dtype=np.float32, name=None):
-    """A constant: a number, or an array whose dimensions are ``axes`` in order."""
+def constant(const, axes=(), dtype=None, name=None, scope=None, metadata=None):
+    """A constant: a number, or an array whose dimensions are ``axes`` in order. Its dtype is
+    ``dtype``, else the array's, else float32."""
     axes = Axes(axes)
-    dname = _dtype_name(dtype)
+    dtype = _value_dtype(const, dtype, f"constant {name or ''}".strip())
     value = _init_value(const, axes, dtype, f"constant {name or ''}".strip())
-    return _op(_graph.constant(name, list(axes), dname, value))
+    return _tensor(_graph.constant(name and _unique_name(name), list(axes), _DTYPES[dtype],
+                                   value), name)
 
 
-def variable(axes, dtype=np.float32, name=None, initial_value=0.0, scope=None, **_):
+def variable(axes, dtype=None, name=None, initial_value=0.0, scope=None, metadata=None, **_):
     """A trainable value kept across calls and computations of one transformer, starting at
-    ``initial_value`` (a number or an array in the order of ``axes``); ``assign`` updates it."""
+    ``initial_value`` (a number, an array in the order of ``axes``, or a callable of the
+    lengths); ``assign`` updates it. Its dtype is ``dtype``, else the initial array's, else
+    float32 (nGraph made every variable float32 unless told). ``scope`` and ``metadata`` are
+    accepted for nGraph code and not used (weft's optimizers take their variables as a
+    list)."""
     axes = Axes(axes)
-    name = name or _fresh("variable", _graph.has_name)
+    label = name
+    name = _named("variable", name)
     if callable(initial_value):
         initial_value = initial_value(axes.lengths)
+    dtype = _value_dtype(initial_value, dtype, f"variable {name}")
     value = _init_value(initial_value, axes, dtype, f"variable {name}")
-    return _op(_graph.variable(name, list(axes), _dtype_name(dtype), value))
+    return _tensor(_graph.variable(name, list(axes), _DTYPES[dtype], value), label)
 
 
-def persistent_tensor(axes, dtype=np.float32, name=None, initial_value=None, **_):
-    """A value kept across calls (an optimizer's velocity): zeros unless ``initial_value``."""
+def persistent_tensor(axes, dtype=None, name=None, initial_value=None, scope=None,
+                      metadata=None, **_):
+    """A value kept across calls (an optimizer's velocity): zeros unless ``initial_value``.
+    Its dtype as a variable's."""
     axes = Axes(axes)
-    name = name or _fresh("persistent", _graph.has_name)
+    label = name
+    name = _named("persistent", name)
+    dtype = _value_dtype(initial_value, dtype, name)
     value = None if initial_value is None else _init_value(initial_value, axes, dtype, name)
-    return _op(_graph.persistent_tensor(name, list(axes), _dtype_name(dtype), value))
+    return _tensor(_graph.persistent_tensor(name, list(axes), _DTYPES[dtype], value), label)
 
 
 # ---- elementwise ---------------------------------------------------------------------------
@@ -384,10 +515,29 @@ negative, absolute, exp, log, sqrt, square, reciprocal, sign, tanh, sigmoid, sin
 absolute.__name__ = "absolute"
 
 
+def _warn_same_labels(out, *operands):
+    """An ``AxisNameWarning`` when ``out`` has two distinct axes of one label that no operand
+    had alone: two axes made by separate ``make_axis`` calls with one name, paired by
+    identity (an outer product) where nGraph would have paired them by name."""
+    seen = {}
+    for a in out.axes:
+        key = (a.name, a.dual_degree)
+        if key in seen:
+            if any(a in o.axes and seen[key] in o.axes for o in operands):
+                continue
+            warnings.warn(
+                f"{seen[key]!r} and {a!r} are different axes labelled `{a.name}` (made by two "
+                f"make_axis calls); the result has both. If they are meant to be one axis, "
+                f"make it once and use that object for both.", AxisNameWarning, stacklevel=3)
+            return
+        seen[key] = a
+
+
 def _binary(op, native):
     def f(x, y, name=None):
         x, y = _pair(x, y)
         out = _op(native(op, x._id, y._id))
+        _warn_same_labels(out, x, y)
         return out.named(name) if name else out
     f.__name__ = op
     f.__doc__ = (f"Elementwise {op} of two tensors, paired by axis: the result has the union "
@@ -551,9 +701,48 @@ def unflatten(x, axis=None):
     return _op(_graph.unflatten(x._id, axis))
 
 
+def _axis_like(x, axis, what):
+    """``axis`` if ``x`` has it, else the one axis of ``x`` labelled as it is (a slice or pad
+    of it keeps its label, as nGraph matched axes by name)."""
+    if axis in x.axes:
+        return axis
+    found = [a for a in x.axes if a.name == axis.name and a.dual_degree == axis.dual_degree]
+    if len(found) != 1:
+        raise AxisError(f"{what}: {x!r} has {'no' if not found else 'more than one'} axis "
+                        f"labelled `{axis.name}`")
+    return found[0]
+
+
 def concat_along_axis(xs, axis):
-    """The tensors ``xs`` joined along ``axis`` (each has it; the result's is derived)."""
-    return _op(_graph.concat([(_as_op(x)._id, axis) for x in xs]))
+    """The tensors ``xs`` joined along ``axis``: each has it, or one axis of its label (a
+    slice or pad of it: ``concat_along_axis([x[0:2], x[3:5]], H)``); the result's axis is
+    derived."""
+    xs = [_as_op(x) for x in xs]
+    return _op(_graph.concat([(x._id, _axis_like(x, axis, "concat_along_axis")) for x in xs]))
+
+
+def stack(x_list, axis, pos=0):
+    """The tensors of ``x_list`` (all of the first one's axes and dtype) stacked along the new
+    ``axis`` (its length, the number of tensors), which lands at position ``pos`` of the
+    result (``np.stack(xs, axis=pos)``)."""
+    xs = [_as_op(x) for x in x_list]
+    if not xs:
+        raise GraphError("stack: no tensors")
+    if axis.length != len(xs):
+        raise AxisError(f"stack: axis `{axis.name}` has length {axis.length}, not the "
+                        f"{len(xs)} tensors stacked")
+    inner = xs[0].axes
+    if not 0 <= int(pos) <= len(inner):
+        raise AxisError(f"stack: position {pos} outside 0..{len(inner)}")
+    parts = []
+    for x in xs:
+        one = make_axis(length=1, name=f"{axis.name}_part")
+        parts.append((expand_dims(axes_with_order(x, inner), one, 0)._id, one))
+    joined = _op(_graph.concat(parts))
+    stacked = cast_axes(joined, [axis] + list(inner))
+    order = list(inner)
+    order.insert(int(pos), axis)
+    return axes_with_order(stacked, order)
 
 
 def expand_dims(x, axis, dim):
@@ -606,6 +795,7 @@ def pooling(poolparams, inputs, axes=None, docstring=None):
     return out if axes is None else cast_axes(out, axes)
 
 
+@_helper
 def softmax(x, normalization_axes=None):
     """exp(x − max) / Σ exp(x − max) over ``normalization_axes`` (default: every axis but
     the batch axis ``N``)."""
@@ -615,77 +805,205 @@ def softmax(x, normalization_axes=None):
     return e / sum(e, reduction_axes=axes)
 
 
+def _like_float(t, y):
+    """``t`` in ``y``'s float dtype: a target (a ``one_hot``, float32 unless told) follows the
+    prediction it is compared with, as nGraph's float32-only graphs never had to say."""
+    if t.dtype != y.dtype and y.dtype.kind == "f" and t.dtype.kind in "fiub":
+        return cast(t, y.dtype)
+    return t
+
+
+@_helper
 def cross_entropy_multi(y, t, usebits=False, out_axes=None, enable_softmax_opt=True,
                         enable_diff_opt=True):
     """−Σ t·log(y) over every axis but ``out_axes`` (default: the batch axis ``N``); in bits
-    with ``usebits``."""
+    with ``usebits``. ``t`` takes ``y``'s dtype."""
     y, t = _as_op(y), _as_op(t)
+    t = _like_float(t, y)
     out = negative(sum(safelog(y) * t, out_axes=out_axes if out_axes is not None
                        else y.axes.batch_axes()))
     return out * float(1.0 / np.log(2.0)) if usebits else out
 
 
-def cross_entropy_binary(y, t, out_axes=None, enable_sig_opt=True, enable_diff_opt=True):
-    """−Σ (t·log(y) + (1 − t)·log(1 − y)) over every axis but ``out_axes`` (default: ``N``)."""
+@_helper
+def cross_entropy_binary(y, t, usebits=False, out_axes=None, enable_sig_opt=True,
+                         enable_diff_opt=True):
+    """−Σ (t·log(y) + (1 − t)·log(1 − y)) over every axis but ``out_axes`` (default: ``N``);
+    in bits with ``usebits``. ``t`` takes ``y``'s dtype."""
     y, t = _as_op(y), _as_op(t)
+    t = _like_float(t, y)
     inner = t * safelog(y) + (1.0 - t) * safelog(1.0 - y)
-    return negative(sum(inner, out_axes=out_axes if out_axes is not None
-                        else y.axes.batch_axes()))
+    out = negative(sum(inner, out_axes=out_axes if out_axes is not None
+                       else y.axes.batch_axes()))
+    return out * float(1.0 / np.log(2.0)) if usebits else out
 
 
 def one_hot(x, axis, dtype=np.float32):
-    """The one-hot encoding of integer ``x`` along the new ``axis`` (one of its length)."""
-    return _op(_graph.one_hot(_as_op(x)._id, axis, _dtype_name(dtype)))
+    """The one-hot encoding of integer ``x`` along the new ``axis`` (one of its length), of
+    ``dtype`` (float32 by default, as nGraph's; ``cross_entropy_*`` convert it to the
+    prediction's dtype). A label outside ``0..axis.length`` given as a computation's input is
+    a ``CallError`` at the call; one computed inside the graph gives a row of zeros."""
+    x = _as_op(x)
+    out = _op(_graph.one_hot(x._id, axis, _dtype_name(dtype)))
+    _one_hots[out._id] = (x._id, axis)
+    return out
+
+
+def stop_gradient(x):
+    """``x``'s value, through which no gradient flows: ``deriv`` treats it as a constant
+    (nGraph's ``stop_gradient``; a target network's value in a TD loss)."""
+    x = _as_op(x)
+    out = multiply(x, 1)
+    _stopped.add(out._id)
+    return out
+
+
+def _reaches(roots, target, operands=None):
+    """Whether op ``target`` is among ``roots`` or their operands, directly or not."""
+    operands = _graph.operands() if operands is None else operands
+    seen, stack = set(), list(roots)
+    while stack:
+        n = stack.pop()
+        if n == target:
+            return True
+        if n in seen or n < target:   # operands come before their readers
+            continue
+        seen.add(n)
+        stack.extend(operands[n])
+    return False
 
 
 def deriv(cost, wrt, error=None):
-    """The gradient of the scalar ``cost`` with respect to ``wrt`` (weft's reverse mode). With
-    ``error`` (an upstream gradient with ``cost``'s axes), the vector-Jacobian product
-    Σ error·∂cost/∂wrt of a tensor ``cost``: the gradient of Σ(cost·error), ``error`` held
-    constant — so it must not depend on ``wrt`` (a ``GraphError`` otherwise)."""
+    """The gradient of the scalar ``cost`` with respect to ``wrt`` (one op, as in nGraph;
+    weft's reverse mode), no gradient flowing through ``stop_gradient``. With ``error`` (an
+    upstream gradient with ``cost``'s axes), the vector-Jacobian product Σ error·∂cost/∂wrt of
+    a tensor ``cost``: the gradient of Σ(cost·error), ``error`` held constant — so it must not
+    depend on ``wrt`` (a ``GraphError`` otherwise)."""
+    if isinstance(wrt, (list, tuple, Axes)):
+        raise TypeError("deriv: wrt is one op, as in nGraph; for several, call it once each: "
+                        "[ng.deriv(cost, w) for w in ws]")
+    if not isinstance(wrt, TensorOp):
+        raise TypeError(f"deriv: wrt must be an op (a variable), not {type(wrt).__name__}")
     cost, wrt = _as_op(cost), _as_op(wrt)
     if error is not None:
         error = _as_op(error, like=cost)
-        if _graph.depends_on(error._id, wrt._id):
+        if _reaches([error._id], wrt._id):
             raise GraphError(f"deriv: the error {error!r} depends on {wrt!r}; an upstream "
                              "gradient is held constant")
         if not error.axes.is_equal_set(cost.axes):
             raise AxisError(f"deriv: the error's axes {list(error.axes)} are not the cost's "
                             f"{list(cost.axes)}")
         cost = sum(cost * error, reduction_axes=cost.axes)
-    return _op(_graph.grad(cost._id, [wrt._id])[0])
+    return _op(_graph.grad(cost._id, [wrt._id], sorted(_stopped))[0])
+
+
+# ---- nGraph's reductions written from the others -------------------------------------------
+
+@_helper
+def variance(x, out_axes=None, reduction_axes=None):
+    """The (biased) variance: the mean of ``(x − mean(x))²`` over ``reduction_axes`` (default
+    as ``sum``'s), nGraph's ``variance``."""
+    x = _as_op(x)
+    axes = _reduction_axes(x, reduction_axes, out_axes)
+    centred = x - mean(x, reduction_axes=axes)
+    return mean(square(centred), reduction_axes=axes, out_axes=out_axes)
+
+
+@_helper
+def squared_L2(x, out_axes=None, reduction_axes=None):
+    """Σ x² over ``reduction_axes`` (default: every axis but ``out_axes``, or but the batch
+    axis)."""
+    x = _as_op(x)
+    return sum(square(x), reduction_axes=_reduction_axes(x, reduction_axes, out_axes),
+               out_axes=out_axes)
+
+
+@_helper
+def L2_norm(x, eps=1e-8, out_axes=None, reduction_axes=None):
+    """sqrt(eps + Σ x²), nGraph's ``L2_norm``."""
+    return sqrt(squared_L2(x, out_axes=out_axes, reduction_axes=reduction_axes) + float(eps))
+
+
+@_helper
+def L1_norm(x, out_axes=None, reduction_axes=None):
+    """Σ |x|, nGraph's ``L1_norm``."""
+    x = _as_op(x)
+    return sum(absolute(x), reduction_axes=_reduction_axes(x, reduction_axes, out_axes),
+               out_axes=out_axes)
+
+
+def tensor_size(x, reduction_axes=None, out_axes=None, dtype=np.float32):
+    """The number of elements ``reduction_axes`` span (default: every axis but ``out_axes``,
+    or but the batch axis), as a scalar constant."""
+    x = _as_op(x)
+    return constant(_reduction_axes(x, reduction_axes, out_axes).size, dtype=dtype)
+
+
+def batch_size(x, dtype=np.float32):
+    """The length of ``x``'s batch axis ``N`` (its size when it has none, as nGraph's)."""
+    x = _as_op(x)
+    axes = x.axes.batch_axes() or x.axes
+    return tensor_size(x, reduction_axes=axes, dtype=dtype)
+
+
+def value_of(x):
+    """``x``'s value where it stands in a ``sequential`` (a copy: a later ``assign`` to ``x``
+    does not change it)."""
+    return multiply(_as_op(x), 1)
+
+
+def as_op(x):
+    """``x`` as an op: ops as they are, numbers and 0-d arrays as scalar constants."""
+    return _as_op(x)
+
+
+def as_ops(xs):
+    """``as_op`` of each."""
+    return tuple(_as_op(x) for x in xs)
 
 
 def assign(lvalue, rvalue):
-    """Sets the variable or persistent tensor ``lvalue`` to ``rvalue`` when the call that
-    computes this op ends."""
+    """Sets the variable or persistent tensor ``lvalue`` to ``rvalue`` (broadcast to its axes
+    when it has fewer) when the call that computes this op ends (in a ``sequential``, before
+    the ops after it that read ``lvalue``)."""
     lvalue = _as_op(lvalue)
-    return _op(_graph.assign(lvalue._id, _as_op(rvalue, like=lvalue)._id))
+    rvalue = _as_op(rvalue, like=lvalue)
+    if rvalue.axes != lvalue.axes and rvalue.axes.is_sub_set(lvalue.axes):
+        rvalue = broadcast(rvalue, lvalue.axes)   # nGraph broadcast a value of fewer axes
+    return _op(_graph.assign(lvalue._id, rvalue._id))
 
 
 class _Sequential:
-    """``sequential(ops)``: every op computed by one call, the value the last one's."""
+    """``sequential(ops)``: the ops run in order, as nGraph ran them; the value the last
+    one's."""
 
     def __init__(self, ops):
+        if isinstance(ops, (TensorOp, _Sequential)) or not hasattr(ops, "__iter__"):
+            raise TypeError(f"sequential takes a list of ops, not {ops!r}")
         self.ops = [o if isinstance(o, _Sequential) else _as_op(o) for o in ops]
         if not self.ops:
             raise GraphError("sequential: no ops")
-
-    def nodes(self):
-        out = []
-        for o in self.ops:
-            out.extend(o.nodes() if isinstance(o, _Sequential) else [o._id])
-        return out
 
     @property
     def value(self):
         last = self.ops[-1]
         return last.value if isinstance(last, _Sequential) else last
 
+    @property
+    def axes(self):
+        return self.value.axes
+
+    @property
+    def dtype(self):
+        return self.value.dtype
+
 
 def sequential(ops):
-    """The ops, all computed in the same call; the value is the last op's. (Every op of a call
-    reads the values variables had when it began; assignments commit when it ends.)"""
+    """The ops, run in order by one call (nGraph's ``sequential``); its value is the last
+    op's. Each op runs once: one listed after an ``assign`` (and not needed by it) reads the
+    assigned value; one an earlier op needed (the loss an update was computed from, in
+    ``sequential([update, loss])``) was computed before that op, and keeps that value.
+    Outside a ``sequential`` every op of a call reads the state at the call's start."""
     return _Sequential(ops)
 
 

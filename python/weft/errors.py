@@ -30,3 +30,9 @@ class CallError(WeftError, ValueError):
 
 class ParseError(WeftError, ValueError):
     """A `.weft` program does not parse; the message gives file:line:col."""
+
+
+class AxisNameWarning(UserWarning):
+    """Two different axes with one label met in an elementwise op: weft pairs axes by identity
+    (each ``make_axis`` call makes a new axis), so the result has both, where nGraph paired
+    axes by name."""

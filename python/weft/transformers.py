@@ -10,17 +10,230 @@ needs ops it does not hold, it takes the graph again, carries the values of its 
 and compiles its earlier computations again, so all of them keep sharing one state.
 """
 
+import builtins
+import numbers
 import weakref
 
 import numpy as np
 
 from . import _weft
-from .errors import CallError, GraphError
+from .errors import CallError, CompileError, DTypeError, GraphError
 
 
 def _graph():
     from . import _graph as g
     return g
+
+
+_BACKENDS = {"jit": "jit", "cpu": "jit", "unfused": "unfused", "jit-unfused": "unfused",
+             "interpreter": "interpreter", "interp": "interpreter"}
+
+
+def _backend(backend):
+    """weft's name of ``backend``, or a ValueError naming the choices."""
+    if not isinstance(backend, str):
+        raise TypeError(f"backend must be a string, not {backend!r}")
+    if backend not in _BACKENDS:
+        raise ValueError(f"no backend `{backend}`: weft has \"jit\" (also \"cpu\"), "
+                         "\"unfused\" and \"interpreter\"")
+    return _BACKENDS[backend]
+
+
+def _threads(threads):
+    """``threads`` checked: None (the machine's cores) or a whole number >= 1."""
+    if threads is None:
+        return None
+    if isinstance(threads, bool) or not isinstance(threads, numbers.Integral):
+        raise TypeError(f"threads must be a whole number or None, not {threads!r}")
+    if threads < 1:
+        raise ValueError(f"threads must be at least 1, not {threads}")
+    return int(threads)
+
+
+class _Segment:
+    """One native computation of a ``Computation``: the ops of a ``sequential`` between two
+    points where a later op reads state an earlier ``assign`` set (``_plan``)."""
+
+    __slots__ = ("outputs", "cuts", "native")
+
+    def __init__(self, outputs, cuts):
+        self.outputs = outputs    # graph op ids it returns, in order
+        self.cuts = cuts          # [(placeholder op id, (segment, output position))]
+        self.native = None
+
+
+def _flatten(results):
+    """``(entries, shape)``: ``entries`` the ops in order, each ``(op id, in_sequential)``;
+    ``shape`` how to give values back: ``("one"|"many", [op id per value])``."""
+    from . import TensorOp, _Sequential
+    single = not isinstance(results, (list, tuple))
+    items = [results] if single else list(results)
+    entries, values = [], []
+
+    def ops_of(seq):
+        out = []
+        for o in seq.ops:
+            out.extend(ops_of(o) if isinstance(o, _Sequential) else [o])
+        return out
+
+    for r in items:
+        if isinstance(r, _Sequential):
+            entries.extend((o, True) for o in ops_of(r))
+            values.append(r.value)
+        elif isinstance(r, TensorOp):
+            entries.append((r, False))
+            values.append(r)
+        else:
+            raise GraphError(f"computation: not an op: {r!r}")
+    return entries, ("one" if single else "many", values)
+
+
+class _Planner:
+    """Splits a computation into segments so that it runs as nGraph ran ``sequential``: each
+    op once, in order; an op listed after an ``assign`` (and not needed by it) reads the
+    assigned value; an op computed before keeps the value it had then (docs/python.md,
+    "sequential").
+
+    Ops go into the current segment until one of them would read a variable or persistent
+    tensor an ``assign`` of that segment sets (or set one twice): then a new segment starts,
+    which runs after the first's assigns commit. An op a later segment reads that an earlier
+    one computed is passed to it as an input (a placeholder standing for it), never computed
+    again. Ops outside any ``sequential`` read the state at the call's start (the first
+    segment), unless they read a value a later segment computes."""
+
+    def __init__(self, graph):
+        self.graph = graph
+        self.operands = graph.operands()
+        self.where = {}          # op id -> the segment that computes it
+        self.outputs = [[]]      # per segment, the op ids it returns
+        self.assigned = [set()]  # per segment, the state ops its assigns set
+        self.leaf_where = {}     # stored tensor -> the segment whose read of it is the value
+        self._targets = {}
+
+    def target(self, n):
+        if n not in self._targets:
+            self._targets[n] = self.graph.assign_target(n)
+        return self._targets[n]
+
+    def new_ops(self, op):
+        """The ops ``op`` needs that no segment computes yet (``op`` included), and the
+        segments of the computed ones it reads, and the stored tensors it reads."""
+        new, leaves, reads, stack = set(), set(), set(), [op]
+        while stack:
+            n = stack.pop()
+            if n in self.where:
+                reads.add(self.where[n])
+            elif not self.operands[n]:
+                leaves.add(n)
+            elif n not in new:
+                new.add(n)
+                stack.extend(self.operands[n])
+        return new, leaves, reads
+
+    def place(self, op, in_sequential):
+        """Puts ``op`` (and what it needs) into a segment, unless one computes it already."""
+        if not self.operands[op]:
+            if in_sequential:   # a stored tensor read here: after the assigns before it
+                seg = len(self.outputs) - 1
+                if op in self.assigned[seg]:
+                    self.outputs.append([])
+                    self.assigned.append(set())
+                    seg += 1
+                self.leaf_where[op] = seg
+                if op not in self.outputs[seg]:
+                    self.outputs[seg].append(op)
+            return
+        if op in self.where:    # computed already: its value is that segment's output
+            if op not in self.outputs[self.where[op]]:
+                self.outputs[self.where[op]].append(op)
+            return
+        new, leaves, reads = self.new_ops(op)
+        targets = {t for t in (self.target(n) for n in new) if t is not None}
+        if in_sequential:
+            seg = len(self.outputs) - 1
+            if leaves & self.assigned[seg] or targets & self.assigned[seg]:
+                self.outputs.append([])
+                self.assigned.append(set())
+                seg += 1
+        else:
+            seg = max(reads, default=0)
+        for n in new:
+            self.where[n] = seg
+        self.assigned[seg] |= targets
+        self.outputs[seg].append(op)
+
+    def add_cut_sources(self):
+        """Each segment's outputs extended by the ops later segments read from it (last
+        segment first, so a source a later one adds is seen when its own segment's turn
+        comes)."""
+        for j in range(len(self.outputs) - 1, 0, -1):
+            for n in self.boundary(j):
+                if n not in self.outputs[self.where[n]]:
+                    self.outputs[self.where[n]].append(n)
+
+    def boundary(self, j):
+        """The ops segment ``j`` reads from earlier segments, in a fixed order."""
+        found, seen, stack = [], set(), list(self.outputs[j])
+        while stack:
+            n = stack.pop()
+            if n in seen or not self.operands[n]:
+                continue
+            seen.add(n)
+            if self.where[n] < j:
+                found.append(n)
+            else:
+                stack.extend(self.operands[n])
+        return sorted(found)
+
+    def reached(self):
+        """Every op some segment's outputs reach (stored tensors included)."""
+        seen, stack = set(), [o for out in self.outputs for o in out]
+        while stack:
+            n = stack.pop()
+            if n not in seen:
+                seen.add(n)
+                stack.extend(self.operands[n])
+        return seen
+
+    def build(self, fresh_name):
+        """The segments, their outputs rewritten to read their cuts' placeholders."""
+        positions = [{n: k for k, n in enumerate(out)} for out in self.outputs]
+        segments = []
+        for j, outs in enumerate(self.outputs):
+            cuts, stand_in = [], {}
+            for n in self.boundary(j):
+                p = self.graph.placeholder(fresh_name(), self.graph.axes_of(n),
+                                           self.graph.dtype_of(n))
+                stand_in[n] = p
+                cuts.append((p, (self.where[n], positions[self.where[n]][n])))
+            segments.append(_Segment([self.rewrite(o, j, stand_in) for o in outs], cuts))
+        return segments
+
+    def rewrite(self, op, j, stand_in):
+        """``op`` of segment ``j`` reading ``stand_in``'s placeholders for the ops earlier
+        segments computed: itself when it reads none of them, else a copy (iterative: graphs
+        run to thousands of ops in a chain)."""
+        done = {}
+        stack = [op]
+        while stack:
+            n = stack[-1]
+            if n in done:
+                stack.pop()
+                continue
+            if not self.operands[n]:
+                done[n] = n
+            elif n in stand_in:
+                done[n] = stand_in[n]
+            else:
+                todo = [m for m in self.operands[n] if m not in done]
+                if todo:
+                    stack.extend(todo)
+                    continue
+                new = [done[m] for m in self.operands[n]]
+                done[n] = (n if new == list(self.operands[n])
+                           else self.graph.clone_reading(n, new))
+            stack.pop()
+        return done[op]
 
 
 class Computation:
@@ -30,35 +243,84 @@ class Computation:
     as a list or tuple. Calls release the GIL: Python threads may call one computation
     concurrently."""
 
-    def __init__(self, transformer, native, outputs, parameters, shape):
+    def __init__(self, transformer, segments, parameters, shape, label_checks):
         self._transformer = transformer
-        self._native = native
-        self._outputs = outputs          # node ids, in the order the native call returns them
+        self._segments = segments
         self._parameters = parameters    # placeholder ops
-        self._shape = shape              # how to give the values back
+        self._shape = shape              # ("one"|"many", [(segment, output position)])
+        self._label_checks = label_checks
+        self._capacity = _weft.DEFAULT_BINDING_CAPACITY
 
     @property
     def parameters(self):
         return tuple(self._parameters)
 
+    @property
+    def binding_capacity(self):
+        """How many bindings of call-time lengths (``make_axis(length=None)``) it keeps
+        compiled; a new binding beyond them evicts the least recently used one, which
+        compiles again when seen again (``compilations`` counts). Default
+        ``DEFAULT_BINDING_CAPACITY`` (8); a loop over more batch sizes than this recompiles at
+        every call unless it is raised."""
+        return self._capacity
+
+    @binding_capacity.setter
+    def binding_capacity(self, capacity):
+        if isinstance(capacity, bool) or not isinstance(capacity, numbers.Integral):
+            raise TypeError(f"binding_capacity must be a whole number, not {capacity!r}")
+        if capacity < 1:
+            raise ValueError(f"binding_capacity must be at least 1, not {capacity}")
+        self._capacity = int(capacity)
+        for seg in self._segments:
+            seg.native.set_binding_capacity(self._capacity)
+
+    @property
+    def compilations(self):
+        """How many times it has compiled (once, or once per binding of call-time lengths
+        first seen)."""
+        return builtins.sum(seg.native.compilations for seg in self._segments)
+
+    def _compile(self, native):
+        """Its segments compiled on the native transformer ``native``."""
+        params = [p._id for p in self._parameters]
+        for seg in self._segments:
+            seg.native = native.computation(seg.outputs, params + [c for c, _ in seg.cuts])
+            if self._capacity != _weft.DEFAULT_BINDING_CAPACITY:
+                seg.native.set_binding_capacity(self._capacity)
+
     def _inputs(self, args, kwargs):
         """The arrays in placeholder order, from positional and keyword arguments (the native
         call converts and checks them: see ``__call__``)."""
         if not kwargs:
-            return args
-        by_name = {p.name: i for i, p in enumerate(self._parameters)}
+            return list(args)
+        by_name = {}
+        for i, p in enumerate(self._parameters):
+            by_name.setdefault(p.name, []).append(i)
         full = list(args) + [None] * (len(self._parameters) - len(args))
         for name, value in kwargs.items():
             if name not in by_name:
                 raise CallError(f"`{name}` is not a placeholder of the computation "
                                 f"(its placeholders: {', '.join(by_name)})")
-            if full[by_name[name]] is not None:
+            if len(by_name[name]) > 1:
+                raise CallError(f"two placeholders of the computation are named `{name}`: "
+                                "give their inputs by position")
+            if full[by_name[name][0]] is not None:
                 raise CallError(f"placeholder `{name}` given twice")
-            full[by_name[name]] = value
+            full[by_name[name][0]] = value
         for p, a in zip(self._parameters, full):
             if a is None:
                 raise CallError(f"no value given for placeholder `{p.name}`")
         return full
+
+    def _check_labels(self, inputs):
+        for i, length, what in self._label_checks:
+            labels = np.asarray(inputs[i])
+            if labels.size and labels.dtype.kind in "iu":
+                low, high = labels.min(), labels.max()
+                if low < 0 or high >= length:
+                    bad = low if low < 0 else high
+                    raise CallError(f"one_hot: input `{self._parameters[i].name}` holds the "
+                                    f"label {bad}, outside 0..{length - 1} (axis {what})")
 
     def __call__(self, *args, out=None, **kwargs):
         """Runs the computation. Inputs: one array per placeholder, positionally in the order
@@ -66,58 +328,113 @@ class Computation:
         into a contiguous one; an array of another dtype than its placeholder's raises
         ``DTypeError``; Python numbers and lists are converted to the placeholder's dtype.
         ``out``: arrays to write the values into (one per value), returned."""
+        if self._transformer._closed:
+            raise CallError("the transformer of this computation was closed")
         inputs = self._inputs(args, kwargs)
-        if out is not None:
-            outs = [out] if isinstance(out, np.ndarray) else list(out)
-            if len(outs) != len(self._shape[1]):
-                raise CallError(f"out: {len(outs)} arrays for {len(self._shape[1])} values")
-            full = [None] * len(self._outputs)  # None: an output not asked for (an assign)
-            for slot, array in zip(self._shape[1], outs):
-                full[slot] = array
-            self._native.call_into(inputs, full)
-            return out
-        values = self._native.call(inputs)
+        if self._label_checks:
+            self._check_labels(inputs)
         kind, slots = self._shape
+        if len(self._segments) == 1:
+            return self._call_one(inputs, out, kind, slots)
+        values = []
+        for seg in self._segments:
+            fed = inputs + [values[s][k] for _, (s, k) in seg.cuts]
+            values.append(seg.native.call(fed))
+        results = [values[s][k] for s, k in slots]
+        if out is not None:
+            outs = self._outs(out)
+            for i, (target, value) in enumerate(zip(outs, results)):
+                if not isinstance(target, np.ndarray) or target.shape != value.shape:
+                    raise CallError(f"out[{i}] is not an array of the value's shape "
+                                    f"{value.shape}")
+                if target.dtype != value.dtype:
+                    raise DTypeError(f"out[{i}] is {target.dtype}, the value {value.dtype}")
+                np.copyto(target, value)
+            return out
+        return results[0] if kind == "one" else tuple(results)
+
+    def _outs(self, out):
+        outs = [out] if isinstance(out, np.ndarray) else list(out)
+        if len(outs) != len(self._shape[1]):
+            raise CallError(f"out: {len(outs)} arrays for {len(self._shape[1])} values")
+        return outs
+
+    def _call_one(self, inputs, out, kind, slots):
+        native = self._segments[0].native
+        if out is not None:
+            full = [None] * len(self._segments[0].outputs)  # None: an output not asked for
+            for (_, k), array in zip(slots, self._outs(out)):
+                full[k] = array
+            native.call_into(inputs, full)
+            return out
+        values = native.call(inputs)
         if kind == "one":
-            return values[slots[0]]
-        return tuple(values[s] for s in slots)
+            return values[slots[0][1]]
+        return tuple(values[k] for _, k in slots)
+
+    def _each_segment(self, what):
+        """``what(outputs, placeholders)`` of each segment."""
+        params = [p._id for p in self._parameters]
+        native = self._transformer._live()
+        return [what(native, seg.outputs, params + [c for c, _ in seg.cuts])
+                for seg in self._segments]
 
     def dump(self, directory=None):
         """Every IR stage of this computation (``weft compile --dump-dir``): the graph after
         each pass, fusion's groups, kernels, loop IR, Cranelift IR and machine code, as
-        ``{file name: text}`` in pipeline order; written into ``directory`` when given."""
-        files = self._transformer._native.dumps(self._outputs, [p._id for p in self._parameters])
+        ``{file name: text}`` in pipeline order; written into ``directory`` when given. A
+        computation a ``sequential`` splits into segments has each segment's files under
+        ``segment-<k>/``."""
+        per = self._each_segment(lambda n, o, p: n.dumps(o, p))
+        files = {}
+        for k, seg_files in enumerate(per):
+            prefix = "" if len(per) == 1 else f"segment-{k}/"
+            for name, _stage, text in seg_files:
+                files[prefix + name] = text
         if directory is not None:
             import pathlib
             root = pathlib.Path(directory)
-            root.mkdir(parents=True, exist_ok=True)
-            for name, _stage, text in files:
+            for name, text in files.items():
+                (root / name).parent.mkdir(parents=True, exist_ok=True)
                 (root / name).write_text(text, encoding="utf-8")
-        return {name: text for name, _stage, text in files}
+        return files
 
     def explain(self):
         """What the compiler made of this computation (``weft explain``): materialised
-        tensors and why, fusion's cost model, each kernel's loops."""
-        return self._transformer._native.explain(self._outputs,
-                                                 [p._id for p in self._parameters])
+        tensors and why, fusion's cost model, each kernel's loops, per segment where a
+        ``sequential`` splits it."""
+        per = self._each_segment(lambda n, o, p: n.explain(o, p))
+        if len(per) == 1:
+            return per[0]
+        return "\n".join(f"== segment {k} of {len(per)} (runs after the assigns of the ones "
+                          f"before commit) ==\n{text}" for k, text in enumerate(per))
 
 
 class Transformer:
     """Compiles computations over the module-level graph; ``backend``: ``"jit"`` (fused native
-    kernels, the default), ``"unfused"`` (one kernel per op) or ``"interpreter"`` (the
-    reference)."""
+    kernels, the default; ``"cpu"`` is nGraph's name for it), ``"unfused"`` (one kernel per op)
+    or ``"interpreter"`` (the reference); ``threads``: the JIT's thread count (None: the
+    machine's cores). Both are checked here."""
 
     def __init__(self, backend="jit", graph=None, threads=None):
-        self.backend = backend
-        self.threads = threads
+        self.backend = _backend(backend)
+        self.threads = _threads(threads)
+        if self.backend == "interpreter" and self.threads is not None:
+            raise ValueError("threads: the interpreter runs on one thread")
         self._graph = graph
         self._native = None
         self._made_with = None
         self._roots = []          # every op id a computation of this transformer needs
         self._computations = weakref.WeakSet()
+        self._closed = False
 
     def _current_graph(self):
         return self._graph if self._graph is not None else _graph()
+
+    def _live(self):
+        if self._closed:
+            raise CompileError("this transformer was closed")
+        return self._native
 
     def _native_for(self, nodes, g=None):
         """The native transformer over the part of graph ``g`` that this transformer's
@@ -136,8 +453,7 @@ class Transformer:
                 if native.has(node):
                     native.set_value(node, old.value_of(node))
             for comp in list(self._computations):
-                comp._native = native.computation(comp._outputs,
-                                                  [p._id for p in comp._parameters])
+                comp._compile(native)
         else:
             self._computations = weakref.WeakSet()
         self._native, self._made_with, self._roots = native, g, roots
@@ -147,27 +463,10 @@ class Transformer:
         """The computation of ``results`` (an op, or a list or tuple of ops — ``sequential``
         included) given the placeholders ``parameters``: a callable returning the value of
         ``results`` (a tuple for a list or tuple)."""
-        from . import TensorOp, _Sequential
-        single = not isinstance(results, (list, tuple))
-        items = [results] if single else list(results)
-        outputs, slots, ops = [], [], []
-
-        def flat(r):
-            return [o for x in r.ops for o in flat(x)] if isinstance(r, _Sequential) else [r]
-
-        for r in items:
-            if isinstance(r, _Sequential):
-                nodes = r.nodes()
-                value = r.value._id
-            elif isinstance(r, TensorOp):
-                nodes, value = [r._id], r._id
-            else:
-                raise GraphError(f"computation: not an op: {r!r}")
-            ops.extend(flat(r))
-            for n in nodes:
-                if n not in outputs:
-                    outputs.append(n)
-            slots.append(outputs.index(value))
+        from . import TensorOp, _fresh
+        if self._closed:
+            raise CompileError("this transformer was closed: make a new one")
+        entries, (kind, values) = _flatten(results)
         params = []
         for p in parameters:
             if not isinstance(p, TensorOp) or p.kind != "placeholder":
@@ -175,22 +474,68 @@ class Transformer:
             params.append(p)
         # Node ids mean something only in their own graph: ops of another graph (made before
         # reset_default_graph) would silently name other ops of this one.
-        graphs = {id(o._graph): o._graph for o in ops + params}
+        ops = [o for o, _ in entries] + params
+        graphs = {id(o._graph): o._graph for o in ops}
         if len(graphs) > 1:
             raise GraphError("computation: the ops belong to different graphs (some were made "
                              "before ng.reset_default_graph())")
         (graph,) = graphs.values()
         if self._graph is not None and graph is not self._graph:
             raise GraphError("computation: the ops do not belong to this transformer's graph")
-        native = self._native_for(outputs + [p._id for p in params], graph)
-        compiled = native.computation(outputs, [p._id for p in params])
-        comp = Computation(self, compiled, outputs, params, ("one" if single else "many", slots))
+        planner = _Planner(graph)
+        for op, in_sequential in entries:
+            if in_sequential:
+                planner.place(op._id, True)
+        for op, in_sequential in entries:
+            if not in_sequential:
+                planner.place(op._id, False)
+        reached = planner.reached()
+        label_checks = self._checks(graph, params, reached)
+        planner.add_cut_sources()
+        segments = planner.build(lambda: _fresh("sequential_value", graph.has_name))
+        positions = [{n: k for k, n in enumerate(out)} for out in planner.outputs]
+        slots = []
+        for v in values:
+            if v._id in planner.where or v._id in planner.leaf_where:
+                seg = planner.where.get(v._id, planner.leaf_where.get(v._id))
+                slots.append((seg, positions[seg][v._id]))
+            else:   # a stored tensor or placeholder returned as it is: the first segment's
+                if v._id not in positions[0]:
+                    planner.outputs[0].append(v._id)
+                    segments[0].outputs.append(v._id)
+                    positions[0][v._id] = len(planner.outputs[0]) - 1
+                slots.append((0, positions[0][v._id]))
+        needed = [n for seg in segments for n in seg.outputs + [c for c, _ in seg.cuts]]
+        native = self._native_for(needed + [p._id for p in params], graph)
+        comp = Computation(self, segments, params, (kind, slots), label_checks)
+        comp._compile(native)
         self._computations.add(comp)
         return comp
 
+    @staticmethod
+    def _checks(graph, params, reached):
+        """A ValueError for a placeholder the results need that is not among ``params``; the
+        one_hot label checks of the inputs."""
+        from . import TensorOp, _one_hots
+        given = {p._id for p in params}
+        operands = graph.operands()
+        for n in sorted(reached):
+            if not operands[n] and n not in given and graph.kind_of(n) == "placeholder":
+                missing = TensorOp(n, graph)
+                raise GraphError(f"computation: the results need placeholder "
+                                 f"`{missing.name or n}`, which is not among the placeholders "
+                                 f"given ({', '.join(str(p.name) for p in params) or 'none'})")
+        checks = []
+        if graph is _graph():
+            for hot, (labels, axis) in _one_hots.items():
+                if hot in reached and labels in given and axis.length is not None:
+                    i = [p._id for p in params].index(labels)
+                    checks.append((i, axis.length, f"`{axis.name}`"))
+        return checks
+
     def value_of(self, op):
         """The current value of a variable or persistent tensor."""
-        if self._native is None:
+        if self._live() is None:
             raise GraphError("the transformer has made no computation yet")
         self._check_graph(op)
         return self._native.value_of(op._id)
@@ -201,18 +546,29 @@ class Transformer:
                              "(made before ng.reset_default_graph()?)")
 
     def set_value(self, op, value):
-        """Sets a variable's or persistent tensor's value (an array in its axes' order)."""
-        if self._native is None:
+        """Sets a variable's or persistent tensor's value: an array of its dtype in its axes'
+        order (an array of another dtype is refused, as a call's inputs are), or a number or
+        list, converted."""
+        if self._live() is None:
             self._native_for([op._id], op._graph)
         self._check_graph(op)
+        if isinstance(value, np.ndarray) and value.dtype != op.dtype:
+            raise DTypeError(f"set_value: {op!r} is {op.dtype} but the value is a "
+                             f"{value.dtype} array (weft never converts behind your back: "
+                             f".astype({op.dtype.name}) it)")
         self._native.set_value(op._id, np.ascontiguousarray(value, dtype=op.dtype))
 
     def close(self):
-        """Releases the compiled code (nGraph's ``close``); the transformer can compile again."""
+        """Releases the compiled code (nGraph's ``close``): its computations and the
+        transformer itself refuse to run or compile afterwards."""
         self._native = None
         self._made_with = None
         self._roots = []
+        for comp in list(self._computations):
+            for seg in comp._segments:
+                seg.native = None
         self._computations = weakref.WeakSet()
+        self._closed = True
 
     def __enter__(self):
         return self
@@ -221,11 +577,48 @@ class Transformer:
         self.close()
 
 
-def make_transformer(backend="jit", threads=None):
+_factory = None
+
+
+def make_transformer(backend=None, threads=None):
     """A transformer over the module-level graph (nGraph's ``make_transformer``): ``backend``
-    ``"jit"`` (fused native kernels), ``"unfused"`` (one kernel per op) or ``"interpreter"``
-    (the reference); ``threads``, the JIT's thread count (default: the machine's cores)."""
-    return Transformer(backend, threads=threads)
+    ``"jit"`` (fused native kernels; nGraph's ``"cpu"``), ``"unfused"`` (one kernel per op) or
+    ``"interpreter"`` (the reference); ``threads``, the JIT's thread count (default: the
+    machine's cores). Without arguments, the factory ``set_transformer_factory`` set, if any."""
+    if backend is None and threads is None and _factory is not None:
+        return _factory()
+    return Transformer("jit" if backend is None else backend, threads=threads)
+
+
+def transformer_choices():
+    """The backend names ``make_transformer`` and ``make_transformer_factory`` take."""
+    return sorted(_BACKENDS)
+
+
+def make_transformer_factory(name="jit", **kwargs):
+    """A function of no arguments that makes a new transformer of backend ``name`` with
+    ``kwargs`` (``threads=``) each time it is called (nGraph's ``make_transformer_factory``;
+    an unknown name is a ValueError here, where nGraph waited for the call)."""
+    backend = _backend(name)
+    unknown = set(kwargs) - {"threads"}
+    if unknown:
+        raise TypeError(f"make_transformer_factory: no argument {sorted(unknown)[0]!r} "
+                        "(threads=)")
+    threads = _threads(kwargs.get("threads"))
+
+    def factory():
+        return Transformer(backend, threads=threads)
+    factory.name = name
+    return factory
+
+
+def set_transformer_factory(factory):
+    """Makes ``make_transformer()`` (without arguments) call ``factory`` (nGraph's
+    ``set_transformer_factory``); None restores the default, the JIT."""
+    global _factory
+    if factory is not None and not callable(factory):
+        raise TypeError(f"set_transformer_factory: {factory!r} is not callable")
+    _factory = factory
 
 
 def bench(results, parameters, inputs, runs=10, warmup=2, backends=("jit", "unfused"),

@@ -58,9 +58,24 @@ impl Graph {
     /// # Ok::<(), weft::ir::GraphError>(())
     /// ```
     pub fn grad(&mut self, loss: NodeId, wrt: &[NodeId]) -> Result<Vec<NodeId>, GraphError> {
+        self.grad_stopping(loss, wrt, &[])
+    }
+
+    /// [`Graph::grad`] with the nodes `stops` held constant: no gradient flows from them into
+    /// their operands, as if their values came from outside (nGraph's `stop_gradient`; a
+    /// target network's value in a temporal-difference loss).
+    pub fn grad_stopping(
+        &mut self,
+        loss: NodeId,
+        wrt: &[NodeId],
+        stops: &[NodeId],
+    ) -> Result<Vec<NodeId>, GraphError> {
+        for s in stops {
+            self.check_node(*s)?;
+        }
         // Work on a copy, so an error leaves the graph as it was.
         let mut g = self.clone();
-        let out = backward(&mut g, loss, wrt)?;
+        let out = backward(&mut g, loss, wrt, stops)?;
         *self = g;
         Ok(out)
     }
@@ -93,7 +108,12 @@ fn not_differentiable(g: &Graph, id: NodeId) -> Option<&'static str> {
     }
 }
 
-fn backward(g: &mut Graph, loss: NodeId, wrt: &[NodeId]) -> Result<Vec<NodeId>, GraphError> {
+fn backward(
+    g: &mut Graph,
+    loss: NodeId,
+    wrt: &[NodeId],
+    stops: &[NodeId],
+) -> Result<Vec<NodeId>, GraphError> {
     let l = g.check_node(loss)?;
     let dtype = l.dtype;
     if !l.axes.is_empty() || !dtype.is_float() {
@@ -104,17 +124,19 @@ fn backward(g: &mut Graph, loss: NodeId, wrt: &[NodeId]) -> Result<Vec<NodeId>, 
         });
     }
     let seed = g.scalar(Scalar::Float(1.0), dtype)?;
-    backward_from(g, loss, seed, wrt)
+    backward_from(g, loss, seed, wrt, stops)
 }
 
 /// The vector-Jacobian products of `output` seeded with `seed` (a node with `output`'s axes as a
 /// set and its dtype): for each `wrt` node, `Σ seed · ∂output/∂wrt`. `grad` seeds a scalar loss
-/// with 1; the convolution and pool rules seed their expansion with their own adjoint.
+/// with 1; the convolution and pool rules seed their expansion with their own adjoint. No
+/// gradient flows from a node of `stops` into its operands.
 pub(crate) fn backward_from(
     g: &mut Graph,
     output: NodeId,
     seed: NodeId,
     wrt: &[NodeId],
+    stops: &[NodeId],
 ) -> Result<Vec<NodeId>, GraphError> {
     let loss = output;
     for w in wrt {
@@ -131,7 +153,11 @@ pub(crate) fn backward_from(
         .map(|(id, _)| pg.add_node(id))
         .collect();
     for (id, node) in g.nodes().take(last + 1) {
-        let flows = differentiable_operands(&node.op);
+        let flows = if stops.contains(&id) {
+            Vec::new()
+        } else {
+            differentiable_operands(&node.op)
+        };
         for o in node.op.inputs() {
             let carries = flows.contains(&o);
             pg.add_edge(

@@ -286,7 +286,7 @@ fn through(
     out: &mut Vec<(NodeId, NodeId)>,
 ) -> Res<()> {
     let wrt: Vec<NodeId> = operands.iter().copied().filter(|o| wanted(*o)).collect();
-    let grads = super::backward_from(g, expanded, adj, &wrt)?;
+    let grads = super::backward_from(g, expanded, adj, &wrt, &[])?;
     out.extend(wrt.into_iter().zip(grads));
     Ok(())
 }

@@ -671,6 +671,14 @@ impl Graph {
         Ok(self.declare_axis(name, len, roles))
     }
 
+    /// Declares a new axis whose name is only a label: another axis may already have it
+    /// (nGraph-python's `make_axis`, where two models in one process both call their batch
+    /// axis `N`). Axes so named are told apart by their table index wherever they are shown
+    /// (`N@0`, `N@3`, as the text form writes them), and [`Graph::find_axis`] finds neither.
+    pub fn axis_labelled(&mut self, name: &str, len: Option<usize>, roles: Vec<Role>) -> Axis {
+        self.declare_axis(name, len, roles)
+    }
+
     /// A graph with this one's axis table — the same ids, names (same-named axes included),
     /// roles, lengths and derivations — and no nodes or outputs: where a pass rebuilds the
     /// nodes. `None` when the table holds one derivation twice (interning would merge them).
