@@ -8,7 +8,8 @@
 //! `computation`: the kernels compiled at once on the computation's threads, storage
 //! planning and buffer allocation included). Lengths do not change the code generated, only
 //! the loop bounds in it; the whole-graph figure at 4096 × 4096 includes allocating its
-//! workspace.
+//! workspace. `compile_at_scale`: graph to callable for chains and mixed graphs of 1,000 to
+//! 16,000 ops, fused and unfused (issue 60: compile time linear in the graph).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use std::time::Duration;
@@ -111,5 +112,62 @@ fn compile_time(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, compile_time);
+/// A chain of `n` elementwise ops over `x[R, C]` (add, multiply, tanh, subtract in turn),
+/// or, `mixed`, one where every few ops a row maximum is subtracted or a column sum divides:
+/// graphs of thousands of ops, as imported models and generated graphs reach.
+fn long_graph(n: usize, mixed: bool) -> Graph {
+    let g = GraphBuilder::new();
+    let r = g.axis("R", 64).unwrap();
+    let c = g.axis("C", 64).unwrap();
+    let x = g.placeholder("x", &[r, c], DType::F32).unwrap();
+    let y = g.placeholder("y", &[r, c], DType::F32).unwrap();
+    let one = g.scalar(1.0, DType::F32).unwrap();
+    let mut t = x;
+    for i in 0..n {
+        t = match (i % 8, mixed) {
+            (5, true) => (t - t.max(&[c]).unwrap()).unwrap(),
+            (7, true) => (t / (t.sum(&[r]).unwrap() + one).unwrap()).unwrap(),
+            (k, _) if k % 4 == 0 => (t + y).unwrap(),
+            (k, _) if k % 4 == 1 => (t * y).unwrap(),
+            (k, _) if k % 4 == 2 => t.tanh().unwrap(),
+            _ => (t - x).unwrap(),
+        };
+    }
+    t.output().unwrap();
+    g.finish()
+}
+
+/// Graph to callable for graphs of 1,000 to 16,000 ops, fused and unfused: the curve of
+/// compile time against graph size (linear: every fused kernel is bounded,
+/// `fusion::MAX_KERNEL_NODES`).
+fn compile_time_at_scale(c: &mut Criterion) {
+    let mut group = c.benchmark_group("compile_at_scale");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(100))
+        .measurement_time(Duration::from_secs(5));
+    for mixed in [false, true] {
+        for n in [1_000, 4_000, 16_000] {
+            let graph = long_graph(n, mixed);
+            let outputs = graph.outputs().to_vec();
+            let placeholders = graph.placeholders();
+            let name = format!("{}_{n}", if mixed { "mixed" } else { "chain" });
+            for (mode, options) in [
+                ("fused", JitOptions::default()),
+                ("unfused", JitOptions::unfused()),
+            ] {
+                group.bench_function(BenchmarkId::new(mode, &name), |b| {
+                    b.iter(|| {
+                        let t =
+                            Transformer::with_jit_options(graph.clone(), options.clone()).unwrap();
+                        t.computation(&outputs, &placeholders).unwrap()
+                    })
+                });
+            }
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, compile_time, compile_time_at_scale);
 criterion_main!(benches);

@@ -118,3 +118,31 @@ fn a_dot_contiguous_along_its_result_is_register_blocked_over_the_result() {
         "the reduction runs inside the blocked loop:\n{text}"
     );
 }
+
+/// A chain of `n` cheap elementwise ops over a vector (one reduction-free line of work).
+fn chain(n: usize) -> Graph {
+    let mut s = String::from("axis N = 64\nplaceholder x: f32[N]\nconstant h: f32[] = 0.5\n");
+    let mut prev = "x".to_string();
+    for i in 0..n {
+        let op = ["add", "multiply", "subtract", "maximum"][i % 4];
+        s += &format!("v{i} = {op}({prev}, h)\n");
+        prev = format!("v{i}");
+    }
+    s += &format!("output {prev}\n");
+    weft_ir::text::parse(&s, "chain.weft").unwrap()
+}
+
+/// Every fused kernel computes at most `MAX_KERNEL_NODES` ops: a 2,000-op chain splits into
+/// kernels of at most that many (code generation's cost is superlinear in a function's size;
+/// docs/benchmarks.md, "Compile time at scale"), while a 100-op chain stays one kernel.
+#[test]
+fn a_long_chain_splits_into_kernels_of_bounded_size() {
+    use weft_compiler::passes::fusion::MAX_KERNEL_NODES;
+    let short = compile_plan(&chain(100), &PlanOptions::default()).unwrap();
+    assert_eq!(short.fusion.groups.len(), 1);
+    let long = compile_plan(&chain(2000), &PlanOptions::default()).unwrap();
+    let sizes: Vec<usize> = long.fusion.groups.iter().map(|g| g.nodes.len()).collect();
+    assert!(sizes.iter().all(|n| *n <= MAX_KERNEL_NODES), "{sizes:?}");
+    assert!(sizes.len() >= 2000 / MAX_KERNEL_NODES, "{sizes:?}");
+    assert!(sizes.len() <= 2 * 2000 / MAX_KERNEL_NODES + 1, "{sizes:?}");
+}

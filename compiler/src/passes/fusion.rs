@@ -84,6 +84,9 @@ pub enum StageReason {
     /// Its reader iterates a flattened axis whole while it is computed per part: stored, so the
     /// reader indexes it whole without div/mod (see `views.rs`).
     SplitIndex,
+    /// Inline, its reader's kernel would compute more than [`MAX_KERNEL_NODES`] ops (a long
+    /// elementwise chain): a stage of its own, so every kernel's body stays bounded.
+    KernelSize,
 }
 
 /// Why a value is stored to memory between groups (a group boundary).
@@ -128,6 +131,8 @@ pub enum BoundaryReason {
     /// Merged into its reader, the cost model (`super::cost`) predicts the kernel slower than
     /// the two apart: [`FusionPlan::decisions`] has the figures.
     CostModel,
+    /// Merged into its reader, the kernel would compute more than [`MAX_KERNEL_NODES`] ops.
+    KernelSize,
 }
 
 macro_rules! display_names {
@@ -160,6 +165,7 @@ display_names!(StageReason {
     AssignValue => "assigned value",
     Unfused => "unfused",
     SplitIndex => "flattened axis iterated whole by its reader",
+    KernelSize => "its reader's kernel would exceed the kernel size bound inline",
 });
 
 display_names!(BoundaryReason {
@@ -177,6 +183,7 @@ display_names!(BoundaryReason {
     GemmContraction => "sum of products computed by a GEMM call (product never stored)",
     StridedReduction => "reduction over a strided axis, summed in memory order in a kernel of its own",
     CostModel => "the cost model predicts the merged kernel slower",
+    KernelSize => "the merged kernel would exceed the kernel size bound",
 });
 
 /// A value stored to memory, and why.
@@ -361,6 +368,13 @@ pub struct FusionOptions {
 /// `weft_ir::graph::window_fold::DIRECT_POOL_TAPS` taps reads its padded input once per tap.
 pub const MAX_INLINE_USES: usize = 64;
 
+/// The most ops one fused kernel computes (its stages and the inline ops they read). Code
+/// generation's cost grows faster than a function's size (register allocation over one loop
+/// body), so a 10,000-op elementwise chain fused into one kernel compiled 19× slower than 1,000
+/// ops; bounded kernels keep compile time linear in the graph (docs/benchmarks.md, "Compile
+/// time at scale"). Far above any model's kernel: a layer norm's is about 20.
+pub const MAX_KERNEL_NODES: usize = 512;
+
 /// True for the ops weft treats as expensive to recompute.
 pub fn is_expensive(op: &Op) -> bool {
     match op {
@@ -501,6 +515,7 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
             widened[i] = false;
         }
     }
+    limit_inline_closures(g, &live, &mut stage, &gemm_products, &tap_adds);
     // Each stage's pass for the cost model, found once: it reads through the inline ops.
     let passes: HashMap<NodeId, Pass> = g
         .nodes()
@@ -588,6 +603,11 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
             Some(BoundaryReason::Gemm)
         } else if readers.len() != 1 {
             Some(BoundaryReason::ConsumersInSeveralGroups)
+        } else if readers
+            .iter()
+            .any(|q| groups[*q].nodes.len() + groups[p].nodes.len() > MAX_KERNEL_NODES)
+        {
+            Some(BoundaryReason::KernelSize)
         } else if strided_reduction(g, &groups[p], opts.strided_min_bytes) {
             Some(BoundaryReason::StridedReduction)
         } else if readers.iter().any(|q| groups[*q].gemm)
@@ -743,6 +763,63 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
         live,
         decisions,
     })
+}
+
+/// Makes stages ([`StageReason::KernelSize`]) of inline ops whose readers would otherwise
+/// compute more than [`MAX_KERNEL_NODES`] ops inline: producers first, each node's inline
+/// count (itself and its inline operands' counts: an upper bound, shared operands counted per
+/// use) kept within the bound by staging its largest inline operands. Only plain elementwise
+/// ops are staged (views and a GEMM call's operands stay inline, as their readers need them).
+fn limit_inline_closures(
+    g: &Graph,
+    live: &[bool],
+    stage: &mut [Option<StageReason>],
+    gemm_products: &HashSet<NodeId>,
+    tap_adds: &HashSet<NodeId>,
+) {
+    let idx = |id: NodeId| id.as_u32() as usize;
+    let stageable = |id: NodeId| {
+        matches!(
+            g.node(id).op,
+            Op::Unary(..) | Op::Binary(..) | Op::Compare(..) | Op::Select(..) | Op::Convert(_)
+        ) && !gemm_products.contains(&id)
+            && !tap_adds.contains(&id)
+    };
+    let mut count = vec![0usize; g.len()];
+    for (id, node) in g.nodes() {
+        if !live[idx(id)] || matches!(node.op, Op::Tensor { .. }) {
+            continue;
+        }
+        let mut inline: Vec<NodeId> = node
+            .op
+            .inputs()
+            .into_iter()
+            .filter(|o| stage[idx(*o)].is_none() && count[idx(*o)] > 0)
+            .collect();
+        // A uniform constant is an immediate: a node of the kernel too.
+        let immediates = node
+            .op
+            .inputs()
+            .iter()
+            .filter(|o| is_immediate(&g.node(**o).op))
+            .count();
+        let mut total = inline
+            .iter()
+            .fold(1 + immediates, |t, o| t.saturating_add(count[idx(*o)]));
+        if total > MAX_KERNEL_NODES {
+            inline.sort_by_key(|o| Reverse(count[idx(*o)]));
+            inline.dedup();
+            for o in inline.into_iter().filter(|o| stageable(*o)) {
+                if total <= MAX_KERNEL_NODES {
+                    break;
+                }
+                stage[idx(o)] = Some(StageReason::KernelSize);
+                let uses = node.op.inputs().iter().filter(|x| **x == o).count();
+                total = total.saturating_sub(count[idx(o)].saturating_mul(uses));
+            }
+        }
+        count[idx(id)] = total;
+    }
 }
 
 /// Adds node `id` and the inline nodes it is computed from to `nodes`, and the stages and
