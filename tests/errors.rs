@@ -246,8 +246,9 @@ fn assign_to_something_that_holds_no_state() {
 
 #[test]
 fn unbound_axis_needed_by_a_computation_names_it() {
-    // `height` is an axis of a placeholder the computation does not take: no call can bind
-    // it, so the first call's compilation names it.
+    // The computation broadcasts over `height`, which no placeholder it takes has: no call can
+    // bind it, so the first call's compilation names it. (A computation that needs no node
+    // over `height` runs: another computation's axis bound at call time is not its concern.)
     let mut g = Graph::new();
     let h = g.axis_unbound("height").unwrap();
     let w = g.axis("width", 2).unwrap();
@@ -255,9 +256,12 @@ fn unbound_axis_needed_by_a_computation_names_it() {
     let y = g.placeholder("y", &[w], DType::F32).unwrap();
     g.exp(x).unwrap();
     let e = g.exp(y).unwrap();
+    let wide = g.broadcast(e, &[h, w]).unwrap();
     let t = Transformer::new(g, Backend::Interpreter).unwrap();
-    let c = t.computation(&[e], &[y]).unwrap();
     let input = HostArray::from_vec(Axes::new([w]).unwrap(), vec![2], vec![0f32; 2]).unwrap();
+    let alone = t.computation(&[e], &[y]).unwrap();
+    assert_eq!(alone.call(&[&input]).unwrap()[0].to_vec::<f32>().unwrap(), vec![1.0; 2]);
+    let c = t.computation(&[wide], &[y]).unwrap();
     let err = c.call(&[&input]).unwrap_err();
     assert!(matches!(
         err,
