@@ -14,7 +14,7 @@ import weft.transformers as ngt
 
 def train(epochs=60, batch=32, hidden=64, lr=0.1, seed=0, backend="jit", log=print):
     """Trains on 80 % of the digits and returns the accuracy on the other 20 %."""
-    ng.reset_default_graph()  # a graph of its own: op names are unique within a graph
+    ng.reset_default_graph()  # a graph of its own (not needed: names are labels; it frees the old ops)
     rng = np.random.default_rng(seed)
     images, labels = ng.digits()
     order = rng.permutation(len(labels))
