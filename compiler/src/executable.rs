@@ -698,6 +698,11 @@ impl JitExecutable {
             };
             storage_of.insert(n, s);
         }
+        // Every tensor's storage is known before lowering, which adds only scratch: a plan
+        // already past the budget is refused before lowering and codegen look at its loops.
+        if let Some(budget) = options.max_bytes {
+            check_budget(&graph, &plan, &specs, &holders, budget)?;
+        }
         let compiler = JitCompiler::with_options(options.codegen)?.with_pool(pool.clone());
         let lower_options = LowerOptions {
             split_span_sums: options.lower.split_span_sums && compiler.span_math(),
