@@ -405,7 +405,8 @@ fn folding_keeps_to_its_budget() {
     let a = g.axis("A", 1 << 9).unwrap();
     let b = g.axis("B", 1 << 9).unwrap();
     // 2^18 elements: above the 2^16 budget, so kept as broadcast(scalar), and its sum is not
-    // evaluated at compile time.
+    // evaluated at compile time: it is the repeated value times the length (weft_ir's
+    // `Graph::repeated_reduction`), one multiply of two scalars.
     let c = g
         .constant(
             Some("c"),
@@ -424,11 +425,15 @@ fn folding_keeps_to_its_budget() {
     .unwrap();
     assert_eq!(out.stats.folded, 0);
     let sg = &out.graph;
-    let sum_input = sg.node(out.map.get(s).unwrap()).op.inputs()[0];
-    let Op::Broadcast(scalar) = sg.node(sum_input).op else {
-        panic!("{:?}", sg.node(sum_input).op)
+    let Op::Binary(weft::BinaryOp::Multiply, value, len) = sg.node(out.map.get(s).unwrap()).op
+    else {
+        panic!("{}", weft::ir::text::print(sg))
     };
-    assert!(sg.node(scalar).axes.is_empty());
+    assert!(sg.node(value).axes.is_empty() && sg.node(len).axes.is_empty());
+    assert!(
+        sg.nodes().all(|(_, n)| n.axes.is_empty()),
+        "nothing of 2^18 elements is left"
+    );
     // The result is still right on every backend.
     for backend in [Backend::Interpreter, Backend::Jit, Backend::JitUnfused] {
         let t = Transformer::new(g.clone(), backend).unwrap();
@@ -543,4 +548,89 @@ fn folding_a_dot_counts_its_contracted_lengths() {
     };
     assert_eq!(folded(8, 8, 8), 1);
     assert_eq!(folded(200, 300, 200), 0);
+}
+
+/// Longest the 2026-12-06 reproducers may take on all three backends together, debug build.
+/// They took 13.8 s to over 120 s each before (compile work linear in an axis's length, a
+/// 2^40-term sum at run time) and take milliseconds now: a bound this loose still catches the
+/// bug coming back (by orders of magnitude) without timing anything that is merely slow.
+const QUICK: Duration = Duration::from_secs(10);
+
+/// What `tests/findings/NAME.weft` gives on `backend`: its outputs on `inputs` (one per
+/// placeholder), or the refusal's text.
+fn outcome(name: &str, backend: Backend, inputs: &[HostArray]) -> Result<Vec<HostArray>, String> {
+    let g = load(name);
+    let (outputs, ps) = (g.outputs().to_vec(), g.placeholders());
+    let t = Transformer::new(g, backend).map_err(|e| e.to_string())?;
+    let c = t.computation(&outputs, &ps).map_err(|e| e.to_string())?;
+    let refs: Vec<&HostArray> = inputs.iter().collect();
+    c.call(&refs).map_err(|e| e.to_string())
+}
+
+/// `NAME`'s outcome on every backend, within [`QUICK`] for all of them, each checked by
+/// `expect`.
+fn pinned(name: &str, inputs: &[HostArray], expect: impl Fn(Result<Vec<HostArray>, String>)) {
+    let start = Instant::now();
+    for backend in [Backend::Interpreter, Backend::Jit, Backend::JitUnfused] {
+        let got = outcome(name, backend, inputs);
+        eprintln!("{name} on {backend:?}: {:?}", start.elapsed());
+        expect(got);
+    }
+    assert!(start.elapsed() < QUICK, "{name}: {:?}", start.elapsed());
+}
+
+/// Refused over the memory budget, naming `tensor`, on every backend, before any work that
+/// grows with the batch's length (reduce_in_memory's group search walked 2^40 row counts).
+fn refused_over_budget(name: &str, tensor: &str) {
+    pinned(name, &[], |got| {
+        let e = got.expect_err("refused");
+        assert!(
+            e.contains("memory budget") && e.contains(tensor),
+            "{name}: {e}"
+        );
+    });
+}
+
+#[test]
+fn sum_over_the_middle_axis_of_a_2e40_batch_is_refused_at_once() {
+    refused_over_budget("slow_refusal_sum_over_middle_axis_2e40.weft", "`t`");
+}
+
+#[test]
+fn dense_layer_with_a_2e32_batch_is_refused_at_once() {
+    refused_over_budget("slow_refusal_dot_batch_2e32.weft", "`x`");
+}
+
+#[test]
+fn empty_tensor_whose_other_axes_pass_2e64_has_zero_strides() {
+    // Debug builds multiplied the strides of (B = 2^63 - 1) x (Q = 18) and panicked.
+    pinned("debug_overflow_strides_of_empty_tensor.weft", &[], |got| {
+        let v = got.expect("an empty result");
+        assert_eq!(v[0].shape(), &[0, (1 << 63) - 1, 18]);
+        assert_eq!(v[0].len(), 0);
+    });
+}
+
+/// The one f32 output of a reproducer.
+fn scalar_f32(got: Result<Vec<HostArray>, String>) -> f32 {
+    let v = got.expect("computed");
+    v[0].to_vec::<f32>().unwrap()[0]
+}
+
+#[test]
+fn sum_of_a_2e40_broadcast_constant_is_the_value_times_the_length() {
+    pinned("sum_of_broadcast_constant_2e40.weft", &[], |got| {
+        assert_eq!(scalar_f32(got), (1u64 << 40) as f32);
+    });
+}
+
+#[test]
+fn sum_of_a_2e40_broadcast_placeholder_is_the_value_times_the_length() {
+    // 0.1 is not exact in binary, so 2^40 sequential f64 additions of it would drift; the
+    // rule's one multiply by a power of two is exact.
+    let x = HostArray::from_vec(Axes::default(), vec![], vec![0.1f32]).unwrap();
+    let expected = (0.1f32 as f64 * (1u64 << 40) as f64) as f32;
+    pinned("sum_of_broadcast_placeholder_2e40.weft", &[x], |got| {
+        assert_eq!(scalar_f32(got), expected);
+    });
 }

@@ -698,6 +698,11 @@ impl JitExecutable {
             };
             storage_of.insert(n, s);
         }
+        // Every tensor's storage is known before lowering, which adds only scratch: a plan
+        // already past the budget is refused before lowering and codegen look at its loops.
+        if let Some(budget) = options.max_bytes {
+            check_budget(&graph, &plan, &specs, &holders, budget)?;
+        }
         let compiler = JitCompiler::with_options(options.codegen)?.with_pool(pool.clone());
         let lower_options = LowerOptions {
             split_span_sums: options.lower.split_span_sums && compiler.span_math(),
@@ -921,7 +926,11 @@ impl JitExecutable {
                 g.shape_of(&g.node(n).axes),
             ) {
                 (Some(layout), Ok(shape)) => {
-                    let strides = weft_ir::host::row_major_strides(&shape);
+                    let Some(strides) = weft_ir::size::row_major_strides(&shape) else {
+                        return Err(PassError::Internal(
+                            "stride overflow past a verified size".into(),
+                        ));
+                    };
                     layout.strides.len() == strides.len()
                         && layout
                             .strides
@@ -1212,10 +1221,13 @@ impl JitExecutable {
                 source,
             },
         )?;
-        let row_major: Vec<i64> = weft_ir::host::row_major_strides(&shape)
-            .into_iter()
-            .map(|x| x as i64)
-            .collect();
+        let row_major: Option<Vec<i64>> = weft_ir::size::row_major_strides(&shape)
+            .and_then(|s| s.into_iter().map(weft_ir::size::to_i64).collect());
+        let row_major = row_major.ok_or_else(|| RunError::Malformed {
+            node: g.node_label(h.node),
+            op: node.op.name(),
+            message: "row-major strides past i64".into(),
+        })?;
         if layout.strides == row_major {
             // Row-major at the start of its storage: a prefix copy, no index arithmetic.
             fn prefix<T: Copy>(mut v: Vec<T>, n: usize) -> Vec<T> {
@@ -1697,7 +1709,11 @@ impl JitExecutable {
             .zip(&self.output_shapes)
             .map(|(o, shape)| {
                 let node = g.node(*o);
-                let n = shape.iter().product();
+                let n = weft_ir::size::element_count(shape).ok_or_else(|| RunError::Malformed {
+                    node: g.node_label(*o),
+                    op: node.op.name(),
+                    message: "no element count".into(),
+                })?;
                 let data = weft_runtime::zeroed_host_data(node.dtype, n).map_err(|source| {
                     RunError::Alloc {
                         tensor: g.node_label(*o),

@@ -227,7 +227,10 @@ pub fn plan_gemm(
     // One block per batch index when the batch alone fills the pool: a block's taps then
     // run over one matrix of C, and an epilogue kernel looping over the batch can follow
     // each item (weft_runtime::GemmEpilogue).
-    let batch: usize = spec.batch.iter().map(|b| b.len).product();
+    let batch = spec
+        .batch
+        .iter()
+        .fold(1usize, |n, b| n.saturating_mul(b.len));
     if !spec.batch.is_empty() && batch >= options.threads {
         (spec.split, spec.block) = (SplitDim::Rows, spec.m);
     }

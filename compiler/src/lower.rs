@@ -1142,7 +1142,10 @@ impl<'a> Lowerer<'a> {
         } else {
             let v = self.define_after(lv, nl, ty, Inst::AccValue(acc));
             let v = if op == ReduceOp::Mean {
-                let count: usize = red.iter().map(|a| a.len).product();
+                let lens: Vec<usize> = red.iter().map(|a| a.len).collect();
+                let count = weft_ir::size::element_count(&lens).ok_or_else(|| {
+                    self.internal("a mean's count overflows past a verified size")
+                })?;
                 let c = self.define_after(
                     lv,
                     nl,

@@ -492,9 +492,11 @@ fn rewrite_group(
     vectorize: bool,
 ) -> Option<(Vec<Stmt>, BufferId)> {
     let (np, nk) = (k.loops[p].extent, k.loops[kl].extent);
-    let q = (1..=np)
+    // `q · nk ≤ GROUP` bounds the search by GROUP, never by the parallel loop's extent (a
+    // 2^40-row batch is searched as fast as a 64-row one).
+    let q = (1..=(GROUP / nk.max(1)).min(np))
         .rev()
-        .find(|q| np % q == 0 && q * nk <= GROUP && np / q >= 4)?;
+        .find(|q| np % q == 0 && np / q >= 4)?;
     if q < 2 {
         return None;
     }

@@ -510,11 +510,16 @@ fn next_text(corpus: &mut Corpus, mutator: &Mutator, r: &mut SplitMix) -> String
 }
 
 /// The printed text of a random graph: one in 10 of extreme windows (its gradient a `grad`
-/// statement, expanded when the case parses it), else compilable, one in 30 of those large.
+/// statement, expanded when the case parses it), one in 10 of the rest of huge lengths (axes of
+/// 2²⁰ to 2⁶² or empty, in dots — dense layers — and reductions as in every op: lengths past
+/// 2³² that the compilable graphs' 1 to 7 never reach), else compilable, one in 30 of those
+/// large.
 fn random_graph_text(r: &mut SplitMix) -> String {
     let extreme = r.chance(10);
     let config = if extreme {
         GraphConfig::extreme_windows()
+    } else if r.chance(10) {
+        GraphConfig::huge_lengths()
     } else if r.chance(3) {
         GraphConfig::large()
     } else {

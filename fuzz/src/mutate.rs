@@ -10,8 +10,9 @@ use weft_ir::graph::{BinaryOp, CompareOp, ReduceOp, UnaryOp};
 use weft_ir::testing::SplitMix;
 
 /// Numbers that exercise edges: lengths 0 and 1, vector widths ± 1, overflow, float specials,
-/// and huge lengths, strides and paddings (2²⁸, 2³² − 1, 2⁴⁰, around `i64::MAX`, `u64::MAX`).
-const NUMBERS: [&str; 29] = [
+/// and huge lengths, strides and paddings (2²⁸, 2³² − 1, 2³³ + 1, 2⁴⁰, 2⁶², around `i64::MAX`,
+/// `u64::MAX`): a dense layer's batch or a reduced axis past 2³² among them.
+const NUMBERS: [&str; 31] = [
     "0",
     "1",
     "2",
@@ -41,6 +42,8 @@ const NUMBERS: [&str; 29] = [
     "4294967295",
     "1099511627776",
     "18446744073709551614",
+    "8589934593",
+    "4611686018427387904",
 ];
 
 /// Values for a convolution's or pool's parameters: 0 and 1 (a zero stride or window, the

@@ -382,7 +382,7 @@ fn the_mutator_gives_convolutions_and_pools_extreme_parameters() {
         "(18446744073709551615",
     ];
     let (mut conv, mut pool) = (false, false);
-    for seed in 0..300 {
+    for seed in 0..1000 {
         let out = m.mutate(text, text, 1, &mut SplitMix(seed));
         let huge = |l: &&str| extreme.iter().any(|e| l.contains(e));
         conv |= out

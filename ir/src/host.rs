@@ -519,7 +519,7 @@ impl HostArray {
             .map(|a| self.axes.position(*a))
             .collect::<Option<_>>()?;
         let shape: Vec<usize> = perm.iter().map(|&p| self.shape[p]).collect();
-        let src_strides = row_major_strides(&self.shape);
+        let src_strides = crate::size::row_major_strides(&self.shape)?;
         let n = self.len();
         let mut index = Vec::with_capacity(n);
         let mut idx = vec![0usize; shape.len()];
@@ -628,15 +628,6 @@ impl HostArray {
         .map_err(io)?;
         std::fs::write(path, out).map_err(io)
     }
-}
-
-/// Row-major strides, in elements, of `shape`.
-pub fn row_major_strides(shape: &[usize]) -> Vec<usize> {
-    let mut s = vec![1usize; shape.len()];
-    for i in (0..shape.len().saturating_sub(1)).rev() {
-        s[i] = s[i + 1] * shape[i + 1];
-    }
-    s
 }
 
 #[cfg(feature = "ndarray")]

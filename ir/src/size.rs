@@ -29,8 +29,13 @@ pub struct TensorSize {
     pub bytes: usize,
 }
 
-/// The product of `lengths`, if it does not overflow `usize`.
+/// The product of `lengths`, if it does not overflow `usize`: 0 whenever a length is 0, in
+/// whichever place (an empty axis after two that multiply past `usize` still empties the
+/// tensor; the order of the axes never decides whether a size exists).
 pub fn element_count(lengths: &[usize]) -> Option<usize> {
+    if lengths.contains(&0) {
+        return Some(0);
+    }
     lengths.iter().try_fold(1usize, |n, &l| n.checked_mul(l))
 }
 
@@ -52,6 +57,25 @@ pub fn tensor_size(dtype: DType, lengths: &[usize]) -> Option<TensorSize> {
     let elements = element_count(lengths)?;
     let bytes = byte_size(dtype, elements)?;
     Some(TensorSize { elements, bytes })
+}
+
+/// Row-major strides, in elements, of a tensor of `shape`; `None` when one overflows `usize`.
+///
+/// A tensor with an empty axis holds nothing, so none of its elements is ever addressed: its
+/// strides are all 0, decided before any product is taken (its other axes may multiply past
+/// `usize`, which [`tensor_size`] allows for an empty tensor). The layout pass gives an empty
+/// tensor the same zero strides, so the two agree on what row-major means for it.
+pub fn row_major_strides(shape: &[usize]) -> Option<Vec<usize>> {
+    let mut strides = vec![0usize; shape.len()];
+    if shape.contains(&0) {
+        return Some(strides);
+    }
+    let mut s = 1usize;
+    for (stride, &len) in strides.iter_mut().zip(shape).rev() {
+        *stride = s;
+        s = s.checked_mul(len)?;
+    }
+    Some(strides)
 }
 
 /// `n` as an `i64` (an index, stride or offset), if it fits.
@@ -134,6 +158,7 @@ mod tests {
         assert_eq!(element_count(&[]), Some(1));
         assert_eq!(element_count(&[3, 4]), Some(12));
         assert_eq!(element_count(&[1 << 32, 1 << 32]), None);
+        assert_eq!(element_count(&[1 << 40, 1 << 40, 0]), Some(0));
         assert_eq!(byte_size(DType::F64, 3), Some(24));
         assert_eq!(
             byte_size(DType::Bool, MAX_TENSOR_BYTES),
@@ -148,6 +173,15 @@ mod tests {
                 bytes: 40
             })
         );
+    }
+
+    #[test]
+    fn strides_are_checked_and_zero_for_empty_tensors() {
+        assert_eq!(row_major_strides(&[2, 3, 4]), Some(vec![12, 4, 1]));
+        assert_eq!(row_major_strides(&[]), Some(vec![]));
+        let past_u64 = [0, usize::MAX / 2, 6];
+        assert_eq!(row_major_strides(&past_u64), Some(vec![0, 0, 0]));
+        assert_eq!(row_major_strides(&[3, 1 << 40, 1 << 40]), None);
     }
 
     #[test]

@@ -60,6 +60,9 @@ pub struct GraphConfig {
     /// Mostly convolutions and pools with extreme parameters and axis lengths, and a `grad`
     /// of one ([`GraphConfig::extreme_windows`]).
     pub extreme_windows: bool,
+    /// Percent of declared axes given a huge length, 2²⁰ to 2⁶² (a power of two, or one more),
+    /// and of the rest, length 0 ([`GraphConfig::huge_lengths`]); 0 reads no extra choice.
+    pub huge_lengths: u32,
 }
 
 impl Default for GraphConfig {
@@ -75,6 +78,7 @@ impl Default for GraphConfig {
             assigns: true,
             chain_bias: 0,
             extreme_windows: false,
+            huge_lengths: 0,
         }
     }
 }
@@ -118,6 +122,20 @@ impl GraphConfig {
             assigns: false,
             chain_bias: 50,
             extreme_windows: true,
+            huge_lengths: 0,
+        }
+    }
+
+    /// Compilable graphs of every op whose axes are often huge (2²⁰ to 2⁶²) or empty: what
+    /// compile-time work must never grow with (`tests/huge_lengths.rs`). Stored values over
+    /// more than 2¹⁶ elements are filled with one value rather than drawn element by element.
+    pub fn huge_lengths() -> GraphConfig {
+        GraphConfig {
+            max_axes: 4,
+            min_nodes: 8,
+            max_nodes: 24,
+            huge_lengths: 30,
+            ..GraphConfig::compilable()
         }
     }
 
@@ -457,6 +475,8 @@ impl Gen<'_> {
         let name = self.axis_name();
         let len = if self.cfg.extreme_windows {
             self.extreme_len()
+        } else if self.cfg.huge_lengths > 0 && self.c.chance(self.cfg.huge_lengths) {
+            self.huge_len()
         } else {
             1 + self.c.below(7)
         };
@@ -1036,6 +1056,15 @@ impl Gen<'_> {
         OP_KINDS.iter().position(|k| *k == name).unwrap_or(0)
     }
 
+    /// A huge axis length, 2²⁰ to 2⁶² (a power of two, or one more: odd, no divisor search
+    /// ends early), or now and then 0 ([`GraphConfig::huge_lengths`]).
+    fn huge_len(&mut self) -> usize {
+        if self.c.chance(10) {
+            return 0;
+        }
+        (1usize << (20 + self.c.below(43))) + usize::from(self.c.chance(30))
+    }
+
     /// An axis length: small (0 to 3) or huge (2²⁸ to 2⁴⁰).
     fn extreme_len(&mut self) -> usize {
         if self.c.chance(50) {
@@ -1217,12 +1246,16 @@ impl Gen<'_> {
         ]);
         let axes = self.some_axes(3);
         let dtype = self.c.pick(&DType::ALL);
-        let n: usize = axes.iter().map(|a| self.len(*a)).product();
+        let lengths: Vec<usize> = axes.iter().map(|a| self.len(*a)).collect();
+        let n = crate::size::element_count(&lengths);
+        // With huge lengths, drawn element by element only when small (else a fill); the
+        // other configurations read the same choices as ever.
+        let big = self.cfg.huge_lengths > 0 && n.is_none_or(|n| n > 1 << 16);
         let init = match kind {
             TensorKind::Placeholder => None,
             TensorKind::PersistentTensor if self.c.chance(40) => None,
-            _ if self.c.chance(50) => Some(TensorInit::Fill(self.scalar(dtype))),
-            _ => Some(TensorInit::data(self.data(dtype, n))),
+            _ if big || self.c.chance(50) => Some(TensorInit::Fill(self.scalar(dtype))),
+            _ => Some(TensorInit::data(self.data(dtype, n.unwrap_or(0)))),
         };
         let name = if kind == TensorKind::Constant && self.c.chance(50) {
             None

@@ -97,7 +97,12 @@ impl DeviceTensor {
     }
     /// Number of elements in the view.
     pub fn element_count(&self) -> u64 {
-        self.shape.iter().product()
+        // 0 whenever an axis is empty, whatever the others multiply to; saturating beyond u64
+        // (no such view addresses memory: `DeviceTensor::new` checks its reach).
+        if self.shape.contains(&0) {
+            return 0;
+        }
+        self.shape.iter().fold(1u64, |n, &l| n.saturating_mul(l))
     }
 
     /// Element positions of the view in row-major order of its indices.

@@ -17,6 +17,12 @@
 //!   past ≈88.7 in f32) and runs only with `inexact`;
 //! - a peephole that drops a broadcasting operand keeps the result axes: the kept operand is
 //!   wrapped in `broadcast`/`axes_with_order` to the replaced node's axes;
+//! - a `sum`, `mean`, `max` or `min` over axes only a broadcast (or a filled constant)
+//!   introduced is rewritten by weft_ir's one rule (`Graph::repeated_reduction`, which the
+//!   interpreter evaluates alike): the repeated value reduced over its own reduced axes, then a
+//!   sum multiplied by the introduced length (rounded to the dtype), a mean, max or min kept —
+//!   one multiply, never a loop as long as the axis (docs/numerics.md, "Reductions over
+//!   broadcast axes");
 //! - no `convolution` or pool survives: after the common-subexpression lookup (two equal ones
 //!   expand once) and constant folding, each is expanded into pads, strided slices, dots and
 //!   elementwise ops with the same axes and value (`Graph::expand_convolution`,
@@ -27,7 +33,7 @@ use super::PassError;
 use std::collections::HashMap;
 use weft_ir::axis::debug_axes_by_index;
 use weft_ir::graph::window_fold::PoolFold;
-use weft_ir::graph::ConvExpansion;
+use weft_ir::graph::{ConvExpansion, Repeated};
 use weft_ir::size::element_count;
 use weft_ir::{
     Axis, BinaryOp, DType, Graph, HostArray, Node, NodeId, Op, ReduceOp, Scalar, TensorInit,
@@ -415,6 +421,7 @@ impl Simplifier<'_> {
                 }
             }
             Op::Dot(x, y) => self.dot_of_itself(node, *x, *y)?,
+            Op::Reduce { .. } => self.repeated(node)?,
             Op::Unary(UnaryOp::Negative, x) => match &self.out.node(*x).op {
                 Op::Unary(UnaryOp::Negative, inner) => Some(*inner),
                 _ => None,
@@ -430,6 +437,32 @@ impl Simplifier<'_> {
             }
             _ => None,
         })
+    }
+
+    /// A reduction over axes only a broadcast introduced, by weft_ir's one definition
+    /// (`Graph::repeated_reduction`, which the interpreter applies too): the repeated value
+    /// reduced over the reduced axes it has, then, for a sum, times the introduced length;
+    /// `node`'s caller broadcasts it to `node`'s axes. Not a sum of `L` terms: one multiply.
+    fn repeated(&mut self, node: &Node) -> Result<Option<NodeId>, PassError> {
+        let Some(r) = self.out.repeated_reduction_of(node) else {
+            return Ok(None);
+        };
+        let mut v = match r.source {
+            Repeated::Node(y) => y,
+            Repeated::Fill(s) => self
+                .out
+                .constant(None, &[], node.dtype, TensorInit::Fill(s))?,
+        };
+        if !r.kept.is_empty() {
+            v = self.out.reduce(r.op, v, &r.kept, None)?;
+        }
+        if let Some(f) = r.factor(node.dtype) {
+            let len = self
+                .out
+                .constant(None, &[], node.dtype, TensorInit::Fill(f))?;
+            v = self.out.binary(BinaryOp::Multiply, v, len)?;
+        }
+        Ok(Some(v))
     }
 
     /// `x` without the `abs` and `negative` ops it is made by: what a square of it squares.

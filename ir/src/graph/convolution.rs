@@ -1472,7 +1472,9 @@ pub(crate) fn window_range(
 
 /// Every index of a row-major array of `shape`, in order.
 pub fn row_major(shape: &[usize]) -> impl Iterator<Item = Vec<usize>> + '_ {
-    let total: usize = shape.iter().product();
+    // A verified tensor's count fits `usize` (crate::size); a shape past it (never verified)
+    // iterates nothing rather than overflow.
+    let total = crate::size::element_count(shape).unwrap_or(0);
     (0..total).map(move |mut flat| {
         let mut idx = vec![0; shape.len()];
         for (i, n) in shape.iter().enumerate().rev() {

@@ -12,6 +12,7 @@ mod contraction;
 pub mod convolution;
 mod cut;
 mod error;
+mod repeated;
 mod verify;
 pub mod window_fold;
 
@@ -22,6 +23,7 @@ pub use convolution::{
     ConvExpansion, ConvPairing, ConvSpec, PoolKind, PoolSpec, PooledAxis, SpatialPair,
 };
 pub use error::GraphError;
+pub use repeated::{Repeated, RepeatedReduction};
 
 use crate::arena::Arena;
 use crate::axis::{window_len, Axes, Axis, AxisData, AxisDef, AxisId, Role, SliceRange};

@@ -29,7 +29,7 @@ impl DotIndex {
         pairs: &[(Axis, Axis)],
         out: &Axes,
     ) -> Result<DotIndex, String> {
-        let (ls, rs) = (strides(left_shape), strides(right_shape));
+        let (ls, rs) = (strides(left_shape)?, strides(right_shape)?);
         let pos = |axes: &Axes, a: Axis| {
             axes.position(a)
                 .ok_or_else(|| format!("axis {a:?} is not an operand axis"))

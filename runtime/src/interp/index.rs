@@ -9,13 +9,11 @@
 
 use weft_ir::ArrayData;
 
-/// Row-major strides, in elements, of `shape`.
-pub(crate) fn strides(shape: &[usize]) -> Vec<usize> {
-    let mut s = vec![1usize; shape.len()];
-    for i in (0..shape.len().saturating_sub(1)).rev() {
-        s[i] = s[i + 1] * shape[i + 1];
-    }
-    s
+/// Row-major strides, in elements, of `shape` (`weft_ir::size::row_major_strides`: checked,
+/// and all 0 for an empty tensor, whose other axes may multiply past `usize`).
+pub(crate) fn strides(shape: &[usize]) -> Result<Vec<usize>, String> {
+    weft_ir::size::row_major_strides(shape)
+        .ok_or_else(|| format!("the strides of a tensor of shape {shape:?} overflow"))
 }
 
 /// Calls `f` with every multi-index of `shape`, in row-major order (once, with `[]`, for a
@@ -105,7 +103,7 @@ impl IndexMap {
         }
         Ok(IndexMap {
             shape: shape.to_vec(),
-            strides: strides(shape),
+            strides: strides(shape)?,
             sources,
         })
     }
@@ -158,7 +156,8 @@ impl IndexMap {
     /// The flat index read for every element of a result of `out_shape`, in row-major order.
     /// Fails (rather than aborting) when the map cannot be allocated.
     pub(crate) fn flat_all(&self, out_shape: &[usize]) -> Result<Vec<Option<usize>>, String> {
-        let n: usize = out_shape.iter().product();
+        let n = weft_ir::size::element_count(out_shape)
+            .ok_or_else(|| format!("a result of shape {out_shape:?} has no element count"))?;
         let mut v = Vec::new();
         v.try_reserve_exact(n)
             .map_err(|_| format!("cannot allocate the index map of {n} elements"))?;
@@ -211,7 +210,7 @@ mod tests {
 
     #[test]
     fn row_major_order_and_strides() {
-        assert_eq!(strides(&[2, 3, 4]), vec![12, 4, 1]);
+        assert_eq!(strides(&[2, 3, 4]), Ok(vec![12, 4, 1]));
         let mut seen = Vec::new();
         for_each_index(&[2, 2], |i| {
             seen.push(i.to_vec());

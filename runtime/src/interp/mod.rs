@@ -61,6 +61,7 @@ mod dot;
 mod elementwise;
 mod index;
 mod reduce;
+mod repeated;
 mod views;
 mod window;
 
@@ -72,6 +73,7 @@ use crate::state::{stored_value, State, StateAccess, StateView};
 use index::IndexMap;
 use std::sync::Arc;
 use weft_ir::arena::EntityRef;
+use weft_ir::graph::{Repeated, RepeatedReduction};
 use weft_ir::{
     ArrayData, Axes, BinaryOp, Graph, HostArray, Inputs, Node, NodeId, Op, ReduceOp, TensorKind,
 };
@@ -147,6 +149,10 @@ pub struct Interpreter {
     access: StateAccess,
     /// The conditioning probe, for the test oracle's perturbed references.
     perturbation: Option<Perturbation>,
+    /// Per node, the reduction over repeated values it is (`repeated.rs`), if any.
+    repeated: Vec<Option<RepeatedReduction>>,
+    /// Per node, whether its value is never held: only repeated reductions read it.
+    unheld: Vec<bool>,
 }
 
 impl Interpreter {
@@ -167,12 +173,15 @@ impl Interpreter {
             }
         }
         let access = StateAccess::of(&graph, &plan);
+        let (repeated, unheld) = repeated::plan_repeated(&graph, &plan);
         let interpreter = Interpreter {
             graph,
             plan,
             shapes,
             access,
             perturbation: None,
+            repeated,
+            unheld,
         };
         if let Some(budget) = crate::default_memory_budget() {
             interpreter.check_budget(budget)?;
@@ -190,7 +199,8 @@ impl Interpreter {
         let mut values = 0u64;
         let mut index_maps = 0u64;
         let mut largest = None;
-        for (id, node) in g.nodes().filter(|(id, _)| self.plan.is_needed(*id)) {
+        let held = |id: NodeId| self.plan.is_needed(id) && !repeated::is_unheld(&self.unheld, id);
+        for (id, node) in g.nodes().filter(|(id, _)| held(*id)) {
             let size = g.tensor_size(id)?;
             values = values.saturating_add(size.bytes as u64);
             index_maps = index_maps.max(index_map_bytes(size.elements, node) as u64);
@@ -294,7 +304,8 @@ impl Executable for Interpreter {
         state.read(|s| self.snapshot(s, &mut values))?;
         let mut assigned: Vec<(NodeId, HostArray)> = Vec::new();
         for (id, node) in g.nodes() {
-            if !self.plan.is_needed(id) || values[id.index()].is_some() {
+            let unheld = repeated::is_unheld(&self.unheld, id);
+            if !self.plan.is_needed(id) || unheld || values[id.index()].is_some() {
                 continue;
             }
             self.check_memory(id, node)?;
@@ -436,51 +447,10 @@ impl Interpreter {
                     .map_err(malformed)?
             }
             Op::Convert(x) => elementwise::convert(operand(*x)?.data(), node.dtype),
-            Op::Reduce { op, input, axes } => {
-                let x = operand(*input)?;
-                let positions = |axes: &Axes| {
-                    axes.iter()
-                        .map(|a| {
-                            x.axes()
-                                .position(*a)
-                                .ok_or_else(|| malformed(format!("axis {a:?} not in the input")))
-                        })
-                        .collect::<Result<Vec<_>, _>>()
-                };
-                let groups =
-                    reduce::Groups::new(x.shape(), &positions(out_axes)?, &positions(axes)?)
-                        .map_err(malformed)?;
-                let data = reduce::reduce(*op, x.data(), &groups).map_err(malformed)?;
-                // A sum of products may run as a contraction on a GEMM (f32 in f32), and an
-                // f32 sum or mean may be narrowed to f32 and reassociated by the JIT
-                // (docs/numerics.md): their error enters here, as a dot's does.
-                let f32_sum = matches!(op, ReduceOp::Sum | ReduceOp::Mean)
-                    && matches!(x.data(), ArrayData::F32(_));
-                match (
-                    &self.perturbation,
-                    g.sum_of_products(id).is_some() || f32_sum,
-                ) {
-                    (Some(p), true) => match dot::sum_error_bounds(x.data(), &groups) {
-                        Some(mut bounds) => {
-                            // `sum_error_bounds` is n·u·Σ|x|; a narrowed f32 sum has at most
-                            // `MAX_F32_SUM_CHAIN` additions on a term's path (longer ones stay
-                            // in f64), and a mean divides by n.
-                            let n = groups.offsets.len().max(1) as f64;
-                            let mut scale = 1.0;
-                            if g.sum_of_products(id).is_none() {
-                                scale *= n.min(weft_ir::scalar::MAX_F32_SUM_CHAIN as f64) / n;
-                            }
-                            if *op == ReduceOp::Mean {
-                                scale /= n;
-                            }
-                            bounds.iter_mut().for_each(|b| *b *= scale);
-                            dot::nudge(data, &bounds, p.seed_of(id), p.direction())
-                        }
-                        None => data,
-                    },
-                    _ => data,
-                }
-            }
+            Op::Reduce { op, input, axes } => match &self.repeated[id.index()] {
+                Some(r) => self.eval_repeated(id, r, values, out_shape)?,
+                None => self.reduce_value(id, *op, operand(*input)?, axes, out_axes)?,
+            },
             Op::Dot(x, y) => {
                 let (x, y) = (operand(*x)?, operand(*y)?);
                 let pairs = g.dot_pairs(&g.node_label(id), x.axes(), y.axes())?;
@@ -584,6 +554,126 @@ impl Interpreter {
             }
         };
         Ok(HostArray::new(out_axes.clone(), out_shape.to_vec(), data)?)
+    }
+}
+
+impl Interpreter {
+    /// Node `id`, the reduction over repeated values `r` (`repeated.rs`), over `out_shape`: the
+    /// repeated value reduced over the reduced axes it has, then, for a sum, multiplied by the
+    /// introduced length (the one multiply simplify writes), broadcast to the node's axes.
+    fn eval_repeated(
+        &self,
+        id: NodeId,
+        r: &RepeatedReduction,
+        values: &[Option<HostArray>],
+        out_shape: &[usize],
+    ) -> Result<ArrayData, RunError> {
+        let g = &*self.graph;
+        let node = g.node(id);
+        let malformed = |message: String| RunError::Malformed {
+            node: g.node_label(id),
+            op: node.op.name(),
+            message,
+        };
+        let filled;
+        let source = match r.source {
+            Repeated::Node(y) => {
+                values
+                    .get(y.index())
+                    .and_then(|v| v.as_ref())
+                    .ok_or_else(|| {
+                        malformed(format!("operand {} was not evaluated", g.node_label(y)))
+                    })?
+            }
+            Repeated::Fill(v) => {
+                // The filled constant's one value, entering the run as the constant would.
+                let data = ArrayData::filled(node.dtype, v, 1)?;
+                filled = self.entering(r.operand, HostArray::new(Axes::default(), vec![], data)?);
+                &filled
+            }
+        };
+        let kept = Axes::new(r.kept.iter().copied()).map_err(|e| malformed(e.to_string()))?;
+        let rest = source.axes().difference(&kept);
+        let reduced = if kept.is_empty() {
+            source.data().clone()
+        } else {
+            self.reduce_value(id, r.op, source, &kept, &rest)?
+        };
+        let reduced = match r.factor(node.dtype) {
+            Some(f) => {
+                let len = ArrayData::filled(node.dtype, f, 1)?;
+                let ix: Vec<usize> = (0..reduced.len()).collect();
+                let iy = vec![0; ix.len()];
+                elementwise::binary(BinaryOp::Multiply, &reduced, &ix, &len, &iy)
+                    .map_err(malformed)?
+            }
+            None => reduced,
+        };
+        let rest_shape = g.shape_of(&rest)?;
+        views::by_identity(&rest, &rest_shape, &node.axes)
+            .and_then(|m| index::gather(&reduced, &m.flat_all(out_shape)?))
+            .map_err(malformed)
+    }
+
+    /// `reduce(op, x, axes)` over `out_axes` (node `id`'s, or those of a repeated
+    /// reduction's first step), its backend's error nudged into a perturbed run.
+    fn reduce_value(
+        &self,
+        id: NodeId,
+        op: ReduceOp,
+        x: &HostArray,
+        axes: &Axes,
+        out_axes: &Axes,
+    ) -> Result<ArrayData, RunError> {
+        let g = &*self.graph;
+        let malformed = |message: String| RunError::Malformed {
+            node: g.node_label(id),
+            op: op.name(),
+            message,
+        };
+        let positions = |axes: &Axes| {
+            axes.iter()
+                .map(|a| {
+                    x.axes()
+                        .position(*a)
+                        .ok_or_else(|| malformed(format!("axis {a:?} not in the input")))
+                })
+                .collect::<Result<Vec<_>, _>>()
+        };
+        let groups = reduce::Groups::new(x.shape(), &positions(out_axes)?, &positions(axes)?)
+            .map_err(malformed)?;
+        let data = reduce::reduce(op, x.data(), &groups).map_err(malformed)?;
+        // A sum of products may run as a contraction on a GEMM (f32 in f32), and an
+        // f32 sum or mean may be narrowed to f32 and reassociated by the JIT
+        // (docs/numerics.md): their error enters here, as a dot's does.
+        let f32_sum =
+            matches!(op, ReduceOp::Sum | ReduceOp::Mean) && matches!(x.data(), ArrayData::F32(_));
+        Ok(
+            match (
+                &self.perturbation,
+                g.sum_of_products(id).is_some() || f32_sum,
+            ) {
+                (Some(p), true) => match dot::sum_error_bounds(x.data(), &groups) {
+                    Some(mut bounds) => {
+                        // `sum_error_bounds` is n·u·Σ|x|; a narrowed f32 sum has at most
+                        // `MAX_F32_SUM_CHAIN` additions on a term's path (longer ones stay
+                        // in f64), and a mean divides by n.
+                        let n = groups.offsets.len().max(1) as f64;
+                        let mut scale = 1.0;
+                        if g.sum_of_products(id).is_none() {
+                            scale *= n.min(weft_ir::scalar::MAX_F32_SUM_CHAIN as f64) / n;
+                        }
+                        if op == ReduceOp::Mean {
+                            scale /= n;
+                        }
+                        bounds.iter_mut().for_each(|b| *b *= scale);
+                        dot::nudge(data, &bounds, p.seed_of(id), p.direction())
+                    }
+                    None => data,
+                },
+                _ => data,
+            },
+        )
     }
 }
 

@@ -32,7 +32,7 @@ impl Groups {
         out_pos: &[usize],
         red_pos: &[usize],
     ) -> Result<Groups, String> {
-        let st = strides(in_shape);
+        let st = strides(in_shape)?;
         let pick = |pos: &[usize]| -> Result<(Vec<usize>, Vec<usize>), String> {
             let shape = pos
                 .iter()

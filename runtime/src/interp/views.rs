@@ -105,7 +105,8 @@ pub(crate) fn flatten(
         match merged.iter().position(|m| m == a) {
             Some(g) => sources.push(Source::FlatPart {
                 pos: flat_pos,
-                inner: lens[g + 1..].iter().product(),
+                inner: weft_ir::size::element_count(&lens[g + 1..])
+                    .ok_or("the parts of a flattened axis overflow")?,
                 len: lens[g],
             }),
             None => sources.push(Source::Same(out_pos(out, *a)?)),

@@ -17,20 +17,12 @@
 //! `avg_pool` — and an average divides by the count of taps inside the input (exact, then
 //! rounded to the dtype once).
 
+use super::index::strides;
 use weft_ir::graph::convolution::row_major;
 use weft_ir::graph::window_fold::{doubling_chunks, PoolFold};
 use weft_ir::graph::{ConvPairing, PooledAxis};
 use weft_ir::scalar::Arith;
 use weft_ir::{ArrayData, Axes, BinaryOp, HostArray, PoolKind};
-
-/// Row-major strides of `shape`.
-fn strides(shape: &[usize]) -> Vec<usize> {
-    let mut s = vec![1; shape.len()];
-    for i in (0..shape.len().saturating_sub(1)).rev() {
-        s[i] = s[i + 1] * shape[i + 1];
-    }
-    s
-}
 
 /// The source index along a windowed axis of length `len` for window position `o` and tap `t`,
 /// or `None` in the padding.
@@ -58,7 +50,7 @@ pub(crate) fn convolution(
 ) -> Result<(ArrayData, Vec<f64>), String> {
     let (xv, fv) = (floats(x.data())?, floats(f.data())?);
     let pos = |axes: &Axes, a| axes.position(a).ok_or("an axis of the pairing is missing");
-    let (xs, fs) = (strides(x.shape()), strides(f.shape()));
+    let (xs, fs) = (strides(x.shape())?, strides(f.shape())?);
     let x_channel = pos(x.axes(), p.channel)?;
     let f_channel = pos(f.axes(), p.filter_channel)?;
     let f_out = pos(f.axes(), p.filter_out)?;
@@ -71,8 +63,8 @@ pub(crate) fn convolution(
     let k_per_group = f.shape()[f_out] / p.groups.max(1);
     let taps: Vec<usize> = spatial.iter().map(|(_, fi)| f.shape()[*fi]).collect();
     let tap_list: Vec<Vec<usize>> = row_major(&taps).collect();
-    let mut out = Vec::with_capacity(out_shape.iter().product());
-    let mut bounds = Vec::with_capacity(out_shape.iter().product());
+    let mut out = Vec::with_capacity(weft_ir::size::element_count(out_shape).unwrap_or(0));
+    let mut bounds = Vec::with_capacity(weft_ir::size::element_count(out_shape).unwrap_or(0));
     let u = match x.data() {
         ArrayData::F32(_) => f64::from(f32::EPSILON) / 2.0,
         _ => f64::EPSILON / 2.0,
@@ -216,7 +208,7 @@ fn pool_typed<T: Arith + Copy + From<f32>>(
             .map(|p| x.axes().position(p.input).ok_or("a pooled axis is missing"))
             .collect::<Result<_, _>>()?,
         shape: x.shape(),
-        strides: strides(x.shape()),
+        strides: strides(x.shape())?,
         values,
         padding: match kind {
             PoolKind::Max => T::from(f32::NEG_INFINITY),
@@ -234,7 +226,7 @@ fn pool_typed<T: Arith + Copy + From<f32>>(
         PoolFold::Direct => row_major(&taps).collect(),
         PoolFold::Separable => Vec::new(),
     };
-    let mut out = Vec::with_capacity(out_shape.iter().product());
+    let mut out = Vec::with_capacity(weft_ir::size::element_count(out_shape).unwrap_or(0));
     for o in row_major(out_shape) {
         let base: usize = o
             .iter()
