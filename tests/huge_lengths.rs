@@ -19,7 +19,9 @@
 //! the JIT over 100 s). Nothing structural counts that work, so each case runs on a thread and
 //! must answer within [`CASE_LIMIT`]: generous (a case compiles in milliseconds in release),
 //! because what it catches is linear in a length of 2^20 to 2^62 — seconds to centuries.
-//! `PROPTEST_CASES=1000 cargo test --release --test huge_lengths` runs longer.
+//! `PROPTEST_CASES=1000 cargo test --release --test huge_lengths` runs longer. Random graphs
+//! rarely reach a computation over a huge axis that fits the budget, so a second property draws
+//! the shapes the findings hit (`huge_shape`) at random huge lengths.
 
 mod jit_common;
 
@@ -185,6 +187,44 @@ proptest! {
         g in arb_graph_with(GraphConfig::huge_lengths()),
         seed in any::<u64>(),
     ) {
+        check(&g, seed)?;
+    }
+}
+
+/// The shapes the 2026-12-06 findings hit, which random graphs rarely reach within the budget
+/// (a small placeholder broadcast over a huge axis and reduced; a huge batch through a dense
+/// layer; a reduction over the middle axis of a huge input), at a drawn huge length `n` (2^20
+/// to 2^62, a power of two or one more) and small lengths `a`, `p`: the text of one graph.
+fn huge_shape(kind: u8, n: usize, a: usize, p: usize) -> String {
+    let head = format!("axis N = {n}\naxis A = {a}\naxis P = {p}\n");
+    let body = match kind % 6 {
+        0 => "placeholder x: f32[A]\nb = broadcast(x, [A, N])\ny = sum(b, [N])\n",
+        1 => "placeholder x: f32[A]\nb = broadcast(x, [N, A])\ny = max(b, [N])\n",
+        2 => "constant c: f32[A, N] = 0.5\nm = mean(c, [N])\ny = exp(m)\n",
+        3 => "placeholder x: f32[A]\nb = broadcast(x, [A, N])\nt = tanh(b)\ny = sum(t, [N, A])\n",
+        4 => "placeholder x: f32[N, P]\nvariable w: f32[P, A] = 0.5\ny = dot(x, w)\n",
+        _ => "placeholder t: f32[N, P, A]\ny = sum(t, [P])\n",
+    };
+    format!("{head}{body}output y\n")
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(proptest_cases(48)))]
+
+    /// Every backend answers the findings' shapes alike at any huge length, within
+    /// [`CASE_LIMIT`] (the JIT refused a 2^40 batch after 100 s before).
+    #[test]
+    fn the_findings_shapes_answer_alike_at_any_huge_length(
+        kind in 0u8..6,
+        power in 20u32..63,
+        plus_one in any::<bool>(),
+        a in 1usize..9,
+        p in 1usize..9,
+        seed in any::<u64>(),
+    ) {
+        let n = (1usize << power) + usize::from(plus_one);
+        let g = weft_ir::text::parse(&huge_shape(kind, n, a, p), "huge_shape.weft")
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
         check(&g, seed)?;
     }
 }
