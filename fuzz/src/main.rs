@@ -62,6 +62,14 @@ struct Args {
     /// memory; 0 for none [default: 4096].
     #[arg(long, value_name = "MIB")]
     child_memory_limit: Option<u64>,
+    /// Fail (exit status 2) unless all `--max-executions` ran and every child started: a
+    /// fixed stream cut short by the time budget must not pass (CI).
+    #[arg(long, requires = "max_executions")]
+    require_executions: bool,
+    /// Mutate only the repository's corpus (examples/, tests/findings/) and `--corpus`, not
+    /// ../shared/findings/: the same stream on every checkout (CI).
+    #[arg(long)]
+    repo_corpus_only: bool,
     /// Run as a supervised child (records on stdout, known findings on stdin).
     #[arg(long, hide = true)]
     child: bool,
@@ -88,11 +96,10 @@ fn main() -> ExitCode {
     let mut corpus = Vec::new();
     if !args.child {
         // A child is given the supervisor's whole list.
-        corpus = vec![
-            root.join("examples"),
-            root.join("tests/findings"),
-            root.join("../shared/findings"),
-        ];
+        corpus = vec![root.join("examples"), root.join("tests/findings")];
+        if !args.repo_corpus_only {
+            corpus.push(root.join("../shared/findings"));
+        }
     }
     corpus.extend(args.corpus.iter().cloned());
     let options = FuzzOptions {
@@ -124,6 +131,16 @@ fn main() -> ExitCode {
         };
         supervise(&options, &sup)
     };
+    let required = args
+        .require_executions
+        .then_some(args.max_executions)
+        .flatten();
+    // A child that did not start fails the run even without --require-executions.
+    if let Some(why) = summary.incomplete(required) {
+        print!("{summary}");
+        eprintln!("weft-fuzz: incomplete run: {why}");
+        return ExitCode::from(2);
+    }
     report(&summary, &args.known)
 }
 
