@@ -77,7 +77,8 @@ impl Tally {
 /// the other proptest variables honoured, failures saved next to `source_file` and replayed
 /// first), then [`Tally::assert_share`]. `name` names the test in the summary line and the
 /// config (`module_path!()`-style, any string); `source_file` is the test's `file!()`.
-/// Cases proptest rejects (`prop_assume!`) are redrawn by proptest and not counted.
+/// Cases proptest rejects (`prop_assume!`) are redrawn by proptest and not counted (up to
+/// twenty draws a case).
 pub fn run_property<S>(
     name: &'static str,
     source_file: &'static str,
@@ -93,6 +94,9 @@ where
     let config = Config {
         test_name: Some(name),
         source_file: Some(source_file),
+        // Tests redraw what they cannot check (`prop_assume!`) rather than pass it: room for
+        // up to twenty draws a case.
+        max_global_rejects: cases.saturating_mul(20).max(1024),
         ..Config::with_cases(cases)
     };
     let mut runner = TestRunner::new(config);
