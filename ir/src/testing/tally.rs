@@ -107,3 +107,45 @@ where
     tally.assert_share(name, min_share);
     tally
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_share_at_the_minimum_passes_and_the_summary_counts() {
+        let t = Tally::default();
+        t.compared();
+        t.skipped("refused");
+        t.skipped("refused");
+        t.assert_share("t", 1.0 / 3.0);
+        assert_eq!(
+            t.summary("t"),
+            "tally t: compared 1 of 3; skipped: refused 2"
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "under the required share")]
+    fn a_share_under_the_minimum_fails() {
+        let t = Tally::default();
+        t.compared();
+        t.skipped("refused");
+        t.assert_share("t", 0.75);
+    }
+
+    #[test]
+    #[should_panic(expected = "under the required share")]
+    fn nothing_compared_fails_whatever_the_share() {
+        Tally::default().assert_share("t", 0.0);
+    }
+
+    #[test]
+    fn run_property_counts_every_case() {
+        let t = run_property("t", file!(), 20, 1.0, 0u32..10, |_, tally| {
+            tally.compared();
+            Ok(())
+        });
+        assert_eq!(t.compared_count(), 20);
+    }
+}
