@@ -131,9 +131,10 @@ fn main() -> ExitCode {
         };
         supervise(&options, &sup)
     };
+    // A run resumed at `--start` executes the cases from there.
     let required = args
         .require_executions
-        .then_some(args.max_executions)
+        .then(|| args.max_executions.map(|m| m.saturating_sub(args.start)))
         .flatten();
     // A child that did not start fails the run even without --require-executions.
     if let Some(why) = summary.incomplete(required) {
