@@ -1,5 +1,7 @@
 //! `weft-fuzz`: fuzz for a time budget and print the figures, or replay one saved finding.
-//! Exits 1 when there is a finding (CI fails on it). docs/testing.md, "The fuzzer".
+//! Exits 1 when there is a finding (CI fails on it), 2 when the run did less than asked (a
+//! child that could not start; with `--require-executions`, executions short of
+//! `--max-executions`). docs/testing.md, "The fuzzer".
 //!
 //! By default the cases run in child processes (this binary with `--child`) under a supervisor
 //! (`weft_fuzz::supervise`), so an abort is a finding; `--in-process` runs them here.
