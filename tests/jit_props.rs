@@ -115,7 +115,7 @@ fn jit_matches_the_interpreter() {
 }
 
 /// Each graph has 100 to 400 node steps. Too slow for a debug build (CI's seed did not finish
-/// two cases in 10 minutes there): CI runs `WEFT_LARGE_CASES=4 cargo test --release --test
+/// two cases in 10 minutes there): CI runs `cargo test --release --test
 /// jit_props -- --ignored` (docs/testing.md).
 #[test]
 #[ignore = "minutes per case in a debug build: run with --release -- --ignored"]
