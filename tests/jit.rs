@@ -2501,3 +2501,37 @@ fn sin_cos_and_power_match_an_independent_libm_densely() {
         }
     }
 }
+
+/// `JitOptions::fold_constants`: on (the default), `sin` of a constant is folded at compile time
+/// by the interpreter, so the JIT never computes it; off (the oracle tests' unfused
+/// configuration, docs/testing.md), the kernels compute it, and still match the interpreter.
+#[test]
+fn constant_folding_off_leaves_constant_subgraphs_to_the_kernels() {
+    let mut g = Graph::new();
+    let n = g.axis("N", 5).unwrap();
+    let data = ArrayData::F64(vec![0.5, -1.0, 2.0, 1e6, -0.0]);
+    let c = g
+        .constant(None, &[n], DType::F64, TensorInit::data(data))
+        .unwrap();
+    let s = g.unary(UnaryOp::Sin, c).unwrap();
+    g.mark_output(s).unwrap();
+    let sines = |options: &JitOptions| {
+        let exe = jit_common::jit_executable(&g, options);
+        let simplified = &exe.compiled_plan().simplified.graph;
+        simplified
+            .nodes()
+            .filter(|(_, node)| matches!(node.op, weft::Op::Unary(UnaryOp::Sin, _)))
+            .count()
+    };
+    assert_eq!(sines(&JitOptions::default()), 0);
+    let unfolded = JitOptions {
+        fold_constants: false,
+        ..JitOptions::unfused()
+    };
+    assert_eq!(sines(&unfolded), 1);
+    let tol = weft_ir::testing::Tolerance::for_graph(&g);
+    // run_jit calls twice (`call`, then `call_into`).
+    let refs = references(&g, &[s], &[], &[], 2, &tol).unwrap();
+    let got = jit_common::run_jit(&g, &[s], &[], unfolded).unwrap();
+    compare(&got, &refs, &tol).unwrap();
+}
