@@ -198,10 +198,16 @@ fn the_10k_shrinking_slice_chain_of_the_finding_parses() {
     on_small_stack("slices_10k", move || parsed(&source).map(drop));
 }
 
+/// Compiles and runs the 100K-op chains (`WEFT_DEEP_OPS` ops when set: CI runs 20 000 in
+/// release, since the fused 100K elementwise chain alone compiles for minutes there).
 #[test]
 #[ignore = "minutes in a debug build: run with --release (docs/testing.md)"]
 fn chains_of_100k_ops_run_on_every_backend_on_a_small_stack() {
-    for (name, source) in chains(DEEP) {
+    let ops = std::env::var("WEFT_DEEP_OPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(DEEP);
+    for (name, source) in chains(ops) {
         deep_case(name, source, Requested::Last, Through::Jit);
     }
 }

@@ -455,22 +455,46 @@ fn parse_errors_carry_structured_positions() {
     assert_eq!(err.pos().line, 3);
 }
 
+/// Numbers at the edges of u64/i64/i32 in lengths, pads, slice bounds and steps and dual
+/// exponents: each gives its typed error (parse or verify), or — where the number is legal — the
+/// exact graph it says (a step of 2^63 - 1 or -2^63 takes one element; transposing
+/// `N^-2147483648*` gives `N^2147483647*`).
 #[test]
-fn absurd_numbers_give_errors_not_panics() {
+fn absurd_numbers_give_typed_errors_or_exact_results() {
     let big = u64::MAX;
-    let sources = [
-        format!("axis N = 2\nplaceholder x: f32[N]\np = pad(x, N=({big}, 1))\nq = transpose(p)\nd = dot(q, p)\n"),
-        format!("axis N = {big}\naxis M = 2\nconstant c: f32[N, M] = [1.0]\n"),
-        "axis N = 4\nplaceholder x: f32[N]\ny = slice(x, N=0:2:9223372036854775807)\n".to_string(),
-        "axis N = 4\nplaceholder x: f32[N]\ny = slice(x, N=::-9223372036854775808)\n".to_string(),
-        "axis N = 4\nplaceholder x: f32[N]\ny = slice(x, N=-9223372036854775808)\n".to_string(),
-        "axis N = 4\nplaceholder x: f32[N^-2147483648*]\ny = transpose(x)\n".to_string(),
+    let errors = [
+        (
+            format!("axis N = 2\nplaceholder x: f32[N]\np = pad(x, N=({big}, 1))\nq = transpose(p)\nd = dot(q, p)\n"),
+            "its length overflows",
+        ),
+        (
+            format!("axis N = {big}\naxis M = 2\nconstant c: f32[N, M] = [1.0]\n"),
+            "of more than usize::MAX elements",
+        ),
+        (
+            "axis N = 4\nplaceholder x: f32[N]\ny = slice(x, N=-9223372036854775808)\n".to_string(),
+            "index -9223372036854775808 is out of range for length 4",
+        ),
     ];
-    for src in &sources {
-        if let Ok(g) = parse(src, "big.weft") {
-            let _ = g.verify();
-        }
+    for (src, want) in &errors {
+        let e = match parse(src, "big.weft") {
+            Err(e) => e.to_string(),
+            Ok(g) => g.verify().expect_err(want).to_string(),
+        };
+        assert!(e.contains(want), "`{e}` does not say `{want}`");
     }
+    for step in ["0:2:9223372036854775807", "::-9223372036854775808"] {
+        let src = format!("axis N = 4\nplaceholder x: f32[N]\ny = slice(x, N={step})\n");
+        let g = parse(&src, "big.weft").unwrap();
+        g.verify().unwrap();
+        let y = g.find("y").unwrap();
+        assert_eq!(g.shape_of(&g.node(y).axes).unwrap(), vec![1], "{step}");
+    }
+    let src = "axis N = 4\nplaceholder x: f32[N^-2147483648*]\ny = transpose(x)\n";
+    let g = parse(src, "big.weft").unwrap();
+    g.verify().unwrap();
+    let y = g.find("y").unwrap();
+    assert_eq!(g.axis_name(g.node(y).axes[0]), "N^2147483647*");
 }
 
 #[test]

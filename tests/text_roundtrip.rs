@@ -5,7 +5,7 @@
 //! outputs, which tell every float apart by value and sign (NaN payloads aside), and the texts.
 
 use proptest::prelude::*;
-use weft_ir::testing::{arb_graph, proptest_cases};
+use weft_ir::testing::{arb_graph, proptest_cases, run_property};
 use weft_ir::text::{parse, print};
 use weft_ir::Graph;
 
@@ -35,38 +35,88 @@ proptest! {
     }
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(proptest_cases(512)))]
-
-    /// Bad input never panics: printed graphs with one character deleted, replaced or inserted
-    /// either parse or give an error with a position inside the source.
-    #[test]
-    fn damaged_text_gives_errors_not_panics(
-        g in arb_graph(),
-        at in any::<prop::sample::Index>(),
-        edit in 0..3u8,
-        c in prop::sample::select(vec!['(', ')', '[', ']', ',', ':', '=', '*', '^', '-', '@', '"', '%', '#', '\n', 'x', '1', '.', 'e', ' ', '\\']),
-    ) {
-        let mut chars: Vec<char> = print(&g).chars().collect();
-        if !chars.is_empty() {
-            let i = at.index(chars.len());
-            match edit {
-                0 => { chars.remove(i); }
-                1 => chars[i] = c,
-                _ => chars.insert(i, c),
+/// A damaged text: `g` printed with one character deleted (`edit` 0), replaced (1) or
+/// inserted (2) at `at`.
+fn damaged(g: &Graph, at: prop::sample::Index, edit: u8, c: char) -> String {
+    let mut chars: Vec<char> = print(g).chars().collect();
+    if !chars.is_empty() {
+        let i = at.index(chars.len());
+        match edit {
+            0 => {
+                chars.remove(i);
             }
-        }
-        let text: String = chars.into_iter().collect();
-        if let Err(e) = parse(&text, "damaged.weft") {
-            let lines = text.split('\n').count();
-            prop_assert!(e.pos().line >= 1 && e.pos().line <= lines, "{e} for\n{text}");
-            prop_assert!(e.pos().col >= 1);
+            1 => chars[i] = c,
+            _ => chars.insert(i, c),
         }
     }
+    chars.into_iter().collect()
+}
 
-    /// Arbitrary text never panics the parser.
-    #[test]
-    fn arbitrary_text_gives_errors_not_panics(text in "[a-z0-9_%@\"\\\\ \n(),:=*^\\[\\]#.-]{0,80}") {
-        let _ = parse(&text, "random.weft");
-    }
+/// Bad input never panics: printed graphs with one character deleted, replaced or inserted
+/// either give an error with a position inside the source (counted: at least half of them
+/// must) or parse to a graph that prints and parses back to itself.
+#[test]
+fn damaged_text_gives_errors_not_panics() {
+    let chars = vec![
+        '(', ')', '[', ']', ',', ':', '=', '*', '^', '-', '@', '"', '%', '#', '\n', 'x', '1', '.',
+        'e', ' ', '\\',
+    ];
+    run_property(
+        "text_roundtrip::damaged_text_gives_errors_not_panics",
+        file!(),
+        proptest_cases(512),
+        0.5,
+        (
+            arb_graph(),
+            any::<prop::sample::Index>(),
+            0..3u8,
+            prop::sample::select(chars),
+        ),
+        |(g, at, edit, c), tally| {
+            let text = damaged(&g, at, edit, c);
+            match parse(&text, "damaged.weft") {
+                Err(e) => {
+                    let lines = text.split('\n').count();
+                    prop_assert!(
+                        e.pos().line >= 1 && e.pos().line <= lines,
+                        "{e} for\n{text}"
+                    );
+                    prop_assert!(e.pos().col >= 1);
+                    tally.compared();
+                }
+                Ok(back) => {
+                    // Still a graph (a deleted space, a comment): it must round-trip.
+                    let printed = print(&back);
+                    let again = parse(&printed, "again.weft")
+                        .map_err(|e| TestCaseError::fail(format!("{e}\n{printed}")))?;
+                    prop_assert_eq!(print(&again), printed);
+                    tally.skipped("parsed (round trip checked)");
+                }
+            }
+            Ok(())
+        },
+    );
+}
+
+/// Arbitrary text never panics the parser, and most of it is an error with a position inside
+/// the text (counted).
+#[test]
+fn arbitrary_text_gives_errors_not_panics() {
+    run_property(
+        "text_roundtrip::arbitrary_text_gives_errors_not_panics",
+        file!(),
+        proptest_cases(512),
+        0.5,
+        "[a-z0-9_%@\"\\\\ \n(),:=*^\\[\\]#.-]{0,80}",
+        |text, tally| {
+            match parse(&text, "random.weft") {
+                Err(e) => {
+                    prop_assert!(e.pos().line >= 1 && e.pos().line <= text.split('\n').count());
+                    tally.compared();
+                }
+                Ok(_) => tally.skipped("parsed (comments and blank lines)"),
+            }
+            Ok(())
+        },
+    );
 }

@@ -149,6 +149,11 @@ pub struct JitOptions {
     /// blocks run as one kernel, block by block (crate::chain; default true). Results are the
     /// same either way.
     pub chain: bool,
+    /// Fold constant-only subgraphs with the reference interpreter at compile time (default
+    /// true; [`PlanOptions::fold_constants`]). The oracle tests turn it off on one
+    /// configuration, so that the JIT computes those subgraphs instead of copying the
+    /// interpreter's values (docs/testing.md).
+    pub fold_constants: bool,
 }
 
 impl Default for JitOptions {
@@ -164,6 +169,7 @@ impl Default for JitOptions {
             gemm: Some(GemmOptions::default()),
             epilogue: true,
             chain: true,
+            fold_constants: true,
         }
     }
 }
@@ -622,6 +628,7 @@ impl JitExecutable {
                     })
                     .collect(),
                 reduce_in_memory_min_bytes: options.lower.reduce_in_memory_min_bytes,
+                fold_constants: options.fold_constants,
                 ..PlanOptions::default()
             },
         )?;

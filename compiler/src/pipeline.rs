@@ -35,6 +35,10 @@ pub struct PlanOptions {
     /// order (`crate::LowerOptions::reduce_in_memory_min_bytes`): fusion keeps such a
     /// reduction in a kernel of its own so that it can.
     pub reduce_in_memory_min_bytes: u64,
+    /// Fold constant-only subgraphs with the reference interpreter (default true). Off, the
+    /// kernels compute them: the oracle tests turn it off so that the interpreter is not
+    /// compared with its own folded values (docs/testing.md).
+    pub fold_constants: bool,
 }
 
 impl Default for PlanOptions {
@@ -45,6 +49,7 @@ impl Default for PlanOptions {
             layouts: Vec::new(),
             gemm: Some(GemmOptions::default()),
             reduce_in_memory_min_bytes: crate::reduce_in_memory::MIN_BYTES,
+            fold_constants: true,
         }
     }
 }
@@ -220,7 +225,9 @@ pub fn compile_plan_with(
     })
 }
 
-/// Runs the passes on `graph`, folding constant-only subgraphs with the reference interpreter.
+/// Runs the passes on `graph`, folding constant-only subgraphs with the reference interpreter
+/// when [`PlanOptions::fold_constants`] says so.
 pub fn compile_plan(graph: &Graph, options: &PlanOptions) -> Result<CompiledPlan, PassError> {
-    compile_plan_with(graph, options, Some(&interpreter_evaluator))
+    let evaluate: ConstantEvaluator<'_> = &interpreter_evaluator;
+    compile_plan_with(graph, options, options.fold_constants.then_some(evaluate))
 }

@@ -12,7 +12,7 @@ use proptest::prelude::*;
 use std::collections::HashMap;
 use weft_compiler::passes::simplify::{interpreter_evaluator, simplify, SimplifyOptions};
 use weft_compiler::{compile_plan, PlanOptions};
-use weft_ir::testing::{arb_graph_with, GraphConfig};
+use weft_ir::testing::{arb_graph_with, run_property, GraphConfig, Tally};
 use weft_ir::Graph;
 
 /// The graph with its sinks marked as outputs when it has none (so every draw tests something).
@@ -59,7 +59,7 @@ fn work(p: &weft_compiler::CompiledPlan) -> usize {
 /// test executor are slow on the rare huge outer products the generator draws).
 const MAX_WORK: usize = 200_000;
 
-fn check(g: &Graph, seed: u64) -> Result<(), TestCaseError> {
+fn check(g: &Graph, seed: u64, tally: &Tally) -> Result<(), TestCaseError> {
     // Every graph compiles, fused and unfused (no div/mod refusal either: docs/passes.md).
     let mut plans = Vec::new();
     for fused in [true, false] {
@@ -97,6 +97,7 @@ fn check(g: &Graph, seed: u64) -> Result<(), TestCaseError> {
         }
     }
     if work(&plans[1]) > MAX_WORK {
+        tally.skipped("over MAX_WORK: plans checked, not run");
         return Ok(());
     }
     let ins = oracle::random_inputs_with(g, seed, true);
@@ -133,16 +134,20 @@ fn check(g: &Graph, seed: u64) -> Result<(), TestCaseError> {
             );
         }
     }
+    tally.compared();
     Ok(())
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(weft_ir::testing::proptest_cases(512)))]
-
-    #[test]
-    fn passes_keep_results(g in arb_graph_with(GraphConfig::compilable()), seed in 0u64..1000) {
-        check(&with_outputs(g), seed)?;
-    }
+#[test]
+fn passes_keep_results() {
+    run_property(
+        "random_graphs::passes_keep_results",
+        file!(),
+        weft_ir::testing::proptest_cases(512),
+        0.9,
+        (arb_graph_with(GraphConfig::compilable()), 0u64..1000),
+        |(g, seed), tally| check(&with_outputs(g), seed, tally),
+    );
 }
 
 #[test]
@@ -153,6 +158,8 @@ fn workloads_pass_the_same_checks() {
         common::mlp(4, 3),
         common::views(),
     ] {
-        check(&g, 1).unwrap();
+        let tally = Tally::default();
+        check(&g, 1, &tally).unwrap();
+        assert_eq!(tally.compared_count(), 1);
     }
 }

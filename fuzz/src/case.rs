@@ -75,11 +75,18 @@ impl Outcome {
 
 /// The JIT configurations every case runs on: fused, unfused, and fused with parallel loops and
 /// split reductions forced (`JitOptions::forced_parallel`: small graphs never reach the default
-/// thresholds).
+/// thresholds). Unfused runs with constant folding off, so its kernels compute constant-only
+/// subgraphs instead of taking the interpreter's folded values (docs/testing.md).
 pub fn configurations() -> [(&'static str, JitOptions); 3] {
     [
         ("fused", JitOptions::default()),
-        ("unfused", JitOptions::unfused()),
+        (
+            "unfused",
+            JitOptions {
+                fold_constants: false,
+                ..JitOptions::unfused()
+            },
+        ),
         ("forced-parallel", JitOptions::forced_parallel()),
     ]
 }

@@ -147,6 +147,8 @@ pub struct Summary {
     pub elapsed: Duration,
     /// The run stopped at a hang ([`FuzzOptions::stop_after_hang`]) before its budget ran out.
     pub stopped_at_hang: bool,
+    /// A child process could not be started (supervised runs): the run stopped there.
+    pub child_not_started: Option<String>,
 }
 
 impl Summary {
@@ -161,6 +163,22 @@ impl Summary {
             self.too_large,
             self.interpreter_refused,
         ]
+    }
+
+    /// Why the run did less than it was asked, if it did: a child that could not be started,
+    /// or fewer than `required` executions (the time budget ran out first). A run that must
+    /// draw a fixed stream (CI) fails on it, or it would pass on a shorter stream.
+    pub fn incomplete(&self, required: Option<u64>) -> Option<String> {
+        if let Some(e) = &self.child_not_started {
+            return Some(format!("a child process could not be started: {e}"));
+        }
+        match required {
+            Some(n) if self.executions < n => Some(format!(
+                "{} of the {n} executions asked ran before the time budget ran out",
+                self.executions
+            )),
+            _ => None,
+        }
     }
 
     /// Adds `counters` ([`Summary::counters`] of another run) to these figures.

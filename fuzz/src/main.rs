@@ -1,5 +1,7 @@
 //! `weft-fuzz`: fuzz for a time budget and print the figures, or replay one saved finding.
-//! Exits 1 when there is a finding (CI fails on it). docs/testing.md, "The fuzzer".
+//! Exits 1 when there is a finding (CI fails on it), 2 when the run did less than asked (a
+//! child that could not start; with `--require-executions`, executions short of
+//! `--max-executions`). docs/testing.md, "The fuzzer".
 //!
 //! By default the cases run in child processes (this binary with `--child`) under a supervisor
 //! (`weft_fuzz::supervise`), so an abort is a finding; `--in-process` runs them here.
@@ -62,6 +64,14 @@ struct Args {
     /// memory; 0 for none [default: 4096].
     #[arg(long, value_name = "MIB")]
     child_memory_limit: Option<u64>,
+    /// Fail (exit status 2) unless all `--max-executions` ran and every child started: a
+    /// fixed stream cut short by the time budget must not pass (CI).
+    #[arg(long, requires = "max_executions")]
+    require_executions: bool,
+    /// Mutate only the repository's corpus (examples/, tests/findings/) and `--corpus`, not
+    /// ../shared/findings/: the same stream on every checkout (CI).
+    #[arg(long)]
+    repo_corpus_only: bool,
     /// Run as a supervised child (records on stdout, known findings on stdin).
     #[arg(long, hide = true)]
     child: bool,
@@ -88,11 +98,10 @@ fn main() -> ExitCode {
     let mut corpus = Vec::new();
     if !args.child {
         // A child is given the supervisor's whole list.
-        corpus = vec![
-            root.join("examples"),
-            root.join("tests/findings"),
-            root.join("../shared/findings"),
-        ];
+        corpus = vec![root.join("examples"), root.join("tests/findings")];
+        if !args.repo_corpus_only {
+            corpus.push(root.join("../shared/findings"));
+        }
     }
     corpus.extend(args.corpus.iter().cloned());
     let options = FuzzOptions {
@@ -124,6 +133,17 @@ fn main() -> ExitCode {
         };
         supervise(&options, &sup)
     };
+    // A run resumed at `--start` executes the cases from there.
+    let required = args
+        .require_executions
+        .then(|| args.max_executions.map(|m| m.saturating_sub(args.start)))
+        .flatten();
+    // A child that did not start fails the run even without --require-executions.
+    if let Some(why) = summary.incomplete(required) {
+        print!("{summary}");
+        eprintln!("weft-fuzz: incomplete run: {why}");
+        return ExitCode::from(2);
+    }
     report(&summary, &args.known)
 }
 

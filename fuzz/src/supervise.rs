@@ -106,6 +106,8 @@ impl Supervisor<'_> {
             Ok(c) => c,
             Err(e) => {
                 eprintln!("weft-fuzz: cannot start a child: {e}");
+                // The caller fails the run on it: the stream stopped short.
+                self.summary.child_not_started = Some(e.to_string());
                 return false;
             }
         };

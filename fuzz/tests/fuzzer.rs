@@ -161,9 +161,16 @@ fn every_fuzz_finding_replays_and_passes_with_its_case_seed() {
             continue;
         }
         let text = std::fs::read_to_string(&path).unwrap();
-        let Some(seed) = case_seed(&text) else {
+        // A header naming a case seed that does not parse must fail, not skip the file.
+        if !text
+            .lines()
+            .next()
+            .is_some_and(|l| l.contains("--case-seed"))
+        {
             continue;
-        };
+        }
+        let seed = case_seed(&text)
+            .unwrap_or_else(|| panic!("{}: unreadable --case-seed header", path.display()));
         let outcome = replay(&text, seed, Duration::from_secs(120));
         // Passed, or (too large to run) compiled on every configuration without a refusal.
         assert!(
@@ -173,7 +180,11 @@ fn every_fuzz_finding_replays_and_passes_with_its_case_seed() {
         );
         replayed += 1;
     }
-    assert!(replayed > 0, "no finding names its case seed");
+    // 46 on 2026-11-30; the count only grows as findings are added.
+    assert!(
+        replayed >= 46,
+        "only {replayed} findings name their case seed"
+    );
 }
 
 /// The `--case-seed N` a saved finding's first comment line names.
@@ -395,4 +406,49 @@ fn the_mutator_gives_convolutions_and_pools_extreme_parameters() {
             .any(|l| huge(&l));
     }
     assert!(conv && pool, "conv {conv}, pool {pool}");
+}
+
+/// A fixed stream cut short fails with `--require-executions` (exit 2): here the budget of
+/// 0.5 s ends a 10⁹-execution run; without the flag the same run passes.
+#[test]
+fn a_run_cut_short_by_its_budget_fails_when_all_executions_are_required() {
+    let out = std::env::temp_dir().join(format!("weft-fuzz-short-{}", std::process::id()));
+    let examples = examples().display().to_string();
+    let args = [
+        "--seed",
+        "3",
+        "--max-executions",
+        "1000000000",
+        "--seconds",
+        "0.5",
+        "--in-process",
+        "--repo-corpus-only",
+        "--corpus",
+        &examples,
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let (_, code) = run_binary(&args);
+    assert_eq!(code, Some(0));
+    let (stdout, code) = run_binary(&[&args[..], &["--require-executions"]].concat());
+    assert_eq!(code, Some(2), "{stdout}");
+    std::fs::remove_dir_all(&out).ok();
+}
+
+/// A supervisor whose child binary cannot start stops, and says so ([`Summary::incomplete`]):
+/// a run that ran nothing must not pass.
+#[test]
+fn a_child_that_does_not_start_makes_the_run_incomplete() {
+    let sup = weft_fuzz::SuperviseOptions {
+        exe: PathBuf::from("/nonexistent/weft-fuzz"),
+        memory_limit_mib: 0,
+        plant_abort: None,
+        abort_minimise: Duration::ZERO,
+    };
+    let summary = weft_fuzz::supervise(&options(10), &sup);
+    assert_eq!(summary.executions, 0);
+    assert!(summary.child_not_started.is_some(), "{summary}");
+    let why = summary.incomplete(None).expect("incomplete");
+    assert!(why.contains("could not be started"), "{why}");
+    assert!(summary.incomplete(Some(10)).is_some());
 }

@@ -32,10 +32,12 @@ use proptest::prelude::*;
 use std::collections::HashMap;
 
 pub mod oracle;
+pub mod tally;
 pub use oracle::{
     compare_arrays, compare_runs, compare_runs_or, fill_garbage, observed_outputs, proptest_cases,
     random_inputs, state_nodes, Observed, Run, SplitMix, Tolerance, PERTURBED_REFERENCES,
 };
+pub use tally::{run_property, Tally};
 
 /// What random graphs may contain.
 #[derive(Clone, Debug)]

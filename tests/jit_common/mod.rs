@@ -107,6 +107,17 @@ pub struct ConvCase {
 }
 
 pub fn random_convolution(seed: u64, unit_strides: Option<bool>) -> ConvCase {
+    random_convolution_with(seed, unit_strides, false)
+}
+
+/// [`random_convolution`], drawn alike but, when `differentiable`, f64 and any pool an average
+/// pool: what a central-difference gradient check can judge (f32 differences are too coarse; a
+/// max pool's step may cross a tie), so every draw is checked instead of two in three skipped.
+pub fn random_convolution_with(
+    seed: u64,
+    unit_strides: Option<bool>,
+    differentiable: bool,
+) -> ConvCase {
     let mut r = SplitMix(seed);
     let mut g = Graph::new();
     let roles: Vec<Role> = match r.below(3) {
@@ -116,7 +127,11 @@ pub fn random_convolution(seed: u64, unit_strides: Option<bool>) -> ConvCase {
     };
     let groups = 1 + r.below(3);
     let (j, kg) = (1 + r.below(3), 1 + r.below(3));
-    let dtype = if r.chance(50) { DType::F32 } else { DType::F64 };
+    let dtype = if r.chance(50) && !differentiable {
+        DType::F32
+    } else {
+        DType::F64
+    };
     let mut x_axes = vec![
         g.axis("N", 1 + r.below(2)).unwrap(),
         g.axis_with_roles("C", Some(groups * j), vec![Role::Channel])
@@ -158,7 +173,7 @@ pub fn random_convolution(seed: u64, unit_strides: Option<bool>) -> ConvCase {
     let y = g.convolution(x, f, &spec).unwrap();
     let mut out = vec![y];
     if r.chance(60) {
-        let kind = if r.chance(50) {
+        let kind = if r.chance(50) && !differentiable {
             PoolKind::Max
         } else {
             PoolKind::Avg
