@@ -23,7 +23,8 @@
 //! (its caller vouches for them).
 
 use crate::prefetch::{Prefetch, PrefetchCursor};
-use crate::vmath::{path, Path};
+use crate::target::Isa;
+use crate::vmath::path;
 
 /// The most partials a sum may have: the JIT's widest f32 sum step (four lanes × eight
 /// parts).
@@ -274,9 +275,9 @@ unsafe fn run(
     // SAFETY (each arm): the caller's contract; the vector paths' features were detected.
     let settled = match path() {
         #[cfg(target_arch = "x86_64")]
-        Path::Avx512 => unsafe { avx512::settled(term, src, whole, width, prefetch) },
+        Isa::Avx512F => unsafe { avx512::settled(term, src, whole, width, prefetch) },
         #[cfg(target_arch = "x86_64")]
-        Path::Avx2 => unsafe { avx2::settled(term, src, whole, width, prefetch) },
+        Isa::Avx2Fma => unsafe { avx2::settled(term, src, whole, width, prefetch) },
         _ => unsafe { settled_scalar(term, src, whole, width, prefetch) },
     };
     // SAFETY (both): the caller's contract, `whole <= len`.
