@@ -260,7 +260,10 @@ fn unbound_axis_needed_by_a_computation_names_it() {
     let t = Transformer::new(g, Backend::Interpreter).unwrap();
     let input = HostArray::from_vec(Axes::new([w]).unwrap(), vec![2], vec![0f32; 2]).unwrap();
     let alone = t.computation(&[e], &[y]).unwrap();
-    assert_eq!(alone.call(&[&input]).unwrap()[0].to_vec::<f32>().unwrap(), vec![1.0; 2]);
+    assert_eq!(
+        alone.call(&[&input]).unwrap()[0].to_vec::<f32>().unwrap(),
+        vec![1.0; 2]
+    );
     let c = t.computation(&[wide], &[y]).unwrap();
     let err = c.call(&[&input]).unwrap_err();
     assert!(matches!(
