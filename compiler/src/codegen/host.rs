@@ -93,3 +93,21 @@ impl HostFeatures {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Cranelift's target builds on this machine, its features the runtime's `Target`'s.
+    #[test]
+    fn host_features_are_the_targets() {
+        let (_, features) = host_isa().expect("the host target builds");
+        assert_eq!(features, HostFeatures::of(Target::host()));
+        let v3 = HostFeatures::of(&Target::named("x86-64-v3").unwrap());
+        assert!(v3.sse41 && v3.avx && v3.avx2 && v3.fma);
+        assert_eq!(
+            HostFeatures::of(&Target::named("scalar").unwrap()),
+            HostFeatures::default()
+        );
+    }
+}
