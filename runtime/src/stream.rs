@@ -11,7 +11,7 @@
 //! before it publishes the result to another thread: non-temporal stores are weakly ordered,
 //! and a fence after every copy would wait for each block to reach memory before the next is
 //! computed (a kernel fences once, before it returns). Guarantees: afterwards `dst[..bytes]`
-//! holds `src[..bytes]`, as this thread sees it. The widest store the host [`Target`](crate::target::Target) has is
+//! holds `src[..bytes]`, as this thread sees it. The widest store the host `Target` has is
 //! chosen (AVX-512F: 64 bytes, AVX: 32, else SSE2's 16, which every x86-64 has); the head up
 //! to the first 64-byte boundary of `dst` and the tail are written four bytes at a time with
 //! non-temporal `movnti` (an ordinary store there read the line from memory first, which cost
