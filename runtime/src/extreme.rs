@@ -12,8 +12,9 @@
 //! AVX2 (eight), else scalar; the unit tests compare every path the CPU has with the scalar
 //! fold.
 //!
-//! `unsafe` here: the AVX2 and AVX-512 intrinsics (called only after run-time detection) and
-//! the entry point JIT code calls with a raw pointer and length (its caller vouches for them).
+//! `unsafe` here: the AVX2 and AVX-512 intrinsics (called only where the host `Target` has
+//! them) and the entry point JIT code calls with a raw pointer and length (its caller vouches
+//! for them).
 
 use crate::target::Isa;
 use crate::vmath::path;
@@ -85,7 +86,7 @@ pub unsafe extern "C" fn weft_extreme_f32_span(
 /// As for [`weft_extreme_f32_span`].
 unsafe fn run(kind: Extreme, src: *const f32, len: usize, scale: f32) -> f32 {
     let scaled = scale != 1.0;
-    // SAFETY (each arm): the caller's contract; the vector paths' features were detected.
+    // SAFETY (each arm): the caller's contract; the host `Target` has the path's features.
     match path() {
         #[cfg(target_arch = "x86_64")]
         Isa::Avx512F if scaled => unsafe { avx512::run::<true>(kind, src, len, scale) },
@@ -535,7 +536,7 @@ pub fn arg_extreme_f32(kind: Extreme, xs: &[f32]) -> (Option<usize>, Option<usiz
     // Pass one: the extreme of the non-NaN values (`maxps`'s rule: a NaN term keeps the
     // accumulator), and whether any term is NaN; pass two finds the first of each.
     let (best, any_nan) = match path() {
-        // SAFETY: the features were detected.
+        // SAFETY: the host `Target` has the path's features.
         #[cfg(target_arch = "x86_64")]
         Isa::Avx512F => unsafe { arg_pass_avx512(kind, xs) },
         // SAFETY: as above.
@@ -753,7 +754,7 @@ pub(crate) mod tests {
                     );
                     #[cfg(target_arch = "x86_64")]
                     if crate::target::Target::host().isa() >= Isa::Avx2Fma {
-                        // SAFETY: the host has AVX2 and FMA (`Target`); `xs` holds its length of f32s.
+                        // SAFETY: the host `Target` has AVX2 and FMA; `xs` holds its f32s.
                         let avx2 = unsafe { avx2::run::<true>(kind, xs.as_ptr(), xs.len(), scale) };
                         assert!(same(avx2, want), "{kind:?} {scale} AVX2 of {xs:?}");
                     }
@@ -767,7 +768,7 @@ pub(crate) mod tests {
         let mut got = vec![extreme_f32(kind, xs)];
         #[cfg(target_arch = "x86_64")]
         if crate::target::Target::host().isa() >= Isa::Avx2Fma {
-            // SAFETY: the host has AVX2 and FMA (`Target`); `xs` holds its length of f32s.
+            // SAFETY: the host `Target` has AVX2 and FMA; `xs` holds its f32s.
             got.push(unsafe { avx2::run::<false>(kind, xs.as_ptr(), xs.len(), 1.0) });
         }
         got

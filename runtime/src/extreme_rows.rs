@@ -14,7 +14,7 @@
 //! plain code; the unit tests compare every path the CPU has with the scalar fold.
 //!
 //! `unsafe` here: the entry point JIT code calls with raw pointers, and the `#[target_feature]`
-//! copies called only after run-time detection.
+//! copies called only where the host `Target` has them.
 
 use crate::extreme::Extreme;
 use crate::target::Isa;
@@ -50,7 +50,7 @@ pub unsafe extern "C" fn weft_extreme_rows_f32(
         count: rows,
         ahead,
     };
-    // SAFETY (each arm): the caller's contract; the vector paths' features were detected.
+    // SAFETY (each arm): the caller's contract; the host `Target` has the path's features.
     match path() {
         #[cfg(target_arch = "x86_64")]
         Isa::Avx512F => unsafe { fold_avx512(kind, acc, &rows, len) },

@@ -19,8 +19,8 @@
 //! the scalar path; the unit tests compare every path the CPU has with it bit for bit.
 //!
 //! `unsafe` here: the AVX2 and AVX-512 intrinsics (through `vmath::simd::Lanes`, called only
-//! after run-time detection) and the entry point JIT code calls with a raw pointer and length
-//! (its caller vouches for them).
+//! where the host `Target` has them) and the entry point JIT code calls with a raw pointer and
+//! length (its caller vouches for them).
 
 use crate::prefetch::{Prefetch, PrefetchCursor};
 use crate::target::Isa;
@@ -272,7 +272,7 @@ unsafe fn run(
 ) -> f64 {
     // A power of two (`valid_width`): no division.
     let whole = len & !(width - 1);
-    // SAFETY (each arm): the caller's contract; the vector paths' features were detected.
+    // SAFETY (each arm): the caller's contract; the host `Target` has the path's features.
     let settled = match path() {
         #[cfg(target_arch = "x86_64")]
         Isa::Avx512F => unsafe { avx512::settled(term, src, whole, width, prefetch) },

@@ -89,8 +89,8 @@ pub unsafe extern "C" fn weft_stream_scaled_f32(
     #[cfg(target_arch = "x86_64")]
     if Target::host().features.avx512f && at < exact_from {
         let lines = (exact_from - at) / 16;
-        // SAFETY: the host has AVX-512F (`Target`); `dst + at` is line-aligned (or `lines` is 0) and
-        // both ranges hold the `16 · lines` f32s from `at`, below `exact_from <= len`.
+        // SAFETY: the host `Target` has AVX-512F; `dst + at` is line-aligned (or `lines` is 0)
+        // and both ranges hold the `16 · lines` f32s from `at`, below `exact_from <= len`.
         unsafe { scale_lines_avx512(dst.add(at), src.add(at), lines, r, s) };
         at += 16 * lines;
     }

@@ -17,9 +17,9 @@
 //! AVX2 with FMA (eight), else scalar; all three give the same bits (`f32::mul_add` is the fused
 //! operation; the unit tests compare every path the CPU has).
 //!
-//! `unsafe` here: the AVX2 and AVX-512 intrinsics (called only where the host `Target` has them) and
-//! the span entry points JIT code calls with a raw pointer and length (its caller vouches for
-//! them).
+//! `unsafe` here: the AVX2 and AVX-512 intrinsics (called only where the host `Target` has
+//! them) and the span entry points JIT code calls with a raw pointer and length (its caller
+//! vouches for them).
 
 /// How an f32 exponential of normal result is reduced and evaluated: `k = round(x·log2e)`,
 /// `r = x + k·parts[0] + k·parts[1] + …` (one fused multiply-add each), `p = Σ poly[i]·r^i`
@@ -414,7 +414,7 @@ pub fn apply_f32_summing(
 /// # Safety
 /// As for [`weft_exp_f32_span`], over `job`'s fields.
 unsafe fn run(f: SpanFn, job: Job) {
-    // SAFETY (each arm): the caller's contract; the vector paths' features were detected.
+    // SAFETY (each arm): the caller's contract; the host `Target` has the path's features.
     match path() {
         #[cfg(target_arch = "x86_64")]
         Isa::Avx512F => unsafe { avx512::run(f, job) },
@@ -588,7 +588,7 @@ pub(crate) mod simd {
     ///
     /// # Safety
     /// Every method may be called only from code compiled with the implementation's target
-    /// features (the entry points, after run-time detection); `load`/`store` need `N` valid
+    /// features (the entry points, where the host `Target` has them); `load`/`store` need `N` valid
     /// f32s at the pointer, `load_partial`/`store_partial` `n < N`.
     pub(crate) trait Lanes: Copy {
         /// Lanes per vector.
