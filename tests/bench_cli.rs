@@ -20,6 +20,9 @@ fn bench_reports_every_mode_as_json_on_every_example() {
                 .args(["--runs", "3", "--warmup", "1", "--json"]),
         );
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        // Every figure names its machine.
+        let target = weft::runtime::Target::host().to_string();
+        assert_eq!(v["target"].as_str(), Some(target.as_str()), "{v}");
         let modes = v["modes"].as_array().unwrap();
         let names: Vec<&str> = modes.iter().map(|m| m["mode"].as_str().unwrap()).collect();
         assert_eq!(names, ["fused", "unfused", "interp"]);

@@ -222,6 +222,19 @@ fn bad_input_gives_clear_errors() {
     assert!(e.contains("no/such/file.weft"), "{e}");
 }
 
+/// `weft target` prints the host `Target` in one line, as `explain` and `bench` name it.
+#[test]
+fn target_prints_the_host_in_one_line() {
+    let o = weft(&["target"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let want = weft::runtime::Target::host().to_string();
+    assert_eq!(stdout(&o), format!("{want}\n"));
+    assert!(
+        want.starts_with("host: ") && want.contains(" f32 lanes; "),
+        "{want}"
+    );
+}
+
 /// The demo's headline table times only graphs scaled to a size where the fused/unfused ratio
 /// means something: no row at 0.000 ms, and graphs whose literal values fix their lengths are
 /// named as not timed.

@@ -265,6 +265,13 @@ fn explanations_of_every_example_are_snapshots() {
         let text = String::from_utf8(out.stdout).unwrap();
         assert!(text.contains("# materialised tensors") && text.contains("# kernels"));
         let name = path.file_stem().unwrap().to_string_lossy().to_string();
+        // The first line names the machine.
+        let (target, text) = text.split_once('\n').unwrap();
+        assert_eq!(
+            target,
+            format!("# target: {}", weft::runtime::Target::host())
+        );
+        let text = format!("# target: <machine>\n{text}");
         // The thread count is the machine's.
         let text = text.replace(
             &format!(

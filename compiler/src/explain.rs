@@ -1,6 +1,7 @@
 //! `weft explain`: why each materialised tensor is stored, and what each kernel does.
 //!
-//! Assumes a compiled [`JitExecutable`]. Guarantees: one line per tensor that exists in memory
+//! Assumes a compiled [`JitExecutable`]. Guarantees: first the host `Target` (ISA level,
+//! lanes, caches, model: `weft_runtime::target`), then one line per tensor that exists in memory
 //! with the fusion pass's named reason ([`BoundaryReason`](crate::passes::fusion::BoundaryReason)),
 //! then the cost model's figures (docs/cost-model.md) for every merge fusion weighed and for
 //! every group, fused and unfused, then per kernel its loop nest — extents, which loops run vectorised (lanes and vector
@@ -24,7 +25,8 @@ use crate::lower::BufferBinding;
 pub fn explain(exe: &JitExecutable) -> String {
     let plan = exe.compiled_plan();
     let g = &plan.simplified.graph;
-    let mut s = String::new();
+    // The machine first, so every figure quoted from an explanation names it.
+    let mut s = format!("# target: {}\n\n", weft_runtime::Target::host());
     if !plan.simplified.expansions.is_empty() {
         s += "# convolutions and pools: each expanded into ordinary ops\n";
         for e in &plan.simplified.expansions {

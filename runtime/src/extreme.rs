@@ -12,10 +12,12 @@
 //! AVX2 (eight), else scalar; the unit tests compare every path the CPU has with the scalar
 //! fold.
 //!
-//! `unsafe` here: the AVX2 and AVX-512 intrinsics (called only after run-time detection) and
-//! the entry point JIT code calls with a raw pointer and length (its caller vouches for them).
+//! `unsafe` here: the AVX2 and AVX-512 intrinsics (called only where the host `Target` has
+//! them) and the entry point JIT code calls with a raw pointer and length (its caller vouches
+//! for them).
 
-use crate::vmath::{path, Path};
+use crate::target::Isa;
+use crate::vmath::path;
 
 /// Which extreme a span routine computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,16 +86,16 @@ pub unsafe extern "C" fn weft_extreme_f32_span(
 /// As for [`weft_extreme_f32_span`].
 unsafe fn run(kind: Extreme, src: *const f32, len: usize, scale: f32) -> f32 {
     let scaled = scale != 1.0;
-    // SAFETY (each arm): the caller's contract; the vector paths' features were detected.
+    // SAFETY (each arm): the caller's contract; the host `Target` has the path's features.
     match path() {
         #[cfg(target_arch = "x86_64")]
-        Path::Avx512 if scaled => unsafe { avx512::run::<true>(kind, src, len, scale) },
+        Isa::Avx512F if scaled => unsafe { avx512::run::<true>(kind, src, len, scale) },
         #[cfg(target_arch = "x86_64")]
-        Path::Avx512 => unsafe { avx512::run::<false>(kind, src, len, scale) },
+        Isa::Avx512F => unsafe { avx512::run::<false>(kind, src, len, scale) },
         #[cfg(target_arch = "x86_64")]
-        Path::Avx2 if scaled => unsafe { avx2::run::<true>(kind, src, len, scale) },
+        Isa::Avx2Fma if scaled => unsafe { avx2::run::<true>(kind, src, len, scale) },
         #[cfg(target_arch = "x86_64")]
-        Path::Avx2 => unsafe { avx2::run::<false>(kind, src, len, scale) },
+        Isa::Avx2Fma => unsafe { avx2::run::<false>(kind, src, len, scale) },
         _ => unsafe { run_scalar(kind, src, len, scale, kind.identity()) },
     }
 }
@@ -534,12 +536,12 @@ pub fn arg_extreme_f32(kind: Extreme, xs: &[f32]) -> (Option<usize>, Option<usiz
     // Pass one: the extreme of the non-NaN values (`maxps`'s rule: a NaN term keeps the
     // accumulator), and whether any term is NaN; pass two finds the first of each.
     let (best, any_nan) = match path() {
-        // SAFETY: the features were detected.
+        // SAFETY: the host `Target` has the path's features.
         #[cfg(target_arch = "x86_64")]
-        Path::Avx512 => unsafe { arg_pass_avx512(kind, xs) },
+        Isa::Avx512F => unsafe { arg_pass_avx512(kind, xs) },
         // SAFETY: as above.
         #[cfg(target_arch = "x86_64")]
-        Path::Avx2 => unsafe { arg_pass_avx2(kind, xs) },
+        Isa::Avx2Fma => unsafe { arg_pass_avx2(kind, xs) },
         _ => arg_pass(kind, xs),
     };
     // −inf (+inf) beats nothing: the loop's step never takes it.
@@ -751,8 +753,8 @@ pub(crate) mod tests {
                         want.to_bits()
                     );
                     #[cfg(target_arch = "x86_64")]
-                    if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
-                        // SAFETY: AVX2 and FMA detected; `xs` holds its length of f32s.
+                    if crate::target::Target::host().isa() >= Isa::Avx2Fma {
+                        // SAFETY: the host `Target` has AVX2 and FMA; `xs` holds its f32s.
                         let avx2 = unsafe { avx2::run::<true>(kind, xs.as_ptr(), xs.len(), scale) };
                         assert!(same(avx2, want), "{kind:?} {scale} AVX2 of {xs:?}");
                     }
@@ -765,8 +767,8 @@ pub(crate) mod tests {
     fn on_every_path(kind: Extreme, xs: &[f32]) -> Vec<f32> {
         let mut got = vec![extreme_f32(kind, xs)];
         #[cfg(target_arch = "x86_64")]
-        if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
-            // SAFETY: AVX2 and FMA detected; `xs` holds its length of f32s.
+        if crate::target::Target::host().isa() >= Isa::Avx2Fma {
+            // SAFETY: the host `Target` has AVX2 and FMA; `xs` holds its f32s.
             got.push(unsafe { avx2::run::<false>(kind, xs.as_ptr(), xs.len(), 1.0) });
         }
         got

@@ -14,10 +14,11 @@
 //! plain code; the unit tests compare every path the CPU has with the scalar fold.
 //!
 //! `unsafe` here: the entry point JIT code calls with raw pointers, and the `#[target_feature]`
-//! copies called only after run-time detection.
+//! copies called only where the host `Target` has them.
 
 use crate::extreme::Extreme;
-use crate::vmath::{path, Path};
+use crate::target::Isa;
+use crate::vmath::path;
 
 /// Columns folded a step: one AVX-512 vector, one cache line of each row.
 const STEP: usize = 16;
@@ -49,12 +50,12 @@ pub unsafe extern "C" fn weft_extreme_rows_f32(
         count: rows,
         ahead,
     };
-    // SAFETY (each arm): the caller's contract; the vector paths' features were detected.
+    // SAFETY (each arm): the caller's contract; the host `Target` has the path's features.
     match path() {
         #[cfg(target_arch = "x86_64")]
-        Path::Avx512 => unsafe { fold_avx512(kind, acc, &rows, len) },
+        Isa::Avx512F => unsafe { fold_avx512(kind, acc, &rows, len) },
         #[cfg(target_arch = "x86_64")]
-        Path::Avx2 => unsafe { fold_avx2(kind, acc, &rows, len) },
+        Isa::Avx2Fma => unsafe { fold_avx2(kind, acc, &rows, len) },
         _ => unsafe { fold(kind, acc, &rows, len) },
     }
 }
@@ -160,10 +161,11 @@ mod tests {
         let mut out: Vec<Fold> = vec![fold];
         #[cfg(target_arch = "x86_64")]
         {
-            if std::arch::is_x86_feature_detected!("avx512f") {
+            let host = crate::target::Target::host().features;
+            if host.avx512f {
                 out.push(fold_avx512);
             }
-            if std::arch::is_x86_feature_detected!("avx2") {
+            if host.avx2 {
                 out.push(fold_avx2);
             }
         }

@@ -54,7 +54,7 @@ use weft_ir::loop_ir::{BufferDecl, ScalarType};
 
 use crate::binding::{BindScope, HostBuffer};
 use crate::kernel::{AccessPattern, CompiledKernel, Footprint, KernelEntry, KernelSignature};
-use crate::vmath::Path;
+use crate::target::Isa;
 use crate::{DeviceBufferReference, DeviceBufferStorage, RuntimeError, ThreadPool};
 
 /// One matrix operand of a GEMM: where element (row 0, column 0) of batch index 0 is, and the
@@ -1315,28 +1315,28 @@ impl GemmEpilogue {
 
 /// Whether any element of `row` is zero, infinite or NaN ([`Float::special`]), in the
 /// vectors of `width` (scalar: the build's baseline).
-fn any_special<T: Float>(row: &[T], width: Path) -> bool {
+fn any_special<T: Float>(row: &[T], width: Isa) -> bool {
     #[cfg(target_arch = "x86_64")]
     match width {
         // SAFETY: `vmath::path` chose each path only where the CPU has it.
-        Path::Avx512 => return unsafe { any_special_avx512(row) },
+        Isa::Avx512F => return unsafe { any_special_avx512(row) },
         // SAFETY: as above.
-        Path::Avx2 => return unsafe { any_special_avx2(row) },
-        Path::Scalar => {}
+        Isa::Avx2Fma => return unsafe { any_special_avx2(row) },
+        Isa::Scalar => {}
     }
     let _ = width;
     any_special_in(row)
 }
 
 /// The largest magnitude in `line`, NaNs ignored, without branches.
-fn largest_magnitude<T: Float>(line: &[T], width: Path) -> f64 {
+fn largest_magnitude<T: Float>(line: &[T], width: Isa) -> f64 {
     #[cfg(target_arch = "x86_64")]
     match width {
         // SAFETY: `vmath::path` chose each path only where the CPU has it.
-        Path::Avx512 => return unsafe { largest_magnitude_avx512(line) },
+        Isa::Avx512F => return unsafe { largest_magnitude_avx512(line) },
         // SAFETY: as above.
-        Path::Avx2 => return unsafe { largest_magnitude_avx2(line) },
-        Path::Scalar => {}
+        Isa::Avx2Fma => return unsafe { largest_magnitude_avx2(line) },
+        Isa::Scalar => {}
     }
     let _ = width;
     largest_magnitude_in(line)
@@ -1389,14 +1389,14 @@ fn any_special_in<T: Float>(row: &[T]) -> bool {
 }
 
 /// Bit `e` set for each special element `e` of `chunk` (at most 64 elements), without branches.
-fn special_mask<T: Float>(chunk: &[T], width: Path) -> u64 {
+fn special_mask<T: Float>(chunk: &[T], width: Isa) -> u64 {
     #[cfg(target_arch = "x86_64")]
     match width {
         // SAFETY: `vmath::path` chose each path only where the CPU has it.
-        Path::Avx512 => return unsafe { special_mask_avx512(chunk) },
+        Isa::Avx512F => return unsafe { special_mask_avx512(chunk) },
         // SAFETY: as above.
-        Path::Avx2 => return unsafe { special_mask_avx2(chunk) },
-        Path::Scalar => {}
+        Isa::Avx2Fma => return unsafe { special_mask_avx2(chunk) },
+        Isa::Scalar => {}
     }
     let _ = width;
     special_bits(chunk)
@@ -1631,10 +1631,8 @@ mod tests {
     /// several lengths (vector bodies and tails), agrees with `special_mask`, and passes
     /// rows of ordinary values — the largest finite and the subnormals included.
     fn scans_find_specials<T: Float + std::fmt::Debug>(specials: [T; 5], ordinary: [T; 4]) {
-        // This CPU's path and every narrower one (`Path` lists the widest first).
-        let paths = [Path::Avx512, Path::Avx2, Path::Scalar];
-        let here = paths.iter().position(|&p| p == crate::vmath::path());
-        for &width in &paths[here.unwrap_or(paths.len() - 1)..] {
+        // This CPU's path and every narrower one.
+        for width in crate::target::Target::runnable_isas() {
             for len in [1, 7, 16, 33, 64, 100] {
                 let row: Vec<T> = (0..len).map(|i| ordinary[i % ordinary.len()]).collect();
                 assert!(!any_special(&row, width), "{width:?}, {len}: {row:?}");
@@ -1670,15 +1668,13 @@ mod tests {
     /// scalar maximum of `|x|` with NaNs ignored, wherever the line's largest value, an
     /// infinity or a NaN sits (vector bodies, tails) and whatever its sign.
     fn largest_magnitude_is_the_scalar_maximum<T: Float + std::fmt::Debug>(values: [T; 6]) {
-        let paths = [Path::Avx512, Path::Avx2, Path::Scalar];
-        let here = paths.iter().position(|&p| p == crate::vmath::path());
         let expected = |line: &[T]| {
             line.iter()
                 .map(|x| x.magnitude())
                 .filter(|m| !m.is_nan())
                 .fold(0.0, f64::max)
         };
-        for &width in &paths[here.unwrap_or(paths.len() - 1)..] {
+        for width in crate::target::Target::runnable_isas() {
             for len in [0, 1, 15, 16, 17, 40, 100] {
                 for rotate in [0, 1, 5] {
                     let line: Vec<T> = (0..len)

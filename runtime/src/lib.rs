@@ -18,6 +18,7 @@ pub mod prefetch;
 pub mod span_sum;
 pub mod state;
 pub mod stream;
+pub mod target;
 pub mod transpose;
 pub mod vmath;
 
@@ -48,5 +49,6 @@ pub use storage::{
     advise_huge_pages, default_memory_budget, host_copy_bytes, physical_memory_bytes,
     zeroed_host_data, DeviceBufferStorage, HUGE_PAGE_MIN_BYTES, STORAGE_ALIGNMENT,
 };
+pub use target::{Isa, Target, TargetError};
 pub use tensor::DeviceTensor;
 pub use thread_pool::ThreadPool;

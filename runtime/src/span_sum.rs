@@ -19,11 +19,12 @@
 //! the scalar path; the unit tests compare every path the CPU has with it bit for bit.
 //!
 //! `unsafe` here: the AVX2 and AVX-512 intrinsics (through `vmath::simd::Lanes`, called only
-//! after run-time detection) and the entry point JIT code calls with a raw pointer and length
-//! (its caller vouches for them).
+//! where the host `Target` has them) and the entry point JIT code calls with a raw pointer and
+//! length (its caller vouches for them).
 
 use crate::prefetch::{Prefetch, PrefetchCursor};
-use crate::vmath::{path, Path};
+use crate::target::Isa;
+use crate::vmath::path;
 
 /// The most partials a sum may have: the JIT's widest f32 sum step (four lanes × eight
 /// parts).
@@ -271,12 +272,12 @@ unsafe fn run(
 ) -> f64 {
     // A power of two (`valid_width`): no division.
     let whole = len & !(width - 1);
-    // SAFETY (each arm): the caller's contract; the vector paths' features were detected.
+    // SAFETY (each arm): the caller's contract; the host `Target` has the path's features.
     let settled = match path() {
         #[cfg(target_arch = "x86_64")]
-        Path::Avx512 => unsafe { avx512::settled(term, src, whole, width, prefetch) },
+        Isa::Avx512F => unsafe { avx512::settled(term, src, whole, width, prefetch) },
         #[cfg(target_arch = "x86_64")]
-        Path::Avx2 => unsafe { avx2::settled(term, src, whole, width, prefetch) },
+        Isa::Avx2Fma => unsafe { avx2::settled(term, src, whole, width, prefetch) },
         _ => unsafe { settled_scalar(term, src, whole, width, prefetch) },
     };
     // SAFETY (both): the caller's contract, `whole <= len`.

@@ -11,14 +11,17 @@
 //! before it publishes the result to another thread: non-temporal stores are weakly ordered,
 //! and a fence after every copy would wait for each block to reach memory before the next is
 //! computed (a kernel fences once, before it returns). Guarantees: afterwards `dst[..bytes]`
-//! holds `src[..bytes]`, as this thread sees it. The widest store the CPU has is chosen at run
-//! time (AVX-512F: 64 bytes, AVX: 32, else SSE2's 16, which every x86-64 has); the head up
+//! holds `src[..bytes]`, as this thread sees it. The widest store the host `Target` has is
+//! chosen (AVX-512F: 64 bytes, AVX: 32, else SSE2's 16, which every x86-64 has); the head up
 //! to the first 64-byte boundary of `dst` and the tail are written four bytes at a time with
 //! non-temporal `movnti` (an ordinary store there read the line from memory first, which cost
 //! the gain when outputs start 16 bytes past a line), any bytes left over with ordinary ones.
 //!
-//! `unsafe` here: the intrinsics (the AVX and AVX-512 ones called only after run-time
-//! detection) and the entry point JIT code calls with raw pointers (its caller vouches).
+//! `unsafe` here: the intrinsics (the AVX and AVX-512 ones called only where the host
+//! `Target` has them) and the entry point JIT code calls with raw pointers (its caller vouches).
+
+#[cfg(target_arch = "x86_64")]
+use crate::target::Target;
 
 /// Copies `bytes` bytes from `src` to `dst` with non-temporal stores where aligned.
 ///
@@ -84,10 +87,10 @@ pub unsafe extern "C" fn weft_stream_scaled_f32(
     unsafe { scale_piece_out(&mut piece, dst, src, 0, head, exact_from, (r, s, d)) };
     let mut at = head;
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx512f") && at < exact_from {
+    if Target::host().features.avx512f && at < exact_from {
         let lines = (exact_from - at) / 16;
-        // SAFETY: AVX-512F was detected; `dst + at` is line-aligned (or `lines` is 0) and
-        // both ranges hold the `16 · lines` f32s from `at`, below `exact_from <= len`.
+        // SAFETY: the host `Target` has AVX-512F; `dst + at` is line-aligned (or `lines` is 0)
+        // and both ranges hold the `16 · lines` f32s from `at`, below `exact_from <= len`.
         unsafe { scale_lines_avx512(dst.add(at), src.add(at), lines, r, s) };
         at += 16 * lines;
     }
@@ -156,8 +159,8 @@ unsafe fn scale_lines_avx512(dst: *mut f32, src: *const f32, lines: usize, r: f3
 /// where the CPU has AVX-512F (each lane the same IEEE operations, so the same bits).
 fn scale_piece(out: &mut [f32], from: &[f32], scaled: usize, r: f32, s: f32, d: f32) {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx512f") {
-        // SAFETY: AVX-512F was detected.
+    if Target::host().features.avx512f {
+        // SAFETY: the host has AVX-512F (`Target`).
         return unsafe { scale_piece_avx512(out, from, scaled, r, s, d) };
     }
     scale_piece_any(out, from, scaled, r, s, d);
@@ -214,12 +217,12 @@ unsafe fn stream_bytes(dst: *mut u8, src: *const u8, bytes: usize) {
 /// As [`weft_stream_copy`], for `64 * lines` bytes; `dst` 64-byte aligned.
 #[cfg(target_arch = "x86_64")]
 unsafe fn stream_lines(dst: *mut u8, src: *const u8, lines: usize) {
-    use std::arch::is_x86_feature_detected as has;
-    if has!("avx512f") {
-        // SAFETY: AVX-512F was detected; the caller vouches for the ranges.
+    let host = Target::host().features;
+    if host.avx512f {
+        // SAFETY: the host has AVX-512F (`Target`); the caller vouches for the ranges.
         unsafe { stream_lines_avx512(dst, src, lines) }
-    } else if has!("avx") {
-        // SAFETY: AVX was detected; as above.
+    } else if host.avx {
+        // SAFETY: the host has AVX; as above.
         unsafe { stream_lines_avx(dst, src, lines) }
     } else {
         // SAFETY: SSE2 is part of x86-64; as above.
@@ -302,21 +305,21 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn every_store_width_copies_whole_lines() {
-        use std::arch::is_x86_feature_detected as has;
+        let host = crate::target::Target::host().features;
         let src: Vec<u8> = (0..640u32).map(|i| (i * 13 + 1) as u8).collect();
         type Lines = unsafe fn(*mut u8, *const u8, usize);
         let mut paths: Vec<(&str, Lines)> = vec![("sse2", super::stream_lines_sse2)];
-        if has!("avx") {
+        if host.avx {
             paths.push(("avx", super::stream_lines_avx));
         }
-        if has!("avx512f") {
+        if host.avx512f {
             paths.push(("avx512", super::stream_lines_avx512));
         }
         for (name, copy) in paths {
             let mut dst = vec![0u8; 640 + 64];
             let at = dst.as_ptr().align_offset(64);
             // SAFETY: `at + 576 <= 704`: nine lines lie within `dst`, 64-byte aligned at `at`,
-            // and within `src`; the feature the function needs was detected above.
+            // and within `src`; the host has the feature the function needs.
             unsafe { copy(dst.as_mut_ptr().add(at), src.as_ptr(), 9) };
             assert_eq!(&dst[at..at + 576], &src[..576], "{name}");
         }

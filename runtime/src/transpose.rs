@@ -24,11 +24,11 @@
 //! Assumes valid, non-overlapping ranges, and, when streaming, that the caller fences before it
 //! publishes the result to another thread (as for [`crate::stream`]). Guarantees: afterwards
 //! `dst[c·ld + r]` holds the bits of `src[r·ls + c]` for every `r < rows`, `c < cols`, and no
-//! other element of `dst` is written. The AVX path is taken after run-time detection; a plain
-//! loop does everything on other CPUs and for fewer than 8 rows or columns.
+//! other element of `dst` is written. The AVX path is taken where the host `Target` has AVX; a
+//! plain loop does everything on other CPUs and for fewer than 8 rows or columns.
 //!
-//! `unsafe` here: the intrinsics (the AVX ones called only after run-time detection) and the
-//! entry point JIT code calls with raw pointers (its caller vouches).
+//! `unsafe` here: the intrinsics (the AVX ones called only where the host `Target` has AVX)
+//! and the entry point JIT code calls with raw pointers (its caller vouches).
 
 /// Side of the blocks moved through registers.
 const BLOCK: usize = 8;
@@ -49,7 +49,7 @@ pub const PREFETCH_BYTES: usize = 256 << 10;
 /// Whether this CPU runs the blocked path (AVX); a plain loop transposes otherwise.
 pub fn available() -> bool {
     #[cfg(target_arch = "x86_64")]
-    return std::arch::is_x86_feature_detected!("avx");
+    return crate::target::Target::host().features.avx;
     #[cfg(not(target_arch = "x86_64"))]
     false
 }
@@ -88,10 +88,10 @@ pub unsafe extern "C" fn weft_transpose_32(
         let row_starts = starts(rows, line % LINE, LINE);
         let col_starts = starts(cols, src.align_offset(32) % BLOCK, BLOCK);
         let stream = stream != 0 && (ld * 4) % 32 == 0 && line < LINE;
-        // SAFETY: AVX was detected; every start leaves its unit within `rows` and `cols`, so
-        // within the caller's ranges; the line units start at `line % 16` plus multiples of
-        // 16, so when streaming (`dst + line` on a line, `ld · 4` a multiple of 32) their
-        // stores are 32-byte aligned.
+        // SAFETY: the host `Target` has AVX; every start leaves its unit within `rows` and
+        // `cols`, so within the caller's ranges; the line units start at `line % 16` plus
+        // multiples of 16, so when streaming (`dst + line` on a line, `ld · 4` a multiple of
+        // 32) their stores are 32-byte aligned.
         unsafe { blocks_avx(dst, ld, src, ls, &row_starts, &col_starts, stream) };
         return;
     }

@@ -13,13 +13,13 @@
 //! divides and edge rules, so moving one from inline code to a span changes no result
 //! (`tests/jit.rs` checks it bit for bit; a NaN result is NaN on both, but its sign and
 //! payload may differ, since Cranelift and rustc each fold negations into other operations).
-//! The path is chosen at run time ([`span_isa`]): AVX-512F (sixteen lanes), else AVX2 with
-//! FMA (eight), else scalar; all three give the same bits (`f32::mul_add` is the fused
+//! The path is the host [`Target`]'s level ([`span_isa`]): AVX-512F (sixteen lanes), else
+//! AVX2 with FMA (eight), else scalar; all three give the same bits (`f32::mul_add` is the fused
 //! operation; the unit tests compare every path the CPU has).
 //!
-//! `unsafe` here: the AVX2 and AVX-512 intrinsics (called only after run-time detection) and
-//! the span entry points JIT code calls with a raw pointer and length (its caller vouches for
-//! them).
+//! `unsafe` here: the AVX2 and AVX-512 intrinsics (called only where the host `Target` has
+//! them) and the span entry points JIT code calls with a raw pointer and length (its caller
+//! vouches for them).
 
 /// How an f32 exponential of normal result is reduced and evaluated: `k = round(x·log2e)`,
 /// `r = x + k·parts[0] + k·parts[1] + …` (one fused multiply-add each), `p = Σ poly[i]·r^i`
@@ -254,46 +254,25 @@ pub enum SpanFn {
     Log,
 }
 
-/// The vector path the runtime's native routines take on this CPU, widest first: the span
-/// routines here, the GEMM fix-up's scans (`gemm.rs`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Path {
-    /// AVX-512F, sixteen lanes.
-    Avx512,
-    /// AVX2 with FMA, eight lanes.
-    Avx2,
-    /// One element at a time.
-    Scalar,
-}
-
-/// This CPU's [`Path`] (run-time detection; the standard library caches it).
-pub(crate) fn path() -> Path {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::is_x86_feature_detected as has;
-        if has!("avx2") && has!("fma") {
-            return if has!("avx512f") {
-                Path::Avx512
-            } else {
-                Path::Avx2
-            };
-        }
-    }
-    Path::Scalar
+/// The vector level the runtime's native routines take on this CPU: the span routines here,
+/// `span_sum`, `extreme`, `extreme_rows` and the GEMM fix-up's scans (`gemm.rs`). The host
+/// [`Target`]'s, detected once (`target.rs`): a level it names is one the CPU has.
+pub(crate) fn path() -> Isa {
+    Target::host().isa()
 }
 
 /// The instruction set the span routines run on this CPU: `"AVX-512"` (sixteen lanes),
 /// `"AVX2"` (eight), or `None` (the scalar path).
 pub fn span_isa() -> Option<&'static str> {
     match path() {
-        Path::Avx512 => Some("AVX-512"),
-        Path::Avx2 => Some("AVX2"),
-        Path::Scalar => None,
+        Isa::Scalar => None,
+        isa => Some(isa.name()),
     }
 }
 
 pub use crate::prefetch::Prefetch;
 use crate::prefetch::PrefetchCursor;
+use crate::target::{Isa, Target};
 
 /// One call of a span routine: `f` over `len` elements into `dst`, from `dst` itself or from
 /// `src` (scaled and shifted by `form`), summing the results into `sums`, prefetching
@@ -435,12 +414,12 @@ pub fn apply_f32_summing(
 /// # Safety
 /// As for [`weft_exp_f32_span`], over `job`'s fields.
 unsafe fn run(f: SpanFn, job: Job) {
-    // SAFETY (each arm): the caller's contract; the vector paths' features were detected.
+    // SAFETY (each arm): the caller's contract; the host `Target` has the path's features.
     match path() {
         #[cfg(target_arch = "x86_64")]
-        Path::Avx512 => unsafe { avx512::run(f, job) },
+        Isa::Avx512F => unsafe { avx512::run(f, job) },
         #[cfg(target_arch = "x86_64")]
-        Path::Avx2 => unsafe { avx2::run(f, job) },
+        Isa::Avx2Fma => unsafe { avx2::run(f, job) },
         _ => unsafe { run_scalar(f, job) },
     }
 }
@@ -609,7 +588,7 @@ pub(crate) mod simd {
     ///
     /// # Safety
     /// Every method may be called only from code compiled with the implementation's target
-    /// features (the entry points, after run-time detection); `load`/`store` need `N` valid
+    /// features (the entry points, where the host `Target` has them); `load`/`store` need `N` valid
     /// f32s at the pointer, `load_partial`/`store_partial` `n < N`.
     pub(crate) trait Lanes: Copy {
         /// Lanes per vector.
@@ -1414,13 +1393,13 @@ mod tests {
         run("dispatch", &|ys| apply_f32_in_place(f, ys));
         #[cfg(target_arch = "x86_64")]
         {
-            if path() != Path::Scalar {
+            if path() != Isa::Scalar {
                 // SAFETY: AVX2 and FMA detected.
                 run("avx2", &|ys| unsafe {
                     avx2::run(f, Job::in_place(ys, Prefetch::NONE))
                 });
             }
-            if path() == Path::Avx512 {
+            if path() == Isa::Avx512F {
                 // SAFETY: AVX-512F detected.
                 run("avx512", &|ys| unsafe {
                     avx512::run(f, Job::in_place(ys, Prefetch::NONE))
@@ -1502,10 +1481,10 @@ mod tests {
                         vec![("scalar", run_scalar), ("dispatch", run)];
                     #[cfg(target_arch = "x86_64")]
                     {
-                        if path() != Path::Scalar {
+                        if path() != Isa::Scalar {
                             paths.push(("avx2", avx2::run));
                         }
-                        if path() == Path::Avx512 {
+                        if path() == Isa::Avx512F {
                             paths.push(("avx512", avx512::run));
                         }
                     }

@@ -286,6 +286,7 @@ pub fn bench(graph: Graph, o: BenchOptions) -> Result<String, Error> {
             })
             .collect();
         let report = serde_json::json!({
+            "target": weft_runtime::Target::host().to_string(),
             "runs": runs, "warmup": o.warmup, "bytes": bytes, "flops": flops,
             "modes": modes,
             "unfused_over_fused": ratio,
@@ -297,7 +298,8 @@ pub fn bench(graph: Graph, o: BenchOptions) -> Result<String, Error> {
         });
         return Ok(format!("{report}\n"));
     }
-    let mut s = format!(
+    let mut s = format!("target: {}\n", weft_runtime::Target::host());
+    s += &format!(
         "{runs} runs after {} warm-up, interleaved; a whole call_into each (a sample of a short \
          call is the mean of consecutive calls: {}); {bytes} bytes must move, {flops} flop\n",
         o.warmup,

@@ -263,6 +263,12 @@ enum Command {
         #[arg(default_value = "examples")]
         dir: PathBuf,
     },
+    /// Print the machine weft compiles for and runs on.
+    ///
+    /// One line: the native routines' instruction set and f32 lanes, the extensions detected,
+    /// the L1d, L2 and L3 cache sizes and the CPU's model (what `explain` and `bench` print
+    /// first).
+    Target,
 }
 
 /// Runs the command line; errors go to stderr.
@@ -395,6 +401,10 @@ fn run(cli: Cli) -> Result<(), Error> {
             train::train(load(&file, &[])?, &file, &options)
         }
         Command::Demo { dir } => demo(&dir),
+        Command::Target => {
+            println!("{}", weft_runtime::Target::host());
+            Ok(())
+        }
     }
 }
 

@@ -1,8 +1,10 @@
-//! Detection of the host ISA and construction of the Cranelift target for it.
+//! The Cranelift target for the host, and the extensions code generation chooses by.
 //!
 //! Guarantees: the target is the host's, with every ISA extension cranelift-native detects
-//! enabled and optimisation level `speed`; [`HostFeatures`] reports the extensions code
-//! generation cares about. The target is detected once per process and shared. Cranelift's
+//! enabled and optimisation level `speed`; [`HostFeatures`] are the runtime's host `Target`'s
+//! (`weft_runtime::target`, the one detection), and construction fails (`CodegenError::Host`)
+//! if cranelift-native's flags disagree with them, so code generation and the runtime's
+//! dispatch never assume different machines. Built once per process and shared. Cranelift's
 //! own IR verifier runs on every function in debug builds (every test) and is off in release
 //! builds, where it cost about 40% of code generation time (docs/benchmarks.md, compile time):
 //! weft's loop-IR verifier still checks every kernel before translation.
@@ -10,10 +12,11 @@
 use cranelift_codegen::isa::OwnedTargetIsa;
 use cranelift_codegen::settings::{self, Configurable};
 use std::sync::OnceLock;
+use weft_runtime::target::Target;
 
 use super::CodegenError;
 
-/// The host ISA extensions relevant to code generation.
+/// The host ISA extensions relevant to code generation (from the runtime's `Target`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct HostFeatures {
     /// SSE4.1 (vector rounding, `pcmpeqq`, blends).
@@ -63,11 +66,48 @@ fn detect_host() -> Result<(OwnedTargetIsa, HostFeatures), String> {
             .iter()
             .any(|v| v.name == name && v.as_bool().unwrap_or(false))
     };
-    let features = HostFeatures {
+    let features = HostFeatures::of(Target::host());
+    let cranelift = HostFeatures {
         sse41: flag("has_sse41"),
         avx: flag("has_avx"),
         avx2: flag("has_avx2"),
         fma: flag("has_fma"),
     };
+    if cranelift != features {
+        return Err(format!(
+            "cranelift-native detected {cranelift:?}, the runtime's target {features:?}"
+        ));
+    }
     Ok((isa, features))
+}
+
+impl HostFeatures {
+    /// The extensions of `target` code generation chooses by.
+    pub fn of(target: &Target) -> HostFeatures {
+        let f = target.features;
+        HostFeatures {
+            sse41: f.sse41,
+            avx: f.avx,
+            avx2: f.avx2,
+            fma: f.fma,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Cranelift's target builds on this machine, its features the runtime's `Target`'s.
+    #[test]
+    fn host_features_are_the_targets() {
+        let (_, features) = host_isa().expect("the host target builds");
+        assert_eq!(features, HostFeatures::of(Target::host()));
+        let v3 = HostFeatures::of(&Target::named("x86-64-v3").unwrap());
+        assert!(v3.sse41 && v3.avx && v3.avx2 && v3.fma);
+        assert_eq!(
+            HostFeatures::of(&Target::named("scalar").unwrap()),
+            HostFeatures::default()
+        );
+    }
 }
