@@ -34,8 +34,8 @@ use std::sync::Mutex;
 use weft::prelude::*;
 use weft_ir::arena::EntityRef;
 use weft_ir::testing::{
-    arb_graph_with, fill_garbage, observed_outputs, proptest_cases, run_property, small_enough,
-    state_nodes, GraphConfig, SplitMix, Tally, Tolerance, PROP_MAX_ELEMENTS,
+    arb_graph_with, fill_garbage, large_cases, observed_outputs, proptest_cases, run_property,
+    small_enough, state_nodes, GraphConfig, SplitMix, Tally, Tolerance, PROP_MAX_ELEMENTS,
     PROP_MAX_TOTAL_ELEMENTS,
 };
 use weft_ir::{Op, TensorKind};
@@ -236,15 +236,6 @@ fn check(g: &Graph, seed: u64, tally: &Tally) -> Result<(), TestCaseError> {
     }
     tally.compared();
     Ok(())
-}
-
-/// Cases of the large-graph test: `WEFT_LARGE_CASES` when set (CI runs a few in release),
-/// else a tenth of `PROPTEST_CASES` (20 by default).
-fn large_cases(default: u32) -> u32 {
-    std::env::var("WEFT_LARGE_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or((proptest_cases(default) / 10).max(1))
 }
 
 #[test]

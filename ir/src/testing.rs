@@ -34,8 +34,9 @@ use std::collections::HashMap;
 pub mod oracle;
 pub mod tally;
 pub use oracle::{
-    compare_arrays, compare_runs, compare_runs_or, fill_garbage, observed_outputs, proptest_cases,
-    random_inputs, state_nodes, Observed, Run, SplitMix, Tolerance, PERTURBED_REFERENCES,
+    compare_arrays, compare_runs, compare_runs_or, fill_garbage, large_cases, observed_outputs,
+    proptest_cases, random_inputs, state_nodes, Observed, Run, SplitMix, Tolerance,
+    PERTURBED_REFERENCES,
 };
 pub use tally::{run_property, Tally};
 

@@ -410,6 +410,15 @@ pub fn proptest_cases(default: u32) -> u32 {
         .unwrap_or(default)
 }
 
+/// The number of cases of a large-graph property test (hundreds of nodes a graph):
+/// `WEFT_LARGE_CASES` when set, else a tenth of [`proptest_cases`]`(default)`, at least 1.
+pub fn large_cases(default: u32) -> u32 {
+    std::env::var("WEFT_LARGE_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or((proptest_cases(default) / 10).max(1))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
