@@ -90,7 +90,7 @@ pub(crate) struct PerBinding {
     outputs: Vec<NodeId>,
     placeholders: Vec<NodeId>,
     access: StateAccess,
-    /// The nodes it evaluates: only their axes need lengths.
+    /// The nodes it evaluates: only their axes (and its placeholders') need lengths.
     plan: Plan,
     /// Per unbound axis any placeholder has, where calls read its length.
     sources: Vec<Source>,
@@ -228,7 +228,7 @@ impl PerBinding {
         for (s, len) in self.sources.iter().zip(lens) {
             g.bind(s.axis, *len)?;
         }
-        g.verify_part(|id| self.plan.is_needed(id))?;
+        g.verify_part(|id| self.plan.is_needed(id) || self.placeholders.contains(&id))?;
         let shared = Arc::new(Shared {
             graph: Arc::new(g),
             state: Arc::clone(&self.shared.state),

@@ -221,7 +221,9 @@ impl Transformer {
         // axis bound at call time neither stops it nor makes it compile per binding.
         let fully_bound = crate::per_binding::unbound_axes(g).is_empty() || {
             let plan = Plan::new(g, outputs, placeholders)?;
-            match g.verify_part(|id| plan.is_needed(id)) {
+            // Listed placeholders count even when no output reads them: their inputs give
+            // their axes' lengths at each call, and the JIT sizes every input it takes.
+            match g.verify_part(|id| plan.is_needed(id) || placeholders.contains(&id)) {
                 Ok(()) => true,
                 Err(weft_ir::GraphError::UnboundAxis { .. }) => false,
                 Err(e) => return Err(e.into()),
