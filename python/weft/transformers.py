@@ -206,14 +206,14 @@ class _Planner:
                                            self.graph.dtype_of(n))
                 stand_in[n] = p
                 cuts.append((p, (self.where[n], positions[self.where[n]][n])))
-            segments.append(_Segment([self.rewrite(o, j, stand_in) for o in outs], cuts))
+            done = {}   # one memo a segment: an op its outputs share is copied once
+            segments.append(_Segment([self.rewrite(o, stand_in, done) for o in outs], cuts))
         return segments
 
-    def rewrite(self, op, j, stand_in):
-        """``op`` of segment ``j`` reading ``stand_in``'s placeholders for the ops earlier
-        segments computed: itself when it reads none of them, else a copy (iterative: graphs
-        run to thousands of ops in a chain)."""
-        done = {}
+    def rewrite(self, op, stand_in, done):
+        """``op`` reading ``stand_in``'s placeholders for the ops earlier segments computed:
+        itself when it reads none of them, else a copy (iterative: graphs run to thousands of
+        ops in a chain); ``done`` holds what the segment's other outputs rewrote."""
         stack = [op]
         while stack:
             n = stack[-1]
@@ -490,7 +490,7 @@ class Transformer:
             if not in_sequential:
                 planner.place(op._id, False)
         reached = planner.reached()
-        label_checks = self._checks(graph, params, reached)
+        label_checks = self._checks(graph, params, reached, planner.operands)
         planner.add_cut_sources()
         segments = planner.build(lambda: _fresh("sequential_value", graph.has_name))
         positions = [{n: k for k, n in enumerate(out)} for out in planner.outputs]
@@ -513,12 +513,11 @@ class Transformer:
         return comp
 
     @staticmethod
-    def _checks(graph, params, reached):
+    def _checks(graph, params, reached, operands):
         """A ValueError for a placeholder the results need that is not among ``params``; the
-        one_hot label checks of the inputs."""
+        one_hot label checks of the inputs (``operands``: the planner's view of the edges)."""
         from . import TensorOp, _one_hots
         given = {p._id for p in params}
-        operands = graph.operands()
         for n in sorted(reached):
             if not operands[n] and n not in given and graph.kind_of(n) == "placeholder":
                 missing = TensorOp(n, graph)
