@@ -912,10 +912,16 @@ impl JitExecutable {
         // Only the kernels a step runs are kept (a chained kernel holds the ones after it),
         // and each is compiled once, in a module of its own, all at once on the
         // computation's threads.
-        let (lowered, kernel_args, steps) =
+        let (mut lowered, kernel_args, steps) =
             keep_scheduled(lowered, kernel_args, steps, &mut epilogues);
+        for lk in &mut lowered {
+            lk.strategy = Some(compiler.strategy(&lk.kernel));
+        }
         let kernels: Vec<(CompiledKernel, Vec<usize>)> = pool
-            .map(&lowered, |lk| compiler.compile(&lk.kernel))
+            .map(&lowered, |lk| match &lk.strategy {
+                Some(strategy) => compiler.compile_by(&lk.kernel, strategy),
+                None => compiler.compile(&lk.kernel),
+            })
             .into_iter()
             .zip(kernel_args)
             .map(|(compiled, args)| compiled.map(|c| (c, args)))

@@ -12,12 +12,11 @@
 
 use std::fmt::Write;
 
-use weft_ir::loop_ir::{
-    AccId, BodyAccesses, BufferAccess, BufferAccessExpr, Kernel, LoopId, Stmt, ValueId,
-};
+use weft_ir::loop_ir::{BodyAccesses, BufferAccess, BufferAccessExpr, Kernel, LoopId, Stmt};
 
-use crate::codegen::translate::{self, jam, span};
-use crate::codegen::vectorize;
+use crate::codegen::strategy::{LoopStrategy, ScalarWhy, VectorLoop, VectorRoutine};
+use crate::codegen::translate::{jam, span};
+use crate::codegen::KernelStrategy;
 use crate::executable::{JitExecutable, ScheduledStep};
 use crate::lower::BufferBinding;
 
@@ -114,23 +113,9 @@ pub fn explain(exe: &JitExecutable) -> String {
                  memory applied)"
             );
         }
-        let widened_from = translate::widenings(k);
-        let outlined = crate::codegen::outlined_loops(k, &exe.codegen_options(), exe.threads());
-        loops(
-            k,
-            &k.body,
-            &widened_from,
-            1,
-            Codegen {
-                outlined: &outlined,
-                threads: exe.threads(),
-                vectorize: exe.codegen_options().vectorize,
-                span_math: exe.span_math(),
-                native_transpose: exe.native_transpose(),
-                stream_min_bytes: exe.codegen_options().stream_min_bytes,
-            },
-            &mut s,
-        );
+        if let Some(strategy) = &lk.strategy {
+            loops(k, &k.body, strategy, exe.threads(), 1, &mut s);
+        }
     }
     s += &exe.binding_report();
     s
@@ -227,24 +212,6 @@ fn gemm(call: &weft_runtime::GemmCall, threads: usize, s: &mut String) {
     }
 }
 
-/// What code generation was allowed for the kernels explained.
-#[derive(Clone, Copy)]
-struct Codegen<'a> {
-    /// The loops of the kernel compiled as functions of their own
-    /// (`codegen::translate::outline`).
-    outlined: &'a [LoopId],
-    /// Threads of the pool.
-    threads: usize,
-    /// `CodegenOptions::vectorize`: off, every loop is scalar.
-    vectorize: bool,
-    /// Whether span functions run natively (`JitExecutable::span_math`).
-    span_math: bool,
-    /// Whether tiled transposes call the native routine (`JitExecutable::native_transpose`).
-    native_transpose: bool,
-    /// `CodegenOptions::stream_min_bytes`.
-    stream_min_bytes: Option<u64>,
-}
-
 /// The lines of loop `o` (body `body`) and the loops nested inside it, all done by one call of
 /// the native transpose (`parallel`: the threads, if `o` is the parallel loop).
 fn transpose_lines(
@@ -292,302 +259,40 @@ fn transpose_lines(
     }
 }
 
-/// Writes one line per loop of `body` (`widened_from`: [`translate::widenings`] of `k`).
+/// Writes one line per loop of `body`, as `strategy` records it (`threads`: the pool's).
 fn loops(
     k: &Kernel,
     body: &[Stmt],
-    widened_from: &[Option<ValueId>],
+    strategy: &KernelStrategy,
+    threads: usize,
     depth: usize,
-    codegen: Codegen,
     s: &mut String,
 ) {
-    let Codegen {
-        outlined,
-        threads,
-        vectorize,
-        span_math,
-        native_transpose,
-        stream_min_bytes,
-    } = codegen;
-    // Sum loops of this body whose vector pass an earlier sibling's span routine does.
-    let mut summed_by: Vec<(LoopId, LoopId, AccId, u32)> = Vec::new();
     for st in body {
-        if let Stmt::If { cond, body } = st {
-            let _ = writeln!(
-                s,
-                "{}if %{cond} holds (rarely: a re-run):",
-                "  ".repeat(depth)
-            );
-            loops(k, body, widened_from, depth + 1, codegen, s);
-            continue;
-        }
-        let Stmt::Loop { loop_id, body } = st else {
+        let (l, inner) = match st {
+            Stmt::If { cond, body } => {
+                let indent = "  ".repeat(depth);
+                let _ = writeln!(s, "{indent}if %{cond} holds (rarely: a re-run):");
+                loops(k, body, strategy, threads, depth + 1, s);
+                continue;
+            }
+            Stmt::Loop { loop_id, body } => (*loop_id, body.as_slice()),
+            _ => continue,
+        };
+        let Some(decided) = strategy.of(l) else {
             continue;
         };
-        let l = &k.loops[*loop_id];
-        let a = l.annotations;
-        let mut what = Vec::new();
-        if let Some(call) = (vectorize && native_transpose)
-            .then(|| jam::transpose_call(k, *loop_id, body, stream_min_bytes))
-            .flatten()
-        {
-            transpose_lines(
-                k,
-                *loop_id,
-                body,
-                &call,
-                a.parallel.then_some(threads),
-                depth,
-                s,
-            );
+        let parallel = k.loops[l].annotations.parallel.then_some(threads);
+        if let LoopStrategy::Transpose(call) = decided {
+            transpose_lines(k, l, inner, call, parallel, depth, s);
             continue;
         }
-        if a.parallel {
+        let mut what = Vec::new();
+        if let Some(threads) = parallel {
             what.push(format!("parallel over {threads} threads"));
         }
-        if let Some(jam) = vectorize
-            .then(|| jam::jam_plan(k, *loop_id, body, a.parallel))
-            .flatten()
-        {
-            let names: Vec<String> = jam
-                .loads
-                .iter()
-                .map(|(_, access)| format!("%{}", k.buffers[access.buffer].name))
-                .collect();
-            what.push(format!(
-                "4 iterations at a time: 4 x 4 blocks of {} loaded as whole vectors and \
-                 transposed in registers",
-                names.join(", ")
-            ));
-        }
-        if a.vectorize && !vectorize {
-            what.push("scalar (vectorisation off: CodegenOptions::vectorize)".into());
-            if a.unroll > 1 {
-                what.push(format!("unrolled x{}", a.unroll));
-            }
-        } else if a.vectorize {
-            let plan = vectorize::plan(k, *loop_id, body);
-            let axis = vector_axis(k, *loop_id, body);
-            match &plan {
-                Some(p) if p.lanes == 4 => what.push(format!(
-                    "vectorised: 4 lanes (f32x4; f64 values as 2 x f64x2) x {} parts, {axis}",
-                    p.parts
-                )),
-                Some(p) => what.push(format!(
-                    "vectorised: 2 lanes (f64x2) x {} parts, {axis}",
-                    p.parts
-                )),
-                None => match (span_math && vectorize)
-                    .then(|| span::arg_extreme_span_plan(k, *loop_id, body))
-                    .flatten()
-                {
-                    Some(span) => what.push(format!(
-                        "the first {} of %{}'s span for %{} and its first NaN for %{} by the \
-                         native {} arg routine, folded in here",
-                        extreme_word(span.kind == weft_ir::loop_ir::ReduceKind::ArgMin),
-                        k.buffers[span.load.buffer].name,
-                        span.value_acc,
-                        span.nan_acc,
-                        weft_runtime::vmath::span_isa().unwrap_or("scalar"),
-                    )),
-                    None => what.push(
-                        "scalar (vectorize refused: per-lane control flow, integers or \
-                         arg-reduction)"
-                            .into(),
-                    ),
-                },
-            }
-            let vector = plan.is_some();
-            let narrow = plan
-                .map(|p| translate::f32_partials(k, &p, body, widened_from))
-                .unwrap_or_default();
-            let by_span = summed_by.iter().find(|(m, ..)| m == loop_id);
-            let reduce_span = (span_math && vector)
-                .then(|| span::reduce_span_plan(k, *loop_id, body))
-                .flatten();
-            let extreme = (span_math && vector)
-                .then(|| span::extreme_span_plan(k, *loop_id, body, span_math))
-                .flatten();
-            if let Some(span) = extreme {
-                // The routine does the whole loop: no vector code of ours runs.
-                what.retain(|w| !w.starts_with("vectorised"));
-                let times = span
-                    .scale
-                    .map(|c| format!(" times %{c}"))
-                    .unwrap_or_default();
-                what.push(format!(
-                    "the {} of %{}'s span{times} for %{} by the native {} extreme routine \
-                     (exact: NaN if any term is, -0 < +0), combined here",
-                    extreme_word(span.kind == weft_ir::loop_ir::ReduceKind::Min),
-                    k.buffers[span.load.buffer].name,
-                    span.acc,
-                    weft_runtime::vmath::span_isa().unwrap_or("scalar"),
-                ));
-            }
-            let columns = (span_math && vector)
-                .then(|| span::extreme_rows_plan(k, *loop_id, body))
-                .flatten();
-            if let Some(rows) = &columns {
-                // The routine does the whole loop: no vector code of ours runs.
-                what.retain(|w| !w.starts_with("vectorised"));
-                let ahead = match &rows.prefetch {
-                    Some(_) => format!(
-                        "; prefetching those rows {} steps ahead, a line of each per 16 columns",
-                        span::ROWS_AHEAD
-                    ),
-                    None => String::new(),
-                };
-                what.push(format!(
-                    "the {} of %{}'s row and {} rows of %{} {} elements apart, column by column, \
-                     by the native {} column routine (exact: NaN if any term is, -0 < +0){ahead}",
-                    extreme_word(rows.kind == weft_ir::loop_ir::ReduceKind::Min),
-                    k.buffers[rows.acc.buffer].name,
-                    rows.rows,
-                    k.buffers[rows.first.buffer].name,
-                    rows.stride,
-                    weft_runtime::vmath::span_isa().unwrap_or("scalar"),
-                ));
-            }
-            if let Some(span) = reduce_span {
-                let arg = source_text(k, &span.source);
-                // The routine does the loop's vector pass: no vector code of ours runs.
-                what.retain(|w| !w.starts_with("vectorised"));
-                what.push(format!(
-                    "%{} = {} summed by the native {} routine, which reads {arg} itself ({} f32 \
-                     partials for %{}, combined here; if the total is not finite the routine \
-                     computes the terms again and they are summed in f64, in order)",
-                    span.result,
-                    span.op.name(),
-                    weft_runtime::vmath::span_isa().unwrap_or("scalar"),
-                    span.sum.width,
-                    span.sum.acc
-                ));
-            } else if let Some((_, span_loop, acc, width)) = by_span {
-                what.push(format!(
-                    "its vector pass done by %{span_loop}'s span routine as it stores ({width} \
-                     f32 partials for %{acc}, combined here; the loop re-runs in f64 if the \
-                     total is not finite)"
-                ));
-            } else if let Some(sum) = (span_math && vector)
-                .then(|| span::sum_span_plan(k, *loop_id, body, span_math))
-                .flatten()
-            {
-                // The routine does the whole loop: no vector code of ours runs.
-                what.retain(|w| !w.starts_with("vectorised"));
-                let term = source_text(k, &sum.source);
-                let term = if sum.square {
-                    format!("({term}) squared")
-                } else {
-                    term
-                };
-                what.push(format!(
-                    "the sum of {term} into %{} by the native {} sum routine in one call ({} \
-                     f32 partials combined, the tail, and the f64 re-run if the total is not \
-                     finite, as the loop's own code would)",
-                    sum.acc,
-                    weft_runtime::vmath::span_isa().unwrap_or("scalar"),
-                    sum.width
-                ));
-            } else if !narrow.is_empty() {
-                let accs: Vec<String> = narrow.iter().map(|a| format!("%{a}")).collect();
-                what.push(format!(
-                    "f32 partials for {} (the loop re-runs in f64 if a total is not finite)",
-                    accs.join(", ")
-                ));
-            }
-            if let Some(span) = (span_math && vector && narrow.is_empty())
-                .then(|| span::span_plan(k, *loop_id, body))
-                .flatten()
-            {
-                let (f, t) = (span.op.name(), &k.buffers[span.target.buffer].name);
-                let isa = weft_runtime::vmath::span_isa().unwrap_or("scalar");
-                let prefetch = span.prefetch.as_ref().map_or(String::new(), |next| {
-                    format!(
-                        " (prefetching %{}'s row {} ahead for %{}, {} B)",
-                        k.buffers[next.load.buffer].name,
-                        span::ROWS_AHEAD,
-                        next.first,
-                        next.bytes
-                    )
-                });
-                let mut routine = format!("the native {isa} routine");
-                if let Some(source) = &span.source {
-                    routine += &format!(", which reads {} itself", source_text(k, source));
-                }
-                if let Some(sum) = &span.sum {
-                    routine += &format!(" and sums the results for %{}", sum.acc);
-                    summed_by.push((sum.loop_id, *loop_id, sum.acc, sum.width));
-                }
-                let routine = routine + &prefetch;
-                if span.source.is_some() && span.rest.is_none() {
-                    // The routine does the whole loop: no vector code of ours runs.
-                    what.retain(|w| !w.starts_with("vectorised"));
-                }
-                what.push(match (span.rest, &span.source) {
-                    (None, Some(_)) => {
-                        format!("%{} = {f} computed into %{t} by {routine}", span.result)
-                    }
-                    (None, None) => format!(
-                        "%{} = {f} stored as its argument, then {f} over the span of %{t} by \
-                         {routine}",
-                        span.result
-                    ),
-                    (Some(v), Some(_)) => format!(
-                        "split around %{} = {f}: {routine} computes it into %{t}, a loop reads \
-                         it back and stores %{v}",
-                        span.result
-                    ),
-                    (Some(v), None) => format!(
-                        "split around %{} = {f}: a first loop stores its argument to %{t}, {f} \
-                         runs over that span by {routine}, a second loop reads it back and \
-                         stores %{v}",
-                        span.result
-                    ),
-                });
-            }
-            if let Some(next) = (vector && columns.is_none())
-                .then(|| span::pass_prefetch(k, *loop_id, body, span_math))
-                .flatten()
-            {
-                what.push(format!(
-                    "prefetching %{}'s row {} ahead for %{}, a line per step ({} B)",
-                    k.buffers[next.load.buffer].name,
-                    span::ROWS_AHEAD,
-                    next.first,
-                    next.bytes
-                ));
-            }
-            if let Some(t) = stream_min_bytes
-                .filter(|_| vector && narrow.is_empty())
-                .and_then(|min| span::stream_plan(k, *loop_id, body, min, span_math))
-            {
-                let name = &k.buffers[t.buffer].name;
-                let line = match span::scaled_copy(k, *loop_id, body, &t) {
-                    Some(copy) => {
-                        let by = if copy.op == weft_ir::loop_ir::BinaryOp::Div {
-                            "divided"
-                        } else {
-                            "multiplied"
-                        };
-                        // The routine does the whole loop: no vector code of ours runs.
-                        what.retain(|w| !w.starts_with("vectorised"));
-                        format!(
-                            "done by the native routine: %{} {by} by %{}, streamed out to \
-                             %{name} (non-temporal: no read for ownership)",
-                            k.buffers[copy.load.buffer].name, copy.by
-                        )
-                    }
-                    None => format!(
-                        "stores to %{name} staged in L1 and streamed out (non-temporal: no read \
-                         for ownership)"
-                    ),
-                };
-                what.push(line);
-            }
-        } else if a.unroll > 1 {
-            what.push(format!("unrolled x{}", a.unroll));
-        }
-        if outlined.contains(loop_id) {
+        loop_lines(k, l, inner, decided, &mut what);
+        if strategy.outlined().contains(&l) {
             what.push(
                 "compiled as a function of its own, beside the kernel's (outlined: the \
                  kernel calls it)"
@@ -598,13 +303,236 @@ fn loops(
             s,
             "{}loop %{} in 0..{}{}{}",
             "  ".repeat(depth),
-            loop_id,
-            l.extent,
+            l,
+            k.loops[l].extent,
             if what.is_empty() { "" } else { ": " },
             what.join(", ")
         );
-        loops(k, body, widened_from, depth + 1, codegen, s);
+        loops(k, inner, strategy, threads, depth + 1, s);
     }
+}
+
+/// What loop `l` (body `body`) does by its strategy `decided` (not a transpose), as phrases.
+fn loop_lines(
+    k: &Kernel,
+    l: LoopId,
+    body: &[Stmt],
+    decided: &LoopStrategy,
+    what: &mut Vec<String>,
+) {
+    let isa = weft_runtime::vmath::span_isa().unwrap_or("scalar");
+    let name = |b: weft_ir::loop_ir::BufferId| &k.buffers[b].name;
+    match decided {
+        LoopStrategy::Transpose(_) => {}
+        LoopStrategy::Jam(jam) => {
+            let names: Vec<String> = jam
+                .loads
+                .iter()
+                .map(|(_, access)| format!("%{}", name(access.buffer)))
+                .collect();
+            what.push(format!(
+                "4 iterations at a time: 4 x 4 blocks of {} loaded as whole vectors and \
+                 transposed in registers",
+                names.join(", ")
+            ));
+        }
+        LoopStrategy::ArgExtremeSpan(span) => what.push(format!(
+            "the first {} of %{}'s span for %{} and its first NaN for %{} by the native {isa} \
+             arg routine, folded in here",
+            extreme_word(span.kind == weft_ir::loop_ir::ReduceKind::ArgMin),
+            name(span.load.buffer),
+            span.value_acc,
+            span.nan_acc,
+        )),
+        LoopStrategy::ExtremeRows(rows) => {
+            let ahead = match &rows.prefetch {
+                Some(_) => format!(
+                    "; prefetching those rows {} steps ahead, a line of each per 16 columns",
+                    span::ROWS_AHEAD
+                ),
+                None => String::new(),
+            };
+            what.push(format!(
+                "the {} of %{}'s row and {} rows of %{} {} elements apart, column by column, \
+                 by the native {isa} column routine (exact: NaN if any term is, -0 < +0){ahead}",
+                extreme_word(rows.kind == weft_ir::loop_ir::ReduceKind::Min),
+                name(rows.acc.buffer),
+                rows.rows,
+                name(rows.first.buffer),
+                rows.stride,
+            ));
+        }
+        LoopStrategy::ExtremeSpan(span) => {
+            let times = span
+                .scale
+                .map(|c| format!(" times %{c}"))
+                .unwrap_or_default();
+            what.push(format!(
+                "the {} of %{}'s span{times} for %{} by the native {isa} extreme routine \
+                 (exact: NaN if any term is, -0 < +0), combined here",
+                extreme_word(span.kind == weft_ir::loop_ir::ReduceKind::Min),
+                name(span.load.buffer),
+                span.acc,
+            ));
+        }
+        LoopStrategy::SumSpan(sum) => {
+            let term = source_text(k, &sum.source);
+            let term = if sum.square {
+                format!("({term}) squared")
+            } else {
+                term
+            };
+            what.push(format!(
+                "the sum of {term} into %{} by the native {isa} sum routine in one call ({} \
+                 f32 partials combined, the tail, and the f64 re-run if the total is not \
+                 finite, as the loop's own code would)",
+                sum.acc, sum.width
+            ));
+            if let Some(next) = &sum.prefetch {
+                what.push(prefetch_text(k, next));
+            }
+        }
+        LoopStrategy::Vector(v) => vector_lines(k, l, body, v, what),
+        LoopStrategy::Scalar(scalar) => {
+            match scalar.why {
+                ScalarWhy::Off => {
+                    what.push("scalar (vectorisation off: CodegenOptions::vectorize)".into())
+                }
+                ScalarWhy::Refused => what.push(
+                    "scalar (vectorize refused: per-lane control flow, integers or \
+                     arg-reduction)"
+                        .into(),
+                ),
+                ScalarWhy::NotAnnotated => {}
+            }
+            if scalar.unroll > 1 && scalar.why != ScalarWhy::Refused {
+                what.push(format!("unrolled x{}", scalar.unroll));
+            }
+        }
+    }
+}
+
+/// The phrases of vector loop `l` (body `body`) by its strategy `v`.
+fn vector_lines(k: &Kernel, l: LoopId, body: &[Stmt], v: &VectorLoop, what: &mut Vec<String>) {
+    let isa = weft_runtime::vmath::span_isa().unwrap_or("scalar");
+    let axis = vector_axis(k, l, body);
+    // A routine that does the whole loop leaves no vector code of ours to describe.
+    let mut ours = true;
+    let mut after = Vec::new();
+    if let VectorRoutine::ReduceSpan(span) = &v.routine {
+        ours = false;
+        after.push(format!(
+            "%{} = {} summed by the native {isa} routine, which reads {} itself ({} f32 \
+             partials for %{}, combined here; if the total is not finite the routine \
+             computes the terms again and they are summed in f64, in order)",
+            span.result,
+            span.op.name(),
+            source_text(k, &span.source),
+            span.sum.width,
+            span.sum.acc
+        ));
+    } else if let Some(by) = &v.summed_by {
+        after.push(format!(
+            "its vector pass done by %{}'s span routine as it stores ({} f32 partials for \
+             %{}, combined here; the loop re-runs in f64 if the total is not finite)",
+            by.span_loop, by.width, by.acc
+        ));
+    } else if !v.narrow.is_empty() {
+        let accs: Vec<String> = v.narrow.iter().map(|a| format!("%{a}")).collect();
+        after.push(format!(
+            "f32 partials for {} (the loop re-runs in f64 if a total is not finite)",
+            accs.join(", ")
+        ));
+    }
+    if let Some(span) = v.span() {
+        let (f, t) = (span.op.name(), &k.buffers[span.target.buffer].name);
+        let prefetch = span.prefetch.as_ref().map_or(String::new(), |next| {
+            format!(
+                " (prefetching %{}'s row {} ahead for %{}, {} B)",
+                k.buffers[next.load.buffer].name,
+                span::ROWS_AHEAD,
+                next.first,
+                next.bytes
+            )
+        });
+        let mut routine = format!("the native {isa} routine");
+        if let Some(source) = &span.source {
+            routine += &format!(", which reads {} itself", source_text(k, source));
+        }
+        if let Some(sum) = &span.sum {
+            routine += &format!(" and sums the results for %{}", sum.acc);
+        }
+        let routine = routine + &prefetch;
+        if span.source.is_some() && span.rest.is_none() {
+            ours = false;
+        }
+        after.push(match (span.rest, &span.source) {
+            (None, Some(_)) => format!("%{} = {f} computed into %{t} by {routine}", span.result),
+            (None, None) => format!(
+                "%{} = {f} stored as its argument, then {f} over the span of %{t} by {routine}",
+                span.result
+            ),
+            (Some(v), Some(_)) => format!(
+                "split around %{} = {f}: {routine} computes it into %{t}, a loop reads it back \
+                 and stores %{v}",
+                span.result
+            ),
+            (Some(v), None) => format!(
+                "split around %{} = {f}: a first loop stores its argument to %{t}, {f} runs \
+                 over that span by {routine}, a second loop reads it back and stores %{v}",
+                span.result
+            ),
+        });
+    }
+    if let Some(next) = &v.prefetch {
+        after.push(prefetch_text(k, next));
+    }
+    if let Some(stream) = v.stream() {
+        let name = &k.buffers[stream.target.buffer].name;
+        after.push(match &stream.scaled {
+            Some(copy) => {
+                let by = if copy.op == weft_ir::loop_ir::BinaryOp::Div {
+                    "divided"
+                } else {
+                    "multiplied"
+                };
+                ours = false;
+                format!(
+                    "done by the native routine: %{} {by} by %{}, streamed out to %{name} \
+                     (non-temporal: no read for ownership)",
+                    k.buffers[copy.load.buffer].name, copy.by
+                )
+            }
+            None => format!(
+                "stores to %{name} staged in L1 and streamed out (non-temporal: no read for \
+                 ownership)"
+            ),
+        });
+    }
+    if ours {
+        what.push(match v.plan.lanes {
+            4 => format!(
+                "vectorised: 4 lanes (f32x4; f64 values as 2 x f64x2) x {} parts, {axis}",
+                v.plan.parts
+            ),
+            _ => format!(
+                "vectorised: 2 lanes (f64x2) x {} parts, {axis}",
+                v.plan.parts
+            ),
+        });
+    }
+    what.extend(after);
+}
+
+/// A vector loop's prefetch of a later row, as a phrase.
+fn prefetch_text(k: &Kernel, next: &span::NextRow) -> String {
+    format!(
+        "prefetching %{}'s row {} ahead for %{}, a line per step ({} B)",
+        k.buffers[next.load.buffer].name,
+        span::ROWS_AHEAD,
+        next.first,
+        next.bytes
+    )
 }
 
 /// "minimum" or "maximum".

@@ -33,6 +33,7 @@
 //!   square-and-multiply over the exponent's bits, unrolled;
 //! - every lowered kernel passes [`verify`] (checked here; a failure is a typed error).
 
+use crate::codegen::KernelStrategy;
 use crate::passes::kernel::{Instr, KernelProgram, StageProgram};
 use crate::passes::layout::LayoutPlan;
 use crate::passes::views::{AffineExpr as PassAffine, IterAxis, StridedView, ValidRange};
@@ -64,7 +65,7 @@ pub enum BufferBinding {
 }
 
 /// One lowered kernel program.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct LoweredKernel {
     /// The schedule index of the program.
     pub group: usize,
@@ -76,6 +77,9 @@ pub struct LoweredKernel {
     /// one line per schedule decision of the lowering (register blocking, tiling, sums in
     /// memory order), which `weft explain` prints.
     pub notes: Vec<String>,
+    /// How code generation emits each loop ([`KernelStrategy`]), recorded when the kernel is
+    /// compiled; `None` before.
+    pub strategy: Option<KernelStrategy>,
 }
 
 /// Tuning of the lowering.
@@ -283,6 +287,7 @@ fn lower_role(
         kernel: renumber(l.k),
         bindings: l.bindings,
         notes: l.notes,
+        strategy: None,
     };
     verify(&lowered.kernel).map_err(|e| LowerError::Verify {
         kernel: program.group,

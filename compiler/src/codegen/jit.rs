@@ -29,9 +29,8 @@ use weft_runtime::{CompiledKernel, ThreadPool};
 use super::handoff::hand_over;
 use super::host::host_isa;
 use super::parallel::compile_all;
-use super::translate::outline::{
-    outline_candidates, outlined_signature, OutlinePolicy, OUTLINED_NAMESPACE,
-};
+use super::strategy::{self, KernelStrategy};
+use super::translate::outline::{outlined_signature, OutlinePolicy, OUTLINED_NAMESPACE};
 use super::translate::{kernel_signature, translate, PowRefs, TranslateOptions};
 use super::STREAM_MIN_BYTES;
 use super::{CodegenError, HostFeatures};
@@ -90,20 +89,6 @@ impl Outline {
             Outline::Every => Some(OutlinePolicy::EVERY),
         }
     }
-}
-
-/// The loops of `kernel` a compiler with `options` and `threads` threads outlines
-/// (`translate/outline.rs`), as `weft explain` reports them.
-pub(crate) fn outlined_loops(
-    kernel: &Kernel,
-    options: &CodegenOptions,
-    threads: usize,
-) -> Vec<weft_ir::loop_ir::LoopId> {
-    options
-        .outline
-        .policy(threads)
-        .map(|p| outline_candidates(kernel, p))
-        .unwrap_or_default()
 }
 
 impl Default for CodegenOptions {
@@ -289,6 +274,7 @@ impl JitCompiler {
     fn build(
         &self,
         kernel: &Kernel,
+        strategy: &KernelStrategy,
         module: &mut JITModule,
         func: &mut Function,
     ) -> Result<(FuncId, Vec<(FuncId, Function)>), CodegenError> {
@@ -361,6 +347,7 @@ impl JitCompiler {
         let mut fctx = FunctionBuilderContext::new();
         let outlined = translate(
             kernel,
+            strategy,
             func,
             &mut fctx,
             pow,
@@ -396,13 +383,31 @@ impl JitCompiler {
     pub fn clif_text(&self, kernel: &Kernel) -> Result<String, CodegenError> {
         let mut module = self.new_module();
         let mut func = Function::new();
-        let (_, outlined) = self.build(kernel, &mut module, &mut func)?;
+        let strategy = self.strategy(kernel);
+        let (_, outlined) = self.build(kernel, &strategy, &mut module, &mut func)?;
         Ok(clif_listing(&func, &outlined))
+    }
+
+    /// How this compiler emits each loop of `kernel` (a [`KernelStrategy`],
+    /// `codegen/strategy.rs`), decided once: compile it with [`JitCompiler::compile_by`] and
+    /// explain it from the same record.
+    pub fn strategy(&self, kernel: &Kernel) -> KernelStrategy {
+        strategy::decide(kernel, &self.translate_options())
     }
 
     /// Verifies and compiles `kernel`.
     pub fn compile(&self, kernel: &Kernel) -> Result<CompiledKernel, CodegenError> {
-        self.compile_inner(kernel, false).map(|(k, _)| k)
+        self.compile_by(kernel, &self.strategy(kernel))
+    }
+
+    /// Verifies and compiles `kernel` by `strategy`, which must be this compiler's
+    /// [`JitCompiler::strategy`] of it.
+    pub fn compile_by(
+        &self,
+        kernel: &Kernel,
+        strategy: &KernelStrategy,
+    ) -> Result<CompiledKernel, CodegenError> {
+        self.compile_inner(kernel, strategy, false).map(|(k, _)| k)
     }
 
     /// Verifies and compiles `kernel`, also returning its Cranelift IR, code size and (if
@@ -411,7 +416,7 @@ impl JitCompiler {
         &self,
         kernel: &Kernel,
     ) -> Result<(CompiledKernel, KernelListing), CodegenError> {
-        self.compile_inner(kernel, true)
+        self.compile_inner(kernel, &self.strategy(kernel), true)
     }
 
     /// Compiles `kernel`; the Cranelift IR text is printed only when `listing` asks for it
@@ -419,11 +424,12 @@ impl JitCompiler {
     fn compile_inner(
         &self,
         kernel: &Kernel,
+        strategy: &KernelStrategy,
         listing: bool,
     ) -> Result<(CompiledKernel, KernelListing), CodegenError> {
         let mut module = self.new_module();
         let mut func = Function::new();
-        let (id, outlined) = self.build(kernel, &mut module, &mut func)?;
+        let (id, outlined) = self.build(kernel, strategy, &mut module, &mut func)?;
         let clif = if listing {
             clif_listing(&func, &outlined)
         } else {

@@ -12,11 +12,12 @@ mod host;
 mod jit;
 mod math;
 mod parallel;
+pub(crate) mod strategy;
 pub(crate) mod translate;
 pub(crate) mod vectorize;
 
 pub use error::CodegenError;
 pub use host::HostFeatures;
-pub(crate) use jit::outlined_loops;
 pub use jit::{CodegenOptions, JitCompiler, KernelListing, Outline};
+pub use strategy::KernelStrategy;
 pub use translate::span::STREAM_MIN_BYTES;

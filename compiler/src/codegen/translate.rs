@@ -31,6 +31,7 @@ pub(crate) mod span;
 use outline::{OutlinePolicy, Outlining};
 
 use super::math::MathEmitter;
+use super::strategy::{KernelStrategy, LoopStrategy, VectorLoop, VectorRoutine};
 use super::vectorize::{depends_on, plan, stores, WidePlan};
 use super::CodegenError;
 
@@ -213,6 +214,7 @@ fn vector_type(ty: ScalarType) -> Type {
 /// ([`outline`]), the `i`th named `(OUTLINED_NAMESPACE, i)` in `func`.
 pub(crate) fn translate(
     kernel: &Kernel,
+    strategy: &KernelStrategy,
     func: &mut Function,
     fctx: &mut FunctionBuilderContext,
     pow: PowRefs,
@@ -221,7 +223,7 @@ pub(crate) fn translate(
 ) -> Result<Vec<Function>> {
     let outlining = options
         .outline
-        .map(|policy| Outlining::new(kernel, func, policy, frontend));
+        .map(|_| Outlining::new(strategy, func, frontend));
     let mut b = FunctionBuilder::new(func, fctx);
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
@@ -230,11 +232,11 @@ pub(crate) fn translate(
     let (table, begin, end) = (params[0], params[1], params[2]);
     let mut t = Translator::new(
         kernel,
+        strategy,
         b,
         options,
         pow,
         table,
-        widenings(kernel),
         reduced_only(kernel),
     );
     t.outlining = outlining;
@@ -338,6 +340,8 @@ pub(crate) fn reduced_only(kernel: &Kernel) -> Vec<Option<Vec<AccId>>> {
 
 struct Translator<'a, 'b> {
     k: &'a Kernel,
+    /// How each loop is emitted ([`strategy`](super::strategy)).
+    strategy: &'a KernelStrategy,
     b: FunctionBuilder<'b>,
     options: TranslateOptions,
     pow: PowRefs,
@@ -350,7 +354,7 @@ struct Translator<'a, 'b> {
     wide_offset: Vec<i64>,
     parallel: Option<(LoopId, Value, Value)>,
     /// Per value: the f32 value it is `convert` of, if it widens one to f64.
-    widened_from: Vec<Option<ValueId>>,
+    widened_from: &'a [Option<ValueId>],
     /// Per value: the accumulators it is reduced into, if that is its only use.
     reduced_only: Vec<Option<Vec<AccId>>>,
     /// Accumulators whose vector partials the vector loop being emitted keeps in f32
@@ -388,11 +392,11 @@ impl<'a, 'b> Translator<'a, 'b> {
     /// the buffers' base addresses from `table` there.
     fn new(
         k: &'a Kernel,
+        strategy: &'a KernelStrategy,
         mut b: FunctionBuilder<'b>,
         options: TranslateOptions,
         pow: PowRefs,
         table: Value,
-        widened_from: Vec<Option<ValueId>>,
         reduced_only: Vec<Option<Vec<AccId>>>,
     ) -> Self {
         let bases = (0..k.buffers.len())
@@ -407,6 +411,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             .collect();
         Self {
             k,
+            strategy,
             b,
             options,
             pow,
@@ -417,7 +422,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             wide: None,
             wide_offset: vec![0; k.loops.len()],
             parallel: None,
-            widened_from,
+            widened_from: strategy.widened_from(),
             reduced_only,
             narrowed: Vec::new(),
             jam_loads: Vec::new(),
@@ -1502,62 +1507,64 @@ impl<'a, 'b> Translator<'a, 'b> {
             let (_, slot) = self.span_sums.remove(at);
             return self.emit_summed_by_span(l, body, slot, None);
         }
-        if let Some(call) = self.transpose_call_of(l, body) {
-            return self.emit_transpose_call(&call);
+        // Inside a vector loop a nested loop runs in its lanes, whatever its own strategy.
+        if self.wide.is_some() {
+            return self.emit_loop_as(l, body, None, &[]);
         }
-        if let Some(jam) = self.jam_of(l, body) {
-            let [Stmt::Loop { body: inner, .. }] = body else {
-                return self.internal(format!("jammed loop %{l} is not a loop around one loop"));
-            };
-            return self.emit_jammed(l, &jam, inner);
-        }
-        if let Some(arg) = self.arg_extreme_span_of(l, body) {
-            return self.emit_arg_extreme_span(l, &arg);
-        }
-        if let Some(rows) = self.extreme_rows_of(l, body) {
-            return self.emit_extreme_rows(l, &rows);
-        }
-        let annotations = self.k.loops[l].annotations;
-        let wide_plan = if annotations.vectorize && self.options.vectorize && self.wide.is_none() {
-            plan(self.k, l, body)
-        } else {
-            None
+        let strategies = self.strategy;
+        let Some(strategy) = strategies.of(l) else {
+            return self.internal(format!("loop %{l} has no strategy"));
         };
-        let narrow = match &wide_plan {
-            Some(p) => f32_partials(self.k, p, body, &self.widened_from),
-            None => Vec::new(),
-        };
-        if let Some(extreme) = wide_plan.as_ref().and(self.extreme_span_of(l, body)) {
-            return self.emit_extreme_span(l, &extreme);
-        }
-        if let Some(sum) = wide_plan.as_ref().and(self.sum_span_of(l, body)) {
-            return self.emit_sum_span(l, &sum);
-        }
-        if let Some(next) = wide_plan.as_ref().and(self.pass_prefetch_of(l, body)) {
-            self.step_prefetch = Some((l, next));
-        }
-        if narrow.is_empty() {
-            let span = wide_plan.as_ref().and(self.span_of(l, body));
-            let stream = wide_plan.as_ref().and(self.stream_of(l, body));
-            if span.is_some() || stream.is_some() {
-                return self.emit_blocked(l, body, span.as_ref(), stream.as_ref());
+        match strategy {
+            LoopStrategy::Transpose(call) => self.emit_transpose_call(call),
+            LoopStrategy::Jam(jam) => {
+                let [Stmt::Loop { body: inner, .. }] = body else {
+                    return self
+                        .internal(format!("jammed loop %{l} is not a loop around one loop"));
+                };
+                self.emit_jammed(l, jam, inner)
             }
-            return self.emit_loop_as(l, body, wide_plan.as_ref(), &[]);
+            LoopStrategy::ArgExtremeSpan(arg) => self.emit_arg_extreme_span(l, arg),
+            LoopStrategy::ExtremeRows(rows) => self.emit_extreme_rows(l, rows),
+            LoopStrategy::ExtremeSpan(extreme) => self.emit_extreme_span(l, extreme),
+            LoopStrategy::SumSpan(sum) => self.emit_sum_span(l, sum),
+            LoopStrategy::Scalar(_) => self.emit_loop_as(l, body, None, &[]),
+            LoopStrategy::Vector(v) => self.emit_vector_loop(l, body, v),
         }
-        if let Some(span) = wide_plan.as_ref().and(self.reduce_span_of(l, body)) {
-            return self.emit_reduce_span(l, body, &span);
+    }
+
+    /// Emits loop `l` by its vector strategy `v`.
+    fn emit_vector_loop(&mut self, l: LoopId, body: &[Stmt], v: &VectorLoop) -> Result<()> {
+        if let Some(next) = &v.prefetch {
+            self.step_prefetch = Some((l, next.clone()));
+        }
+        match &v.routine {
+            VectorRoutine::Blocked { span, stream } => {
+                return self.emit_blocked(l, body, &v.plan, span.as_deref(), stream.as_deref())
+            }
+            VectorRoutine::ReduceSpan(span) => return self.emit_reduce_span(l, body, span),
+            VectorRoutine::None if v.narrow.is_empty() => {
+                return self.emit_loop_as(l, body, Some(&v.plan), &[])
+            }
+            VectorRoutine::None => {}
         }
         // f32 partials first; if a total comes out infinite or NaN (an f32 partial may have
         // overflowed where f64 would not), the outer accumulators go back to their values
         // before the loop and it runs again as a plain scalar loop in f64, in the
         // interpreter's order: rare, so one body copy (compile time) rather than vector
         // speed. The loop stores nothing, so running it twice changes nothing else.
-        let outer: Vec<AccId> = wide_plan
-            .as_ref()
-            .map_or(Vec::new(), |p| p.outer_accs.clone());
-        let before = self.acc_vars_now(&outer);
-        self.emit_loop_as(l, body, wide_plan.as_ref(), &narrow)?;
-        self.rerun_unless_finite(l, body, &narrow, before)
+        let before = self.acc_vars_now(&v.plan.outer_accs);
+        self.emit_loop_as(l, body, Some(&v.plan), &v.narrow)?;
+        self.rerun_unless_finite(l, body, &v.narrow, before)
+    }
+
+    /// The vector strategy of loop `l`, which its emission needs.
+    fn vector_strategy(&self, l: LoopId) -> Result<&'a VectorLoop> {
+        let strategies = self.strategy;
+        match strategies.of(l) {
+            Some(LoopStrategy::Vector(v)) => Ok(v),
+            _ => self.internal(format!("loop %{l} has no vector strategy")),
+        }
     }
 
     /// The variables of the scalar accumulators in `accs` with their current values.

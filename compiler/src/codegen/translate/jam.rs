@@ -23,6 +23,7 @@
 use super::*;
 
 /// A loop `L` to run four at a time around its vector loop `I`.
+#[derive(Clone, Debug)]
 pub(crate) struct Jam {
     inner: LoopId,
     parts: u32,
@@ -211,13 +212,6 @@ fn jam_call(
 }
 
 impl Translator<'_, '_> {
-    /// The transpose call of loop `o` with body `body`, if native transposes are on.
-    pub(super) fn transpose_call_of(&self, o: LoopId, body: &[Stmt]) -> Option<TransposeCall> {
-        let on = self.options.native_transpose && self.options.vectorize && self.wide.is_none();
-        on.then(|| transpose_call(self.k, o, body, self.options.stream_min_bytes))
-            .flatten()
-    }
-
     /// The loop the call starts at and those inside it as one call of the native transpose
     /// ([`TransposeCall`]).
     pub(super) fn emit_transpose_call(&mut self, call: &TransposeCall) -> Result<()> {
@@ -259,15 +253,6 @@ impl Translator<'_, '_> {
         );
         self.streamed |= call.stream;
         Ok(())
-    }
-
-    /// The jam of loop `l` with body `body`, if the module's conditions hold here.
-    pub(super) fn jam_of(&self, l: LoopId, body: &[Stmt]) -> Option<Jam> {
-        let parallel = matches!(self.parallel, Some((p, ..)) if p == l);
-        if !self.options.vectorize || self.wide.is_some() {
-            return None;
-        }
-        jam_plan(self.k, l, body, parallel)
     }
 
     /// Emits loop `l`, whose body is `jam`'s vector loop with body `inner_body`, four

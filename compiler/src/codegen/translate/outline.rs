@@ -12,7 +12,8 @@
 //! rows), running at least [`MIN_ITERATIONS`] iterations per entry (counting their nested
 //! loops': a call and its interface cost tens of cycles); not a span loop whose routine does
 //! the next loop's sum nor that loop (the partials pass between them in the kernel's frame),
-//! nor one a native routine may do in one call (nothing to compile). A kernel with fewer than
+//! nor one whose strategy is one call of a native routine (nothing to compile); all read from
+//! the kernel's [`KernelStrategy`], which records the choice. A kernel with fewer than
 //! two keeps all inline (one would leave nothing to compile beside it), as does one whose
 //! search would enter a jammed loop. Of these the largest by [`cost`] is outlined, then the
 //! next largest while what is outlined stays within half the kernel's cost
@@ -39,7 +40,8 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use weft_ir::arena::EntityRef;
 use weft_ir::loop_ir::{AccId, Inst, Kernel, LoopId, Stmt, ValueId};
 
-use super::{clif_type, jam, span, AccRepr, Repr, Result, Translator};
+use super::{clif_type, AccRepr, Repr, Result, Translator};
+use crate::codegen::strategy::{KernelStrategy, LoopStrategy};
 
 /// Iterations per call (the loop's extent times its largest nested loop's, recursively) below
 /// which a loop stays inline.
@@ -100,15 +102,15 @@ pub(crate) struct Outlining {
 }
 
 impl Outlining {
-    /// Outlining for `kernel`, whose function is `func` with its imports declared.
+    /// Outlining of the loops `strategy` chose, for a kernel whose function is `func` with its
+    /// imports declared.
     pub(crate) fn new(
-        kernel: &Kernel,
+        strategy: &KernelStrategy,
         func: &Function,
-        policy: OutlinePolicy,
         frontend: TargetFrontendConfig,
     ) -> Self {
         Self {
-            candidates: outline_candidates(kernel, policy),
+            candidates: strategy.outlined().to_vec(),
             imports: (
                 func.params.user_named_funcs().len(),
                 func.dfg.signatures.len(),
@@ -142,7 +144,11 @@ impl Outlining {
 /// ([`cost`]), then the next largest while what is outlined stays within half the kernel's
 /// cost — two threads then compile about equal shares (every one, for [`OutlinePolicy::EVERY`]).
 /// None if fewer than `min_loops` qualify.
-pub(crate) fn outline_candidates(kernel: &Kernel, policy: OutlinePolicy) -> Vec<LoopId> {
+pub(crate) fn outline_candidates(
+    kernel: &Kernel,
+    policy: OutlinePolicy,
+    strategy: &KernelStrategy,
+) -> Vec<LoopId> {
     let mut top = match (kernel.parallel_loop(), kernel.body.as_slice()) {
         (Some(_), [Stmt::Loop { body, .. }]) => body.as_slice(),
         _ => kernel.body.as_slice(),
@@ -157,7 +163,7 @@ pub(crate) fn outline_candidates(kernel: &Kernel, policy: OutlinePolicy) -> Vec<
         });
         match (loops.next(), loops.next()) {
             (Some((l, only)), None) if only.iter().any(|s| matches!(s, Stmt::Loop { .. })) => {
-                if jam::jam_plan(kernel, l, only, kernel.parallel_loop() == Some(l)).is_some() {
+                if matches!(strategy.of(l), Some(LoopStrategy::Jam(_))) {
                     return Vec::new();
                 }
                 top = only
@@ -171,10 +177,10 @@ pub(crate) fn outline_candidates(kernel: &Kernel, policy: OutlinePolicy) -> Vec<
     // the routine's partials pass from one to the other in the kernel's frame.
     let paired: Vec<LoopId> = found
         .iter()
-        .filter_map(|&(l, body, _)| Some([l, span::span_plan(kernel, l, body)?.sum?.loop_id]))
+        .filter_map(|&(l, _, _)| Some([l, strategy.sums_for(l)?]))
         .flatten()
         .collect();
-    found.retain(|&(l, body, _)| !paired.contains(&l) && !done_by_a_routine(kernel, l, body));
+    found.retain(|&(l, _, _)| !paired.contains(&l) && !strategy.done_by_a_routine(l));
     if found.len() < policy.min_loops {
         return Vec::new();
     }
@@ -189,19 +195,6 @@ pub(crate) fn outline_candidates(kernel: &Kernel, policy: OutlinePolicy) -> Vec<
         }
     }
     chosen
-}
-
-/// Whether loop `l` (body `body`) may be one call of a native routine (a span's extreme or
-/// sum, a scaled streamed copy, a transpose), whatever the options: as a function of its own
-/// it would only add a function and a call to compile.
-fn done_by_a_routine(k: &Kernel, l: LoopId, body: &[Stmt]) -> bool {
-    span::extreme_span_plan(k, l, body, true).is_some()
-        || span::extreme_rows_plan(k, l, body).is_some()
-        || span::arg_extreme_span_plan(k, l, body).is_some()
-        || span::sum_span_plan(k, l, body, true).is_some()
-        || span::stream_plan(k, l, body, 0, true)
-            .is_some_and(|t| span::scaled_copy(k, l, body, &t).is_some())
-        || jam::transpose_call(k, l, body, None).is_some()
 }
 
 /// The loops of `body` (inside `if` bodies too, not inside other loops) of at least `min`
@@ -478,11 +471,11 @@ impl Translator<'_, '_> {
         let (table, io) = (params[0], params[1]);
         let mut t = Translator::new(
             self.k,
+            self.strategy,
             b,
             self.options,
             self.pow,
             table,
-            self.widened_from.clone(),
             self.reduced_only.clone(),
         );
         let loaded: Vec<Value> = (0..tys.len())

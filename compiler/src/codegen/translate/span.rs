@@ -101,6 +101,7 @@
 //! loop's own; so results are unchanged, only the time moves.
 
 use super::*;
+use crate::codegen::strategy::Stream;
 use weft_runtime::span_sum::{sum_mode, SumArg, SumTerm};
 use weft_runtime::vmath::ArgForm;
 
@@ -1156,30 +1157,6 @@ struct SourceArgs {
 }
 
 impl Translator<'_, '_> {
-    /// The span function of loop `l`, if the options allow it and its conditions hold.
-    pub(super) fn span_of(&self, l: LoopId, body: &[Stmt]) -> Option<SpanCall> {
-        if !self.options.span_math || !self.options.vectorize || self.wide.is_some() {
-            return None;
-        }
-        span_plan(self.k, l, body)
-    }
-
-    /// The [`ReduceSpan`] of loop `l`, if the options allow it and its conditions hold.
-    pub(super) fn reduce_span_of(&self, l: LoopId, body: &[Stmt]) -> Option<ReduceSpan> {
-        if !self.options.span_math || !self.options.vectorize || self.wide.is_some() {
-            return None;
-        }
-        reduce_span_plan(self.k, l, body)
-    }
-
-    /// The [`ExtremeSpan`] of loop `l`, if the options allow it and its conditions hold.
-    pub(super) fn extreme_span_of(&self, l: LoopId, body: &[Stmt]) -> Option<ExtremeSpan> {
-        if !self.options.span_math || !self.options.vectorize || self.wide.is_some() {
-            return None;
-        }
-        extreme_span_plan(self.k, l, body, self.options.span_math)
-    }
-
     /// Loop `l` as one call of the extreme routine over its range ([`ExtremeSpan`]), the
     /// result combined into the accumulator.
     pub(super) fn emit_extreme_span(&mut self, l: LoopId, span: &ExtremeSpan) -> Result<()> {
@@ -1209,14 +1186,6 @@ impl Translator<'_, '_> {
         Ok(())
     }
 
-    /// The [`ExtremeRows`] of loop `l`, if the options allow it and its conditions hold.
-    pub(super) fn extreme_rows_of(&self, l: LoopId, body: &[Stmt]) -> Option<ExtremeRows> {
-        if !self.options.span_math || !self.options.vectorize || self.wide.is_some() {
-            return None;
-        }
-        extreme_rows_plan(self.k, l, body)
-    }
-
     /// Loop `l` as one call of the column extreme routine over its range ([`ExtremeRows`]).
     pub(super) fn emit_extreme_rows(&mut self, l: LoopId, plan: &ExtremeRows) -> Result<()> {
         let len = self.range_len(l);
@@ -1242,14 +1211,6 @@ impl Translator<'_, '_> {
             &[acc, src, stride, rows, len, min, ahead],
         );
         Ok(())
-    }
-
-    /// The [`ArgExtremeSpan`] of loop `l`, if the options allow it and its conditions hold.
-    pub(super) fn arg_extreme_span_of(&self, l: LoopId, body: &[Stmt]) -> Option<ArgExtremeSpan> {
-        if !self.options.span_math || !self.options.vectorize || self.wide.is_some() {
-            return None;
-        }
-        arg_extreme_span_plan(self.k, l, body)
     }
 
     /// Loop `l` as one call of the arg routine over its range ([`ArgExtremeSpan`]): the
@@ -1313,14 +1274,6 @@ impl Translator<'_, '_> {
         let nan_at = self.b.ins().iadd(start, nan_at);
         self.arg_step(nan_acc, ReduceKind::ArgMax, ScalarType::I32, flag, nan_at);
         Ok(())
-    }
-
-    /// The [`SumSpan`] of loop `l`, if the options allow it and its conditions hold.
-    pub(super) fn sum_span_of(&self, l: LoopId, body: &[Stmt]) -> Option<SumSpan> {
-        if !self.options.vectorize || self.wide.is_some() {
-            return None;
-        }
-        sum_span_plan(self.k, l, body, self.options.span_math)
     }
 
     /// Loop `l` as one call of the sum routine over its range ([`SumSpan`]), given the
@@ -1494,15 +1447,6 @@ impl Translator<'_, '_> {
         }
     }
 
-    /// The store of loop `l` to stream, if the options allow it and its conditions hold.
-    pub(super) fn stream_of(&self, l: LoopId, body: &[Stmt]) -> Option<BufferAccessExpr> {
-        let min_bytes = self.options.stream_min_bytes?;
-        if !self.options.vectorize || self.wide.is_some() {
-            return None;
-        }
-        stream_plan(self.k, l, body, min_bytes, self.options.span_math)
-    }
-
     /// Emits vector loop `l` as blocks of at most [`block_len`] iterations (or whole, if no
     /// longer), each with the span call and split of `span` and the staging and streaming
     /// copy of `stream`.
@@ -1510,14 +1454,15 @@ impl Translator<'_, '_> {
         &mut self,
         l: LoopId,
         body: &[Stmt],
+        plan: &WidePlan,
         span: Option<&SpanCall>,
-        stream: Option<&BufferAccessExpr>,
+        stream: Option<&Stream>,
     ) -> Result<()> {
         if let Some(sum) = span.and_then(|s| s.sum.as_ref()) {
             self.begin_span_sum(sum);
         }
-        let block = block_len(self.k, l, span, stream);
-        self.in_blocks(l, block, |t| t.emit_block(l, body, span, stream))
+        let block = block_len(self.k, l, span, stream.map(|s| &s.target));
+        self.in_blocks(l, block, |t| t.emit_block(l, body, plan, span, stream))
     }
 
     /// `emit` once over loop `l`'s range if it is at most `block` long, else in a loop of
@@ -1556,23 +1501,24 @@ impl Translator<'_, '_> {
         &mut self,
         l: LoopId,
         body: &[Stmt],
+        plan: &WidePlan,
         span: Option<&SpanCall>,
-        stream: Option<&BufferAccessExpr>,
+        stream: Option<&Stream>,
     ) -> Result<()> {
-        if let (Some(target), None) = (stream, span) {
-            if let Some(copy) = scaled_copy(self.k, l, body, target) {
-                return self.emit_scaled_copy(l, body, target, &copy);
-            }
+        if let Some(Stream {
+            target,
+            scaled: Some(copy),
+        }) = stream
+        {
+            return self.emit_scaled_copy(l, plan, target, copy);
         }
+        let stream = stream.map(|s| &s.target);
         if let Some(target) = stream {
             self.begin_staging(l, target)?;
         }
         let emitted = match span {
             Some(span) => self.emit_span_loops(l, body, span),
-            None => {
-                let wide_plan = plan(self.k, l, body);
-                self.emit_loop_as(l, body, wide_plan.as_ref(), &[])
-            }
+            None => self.emit_loop_as(l, body, Some(plan), &[]),
         };
         let staged = self.staging.take();
         emitted?;
@@ -1685,7 +1631,7 @@ impl Translator<'_, '_> {
     fn emit_scaled_copy(
         &mut self,
         l: LoopId,
-        body: &[Stmt],
+        p: &WidePlan,
         target: &BufferAccessExpr,
         copy: &ScaledCopy,
     ) -> Result<()> {
@@ -1697,9 +1643,6 @@ impl Translator<'_, '_> {
         let by = self.scalar(copy.by)?;
         let (r, s, step) = match copy.op {
             BinaryOp::Div => {
-                let Some(p) = plan(self.k, l, body) else {
-                    return self.internal(format!("scaled copy %{l} has no vector plan"));
-                };
                 let (r, s) = self.scaled_reciprocal(by);
                 (r, s, i64::from(p.lanes * p.parts))
             }
@@ -1751,10 +1694,9 @@ impl Translator<'_, '_> {
         slot: StackSlot,
         terms: Option<(&ReduceSpan, StackSlot)>,
     ) -> Result<()> {
-        let Some(p) = plan(self.k, m, body) else {
-            return self.internal(format!("span-summed loop %{m} has no vector plan"));
-        };
-        let narrow = f32_partials(self.k, &p, body, &self.widened_from);
+        let VectorLoop {
+            plan: p, narrow, ..
+        } = self.vector_strategy(m)?;
         let [acc] = narrow[..] else {
             return self.internal(format!(
                 "span-summed loop %{m} sums {} f32 partials",
@@ -1764,7 +1706,7 @@ impl Translator<'_, '_> {
         let Some(scalar) = self.accs[acc.index()].clone() else {
             return self.internal(format!("accumulator %{acc} summed before its declaration"));
         };
-        let before = self.acc_vars_now(&narrow);
+        let before = self.acc_vars_now(narrow);
         let width = p.lanes * p.parts;
         let base = self.b.ins().stack_addr(types::I64, slot, 0);
         let parts: Vec<Value> = (0..width / 4)
@@ -1792,10 +1734,10 @@ impl Translator<'_, '_> {
         }
         match terms {
             // The terms are the routine's: its re-run computes them again (see the method).
-            Some((span, scratch)) => self.rerun_unless_finite_with(m, &narrow, before, |t| {
+            Some((span, scratch)) => self.rerun_unless_finite_with(m, narrow, before, |t| {
                 t.rerun_reduce_span(m, span, scratch, acc)
             }),
-            None => self.rerun_unless_finite(m, body, &narrow, before),
+            None => self.rerun_unless_finite(m, body, narrow, before),
         }
     }
 
@@ -1821,14 +1763,6 @@ impl Translator<'_, '_> {
         self.loop_vals[row] = Some(current);
         self.loop_vals[first] = saved;
         Ok(self.address(&next.load, index?))
-    }
-
-    /// The pass prefetch of vector loop `l`, if the options allow it and its conditions hold.
-    pub(super) fn pass_prefetch_of(&self, l: LoopId, body: &[Stmt]) -> Option<NextRow> {
-        if !self.options.vectorize || self.wide.is_some() {
-            return None;
-        }
-        pass_prefetch(self.k, l, body, self.options.span_math)
     }
 
     /// The prefetches of one vector step of loop `l` starting at `i` ([`pass_prefetch`]):

@@ -1,0 +1,371 @@
+//! The loop-strategy pass: how code generation emits each loop of a kernel, decided once.
+//!
+//! Assumes: a verified kernel and the code generator's resolved switches
+//! ([`TranslateOptions`]: the host's features already applied).
+//!
+//! Guarantees: every loop the translator can reach outside vector code has one
+//! [`LoopStrategy`], holding the plans its emission needs, and the kernel's outlined loops are
+//! chosen from these; the translator (`translate.rs`, `outline.rs`) and `weft explain` read
+//! the record and evaluate none of the predicates below themselves.
+//!
+//! A loop's strategy is the first that holds, in this order: one call of the native transpose
+//! for it and the loops it continues; four iterations at a time around its vector loop (a
+//! jam); the arg-extreme span routine; the column-extreme routine; then, for a loop annotated
+//! `vectorize` with a vector plan, the extreme span routine, the sum span routine, or its own
+//! vector steps (with, as it applies, f32 partials, a span routine that reads or computes its
+//! terms, staged and streamed stores, a prefetched later row); else scalar. A loop nested in
+//! a vector loop runs in that loop's lanes: its strategy here is the one it gets where it is
+//! emitted outside vector code (the cold f64 re-run of a loop with f32 partials).
+
+use weft_ir::arena::EntityRef;
+use weft_ir::loop_ir::{AccId, BufferAccessExpr, Kernel, LoopId, Stmt, ValueId};
+
+use super::translate::jam::{self, Jam, TransposeCall};
+use super::translate::outline::outline_candidates;
+use super::translate::span::{
+    self, ArgExtremeSpan, ExtremeRows, ExtremeSpan, NextRow, ReduceSpan, ScaledCopy, SpanCall,
+    SumSpan,
+};
+use super::translate::{f32_partials, widenings, TranslateOptions};
+use super::vectorize::{self, WidePlan};
+
+/// How each loop of one kernel is emitted, and which loops become functions of their own.
+#[derive(Clone, Debug, Default)]
+pub struct KernelStrategy {
+    /// Per loop (by index): its strategy; `None` for a loop a transpose call covers.
+    loops: Vec<Option<LoopStrategy>>,
+    /// The loops compiled as functions of their own ([`outline_candidates`]).
+    outlined: Vec<LoopId>,
+    /// Per value: the f32 value it is `convert` of, if it widens one to f64 ([`widenings`]).
+    widened_from: Vec<Option<ValueId>>,
+}
+
+/// How one loop is emitted.
+#[derive(Clone, Debug)]
+pub(crate) enum LoopStrategy {
+    /// One call of the native transpose for this loop and the loops the call covers.
+    Transpose(TransposeCall),
+    /// Four iterations at a time around its vector loop ([`jam`]).
+    Jam(Jam),
+    /// One call of the arg-extreme span routine.
+    ArgExtremeSpan(ArgExtremeSpan),
+    /// One call of the column-extreme routine.
+    ExtremeRows(ExtremeRows),
+    /// One call of the extreme span routine.
+    ExtremeSpan(ExtremeSpan),
+    /// One call of the sum span routine.
+    SumSpan(SumSpan),
+    /// Vector steps of Cranelift lanes, then a scalar tail.
+    Vector(Box<VectorLoop>),
+    /// One iteration at a time (or `unroll` at a time).
+    Scalar(ScalarLoop),
+}
+
+/// A loop emitted as its own vector steps.
+#[derive(Clone, Debug)]
+pub(crate) struct VectorLoop {
+    pub plan: WidePlan,
+    /// Accumulators whose vector partials stay f32 (the loop re-runs in f64 if a total is not
+    /// finite).
+    pub narrow: Vec<AccId>,
+    /// A later row its steps prefetch.
+    pub prefetch: Option<NextRow>,
+    /// A native routine that does part of its work.
+    pub routine: VectorRoutine,
+    /// An earlier sibling whose span routine does this loop's vector pass as it stores.
+    pub summed_by: Option<SummedBy>,
+}
+
+impl VectorLoop {
+    /// The span function its routine computes, if any.
+    pub(crate) fn span(&self) -> Option<&SpanCall> {
+        match &self.routine {
+            VectorRoutine::Blocked { span, .. } => span.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// Its streamed stores, if any.
+    pub(crate) fn stream(&self) -> Option<&Stream> {
+        match &self.routine {
+            VectorRoutine::Blocked { stream, .. } => stream.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+/// The part of a vector loop's work a native routine does.
+#[derive(Clone, Debug)]
+pub(crate) enum VectorRoutine {
+    None,
+    /// The span routine reads and sums the terms ([`ReduceSpan`]); only with f32 partials.
+    ReduceSpan(ReduceSpan),
+    /// In blocks: a span function taken out of the loop, stores staged and streamed out, or
+    /// both; only without f32 partials.
+    Blocked {
+        span: Option<Box<SpanCall>>,
+        stream: Option<Box<Stream>>,
+    },
+}
+
+/// Stores of a vector loop staged in L1 and streamed out.
+#[derive(Clone, Debug)]
+pub(crate) struct Stream {
+    pub target: BufferAccessExpr,
+    /// The whole loop as one call of the scaled-copy routine, if its body is one.
+    pub scaled: Option<ScaledCopy>,
+}
+
+/// The span loop that sums a later loop's terms as it stores them.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SummedBy {
+    pub span_loop: LoopId,
+    pub acc: AccId,
+    /// f32 partials.
+    pub width: u32,
+}
+
+/// A loop emitted without vectors.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ScalarLoop {
+    pub unroll: u32,
+    pub why: ScalarWhy,
+}
+
+/// Why a loop is scalar.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ScalarWhy {
+    /// Not annotated `vectorize`.
+    NotAnnotated,
+    /// Vectorisation is off (`CodegenOptions::vectorize`).
+    Off,
+    /// `vectorize::plan` refused it.
+    Refused,
+}
+
+impl KernelStrategy {
+    /// The strategy of loop `l`; `None` if a transpose call covers it.
+    pub(crate) fn of(&self, l: LoopId) -> Option<&LoopStrategy> {
+        self.loops.get(l.index()).and_then(Option::as_ref)
+    }
+
+    /// The loops compiled as functions of their own.
+    pub(crate) fn outlined(&self) -> &[LoopId] {
+        &self.outlined
+    }
+
+    /// Per value of the kernel: the f32 value it is `convert` of, if it widens one to f64.
+    pub(crate) fn widened_from(&self) -> &[Option<ValueId>] {
+        &self.widened_from
+    }
+
+    /// Whether loop `l` is one call of a native routine: as a function of its own it would
+    /// only add a function and a call to compile.
+    pub(crate) fn done_by_a_routine(&self, l: LoopId) -> bool {
+        match self.of(l) {
+            Some(
+                LoopStrategy::Transpose(_)
+                | LoopStrategy::ArgExtremeSpan(_)
+                | LoopStrategy::ExtremeRows(_)
+                | LoopStrategy::ExtremeSpan(_)
+                | LoopStrategy::SumSpan(_),
+            ) => true,
+            Some(LoopStrategy::Vector(v)) => {
+                v.span().is_none() && v.stream().is_some_and(|s| s.scaled.is_some())
+            }
+            _ => false,
+        }
+    }
+
+    /// The later loop whose vector pass loop `l`'s span routine does, if any.
+    pub(crate) fn sums_for(&self, l: LoopId) -> Option<LoopId> {
+        match self.of(l) {
+            Some(LoopStrategy::Vector(v)) => v.span()?.sum.as_ref().map(|s| s.loop_id),
+            _ => None,
+        }
+    }
+}
+
+/// Decides every loop of `k` for a translator with `options`.
+pub(crate) fn decide(k: &Kernel, options: &TranslateOptions) -> KernelStrategy {
+    let widened_from = widenings(k);
+    let mut s = KernelStrategy {
+        loops: vec![None; k.loops.len()],
+        outlined: Vec::new(),
+        widened_from: Vec::new(),
+    };
+    decide_body(k, &k.body, options, &widened_from, &mut s);
+    s.widened_from = widened_from;
+    if let Some(policy) = options.outline {
+        s.outlined = outline_candidates(k, policy, &s);
+    }
+    s
+}
+
+/// Decides the loops of `body` and of the bodies inside them.
+fn decide_body(
+    k: &Kernel,
+    body: &[Stmt],
+    options: &TranslateOptions,
+    widened_from: &[Option<ValueId>],
+    s: &mut KernelStrategy,
+) {
+    for st in body {
+        let (l, inner) = match st {
+            Stmt::Loop { loop_id, body } => (*loop_id, body.as_slice()),
+            Stmt::If { body, .. } => {
+                decide_body(k, body, options, widened_from, s);
+                continue;
+            }
+            _ => continue,
+        };
+        // A loop whose vector pass an earlier sibling's routine does is emitted by that
+        // before anything else is considered.
+        let by = summed_by(s, body, l);
+        let strategy = match by.and_then(|_| vector_loop(k, l, inner, options, widened_from)) {
+            Some(v) => LoopStrategy::Vector(Box::new(VectorLoop { summed_by: by, ..v })),
+            None => decide_loop(k, l, inner, options, widened_from),
+        };
+        let transpose = matches!(strategy, LoopStrategy::Transpose(_));
+        s.loops[l.index()] = Some(strategy);
+        if !transpose {
+            decide_body(k, inner, options, widened_from, s);
+        }
+    }
+}
+
+/// The span loop among `siblings` before `l` whose routine sums `l`'s terms, as decided.
+fn summed_by(s: &KernelStrategy, siblings: &[Stmt], l: LoopId) -> Option<SummedBy> {
+    siblings.iter().find_map(|st| match st {
+        Stmt::Loop { loop_id, .. } if *loop_id != l => match s.of(*loop_id)? {
+            LoopStrategy::Vector(v) => {
+                v.span()?
+                    .sum
+                    .as_ref()
+                    .filter(|sum| sum.loop_id == l)
+                    .map(|sum| SummedBy {
+                        span_loop: *loop_id,
+                        acc: sum.acc,
+                        width: sum.width,
+                    })
+            }
+            _ => None,
+        },
+        _ => None,
+    })
+}
+
+/// The strategy of loop `l` (body `body`), emitted outside vector code.
+fn decide_loop(
+    k: &Kernel,
+    l: LoopId,
+    body: &[Stmt],
+    o: &TranslateOptions,
+    widened_from: &[Option<ValueId>],
+) -> LoopStrategy {
+    let spans = o.span_math && o.vectorize;
+    if o.native_transpose && o.vectorize {
+        if let Some(call) = jam::transpose_call(k, l, body, o.stream_min_bytes) {
+            return LoopStrategy::Transpose(call);
+        }
+    }
+    if o.vectorize {
+        if let Some(jam) = jam::jam_plan(k, l, body, k.parallel_loop() == Some(l)) {
+            return LoopStrategy::Jam(jam);
+        }
+    }
+    if spans {
+        if let Some(arg) = span::arg_extreme_span_plan(k, l, body) {
+            return LoopStrategy::ArgExtremeSpan(arg);
+        }
+        if let Some(rows) = span::extreme_rows_plan(k, l, body) {
+            return LoopStrategy::ExtremeRows(rows);
+        }
+    }
+    let annotations = k.loops[l].annotations;
+    let scalar = |why| {
+        LoopStrategy::Scalar(ScalarLoop {
+            unroll: annotations.unroll,
+            why,
+        })
+    };
+    if !annotations.vectorize {
+        return scalar(ScalarWhy::NotAnnotated);
+    }
+    if !o.vectorize {
+        return scalar(ScalarWhy::Off);
+    }
+    let Some(plan) = vectorize::plan(k, l, body) else {
+        return scalar(ScalarWhy::Refused);
+    };
+    if spans {
+        if let Some(extreme) = span::extreme_span_plan(k, l, body, o.span_math) {
+            return LoopStrategy::ExtremeSpan(extreme);
+        }
+    }
+    if let Some(sum) = span::sum_span_plan(k, l, body, o.span_math) {
+        return LoopStrategy::SumSpan(sum);
+    }
+    LoopStrategy::Vector(Box::new(vector_steps(k, l, body, plan, o, widened_from)))
+}
+
+/// Loop `l` (body `body`) as vector steps, if it has a vector plan.
+fn vector_loop(
+    k: &Kernel,
+    l: LoopId,
+    body: &[Stmt],
+    o: &TranslateOptions,
+    widened_from: &[Option<ValueId>],
+) -> Option<VectorLoop> {
+    let plan = vectorize::plan(k, l, body)?;
+    Some(vector_steps(k, l, body, plan, o, widened_from))
+}
+
+/// Loop `l` (body `body`) as vector steps by `plan`, with the routines that may do part of
+/// its work.
+fn vector_steps(
+    k: &Kernel,
+    l: LoopId,
+    body: &[Stmt],
+    plan: WidePlan,
+    o: &TranslateOptions,
+    widened_from: &[Option<ValueId>],
+) -> VectorLoop {
+    let spans = o.span_math && o.vectorize;
+    let narrow = f32_partials(k, &plan, body, widened_from);
+    let routine = if narrow.is_empty() {
+        let span = spans
+            .then(|| span::span_plan(k, l, body))
+            .flatten()
+            .map(Box::new);
+        let stream = o
+            .stream_min_bytes
+            .and_then(|min| span::stream_plan(k, l, body, min, o.span_math))
+            .map(|target| {
+                Box::new(Stream {
+                    scaled: span
+                        .is_none()
+                        .then(|| span::scaled_copy(k, l, body, &target))
+                        .flatten(),
+                    target,
+                })
+            });
+        if span.is_some() || stream.is_some() {
+            VectorRoutine::Blocked { span, stream }
+        } else {
+            VectorRoutine::None
+        }
+    } else {
+        match spans.then(|| span::reduce_span_plan(k, l, body)).flatten() {
+            Some(reduce) => VectorRoutine::ReduceSpan(reduce),
+            None => VectorRoutine::None,
+        }
+    };
+    VectorLoop {
+        prefetch: span::pass_prefetch(k, l, body, o.span_math),
+        plan,
+        narrow,
+        routine,
+        summed_by: None,
+    }
+}
