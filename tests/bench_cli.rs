@@ -156,3 +156,31 @@ fn the_train_step_workload_is_a_momentum_step_that_lowers_the_loss() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(v["modes"][0]["median_ms"].as_f64().unwrap() > 0.0, "{v}");
 }
+
+/// Every extra mode is compiled and timed in the same rounds, after fused and unfused.
+#[test]
+fn bench_times_each_extra_mode_asked_for() {
+    let path = common::example_paths()
+        .into_iter()
+        .find(|p| p.ends_with("l2.weft"))
+        .unwrap();
+    let out = common::output_ok(
+        common::weft_command()
+            .arg("bench")
+            .arg(&path)
+            .args(["--runs", "2", "--warmup", "1", "--json"])
+            .args(["--skip-interp", "--ordinary-stores", "--cranelift-lanes"]),
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let modes = v["modes"].as_array().unwrap();
+    let names: Vec<&str> = modes.iter().map(|m| m["mode"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "fused",
+            "unfused",
+            "fused-ordinary-stores",
+            "fused-cranelift-lanes"
+        ]
+    );
+}

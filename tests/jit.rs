@@ -1776,10 +1776,12 @@ fn plain_and_squared_sums_give_the_inline_bits() {
         })
         .collect();
     assert_native_gives_inline_bits(&g, &inputs, "sum routine in one call", "layernorm");
-    // Beside every other loop nest outlined (the sums stay calls in the row loop): the bits
+    // Beside every other loop nest outlined (the sums stay calls in the row loop; the last
+    // pass a Cranelift loop, not an assembled leaf loop, which is never outlined): the bits
     // of the inline code without routines.
     let every = weft::CodegenOptions {
         outline: weft::Outline::Every,
+        leaf_loops: false,
         ..Default::default()
     };
     let plain = weft::CodegenOptions {
@@ -2068,9 +2070,11 @@ fn outlined_loop_nests_compute_the_inline_bits() {
         )
         .unwrap(),
     ];
+    // Leaf loops off: an assembled leaf loop is never outlined (nothing to compile).
     let run = |outline, threads| {
         let codegen = weft::CodegenOptions {
             outline,
+            leaf_loops: false,
             ..Default::default()
         };
         codegen_run(&graph, &inputs, codegen, Some(threads))
@@ -2081,6 +2085,7 @@ fn outlined_loop_nests_compute_the_inline_bits() {
             threads: Some(threads),
             codegen: weft::CodegenOptions {
                 outline,
+                leaf_loops: false,
                 ..Default::default()
             },
             ..JitOptions::default()

@@ -14,6 +14,7 @@ use std::fmt::Write;
 
 use weft_ir::loop_ir::{BodyAccesses, BufferAccess, BufferAccessExpr, Kernel, LoopId, Stmt};
 
+use crate::codegen::leaf;
 use crate::codegen::strategy::{LoopStrategy, ScalarWhy, VectorLoop, VectorRoutine};
 use crate::codegen::translate::{jam, span};
 use crate::codegen::KernelStrategy;
@@ -393,6 +394,15 @@ fn loop_lines(
             }
         }
         LoopStrategy::Vector(v) => vector_lines(k, l, body, v, what),
+        LoopStrategy::Leaf(leaf) => what.push(format!(
+            "vectorised: {} lanes (f32x{}, AVX2 ymm) by an assembled leaf loop over the whole \
+             vectors ({} registers, {} streams), then the scalar tail, {}",
+            leaf::LANES,
+            leaf::LANES,
+            leaf.registers,
+            leaf.streams.len(),
+            vector_axis(k, l, body)
+        )),
         LoopStrategy::Scalar(scalar) => {
             match scalar.why {
                 ScalarWhy::Off => {

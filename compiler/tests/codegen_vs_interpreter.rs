@@ -891,20 +891,31 @@ fn check_op(expr: &str, inputs: &[BufferData], result: ScalarType, exact: bool) 
     let len = inputs[0].len();
     let operand_types: Vec<ScalarType> = inputs.iter().map(BufferData::ty).collect();
     let mut vector_code = false;
-    for vectorize in [false, true] {
+    // Scalar, Cranelift's vector lanes, and (where the host and the body allow) an assembled
+    // leaf loop.
+    for (vectorize, leaf_loops) in [(false, false), (true, false), (true, true)] {
         let text = op_kernel(&operand_types, result, expr, len, vectorize);
         let kernel = parse_kernel("op", &text).unwrap_or_else(|e| panic!("{e}\n{text}"));
         let mut expected = inputs.to_vec();
         expected.push(BufferData::zeros(result, len));
         interpret(&kernel, &mut expected).unwrap();
-        let compiler = JitCompiler::new().unwrap();
+        let compiler = JitCompiler::with_options(CodegenOptions {
+            leaf_loops,
+            ..CodegenOptions::default()
+        })
+        .unwrap();
         let (compiled, listing) = compiler.compile_with_listing(&kernel).unwrap();
-        vector_code |=
-            vectorize && (listing.clif.contains("f32x4") || listing.clif.contains("f64x2"));
+        vector_code |= vectorize
+            && !leaf_loops
+            && (listing.clif.contains("f32x4") || listing.clif.contains("f64x2"));
         let actual = run_compiled(&compiled, &kernel, &expected, None);
         let what = format!(
             "{expr} [{}]",
-            if vectorize { "vectorised" } else { "scalar" }
+            match (vectorize, leaf_loops) {
+                (false, _) => "scalar",
+                (true, false) => "vectorised",
+                (true, true) => "vectorised, leaf loops on",
+            }
         );
         assert_agrees(
             &what,

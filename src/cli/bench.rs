@@ -38,6 +38,9 @@ pub struct BenchOptions {
     /// Also time the fused JIT with every output written by ordinary stores
     /// (`CodegenOptions::stream_min_bytes = None`), as mode `fused-ordinary-stores`.
     pub ordinary_stores: bool,
+    /// Also time the fused JIT with every loop on Cranelift's 4-lane code, no assembled leaf
+    /// loops (`CodegenOptions::leaf_loops = false`), as mode `fused-cranelift-lanes`.
+    pub cranelift_lanes: bool,
     /// Also time this many more fused compiles, graph to callable (`Transformer` +
     /// `computation`, what a host does at start-up), after the calls; their median is
     /// reported as `compile_ms.whole_median`.
@@ -199,6 +202,14 @@ pub fn bench(graph: Graph, o: BenchOptions) -> Result<String, Error> {
         options.codegen.stream_min_bytes = None;
         modes.push((
             "fused-ordinary-stores",
+            Transformer::with_jit_options(graph.clone(), options)?,
+        ));
+    }
+    if o.cranelift_lanes {
+        let mut options = JitOptions::default();
+        options.codegen.leaf_loops = false;
+        modes.push((
+            "fused-cranelift-lanes",
             Transformer::with_jit_options(graph.clone(), options)?,
         ));
     }

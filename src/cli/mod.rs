@@ -222,6 +222,10 @@ enum Command {
         /// non-temporal streaming), as mode `fused-ordinary-stores`.
         #[arg(long)]
         ordinary_stores: bool,
+        /// Also time the fused JIT with every loop on Cranelift's 4-lane code (no assembled
+        /// leaf loops), as mode `fused-cranelift-lanes`.
+        #[arg(long)]
+        cranelift_lanes: bool,
         /// Also compile the graph fused this many more times, graph to callable (the peers'
         /// `compile` workload), and report the median.
         #[arg(long, default_value_t = 0)]
@@ -368,6 +372,7 @@ fn run(cli: Cli) -> Result<(), Error> {
             loop_nest,
             epilogue_apart,
             ordinary_stores,
+            cranelift_lanes,
             compiles,
         } => {
             let options = bench::BenchOptions {
@@ -378,6 +383,7 @@ fn run(cli: Cli) -> Result<(), Error> {
                 loop_nest,
                 epilogue_apart,
                 ordinary_stores,
+                cranelift_lanes,
                 compiles,
             };
             print!("{}", bench::bench(load(&file, &bind)?, options)?);
@@ -613,6 +619,7 @@ fn demo(dir: &Path) -> Result<(), Error> {
             loop_nest: false,
             epilogue_apart: false,
             ordinary_stores: false,
+            cranelift_lanes: false,
             compiles: 0,
         };
         let Ok(report) = load(file, &scaled).and_then(|g| bench::bench(g, options)) else {

@@ -31,7 +31,7 @@ use super::host::host_isa;
 use super::parallel::compile_all;
 use super::strategy::{self, KernelStrategy};
 use super::translate::outline::{outlined_signature, OutlinePolicy, OUTLINED_NAMESPACE};
-use super::translate::{kernel_signature, translate, PowRefs, TranslateOptions};
+use super::translate::{kernel_signature, translate, Imports, PowRefs, TranslateOptions};
 use super::STREAM_MIN_BYTES;
 use super::{CodegenError, HostFeatures};
 
@@ -62,6 +62,10 @@ pub struct CodegenOptions {
     /// Which loop nests of a kernel are compiled as functions of their own, at once on the
     /// compiler's threads ([`JitCompiler::with_pool`], `translate/outline.rs`).
     pub outline: Outline,
+    /// Assemble plain f32 vector loops (straight-line arithmetic over contiguous loads,
+    /// stored contiguously) as leaf loops 8 lanes wide when the host has AVX2
+    /// (`codegen/leaf.rs`; the same bits as Cranelift's 4-lane code).
+    pub leaf_loops: bool,
 }
 
 /// Which loop nests of a kernel become Cranelift functions of their own, so that they compile
@@ -101,6 +105,7 @@ impl Default for CodegenOptions {
             stream_min_bytes: Some(STREAM_MIN_BYTES),
             native_transpose: true,
             outline: Outline::WhenThreaded,
+            leaf_loops: true,
         }
     }
 }
@@ -237,6 +242,7 @@ impl JitCompiler {
                 .options
                 .outline
                 .policy(self.pool.as_ref().map_or(1, |p| p.threads())),
+            leaf_loops: self.options.leaf_loops && self.features.avx2,
         }
     }
 
@@ -344,13 +350,30 @@ impl JitCompiler {
                 &[],
             )?,
         };
+        // Each leaf loop assembled and defined into the module as a function of its own.
+        let leaf_sig = outlined_signature(call_conv);
+        let mut leaves = Vec::new();
+        for (l, leaf) in strategy.leaves() {
+            let code = leaf.assemble().map_err(|e| CodegenError::Cranelift {
+                kernel: kernel.name.clone(),
+                message: format!("assembling leaf loop %{l}: {e}"),
+            })?;
+            let fid = module
+                .declare_anonymous_function(&leaf_sig)
+                .map_err(module_error)?;
+            module
+                .define_function_bytes(fid, 16, &code, &[])
+                .map_err(module_error)?;
+            leaves.push((l, module.declare_func_in_func(fid, func)));
+        }
+        let imports = Imports { pow, leaves };
         let mut fctx = FunctionBuilderContext::new();
         let outlined = translate(
             kernel,
             strategy,
             func,
             &mut fctx,
-            pow,
+            &imports,
             self.translate_options(),
             self.isa.frontend_config(),
         )?;

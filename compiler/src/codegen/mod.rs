@@ -10,6 +10,7 @@ mod error;
 mod handoff;
 mod host;
 mod jit;
+pub(crate) mod leaf;
 mod math;
 mod parallel;
 pub(crate) mod strategy;

@@ -13,13 +13,15 @@
 //! jam); the arg-extreme span routine; the column-extreme routine; then, for a loop annotated
 //! `vectorize` with a vector plan, the extreme span routine, the sum span routine, or its own
 //! vector steps (with, as it applies, f32 partials, a span routine that reads or computes its
-//! terms, staged and streamed stores, a prefetched later row); else scalar. A loop nested in
+//! terms, staged and streamed stores, a prefetched later row) — or, where those are plain
+//! and the host allows, an assembled leaf loop at full width (`leaf.rs`); else scalar. A loop nested in
 //! a vector loop runs in that loop's lanes: its strategy here is the one it gets where it is
 //! emitted outside vector code (the cold f64 re-run of a loop with f32 partials).
 
 use weft_ir::arena::EntityRef;
 use weft_ir::loop_ir::{AccId, BufferAccessExpr, Kernel, LoopId, Stmt, ValueId};
 
+use super::leaf::LeafLoop;
 use super::translate::jam::{self, Jam, TransposeCall};
 use super::translate::outline::outline_candidates;
 use super::translate::span::{
@@ -57,6 +59,8 @@ pub(crate) enum LoopStrategy {
     SumSpan(SumSpan),
     /// Vector steps of Cranelift lanes, then a scalar tail.
     Vector(Box<VectorLoop>),
+    /// Whole vectors by an assembled leaf loop at full width, then the scalar tail.
+    Leaf(Box<LeafLoop>),
     /// One iteration at a time (or `unroll` at a time).
     Scalar(ScalarLoop),
 }
@@ -149,6 +153,14 @@ impl KernelStrategy {
         self.loops.get(l.index()).and_then(Option::as_ref)
     }
 
+    /// The leaf loops, in loop order.
+    pub(crate) fn leaves(&self) -> impl Iterator<Item = (LoopId, &LeafLoop)> {
+        self.loops.iter().enumerate().filter_map(|(i, s)| match s {
+            Some(LoopStrategy::Leaf(leaf)) => Some((LoopId::new(i), &**leaf)),
+            _ => None,
+        })
+    }
+
     /// The loops compiled as functions of their own.
     pub(crate) fn outlined(&self) -> &[LoopId] {
         &self.outlined
@@ -168,7 +180,8 @@ impl KernelStrategy {
                 | LoopStrategy::ArgExtremeSpan(_)
                 | LoopStrategy::ExtremeRows(_)
                 | LoopStrategy::ExtremeSpan(_)
-                | LoopStrategy::SumSpan(_),
+                | LoopStrategy::SumSpan(_)
+                | LoopStrategy::Leaf(_),
             ) => true,
             Some(LoopStrategy::Vector(v)) => {
                 v.span().is_none() && v.stream().is_some_and(|s| s.scaled.is_some())
@@ -306,7 +319,15 @@ fn decide_loop(
     if let Some(sum) = span::sum_span_plan(k, l, body, o.span_math) {
         return LoopStrategy::SumSpan(sum);
     }
-    LoopStrategy::Vector(Box::new(vector_steps(k, l, body, plan, o, widened_from)))
+    let v = vector_steps(k, l, body, plan, o, widened_from);
+    let plain = matches!(v.routine, VectorRoutine::None) && v.narrow.is_empty();
+    let leaf = (o.leaf_loops && plain && v.prefetch.is_none())
+        .then(|| LeafLoop::of(k, l, body))
+        .flatten();
+    match leaf {
+        Some(leaf) => LoopStrategy::Leaf(Box::new(leaf)),
+        None => LoopStrategy::Vector(Box::new(v)),
+    }
 }
 
 /// Loop `l` (body `body`) as vector steps, if it has a vector plan.

@@ -30,6 +30,7 @@ pub(crate) mod span;
 
 use outline::{OutlinePolicy, Outlining};
 
+use super::leaf::{self, LeafLoop, LeafScalar};
 use super::math::MathEmitter;
 use super::strategy::{KernelStrategy, LoopStrategy, VectorLoop, VectorRoutine};
 use super::vectorize::{depends_on, plan, stores, WidePlan};
@@ -74,6 +75,9 @@ pub(crate) struct TranslateOptions {
     /// Which loop nests become functions of their own, compiled at once ([`outline`]);
     /// `None`: none.
     pub outline: Option<OutlinePolicy>,
+    /// Whether plain f32 vector loops may be assembled leaf loops at full width
+    /// ([`leaf`](super::leaf)): the option, and the host has AVX2.
+    pub leaf_loops: bool,
 }
 
 /// Imported scalar functions: `pow` (`f32`, `f64`), and `sin`/`cos` for arguments too large
@@ -209,15 +213,22 @@ fn vector_type(ty: ScalarType) -> Type {
     }
 }
 
-/// Fills `func` (whose signature must be [`kernel_signature`], its imports `pow` declared)
-/// with the code of `kernel`; returns the functions it calls for the loops it outlined
+/// The functions a kernel's code calls, declared in its function: the imported routines, and
+/// per leaf loop of its strategy the assembled function ([`leaf`](super::leaf)).
+pub(crate) struct Imports {
+    pub pow: PowRefs,
+    pub leaves: Vec<(LoopId, FuncRef)>,
+}
+
+/// Fills `func` (whose signature must be [`kernel_signature`], its `imports` declared) with
+/// the code of `kernel`; returns the functions it calls for the loops it outlined
 /// ([`outline`]), the `i`th named `(OUTLINED_NAMESPACE, i)` in `func`.
 pub(crate) fn translate(
     kernel: &Kernel,
     strategy: &KernelStrategy,
     func: &mut Function,
     fctx: &mut FunctionBuilderContext,
-    pow: PowRefs,
+    imports: &Imports,
     options: TranslateOptions,
     frontend: TargetFrontendConfig,
 ) -> Result<Vec<Function>> {
@@ -235,11 +246,12 @@ pub(crate) fn translate(
         strategy,
         b,
         options,
-        pow,
+        imports.pow,
         table,
         reduced_only(kernel),
     );
     t.outlining = outlining;
+    t.leaves = imports.leaves.clone();
     if let Some(l) = kernel.parallel_loop() {
         let extent = kernel.loops[l].extent as i64;
         let zero = t.b.ins().iconst(types::I64, 0);
@@ -383,6 +395,8 @@ struct Translator<'a, 'b> {
     table: Value,
     /// Outlining of loop nests; `None` in an outlined function ([`outline`]).
     outlining: Option<Outlining>,
+    /// Each leaf loop's assembled function ([`Imports::leaves`]).
+    leaves: Vec<(LoopId, FuncRef)>,
 }
 
 type Result<T> = std::result::Result<T, CodegenError>;
@@ -435,6 +449,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             streamed: false,
             table,
             outlining: None,
+            leaves: Vec::new(),
         }
     }
 
@@ -506,6 +521,15 @@ impl<'a, 'b> Translator<'a, 'b> {
             _ if c == 1 => v,
             Some(k) => self.b.ins().iconst(types::I64, k.wrapping_mul(c)),
             None => self.b.ins().imul_imm_s(v, c),
+        }
+    }
+
+    /// `x + y` (wrapping), folded where either is a constant.
+    pub(super) fn add_values(&mut self, x: Value, y: Value) -> Value {
+        match (self.known_i64(x), self.known_i64(y)) {
+            (_, Some(c)) => self.add_const(x, c),
+            (Some(c), _) => self.add_const(y, c),
+            _ => self.b.ins().iadd(x, y),
         }
     }
 
@@ -597,7 +621,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             constant = constant.wrapping_add(c.wrapping_mul(offset));
             let term = self.mul_const(x, c);
             sum = Some(match sum {
-                Some(s) => self.b.ins().iadd(s, term),
+                Some(s) => self.add_values(s, term),
                 None => term,
             });
         }
@@ -614,7 +638,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             _ => (self.bases[access.buffer.index()], index),
         };
         let offset = self.mul_const(index, size);
-        self.b.ins().iadd(base, offset)
+        self.add_values(base, offset)
     }
 
     /// Whether every range of `access`'s mask holds at each of `lanes` (`None`: no mask).
@@ -1530,7 +1554,48 @@ impl<'a, 'b> Translator<'a, 'b> {
             LoopStrategy::SumSpan(sum) => self.emit_sum_span(l, sum),
             LoopStrategy::Scalar(_) => self.emit_loop_as(l, body, None, &[]),
             LoopStrategy::Vector(v) => self.emit_vector_loop(l, body, v),
+            LoopStrategy::Leaf(leaf) => self.emit_leaf_loop(l, body, leaf),
         }
+    }
+
+    /// Emits loop `l` as a call of its assembled leaf loop over the whole vectors of its
+    /// range, then its scalar tail.
+    fn emit_leaf_loop(&mut self, l: LoopId, body: &[Stmt], leaf: &LeafLoop) -> Result<()> {
+        let Some(&(_, callee)) = self.leaves.iter().find(|(m, _)| *m == l) else {
+            return self.internal(format!("leaf loop %{l} has no function"));
+        };
+        let entries = leaf.streams.len() + leaf.scalars.len();
+        let slot = self.b.create_sized_stack_slot(StackSlotData::new(
+            StackSlotKind::ExplicitSlot,
+            (8 * entries).max(8) as u32,
+            3,
+        ));
+        let args = self.b.ins().stack_addr(types::I64, slot, 0);
+        let flags = MemFlagsData::trusted();
+        for (j, access) in leaf.streams.iter().enumerate() {
+            let first = self.first_index(l, access)?;
+            let address = self.address(access, first);
+            self.b.ins().store(flags, address, args, (8 * j) as i32);
+        }
+        for (j, &scalar) in leaf.scalars.iter().enumerate() {
+            let x = match scalar {
+                LeafScalar::Value(v) => self.scalar(v)?,
+                LeafScalar::Reciprocal(d) => self.scaled_reciprocal(self.scalar(d)?).0,
+                LeafScalar::Scale(d) => self.scaled_reciprocal(self.scalar(d)?).1,
+            };
+            let at = 8 * (leaf.streams.len() + j) as i32;
+            self.b.ins().store(flags, x, args, at);
+        }
+        let len = self.range_len(l);
+        let whole = self.b.ins().band_imm_s(len, !(i64::from(leaf::LANES) - 1));
+        self.b.ins().call(callee, &[args, whole]);
+        let (start, end) = self.loop_range(l);
+        let counter = self.b.declare_var(types::I64);
+        let tail = self.add_values(start, whole);
+        self.b.def_var(counter, tail);
+        self.emit_steps(l, body, counter, end, 1)?;
+        self.loop_vals[l.index()] = None;
+        Ok(())
     }
 
     /// Emits loop `l` by its vector strategy `v`.

@@ -478,6 +478,7 @@ impl Translator<'_, '_> {
             table,
             self.reduced_only.clone(),
         );
+        t.leaves = self.leaves.clone();
         let loaded: Vec<Value> = (0..tys.len())
             .map(|j| {
                 t.b.ins()

@@ -1,0 +1,546 @@
+//! Leaf loops at full vector width, assembled: issue 61's mechanism (docs/benchmarks.md, "the
+//! spike"), first for stored f32 arithmetic.
+//!
+//! Cranelift's x86 back end emits 128-bit vectors only. A leaf loop — a vector loop whose body
+//! is straight-line f32 arithmetic (`add`, `sub`, `mul`, `div`, `neg`, `abs`, `sqrt`,
+//! `square`, `reciprocal`) over contiguous unmasked loads, values from outside the loop and
+//! constants, stored contiguously — is instead assembled as machine code with `iced-x86`, 8
+//! lanes a vector in `ymm` registers (AVX2), and defined into the kernel's own module as a
+//! function `(args, n)`; the kernel calls it for the whole vectors of its range and runs its
+//! own scalar tail after. `args` holds 8-byte entries: each access's address at the range's
+//! first iteration (a load the same for every iteration is broadcast once), then each value
+//! from outside the loop (f32 bits). Constants are immediates in the code.
+//!
+//! Assumes: the loop has a vector plan (its iterations are independent: `vectorize::plan`), and
+//! the host has AVX2. Guarantees: the same bits as the loop's own code (each operation is the
+//! IEEE f32 operation, rounded once, as `weft_ir::scalar`'s f64-then-round is for these);
+//! registers by one linear scan over the body, which is refused ([`LeafLoop::of`] is `None`)
+//! if it needs more than the 16 registers or more than [`MAX_STREAMS`] addresses.
+
+use iced_x86::code_asm::*;
+use weft_ir::arena::EntityRef;
+use weft_ir::loop_ir::{
+    BinaryOp, BufferAccessExpr, Inst, Kernel, LoopId, ScalarType, ScalarValue, Stmt, UnaryOp,
+    ValueId,
+};
+
+/// f32 lanes of a `ymm` register.
+pub(crate) const LANES: u32 = 8;
+
+/// Most addresses a leaf loop walks: one general-purpose register each (the caller-saved
+/// ones left after `args`, `n` and the offset).
+pub(crate) const MAX_STREAMS: usize = 6;
+
+/// Fewest iterations a loop must run for the call to pay.
+pub(crate) const MIN_EXTENT: u64 = 64;
+
+/// A leaf loop: what the kernel passes and the program the code runs.
+#[derive(Clone, Debug)]
+pub(crate) struct LeafLoop {
+    /// The accesses whose first addresses the kernel passes, in `args` order (loads and
+    /// stores: `streams[k]` is walked by register `k`).
+    pub streams: Vec<BufferAccessExpr>,
+    /// The values from outside the loop the kernel passes after the addresses (f32 bits).
+    pub scalars: Vec<LeafScalar>,
+    /// The body, register-allocated.
+    ops: Vec<Op>,
+    /// Registers the body uses.
+    pub registers: u8,
+}
+
+/// A value from outside the loop that the kernel passes to a leaf loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LeafScalar {
+    /// The value itself.
+    Value(ValueId),
+    /// `r` of its scaled reciprocal (a divisor: `x / d` as `(x · r) · s`, as every vector
+    /// loop divides by a divisor uniform over it; docs/numerics.md).
+    Reciprocal(ValueId),
+    /// `s` of its scaled reciprocal.
+    Scale(ValueId),
+}
+
+/// One operation of a leaf loop's body on registers `ymm0..15`.
+#[derive(Clone, Copy, Debug)]
+enum Op {
+    /// `dst = stream[k][i]`.
+    Load { dst: u8, stream: u8 },
+    /// `stream[k][i] = src`.
+    Store { src: u8, stream: u8 },
+    /// `dst = broadcast(args[j])`, before the loop.
+    Scalar { dst: u8, arg: u8 },
+    /// `dst = broadcast(bits)`, before the loop.
+    Const { dst: u8, bits: u32 },
+    /// `dst = broadcast(stream[k][0])`, before the loop: a load the same for every
+    /// iteration.
+    Broadcast { dst: u8, stream: u8 },
+    /// `dst = a op b`.
+    Arith { op: Arith, dst: u8, a: u8, b: u8 },
+    /// `dst = sqrt(a)`.
+    Sqrt { dst: u8, a: u8 },
+    /// `dst = (a · r) · s`: a division by a divisor uniform over the loop.
+    Scaled { dst: u8, a: u8, r: u8, s: u8 },
+}
+
+/// The two-operand instructions a body becomes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Arith {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    /// Bitwise: `abs` as `and` with `0x7fffffff`.
+    And,
+    /// Bitwise: `neg` as `xor` with `0x80000000`.
+    Xor,
+}
+
+/// The registers and program under construction ([`LeafLoop::of`]).
+struct Builder {
+    /// Per value of the kernel: its register, once it has one.
+    homes: Vec<Option<u8>>,
+    /// Registers free now, the next to take last.
+    free: Vec<u8>,
+    /// One more than the highest register taken.
+    used: u8,
+    streams: Vec<BufferAccessExpr>,
+    scalars: Vec<(LeafScalar, u8)>,
+    /// Broadcasts before the loop, and the constants they hold.
+    prologue: Vec<Op>,
+    consts: Vec<(u32, u8)>,
+    /// The loop's body.
+    ops: Vec<Op>,
+}
+
+impl Builder {
+    fn take(&mut self) -> Option<u8> {
+        let r = self.free.pop()?;
+        self.used = self.used.max(r + 1);
+        Some(r)
+    }
+
+    /// The index of `a` among the streams (added if new), if there is room.
+    fn stream(&mut self, a: &BufferAccessExpr) -> Option<u8> {
+        if let Some(k) = self.streams.iter().position(|s| s == a) {
+            return u8::try_from(k).ok();
+        }
+        if self.streams.len() == MAX_STREAMS {
+            return None;
+        }
+        self.streams.push(a.clone());
+        u8::try_from(self.streams.len() - 1).ok()
+    }
+
+    /// The register of constant `bits`, broadcast before the loop.
+    fn constant(&mut self, bits: u32) -> Option<u8> {
+        if let Some(&(_, r)) = self.consts.iter().find(|(b, _)| *b == bits) {
+            return Some(r);
+        }
+        let dst = self.take()?;
+        self.prologue.push(Op::Const { dst, bits });
+        self.consts.push((bits, dst));
+        Some(dst)
+    }
+
+    /// The register of operand `v`: computed in the body, or from outside the loop (then
+    /// passed in `args` and broadcast before the loop).
+    fn operand(&mut self, v: ValueId, inside: bool) -> Option<u8> {
+        if let Some(r) = self.homes[v.index()] {
+            return Some(r);
+        }
+        if inside {
+            return None;
+        }
+        let r = self.scalar(LeafScalar::Value(v))?;
+        self.homes[v.index()] = Some(r);
+        Some(r)
+    }
+
+    /// The register of `scalar`, passed in `args` and broadcast before the loop.
+    fn scalar(&mut self, scalar: LeafScalar) -> Option<u8> {
+        if let Some(&(_, r)) = self.scalars.iter().find(|(s, _)| *s == scalar) {
+            return Some(r);
+        }
+        let dst = self.take()?;
+        let arg = u8::try_from(self.scalars.len()).ok()?;
+        self.scalars.push((scalar, dst));
+        self.prologue.push(Op::Scalar { dst, arg });
+        Some(dst)
+    }
+
+    /// The registers of `r` and `s` of divisor `d` (`x / d` as `(x · r) · s`): passed by the
+    /// kernel for a value from outside the loop, constants for a constant.
+    fn reciprocal(&mut self, d: ValueId, constant: Option<f32>) -> Option<(u8, u8)> {
+        match constant {
+            Some(d) => {
+                let (r, s) = scaled_reciprocal(d);
+                Some((self.constant(r.to_bits())?, self.constant(s.to_bits())?))
+            }
+            None => Some((
+                self.scalar(LeafScalar::Reciprocal(d))?,
+                self.scalar(LeafScalar::Scale(d))?,
+            )),
+        }
+    }
+}
+
+/// `(r, s)` of `translate`'s `scaled_reciprocal` for a constant divisor `d`, in f32.
+fn scaled_reciprocal(d: f32) -> (f32, f32) {
+    let a = d.abs();
+    let mut s = if a < 2f32.powi(-126) {
+        2f32.powi(25)
+    } else {
+        1.0
+    };
+    if a > 2f32.powi(126) {
+        s = 2f32.powi(-4);
+    }
+    (1.0 / (d * s), s)
+}
+
+/// Per value: the index of the last statement of `body` that reads it.
+fn last_uses(body: &[Stmt], values: usize) -> Vec<Option<usize>> {
+    let mut last = vec![None; values];
+    for (at, s) in body.iter().enumerate() {
+        for v in operands(s) {
+            last[v.index()] = Some(at);
+        }
+    }
+    last
+}
+
+/// The values statement `s` reads (a leaf body's statements only).
+fn operands(s: &Stmt) -> Vec<ValueId> {
+    match s {
+        Stmt::Let {
+            inst: Inst::Binary(_, x, y),
+            ..
+        } => vec![*x, *y],
+        Stmt::Let {
+            inst: Inst::Unary(_, x),
+            ..
+        } => vec![*x],
+        Stmt::Store { value, .. } => vec![*value],
+        _ => Vec::new(),
+    }
+}
+
+impl LeafLoop {
+    /// Loop `l` of `k` (body `body`) as a leaf loop, if its body is one (see the module docs).
+    pub(crate) fn of(k: &Kernel, l: LoopId, body: &[Stmt]) -> Option<LeafLoop> {
+        if k.loops[l].extent < MIN_EXTENT {
+            return None;
+        }
+        let contiguous = |a: &BufferAccessExpr| {
+            a.mask.is_empty()
+                && a.index.coefficient(l) == 1
+                && k.buffers[a.buffer].ty == ScalarType::F32
+        };
+        let invariant = |a: &BufferAccessExpr| {
+            a.mask.is_empty()
+                && a.index.coefficient(l) == 0
+                && k.buffers[a.buffer].ty == ScalarType::F32
+        };
+        let mut inside = vec![false; k.values.len()];
+        for s in body {
+            if let Stmt::Let { result, .. } = s {
+                inside[result.index()] = true;
+            }
+        }
+        let last = last_uses(body, k.values.len());
+        // Per value: the constant it is, if a constant of the body; whether it varies over
+        // the loop (computed from a load).
+        let mut consts: Vec<Option<f32>> = vec![None; k.values.len()];
+        let mut varies = vec![false; k.values.len()];
+        for s in body {
+            if let Stmt::Let { result, inst } = s {
+                varies[result.index()] = match inst {
+                    Inst::Load(a) => !invariant(a),
+                    Inst::Binary(_, x, y) => varies[x.index()] || varies[y.index()],
+                    Inst::Unary(_, x) => varies[x.index()],
+                    _ => false,
+                };
+            }
+        }
+        let varying = |v: ValueId| varies[v.index()];
+        let mut b = Builder {
+            homes: vec![None; k.values.len()],
+            free: (0..16).rev().collect(),
+            used: 0,
+            streams: Vec::new(),
+            scalars: Vec::new(),
+            prologue: Vec::new(),
+            consts: Vec::new(),
+            ops: Vec::new(),
+        };
+        // Values held throughout first (from outside the loop, constants, the masks of `neg`
+        // and `abs`, the one of `reciprocal`), so that no register a body operation writes
+        // ever holds one.
+        for s in body {
+            for v in operands(s) {
+                if k.values[v] != ScalarType::F32 {
+                    return None;
+                }
+                if !inside[v.index()] {
+                    b.operand(v, false)?;
+                }
+            }
+            match s {
+                Stmt::Let {
+                    result,
+                    inst: Inst::Const(ScalarValue::F32(x)),
+                } => {
+                    b.homes[result.index()] = Some(b.constant(x.to_bits())?);
+                    consts[result.index()] = Some(*x);
+                }
+                Stmt::Let {
+                    result,
+                    inst: Inst::Load(a),
+                } if invariant(a) => {
+                    let stream = b.stream(a)?;
+                    let dst = b.take()?;
+                    b.prologue.push(Op::Broadcast { dst, stream });
+                    b.homes[result.index()] = Some(dst);
+                }
+                Stmt::Let {
+                    inst: Inst::Binary(BinaryOp::Div, x, d),
+                    ..
+                } if varying(*x) && !varying(*d) => {
+                    // The kernel computes `r` and `s` of a divisor from outside the loop before
+                    // the call; one the body computes from such values is not there yet.
+                    if inside[d.index()] && consts[d.index()].is_none() {
+                        return None;
+                    }
+                    b.reciprocal(*d, consts[d.index()])?;
+                }
+                Stmt::Let {
+                    inst: Inst::Unary(op, _),
+                    ..
+                } => {
+                    match op {
+                        UnaryOp::Neg => b.constant(0x8000_0000)?,
+                        UnaryOp::Abs => b.constant(0x7fff_ffff)?,
+                        UnaryOp::Reciprocal => b.constant(1.0f32.to_bits())?,
+                        _ => 0,
+                    };
+                }
+                _ => {}
+            }
+        }
+        for (at, s) in body.iter().enumerate() {
+            let (result, inst) = match s {
+                Stmt::Let { result, inst } if k.values[*result] == ScalarType::F32 => {
+                    (*result, inst)
+                }
+                Stmt::Store { target, value } if contiguous(target) => {
+                    let src = b.operand(*value, true)?;
+                    let stream = b.stream(target)?;
+                    b.ops.push(Op::Store { src, stream });
+                    release(&mut b, s, at, &last);
+                    continue;
+                }
+                _ => return None,
+            };
+            if matches!(inst, Inst::Const(_)) || matches!(inst, Inst::Load(a) if invariant(a)) {
+                // Given its register above.
+                continue;
+            }
+            let r = |b: &mut Builder, v: &ValueId| b.homes[v.index()];
+            let r_of = r;
+            // The operation, with `dst` to fill once the operands' registers are released.
+            let op = match inst {
+                Inst::Load(a) if contiguous(a) => Op::Load {
+                    dst: 0,
+                    stream: b.stream(a)?,
+                },
+                Inst::Binary(BinaryOp::Div, x, d) if varying(*x) && !varying(*d) => {
+                    let (r, s) = b.reciprocal(*d, consts[d.index()])?;
+                    Op::Scaled {
+                        dst: 0,
+                        a: r_of(&mut b, x)?,
+                        r,
+                        s,
+                    }
+                }
+                Inst::Binary(op, x, y) => {
+                    let op = match op {
+                        BinaryOp::Add => Arith::Add,
+                        BinaryOp::Sub => Arith::Sub,
+                        BinaryOp::Mul => Arith::Mul,
+                        BinaryOp::Div => Arith::Div,
+                        _ => return None,
+                    };
+                    Op::Arith {
+                        op,
+                        dst: 0,
+                        a: r(&mut b, x)?,
+                        b: r(&mut b, y)?,
+                    }
+                }
+                Inst::Unary(op, x) => {
+                    let x = r(&mut b, x)?;
+                    match op {
+                        UnaryOp::Square => Op::Arith {
+                            op: Arith::Mul,
+                            dst: 0,
+                            a: x,
+                            b: x,
+                        },
+                        UnaryOp::Sqrt => Op::Sqrt { dst: 0, a: x },
+                        UnaryOp::Reciprocal => Op::Arith {
+                            op: Arith::Div,
+                            dst: 0,
+                            a: b.constant(1.0f32.to_bits())?,
+                            b: x,
+                        },
+                        UnaryOp::Neg => Op::Arith {
+                            op: Arith::Xor,
+                            dst: 0,
+                            a: x,
+                            b: b.constant(0x8000_0000)?,
+                        },
+                        UnaryOp::Abs => Op::Arith {
+                            op: Arith::And,
+                            dst: 0,
+                            a: x,
+                            b: b.constant(0x7fff_ffff)?,
+                        },
+                        _ => return None,
+                    }
+                }
+                _ => return None,
+            };
+            // Operands read for the last time free their registers first, so the result may
+            // take one of them.
+            release(&mut b, s, at, &last);
+            let dst = b.take()?;
+            b.homes[result.index()] = Some(dst);
+            b.ops.push(match op {
+                Op::Load { stream, .. } => Op::Load { dst, stream },
+                Op::Arith { op, a, b, .. } => Op::Arith { op, dst, a, b },
+                Op::Sqrt { a, .. } => Op::Sqrt { dst, a },
+                Op::Scaled { a, r, s, .. } => Op::Scaled { dst, a, r, s },
+                other => other,
+            });
+            if last[result.index()].is_none() {
+                b.free.push(dst);
+            }
+        }
+        if !b.ops.iter().any(|o| matches!(o, Op::Store { .. })) {
+            return None;
+        }
+        let mut ops = b.prologue;
+        ops.extend(b.ops);
+        Some(LeafLoop {
+            streams: b.streams,
+            scalars: b.scalars.into_iter().map(|(s, _)| s).collect(),
+            ops,
+            registers: b.used,
+        })
+    }
+
+    /// The machine code: `fn(args: *const u64, n: u64)` (System V), `n` a multiple of
+    /// [`LANES`].
+    pub(crate) fn assemble(&self) -> Result<Vec<u8>, IcedError> {
+        const YMM: [AsmRegisterYmm; 16] = [
+            ymm0, ymm1, ymm2, ymm3, ymm4, ymm5, ymm6, ymm7, ymm8, ymm9, ymm10, ymm11, ymm12, ymm13,
+            ymm14, ymm15,
+        ];
+        const XMM: [AsmRegisterXmm; 16] = [
+            xmm0, xmm1, xmm2, xmm3, xmm4, xmm5, xmm6, xmm7, xmm8, xmm9, xmm10, xmm11, xmm12, xmm13,
+            xmm14, xmm15,
+        ];
+        // rdi: args; rsi: n, then its bytes; rax: the byte offset; then one per stream.
+        const STREAMS: [AsmRegister64; MAX_STREAMS] = [rdx, rcx, r8, r9, r10, r11];
+        let y = |r: u8| YMM[usize::from(r)];
+        let mut a = CodeAssembler::new(64)?;
+        let mut top = a.create_label();
+        let mut done = a.create_label();
+        for (k, reg) in STREAMS.iter().enumerate().take(self.streams.len()) {
+            a.mov(*reg, qword_ptr(rdi + 8 * k as i32))?;
+        }
+        let scalars_at = 8 * self.streams.len() as i32;
+        for op in &self.ops {
+            match *op {
+                Op::Scalar { dst, arg } => {
+                    a.vbroadcastss(y(dst), dword_ptr(rdi + scalars_at + 8 * i32::from(arg)))?
+                }
+                Op::Broadcast { dst, stream } => {
+                    a.vbroadcastss(y(dst), dword_ptr(STREAMS[usize::from(stream)]))?
+                }
+                Op::Const { dst, bits } => {
+                    a.mov(eax, bits)?;
+                    a.vmovd(XMM[usize::from(dst)], eax)?;
+                    a.vbroadcastss(y(dst), XMM[usize::from(dst)])?;
+                }
+                _ => {}
+            }
+        }
+        a.shl(rsi, 2)?;
+        a.xor(eax, eax)?;
+        a.test(rsi, rsi)?;
+        a.jz(done)?;
+        a.set_label(&mut top)?;
+        for op in &self.ops {
+            match *op {
+                Op::Load { dst, stream } => {
+                    a.vmovups(y(dst), ymmword_ptr(STREAMS[usize::from(stream)] + rax))?
+                }
+                Op::Store { src, stream } => {
+                    a.vmovups(ymmword_ptr(STREAMS[usize::from(stream)] + rax), y(src))?
+                }
+                Op::Arith { op, dst, a: x, b } => {
+                    let (d, x, b) = (y(dst), y(x), y(b));
+                    match op {
+                        Arith::Add => a.vaddps(d, x, b)?,
+                        Arith::Sub => a.vsubps(d, x, b)?,
+                        Arith::Mul => a.vmulps(d, x, b)?,
+                        Arith::Div => a.vdivps(d, x, b)?,
+                        Arith::And => a.vandps(d, x, b)?,
+                        Arith::Xor => a.vxorps(d, x, b)?,
+                    }
+                }
+                Op::Sqrt { dst, a: x } => a.vsqrtps(y(dst), y(x))?,
+                Op::Scaled { dst, a: x, r, s } => {
+                    a.vmulps(y(dst), y(x), y(r))?;
+                    a.vmulps(y(dst), y(dst), y(s))?;
+                }
+                Op::Scalar { .. } | Op::Const { .. } | Op::Broadcast { .. } => {}
+            }
+        }
+        a.add(rax, 4 * LANES as i32)?;
+        a.cmp(rax, rsi)?;
+        a.jb(top)?;
+        a.set_label(&mut done)?;
+        a.vzeroupper()?;
+        a.ret()?;
+        a.assemble(0)
+    }
+}
+
+/// Frees the registers of the operands statement `s` (at `at`) reads for the last time.
+fn release(b: &mut Builder, s: &Stmt, at: usize, last: &[Option<usize>]) {
+    let mut seen = Vec::new();
+    for v in operands(s) {
+        if last[v.index()] == Some(at) && !seen.contains(&v) {
+            seen.push(v);
+            // Values from outside the loop and constants hold their registers throughout.
+            let varying = b.ops.iter().any(|o| defines(o, b.homes[v.index()]));
+            if let (true, Some(r)) = (varying, b.homes[v.index()]) {
+                b.free.push(r);
+            }
+        }
+    }
+}
+
+/// Whether body operation `o` writes register `r`.
+fn defines(o: &Op, r: Option<u8>) -> bool {
+    let dst = match *o {
+        Op::Load { dst, .. }
+        | Op::Arith { dst, .. }
+        | Op::Sqrt { dst, .. }
+        | Op::Scaled { dst, .. } => dst,
+        _ => return false,
+    };
+    Some(dst) == r
+}
