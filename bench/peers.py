@@ -19,8 +19,13 @@ axis against the inner one, l2 as a dot against l2 as a sum). Also writes JSON l
 `pip install -r bench/requirements.txt`, and minutes of a quiet machine).
 
     python3 bench/peers.py [--rounds 3] [--runs 11] [--workload chain ...] [--system jax ...]
+                           [--rows 2048] [--cranelift-lanes]
+
+`--rows N` runs the orientation rows with R = N (2048: 4 MiB a matrix, a cache-resident size,
+issue 61), weft and the peers alike; `--cranelift-lanes` also times weft's fused plan without
+assembled leaf loops, as `weft-fused-cranelift-lanes`.
 """
-import argparse, json, os, statistics, subprocess, sys
+import argparse, json, os, statistics, subprocess, sys, tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,6 +70,7 @@ WORKLOADS.update(ORIENTATION)
 GROUPS = {"schedules": list(SCHEDULES), "orientation": list(ORIENTATION)}  # --workload GROUP: all of it
 LOCAL = {"bcast_exp", *SCHEDULES, *ORIENTATION}  # timed by bench/peers_local.py
 FOLDERS = {**{w: "schedules" for w in SCHEDULES}, **{w: "orientation" for w in ORIENTATION}}
+LANES = False  # --cranelift-lanes
 ALL_SYSTEMS = ["numpy", "numexpr", "jax", "torch", "inductor", "iree", "ort", "tinygrad"]
 
 
@@ -87,7 +93,7 @@ def stream(venv):
     return lines[0] if lines else None
 
 
-def weft_bench(weft, workload, runs):
+def weft_bench(weft, workload, runs, rows=None):
     if workload == "compile":
         # The layernorm graph compiled fused, graph to callable, `runs` times: the median.
         lines = run_json_lines([weft, "bench", str(ROOT / "bench/workloads/layernorm.weft"),
@@ -95,15 +101,24 @@ def weft_bench(weft, workload, runs):
                                 "--compiles", str(runs)])
         return {"weft-fused": lines[0]["compile_ms"]["whole_median"]} if lines else {}
     folder = ROOT / "bench/workloads" / FOLDERS.get(workload, "")
-    lines = run_json_lines([weft, "bench", str(folder / f"{workload}.weft"),
-                            "--json", "--skip-interp", "--runs", str(runs), "--warmup", "2"])
+    path = folder / f"{workload}.weft"
+    if rows and workload in ORIENTATION:
+        # The same graph with R rows: its text with the axis's length replaced.
+        text = path.read_text().replace("axis R = 32768", f"axis R = {rows}")
+        path = Path(tempfile.gettempdir()) / f"weft-peers-{workload}-{rows}.weft"
+        path.write_text(text)
+    lines = run_json_lines([weft, "bench", str(path),
+                            "--json", "--skip-interp", "--runs", str(runs), "--warmup", "2",
+                            *(["--cranelift-lanes"] if LANES else [])])
     if not lines:
         return {}
     return {f"weft-{m['mode']}": m["median_ms"] for m in lines[0]["modes"]}
 
 
-def peers(python, script, workload, systems, runs):
+def peers(python, script, workload, systems, runs, rows=None):
     cmd = [python, str(script), "--workload", workload, "--runs", str(runs)]
+    if rows and workload in ORIENTATION:
+        cmd += ["--rows", str(rows)]
     for s in systems:
         cmd += ["--system", s]
     return {l["system"]: l["median_ms"] for l in run_json_lines(cmd)}
@@ -119,7 +134,13 @@ def main():
     ap.add_argument("--peers", default=str(ROOT.parent / "shared/peers/peers.py"), help="the peers' timing script")
     ap.add_argument("--weft", default=str(ROOT / "target/release/weft"), help="a release build of the weft CLI")
     ap.add_argument("--json", action="store_true", help="also print every round's figures as JSON lines")
+    ap.add_argument("--rows", type=int, help="R of the orientation rows (default their 32768: 64 MiB a matrix; "
+                    "2048 makes each 4 MiB, cache-resident); other workloads keep their sizes")
+    ap.add_argument("--cranelift-lanes", action="store_true",
+                    help="also time weft fused without assembled leaf loops (weft bench --cranelift-lanes)")
     a = ap.parse_args()
+    global LANES
+    LANES = a.cranelift_lanes
     workloads = [w for g in a.workload or list(WORKLOADS) for w in GROUPS.get(g, [g])]
     if unknown := [w for w in workloads if w not in WORKLOADS]:
         sys.exit(f"unknown workload {unknown[0]}: one of {' '.join([*WORKLOADS, *GROUPS])}")
@@ -137,10 +158,10 @@ def main():
             # One process per system, in an order rotated every round: a system that leaves
             # the machine busy (freeing gigabytes, threads winding down) slows whichever runs
             # next, so no system always follows the same one.
-            runners = [lambda w=w: weft_bench(a.weft, w, a.runs)]
+            runners = [lambda w=w: weft_bench(a.weft, w, a.runs, a.rows)]
             script = ROOT / "bench/peers_local.py" if w in LOCAL else Path(a.peers)
             if Path(python).exists() and script.exists():
-                runners += [lambda w=w, s=s: peers(python, script, w, [s], a.runs) for s in systems]
+                runners += [lambda w=w, s=s: peers(python, script, w, [s], a.runs, a.rows) for s in systems]
             k = r % len(runners)
             figures = {}
             for run in runners[k:] + runners[:k]:
@@ -157,6 +178,8 @@ def main():
         if not rows:
             continue
         nbytes, bound = WORKLOADS.get(w, (None, None))
+        if nbytes and a.rows and w in ORIENTATION:
+            nbytes = nbytes * a.rows // 32768
         floor = nbytes / (gbs[bound] * 1e9) * 1e3 if nbytes and bound in gbs else None
         fused = statistics.median(times[(w, "weft-fused")]) if (w, "weft-fused") in times else None
         print(f"\n{w}" + (f"  (floor {floor:.2f} ms)" if floor else ""))

@@ -9,7 +9,8 @@ its command line and its JSON lines, so bench/peers.py runs them the same way.
     transpose: x: f32[4096, 4096] stored transposed.
 
 The orientation rows (issue 41, bench/workloads/orientation), R = 32768, C = 512 (64 MiB per
-matrix: a 16 MiB one stays in a 32 MiB L3 from call to call), inputs uniform
+matrix: a 16 MiB one stays in a 32 MiB L3 from call to call; `--rows 2048` makes each 4 MiB,
+a cache-resident size, issue 61), inputs uniform
 in [-1, 1) as `weft bench` draws them. NAME_inner reduces over C of a C-contiguous x[R, C]
 (axis 1, innermost); NAME_outer holds the same shape transposed, a C-contiguous x[C, R], and
 reduces over C = axis 0, the result laid out as weft lays it out ([C, R] for softmax and
@@ -84,8 +85,9 @@ def orientation(w, xp, kind):
     raise KeyError(w)
 
 
-def orientation_inputs(w, rng):
-    """The inputs of orientation workload `w` (uniform in [-1, 1), like `weft bench`'s), C-contiguous."""
+def orientation_inputs(w, rng, R=R):
+    """The inputs of orientation workload `w` (uniform in [-1, 1), like `weft bench`'s), C-contiguous,
+    with `R` rows (`--rows`)."""
     u = lambda *shape: rng.uniform(-1, 1, size=shape).astype("float32")
     if w.startswith("expxy"):
         return (u(IJ), u(IJ))
@@ -113,6 +115,8 @@ def main():
     ap.add_argument("--workload", action="append", help=" ".join(WORKLOADS))
     ap.add_argument("--system", action="append", help="numpy jax torch inductor (default: all four)")
     ap.add_argument("--runs", type=int, default=11)
+    ap.add_argument("--rows", type=int, default=R,
+                    help="R of the orientation rows (default 32768: 64 MiB a matrix; 2048: 4 MiB, cache-resident)")
     a = ap.parse_args()
     import numpy as np
     rng = np.random.default_rng(0)
@@ -131,7 +135,7 @@ def main():
                     lambda xp, kind, axis=axis, order=order: sum_of(xp, axis, order), cube)
     for w in ORIENTATION:
         cases[w] = (orientation(w, np, "numpy"), lambda xp, kind, w=w: orientation(w, xp, kind),
-                    lambda w=w: orientation_inputs(w, rng))
+                    lambda w=w: orientation_inputs(w, rng, a.rows))
     systems = a.system or ["numpy", "jax", "torch", "inductor"]
     for w in a.workload or WORKLOADS:
         if w not in cases or not set(systems) & {"numpy", "jax", "torch", "inductor"}:

@@ -1,4 +1,5 @@
-//! Assembled leaf loops (`compiler/src/codegen/leaf.rs`): random f32 arithmetic bodies over
+//! Assembled leaf loops (`compiler/src/codegen/leaf.rs`): random f32 bodies (arithmetic,
+//! maximum, minimum, relu, comparisons and selects) over
 //! contiguous inputs, a row-broadcast input, a scalar placeholder and constants, at random
 //! lengths (tails of every size) with special values among the inputs, give the bits of the
 //! same loops as Cranelift's 4-lane code (leaf loops off), NaNs as some NaN, and agree with
@@ -13,9 +14,10 @@ use weft::prelude::*;
 use weft_compiler::JitOptions;
 use weft_ir::testing::{proptest_cases, run_property, Tally, Tolerance};
 
-/// Cases long enough for a leaf loop, and those whose explanation names one.
-static ELIGIBLE: AtomicUsize = AtomicUsize::new(0);
-static LEAVES: AtomicUsize = AtomicUsize::new(0);
+/// Per test (stores, sums): cases long enough for a leaf loop, and those whose explanation
+/// names one.
+static ELIGIBLE: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
+static LEAVES: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
 
 thread_local! {
     /// Whether the host assembles leaf loops (AVX2).
@@ -32,10 +34,27 @@ fn expression(seed: u64, depth: u32) -> (Vec<String>, String) {
         if depth == 0 || rng.below(5) == 0 {
             return leaves[rng.below(leaves.len())].to_string();
         }
-        let unary = ["negative", "abs", "sqrt", "square", "reciprocal"];
-        let binary = ["add", "subtract", "multiply", "divide"];
+        let unary = ["negative", "abs", "sqrt", "square", "reciprocal", "relu"];
+        let binary = [
+            "add", "subtract", "multiply", "divide", "maximum", "minimum",
+        ];
+        let compare = [
+            "equal",
+            "not_equal",
+            "less",
+            "less_equal",
+            "greater",
+            "greater_equal",
+        ];
         // Operands first, so that the name is after theirs.
-        let line = if rng.below(3) == 0 {
+        let line = if rng.below(6) == 0 {
+            let op = compare[rng.below(compare.len())];
+            let (a, b) = (node(rng, depth - 1, lines), node(rng, depth - 1, lines));
+            let (t, f) = (node(rng, depth - 1, lines), node(rng, depth - 1, lines));
+            let cond = format!("c{}", lines.len());
+            lines.push(format!("{cond} = {op}({a}, {b})"));
+            format!("select({cond}, {t}, {f})")
+        } else if rng.below(3) == 0 {
             let op = unary[rng.below(unary.len())];
             let a = node(rng, depth - 1, lines);
             format!("{op}({a})")
@@ -55,8 +74,9 @@ fn expression(seed: u64, depth: u32) -> (Vec<String>, String) {
 }
 
 /// The graph of `seed`'s expression over [R, C], its output `y` (a copy when the expression
-/// is a leaf alone, so that every graph stores through a loop).
-fn graph(seed: u64, rows: usize, cols: usize) -> Graph {
+/// is a leaf alone, so that every graph stores through a loop); with `sum`, `y` sums it over
+/// C instead.
+fn graph(seed: u64, rows: usize, cols: usize, sum: bool) -> Graph {
     let (lines, top) = expression(seed, 5);
     let mut text = format!(
         "axis R = {rows}\naxis C = {cols}\nplaceholder x0: f32[R, C]\nplaceholder x1: f32[R, C]\n\
@@ -67,7 +87,12 @@ fn graph(seed: u64, rows: usize, cols: usize) -> Graph {
         text += l;
         text += "\n";
     }
-    text += &format!("z = add(x0, {top})\ny = multiply(z, x1)\noutput y\n");
+    text += &format!("z = add(x0, {top})\n");
+    text += if sum {
+        "w = multiply(z, x1)\ny = sum(w, [C])\noutput y\n"
+    } else {
+        "y = multiply(z, x1)\noutput y\n"
+    };
     weft::ir::text::parse(&text, "leaf.weft").expect("a valid graph")
 }
 
@@ -124,8 +149,14 @@ fn run_leaf(g: &Graph, inputs: &[HostArray], leaf_loops: bool) -> (Vec<u32>, Str
     (bits, explained)
 }
 
-fn check(seed: u64, rows: usize, cols: usize, tally: &Tally) -> Result<(), TestCaseError> {
-    let g = graph(seed, rows, cols);
+fn check(
+    seed: u64,
+    rows: usize,
+    cols: usize,
+    sum: bool,
+    tally: &Tally,
+) -> Result<(), TestCaseError> {
+    let g = graph(seed, rows, cols, sum);
     let xs = inputs(&g, seed);
     let (leaf, explained) = run_leaf(&g, &xs, true);
     let (lanes, _) = run_leaf(&g, &xs, false);
@@ -140,8 +171,8 @@ fn check(seed: u64, rows: usize, cols: usize, tally: &Tally) -> Result<(), TestC
         "{text}\n{explained}"
     );
     if cols >= 64 {
-        ELIGIBLE.fetch_add(1, Ordering::Relaxed);
-        LEAVES.fetch_add(usize::from(leaf_loop), Ordering::Relaxed);
+        ELIGIBLE[usize::from(sum)].fetch_add(1, Ordering::Relaxed);
+        LEAVES[usize::from(sum)].fetch_add(usize::from(leaf_loop), Ordering::Relaxed);
     }
     let ps = g.placeholders();
     let outputs = [g.find("y").unwrap()];
@@ -163,21 +194,66 @@ fn leaf_loops_give_the_bits_of_the_vector_loops() {
         proptest_cases(64),
         1.0,
         (any::<u64>(), 1usize..4, 1usize..1100),
-        |(seed, rows, cols), tally| check(seed, rows, cols, tally),
+        |(seed, rows, cols), tally| check(seed, rows, cols, false, tally),
     );
-    // Most bodies fit (at most 16 registers and 6 streams, no divisor the body computes
-    // from values outside the loop); on a host without AVX2 none is assembled.
-    let (eligible, leaves) = (
-        ELIGIBLE.load(Ordering::Relaxed),
-        LEAVES.load(Ordering::Relaxed),
+    assert_share(false);
+}
+
+/// Sums over C of the same bodies: the leaf loop's f32 partials (element i into partial
+/// i mod width), combined, tailed and re-run in f64 by the kernel as its own vector loop's.
+#[test]
+fn leaf_sums_give_the_bits_of_the_vector_loops() {
+    run_property(
+        "leaf_loops::leaf_sums_give_the_bits_of_the_vector_loops",
+        file!(),
+        proptest_cases(64),
+        1.0,
+        (any::<u64>(), 1usize..4, 1usize..1100),
+        |(seed, rows, cols), tally| check(seed, rows, cols, true, tally),
     );
-    eprintln!("{leaves} leaf loops in {eligible} cases long enough");
+    assert_share(true);
+}
+
+/// Many bodies fit (at most 16 registers and 6 streams, no divisor the body computes from
+/// values outside the loop; a depth-5 expression with selects often needs more): at least a
+/// third of the cases long enough take a leaf loop on an AVX2 host; none on a host without
+/// AVX2.
+fn assert_share(sum: bool) {
+    let eligible = ELIGIBLE[usize::from(sum)].load(Ordering::Relaxed);
+    let leaves = LEAVES[usize::from(sum)].load(Ordering::Relaxed);
+    eprintln!("{leaves} leaf loops in {eligible} cases long enough (sums: {sum})");
     if AVX2.with(|a| *a) {
         assert!(
-            2 * leaves >= eligible,
+            3 * leaves >= eligible,
             "{leaves} leaf loops in {eligible} cases"
         );
     } else {
         assert_eq!(leaves, 0);
+    }
+}
+
+/// A layernorm over rows of 512 in a 4.3 MB input: its variance pass, a sum that prefetches
+/// the row two on, is a leaf loop prefetching the same lines, with the bits of the vector
+/// loop's (NaN, ±inf and huge rows among them); so is its mean pass.
+#[test]
+fn a_prefetching_sum_pass_is_a_leaf_loop_with_the_same_bits() {
+    let (rows, cols) = (2100, 512);
+    let text = format!(
+        "axis R = {rows}\naxis C = {cols}\nplaceholder a: f32[R, C]\nplaceholder g: f32[C]\n\
+         placeholder b: f32[C]\nconstant eps: f32[] = 1e-5\nmu = mean(a, [C])\n\
+         centered = subtract(a, mu)\nsq = square(centered)\nvar = mean(sq, [C])\n\
+         var_eps = add(var, eps)\nsd = sqrt(var_eps)\nnormed = divide(centered, sd)\n\
+         scaled = multiply(normed, g)\ny = add(scaled, b)\noutput y\n"
+    );
+    let g = weft::ir::text::parse(&text, "layernorm.weft").unwrap();
+    let xs = inputs(&g, 7);
+    let (leaf, explained) = run_leaf(&g, &xs, true);
+    let (lanes, _) = run_leaf(&g, &xs, false);
+    assert!(leaf == lanes, "{explained}");
+    if AVX2.with(|a| *a) {
+        let prefetching_leaf = explained.lines().any(|l| {
+            l.contains("assembled leaf loop") && l.contains("prefetching %a's row 2 ahead")
+        });
+        assert!(prefetching_leaf, "{explained}");
     }
 }

@@ -394,15 +394,27 @@ fn loop_lines(
             }
         }
         LoopStrategy::Vector(v) => vector_lines(k, l, body, v, what),
-        LoopStrategy::Leaf(leaf) => what.push(format!(
-            "vectorised: {} lanes (f32x{}, AVX2 ymm) by an assembled leaf loop over the whole \
-             vectors ({} registers, {} streams), then the scalar tail, {}",
-            leaf::LANES,
-            leaf::LANES,
-            leaf.registers,
-            leaf.streams.len(),
-            vector_axis(k, l, body)
-        )),
+        LoopStrategy::Leaf(s) => {
+            what.push(format!(
+                "vectorised: {} lanes (f32x{}, AVX2 ymm) by an assembled leaf loop over the \
+                 whole vectors ({} registers, {} address streams), then the scalar tail, {}",
+                leaf::LANES,
+                leaf::LANES,
+                s.leaf.registers,
+                s.leaf.streams.len(),
+                vector_axis(k, l, body)
+            ));
+            if let Some(next) = s.vector.prefetch.as_ref().filter(|_| s.leaf.prefetch) {
+                what.push(prefetch_text(k, next));
+            }
+            if let Some(sum) = s.leaf.sum {
+                what.push(format!(
+                    "{} f32 partials for %{} (element i into partial i mod {}), combined here \
+                     (the loop re-runs in f64 if the total is not finite)",
+                    sum.width, sum.acc, sum.width
+                ));
+            }
+        }
         LoopStrategy::Scalar(scalar) => {
             match scalar.why {
                 ScalarWhy::Off => {

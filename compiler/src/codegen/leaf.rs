@@ -1,15 +1,19 @@
 //! Leaf loops at full vector width, assembled: issue 61's mechanism (docs/benchmarks.md, "the
-//! spike"), first for stored f32 arithmetic.
+//! spike"), first for f32 arithmetic, stored or summed.
 //!
 //! Cranelift's x86 back end emits 128-bit vectors only. A leaf loop — a vector loop whose body
-//! is straight-line f32 arithmetic (`add`, `sub`, `mul`, `div`, `neg`, `abs`, `sqrt`,
-//! `square`, `reciprocal`) over contiguous unmasked loads, values from outside the loop and
-//! constants, stored contiguously — is instead assembled as machine code with `iced-x86`, 8
-//! lanes a vector in `ymm` registers (AVX2), and defined into the kernel's own module as a
-//! function `(args, n)`; the kernel calls it for the whole vectors of its range and runs its
-//! own scalar tail after. `args` holds 8-byte entries: each access's address at the range's
-//! first iteration (a load the same for every iteration is broadcast once), then each value
-//! from outside the loop (f32 bits). Constants are immediates in the code.
+//! is straight-line f32 arithmetic (`add`, `sub`, `mul`, `div`, `max`, `min`, `neg`, `abs`,
+//! `sqrt`, `square`, `reciprocal`, `relu`; comparisons, their `and`/`or`/`xor`/`not`, selects
+//! and `bool → f32` converts on lane masks) over contiguous unmasked loads, values from outside
+//! the loop and constants, stored contiguously or summed into the one accumulator whose
+//! partials the vector loop keeps in f32 ([`LeafSum`]) — is instead assembled as machine code
+//! with `iced-x86`, 8 lanes a vector in `ymm` registers (AVX2), and defined into the kernel's
+//! own module as a function `(args, n)`; the kernel calls it for the whole vectors of its range
+//! and runs its own scalar tail after (for a sum: combines the partials it hands back, then the
+//! tail and the f64 re-run). `args` holds 8-byte entries: each access's address at the range's
+//! first iteration (a load the same for every iteration is broadcast once; then the address of
+//! a later row the steps prefetch, if they do), then each value from outside the loop (f32
+//! bits), then a sum's partials' address. Constants are immediates in the code.
 //!
 //! Assumes: the loop has a vector plan (its iterations are independent: `vectorize::plan`), and
 //! the host has AVX2. Guarantees: the same bits as the loop's own code (each operation is the
@@ -20,8 +24,8 @@
 use iced_x86::code_asm::*;
 use weft_ir::arena::EntityRef;
 use weft_ir::loop_ir::{
-    BinaryOp, BufferAccessExpr, Inst, Kernel, LoopId, ScalarType, ScalarValue, Stmt, UnaryOp,
-    ValueId,
+    AccId, BinaryOp, BufferAccessExpr, CompareOp, Inst, Kernel, LoopId, ScalarType, ScalarValue,
+    Stmt, UnaryOp, ValueId,
 };
 
 /// f32 lanes of a `ymm` register.
@@ -42,10 +46,29 @@ pub(crate) struct LeafLoop {
     pub streams: Vec<BufferAccessExpr>,
     /// The values from outside the loop the kernel passes after the addresses (f32 bits).
     pub scalars: Vec<LeafScalar>,
+    /// The accumulator the loop sums into f32 partials, if it sums.
+    pub sum: Option<LeafSum>,
+    /// Whether the last stream is not read but prefetched (`prefetcht1`, a line of a later row
+    /// per step, as the vector loop's `weft_prefetch_line` calls: `span::pass_prefetch`); the
+    /// kernel passes its address at the range's first iteration.
+    pub prefetch: bool,
+    /// The registers of those partials, eight a register: register `j` holds partials
+    /// `8j..8j + 8` (element `i` of the range goes to partial `i mod width`).
+    partials: Vec<u8>,
     /// The body, register-allocated.
     ops: Vec<Op>,
     /// Registers the body uses.
     pub registers: u8,
+}
+
+/// The sum a leaf loop does: the f32 partials of an accumulator whose vector code keeps them
+/// in f32 (`translate::f32_partials`), element `i` into partial `i mod width`, so that the
+/// kernel combines them, runs the scalar tail and re-runs in f64 as the vector loop would.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LeafSum {
+    pub acc: AccId,
+    /// Partials: the vector loop's lanes times parts, a multiple of [`LANES`].
+    pub width: u32,
 }
 
 /// A value from outside the loop that the kernel passes to a leaf loop.
@@ -78,6 +101,33 @@ enum Op {
     Arith { op: Arith, dst: u8, a: u8, b: u8 },
     /// `dst = sqrt(a)`.
     Sqrt { dst: u8, a: u8 },
+    /// The partial register of the current copy of the body `+= src`.
+    Accumulate { src: u8 },
+    /// `dst = a <predicate> b`, a lane mask (`vcmpps`'s predicate).
+    Compare {
+        predicate: u8,
+        dst: u8,
+        a: u8,
+        b: u8,
+    },
+    /// `dst = mask ? if_true : if_false`, lane by lane.
+    Blend {
+        dst: u8,
+        mask: u8,
+        if_true: u8,
+        if_false: u8,
+    },
+    /// `max` (`min`): NaN if either is NaN, the left operand on a tie (−0 against +0 too);
+    /// `dst` is neither operand, `scratch` a register only this writes.
+    Extreme {
+        max: bool,
+        dst: u8,
+        a: u8,
+        b: u8,
+        scratch: u8,
+    },
+    /// `relu`: `a` where `a > 0` or NaN, else +0; `dst` is not `a`.
+    Relu { dst: u8, a: u8, zero: u8 },
     /// `dst = (a · r) · s`: a division by a divisor uniform over the loop.
     Scaled { dst: u8, a: u8, r: u8, s: u8 },
 }
@@ -91,8 +141,23 @@ enum Arith {
     Div,
     /// Bitwise: `abs` as `and` with `0x7fffffff`.
     And,
-    /// Bitwise: `neg` as `xor` with `0x80000000`.
+    /// Bitwise: `neg` as `xor` with `0x80000000`; `not` and `xor` of lane masks.
     Xor,
+    /// Bitwise: `or` of lane masks.
+    Or,
+}
+
+/// `vcmpps`'s predicate for `op`: ordered and false on NaN but `ne` (true on NaN), as IEEE
+/// comparisons and the interpreter's.
+fn predicate(op: CompareOp) -> u8 {
+    match op {
+        CompareOp::Eq => 0x00,
+        CompareOp::Lt => 0x11,
+        CompareOp::Le => 0x12,
+        CompareOp::Ne => 0x04,
+        CompareOp::Ge => 0x1d,
+        CompareOp::Gt => 0x1e,
+    }
 }
 
 /// The registers and program under construction ([`LeafLoop::of`]).
@@ -110,9 +175,21 @@ struct Builder {
     consts: Vec<(u32, u8)>,
     /// The loop's body.
     ops: Vec<Op>,
+    /// [`Builder::scratch`]'s register, once taken.
+    scratch: Option<u8>,
 }
 
 impl Builder {
+    /// The register two-instruction operations use for an intermediate (taken once, held).
+    fn scratch(&mut self) -> Option<u8> {
+        if let Some(r) = self.scratch {
+            return Some(r);
+        }
+        let r = self.take()?;
+        self.scratch = Some(r);
+        Some(r)
+    }
+
     fn take(&mut self) -> Option<u8> {
         let r = self.free.pop()?;
         self.used = self.used.max(r + 1);
@@ -198,20 +275,25 @@ fn scaled_reciprocal(d: f32) -> (f32, f32) {
     (1.0 / (d * s), s)
 }
 
-/// Per value: the index of the last statement of `body` that reads it.
-fn last_uses(body: &[Stmt], values: usize) -> Vec<Option<usize>> {
-    let mut last = vec![None; values];
+/// Per value: the index of the last statement of `body` that reads it (`widened`: see
+/// [`operands`]).
+fn last_uses(body: &[Stmt], widened: &[Option<ValueId>]) -> Vec<Option<usize>> {
+    let mut last = vec![None; widened.len()];
     for (at, s) in body.iter().enumerate() {
-        for v in operands(s) {
+        for v in operands(s, widened) {
             last[v.index()] = Some(at);
         }
     }
     last
 }
 
-/// The values statement `s` reads (a leaf body's statements only).
-fn operands(s: &Stmt) -> Vec<ValueId> {
+/// The f32 values statement `s` reads (a leaf body's statements only): a reduction of an f64
+/// widening (`widened`: per value, the f32 value it is `convert` of in the body) reads the
+/// f32 value, which the leaf loop adds to its f32 partials; the widening itself reads
+/// nothing.
+fn operands(s: &Stmt, widened: &[Option<ValueId>]) -> Vec<ValueId> {
     match s {
+        Stmt::Reduce { value, .. } => widened[value.index()].into_iter().collect(),
         Stmt::Let {
             inst: Inst::Binary(_, x, y),
             ..
@@ -220,17 +302,68 @@ fn operands(s: &Stmt) -> Vec<ValueId> {
             inst: Inst::Unary(_, x),
             ..
         } => vec![*x],
+        Stmt::Let {
+            inst: Inst::Compare(_, x, y),
+            ..
+        } => vec![*x, *y],
+        Stmt::Let {
+            inst:
+                Inst::Select {
+                    cond,
+                    if_true,
+                    if_false,
+                },
+            ..
+        } => vec![*cond, *if_true, *if_false],
+        Stmt::Let {
+            inst: Inst::Convert(x),
+            result,
+        } if widened[result.index()].is_none() => vec![*x],
         Stmt::Store { value, .. } => vec![*value],
         _ => Vec::new(),
     }
 }
 
 impl LeafLoop {
-    /// Loop `l` of `k` (body `body`) as a leaf loop, if its body is one (see the module docs).
-    pub(crate) fn of(k: &Kernel, l: LoopId, body: &[Stmt]) -> Option<LeafLoop> {
+    /// Loop `l` of `k` (body `body`) as a leaf loop, if its body is one (see the module docs);
+    /// `sum`: the accumulator whose f32 partials the loop's vector code keeps and their
+    /// count, if it reduces; `prefetch`: whether its steps prefetch a later row.
+    pub(crate) fn of(
+        k: &Kernel,
+        l: LoopId,
+        body: &[Stmt],
+        sum: Option<LeafSum>,
+        prefetch: bool,
+    ) -> Option<LeafLoop> {
         if k.loops[l].extent < MIN_EXTENT {
             return None;
         }
+        // f64 widenings of f32 values of the body, each only reduced into `sum`'s accumulator.
+        let mut widened: Vec<Option<ValueId>> = vec![None; k.values.len()];
+        for s in body {
+            if let Stmt::Let {
+                result,
+                inst: Inst::Convert(x),
+            } = s
+            {
+                let (from, to) = (k.values[*x], k.values[*result]);
+                match (from, to) {
+                    (ScalarType::F32, ScalarType::F64) if sum.is_some() => {
+                        widened[result.index()] = Some(*x)
+                    }
+                    (ScalarType::Bool, ScalarType::F32) => {}
+                    _ => return None,
+                }
+            }
+        }
+        // Partial registers first: the kernel's f32 partials, eight a register.
+        let copies = match sum {
+            Some(s) if s.width % LANES == 0 && (s.width / LANES).is_power_of_two() => {
+                u8::try_from(s.width / LANES).ok()?
+            }
+            Some(_) => return None,
+            None => 1,
+        };
         let contiguous = |a: &BufferAccessExpr| {
             a.mask.is_empty()
                 && a.index.coefficient(l) == 1
@@ -247,7 +380,7 @@ impl LeafLoop {
                 inside[result.index()] = true;
             }
         }
-        let last = last_uses(body, k.values.len());
+        let last = last_uses(body, &widened);
         // Per value: the constant it is, if a constant of the body; whether it varies over
         // the loop (computed from a load).
         let mut consts: Vec<Option<f32>> = vec![None; k.values.len()];
@@ -257,7 +390,13 @@ impl LeafLoop {
                 varies[result.index()] = match inst {
                     Inst::Load(a) => !invariant(a),
                     Inst::Binary(_, x, y) => varies[x.index()] || varies[y.index()],
-                    Inst::Unary(_, x) => varies[x.index()],
+                    Inst::Unary(_, x) | Inst::Convert(x) => varies[x.index()],
+                    Inst::Compare(_, x, y) => varies[x.index()] || varies[y.index()],
+                    Inst::Select {
+                        cond,
+                        if_true,
+                        if_false,
+                    } => [cond, if_true, if_false].iter().any(|v| varies[v.index()]),
                     _ => false,
                 };
             }
@@ -272,13 +411,20 @@ impl LeafLoop {
             prologue: Vec::new(),
             consts: Vec::new(),
             ops: Vec::new(),
+            scratch: None,
+        };
+        let partials: Vec<u8> = match sum {
+            Some(_) => (0..copies).map(|_| b.take()).collect::<Option<_>>()?,
+            None => Vec::new(),
         };
         // Values held throughout first (from outside the loop, constants, the masks of `neg`
         // and `abs`, the one of `reciprocal`), so that no register a body operation writes
         // ever holds one.
         for s in body {
-            for v in operands(s) {
-                if k.values[v] != ScalarType::F32 {
+            for v in operands(s, &widened) {
+                // f32 values, and `bool`s the body computes (lane masks).
+                let bool_inside = k.values[v] == ScalarType::Bool && inside[v.index()];
+                if k.values[v] != ScalarType::F32 && !bool_inside {
                     return None;
                 }
                 if !inside[v.index()] {
@@ -321,22 +467,44 @@ impl LeafLoop {
                         UnaryOp::Neg => b.constant(0x8000_0000)?,
                         UnaryOp::Abs => b.constant(0x7fff_ffff)?,
                         UnaryOp::Reciprocal => b.constant(1.0f32.to_bits())?,
+                        UnaryOp::Relu => b.constant(0)?,
+                        UnaryOp::Not => b.constant(u32::MAX)?,
                         _ => 0,
                     };
+                }
+                Stmt::Let {
+                    inst: Inst::Convert(x),
+                    result,
+                } if widened[result.index()].is_none() && k.values[*x] == ScalarType::Bool => {
+                    b.constant(1.0f32.to_bits())?;
                 }
                 _ => {}
             }
         }
         for (at, s) in body.iter().enumerate() {
             let (result, inst) = match s {
-                Stmt::Let { result, inst } if k.values[*result] == ScalarType::F32 => {
+                // Read where it is reduced.
+                Stmt::Let { result, .. } if widened[result.index()].is_some() => continue,
+                Stmt::Reduce {
+                    acc,
+                    value,
+                    index: None,
+                } if Some(*acc) == sum.map(|s| s.acc) => {
+                    let src = b.operand(widened[value.index()]?, true)?;
+                    b.ops.push(Op::Accumulate { src });
+                    release(&mut b, s, at, &last, &widened);
+                    continue;
+                }
+                Stmt::Let { result, inst }
+                    if matches!(k.values[*result], ScalarType::F32 | ScalarType::Bool) =>
+                {
                     (*result, inst)
                 }
                 Stmt::Store { target, value } if contiguous(target) => {
                     let src = b.operand(*value, true)?;
                     let stream = b.stream(target)?;
                     b.ops.push(Op::Store { src, stream });
-                    release(&mut b, s, at, &last);
+                    release(&mut b, s, at, &last, &widened);
                     continue;
                 }
                 _ => return None,
@@ -362,6 +530,25 @@ impl LeafLoop {
                         s,
                     }
                 }
+                Inst::Binary(op @ (BinaryOp::Max | BinaryOp::Min), x, y) => Op::Extreme {
+                    max: *op == BinaryOp::Max,
+                    dst: 0,
+                    a: r(&mut b, x)?,
+                    b: r(&mut b, y)?,
+                    scratch: b.scratch()?,
+                },
+                Inst::Binary(op @ (BinaryOp::And | BinaryOp::Or | BinaryOp::Xor), x, y) => {
+                    Op::Arith {
+                        op: match op {
+                            BinaryOp::And => Arith::And,
+                            BinaryOp::Or => Arith::Or,
+                            _ => Arith::Xor,
+                        },
+                        dst: 0,
+                        a: r(&mut b, x)?,
+                        b: r(&mut b, y)?,
+                    }
+                }
                 Inst::Binary(op, x, y) => {
                     let op = match op {
                         BinaryOp::Add => Arith::Add,
@@ -377,9 +564,42 @@ impl LeafLoop {
                         b: r(&mut b, y)?,
                     }
                 }
+                Inst::Compare(op, x, y) => Op::Compare {
+                    predicate: predicate(*op),
+                    dst: 0,
+                    a: r(&mut b, x)?,
+                    b: r(&mut b, y)?,
+                },
+                Inst::Select {
+                    cond,
+                    if_true,
+                    if_false,
+                } => Op::Blend {
+                    dst: 0,
+                    mask: r(&mut b, cond)?,
+                    if_true: r(&mut b, if_true)?,
+                    if_false: r(&mut b, if_false)?,
+                },
+                Inst::Convert(x) if k.values[*x] == ScalarType::Bool => Op::Arith {
+                    op: Arith::And,
+                    dst: 0,
+                    a: r(&mut b, x)?,
+                    b: b.constant(1.0f32.to_bits())?,
+                },
                 Inst::Unary(op, x) => {
                     let x = r(&mut b, x)?;
                     match op {
+                        UnaryOp::Relu => Op::Relu {
+                            dst: 0,
+                            a: x,
+                            zero: b.constant(0)?,
+                        },
+                        UnaryOp::Not => Op::Arith {
+                            op: Arith::Xor,
+                            dst: 0,
+                            a: x,
+                            b: b.constant(u32::MAX)?,
+                        },
                         UnaryOp::Square => Op::Arith {
                             op: Arith::Mul,
                             dst: 0,
@@ -411,27 +631,74 @@ impl LeafLoop {
                 _ => return None,
             };
             // Operands read for the last time free their registers first, so the result may
-            // take one of them.
-            release(&mut b, s, at, &last);
-            let dst = b.take()?;
+            // take one of them — unless its instructions write it before their last read.
+            let early = matches!(op, Op::Extreme { .. } | Op::Relu { .. });
+            let dst = if early {
+                let dst = b.take()?;
+                release(&mut b, s, at, &last, &widened);
+                dst
+            } else {
+                release(&mut b, s, at, &last, &widened);
+                b.take()?
+            };
             b.homes[result.index()] = Some(dst);
             b.ops.push(match op {
                 Op::Load { stream, .. } => Op::Load { dst, stream },
                 Op::Arith { op, a, b, .. } => Op::Arith { op, dst, a, b },
                 Op::Sqrt { a, .. } => Op::Sqrt { dst, a },
                 Op::Scaled { a, r, s, .. } => Op::Scaled { dst, a, r, s },
+                Op::Compare {
+                    predicate, a, b, ..
+                } => Op::Compare {
+                    predicate,
+                    dst,
+                    a,
+                    b,
+                },
+                Op::Blend {
+                    mask,
+                    if_true,
+                    if_false,
+                    ..
+                } => Op::Blend {
+                    dst,
+                    mask,
+                    if_true,
+                    if_false,
+                },
+                Op::Extreme {
+                    max, a, b, scratch, ..
+                } => Op::Extreme {
+                    max,
+                    dst,
+                    a,
+                    b,
+                    scratch,
+                },
+                Op::Relu { a, zero, .. } => Op::Relu { dst, a, zero },
                 other => other,
             });
             if last[result.index()].is_none() {
                 b.free.push(dst);
             }
         }
-        if !b.ops.iter().any(|o| matches!(o, Op::Store { .. })) {
+        // A loop stores (and then sums nothing) or sums into its partials (and stores
+        // nothing: it may run twice, `translate::f32_partials`).
+        let stores = b.ops.iter().any(|o| matches!(o, Op::Store { .. }));
+        let sums = b.ops.iter().any(|o| matches!(o, Op::Accumulate { .. }));
+        if stores == sums || sums != sum.is_some() {
             return None;
         }
         let mut ops = b.prologue;
         ops.extend(b.ops);
+        // The prefetched row's address takes a stream register of its own, after the rest.
+        if prefetch && b.streams.len() == MAX_STREAMS {
+            return None;
+        }
         Some(LeafLoop {
+            sum,
+            prefetch,
+            partials,
             streams: b.streams,
             scalars: b.scalars.into_iter().map(|(s, _)| s).collect(),
             ops,
@@ -440,7 +707,7 @@ impl LeafLoop {
     }
 
     /// The machine code: `fn(args: *const u64, n: u64)` (System V), `n` a multiple of
-    /// [`LANES`].
+    /// [`LANES`] (of the sum's width, if it sums).
     pub(crate) fn assemble(&self) -> Result<Vec<u8>, IcedError> {
         const YMM: [AsmRegisterYmm; 16] = [
             ymm0, ymm1, ymm2, ymm3, ymm4, ymm5, ymm6, ymm7, ymm8, ymm9, ymm10, ymm11, ymm12, ymm13,
@@ -456,10 +723,11 @@ impl LeafLoop {
         let mut a = CodeAssembler::new(64)?;
         let mut top = a.create_label();
         let mut done = a.create_label();
-        for (k, reg) in STREAMS.iter().enumerate().take(self.streams.len()) {
+        let streams = self.streams.len() + usize::from(self.prefetch);
+        for (k, reg) in STREAMS.iter().enumerate().take(streams) {
             a.mov(*reg, qword_ptr(rdi + 8 * k as i32))?;
         }
-        let scalars_at = 8 * self.streams.len() as i32;
+        let scalars_at = 8 * streams as i32;
         for op in &self.ops {
             match *op {
                 Op::Scalar { dst, arg } => {
@@ -476,42 +744,105 @@ impl LeafLoop {
                 _ => {}
             }
         }
+        // The partials start at −0, the identity of a sum that keeps a sum of −0s −0.
+        for &p in &self.partials {
+            a.mov(eax, 0x8000_0000u32)?;
+            a.vmovd(XMM[usize::from(p)], eax)?;
+            a.vbroadcastss(y(p), XMM[usize::from(p)])?;
+        }
+        // One step: the body once per partial register (once when there is none), the
+        // copies `8 · 4` bytes apart.
+        let copies = self.partials.len().max(1);
         a.shl(rsi, 2)?;
         a.xor(eax, eax)?;
         a.test(rsi, rsi)?;
         a.jz(done)?;
         a.set_label(&mut top)?;
-        for op in &self.ops {
-            match *op {
-                Op::Load { dst, stream } => {
-                    a.vmovups(y(dst), ymmword_ptr(STREAMS[usize::from(stream)] + rax))?
-                }
-                Op::Store { src, stream } => {
-                    a.vmovups(ymmword_ptr(STREAMS[usize::from(stream)] + rax), y(src))?
-                }
-                Op::Arith { op, dst, a: x, b } => {
-                    let (d, x, b) = (y(dst), y(x), y(b));
-                    match op {
-                        Arith::Add => a.vaddps(d, x, b)?,
-                        Arith::Sub => a.vsubps(d, x, b)?,
-                        Arith::Mul => a.vmulps(d, x, b)?,
-                        Arith::Div => a.vdivps(d, x, b)?,
-                        Arith::And => a.vandps(d, x, b)?,
-                        Arith::Xor => a.vxorps(d, x, b)?,
-                    }
-                }
-                Op::Sqrt { dst, a: x } => a.vsqrtps(y(dst), y(x))?,
-                Op::Scaled { dst, a: x, r, s } => {
-                    a.vmulps(y(dst), y(x), y(r))?;
-                    a.vmulps(y(dst), y(dst), y(s))?;
-                }
-                Op::Scalar { .. } | Op::Const { .. } | Op::Broadcast { .. } => {}
+        if self.prefetch {
+            let p = STREAMS[self.streams.len()];
+            for line in (0..4 * LANES as usize * copies).step_by(64) {
+                a.prefetcht1(byte_ptr(p + rax + line as i32))?;
             }
         }
-        a.add(rax, 4 * LANES as i32)?;
+        for c in 0..copies {
+            let at = (4 * LANES as usize * c) as i32;
+            for op in &self.ops {
+                match *op {
+                    Op::Load { dst, stream } => {
+                        a.vmovups(y(dst), ymmword_ptr(STREAMS[usize::from(stream)] + rax + at))?
+                    }
+                    Op::Store { src, stream } => {
+                        a.vmovups(ymmword_ptr(STREAMS[usize::from(stream)] + rax + at), y(src))?
+                    }
+                    Op::Arith { op, dst, a: x, b } => {
+                        let (d, x, b) = (y(dst), y(x), y(b));
+                        match op {
+                            Arith::Add => a.vaddps(d, x, b)?,
+                            Arith::Sub => a.vsubps(d, x, b)?,
+                            Arith::Mul => a.vmulps(d, x, b)?,
+                            Arith::Div => a.vdivps(d, x, b)?,
+                            Arith::And => a.vandps(d, x, b)?,
+                            Arith::Xor => a.vxorps(d, x, b)?,
+                            Arith::Or => a.vorps(d, x, b)?,
+                        }
+                    }
+                    Op::Sqrt { dst, a: x } => a.vsqrtps(y(dst), y(x))?,
+                    Op::Scaled { dst, a: x, r, s } => {
+                        a.vmulps(y(dst), y(x), y(r))?;
+                        a.vmulps(y(dst), y(dst), y(s))?;
+                    }
+                    Op::Compare {
+                        predicate,
+                        dst,
+                        a: x,
+                        b,
+                    } => a.vcmpps(y(dst), y(x), y(b), u32::from(predicate))?,
+                    Op::Blend {
+                        dst,
+                        mask,
+                        if_true,
+                        if_false,
+                    } => a.vblendvps(y(dst), y(if_false), y(if_true), y(mask))?,
+                    Op::Extreme {
+                        max,
+                        dst,
+                        a: x,
+                        b,
+                        scratch,
+                    } => {
+                        // The right operand where it wins strictly, else the left; all ones
+                        // (a NaN) where either is NaN.
+                        let wins = if max { 0x11 } else { 0x1e };
+                        a.vcmpps(y(dst), y(x), y(b), wins)?;
+                        a.vblendvps(y(dst), y(x), y(b), y(dst))?;
+                        a.vcmpps(y(scratch), y(x), y(b), 0x03)?;
+                        a.vorps(y(dst), y(dst), y(scratch))?;
+                    }
+                    Op::Relu { dst, a: x, zero } => {
+                        // Kept where `x > 0` or unordered (not `x <= 0`).
+                        a.vcmpps(y(dst), y(x), y(zero), 0x16)?;
+                        a.vandps(y(dst), y(dst), y(x))?;
+                    }
+                    Op::Accumulate { src } => {
+                        let p = y(self.partials[c]);
+                        a.vaddps(p, p, y(src))?;
+                    }
+                    Op::Scalar { .. } | Op::Const { .. } | Op::Broadcast { .. } => {}
+                }
+            }
+        }
+        a.add(rax, (4 * LANES as usize * copies) as i32)?;
         a.cmp(rax, rsi)?;
         a.jb(top)?;
         a.set_label(&mut done)?;
+        // The partials, in order, where the last entry of `args` points.
+        if !self.partials.is_empty() {
+            let at = 8 * (streams + self.scalars.len()) as i32;
+            a.mov(rax, qword_ptr(rdi + at))?;
+            for (j, &p) in self.partials.iter().enumerate() {
+                a.vmovups(ymmword_ptr(rax + (32 * j) as i32), y(p))?;
+            }
+        }
         a.vzeroupper()?;
         a.ret()?;
         a.assemble(0)
@@ -519,9 +850,15 @@ impl LeafLoop {
 }
 
 /// Frees the registers of the operands statement `s` (at `at`) reads for the last time.
-fn release(b: &mut Builder, s: &Stmt, at: usize, last: &[Option<usize>]) {
+fn release(
+    b: &mut Builder,
+    s: &Stmt,
+    at: usize,
+    last: &[Option<usize>],
+    widened: &[Option<ValueId>],
+) {
     let mut seen = Vec::new();
-    for v in operands(s) {
+    for v in operands(s, widened) {
         if last[v.index()] == Some(at) && !seen.contains(&v) {
             seen.push(v);
             // Values from outside the loop and constants hold their registers throughout.
@@ -539,7 +876,11 @@ fn defines(o: &Op, r: Option<u8>) -> bool {
         Op::Load { dst, .. }
         | Op::Arith { dst, .. }
         | Op::Sqrt { dst, .. }
-        | Op::Scaled { dst, .. } => dst,
+        | Op::Scaled { dst, .. }
+        | Op::Compare { dst, .. }
+        | Op::Blend { dst, .. }
+        | Op::Extreme { dst, .. }
+        | Op::Relu { dst, .. } => dst,
         _ => return false,
     };
     Some(dst) == r

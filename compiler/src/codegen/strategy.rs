@@ -21,7 +21,7 @@
 use weft_ir::arena::EntityRef;
 use weft_ir::loop_ir::{AccId, BufferAccessExpr, Kernel, LoopId, Stmt, ValueId};
 
-use super::leaf::LeafLoop;
+use super::leaf::{LeafLoop, LeafSum};
 use super::translate::jam::{self, Jam, TransposeCall};
 use super::translate::outline::outline_candidates;
 use super::translate::span::{
@@ -59,10 +59,20 @@ pub(crate) enum LoopStrategy {
     SumSpan(SumSpan),
     /// Vector steps of Cranelift lanes, then a scalar tail.
     Vector(Box<VectorLoop>),
-    /// Whole vectors by an assembled leaf loop at full width, then the scalar tail.
-    Leaf(Box<LeafLoop>),
+    /// Whole vectors by an assembled leaf loop at full width, then the scalar tail (and, if
+    /// it sums, the combine and f64 re-run of its vector strategy).
+    Leaf(Box<LeafStrategy>),
     /// One iteration at a time (or `unroll` at a time).
     Scalar(ScalarLoop),
+}
+
+/// A vector loop whose whole vectors an assembled leaf loop does.
+#[derive(Clone, Debug)]
+pub(crate) struct LeafStrategy {
+    /// What the loop's own vector code would be: its partials, combined after the call as
+    /// that code combines them.
+    pub vector: VectorLoop,
+    pub leaf: LeafLoop,
 }
 
 /// A loop emitted as its own vector steps.
@@ -156,7 +166,7 @@ impl KernelStrategy {
     /// The leaf loops, in loop order.
     pub(crate) fn leaves(&self) -> impl Iterator<Item = (LoopId, &LeafLoop)> {
         self.loops.iter().enumerate().filter_map(|(i, s)| match s {
-            Some(LoopStrategy::Leaf(leaf)) => Some((LoopId::new(i), &**leaf)),
+            Some(LoopStrategy::Leaf(s)) => Some((LoopId::new(i), &s.leaf)),
             _ => None,
         })
     }
@@ -320,12 +330,20 @@ fn decide_loop(
         return LoopStrategy::SumSpan(sum);
     }
     let v = vector_steps(k, l, body, plan, o, widened_from);
-    let plain = matches!(v.routine, VectorRoutine::None) && v.narrow.is_empty();
-    let leaf = (o.leaf_loops && plain && v.prefetch.is_none())
-        .then(|| LeafLoop::of(k, l, body))
-        .flatten();
+    let sum = match v.narrow[..] {
+        [] => Some(None),
+        [acc] => Some(Some(LeafSum {
+            acc,
+            width: v.plan.lanes * v.plan.parts,
+        })),
+        _ => None,
+    };
+    let plain = matches!(v.routine, VectorRoutine::None);
+    let leaf = sum
+        .filter(|_| o.leaf_loops && plain)
+        .and_then(|sum| LeafLoop::of(k, l, body, sum, v.prefetch.is_some()));
     match leaf {
-        Some(leaf) => LoopStrategy::Leaf(Box::new(leaf)),
+        Some(leaf) => LoopStrategy::Leaf(Box::new(LeafStrategy { vector: v, leaf })),
         None => LoopStrategy::Vector(Box::new(v)),
     }
 }

@@ -30,9 +30,9 @@ pub(crate) mod span;
 
 use outline::{OutlinePolicy, Outlining};
 
-use super::leaf::{self, LeafLoop, LeafScalar};
+use super::leaf::{self, LeafScalar};
 use super::math::MathEmitter;
-use super::strategy::{KernelStrategy, LoopStrategy, VectorLoop, VectorRoutine};
+use super::strategy::{KernelStrategy, LeafStrategy, LoopStrategy, VectorLoop, VectorRoutine};
 use super::vectorize::{depends_on, plan, stores, WidePlan};
 use super::CodegenError;
 
@@ -1554,17 +1554,32 @@ impl<'a, 'b> Translator<'a, 'b> {
             LoopStrategy::SumSpan(sum) => self.emit_sum_span(l, sum),
             LoopStrategy::Scalar(_) => self.emit_loop_as(l, body, None, &[]),
             LoopStrategy::Vector(v) => self.emit_vector_loop(l, body, v),
-            LoopStrategy::Leaf(leaf) => self.emit_leaf_loop(l, body, leaf),
+            LoopStrategy::Leaf(s) => self.emit_leaf_loop(l, body, s),
         }
     }
 
     /// Emits loop `l` as a call of its assembled leaf loop over the whole vectors of its
     /// range, then its scalar tail.
-    fn emit_leaf_loop(&mut self, l: LoopId, body: &[Stmt], leaf: &LeafLoop) -> Result<()> {
+    fn emit_leaf_loop(&mut self, l: LoopId, body: &[Stmt], s: &LeafStrategy) -> Result<()> {
+        let leaf = &s.leaf;
         let Some(&(_, callee)) = self.leaves.iter().find(|(m, _)| *m == l) else {
             return self.internal(format!("leaf loop %{l} has no function"));
         };
-        let entries = leaf.streams.len() + leaf.scalars.len();
+        // A sum's partials come back in a slot of their own, its address the last entry.
+        let partials = leaf.sum.map(|sum| {
+            self.b.create_sized_stack_slot(StackSlotData::new(
+                StackSlotKind::ExplicitSlot,
+                4 * sum.width,
+                5,
+            ))
+        });
+        let prefetched = match (&s.vector.prefetch, leaf.prefetch) {
+            (Some(next), true) => Some(next),
+            (None, false) => None,
+            _ => return self.internal(format!("leaf loop %{l} and its prefetch disagree")),
+        };
+        let streams = leaf.streams.len() + usize::from(prefetched.is_some());
+        let entries = streams + leaf.scalars.len() + usize::from(partials.is_some());
         let slot = self.b.create_sized_stack_slot(StackSlotData::new(
             StackSlotKind::ExplicitSlot,
             (8 * entries).max(8) as u32,
@@ -1577,18 +1592,35 @@ impl<'a, 'b> Translator<'a, 'b> {
             let address = self.address(access, first);
             self.b.ins().store(flags, address, args, (8 * j) as i32);
         }
+        if let Some(next) = prefetched {
+            // The later row's address at the range's first column (`prefetch_step`'s).
+            let (start, _) = self.loop_range(l);
+            let ahead = self.ahead_address(next, start)?;
+            let at = 8 * leaf.streams.len() as i32;
+            self.b.ins().store(flags, ahead, args, at);
+        }
         for (j, &scalar) in leaf.scalars.iter().enumerate() {
             let x = match scalar {
                 LeafScalar::Value(v) => self.scalar(v)?,
                 LeafScalar::Reciprocal(d) => self.scaled_reciprocal(self.scalar(d)?).0,
                 LeafScalar::Scale(d) => self.scaled_reciprocal(self.scalar(d)?).1,
             };
-            let at = 8 * (leaf.streams.len() + j) as i32;
+            let at = 8 * (streams + j) as i32;
             self.b.ins().store(flags, x, args, at);
         }
+        if let Some(slot) = partials {
+            let at = 8 * (streams + leaf.scalars.len()) as i32;
+            let address = self.b.ins().stack_addr(types::I64, slot, 0);
+            self.b.ins().store(flags, address, args, at);
+        }
+        let step = leaf.sum.map_or(leaf::LANES, |sum| sum.width);
         let len = self.range_len(l);
-        let whole = self.b.ins().band_imm_s(len, !(i64::from(leaf::LANES) - 1));
+        let whole = self.b.ins().band_imm_s(len, !(i64::from(step) - 1));
         self.b.ins().call(callee, &[args, whole]);
+        if let Some(slot) = partials {
+            // Combined, the tail and the f64 re-run, as the vector loop's own partials are.
+            return self.emit_summed_by_span(l, body, slot, None);
+        }
         let (start, end) = self.loop_range(l);
         let counter = self.b.declare_var(types::I64);
         let tail = self.add_values(start, whole);
@@ -1628,6 +1660,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         let strategies = self.strategy;
         match strategies.of(l) {
             Some(LoopStrategy::Vector(v)) => Ok(v),
+            Some(LoopStrategy::Leaf(s)) => Ok(&s.vector),
             _ => self.internal(format!("loop %{l} has no vector strategy")),
         }
     }

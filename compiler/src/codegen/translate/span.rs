@@ -1751,7 +1751,7 @@ impl Translator<'_, '_> {
 
     /// The address `next`'s read has [`ROWS_AHEAD`] iterations of its row loop on, with its
     /// own loop at `column`.
-    fn ahead_address(&mut self, next: &NextRow, column: Value) -> Result<Value> {
+    pub(super) fn ahead_address(&mut self, next: &NextRow, column: Value) -> Result<Value> {
         let (row, first) = (next.row.index(), next.first.index());
         let Some(current) = self.loop_vals[row] else {
             return self.internal(format!("prefetch: row loop %{} is not running", next.row));
