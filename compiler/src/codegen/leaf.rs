@@ -147,6 +147,22 @@ enum Arith {
     Or,
 }
 
+/// The bits of 1.0f32.
+const ONE: u32 = 0x3f80_0000;
+
+/// The constant a unary operation's instruction takes, if any: `neg` and `abs` their sign-bit
+/// masks, `not` all ones, `relu` zero, `reciprocal` one (the dividend).
+fn unary_constant(op: UnaryOp) -> Option<u32> {
+    match op {
+        UnaryOp::Neg => Some(0x8000_0000),
+        UnaryOp::Abs => Some(0x7fff_ffff),
+        UnaryOp::Not => Some(u32::MAX),
+        UnaryOp::Relu => Some(0),
+        UnaryOp::Reciprocal => Some(ONE),
+        _ => None,
+    }
+}
+
 /// `vcmpps`'s predicate for `op`: ordered and false on NaN but `ne` (true on NaN), as IEEE
 /// comparisons and the interpreter's.
 fn predicate(op: CompareOp) -> u8 {
@@ -463,20 +479,15 @@ impl LeafLoop {
                     inst: Inst::Unary(op, _),
                     ..
                 } => {
-                    match op {
-                        UnaryOp::Neg => b.constant(0x8000_0000)?,
-                        UnaryOp::Abs => b.constant(0x7fff_ffff)?,
-                        UnaryOp::Reciprocal => b.constant(1.0f32.to_bits())?,
-                        UnaryOp::Relu => b.constant(0)?,
-                        UnaryOp::Not => b.constant(u32::MAX)?,
-                        _ => 0,
-                    };
+                    if let Some(bits) = unary_constant(*op) {
+                        b.constant(bits)?;
+                    }
                 }
                 Stmt::Let {
                     inst: Inst::Convert(x),
                     result,
                 } if widened[result.index()].is_none() && k.values[*x] == ScalarType::Bool => {
-                    b.constant(1.0f32.to_bits())?;
+                    b.constant(ONE)?;
                 }
                 _ => {}
             }
@@ -584,47 +595,27 @@ impl LeafLoop {
                     op: Arith::And,
                     dst: 0,
                     a: r(&mut b, x)?,
-                    b: b.constant(1.0f32.to_bits())?,
+                    b: b.constant(ONE)?,
                 },
                 Inst::Unary(op, x) => {
                     let x = r(&mut b, x)?;
+                    // The constant the operation takes, given its register above.
+                    let c = match unary_constant(*op) {
+                        Some(bits) => b.constant(bits)?,
+                        None => x,
+                    };
+                    let arith = |op, a, b| Op::Arith { op, dst: 0, a, b };
                     match op {
                         UnaryOp::Relu => Op::Relu {
                             dst: 0,
                             a: x,
-                            zero: b.constant(0)?,
-                        },
-                        UnaryOp::Not => Op::Arith {
-                            op: Arith::Xor,
-                            dst: 0,
-                            a: x,
-                            b: b.constant(u32::MAX)?,
-                        },
-                        UnaryOp::Square => Op::Arith {
-                            op: Arith::Mul,
-                            dst: 0,
-                            a: x,
-                            b: x,
+                            zero: c,
                         },
                         UnaryOp::Sqrt => Op::Sqrt { dst: 0, a: x },
-                        UnaryOp::Reciprocal => Op::Arith {
-                            op: Arith::Div,
-                            dst: 0,
-                            a: b.constant(1.0f32.to_bits())?,
-                            b: x,
-                        },
-                        UnaryOp::Neg => Op::Arith {
-                            op: Arith::Xor,
-                            dst: 0,
-                            a: x,
-                            b: b.constant(0x8000_0000)?,
-                        },
-                        UnaryOp::Abs => Op::Arith {
-                            op: Arith::And,
-                            dst: 0,
-                            a: x,
-                            b: b.constant(0x7fff_ffff)?,
-                        },
+                        UnaryOp::Square => arith(Arith::Mul, x, x),
+                        UnaryOp::Reciprocal => arith(Arith::Div, c, x),
+                        UnaryOp::Not | UnaryOp::Neg => arith(Arith::Xor, x, c),
+                        UnaryOp::Abs => arith(Arith::And, x, c),
                         _ => return None,
                     }
                 }
