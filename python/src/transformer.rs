@@ -195,8 +195,9 @@ impl Transformer {
             .map_err(|e| to_py(py, e))
     }
 
-    /// What the compiler did with the computation of `outputs` given `placeholders`: fused
-    /// kernels, their loops and the cost model's figures (`weft explain`).
+    /// What the compiler did with the computation of `outputs` given `placeholders`: the
+    /// target machine, fused kernels, their loops and the cost model's figures
+    /// (`weft explain`).
     fn explain(
         &self,
         py: Python<'_>,

@@ -994,6 +994,8 @@ def test_explain_mentions_kernels():
     comp = ngt.make_transformer().computation(ng.softmax(a, normalization_axes=[C]), a)
     text = comp.explain()
     assert isinstance(text, str)
+    # The machine first, so every figure quoted from it names the machine.
+    assert text.startswith("# target: "), text
     assert re.search(r"^kernel @k\d+", text, re.M), text
     assert re.search(r"^input\s+a\s", text, re.M), text
 

@@ -400,9 +400,11 @@ class Computation:
         return files
 
     def explain(self):
-        """What the compiler made of this computation (``weft explain``): materialised
-        tensors and why, fusion's cost model, each kernel's loops, per segment where a
-        ``sequential`` splits it."""
+        """What the compiler made of this computation (``weft explain``): first the machine
+        it compiled for (``# target: ...``: ISA level, f32 lanes, caches, model), then the
+        materialised tensors and why, fusion's cost model, and each kernel's loops (which run
+        as assembled leaf loops at full width, which on native routines, which on Cranelift's
+        4-lane code), per segment where a ``sequential`` splits it."""
         per = self._each_segment(lambda n, o, p: n.explain(o, p))
         if len(per) == 1:
             return per[0]
