@@ -214,6 +214,30 @@ fn leaf_sums_give_the_bits_of_the_vector_loops() {
     assert_share(true);
 }
 
+/// Rows longer than one block of f32 partials (`narrow_sums::f32_block`, 8192 iterations
+/// of 4 × 4 partials): the partials are folded into f64 block by block, by the leaf loop's
+/// calls as by the vector loop's steps, with the same bits (special values re-run the whole
+/// row in f64 in both), and the oracle's tolerance holds.
+#[test]
+fn long_leaf_sums_fold_their_partials_every_block_with_the_same_bits() {
+    run_property(
+        "leaf_loops::long_leaf_sums_fold_their_partials_every_block_with_the_same_bits",
+        file!(),
+        proptest_cases(8),
+        1.0,
+        (any::<u64>(), 1usize..3, 8193usize..26000),
+        |(seed, rows, cols), tally| {
+            let g = graph(seed, rows, cols, true);
+            let explained = jit_common::explain(&g, &JitOptions::default());
+            prop_assert!(
+                explained.contains("folded into f64 every 8192 iterations"),
+                "{explained}"
+            );
+            check(seed, rows, cols, true, tally)
+        },
+    );
+}
+
 /// Many bodies fit (at most 16 registers and 6 streams, no divisor the body computes from
 /// values outside the loop; a depth-5 expression with selects often needs more): at least a
 /// third of the cases long enough take a leaf loop on an AVX2 host; none on a host without
@@ -256,4 +280,52 @@ fn a_prefetching_sum_pass_is_a_leaf_loop_with_the_same_bits() {
         });
         assert!(prefetching_leaf, "{explained}");
     }
+}
+
+/// A leaf loop inside an outlined loop nest (`codegen::translate::outline`): the outlined
+/// function calls the kernel's assembled leaf functions, with the bits of the same graph
+/// neither outlined nor assembled, and of the oracle.
+#[test]
+fn leaf_loops_inside_outlined_nests_give_the_same_bits() {
+    // Per `A`: a pass summing over `[B, C]`, then one storing over them, each a loop over `B`
+    // around a loop over `C`.
+    let text = "axis A = 4\naxis B = 32\naxis C = 300\nplaceholder x: f32[A, B, C]\n\
+                placeholder w: f32[C]\np = multiply(x, w)\nm = mean(p, [B, C])\n\
+                d = subtract(x, m)\ny = relu(d)\noutput y\n";
+    let g = weft::ir::text::parse(text, "nest.weft").unwrap();
+    let xs = inputs(&g, 11);
+    let run_with = |outline, leaf_loops| {
+        let options = JitOptions {
+            codegen: weft::CodegenOptions {
+                outline,
+                leaf_loops,
+                ..Default::default()
+            },
+            threads: Some(2),
+            ..JitOptions::default()
+        };
+        let explained = jit_common::explain(&g, &options);
+        let t = Transformer::with_jit_options(g.clone(), options).unwrap();
+        let comp = t
+            .computation(&[g.find("y").unwrap()], &g.placeholders())
+            .unwrap();
+        let out = comp.call(&xs).unwrap()[0].to_vec::<f32>().unwrap();
+        let bits: Vec<u32> = out
+            .iter()
+            .map(|x| if x.is_nan() { u32::MAX } else { x.to_bits() })
+            .collect();
+        (bits, explained)
+    };
+    let (outlined, explained) = run_with(weft::Outline::Every, true);
+    let (plain, _) = run_with(weft::Outline::Never, false);
+    assert!(outlined == plain, "{explained}");
+    let lines: Vec<&str> = explained.lines().collect();
+    let leaf_inside = lines.windows(2).any(|w| {
+        w[0].contains("(outlined: the kernel calls it)") && w[1].contains("assembled leaf loop")
+    });
+    assert!(
+        explained.contains("(outlined: the kernel calls it)"),
+        "{explained}"
+    );
+    assert_eq!(leaf_inside, AVX2.with(|a| *a), "{explained}");
 }

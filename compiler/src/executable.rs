@@ -914,14 +914,18 @@ impl JitExecutable {
         // computation's threads.
         let (mut lowered, kernel_args, steps) =
             keep_scheduled(lowered, kernel_args, steps, &mut epilogues);
-        for lk in &mut lowered {
-            lk.strategy = Some(compiler.strategy(&lk.kernel));
+        let strategies: Vec<_> = lowered
+            .iter()
+            .map(|lk| compiler.strategy(&lk.kernel))
+            .collect();
+        let jobs: Vec<_> = lowered.iter().zip(&strategies).collect();
+        let codes = pool.map(&jobs, |(lk, strategy)| {
+            compiler.compile_by(&lk.kernel, strategy)
+        });
+        for (lk, strategy) in lowered.iter_mut().zip(strategies) {
+            lk.strategy = Some(strategy);
         }
-        let kernels: Vec<(CompiledKernel, Vec<usize>)> = pool
-            .map(&lowered, |lk| match &lk.strategy {
-                Some(strategy) => compiler.compile_by(&lk.kernel, strategy),
-                None => compiler.compile(&lk.kernel),
-            })
+        let kernels: Vec<(CompiledKernel, Vec<usize>)> = codes
             .into_iter()
             .zip(kernel_args)
             .map(|(compiled, args)| compiled.map(|c| (c, args)))

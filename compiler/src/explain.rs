@@ -409,9 +409,12 @@ fn loop_lines(
             }
             if let Some(sum) = s.leaf.sum {
                 what.push(format!(
-                    "{} f32 partials for %{} (element i into partial i mod {}), combined here \
+                    "{} f32 partials for %{} (element i into partial i mod {}), combined here{} \
                      (the loop re-runs in f64 if the total is not finite)",
-                    sum.width, sum.acc, sum.width
+                    sum.width,
+                    sum.acc,
+                    sum.width,
+                    folded(s.vector.fold_every)
                 ));
             }
         }
@@ -432,6 +435,13 @@ fn loop_lines(
             }
         }
     }
+}
+
+/// How often f32 partials are folded into their f64 accumulator, if more than once.
+fn folded(every: Option<u64>) -> String {
+    every.map_or(String::new(), |n| {
+        format!(" and folded into f64 every {n} iterations")
+    })
 }
 
 /// The phrases of vector loop `l` (body `body`) by its strategy `v`.
@@ -462,8 +472,9 @@ fn vector_lines(k: &Kernel, l: LoopId, body: &[Stmt], v: &VectorLoop, what: &mut
     } else if !v.narrow.is_empty() {
         let accs: Vec<String> = v.narrow.iter().map(|a| format!("%{a}")).collect();
         after.push(format!(
-            "f32 partials for {} (the loop re-runs in f64 if a total is not finite)",
-            accs.join(", ")
+            "f32 partials for {}{} (the loop re-runs in f64 if a total is not finite)",
+            accs.join(", "),
+            folded(v.fold_every)
         ));
     }
     if let Some(span) = v.span() {

@@ -15,8 +15,11 @@
 //! `reduce` into it adds `convert` of an f32 value defined in the same body, directly inside
 //! a vectorised loop declared inside the accumulator's scope that stores nothing (re-running
 //! it changes nothing but the partials), with at most [`MAX_CHAIN`] f32 additions on any
-//! term's path to the f64 accumulator (`⌈e/A⌉` into each of `A` vector partials, then fewer
-//! than `parts + lanes` combining them; tail terms and the fold go straight into f64).
+//! term's path to the f64 accumulator: a loop of any length, because code generation folds
+//! the partials into f64 every [`f32_block`] iterations (`⌈b/A⌉` into each of `A` vector
+//! partials, then fewer than `parts + lanes` combining them; tail terms and the fold go
+//! straight into f64), and the native routines that keep partials of their own take only
+//! loops of one block ([`blocked`]).
 //! Recursive summation then bounds the error by `MAX_CHAIN · 2⁻²⁴ · Σ|xᵢ|` = `2⁻¹⁴ · Σ|xᵢ|`
 //! (Higham, *Accuracy and Stability of Numerical Algorithms*, §4.2), before the final rounding
 //! to f32 that f64 accumulation has too. docs/numerics.md states the bound; the oracle's
@@ -31,6 +34,23 @@ use weft_ir::loop_ir::{AccId, Kernel, LoopId, ReduceKind, ScalarType, Stmt, Valu
 /// 2⁻¹⁴ · Σ|xᵢ|); the one rule the interpreter's perturbed runs read too
 /// ([`weft_ir::scalar::MAX_F32_SUM_CHAIN`]).
 pub const MAX_CHAIN: u64 = weft_ir::scalar::MAX_F32_SUM_CHAIN;
+
+/// Iterations of a vector loop of `lanes × parts` f32 partials that code generation sums
+/// into them before folding them into the f64 accumulator: the largest power of two whose
+/// chain ([`chain`]) stays within [`MAX_CHAIN`] (8192 for 4 × 4 partials). The one rule
+/// the loop strategy reads to block a longer loop.
+pub fn f32_block(lanes: u32, parts: u32) -> u64 {
+    let (lanes, parts) = (u64::from(lanes), u64::from(parts));
+    let most = (lanes * parts).max(1) * MAX_CHAIN.saturating_sub(parts + lanes).max(1);
+    1 << most.ilog2()
+}
+
+/// Whether a vector loop of `extent` iterations and `lanes × parts` f32 partials is longer
+/// than one [`f32_block`]: its partials are then folded block by block, which a native
+/// routine summing a whole loop into partials of its own does not do.
+pub fn blocked(extent: u64, lanes: u32, parts: u32) -> bool {
+    extent > f32_block(lanes, parts)
+}
 
 /// Marks every f64 sum accumulator of `k` that qualifies (see the module docs); true if any
 /// was.
@@ -91,9 +111,9 @@ fn survey(
                 let widened = widened_from[value.index()].is_some();
                 c.ok &= widened
                     && plan.as_ref().is_some_and(|(l, p)| {
+                        let block = k.loops[*l].extent.min(f32_block(p.lanes, p.parts));
                         p.outer_accs.contains(acc)
-                            && chain(k.loops[*l].extent, p.lanes.into(), p.parts.into())
-                                <= MAX_CHAIN
+                            && chain(block, p.lanes.into(), p.parts.into()) <= MAX_CHAIN
                     });
             }
             Stmt::Loop { loop_id, body } => {
@@ -158,11 +178,10 @@ mod tests {
     }
 
     #[test]
-    fn long_scalar_storing_sums_and_products_keep_f64_partials() {
-        // 65536 terms over 16 partials: 4096 additions per partial.
-        assert!(narrowed(row_sum("sum", 2, 65536, "vectorize unroll(4)")).is_none());
-        // 16384 terms: 1024 + 4 + 4 additions, past the bound; 8192 terms: 520, within.
-        assert!(narrowed(row_sum("sum", 2, 16384, "vectorize unroll(4)")).is_none());
+    fn scalar_storing_sums_and_products_keep_f64_partials() {
+        // Long rows keep f32 partials too: code generation folds them every block.
+        assert!(narrowed(row_sum("sum", 2, 65536, "vectorize unroll(4)")).is_some());
+        assert!(narrowed(row_sum("sum", 2, 16384, "vectorize unroll(4)")).is_some());
         assert!(narrowed(row_sum("sum", 2, 8192, "vectorize unroll(4)")).is_some());
         // Scalar loops have no partials.
         assert!(narrowed(row_sum("sum", 2, 1000, "")).is_none());
@@ -182,5 +201,24 @@ mod tests {
         assert_eq!(chain(4096, 4, 4), 256 + 4 + 4);
         assert_eq!(chain(10, 4, 2), 2 + 2 + 4);
         assert_eq!(chain(0, 4, 1), 5);
+    }
+
+    #[test]
+    fn blocks_are_the_longest_power_of_two_within_the_chain() {
+        for (lanes, parts) in [(4, 4), (4, 1), (2, 4), (8, 2), (4, 8)] {
+            let b = f32_block(lanes, parts);
+            assert!(b.is_power_of_two());
+            assert!(
+                chain(b, lanes.into(), parts.into()) <= MAX_CHAIN,
+                "{lanes} x {parts}"
+            );
+            assert!(
+                chain(2 * b, lanes.into(), parts.into()) > MAX_CHAIN,
+                "{lanes} x {parts}"
+            );
+        }
+        assert_eq!(f32_block(4, 4), 8192);
+        assert!(!blocked(8192, 4, 4));
+        assert!(blocked(16384, 4, 4));
     }
 }

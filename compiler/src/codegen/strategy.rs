@@ -82,6 +82,9 @@ pub(crate) struct VectorLoop {
     /// Accumulators whose vector partials stay f32 (the loop re-runs in f64 if a total is not
     /// finite).
     pub narrow: Vec<AccId>,
+    /// Iterations after which the f32 partials are folded into their accumulators and
+    /// started again ([`crate::narrow_sums::f32_block`]), when the loop is longer.
+    pub fold_every: Option<u64>,
     /// A later row its steps prefetch.
     pub prefetch: Option<NextRow>,
     /// A native routine that does part of its work.
@@ -286,7 +289,7 @@ fn decide_loop(
     o: &TranslateOptions,
     widened_from: &[Option<ValueId>],
 ) -> LoopStrategy {
-    let spans = o.span_math && o.vectorize;
+    let spans = o.span_routines();
     if o.native_transpose && o.vectorize {
         if let Some(call) = jam::transpose_call(k, l, body, o.stream_min_bytes) {
             return LoopStrategy::Transpose(call);
@@ -370,7 +373,7 @@ fn vector_steps(
     o: &TranslateOptions,
     widened_from: &[Option<ValueId>],
 ) -> VectorLoop {
-    let spans = o.span_math && o.vectorize;
+    let spans = o.span_routines();
     let narrow = f32_partials(k, &plan, body, widened_from);
     let routine = if narrow.is_empty() {
         let span = spans
@@ -400,7 +403,9 @@ fn vector_steps(
             None => VectorRoutine::None,
         }
     };
+    let block = crate::narrow_sums::f32_block(plan.lanes, plan.parts);
     VectorLoop {
+        fold_every: (!narrow.is_empty() && k.loops[l].extent > block).then_some(block),
         prefetch: span::pass_prefetch(k, l, body, o.span_math),
         plan,
         narrow,

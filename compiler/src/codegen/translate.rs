@@ -80,6 +80,14 @@ pub(crate) struct TranslateOptions {
     pub leaf_loops: bool,
 }
 
+impl TranslateOptions {
+    /// Whether loops may call the native span, sum and extreme routines: span math on and
+    /// vector loops emitted.
+    pub(crate) fn span_routines(&self) -> bool {
+        self.span_math && self.vectorize
+    }
+}
+
 /// Imported scalar functions: `pow` (`f32`, `f64`), and `sin`/`cos` for arguments too large
 /// for the polynomials' range reduction.
 #[derive(Clone, Copy, Debug)]
@@ -251,7 +259,7 @@ pub(crate) fn translate(
         reduced_only(kernel),
     );
     t.outlining = outlining;
-    t.leaves = imports.leaves.clone();
+    t.leaves = &imports.leaves;
     if let Some(l) = kernel.parallel_loop() {
         let extent = kernel.loops[l].extent as i64;
         let zero = t.b.ins().iconst(types::I64, 0);
@@ -396,7 +404,7 @@ struct Translator<'a, 'b> {
     /// Outlining of loop nests; `None` in an outlined function ([`outline`]).
     outlining: Option<Outlining>,
     /// Each leaf loop's assembled function ([`Imports::leaves`]).
-    leaves: Vec<(LoopId, FuncRef)>,
+    leaves: &'a [(LoopId, FuncRef)],
 }
 
 type Result<T> = std::result::Result<T, CodegenError>;
@@ -449,7 +457,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             streamed: false,
             table,
             outlining: None,
-            leaves: Vec::new(),
+            leaves: &[],
         }
     }
 
@@ -1558,9 +1566,28 @@ impl<'a, 'b> Translator<'a, 'b> {
         }
     }
 
-    /// Emits loop `l` as a call of its assembled leaf loop over the whole vectors of its
-    /// range, then its scalar tail.
+    /// Emits loop `l` as calls of its assembled leaf loop over the whole vectors of its
+    /// range (block by block when its f32 partials are folded every block), then its
+    /// scalar tail.
     fn emit_leaf_loop(&mut self, l: LoopId, body: &[Stmt], s: &LeafStrategy) -> Result<()> {
+        let Some(block) = s.vector.fold_every else {
+            return self.emit_leaf_range(l, body, s, true);
+        };
+        // One re-run of the whole loop if a total is not finite, as the vector loop's.
+        let before = self.acc_vars_now(&s.vector.narrow);
+        self.in_blocks(l, block, |t| t.emit_leaf_range(l, body, s, false))?;
+        self.rerun_unless_finite(l, body, &s.vector.narrow, before)
+    }
+
+    /// [`Self::emit_leaf_loop`] over loop `l`'s current range; a sum re-runs in f64 if its
+    /// total is not finite when `rerun`.
+    fn emit_leaf_range(
+        &mut self,
+        l: LoopId,
+        body: &[Stmt],
+        s: &LeafStrategy,
+        rerun: bool,
+    ) -> Result<()> {
         let leaf = &s.leaf;
         let Some(&(_, callee)) = self.leaves.iter().find(|(m, _)| *m == l) else {
             return self.internal(format!("leaf loop %{l} has no function"));
@@ -1578,48 +1605,37 @@ impl<'a, 'b> Translator<'a, 'b> {
             (None, false) => None,
             _ => return self.internal(format!("leaf loop %{l} and its prefetch disagree")),
         };
-        let streams = leaf.streams.len() + usize::from(prefetched.is_some());
-        let entries = streams + leaf.scalars.len() + usize::from(partials.is_some());
-        let slot = self.b.create_sized_stack_slot(StackSlotData::new(
-            StackSlotKind::ExplicitSlot,
-            (8 * entries).max(8) as u32,
-            3,
-        ));
-        let args = self.b.ins().stack_addr(types::I64, slot, 0);
-        let flags = MemFlagsData::trusted();
-        for (j, access) in leaf.streams.iter().enumerate() {
+        // The entries in the order `leaf.rs` reads them: streams, prefetch, scalars, partials.
+        let mut entries = Vec::new();
+        for access in &leaf.streams {
             let first = self.first_index(l, access)?;
-            let address = self.address(access, first);
-            self.b.ins().store(flags, address, args, (8 * j) as i32);
+            entries.push(self.address(access, first));
         }
         if let Some(next) = prefetched {
             // The later row's address at the range's first column (`prefetch_step`'s).
             let (start, _) = self.loop_range(l);
-            let ahead = self.ahead_address(next, start)?;
-            let at = 8 * leaf.streams.len() as i32;
-            self.b.ins().store(flags, ahead, args, at);
+            entries.push(self.ahead_address(next, start)?);
         }
-        for (j, &scalar) in leaf.scalars.iter().enumerate() {
-            let x = match scalar {
+        for &scalar in &leaf.scalars {
+            entries.push(match scalar {
                 LeafScalar::Value(v) => self.scalar(v)?,
                 LeafScalar::Reciprocal(d) => self.scaled_reciprocal(self.scalar(d)?).0,
                 LeafScalar::Scale(d) => self.scaled_reciprocal(self.scalar(d)?).1,
-            };
-            let at = 8 * (streams + j) as i32;
-            self.b.ins().store(flags, x, args, at);
+            });
         }
         if let Some(slot) = partials {
-            let at = 8 * (streams + leaf.scalars.len()) as i32;
-            let address = self.b.ins().stack_addr(types::I64, slot, 0);
-            self.b.ins().store(flags, address, args, at);
+            entries.push(self.b.ins().stack_addr(types::I64, slot, 0));
         }
+        let args = self.entries_at(&entries);
         let step = leaf.sum.map_or(leaf::LANES, |sum| sum.width);
         let len = self.range_len(l);
         let whole = self.b.ins().band_imm_s(len, !(i64::from(step) - 1));
         self.b.ins().call(callee, &[args, whole]);
-        if let Some(slot) = partials {
+        match partials {
             // Combined, the tail and the f64 re-run, as the vector loop's own partials are.
-            return self.emit_summed_by_span(l, body, slot, None);
+            Some(slot) if rerun => return self.emit_summed_by_span(l, body, slot, None),
+            Some(slot) => return self.settle_summed(l, body, slot).map(|_| ()),
+            None => {}
         }
         let (start, end) = self.loop_range(l);
         let counter = self.b.declare_var(types::I64);
@@ -1628,6 +1644,23 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.emit_steps(l, body, counter, end, 1)?;
         self.loop_vals[l.index()] = None;
         Ok(())
+    }
+
+    /// A new stack slot holding `entries`, 8 bytes each in order (how a leaf loop or an
+    /// outlined loop takes its arguments), and its address.
+    pub(super) fn entries_at(&mut self, entries: &[Value]) -> Value {
+        let slot = self.b.create_sized_stack_slot(StackSlotData::new(
+            StackSlotKind::ExplicitSlot,
+            (8 * entries.len()).max(8) as u32,
+            3,
+        ));
+        let at = self.b.ins().stack_addr(types::I64, slot, 0);
+        for (j, &x) in entries.iter().enumerate() {
+            self.b
+                .ins()
+                .store(MemFlagsData::trusted(), x, at, (8 * j) as i32);
+        }
+        at
     }
 
     /// Emits loop `l` by its vector strategy `v`.
@@ -1650,8 +1683,15 @@ impl<'a, 'b> Translator<'a, 'b> {
         // before the loop and it runs again as a plain scalar loop in f64, in the
         // interpreter's order: rare, so one body copy (compile time) rather than vector
         // speed. The loop stores nothing, so running it twice changes nothing else.
+        // A long loop folds its partials into the accumulators every block, which bounds
+        // the f32 additions on a term's path (`narrow_sums`).
         let before = self.acc_vars_now(&v.plan.outer_accs);
-        self.emit_loop_as(l, body, Some(&v.plan), &v.narrow)?;
+        match v.fold_every {
+            Some(block) => self.in_blocks(l, block, |t| {
+                t.emit_loop_as(l, body, Some(&v.plan), &v.narrow)
+            })?,
+            None => self.emit_loop_as(l, body, Some(&v.plan), &v.narrow)?,
+        }
         self.rerun_unless_finite(l, body, &v.narrow, before)
     }
 

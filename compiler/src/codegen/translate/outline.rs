@@ -33,7 +33,7 @@
 
 use cranelift_codegen::ir::{
     types, AbiParam, ExtFuncData, ExternalName, FuncRef, Function, InstBuilder, MemFlagsData,
-    Signature, StackSlotData, StackSlotKind, Type, UserExternalName, UserFuncName, Value,
+    Signature, Type, UserExternalName, UserFuncName, Value,
 };
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
@@ -478,7 +478,7 @@ impl Translator<'_, '_> {
             table,
             self.reduced_only.clone(),
         );
-        t.leaves = self.leaves.clone();
+        t.leaves = self.leaves;
         let loaded: Vec<Value> = (0..tys.len())
             .map(|j| {
                 t.b.ins()
@@ -552,17 +552,8 @@ impl Translator<'_, '_> {
         for &var in &i.acc_vars {
             entries.push(self.b.use_var(var));
         }
-        let bytes = (8 * entries.len()).max(8) as u32;
-        let slot = self.b.create_sized_stack_slot(StackSlotData::new(
-            StackSlotKind::ExplicitSlot,
-            bytes,
-            3,
-        ));
-        let io = self.b.ins().stack_addr(types::I64, slot, 0);
+        let io = self.entries_at(&entries);
         let flags = MemFlagsData::trusted();
-        for (j, &x) in entries.iter().enumerate() {
-            self.b.ins().store(flags, x, io, (8 * j) as i32);
-        }
         self.b.ins().call(callee, &[self.table, io]);
         let first = i.inputs.len();
         for (j, &var) in i.acc_vars.iter().enumerate() {

@@ -320,11 +320,12 @@ fn widened_sum(k: &Kernel, body: &[Stmt]) -> Option<WidenedSum> {
 }
 
 /// The f32 partial count (`lanes × parts`) and lanes of vector loop `l` (body `body`) summing
-/// into `acc`, if it keeps `acc`'s partials in f32.
+/// into `acc`, if it keeps `acc`'s partials in f32 and is one block long
+/// ([`crate::narrow_sums::blocked`]: the routines keep their partials for the whole loop).
 fn f32_sum_width(k: &Kernel, l: LoopId, body: &[Stmt], acc: AccId) -> Option<(u32, u32)> {
     let p = plan(k, l, body)?;
-    f32_partials(k, &p, body, &widenings(k))
-        .contains(&acc)
+    let one_block = !crate::narrow_sums::blocked(k.loops[l].extent, p.lanes, p.parts);
+    (one_block && f32_partials(k, &p, body, &widenings(k)).contains(&acc))
         .then_some((p.lanes * p.parts, p.lanes))
 }
 
@@ -999,7 +1000,9 @@ fn sum_after(k: &Kernel, l: LoopId, target: &BufferAccessExpr) -> Option<SpanSum
         return None;
     }
     let p = plan(k, *m, body)?;
-    if !f32_partials(k, &p, body, &widenings(k)).contains(acc) {
+    if crate::narrow_sums::blocked(decl_m.extent, p.lanes, p.parts)
+        || !f32_partials(k, &p, body, &widenings(k)).contains(acc)
+    {
         return None;
     }
     let width = p.lanes * p.parts;
@@ -1467,7 +1470,7 @@ impl Translator<'_, '_> {
 
     /// `emit` once over loop `l`'s range if it is at most `block` long, else in a loop of
     /// blocks of `block` iterations, each with `l`'s range overridden to the block.
-    fn in_blocks(
+    pub(super) fn in_blocks(
         &mut self,
         l: LoopId,
         block: u64,
@@ -1486,9 +1489,9 @@ impl Translator<'_, '_> {
         self.counted_loop(cursor, padded, step, |t, at| {
             let next = t.b.ins().iadd_imm_s(at, i64::from(step));
             let block_end = t.b.ins().smin(next, end);
-            t.range_override = Some((l, at, block_end));
+            let outer = t.range_override.replace((l, at, block_end));
             let emitted = emit(t);
-            t.range_override = None;
+            t.range_override = outer;
             emitted
         })
     }
@@ -1694,6 +1697,27 @@ impl Translator<'_, '_> {
         slot: StackSlot,
         terms: Option<(&ReduceSpan, StackSlot)>,
     ) -> Result<()> {
+        let narrow = &self.vector_strategy(m)?.narrow;
+        let before = self.acc_vars_now(narrow);
+        let acc = self.settle_summed(m, body, slot)?;
+        match terms {
+            // The terms are the routine's: its re-run computes them again (see the method).
+            Some((span, scratch)) => self.rerun_unless_finite_with(m, narrow, before, |t| {
+                t.rerun_reduce_span(m, span, scratch, acc)
+            }),
+            None => self.rerun_unless_finite(m, body, narrow, before),
+        }
+    }
+
+    /// The partials at `slot` of sum loop `m` (body `body`) combined into its accumulator
+    /// as the loop's own vector code combines them, then the loop's scalar tail; returns the
+    /// accumulator.
+    pub(super) fn settle_summed(
+        &mut self,
+        m: LoopId,
+        body: &[Stmt],
+        slot: StackSlot,
+    ) -> Result<AccId> {
         let VectorLoop {
             plan: p, narrow, ..
         } = self.vector_strategy(m)?;
@@ -1706,7 +1730,6 @@ impl Translator<'_, '_> {
         let Some(scalar) = self.accs[acc.index()].clone() else {
             return self.internal(format!("accumulator %{acc} summed before its declaration"));
         };
-        let before = self.acc_vars_now(narrow);
         let width = p.lanes * p.parts;
         let base = self.b.ins().stack_addr(types::I64, slot, 0);
         let parts: Vec<Value> = (0..width / 4)
@@ -1732,13 +1755,7 @@ impl Translator<'_, '_> {
             self.emit_steps(m, body, counter, end, 1)?;
             self.loop_vals[m.index()] = None;
         }
-        match terms {
-            // The terms are the routine's: its re-run computes them again (see the method).
-            Some((span, scratch)) => self.rerun_unless_finite_with(m, narrow, before, |t| {
-                t.rerun_reduce_span(m, span, scratch, acc)
-            }),
-            None => self.rerun_unless_finite(m, body, narrow, before),
-        }
+        Ok(acc)
     }
 
     /// The address and length of `next`'s read [`ROWS_AHEAD`] iterations of its row loop on.
