@@ -165,7 +165,7 @@ fn check(
         leaf == lanes,
         "leaf loops change the bits (seed {seed}, {rows} x {cols}):\n{text}\n{explained}"
     );
-    let leaf_loop = explained.contains("assembled leaf loop");
+    let leaf_loop = explained.contains("by an assembled leaf loop");
     prop_assert!(
         !leaf_loop || (AVX2.with(|a| *a) && cols >= 64),
         "{text}\n{explained}"
@@ -276,7 +276,7 @@ fn a_prefetching_sum_pass_is_a_leaf_loop_with_the_same_bits() {
     assert!(leaf == lanes, "{explained}");
     if AVX2.with(|a| *a) {
         let prefetching_leaf = explained.lines().any(|l| {
-            l.contains("assembled leaf loop") && l.contains("prefetching %a's row 2 ahead")
+            l.contains("by an assembled leaf loop") && l.contains("prefetching %a's row 2 ahead")
         });
         assert!(prefetching_leaf, "{explained}");
     }
@@ -321,11 +321,68 @@ fn leaf_loops_inside_outlined_nests_give_the_same_bits() {
     assert!(outlined == plain, "{explained}");
     let lines: Vec<&str> = explained.lines().collect();
     let leaf_inside = lines.windows(2).any(|w| {
-        w[0].contains("(outlined: the kernel calls it)") && w[1].contains("assembled leaf loop")
+        w[0].contains("(outlined: the kernel calls it)")
+            && w[1].contains("by an assembled leaf loop")
     });
     assert!(
         explained.contains("(outlined: the kernel calls it)"),
         "{explained}"
     );
     assert_eq!(leaf_inside, AVX2.with(|a| *a), "{explained}");
+}
+
+/// `weft explain` names in one line why a vector loop no routine takes is not a leaf loop
+/// (`leaf::NotLeaf`): too short, an operation with no leaf instruction, a reduction other
+/// than an f32 sum, too many addresses; on a host without AVX2, that it has none.
+#[test]
+fn explain_names_why_a_vector_loop_is_not_a_leaf_loop() {
+    let sum_of_eight = {
+        let mut text = String::from("axis C = 512\n");
+        for j in 0..8 {
+            text += &format!("placeholder x{j}: f32[C]\n");
+        }
+        text += "a = add(x0, x1)\nb = add(a, x2)\nc = add(b, x3)\nd = add(c, x4)\n\
+                 e = add(d, x5)\nf = add(e, x6)\ny = add(f, x7)\noutput y\n";
+        text
+    };
+    let cases = [
+        (
+            "axis C = 32\nplaceholder x: f32[C]\ny = add(x, x)\noutput y\n".to_string(),
+            "not an assembled leaf loop: 32 iterations, fewer than the 64 a call pays for",
+        ),
+        (
+            "axis C = 512\nplaceholder x: f32[C]\ny = exp(x)\noutput y\n".to_string(),
+            "not an assembled leaf loop: no leaf instruction for exp",
+        ),
+        (
+            "axis C = 512\nplaceholder x: f32[C]\ny = max(x, [C])\noutput y\n".to_string(),
+            "not an assembled leaf loop: reduces other than an f32 sum into its partials",
+        ),
+        (
+            sum_of_eight,
+            "not an assembled leaf loop: walks more than 6 addresses",
+        ),
+    ];
+    // Without span routines, so that no native routine takes these loops.
+    let options = JitOptions {
+        codegen: weft::CodegenOptions {
+            span_math: false,
+            ..Default::default()
+        },
+        ..JitOptions::default()
+    };
+    for (text, reason) in cases {
+        let g = weft::ir::text::parse(&text, "not_leaf.weft").unwrap();
+        let explained = jit_common::explain(&g, &options);
+        let expected = if AVX2.with(|a| *a) {
+            reason
+        } else {
+            "not an assembled leaf loop: leaf loops are off or the host has no AVX2"
+        };
+        assert!(explained.contains(expected), "{text}\n{explained}");
+        assert!(
+            !explained.contains("by an assembled leaf loop"),
+            "{explained}"
+        );
+    }
 }

@@ -477,6 +477,9 @@ fn vector_lines(k: &Kernel, l: LoopId, body: &[Stmt], v: &VectorLoop, what: &mut
             folded(v.fold_every)
         ));
     }
+    if let Some(why) = v.not_leaf {
+        after.push(format!("not an assembled leaf loop: {why}"));
+    }
     if let Some(span) = v.span() {
         let (f, t) = (span.op.name(), &k.buffers[span.target.buffer].name);
         let prefetch = span.prefetch.as_ref().map_or(String::new(), |next| {

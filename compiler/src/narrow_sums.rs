@@ -37,8 +37,8 @@ pub const MAX_CHAIN: u64 = weft_ir::scalar::MAX_F32_SUM_CHAIN;
 
 /// Iterations of a vector loop of `lanes × parts` f32 partials that code generation sums
 /// into them before folding them into the f64 accumulator: the largest power of two whose
-/// chain ([`chain`]) stays within [`MAX_CHAIN`] (8192 for 4 × 4 partials). The one rule
-/// the loop strategy reads to block a longer loop.
+/// chain (`⌈b/A⌉ + parts + lanes` additions, the module docs) stays within [`MAX_CHAIN`]
+/// (8192 for 4 × 4 partials). The one rule the loop strategy reads to block a longer loop.
 pub fn f32_block(lanes: u32, parts: u32) -> u64 {
     let (lanes, parts) = (u64::from(lanes), u64::from(parts));
     let most = (lanes * parts).max(1) * MAX_CHAIN.saturating_sub(parts + lanes).max(1);

@@ -18,8 +18,9 @@
 //! Assumes: the loop has a vector plan (its iterations are independent: `vectorize::plan`), and
 //! the host has AVX2. Guarantees: the same bits as the loop's own code (each operation is the
 //! IEEE f32 operation, rounded once, as `weft_ir::scalar`'s f64-then-round is for these);
-//! registers by one linear scan over the body, which is refused ([`LeafLoop::of`] is `None`)
-//! if it needs more than the 16 registers or more than [`MAX_STREAMS`] addresses.
+//! registers by one linear scan over the body, which is refused ([`LeafLoop::of`] says why:
+//! [`NotLeaf`], one line of `weft explain`) if it needs more than the 16 registers or more
+//! than [`MAX_STREAMS`] addresses.
 
 use iced_x86::code_asm::*;
 use weft_ir::arena::EntityRef;
@@ -37,6 +38,69 @@ pub(crate) const MAX_STREAMS: usize = 6;
 
 /// Fewest iterations a loop must run for the call to pay.
 pub(crate) const MIN_EXTENT: u64 = 64;
+
+/// Why a vector loop is not a leaf loop: the reason `weft explain` gives in one line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NotLeaf {
+    /// Leaf loops are off (`CodegenOptions::leaf_loops`) or the host has no AVX2.
+    Off,
+    /// Fewer iterations than [`MIN_EXTENT`].
+    Short(u64),
+    /// More than the 16 vector registers.
+    Registers,
+    /// More than [`MAX_STREAMS`] addresses.
+    Streams,
+    /// Partials that are not a power of two of whole registers.
+    Partials(u32),
+    /// A value of a type other than f32 (or a lane mask).
+    Type(ScalarType),
+    /// A conversion other than bool → f32 or a widening summed.
+    Convert(ScalarType, ScalarType),
+    /// A load or store neither contiguous nor invariant, masked, or not f32.
+    Access,
+    /// An operation with no leaf instruction.
+    Op(&'static str),
+    /// A division by a value the body computes from values outside the loop.
+    Divisor,
+    /// A reduction other than an f32 sum into the partials.
+    Reduce,
+    /// An `if` or a loop in the body.
+    Control,
+    /// Both a store and a sum, or neither.
+    StoresAndSums,
+    /// Sums into more than one accumulator, or in f64 partials.
+    Accumulators,
+    /// Reads a value the body computes in a way it cannot hold in a register (an f64
+    /// widening read other than by its sum).
+    Value,
+}
+
+impl std::fmt::Display for NotLeaf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotLeaf::Off => write!(f, "leaf loops are off or the host has no AVX2"),
+            NotLeaf::Short(n) => write!(
+                f,
+                "{n} iterations, fewer than the {MIN_EXTENT} a call pays for"
+            ),
+            NotLeaf::Registers => write!(f, "needs more than 16 vector registers"),
+            NotLeaf::Streams => write!(f, "walks more than {MAX_STREAMS} addresses"),
+            NotLeaf::Partials(w) => write!(f, "its {w} partials are not whole ymm registers"),
+            NotLeaf::Type(t) => write!(f, "computes {t} values"),
+            NotLeaf::Convert(a, b) => write!(f, "converts {a} to {b}"),
+            NotLeaf::Access => write!(f, "reads or writes strided, masked or non-f32 elements"),
+            NotLeaf::Op(op) => write!(f, "no leaf instruction for {op}"),
+            NotLeaf::Divisor => write!(f, "divides by a value it computes from outside values"),
+            NotLeaf::Reduce => write!(f, "reduces other than an f32 sum into its partials"),
+            NotLeaf::Control => write!(f, "holds an if or a loop"),
+            NotLeaf::StoresAndSums => write!(f, "must either store or sum into partials"),
+            NotLeaf::Accumulators => {
+                write!(f, "sums into more than one accumulator, or in f64 partials")
+            }
+            NotLeaf::Value => write!(f, "reads a value it cannot hold in a vector register"),
+        }
+    }
+}
 
 /// A leaf loop: what the kernel passes and the program the code runs.
 #[derive(Clone, Debug)]
@@ -197,79 +261,85 @@ struct Builder {
 
 impl Builder {
     /// The register two-instruction operations use for an intermediate (taken once, held).
-    fn scratch(&mut self) -> Option<u8> {
+    fn scratch(&mut self) -> Result<u8, NotLeaf> {
         if let Some(r) = self.scratch {
-            return Some(r);
+            return Ok(r);
         }
         let r = self.take()?;
         self.scratch = Some(r);
-        Some(r)
+        Ok(r)
     }
 
-    fn take(&mut self) -> Option<u8> {
-        let r = self.free.pop()?;
+    fn take(&mut self) -> Result<u8, NotLeaf> {
+        let r = self.free.pop().ok_or(NotLeaf::Registers)?;
         self.used = self.used.max(r + 1);
-        Some(r)
+        Ok(r)
     }
 
     /// The index of `a` among the streams (added if new), if there is room.
-    fn stream(&mut self, a: &BufferAccessExpr) -> Option<u8> {
-        if let Some(k) = self.streams.iter().position(|s| s == a) {
-            return u8::try_from(k).ok();
-        }
-        if self.streams.len() == MAX_STREAMS {
-            return None;
-        }
-        self.streams.push(a.clone());
-        u8::try_from(self.streams.len() - 1).ok()
+    fn stream(&mut self, a: &BufferAccessExpr) -> Result<u8, NotLeaf> {
+        let k = match self.streams.iter().position(|s| s == a) {
+            Some(k) => k,
+            None if self.streams.len() == MAX_STREAMS => return Err(NotLeaf::Streams),
+            None => {
+                self.streams.push(a.clone());
+                self.streams.len() - 1
+            }
+        };
+        u8::try_from(k).map_err(|_| NotLeaf::Streams)
     }
 
     /// The register of constant `bits`, broadcast before the loop.
-    fn constant(&mut self, bits: u32) -> Option<u8> {
+    fn constant(&mut self, bits: u32) -> Result<u8, NotLeaf> {
         if let Some(&(_, r)) = self.consts.iter().find(|(b, _)| *b == bits) {
-            return Some(r);
+            return Ok(r);
         }
         let dst = self.take()?;
         self.prologue.push(Op::Const { dst, bits });
         self.consts.push((bits, dst));
-        Some(dst)
+        Ok(dst)
     }
 
     /// The register of operand `v`: computed in the body, or from outside the loop (then
     /// passed in `args` and broadcast before the loop).
-    fn operand(&mut self, v: ValueId, inside: bool) -> Option<u8> {
+    fn operand(&mut self, v: ValueId, inside: bool) -> Result<u8, NotLeaf> {
         if let Some(r) = self.homes[v.index()] {
-            return Some(r);
+            return Ok(r);
         }
         if inside {
-            return None;
+            return Err(NotLeaf::Value);
         }
         let r = self.scalar(LeafScalar::Value(v))?;
         self.homes[v.index()] = Some(r);
-        Some(r)
+        Ok(r)
+    }
+
+    /// The register of a value the body computed.
+    fn home(&self, v: ValueId) -> Result<u8, NotLeaf> {
+        self.homes[v.index()].ok_or(NotLeaf::Value)
     }
 
     /// The register of `scalar`, passed in `args` and broadcast before the loop.
-    fn scalar(&mut self, scalar: LeafScalar) -> Option<u8> {
+    fn scalar(&mut self, scalar: LeafScalar) -> Result<u8, NotLeaf> {
         if let Some(&(_, r)) = self.scalars.iter().find(|(s, _)| *s == scalar) {
-            return Some(r);
+            return Ok(r);
         }
         let dst = self.take()?;
-        let arg = u8::try_from(self.scalars.len()).ok()?;
+        let arg = u8::try_from(self.scalars.len()).map_err(|_| NotLeaf::Registers)?;
         self.scalars.push((scalar, dst));
         self.prologue.push(Op::Scalar { dst, arg });
-        Some(dst)
+        Ok(dst)
     }
 
     /// The registers of `r` and `s` of divisor `d` (`x / d` as `(x · r) · s`): passed by the
     /// kernel for a value from outside the loop, constants for a constant.
-    fn reciprocal(&mut self, d: ValueId, constant: Option<f32>) -> Option<(u8, u8)> {
+    fn reciprocal(&mut self, d: ValueId, constant: Option<f32>) -> Result<(u8, u8), NotLeaf> {
         match constant {
             Some(d) => {
                 let (r, s) = scaled_reciprocal(d);
-                Some((self.constant(r.to_bits())?, self.constant(s.to_bits())?))
+                Ok((self.constant(r.to_bits())?, self.constant(s.to_bits())?))
             }
-            None => Some((
+            None => Ok((
                 self.scalar(LeafScalar::Reciprocal(d))?,
                 self.scalar(LeafScalar::Scale(d))?,
             )),
@@ -350,9 +420,9 @@ impl LeafLoop {
         body: &[Stmt],
         sum: Option<LeafSum>,
         prefetch: bool,
-    ) -> Option<LeafLoop> {
+    ) -> Result<LeafLoop, NotLeaf> {
         if k.loops[l].extent < MIN_EXTENT {
-            return None;
+            return Err(NotLeaf::Short(k.loops[l].extent));
         }
         // f64 widenings of f32 values of the body, each only reduced into `sum`'s accumulator.
         let mut widened: Vec<Option<ValueId>> = vec![None; k.values.len()];
@@ -368,16 +438,16 @@ impl LeafLoop {
                         widened[result.index()] = Some(*x)
                     }
                     (ScalarType::Bool, ScalarType::F32) => {}
-                    _ => return None,
+                    _ => return Err(NotLeaf::Convert(from, to)),
                 }
             }
         }
         // Partial registers first: the kernel's f32 partials, eight a register.
         let copies = match sum {
             Some(s) if s.width % LANES == 0 && (s.width / LANES).is_power_of_two() => {
-                u8::try_from(s.width / LANES).ok()?
+                u8::try_from(s.width / LANES).map_err(|_| NotLeaf::Partials(s.width))?
             }
-            Some(_) => return None,
+            Some(s) => return Err(NotLeaf::Partials(s.width)),
             None => 1,
         };
         let contiguous = |a: &BufferAccessExpr| {
@@ -430,7 +500,7 @@ impl LeafLoop {
             scratch: None,
         };
         let partials: Vec<u8> = match sum {
-            Some(_) => (0..copies).map(|_| b.take()).collect::<Option<_>>()?,
+            Some(_) => (0..copies).map(|_| b.take()).collect::<Result<_, _>>()?,
             None => Vec::new(),
         };
         // Values held throughout first (from outside the loop, constants, the masks of `neg`
@@ -441,7 +511,7 @@ impl LeafLoop {
                 // f32 values, and `bool`s the body computes (lane masks).
                 let bool_inside = k.values[v] == ScalarType::Bool && inside[v.index()];
                 if k.values[v] != ScalarType::F32 && !bool_inside {
-                    return None;
+                    return Err(NotLeaf::Type(k.values[v]));
                 }
                 if !inside[v.index()] {
                     b.operand(v, false)?;
@@ -471,7 +541,7 @@ impl LeafLoop {
                     // The kernel computes `r` and `s` of a divisor from outside the loop before
                     // the call; one the body computes from such values is not there yet.
                     if inside[d.index()] && consts[d.index()].is_none() {
-                        return None;
+                        return Err(NotLeaf::Divisor);
                     }
                     b.reciprocal(*d, consts[d.index()])?;
                 }
@@ -501,7 +571,8 @@ impl LeafLoop {
                     value,
                     index: None,
                 } if Some(*acc) == sum.map(|s| s.acc) => {
-                    let src = b.operand(widened[value.index()]?, true)?;
+                    let term = widened[value.index()].ok_or(NotLeaf::Reduce)?;
+                    let src = b.operand(term, true)?;
                     b.ops.push(Op::Accumulate { src });
                     release(&mut b, s, at, &last, &widened);
                     continue;
@@ -518,13 +589,16 @@ impl LeafLoop {
                     release(&mut b, s, at, &last, &widened);
                     continue;
                 }
-                _ => return None,
+                Stmt::Let { result, .. } => return Err(NotLeaf::Type(k.values[*result])),
+                Stmt::Store { .. } => return Err(NotLeaf::Access),
+                Stmt::Reduce { .. } => return Err(NotLeaf::Reduce),
+                _ => return Err(NotLeaf::Control),
             };
             if matches!(inst, Inst::Const(_)) || matches!(inst, Inst::Load(a) if invariant(a)) {
                 // Given its register above.
                 continue;
             }
-            let r = |b: &mut Builder, v: &ValueId| b.homes[v.index()];
+            let r = |b: &mut Builder, v: &ValueId| b.home(*v);
             let r_of = r;
             // The operation, with `dst` to fill once the operands' registers are released.
             let op = match inst {
@@ -566,7 +640,7 @@ impl LeafLoop {
                         BinaryOp::Sub => Arith::Sub,
                         BinaryOp::Mul => Arith::Mul,
                         BinaryOp::Div => Arith::Div,
-                        _ => return None,
+                        other => return Err(NotLeaf::Op(other.name())),
                     };
                     Op::Arith {
                         op,
@@ -616,10 +690,12 @@ impl LeafLoop {
                         UnaryOp::Reciprocal => arith(Arith::Div, c, x),
                         UnaryOp::Not | UnaryOp::Neg => arith(Arith::Xor, x, c),
                         UnaryOp::Abs => arith(Arith::And, x, c),
-                        _ => return None,
+                        other => return Err(NotLeaf::Op(other.name())),
                     }
                 }
-                _ => return None,
+                Inst::Load(_) => return Err(NotLeaf::Access),
+                Inst::Convert(x) => return Err(NotLeaf::Convert(k.values[*x], k.values[result])),
+                _ => return Err(NotLeaf::Op("this instruction")),
             };
             // Operands read for the last time free their registers first, so the result may
             // take one of them — unless its instructions write it before their last read.
@@ -678,15 +754,15 @@ impl LeafLoop {
         let stores = b.ops.iter().any(|o| matches!(o, Op::Store { .. }));
         let sums = b.ops.iter().any(|o| matches!(o, Op::Accumulate { .. }));
         if stores == sums || sums != sum.is_some() {
-            return None;
+            return Err(NotLeaf::StoresAndSums);
         }
         let mut ops = b.prologue;
         ops.extend(b.ops);
         // The prefetched row's address takes a stream register of its own, after the rest.
         if prefetch && b.streams.len() == MAX_STREAMS {
-            return None;
+            return Err(NotLeaf::Streams);
         }
-        Some(LeafLoop {
+        Ok(LeafLoop {
             sum,
             prefetch,
             partials,

@@ -21,7 +21,7 @@
 use weft_ir::arena::EntityRef;
 use weft_ir::loop_ir::{AccId, BufferAccessExpr, Kernel, LoopId, Stmt, ValueId};
 
-use super::leaf::{LeafLoop, LeafSum};
+use super::leaf::{LeafLoop, LeafSum, NotLeaf};
 use super::translate::jam::{self, Jam, TransposeCall};
 use super::translate::outline::outline_candidates;
 use super::translate::span::{
@@ -91,6 +91,8 @@ pub(crate) struct VectorLoop {
     pub routine: VectorRoutine,
     /// An earlier sibling whose span routine does this loop's vector pass as it stores.
     pub summed_by: Option<SummedBy>,
+    /// Why it is not an assembled leaf loop, where no routine takes part of its work.
+    pub not_leaf: Option<NotLeaf>,
 }
 
 impl VectorLoop {
@@ -333,21 +335,28 @@ fn decide_loop(
         return LoopStrategy::SumSpan(sum);
     }
     let v = vector_steps(k, l, body, plan, o, widened_from);
+    if !matches!(v.routine, VectorRoutine::None) {
+        return LoopStrategy::Vector(Box::new(v));
+    }
     let sum = match v.narrow[..] {
-        [] => Some(None),
-        [acc] => Some(Some(LeafSum {
+        [] => Ok(None),
+        [acc] => Ok(Some(LeafSum {
             acc,
             width: v.plan.lanes * v.plan.parts,
         })),
-        _ => None,
+        _ => Err(NotLeaf::Accumulators),
     };
-    let plain = matches!(v.routine, VectorRoutine::None);
-    let leaf = sum
-        .filter(|_| o.leaf_loops && plain)
-        .and_then(|sum| LeafLoop::of(k, l, body, sum, v.prefetch.is_some()));
+    let leaf = match sum {
+        _ if !o.leaf_loops => Err(NotLeaf::Off),
+        Ok(sum) => LeafLoop::of(k, l, body, sum, v.prefetch.is_some()),
+        Err(why) => Err(why),
+    };
     match leaf {
-        Some(leaf) => LoopStrategy::Leaf(Box::new(LeafStrategy { vector: v, leaf })),
-        None => LoopStrategy::Vector(Box::new(v)),
+        Ok(leaf) => LoopStrategy::Leaf(Box::new(LeafStrategy { vector: v, leaf })),
+        Err(why) => LoopStrategy::Vector(Box::new(VectorLoop {
+            not_leaf: Some(why),
+            ..v
+        })),
     }
 }
 
@@ -411,5 +420,6 @@ fn vector_steps(
         narrow,
         routine,
         summed_by: None,
+        not_leaf: None,
     }
 }
