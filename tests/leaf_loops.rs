@@ -386,3 +386,29 @@ fn explain_names_why_a_vector_loop_is_not_a_leaf_loop() {
         );
     }
 }
+
+/// Sums over the strided first axis in memory order (`reduce_in_memory`): each step adds
+/// eight rows of `a` into a row of f32 accumulators, eight loads of one buffer a row apart that
+/// share one address register (`leaf.rs`: a displacement each), so the step is a leaf loop;
+/// the bits are the Cranelift loops' (NaN, ±inf and huge values among the inputs) and the
+/// oracle's.
+#[test]
+fn jammed_rows_share_an_address_register_with_the_same_bits() {
+    let text = "axis R = 600\naxis C = 520\nplaceholder a: f32[R, C]\nmu = mean(a, [R])\n\
+                d = subtract(a, mu)\nsq = square(d)\ny = mean(sq, [R])\noutput y\n";
+    let g = weft::ir::text::parse(text, "column_variance.weft").unwrap();
+    let xs = inputs(&g, 5);
+    let (leaf, explained) = run_leaf(&g, &xs, true);
+    let (lanes, _) = run_leaf(&g, &xs, false);
+    assert!(leaf == lanes, "{explained}");
+    let jammed = explained.lines().any(|l| {
+        l.contains("by an assembled leaf loop") && l.contains("along %a's contiguous axis")
+    });
+    assert!(explained.contains("in memory order"), "{explained}");
+    assert_eq!(jammed, AVX2.with(|a| *a), "{explained}");
+    let outputs = [g.find("y").unwrap()];
+    let tol = Tolerance::for_graph(&g);
+    let refs = references(&g, &outputs, &g.placeholders(), &xs, 1, &tol).unwrap();
+    let jit = run(&g, &outputs, &g.placeholders(), &xs, 1, Backend::Jit).unwrap();
+    compare(&jit, &refs, &tol).unwrap();
+}

@@ -10,10 +10,11 @@
 //! with `iced-x86`, 8 lanes a vector in `ymm` registers (AVX2), and defined into the kernel's
 //! own module as a function `(args, n)`; the kernel calls it for the whole vectors of its range
 //! and runs its own scalar tail after (for a sum: combines the partials it hands back, then the
-//! tail and the f64 re-run). `args` holds 8-byte entries: each access's address at the range's
-//! first iteration (a load the same for every iteration is broadcast once; then the address of
-//! a later row the steps prefetch, if they do), then each value from outside the loop (f32
-//! bits), then a sum's partials' address. Constants are immediates in the code.
+//! tail and the f64 re-run). `args` holds 8-byte entries: each stream's address at the range's
+//! first iteration (accesses of one buffer whose indices differ by a constant share a stream,
+//! each at its displacement: the rows of a jammed sum in memory order; a load the same for
+//! every iteration is broadcast once), then the address of a later row the steps prefetch, if
+//! they do, then each value from outside the loop (f32 bits), then a sum's partials' address. Constants are immediates in the code.
 //!
 //! Assumes: the loop has a vector plan (its iterations are independent: `vectorize::plan`), and
 //! the host has AVX2. Guarantees: the same bits as the loop's own code (each operation is the
@@ -35,6 +36,10 @@ pub(crate) const LANES: u32 = 8;
 /// Most addresses a leaf loop walks: one general-purpose register each (the caller-saved
 /// ones left after `args`, `n` and the offset).
 pub(crate) const MAX_STREAMS: usize = 6;
+
+/// Largest displacement (bytes) of an access from the stream it shares: well inside an
+/// `i32` with the step copies' offsets added.
+const MAX_DISPLACEMENT: u32 = 1 << 30;
 
 /// Fewest iterations a loop must run for the call to pay.
 pub(crate) const MIN_EXTENT: u64 = 64;
@@ -150,17 +155,17 @@ pub(crate) enum LeafScalar {
 /// One operation of a leaf loop's body on registers `ymm0..15`.
 #[derive(Clone, Copy, Debug)]
 enum Op {
-    /// `dst = stream[k][i]`.
-    Load { dst: u8, stream: u8 },
-    /// `stream[k][i] = src`.
-    Store { src: u8, stream: u8 },
+    /// `dst = stream[k][i]`, `disp` bytes on.
+    Load { dst: u8, stream: u8, disp: i32 },
+    /// `stream[k][i] = src`, `disp` bytes on.
+    Store { src: u8, stream: u8, disp: i32 },
     /// `dst = broadcast(args[j])`, before the loop.
     Scalar { dst: u8, arg: u8 },
     /// `dst = broadcast(bits)`, before the loop.
     Const { dst: u8, bits: u32 },
-    /// `dst = broadcast(stream[k][0])`, before the loop: a load the same for every
-    /// iteration.
-    Broadcast { dst: u8, stream: u8 },
+    /// `dst = broadcast(stream[k][0])`, `disp` bytes on, before the loop: a load the same
+    /// for every iteration.
+    Broadcast { dst: u8, stream: u8, disp: i32 },
     /// `dst = a op b`.
     Arith { op: Arith, dst: u8, a: u8, b: u8 },
     /// `dst = sqrt(a)`.
@@ -276,17 +281,28 @@ impl Builder {
         Ok(r)
     }
 
-    /// The index of `a` among the streams (added if new), if there is room.
-    fn stream(&mut self, a: &BufferAccessExpr) -> Result<u8, NotLeaf> {
-        let k = match self.streams.iter().position(|s| s == a) {
-            Some(k) => k,
+    /// The stream `a` is walked by (added if new and there is room) and its displacement in
+    /// bytes from it: accesses of one buffer whose indices differ by a constant (the rows of
+    /// a jammed sum in memory order) share a register.
+    fn stream(&mut self, a: &BufferAccessExpr) -> Result<(u8, i32), NotLeaf> {
+        let shared = self.streams.iter().enumerate().find_map(|(k, s)| {
+            let alike = s.buffer == a.buffer
+                && s.mask.is_empty()
+                && a.mask.is_empty()
+                && s.index.terms() == a.index.terms();
+            let elements = a.index.offset().checked_sub(s.index.offset())?;
+            let bytes = i32::try_from(elements.checked_mul(4)?).ok()?;
+            (alike && bytes.unsigned_abs() <= MAX_DISPLACEMENT).then_some((k, bytes))
+        });
+        let (k, disp) = match shared {
+            Some(found) => found,
             None if self.streams.len() == MAX_STREAMS => return Err(NotLeaf::Streams),
             None => {
                 self.streams.push(a.clone());
-                self.streams.len() - 1
+                (self.streams.len() - 1, 0)
             }
         };
-        u8::try_from(k).map_err(|_| NotLeaf::Streams)
+        Ok((u8::try_from(k).map_err(|_| NotLeaf::Streams)?, disp))
     }
 
     /// The register of constant `bits`, broadcast before the loop.
@@ -529,9 +545,9 @@ impl LeafLoop {
                     result,
                     inst: Inst::Load(a),
                 } if invariant(a) => {
-                    let stream = b.stream(a)?;
+                    let (stream, disp) = b.stream(a)?;
                     let dst = b.take()?;
-                    b.prologue.push(Op::Broadcast { dst, stream });
+                    b.prologue.push(Op::Broadcast { dst, stream, disp });
                     b.homes[result.index()] = Some(dst);
                 }
                 Stmt::Let {
@@ -584,8 +600,8 @@ impl LeafLoop {
                 }
                 Stmt::Store { target, value } if contiguous(target) => {
                     let src = b.operand(*value, true)?;
-                    let stream = b.stream(target)?;
-                    b.ops.push(Op::Store { src, stream });
+                    let (stream, disp) = b.stream(target)?;
+                    b.ops.push(Op::Store { src, stream, disp });
                     release(&mut b, s, at, &last, &widened);
                     continue;
                 }
@@ -602,10 +618,14 @@ impl LeafLoop {
             let r_of = r;
             // The operation, with `dst` to fill once the operands' registers are released.
             let op = match inst {
-                Inst::Load(a) if contiguous(a) => Op::Load {
-                    dst: 0,
-                    stream: b.stream(a)?,
-                },
+                Inst::Load(a) if contiguous(a) => {
+                    let (stream, disp) = b.stream(a)?;
+                    Op::Load {
+                        dst: 0,
+                        stream,
+                        disp,
+                    }
+                }
                 Inst::Binary(BinaryOp::Div, x, d) if varying(*x) && !varying(*d) => {
                     let (r, s) = b.reciprocal(*d, consts[d.index()])?;
                     Op::Scaled {
@@ -710,7 +730,7 @@ impl LeafLoop {
             };
             b.homes[result.index()] = Some(dst);
             b.ops.push(match op {
-                Op::Load { stream, .. } => Op::Load { dst, stream },
+                Op::Load { stream, disp, .. } => Op::Load { dst, stream, disp },
                 Op::Arith { op, a, b, .. } => Op::Arith { op, dst, a, b },
                 Op::Sqrt { a, .. } => Op::Sqrt { dst, a },
                 Op::Scaled { a, r, s, .. } => Op::Scaled { dst, a, r, s },
@@ -800,8 +820,8 @@ impl LeafLoop {
                 Op::Scalar { dst, arg } => {
                     a.vbroadcastss(y(dst), dword_ptr(rdi + scalars_at + 8 * i32::from(arg)))?
                 }
-                Op::Broadcast { dst, stream } => {
-                    a.vbroadcastss(y(dst), dword_ptr(STREAMS[usize::from(stream)]))?
+                Op::Broadcast { dst, stream, disp } => {
+                    a.vbroadcastss(y(dst), dword_ptr(STREAMS[usize::from(stream)] + disp))?
                 }
                 Op::Const { dst, bits } => {
                     a.mov(eax, bits)?;
@@ -835,11 +855,13 @@ impl LeafLoop {
             let at = (4 * LANES as usize * c) as i32;
             for op in &self.ops {
                 match *op {
-                    Op::Load { dst, stream } => {
-                        a.vmovups(y(dst), ymmword_ptr(STREAMS[usize::from(stream)] + rax + at))?
+                    Op::Load { dst, stream, disp } => {
+                        let p = STREAMS[usize::from(stream)] + rax + (at + disp);
+                        a.vmovups(y(dst), ymmword_ptr(p))?
                     }
-                    Op::Store { src, stream } => {
-                        a.vmovups(ymmword_ptr(STREAMS[usize::from(stream)] + rax + at), y(src))?
+                    Op::Store { src, stream, disp } => {
+                        let p = STREAMS[usize::from(stream)] + rax + (at + disp);
+                        a.vmovups(ymmword_ptr(p), y(src))?
                     }
                     Op::Arith { op, dst, a: x, b } => {
                         let (d, x, b) = (y(dst), y(x), y(b));
