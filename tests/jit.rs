@@ -1102,13 +1102,14 @@ fn strided_sums_accumulate_in_memory_order() {
         let g = weft::ir::text::parse(&src, "cols.weft").unwrap();
         agree_in_memory(&g);
     }
-    // By default only an operand too large for cache is summed in memory order.
+    // By default only an operand of at least `reduce_in_memory::MIN_BYTES` (64 KiB) is summed
+    // in memory order.
     let src = "axis B = 256\naxis O = 1024\nplaceholder x: f32[B, O]\ns = sum(x, [B])\noutput s\n";
     let g = weft::ir::text::parse(src, "big.weft").unwrap();
     let plan = weft_compiler::compile_plan(&g, &Default::default()).unwrap();
     let kernels = weft_compiler::lower_plan(&plan, &Default::default()).unwrap();
     assert!(kernels[0].kernel.to_string().contains("%acc_"));
-    let src = "axis B = 16\naxis O = 1024\nplaceholder x: f32[B, O]\ns = sum(x, [B])\noutput s\n";
+    let src = "axis B = 8\naxis O = 1024\nplaceholder x: f32[B, O]\ns = sum(x, [B])\noutput s\n";
     let g = weft::ir::text::parse(src, "small.weft").unwrap();
     let plan = weft_compiler::compile_plan(&g, &Default::default()).unwrap();
     let kernels = weft_compiler::lower_plan(&plan, &Default::default()).unwrap();

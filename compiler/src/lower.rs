@@ -129,7 +129,7 @@ pub struct LowerOptions {
     /// not run natively (`JitExecutable::span_math`).
     pub split_span_sums: bool,
     /// The least size of the strided operand for [`LowerOptions::reduce_in_memory`] (bytes;
-    /// default [`crate::reduce_in_memory::MIN_BYTES`], 1 MiB): a smaller one stays in cache.
+    /// default [`crate::reduce_in_memory::MIN_BYTES`], 64 KiB): a smaller one stays in registers.
     pub reduce_in_memory_min_bytes: u64,
     /// Let f64 sums, means and dots run with several vector accumulators (reassociated). Off
     /// (the default), each f64 result is summed in the interpreter's order — vectorised across

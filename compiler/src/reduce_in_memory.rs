@@ -60,9 +60,12 @@ use weft_ir::arena::EntityRef;
 pub const MIN_STRIDE: i64 = 64;
 
 /// The least size (bytes) of the strided operand that makes the rewrite worth it, by default:
-/// below it the operand stays in cache, and register blocking (accumulators in registers, no
-/// load and store per term) is faster — a small dot's loop nest, say.
-pub const MIN_BYTES: u64 = 1 << 20;
+/// below it register blocking (accumulators in registers, no load and store per term) is as
+/// fast — a small dot's loop nest, a bias gradient. Was 1 MiB; since the jammed steps run as
+/// leaf loops (8 rows a step, `codegen::leaf`), operands of 128–512 KiB (a softmax over the
+/// first axis of [512, 64..256]) run 2–9× faster in memory order than gathered
+/// (docs/benchmarks.md).
+pub const MIN_BYTES: u64 = 64 << 10;
 
 /// The column block width [`block_width`] aims at: 1024 results, a 4 KiB run of each f32
 /// row, long enough for the hardware's stream prefetcher to run ahead within a row (blocks of
