@@ -5,8 +5,9 @@ Each round times, in turn: the STREAM bandwidth probe; then per workload `weft b
 (whole `call_into`s of the fused and unfused JIT over borrowed inputs, the way a host calls)
 and every installed peer through ../shared/peers/peers.py (numpy, numexpr, jax, torch,
 inductor, iree, iree-host, ort, tinygrad: its docstring says what each timed call covers), or,
-for the workloads it does not define (bcast_exp, the schedules, the orientation rows), through
-bench/peers_local.py (numpy, jax, torch, inductor).
+for the workloads it does not define (bcast_exp, the schedules, the orientation rows, the
+cache-resident rows), through bench/peers_local.py (numpy, jax, torch, inductor; ort for the
+cache-resident rows).
 Rounds interleave systems so a shared machine's drift lands on all of them; the figure of a
 (workload, system) is the median over rounds of each round's median.
 
@@ -20,6 +21,18 @@ axis against the inner one, l2 as a dot against l2 as a sum). Also writes JSON l
 
     python3 bench/peers.py [--rounds 3] [--runs 11] [--workload chain ...] [--system jax ...]
                            [--rows 2048] [--cranelift-lanes]
+
+The cache-resident rows (--workload cache, issue 61): chain_c, l2_c, softmax_c, layernorm_c are
+chain, l2, softmax and layernorm at sizes whose inputs each take at most a quarter of L3 (4 MiB
+an input): chain and l2 at N = 2^20 instead of 2^24, softmax and layernorm at [1024, 1024]
+instead of [4096, 4096]. At the public sizes (64 MiB an input) every call streams from DRAM and
+all systems crowd against the STREAM floor; on a machine whose L3 holds the inputs from call to
+call (16 MiB on the machine they were added on), DRAM no longer decides, instruction throughput
+does: how many instructions a system spends per element (vector width, fused or not, passes over
+the data, dispatch overhead).
+weft times bench/workloads/{chain,l2,softmax,layernorm}.weft with their axis lengths rewritten
+to these sizes (a temporary file); the peers (numpy, jax, torch, inductor, ort) run the same math
+in bench/peers_local.py. No bandwidth floor is printed for them: DRAM does not bound them.
 
 `--rows N` runs the orientation rows with R = N (2048: 4 MiB a matrix, a cache-resident size,
 issue 61), weft and the peers alike; `--cranelift-lanes` also times weft's fused plan without
@@ -67,8 +80,17 @@ ORIENTATION["l2_sum"] = ORIENTATION["l2_dot"] = (MIB64, "read_gbs")
 TWINS = {w: w.replace("_outer", "_inner") for w in ORIENTATION if w.endswith("_outer")}
 TWINS["l2_dot"] = "l2_sum"
 WORKLOADS.update(ORIENTATION)
-GROUPS = {"schedules": list(SCHEDULES), "orientation": list(ORIENTATION)}  # --workload GROUP: all of it
-LOCAL = {"bcast_exp", *SCHEDULES, *ORIENTATION}  # timed by bench/peers_local.py
+# Issue 61's cache-resident rows: each a public workload's graph with its axis lengths rewritten
+# (bench/workloads/<graph>.weft, each (old, new) replaced in its text), 4 MiB an input, a quarter
+# of a 16 MiB L3: calls run from cache, so no STREAM floor (None, None) applies.
+CACHE = {"chain_c": ("chain", [("axis N = 16777216", "axis N = 1048576")]),
+         "l2_c": ("l2", [("axis N = 16777216", "axis N = 1048576")]),
+         "softmax_c": ("softmax", [("axis R = 4096", "axis R = 1024"), ("axis C = 4096", "axis C = 1024")]),
+         "layernorm_c": ("layernorm", [("axis R = 4096", "axis R = 1024"), ("axis C = 4096", "axis C = 1024")])}
+WORKLOADS.update({w: (None, None) for w in CACHE})
+GROUPS = {"schedules": list(SCHEDULES), "orientation": list(ORIENTATION),  # --workload GROUP: all of it
+          "cache": list(CACHE)}
+LOCAL = {"bcast_exp", *SCHEDULES, *ORIENTATION, *CACHE}  # timed by bench/peers_local.py
 FOLDERS = {**{w: "schedules" for w in SCHEDULES}, **{w: "orientation" for w in ORIENTATION}}
 LANES = False  # --cranelift-lanes
 ALL_SYSTEMS = ["numpy", "numexpr", "jax", "torch", "inductor", "iree", "ort", "tinygrad"]
@@ -93,6 +115,21 @@ def stream(venv):
     return lines[0] if lines else None
 
 
+def cache_graph(workload):
+    """The .weft file of cache-resident row `workload`: its public graph's text with the axis
+    lengths rewritten, written to a temporary file (each length must be found: a graph edited
+    since would otherwise be timed at its public size)."""
+    graph, subs = CACHE[workload]
+    text = (ROOT / "bench/workloads" / f"{graph}.weft").read_text()
+    for old, new in subs:
+        if old not in text:
+            raise SystemExit(f"bench/workloads/{graph}.weft has no `{old}` to rewrite for {workload}")
+        text = text.replace(old, new)
+    path = Path(tempfile.gettempdir()) / f"weft-peers-{workload}.weft"
+    path.write_text(f"# {workload} (bench/peers.py): bench/workloads/{graph}.weft, cache-resident\n{text}")
+    return path
+
+
 def weft_bench(weft, workload, runs, rows=None):
     if workload == "compile":
         # The layernorm graph compiled fused, graph to callable, `runs` times: the median.
@@ -107,6 +144,8 @@ def weft_bench(weft, workload, runs, rows=None):
         text = path.read_text().replace("axis R = 32768", f"axis R = {rows}")
         path = Path(tempfile.gettempdir()) / f"weft-peers-{workload}-{rows}.weft"
         path.write_text(text)
+    if workload in CACHE:
+        path = cache_graph(workload)
     lines = run_json_lines([weft, "bench", str(path),
                             "--json", "--skip-interp", "--runs", str(runs), "--warmup", "2",
                             *(["--cranelift-lanes"] if LANES else [])])
@@ -128,8 +167,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--runs", type=int, default=11, help="timed calls per system per round")
-    ap.add_argument("--workload", action="append", help=" ".join([*WORKLOADS, *GROUPS]))
-    ap.add_argument("--system", action="append", help="peers (default: all installed)")
+    ap.add_argument("--workload", action="append",
+                    help=" ".join([*WORKLOADS, *GROUPS]) + " (groups: schedules, orientation, cache = "
+                    + " ".join(CACHE) + "; default: every workload)")
+    ap.add_argument("--system", action="append", help=" ".join(ALL_SYSTEMS) + " (default: all installed)")
     ap.add_argument("--venv", default=os.environ.get("WEFT_PEERS_VENV", str(Path.home() / ".cache/weft-peers")))
     ap.add_argument("--peers", default=str(ROOT.parent / "shared/peers/peers.py"), help="the peers' timing script")
     ap.add_argument("--weft", default=str(ROOT / "target/release/weft"), help="a release build of the weft CLI")

@@ -25,12 +25,25 @@ layernorm, [R] for lse):
     l2_sum:      Σ t², t: f32[R, C], as sum(square(t)); l2_dot: the same as tensordot(t, t, 2)
                  (numpy: one BLAS call over the flattened t).
 
+The cache-resident rows (issue 61): ../shared/peers/peers.py's chain, l2, softmax and layernorm,
+the same math written the same way in every system, at sizes whose inputs each fit in a quarter
+of a 16 MiB L3 (4 MiB an input), inputs drawn from N(0, 1) as there:
+    chain_c:     out = sqrt((x − y)² + (z·w)²) · 0.5, x, y, z, w: f32[N], N = 2^20 (chain: 2^24)
+    l2_c:        s = Σ_N (x − y)², x, y: f32[N], N = 2^20 (numpy: dot(x − y, x − y), as there)
+    softmax_c:   softmax over the last axis of a: f32[1024, 1024] (softmax: [4096, 4096])
+    layernorm_c: (a − μ) / sqrt(σ² + 1e-5) · g + b over the last axis of a: f32[1024, 1024],
+                 g, b: f32[1024] (torch: its layer_norm; ort: LayerNormalization)
+
 Systems: numpy; jax (jitted, resident jax arrays in, `block_until_ready` on the output); torch
 (eager) and inductor (torch.compile of the same function, first call untimed), host tensors
-from torch.from_numpy in and out, torch's default threads. Every system but numpy is checked
-once against numpy (allclose rtol 1e-3, atol 1e-3) before timing; a mismatch is printed on
-stderr. torch and inductor run the orientation rows only (the others: numpy and jax). A system
-that is not installed is skipped with a note on stderr; one that has no such workload, silently.
+from torch.from_numpy in and out, torch's default threads; ort (ONNX Runtime, CPU execution
+provider, 2 intra-op threads, all graph optimizations: each model built in memory with
+onnx.helper at opset 17 as ../shared/peers/peers.py builds its own, numpy inputs passed to
+InferenceSession.run per call, numpy output). Every system but numpy is checked once against
+numpy (allclose rtol 1e-3, atol 1e-3) before timing; a mismatch is printed on stderr. torch and
+inductor run the orientation and cache-resident rows only, ort the cache-resident rows only (the
+others: numpy and jax). A system that is not installed is skipped with a note on stderr; one
+that has no such workload, silently.
 """
 import argparse, json, statistics, sys, time
 
@@ -38,8 +51,13 @@ SUMS = {f"sum_{r}_{o}": ("BMA".index(r), o)
         for r, o in [("A", "BM"), ("A", "MB"), ("B", "AM"), ("B", "MA"), ("M", "AB"), ("M", "BA")]}
 ORIENTATION = [f"{n}_{o}" for n in ["softmax", "layernorm", "lse", "expxy"] for o in ["inner", "outer"]]
 ORIENTATION += ["l2_sum", "l2_dot"]
-WORKLOADS = ["bcast_exp", *SUMS, "transpose", *ORIENTATION]
+# The cache-resident rows (issue 61), each with its inputs' names (../shared/peers/peers.py's), in
+# the order its function takes them.
+CACHE = {"chain_c": ("x", "y", "z", "w"), "l2_c": ("x", "y"), "softmax_c": ("A",), "layernorm_c": ("A", "g", "b")}
+WORKLOADS = ["bcast_exp", *SUMS, "transpose", *ORIENTATION, *CACHE]
+SYSTEMS = ["numpy", "jax", "torch", "inductor", "ort"]
 R, C, IJ = 32768, 512, 4096
+N_CACHE, RC_CACHE = 1 << 20, 1024  # chain_c and l2_c: N; softmax_c and layernorm_c: [R, C] = [1024, 1024]
 
 
 def sum_of(xp, axis, order):
@@ -95,6 +113,59 @@ def orientation_inputs(w, rng, R=R):
     return (x, u(C), u(C)) if w.startswith("layernorm") else (x,)
 
 
+def cache(w, xp, kind):
+    """Cache-resident workload `w` as a function of its inputs (CACHE[w]), in array library `xp`
+    (numpy, jax.numpy or torch; `kind` names which), written as ../shared/peers/peers.py writes it."""
+    torch = kind == "torch"
+    if w == "chain_c":
+        return lambda x, y, z, v: xp.sqrt((x - y) ** 2 + (z * v) ** 2) * 0.5
+    if w == "l2_c":
+        if kind == "numpy":
+            return lambda x, y: xp.dot(x - y, x - y)
+        return lambda x, y: ((x - y) ** 2).sum()
+    if w == "softmax_c":
+        if kind == "jax":
+            import jax
+            return lambda a: jax.nn.softmax(a, axis=1)
+        if torch:
+            return lambda a: xp.softmax(a, 1)
+        return lambda a: (lambda e: e / e.sum(axis=-1, keepdims=True))(xp.exp(a - a.max(axis=-1, keepdims=True)))
+    if w == "layernorm_c":
+        if torch:
+            return lambda a, g, b: xp.nn.functional.layer_norm(a, (a.shape[-1],), g, b, 1e-5)
+        def ln(a, g, b):
+            mu = a.mean(axis=1, keepdims=True)
+            var = ((a - mu) ** 2).mean(axis=1, keepdims=True)
+            return (a - mu) / xp.sqrt(var + 1e-5) * g + b
+        return ln
+    raise KeyError(w)
+
+
+def cache_inputs(w, rng):
+    """The inputs of cache-resident workload `w`, N(0, 1) float32 like ../shared/peers/peers.py's."""
+    import numpy as np
+    shapes = {"x": (N_CACHE,), "y": (N_CACHE,), "z": (N_CACHE,), "w": (N_CACHE,),
+              "A": (RC_CACHE, RC_CACHE), "g": (RC_CACHE,), "b": (RC_CACHE,)}
+    return tuple(rng.standard_normal(shapes[n], dtype=np.float32) for n in CACHE[w])
+
+
+def onnx_model(w, args):
+    """Cache-resident workload `w` as a serialized ONNX model (opset 17, float32, inputs named as in
+    CACHE[w] with the shapes of `args`, output "out"): ../shared/peers/peers.py's graphs."""
+    from onnx import helper as oh, TensorProto
+    op = oh.make_node
+    nodes = {"chain_c": [op("Sub", ["x", "y"], ["d"]), op("Mul", ["d", "d"], ["d2"]), op("Mul", ["z", "w"], ["p"]),
+                         op("Mul", ["p", "p"], ["p2"]), op("Add", ["d2", "p2"], ["s"]), op("Sqrt", ["s"], ["r"]),
+                         op("Constant", [], ["half"], value_float=0.5), op("Mul", ["r", "half"], ["out"])],
+             "l2_c": [op("Sub", ["x", "y"], ["d"]), op("ReduceSumSquare", ["d"], ["out"], keepdims=0)],
+             "softmax_c": [op("Softmax", ["A"], ["out"], axis=1)],
+             "layernorm_c": [op("LayerNormalization", ["A", "g", "b"], ["out"], axis=-1, epsilon=1e-5)]}[w]
+    graph = oh.make_graph(nodes, "g", [oh.make_tensor_value_info(n, TensorProto.FLOAT, v.shape)
+                                       for n, v in zip(CACHE[w], args)],
+                          [oh.make_tensor_value_info("out", TensorProto.FLOAT, None)])
+    return oh.make_model(graph, opset_imports=[oh.make_opsetid("", 17)]).SerializeToString()
+
+
 def timeit(f, runs):
     f(); f()
     ts = []
@@ -113,7 +184,7 @@ def report(workload, system, ts):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workload", action="append", help=" ".join(WORKLOADS))
-    ap.add_argument("--system", action="append", help="numpy jax torch inductor (default: all four)")
+    ap.add_argument("--system", action="append", help=" ".join(SYSTEMS) + " (default: all five)")
     ap.add_argument("--runs", type=int, default=11)
     ap.add_argument("--rows", type=int, default=R,
                     help="R of the orientation rows (default 32768: 64 MiB a matrix; 2048: 4 MiB, cache-resident)")
@@ -136,9 +207,11 @@ def main():
     for w in ORIENTATION:
         cases[w] = (orientation(w, np, "numpy"), lambda xp, kind, w=w: orientation(w, xp, kind),
                     lambda w=w: orientation_inputs(w, rng, a.rows))
-    systems = a.system or ["numpy", "jax", "torch", "inductor"]
+    for w in CACHE:
+        cases[w] = (cache(w, np, "numpy"), lambda xp, kind, w=w: cache(w, xp, kind), lambda w=w: cache_inputs(w, rng))
+    systems = a.system or SYSTEMS
     for w in a.workload or WORKLOADS:
-        if w not in cases or not set(systems) & {"numpy", "jax", "torch", "inductor"}:
+        if w not in cases or not set(systems) & set(SYSTEMS):
             continue
         ref, make, inputs = cases[w]
         args = inputs()
@@ -156,7 +229,7 @@ def main():
                 f = jax.jit(make(jnp, "jax"))
                 check(w, system, np.asarray(f(*jargs)), want)
                 report(w, system, timeit(lambda: f(*jargs).block_until_ready(), a.runs))
-            elif system in ("torch", "inductor") and w in ORIENTATION:
+            elif system in ("torch", "inductor") and (w in ORIENTATION or w in CACHE):
                 try:
                     import torch
                 except ImportError:
@@ -168,6 +241,19 @@ def main():
                     f = torch.compile(f)
                 check(w, system, f(*targs).numpy(), want)
                 report(w, system, timeit(lambda: f(*targs), a.runs))
+            elif system == "ort" and w in CACHE:
+                try:
+                    import onnx, onnxruntime as ort
+                except ImportError as e:
+                    print(f"ort skipped: {e} (needs onnxruntime, onnx)", file=sys.stderr)
+                    continue
+                so = ort.SessionOptions()  # as ../shared/peers/peers.py sets them
+                so.intra_op_num_threads = 2
+                so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+                sess = ort.InferenceSession(onnx_model(w, args), so, providers=["CPUExecutionProvider"])
+                feeds = dict(zip(CACHE[w], args))
+                check(w, system, sess.run(None, feeds)[0], want)
+                report(w, system, timeit(lambda: sess.run(None, feeds), a.runs))
 
 
 def check(workload, system, got, want):
