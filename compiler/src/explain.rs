@@ -404,7 +404,7 @@ fn loop_lines(
                 s.leaf.streams.len(),
                 vector_axis(k, l, body)
             ));
-            if let Some(next) = s.vector.prefetch.as_ref().filter(|_| s.leaf.prefetch) {
+            if let Some(next) = &s.vector.prefetch {
                 what.push(prefetch_text(k, next));
             }
             if let Some(sum) = s.leaf.sum {

@@ -353,10 +353,12 @@ impl JitCompiler {
         // Each leaf loop assembled and defined into the module as a function of its own.
         let leaf_sig = outlined_signature(call_conv);
         let mut leaves = Vec::new();
-        for (l, leaf) in strategy.leaves() {
-            let code = leaf.assemble().map_err(|e| CodegenError::Cranelift {
-                kernel: kernel.name.clone(),
-                message: format!("assembling leaf loop %{l}: {e}"),
+        for (l, s) in strategy.leaves() {
+            let code = s.leaf.assemble(s.vector.prefetch.is_some()).map_err(|e| {
+                CodegenError::Cranelift {
+                    kernel: kernel.name.clone(),
+                    message: format!("assembling leaf loop %{l}: {e}"),
+                }
             })?;
             let fid = module
                 .declare_anonymous_function(&leaf_sig)

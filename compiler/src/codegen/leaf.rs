@@ -117,10 +117,6 @@ pub(crate) struct LeafLoop {
     pub scalars: Vec<LeafScalar>,
     /// The accumulator the loop sums into f32 partials, if it sums.
     pub sum: Option<LeafSum>,
-    /// Whether the last stream is not read but prefetched (`prefetcht1`, a line of a later row
-    /// per step, as the vector loop's `weft_prefetch_line` calls: `span::pass_prefetch`); the
-    /// kernel passes its address at the range's first iteration.
-    pub prefetch: bool,
     /// The registers of those partials, eight a register: register `j` holds partials
     /// `8j..8j + 8` (element `i` of the range goes to partial `i mod width`).
     partials: Vec<u8>,
@@ -784,7 +780,6 @@ impl LeafLoop {
         }
         Ok(LeafLoop {
             sum,
-            prefetch,
             partials,
             streams: b.streams,
             scalars: b.scalars.into_iter().map(|(s, _)| s).collect(),
@@ -794,8 +789,11 @@ impl LeafLoop {
     }
 
     /// The machine code: `fn(args: *const u64, n: u64)` (System V), `n` a multiple of
-    /// [`LANES`] (of the sum's width, if it sums).
-    pub(crate) fn assemble(&self) -> Result<Vec<u8>, IcedError> {
+    /// [`LANES`] (of the sum's width, if it sums); `prefetch` as given to [`LeafLoop::of`]
+    /// (the vector loop's `prefetch`): whether a last stream is not read but prefetched
+    /// (`prefetcht1`, a line of a later row per step, as the vector loop's
+    /// `weft_prefetch_line` calls), its address passed after the others.
+    pub(crate) fn assemble(&self, prefetch: bool) -> Result<Vec<u8>, IcedError> {
         const YMM: [AsmRegisterYmm; 16] = [
             ymm0, ymm1, ymm2, ymm3, ymm4, ymm5, ymm6, ymm7, ymm8, ymm9, ymm10, ymm11, ymm12, ymm13,
             ymm14, ymm15,
@@ -810,7 +808,7 @@ impl LeafLoop {
         let mut a = CodeAssembler::new(64)?;
         let mut top = a.create_label();
         let mut done = a.create_label();
-        let streams = self.streams.len() + usize::from(self.prefetch);
+        let streams = self.streams.len() + usize::from(prefetch);
         for (k, reg) in STREAMS.iter().enumerate().take(streams) {
             a.mov(*reg, qword_ptr(rdi + 8 * k as i32))?;
         }
@@ -845,7 +843,7 @@ impl LeafLoop {
         a.test(rsi, rsi)?;
         a.jz(done)?;
         a.set_label(&mut top)?;
-        if self.prefetch {
+        if prefetch {
             let p = STREAMS[self.streams.len()];
             for line in (0..4 * LANES as usize * copies).step_by(64) {
                 a.prefetcht1(byte_ptr(p + rax + line as i32))?;

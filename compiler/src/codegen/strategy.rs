@@ -169,9 +169,9 @@ impl KernelStrategy {
     }
 
     /// The leaf loops, in loop order.
-    pub(crate) fn leaves(&self) -> impl Iterator<Item = (LoopId, &LeafLoop)> {
+    pub(crate) fn leaves(&self) -> impl Iterator<Item = (LoopId, &LeafStrategy)> {
         self.loops.iter().enumerate().filter_map(|(i, s)| match s {
-            Some(LoopStrategy::Leaf(s)) => Some((LoopId::new(i), &s.leaf)),
+            Some(LoopStrategy::Leaf(s)) => Some((LoopId::new(i), s.as_ref())),
             _ => None,
         })
     }

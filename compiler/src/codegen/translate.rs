@@ -1600,11 +1600,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                 5,
             ))
         });
-        let prefetched = match (&s.vector.prefetch, leaf.prefetch) {
-            (Some(next), true) => Some(next),
-            (None, false) => None,
-            _ => return self.internal(format!("leaf loop %{l} and its prefetch disagree")),
-        };
+        let prefetched = s.vector.prefetch.as_ref();
         // The entries in the order `leaf.rs` reads them: streams, prefetch, scalars, partials.
         let mut entries = Vec::new();
         for access in &leaf.streams {
