@@ -73,10 +73,13 @@ pub const MIN_BYTES: u64 = 64 << 10;
 /// its transposed twin; docs/benchmarks.md).
 pub const BLOCK_TARGET: u64 = 1024;
 
-/// The narrowest and widest column block [`block_width`] picks: a block narrower than 16 leaves
-/// the vectorised loops too short to unroll; one wider than 4096 results is a block of a
-/// chained kernel (`crate::chain::contract`) that no longer stays in cache between passes.
-pub const BLOCK_WIDTHS: std::ops::RangeInclusive<u64> = 16..=4096;
+/// The narrowest and widest column block [`block_width`] picks: a block narrower than 64
+/// leaves its loops shorter than a leaf loop (`codegen::leaf::MIN_EXTENT`) and its runs a
+/// line or less (a batch-norm over the first axis of [8192, 64] in four blocks of 16 on two
+/// threads took 0.60–0.68 ms, in one block on one thread 0.42–0.48; docs/benchmarks.md); one
+/// wider than 4096 results is a block of a chained kernel (`crate::chain::contract`) that no
+/// longer stays in cache between passes.
+pub const BLOCK_WIDTHS: std::ops::RangeInclusive<u64> = 64..=4096;
 
 /// Blocks [`block_width`] leaves where it can: at least as many as a few threads.
 pub const MIN_BLOCKS: u64 = 4;
@@ -1066,15 +1069,18 @@ mod tests {
         assert_eq!(block_width(32768), Some(1024));
         assert_eq!(block_width(4096), Some(1024));
         assert_eq!(block_width(512), Some(128));
-        assert_eq!(block_width(64), Some(16));
+        // At least 64 wide: 256 in 4 blocks, 128 in 2, 64 in one (no block: one thread).
+        assert_eq!(block_width(256), Some(64));
+        assert_eq!(block_width(128), Some(64));
+        assert_eq!(block_width(64), None);
         // 30000 = 1000 · 30 (15 chunks of 2 blocks); 32832 = 1026 · 32: a tail of 2 a row.
         assert_eq!(block_width(30000), Some(1000));
         assert_eq!(block_width(32832), Some(1026));
         // 32784 = 48 · 683 = 24 · 1366 = 1366 · 24: 683 blocks (a prime) cut into no chunks,
         // and 24-wide runs are too short; 1366 with a tail of 6 a row.
         assert_eq!(block_width(32784), Some(1366));
-        // 969 = 17 · 57: 19 blocks of 51 would be a prime count.
-        assert_eq!(block_width(3 * 17 * 19), Some(17));
+        // 969 = 3 · 323: 57, 51 and 19 are narrower than 64.
+        assert_eq!(block_width(3 * 17 * 19), Some(323));
         // A prime, or a length with no divisor in range, takes none.
         assert_eq!(block_width(32771), None);
         assert_eq!(block_width(2 * 4099), None);
