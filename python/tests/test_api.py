@@ -998,6 +998,8 @@ def test_explain_mentions_kernels():
     assert text.startswith("# target: "), text
     assert re.search(r"^kernel @k\d+", text, re.M), text
     assert re.search(r"^input\s+a\s", text, re.M), text
+    # Rows of 16: each vector loop says in one line why it is not a leaf loop.
+    assert "not an assembled leaf loop: " in text, text
 
 
 def test_digits():

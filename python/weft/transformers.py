@@ -404,7 +404,8 @@ class Computation:
         it compiled for (``# target: ...``: ISA level, f32 lanes, caches, model), then the
         materialised tensors and why, fusion's cost model, and each kernel's loops (which run
         as assembled leaf loops at full width, which on native routines, which on Cranelift's
-        4-lane code), per segment where a ``sequential`` splits it."""
+        4-lane code and, for those, the one reason: ``not an assembled leaf loop: ...``), per
+        segment where a ``sequential`` splits it."""
         per = self._each_segment(lambda n, o, p: n.explain(o, p))
         if len(per) == 1:
             return per[0]
