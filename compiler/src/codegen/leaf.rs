@@ -610,8 +610,6 @@ impl LeafLoop {
                 // Given its register above.
                 continue;
             }
-            let r = |b: &mut Builder, v: &ValueId| b.home(*v);
-            let r_of = r;
             // The operation, with `dst` to fill once the operands' registers are released.
             let op = match inst {
                 Inst::Load(a) if contiguous(a) => {
@@ -626,7 +624,7 @@ impl LeafLoop {
                     let (r, s) = b.reciprocal(*d, consts[d.index()])?;
                     Op::Scaled {
                         dst: 0,
-                        a: r_of(&mut b, x)?,
+                        a: b.home(*x)?,
                         r,
                         s,
                     }
@@ -634,8 +632,8 @@ impl LeafLoop {
                 Inst::Binary(op @ (BinaryOp::Max | BinaryOp::Min), x, y) => Op::Extreme {
                     max: *op == BinaryOp::Max,
                     dst: 0,
-                    a: r(&mut b, x)?,
-                    b: r(&mut b, y)?,
+                    a: b.home(*x)?,
+                    b: b.home(*y)?,
                     scratch: b.scratch()?,
                 },
                 Inst::Binary(op @ (BinaryOp::And | BinaryOp::Or | BinaryOp::Xor), x, y) => {
@@ -646,8 +644,8 @@ impl LeafLoop {
                             _ => Arith::Xor,
                         },
                         dst: 0,
-                        a: r(&mut b, x)?,
-                        b: r(&mut b, y)?,
+                        a: b.home(*x)?,
+                        b: b.home(*y)?,
                     }
                 }
                 Inst::Binary(op, x, y) => {
@@ -661,15 +659,15 @@ impl LeafLoop {
                     Op::Arith {
                         op,
                         dst: 0,
-                        a: r(&mut b, x)?,
-                        b: r(&mut b, y)?,
+                        a: b.home(*x)?,
+                        b: b.home(*y)?,
                     }
                 }
                 Inst::Compare(op, x, y) => Op::Compare {
                     predicate: predicate(*op),
                     dst: 0,
-                    a: r(&mut b, x)?,
-                    b: r(&mut b, y)?,
+                    a: b.home(*x)?,
+                    b: b.home(*y)?,
                 },
                 Inst::Select {
                     cond,
@@ -677,18 +675,18 @@ impl LeafLoop {
                     if_false,
                 } => Op::Blend {
                     dst: 0,
-                    mask: r(&mut b, cond)?,
-                    if_true: r(&mut b, if_true)?,
-                    if_false: r(&mut b, if_false)?,
+                    mask: b.home(*cond)?,
+                    if_true: b.home(*if_true)?,
+                    if_false: b.home(*if_false)?,
                 },
                 Inst::Convert(x) if k.values[*x] == ScalarType::Bool => Op::Arith {
                     op: Arith::And,
                     dst: 0,
-                    a: r(&mut b, x)?,
+                    a: b.home(*x)?,
                     b: b.constant(ONE)?,
                 },
                 Inst::Unary(op, x) => {
-                    let x = r(&mut b, x)?;
+                    let x = b.home(*x)?;
                     // The constant the operation takes, given its register above.
                     let c = match unary_constant(*op) {
                         Some(bits) => b.constant(bits)?,

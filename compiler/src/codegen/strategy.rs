@@ -412,9 +412,10 @@ fn vector_steps(
             None => VectorRoutine::None,
         }
     };
-    let block = crate::narrow_sums::f32_block(plan.lanes, plan.parts);
+    let (lanes, parts) = (plan.lanes, plan.parts);
+    let folds = !narrow.is_empty() && crate::narrow_sums::blocked(k.loops[l].extent, lanes, parts);
     VectorLoop {
-        fold_every: (!narrow.is_empty() && k.loops[l].extent > block).then_some(block),
+        fold_every: folds.then(|| crate::narrow_sums::f32_block(lanes, parts)),
         prefetch: span::pass_prefetch(k, l, body, o.span_math),
         plan,
         narrow,

@@ -1570,24 +1570,21 @@ impl<'a, 'b> Translator<'a, 'b> {
     /// range (block by block when its f32 partials are folded every block), then its
     /// scalar tail.
     fn emit_leaf_loop(&mut self, l: LoopId, body: &[Stmt], s: &LeafStrategy) -> Result<()> {
-        let Some(block) = s.vector.fold_every else {
-            return self.emit_leaf_range(l, body, s, true);
-        };
-        // One re-run of the whole loop if a total is not finite, as the vector loop's.
+        if s.leaf.sum.is_none() {
+            return self.emit_leaf_range(l, body, s);
+        }
+        // A sum: its partials settled range by range, then one re-run of the whole loop if a
+        // total is not finite, as the vector loop's.
         let before = self.acc_vars_now(&s.vector.narrow);
-        self.in_blocks(l, block, |t| t.emit_leaf_range(l, body, s, false))?;
+        match s.vector.fold_every {
+            Some(block) => self.in_blocks(l, block, |t| t.emit_leaf_range(l, body, s))?,
+            None => self.emit_leaf_range(l, body, s)?,
+        }
         self.rerun_unless_finite(l, body, &s.vector.narrow, before)
     }
 
-    /// [`Self::emit_leaf_loop`] over loop `l`'s current range; a sum re-runs in f64 if its
-    /// total is not finite when `rerun`.
-    fn emit_leaf_range(
-        &mut self,
-        l: LoopId,
-        body: &[Stmt],
-        s: &LeafStrategy,
-        rerun: bool,
-    ) -> Result<()> {
+    /// [`Self::emit_leaf_loop`] over loop `l`'s current range, without a sum's re-run.
+    fn emit_leaf_range(&mut self, l: LoopId, body: &[Stmt], s: &LeafStrategy) -> Result<()> {
         let leaf = &s.leaf;
         let Some(&(_, callee)) = self.leaves.iter().find(|(m, _)| *m == l) else {
             return self.internal(format!("leaf loop %{l} has no function"));
@@ -1627,11 +1624,9 @@ impl<'a, 'b> Translator<'a, 'b> {
         let len = self.range_len(l);
         let whole = self.b.ins().band_imm_s(len, !(i64::from(step) - 1));
         self.b.ins().call(callee, &[args, whole]);
-        match partials {
-            // Combined, the tail and the f64 re-run, as the vector loop's own partials are.
-            Some(slot) if rerun => return self.emit_summed_by_span(l, body, slot, None),
-            Some(slot) => return self.settle_summed(l, body, slot).map(|_| ()),
-            None => {}
+        if let Some(slot) = partials {
+            // Combined and the tail, as the vector loop's own partials are.
+            return self.settle_summed(l, body, slot).map(|_| ());
         }
         let (start, end) = self.loop_range(l);
         let counter = self.b.declare_var(types::I64);
