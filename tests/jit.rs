@@ -1317,6 +1317,8 @@ fn vector_comparisons_select_convert_and_combine_as_masks() {
 /// Output `y` of graph `g` on `input`, with span functions on or off (and `threads`), as bits
 /// (every NaN one value: a NaN's sign and payload follow each compiler's rewrites — Cranelift
 /// folds `fneg` into `fnmadd`); with `weft explain`'s text and whether span calls were allowed.
+/// Leaf loops are off: they would evaluate these functions themselves (tests/leaf_loops.rs),
+/// and the span routines are what runs where a loop is no leaf loop.
 fn span_run(
     g: &Graph,
     input: &HostArray,
@@ -1325,6 +1327,7 @@ fn span_run(
 ) -> (Vec<u32>, String, bool) {
     let codegen = weft::CodegenOptions {
         span_math,
+        leaf_loops: false,
         ..Default::default()
     };
     codegen_run(g, std::slice::from_ref(input), codegen, threads)
@@ -1573,6 +1576,15 @@ fn span_functions_give_the_inline_bits() {
             let (inline, explained_inline, _) = span_run(&g, &input, false, None);
             let (span, explained, available) = span_run(&g, &input, true, None);
             assert_eq!(span, inline, "{name}, C = {c}");
+            // And with leaf loops on (the default): those that take a function's loop
+            // evaluate it in their own body, with the same bits.
+            let (leaf, _, _) = codegen_run(
+                &g,
+                std::slice::from_ref(&input),
+                weft::CodegenOptions::default(),
+                None,
+            );
+            assert_eq!(leaf, inline, "{name}, C = {c}: leaf loops");
             assert!(!explained_inline.contains("by the native"));
             assert_eq!(
                 explained.contains("by the native"),
@@ -1605,16 +1617,20 @@ fn assert_native_gives_inline_bits(g: &Graph, inputs: &[HostArray], marker: &str
 
 /// [`assert_native_gives_inline_bits`] where the routine takes the loop only if `takes` (a sum
 /// routine keeps its f32 partials for the whole loop, so it takes only a loop of one block of
-/// `narrow_sums::f32_block`, 8192 iterations: longer rows are folded block by block).
+/// `narrow_sums::f32_block`, 8192 iterations: longer rows are folded block by block). Leaf
+/// loops off, as in [`span_run`]; and the defaults (leaf loops on) give the same bits.
 fn assert_native_bits(g: &Graph, inputs: &[HostArray], marker: &str, what: &str, takes: bool) {
     for threads in [Some(1), Some(2)] {
         let with = |span_math| weft::CodegenOptions {
             span_math,
+            leaf_loops: false,
             ..Default::default()
         };
         let (inline, explained_inline, _) = codegen_run(g, inputs, with(false), threads);
         let (native, explained, available) = codegen_run(g, inputs, with(true), threads);
         assert_eq!(native, inline, "{what}");
+        let (leaf, _, _) = codegen_run(g, inputs, weft::CodegenOptions::default(), threads);
+        assert_eq!(leaf, inline, "{what}: leaf loops on");
         assert!(!explained_inline.contains(marker), "{what}");
         assert_eq!(
             explained.contains(marker),
@@ -2286,7 +2302,8 @@ fn sums_of_span_functions_over_the_outer_axis_give_the_inline_bits() {
 }
 
 /// Each of a jammed step's span-function loops (one per row: `span_fission`) prefetches the
-/// row it will read two steps on — not all of them the first row's.
+/// row it will read two steps on — not all of them the first row's — whether the span
+/// routine or an assembled leaf loop (which takes the routine's prefetch) evaluates it.
 #[test]
 fn each_jammed_row_of_a_column_sum_prefetches_its_own_row() {
     let src = "axis C = 64\naxis R = 16384\nplaceholder x: f32[C, R]\nm = max(x, [C])\n\
@@ -2306,7 +2323,9 @@ fn each_jammed_row_of_a_column_sum_prefetches_its_own_row() {
     let explained = weft_compiler::explain::explain(&exe);
     let rows: std::collections::BTreeSet<&str> = explained
         .lines()
-        .filter(|l| l.contains("exp over the span of %span0"))
+        .filter(|l| {
+            l.contains("exp over the span of %span0") || l.contains("by an assembled leaf loop")
+        })
         .filter_map(|l| l.split("row 2 ahead for %").nth(1))
         .filter_map(|rest| rest.split(',').next())
         .collect();

@@ -1,9 +1,10 @@
 //! Assembled leaf loops (`compiler/src/codegen/leaf.rs`): random f32 bodies (arithmetic,
-//! maximum, minimum, relu, comparisons and selects) over
+//! maximum, minimum, relu, comparisons and selects; and with exp, sigmoid, tanh and log) over
 //! contiguous inputs, a row-broadcast input, a scalar placeholder and constants, at random
 //! lengths (tails of every size) with special values among the inputs, give the bits of the
-//! same loops as Cranelift's 4-lane code (leaf loops off), NaNs as some NaN, and agree with
-//! the interpreter by the oracle; `weft explain` names the leaf loop where the host has AVX2.
+//! same loops as Cranelift's 4-lane code (leaf loops off), NaNs as some NaN, and (without the
+//! functions) agree with the interpreter by the oracle; `weft explain` names the leaf loop
+//! where the host has AVX2.
 
 mod jit_common;
 
@@ -14,10 +15,10 @@ use weft::prelude::*;
 use weft_compiler::JitOptions;
 use weft_ir::testing::{proptest_cases, run_property, Tally, Tolerance};
 
-/// Per test (stores, sums): cases long enough for a leaf loop, and those whose explanation
-/// names one.
-static ELIGIBLE: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
-static LEAVES: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
+/// Per test (stores, sums; then both with functions): cases long enough for a leaf loop, and
+/// those whose explanation names one.
+static ELIGIBLE: [AtomicUsize; 4] = [const { AtomicUsize::new(0) }; 4];
+static LEAVES: [AtomicUsize; 4] = [const { AtomicUsize::new(0) }; 4];
 
 thread_local! {
     /// Whether the host assembles leaf loops (AVX2).
@@ -25,16 +26,34 @@ thread_local! {
 }
 
 /// One random expression over `x0..x2` ([R, C]), `r` ([R], broadcast over C), `s` ([]) and
-/// constants: `(lines, name of the result)`.
-fn expression(seed: u64, depth: u32) -> (Vec<String>, String) {
+/// constants, with `exp`, `sigmoid`, `tanh` and `log` among its operations if `functions`:
+/// `(lines, name of the result)`.
+fn expression(seed: u64, depth: u32, functions: bool) -> (Vec<String>, String) {
     let mut rng = weft_ir::perturb::SplitMix(seed);
     let mut lines = Vec::new();
-    fn node(rng: &mut weft_ir::perturb::SplitMix, depth: u32, lines: &mut Vec<String>) -> String {
+    fn node(
+        rng: &mut weft_ir::perturb::SplitMix,
+        depth: u32,
+        functions: bool,
+        lines: &mut Vec<String>,
+    ) -> String {
         let leaves = ["x0", "x1", "x2", "r", "s", "half", "three"];
         if depth == 0 || rng.below(5) == 0 {
             return leaves[rng.below(leaves.len())].to_string();
         }
-        let unary = ["negative", "abs", "sqrt", "square", "reciprocal", "relu"];
+        let unary = [
+            "negative",
+            "abs",
+            "sqrt",
+            "square",
+            "reciprocal",
+            "relu",
+            "exp",
+            "sigmoid",
+            "tanh",
+            "log",
+        ];
+        let unary = if functions { &unary[..] } else { &unary[..6] };
         let binary = [
             "add", "subtract", "multiply", "divide", "maximum", "minimum",
         ];
@@ -49,19 +68,25 @@ fn expression(seed: u64, depth: u32) -> (Vec<String>, String) {
         // Operands first, so that the name is after theirs.
         let line = if rng.below(6) == 0 {
             let op = compare[rng.below(compare.len())];
-            let (a, b) = (node(rng, depth - 1, lines), node(rng, depth - 1, lines));
-            let (t, f) = (node(rng, depth - 1, lines), node(rng, depth - 1, lines));
+            let (a, b) = (
+                node(rng, depth - 1, functions, lines),
+                node(rng, depth - 1, functions, lines),
+            );
+            let (t, f) = (
+                node(rng, depth - 1, functions, lines),
+                node(rng, depth - 1, functions, lines),
+            );
             let cond = format!("c{}", lines.len());
             lines.push(format!("{cond} = {op}({a}, {b})"));
             format!("select({cond}, {t}, {f})")
         } else if rng.below(3) == 0 {
             let op = unary[rng.below(unary.len())];
-            let a = node(rng, depth - 1, lines);
+            let a = node(rng, depth - 1, functions, lines);
             format!("{op}({a})")
         } else {
             let op = binary[rng.below(binary.len())];
-            let a = node(rng, depth - 1, lines);
-            let b = node(rng, depth - 1, lines);
+            let a = node(rng, depth - 1, functions, lines);
+            let b = node(rng, depth - 1, functions, lines);
             format!("{op}({a}, {b})")
         };
         let name = format!("v{}", lines.len());
@@ -69,15 +94,15 @@ fn expression(seed: u64, depth: u32) -> (Vec<String>, String) {
         lines.push(line);
         name
     }
-    let top = node(&mut rng, depth, &mut lines);
+    let top = node(&mut rng, depth, functions, &mut lines);
     (lines, top)
 }
 
 /// The graph of `seed`'s expression over [R, C], its output `y` (a copy when the expression
 /// is a leaf alone, so that every graph stores through a loop); with `sum`, `y` sums it over
 /// C instead.
-fn graph(seed: u64, rows: usize, cols: usize, sum: bool) -> Graph {
-    let (lines, top) = expression(seed, 5);
+fn graph(seed: u64, rows: usize, cols: usize, sum: bool, functions: bool) -> Graph {
+    let (lines, top) = expression(seed, 5, functions);
     let mut text = format!(
         "axis R = {rows}\naxis C = {cols}\nplaceholder x0: f32[R, C]\nplaceholder x1: f32[R, C]\n\
          placeholder x2: f32[R, C]\nplaceholder r: f32[R]\nplaceholder s: f32[]\n\
@@ -149,14 +174,18 @@ fn run_leaf(g: &Graph, inputs: &[HostArray], leaf_loops: bool) -> (Vec<u32>, Str
     (bits, explained)
 }
 
+/// `seed`'s graph: the same bits with leaf loops on and off, and (without functions) the
+/// oracle's values. With functions, the oracle is left out: `exp` flushes results below the
+/// smallest normal to zero (docs/numerics.md), which random expressions turn into
+/// infinities and NaNs the interpreter's unflushed values do not give.
 fn check(
     seed: u64,
-    rows: usize,
-    cols: usize,
+    (rows, cols): (usize, usize),
     sum: bool,
+    functions: bool,
     tally: &Tally,
 ) -> Result<(), TestCaseError> {
-    let g = graph(seed, rows, cols, sum);
+    let g = graph(seed, rows, cols, sum, functions);
     let xs = inputs(&g, seed);
     let (leaf, explained) = run_leaf(&g, &xs, true);
     let (lanes, _) = run_leaf(&g, &xs, false);
@@ -170,9 +199,14 @@ fn check(
         !leaf_loop || (AVX2.with(|a| *a) && cols >= 64),
         "{text}\n{explained}"
     );
+    let counter = usize::from(sum) + 2 * usize::from(functions);
     if cols >= 64 {
-        ELIGIBLE[usize::from(sum)].fetch_add(1, Ordering::Relaxed);
-        LEAVES[usize::from(sum)].fetch_add(usize::from(leaf_loop), Ordering::Relaxed);
+        ELIGIBLE[counter].fetch_add(1, Ordering::Relaxed);
+        LEAVES[counter].fetch_add(usize::from(leaf_loop), Ordering::Relaxed);
+    }
+    if functions {
+        tally.compared();
+        return Ok(());
     }
     let ps = g.placeholders();
     let outputs = [g.find("y").unwrap()];
@@ -194,9 +228,9 @@ fn leaf_loops_give_the_bits_of_the_vector_loops() {
         proptest_cases(64),
         1.0,
         (any::<u64>(), 1usize..4, 1usize..1100),
-        |(seed, rows, cols), tally| check(seed, rows, cols, false, tally),
+        |(seed, rows, cols), tally| check(seed, (rows, cols), false, false, tally),
     );
-    assert_share(false);
+    assert_share(false, false);
 }
 
 /// Sums over C of the same bodies: the leaf loop's f32 partials (element i into partial
@@ -209,9 +243,27 @@ fn leaf_sums_give_the_bits_of_the_vector_loops() {
         proptest_cases(64),
         1.0,
         (any::<u64>(), 1usize..4, 1usize..1100),
-        |(seed, rows, cols), tally| check(seed, rows, cols, true, tally),
+        |(seed, rows, cols), tally| check(seed, (rows, cols), true, false, tally),
     );
-    assert_share(true);
+    assert_share(true, false);
+}
+
+/// The same with `exp`, `sigmoid`, `tanh` and `log` in the bodies, stored and summed: the leaf
+/// loop's sequences give the bits of Cranelift's inline code (or of the span routines, where
+/// those take the loop with leaf loops off).
+#[test]
+fn leaf_functions_give_the_bits_of_the_vector_loops() {
+    for sum in [false, true] {
+        run_property(
+            "leaf_loops::leaf_functions_give_the_bits_of_the_vector_loops",
+            file!(),
+            proptest_cases(48),
+            1.0,
+            (any::<u64>(), 1usize..4, 1usize..1100),
+            |(seed, rows, cols), tally| check(seed, (rows, cols), sum, true, tally),
+        );
+        assert_share(sum, true);
+    }
 }
 
 /// Rows longer than one block of f32 partials (`narrow_sums::f32_block`, 8192 iterations
@@ -227,13 +279,13 @@ fn long_leaf_sums_fold_their_partials_every_block_with_the_same_bits() {
         1.0,
         (any::<u64>(), 1usize..3, 8193usize..26000),
         |(seed, rows, cols), tally| {
-            let g = graph(seed, rows, cols, true);
+            let g = graph(seed, rows, cols, true, false);
             let explained = jit_common::explain(&g, &JitOptions::default());
             prop_assert!(
                 explained.contains("folded into f64 every 8192 iterations"),
                 "{explained}"
             );
-            check(seed, rows, cols, true, tally)
+            check(seed, (rows, cols), true, false, tally)
         },
     );
 }
@@ -241,14 +293,18 @@ fn long_leaf_sums_fold_their_partials_every_block_with_the_same_bits() {
 /// Many bodies fit (at most 16 registers and 6 streams, no divisor the body computes from
 /// values outside the loop; a depth-5 expression with selects often needs more): at least a
 /// third of the cases long enough take a leaf loop on an AVX2 host; none on a host without
-/// AVX2.
-fn assert_share(sum: bool) {
-    let eligible = ELIGIBLE[usize::from(sum)].load(Ordering::Relaxed);
-    let leaves = LEAVES[usize::from(sum)].load(Ordering::Relaxed);
-    eprintln!("{leaves} leaf loops in {eligible} cases long enough (sums: {sum})");
+/// AVX2. (A function holds four scratch registers: with them, a fifth.)
+fn assert_share(sum: bool, functions: bool) {
+    let counter = usize::from(sum) + 2 * usize::from(functions);
+    let eligible = ELIGIBLE[counter].load(Ordering::Relaxed);
+    let leaves = LEAVES[counter].load(Ordering::Relaxed);
+    let share = if functions { 5 } else { 3 };
+    eprintln!(
+        "{leaves} leaf loops in {eligible} cases long enough (sums: {sum}, functions: {functions})"
+    );
     if AVX2.with(|a| *a) {
         assert!(
-            3 * leaves >= eligible,
+            share * leaves >= eligible,
             "{leaves} leaf loops in {eligible} cases"
         );
     } else {
@@ -351,8 +407,8 @@ fn explain_names_why_a_vector_loop_is_not_a_leaf_loop() {
             "not an assembled leaf loop: 32 iterations, fewer than the 64 a call pays for",
         ),
         (
-            "axis C = 512\nplaceholder x: f32[C]\ny = exp(x)\noutput y\n".to_string(),
-            "not an assembled leaf loop: no leaf instruction for exp",
+            "axis C = 512\nplaceholder x: f32[C]\ny = sin(x)\noutput y\n".to_string(),
+            "not an assembled leaf loop: no leaf instruction for sin",
         ),
         (
             "axis C = 512\nplaceholder x: f32[C]\ny = max(x, [C])\noutput y\n".to_string(),
@@ -411,4 +467,128 @@ fn jammed_rows_share_an_address_register_with_the_same_bits() {
     let refs = references(&g, &outputs, &g.placeholders(), &xs, 1, &tol).unwrap();
     let jit = run(&g, &outputs, &g.placeholders(), &xs, 1, Backend::Jit).unwrap();
     compare(&jit, &refs, &tol).unwrap();
+}
+
+/// `exp`, `sigmoid`, `tanh` and `log` in leaf loops over a sweep of arguments through every
+/// branch of their algorithms (exp's overflow and flush limits, tanh's polynomial bound and
+/// clamp, log's subnormal scaling, √2 fold, zeros and negatives; NaN, ±inf, ±0,
+/// subnormals): the bits of the kernel's inline code (span routines off) and
+/// of the span routines (leaf loops off), NaNs as some NaN; each is a leaf loop on an AVX2
+/// host.
+#[test]
+fn functions_in_leaf_loops_give_the_inline_bits_over_a_sweep() {
+    let mut xs: Vec<f32> = (-24000..24000).map(|i| i as f32 * 0.005).collect();
+    xs.extend((-2000..2000).map(|i| i as f32 * 0.0625));
+    xs.extend([
+        f32::NAN,
+        -f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        0.0,
+        -0.0,
+        1e-40,
+        -1e-40,
+        f32::MIN_POSITIVE,
+        88.72283,
+        88.72284,
+        -87.33654,
+        -87.33655,
+        -103.9,
+        0.55,
+        -0.55,
+        0.549_999_9,
+        9.1,
+        -9.1,
+        3e38,
+        -3e38,
+        std::f32::consts::SQRT_2,
+        f32::from_bits(std::f32::consts::SQRT_2.to_bits() + 1),
+        std::f32::consts::FRAC_1_SQRT_2,
+        f32::MAX,
+        1e-45,
+    ]);
+    xs.extend((1..2000).map(|i| i as f32 * 1e-42));
+    xs.extend((-60..60).map(|i| 2f32.powi(i) * 1.414));
+    let n = xs.len();
+    for f in ["exp", "sigmoid", "tanh", "log"] {
+        let text = format!("axis N = {n}\nplaceholder x: f32[N]\ny = {f}(x)\noutput y\n");
+        let g = weft::ir::text::parse(&text, "function.weft").unwrap();
+        let input = [HostArray::from_vec(
+            g.get(g.find("x").unwrap()).unwrap().axes.clone(),
+            vec![n],
+            xs.clone(),
+        )
+        .unwrap()];
+        let run_with = |leaf_loops, span_math| {
+            let options = JitOptions {
+                codegen: weft::CodegenOptions {
+                    leaf_loops,
+                    span_math,
+                    ..Default::default()
+                },
+                threads: Some(1),
+                ..JitOptions::default()
+            };
+            let explained = jit_common::explain(&g, &options);
+            let t = Transformer::with_jit_options(g.clone(), options).unwrap();
+            let comp = t
+                .computation(&[g.find("y").unwrap()], &g.placeholders())
+                .unwrap();
+            let out = comp.call(&input).unwrap()[0].to_vec::<f32>().unwrap();
+            let bits: Vec<u32> = out
+                .iter()
+                .map(|x| if x.is_nan() { u32::MAX } else { x.to_bits() })
+                .collect();
+            (bits, explained)
+        };
+        let (leaf, explained) = run_with(true, true);
+        let (inline, _) = run_with(false, false);
+        let (span, _) = run_with(false, true);
+        for (i, x) in xs.iter().enumerate() {
+            assert_eq!(
+                leaf[i], inline[i],
+                "{f}({x:e}): leaf against inline\n{explained}"
+            );
+            assert_eq!(
+                leaf[i], span[i],
+                "{f}({x:e}): leaf against the span routine"
+            );
+        }
+        assert_eq!(
+            explained.contains("by an assembled leaf loop"),
+            AVX2.with(|a| *a),
+            "{explained}"
+        );
+    }
+}
+
+/// A stored leaf loop realigned to its output's cache lines (`LeafLoop::realign`) computes
+/// every element by the same code wherever the row starts: rows of 1020 f32s (4080 bytes,
+/// so successive rows start 48 bytes further into a line) divided by a uniform divisor —
+/// (a constant), which whole vectors do by the scaled reciprocal and the scalar tail exactly,
+/// give the
+/// bits of Cranelift's lanes, row by row.
+#[test]
+fn realigned_rows_compute_each_element_by_the_same_code() {
+    let text = "axis R = 8\naxis C = 1020\nplaceholder x: f32[R, C]\nconstant s: f32[] = 3\n\
+                q = divide(x, s)\ny = add(q, x)\noutput y\n";
+    let g = weft::ir::text::parse(text, "realign.weft").unwrap();
+    let mut rng = weft_ir::perturb::SplitMix(3);
+    let x: Vec<f32> = (0..8 * 1020)
+        .map(|_| (rng.unit() * 200.0 - 100.0) as f32)
+        .collect();
+    let xs = [HostArray::from_vec(
+        g.get(g.find("x").unwrap()).unwrap().axes.clone(),
+        vec![8, 1020],
+        x,
+    )
+    .unwrap()];
+    let (leaf, explained) = run_leaf(&g, &xs, true);
+    let (lanes, _) = run_leaf(&g, &xs, false);
+    if AVX2.with(|a| *a) {
+        assert!(explained.contains("64-byte-aligned store"), "{explained}");
+    }
+    for (i, (a, b)) in leaf.iter().zip(&lanes).enumerate() {
+        assert_eq!(a, b, "row {}, column {}\n{explained}", i / 1020, i % 1020);
+    }
 }

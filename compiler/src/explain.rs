@@ -407,6 +407,15 @@ fn loop_lines(
             if let Some(next) = &s.vector.prefetch {
                 what.push(prefetch_text(k, next));
             }
+            if let Some((stream, _)) = s.leaf.realign {
+                what.push(format!(
+                    "its vectors from %{}'s first {}-byte-aligned store on in ranges of {} or \
+                     more (calls over the vector or two before it and the last one)",
+                    k.buffers[s.leaf.streams[stream].buffer].name,
+                    leaf::REALIGN_TO,
+                    leaf::REALIGN_MIN,
+                ));
+            }
             if let Some(sum) = s.leaf.sum {
                 what.push(format!(
                     "{} f32 partials for %{} (element i into partial i mod {}), combined here{} \

@@ -1174,9 +1174,11 @@ fn scalar_tails_only_where_they_can_run() {
 }}"
         )
     };
-    // The inline `exp` (not the span routine's call) makes each body copy visible.
+    // The inline `exp` (not the span routine's or a leaf loop's call) makes each body copy
+    // visible.
     let compiler = JitCompiler::with_options(CodegenOptions {
         span_math: false,
+        leaf_loops: false,
         ..CodegenOptions::default()
     })
     .unwrap();

@@ -1,9 +1,11 @@
 //! Leaf loops at full vector width, assembled: issue 61's mechanism (docs/benchmarks.md, "the
-//! spike"), first for f32 arithmetic, stored or summed.
+//! spike"), for f32 arithmetic and functions, stored or summed.
 //!
 //! Cranelift's x86 back end emits 128-bit vectors only. A leaf loop — a vector loop whose body
 //! is straight-line f32 arithmetic (`add`, `sub`, `mul`, `div`, `max`, `min`, `neg`, `abs`,
-//! `sqrt`, `square`, `reciprocal`, `relu`; comparisons, their `and`/`or`/`xor`/`not`, selects
+//! `sqrt`, `square`, `reciprocal`, `relu`; `exp`, `sigmoid`, `tanh` and `log` by the sequences of
+//! `weft_runtime::vmath`, their constants in a pool after the code; comparisons, their
+//! `and`/`or`/`xor`/`not`, selects
 //! and `bool → f32` converts on lane masks) over contiguous unmasked loads, values from outside
 //! the loop and constants, stored contiguously or summed into the one accumulator whose
 //! partials the vector loop keeps in f32 ([`LeafSum`]) — is instead assembled as machine code
@@ -18,7 +20,9 @@
 //!
 //! Assumes: the loop has a vector plan (its iterations are independent: `vectorize::plan`), and
 //! the host has AVX2. Guarantees: the same bits as the loop's own code (each operation is the
-//! IEEE f32 operation, rounded once, as `weft_ir::scalar`'s f64-then-round is for these);
+//! IEEE f32 operation, rounded once, as `weft_ir::scalar`'s f64-then-round is for these; a
+//! function is the inline code's sequence operation for operation, `compiler/src/codegen/math.rs`,
+//! so only with fused multiply-adds);
 //! registers by one linear scan over the body, which is refused ([`LeafLoop::of`] says why:
 //! [`NotLeaf`], one line of `weft explain`) if it needs more than the 16 registers or more
 //! than [`MAX_STREAMS`] addresses.
@@ -29,6 +33,7 @@ use weft_ir::loop_ir::{
     AccId, BinaryOp, BufferAccessExpr, CompareOp, Inst, Kernel, LoopId, ScalarType, ScalarValue,
     Stmt, UnaryOp, ValueId,
 };
+use weft_runtime::vmath::{exp_f32, log_f32, tanh_f32, ExpForm};
 
 /// f32 lanes of a `ymm` register.
 pub(crate) const LANES: u32 = 8;
@@ -43,6 +48,14 @@ const MAX_DISPLACEMENT: u32 = 1 << 30;
 
 /// Fewest iterations a loop must run for the call to pay.
 pub(crate) const MIN_EXTENT: u64 = 64;
+
+/// Bytes a realigned loop's first store is aligned to: a cache line (a stored stream ran
+/// 1.3–1.6× slower with its stores off a line's start on Zen 2; docs/benchmarks.md).
+pub(crate) const REALIGN_TO: u32 = 64;
+
+/// Fewest whole-vector iterations a range must have to be realigned: the elements it runs
+/// twice (at most 14) are then under 3 % of it.
+pub(crate) const REALIGN_MIN: i64 = 512;
 
 /// Why a vector loop is not a leaf loop: the reason `weft explain` gives in one line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,6 +78,8 @@ pub(crate) enum NotLeaf {
     Access,
     /// An operation with no leaf instruction.
     Op(&'static str),
+    /// A function, where the kernel's own code would not fuse its multiply-adds (FMA off).
+    Unfused(&'static str),
     /// A division by a value the body computes from values outside the loop.
     Divisor,
     /// A reduction other than an f32 sum into the partials.
@@ -95,6 +110,7 @@ impl std::fmt::Display for NotLeaf {
             NotLeaf::Convert(a, b) => write!(f, "converts {a} to {b}"),
             NotLeaf::Access => write!(f, "reads or writes strided, masked or non-f32 elements"),
             NotLeaf::Op(op) => write!(f, "no leaf instruction for {op}"),
+            NotLeaf::Unfused(op) => write!(f, "{op} without fused multiply-adds (FMA off)"),
             NotLeaf::Divisor => write!(f, "divides by a value it computes from outside values"),
             NotLeaf::Reduce => write!(f, "reduces other than an f32 sum into its partials"),
             NotLeaf::Control => write!(f, "holds an if or a loop"),
@@ -117,6 +133,11 @@ pub(crate) struct LeafLoop {
     pub scalars: Vec<LeafScalar>,
     /// The accumulator the loop sums into f32 partials, if it sums.
     pub sum: Option<LeafSum>,
+    /// The stream of its first store and that store's displacement (bytes), when the loop
+    /// stores and reads no buffer it stores: running an element twice then writes the same
+    /// value again, so the kernel may run its whole vectors from where that store is aligned
+    /// ([`REALIGN_TO`]), with a call over the vectors before and one over the last.
+    pub realign: Option<(usize, i32)>,
     /// The registers of those partials, eight a register: register `j` holds partials
     /// `8j..8j + 8` (element `i` of the range goes to partial `i mod width`).
     partials: Vec<u8>,
@@ -195,6 +216,37 @@ enum Op {
     Relu { dst: u8, a: u8, zero: u8 },
     /// `dst = (a · r) · s`: a division by a divisor uniform over the loop.
     Scaled { dst: u8, a: u8, r: u8, s: u8 },
+    /// `dst = f(a)`; `dst` is not `a`, `scratch` registers only functions write.
+    Function {
+        f: Function,
+        dst: u8,
+        a: u8,
+        scratch: [u8; FUNCTION_SCRATCH],
+    },
+}
+
+/// The functions a leaf loop evaluates, each by `weft_runtime::vmath`'s algorithm.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Function {
+    Exp,
+    Sigmoid,
+    Tanh,
+    Log,
+}
+
+/// Scratch registers a function takes (tanh's and log's four).
+const FUNCTION_SCRATCH: usize = 4;
+
+impl Function {
+    fn of(op: UnaryOp) -> Option<Function> {
+        match op {
+            UnaryOp::Exp => Some(Function::Exp),
+            UnaryOp::Sigmoid => Some(Function::Sigmoid),
+            UnaryOp::Tanh => Some(Function::Tanh),
+            UnaryOp::Log => Some(Function::Log),
+            _ => None,
+        }
+    }
 }
 
 /// The two-operand instructions a body becomes.
@@ -256,19 +308,21 @@ struct Builder {
     consts: Vec<(u32, u8)>,
     /// The loop's body.
     ops: Vec<Op>,
-    /// [`Builder::scratch`]'s register, once taken.
-    scratch: Option<u8>,
+    /// [`Builder::scratch`]'s registers, as taken.
+    scratch: Vec<u8>,
 }
 
 impl Builder {
-    /// The register two-instruction operations use for an intermediate (taken once, held).
-    fn scratch(&mut self) -> Result<u8, NotLeaf> {
-        if let Some(r) = self.scratch {
-            return Ok(r);
+    /// The first `N` registers operations of several instructions use for intermediates
+    /// (taken once, held; only those operations write them).
+    fn scratch<const N: usize>(&mut self) -> Result<[u8; N], NotLeaf> {
+        while self.scratch.len() < N {
+            let r = self.take()?;
+            self.scratch.push(r);
         }
-        let r = self.take()?;
-        self.scratch = Some(r);
-        Ok(r)
+        let mut regs = [0; N];
+        regs.copy_from_slice(&self.scratch[..N]);
+        Ok(regs)
     }
 
     fn take(&mut self) -> Result<u8, NotLeaf> {
@@ -425,13 +479,16 @@ fn operands(s: &Stmt, widened: &[Option<ValueId>]) -> Vec<ValueId> {
 impl LeafLoop {
     /// Loop `l` of `k` (body `body`) as a leaf loop, if its body is one (see the module docs);
     /// `sum`: the accumulator whose f32 partials the loop's vector code keeps and their
-    /// count, if it reduces; `prefetch`: whether its steps prefetch a later row.
+    /// count, if it reduces; `prefetch`: whether its steps prefetch a later row; `fused`:
+    /// whether the kernel's own code fuses multiply-adds (functions are assembled only then,
+    /// so that they give its bits).
     pub(crate) fn of(
         k: &Kernel,
         l: LoopId,
         body: &[Stmt],
         sum: Option<LeafSum>,
         prefetch: bool,
+        fused: bool,
     ) -> Result<LeafLoop, NotLeaf> {
         if k.loops[l].extent < MIN_EXTENT {
             return Err(NotLeaf::Short(k.loops[l].extent));
@@ -509,7 +566,7 @@ impl LeafLoop {
             prologue: Vec::new(),
             consts: Vec::new(),
             ops: Vec::new(),
-            scratch: None,
+            scratch: Vec::new(),
         };
         let partials: Vec<u8> = match sum {
             Some(_) => (0..copies).map(|_| b.take()).collect::<Result<_, _>>()?,
@@ -634,7 +691,7 @@ impl LeafLoop {
                     dst: 0,
                     a: b.home(*x)?,
                     b: b.home(*y)?,
-                    scratch: b.scratch()?,
+                    scratch: b.scratch::<1>()?[0],
                 },
                 Inst::Binary(op @ (BinaryOp::And | BinaryOp::Or | BinaryOp::Xor), x, y) => {
                     Op::Arith {
@@ -685,6 +742,17 @@ impl LeafLoop {
                     a: b.home(*x)?,
                     b: b.constant(ONE)?,
                 },
+                Inst::Unary(op, x) if Function::of(*op).is_some() => {
+                    if !fused {
+                        return Err(NotLeaf::Unfused(op.name()));
+                    }
+                    Op::Function {
+                        f: Function::of(*op).ok_or(NotLeaf::Op(op.name()))?,
+                        dst: 0,
+                        a: b.home(*x)?,
+                        scratch: b.scratch::<FUNCTION_SCRATCH>()?,
+                    }
+                }
                 Inst::Unary(op, x) => {
                     let x = b.home(*x)?;
                     // The constant the operation takes, given its register above.
@@ -713,7 +781,10 @@ impl LeafLoop {
             };
             // Operands read for the last time free their registers first, so the result may
             // take one of them — unless its instructions write it before their last read.
-            let early = matches!(op, Op::Extreme { .. } | Op::Relu { .. });
+            let early = matches!(
+                op,
+                Op::Extreme { .. } | Op::Relu { .. } | Op::Function { .. }
+            );
             let dst = if early {
                 let dst = b.take()?;
                 release(&mut b, s, at, &last, &widened);
@@ -757,6 +828,7 @@ impl LeafLoop {
                     scratch,
                 },
                 Op::Relu { a, zero, .. } => Op::Relu { dst, a, zero },
+                Op::Function { f, a, scratch, .. } => Op::Function { f, dst, a, scratch },
                 other => other,
             });
             if last[result.index()].is_none() {
@@ -770,6 +842,27 @@ impl LeafLoop {
         if stores == sums || sums != sum.is_some() {
             return Err(NotLeaf::StoresAndSums);
         }
+        let stored: Vec<usize> = b
+            .ops
+            .iter()
+            .filter_map(|o| match o {
+                Op::Store { stream, .. } => Some(usize::from(*stream)),
+                _ => None,
+            })
+            .collect();
+        let rereads = b.ops.iter().any(|o| match o {
+            Op::Load { stream, .. } | Op::Broadcast { stream, .. } => stored
+                .iter()
+                .any(|&t| b.streams[t].buffer == b.streams[usize::from(*stream)].buffer),
+            _ => false,
+        });
+        let long = k.loops[l].extent >= REALIGN_MIN as u64;
+        let realign = b.ops.iter().find_map(|o| match o {
+            Op::Store { stream, disp, .. } if long && !rereads => {
+                Some((usize::from(*stream), *disp))
+            }
+            _ => None,
+        });
         let mut ops = b.prologue;
         ops.extend(b.ops);
         // The prefetched row's address takes a stream register of its own, after the rest.
@@ -778,6 +871,7 @@ impl LeafLoop {
         }
         Ok(LeafLoop {
             sum,
+            realign,
             partials,
             streams: b.streams,
             scalars: b.scalars.into_iter().map(|(s, _)| s).collect(),
@@ -792,6 +886,20 @@ impl LeafLoop {
     /// (`prefetcht1`, a line of a later row per step, as the vector loop's
     /// `weft_prefetch_line` calls), its address passed after the others.
     pub(crate) fn assemble(&self, prefetch: bool) -> Result<Vec<u8>, IcedError> {
+        let (code, pool) = self.assemble_padded(prefetch, 0)?;
+        if pool == 0 {
+            return Ok(code);
+        }
+        // Again, with the pool moved to a multiple of 32 bytes from the start (the function
+        // is placed so aligned): no constant load splits a cache line. Only the padding moves;
+        // every operand of the pool is a 32-bit displacement from the instruction.
+        let pad = (code.len() - pool).next_multiple_of(POOL_ALIGN) - (code.len() - pool);
+        Ok(self.assemble_padded(prefetch, pad)?.0)
+    }
+
+    /// [`LeafLoop::assemble`], `pad` bytes between the code and its constant pool; the
+    /// code and the pool's length.
+    fn assemble_padded(&self, prefetch: bool, pad: usize) -> Result<(Vec<u8>, usize), IcedError> {
         const YMM: [AsmRegisterYmm; 16] = [
             ymm0, ymm1, ymm2, ymm3, ymm4, ymm5, ymm6, ymm7, ymm8, ymm9, ymm10, ymm11, ymm12, ymm13,
             ymm14, ymm15,
@@ -804,6 +912,7 @@ impl LeafLoop {
         const STREAMS: [AsmRegister64; MAX_STREAMS] = [rdx, rcx, r8, r9, r10, r11];
         let y = |r: u8| YMM[usize::from(r)];
         let mut a = CodeAssembler::new(64)?;
+        let mut pool = Pool::default();
         let mut top = a.create_label();
         let mut done = a.create_label();
         let streams = self.streams.len() + usize::from(prefetch);
@@ -912,6 +1021,19 @@ impl LeafLoop {
                         let p = y(self.partials[c]);
                         a.vaddps(p, p, y(src))?;
                     }
+                    Op::Function {
+                        f,
+                        dst,
+                        a: x,
+                        scratch,
+                    } => {
+                        let regs = FunctionRegs {
+                            dst: y(dst),
+                            x: y(x),
+                            s: scratch.map(y),
+                        };
+                        regs.emit(f, &mut a, &mut pool)?;
+                    }
                     Op::Scalar { .. } | Op::Const { .. } | Op::Broadcast { .. } => {}
                 }
             }
@@ -930,8 +1052,253 @@ impl LeafLoop {
         }
         a.vzeroupper()?;
         a.ret()?;
-        a.assemble(0)
+        if !pool.entries.is_empty() {
+            a.db(&vec![0xcc; pad])?;
+        }
+        let pool_bytes = pool.emit(&mut a)?;
+        Ok((a.assemble(0)?, pool_bytes))
     }
+}
+
+/// Alignment of the constant pool from the function's start, and of the function.
+pub(crate) const POOL_ALIGN: usize = 32;
+
+/// Constants the functions read as memory operands, one `ymm` of copies each, after the
+/// code (16 registers do not hold a function's dozen constants beside the loop's values).
+#[derive(Default)]
+struct Pool {
+    entries: Vec<(u32, CodeLabel)>,
+}
+
+impl Pool {
+    /// The operand of constant `bits` (every lane).
+    fn at(&mut self, a: &mut CodeAssembler, bits: u32) -> AsmMemoryOperand {
+        let label = match self.entries.iter().find(|(b, _)| *b == bits) {
+            Some(&(_, label)) => label,
+            None => {
+                let label = a.create_label();
+                self.entries.push((bits, label));
+                label
+            }
+        };
+        ymmword_ptr(label)
+    }
+
+    /// The constants, at their labels; their length in bytes.
+    fn emit(&mut self, a: &mut CodeAssembler) -> Result<usize, IcedError> {
+        for (bits, label) in &mut self.entries {
+            a.set_label(label)?;
+            a.dd(&[*bits; LANES as usize])?;
+        }
+        Ok(self.entries.len() * 4 * LANES as usize)
+    }
+
+    fn f32(&mut self, a: &mut CodeAssembler, x: f32) -> AsmMemoryOperand {
+        self.at(a, x.to_bits())
+    }
+}
+
+/// The registers of one function: its result, its argument (read throughout; not `dst`) and
+/// the scratch registers.
+struct FunctionRegs {
+    dst: AsmRegisterYmm,
+    x: AsmRegisterYmm,
+    s: [AsmRegisterYmm; FUNCTION_SCRATCH],
+}
+
+/// `vcmpps` predicates the functions use: `>` or unordered, ordered `<`, ordered `>=`,
+/// ordered `=`, ordered `>`, `<` or unordered.
+const NLE_UQ: u32 = 0x06;
+const LT_OQ: u32 = 0x11;
+const GE_OQ: u32 = 0x1d;
+const EQ_OQ: u32 = 0x00;
+const GT_OQ: u32 = 0x1e;
+const NGE_UQ: u32 = 0x09;
+
+impl FunctionRegs {
+    /// `dst = f(x)`, operation for operation as `math.rs` emits `f` inline (and
+    /// `weft_runtime::vmath` computes it): the same fused multiply-adds, in the same order.
+    fn emit(&self, f: Function, a: &mut CodeAssembler, pool: &mut Pool) -> Result<(), IcedError> {
+        let [s0, s1, s2, s3] = self.s;
+        let (dst, x) = (self.dst, self.x);
+        match f {
+            Function::Exp => exp(a, pool, x, dst, [s0, s1]),
+            Function::Sigmoid => {
+                // 1 / (1 + e^−x).
+                let m = pool.at(a, 0x8000_0000);
+                a.vxorps(s2, x, m)?;
+                exp(a, pool, s2, dst, [s0, s1])?;
+                let m = pool.f32(a, 1.0);
+                a.vaddps(dst, dst, m)?;
+                let m = pool.f32(a, 1.0);
+                a.vmovups(s0, m)?;
+                a.vdivps(dst, s0, dst)
+            }
+            Function::Log => log(a, pool, x, dst, self.s),
+            Function::Tanh => {
+                // small = x + x·z·P(z), z = x²; large = (1 − e)/(1 + e) of the clamped |x|.
+                let m = pool.at(a, 0x7fff_ffff);
+                a.vandps(s0, x, m)?;
+                a.vmulps(s1, x, x)?;
+                horner(a, pool, dst, s1, &tanh_f32::POLY)?;
+                a.vmulps(s1, x, s1)?;
+                a.vfmadd213ps(dst, s1, x)?;
+                let m = pool.f32(a, tanh_f32::CLAMP);
+                a.vminps(s1, s0, m)?;
+                exp_unchecked(a, pool, s1, s1, [s2, s3], &tanh_f32::EXP_FORM)?;
+                let m = pool.f32(a, 1.0);
+                a.vmovups(s2, m)?;
+                a.vsubps(s2, s2, s1)?;
+                let m = pool.f32(a, 1.0);
+                a.vaddps(s1, s1, m)?;
+                a.vdivps(s2, s2, s1)?;
+                let m = pool.f32(a, tanh_f32::POLY_BELOW);
+                a.vcmpps(s0, s0, m, GE_OQ)?;
+                a.vblendvps(dst, dst, s2, s0)?;
+                let m = pool.at(a, 0x8000_0000);
+                a.vandps(s0, x, m)?;
+                a.vorps(dst, dst, s0)
+            }
+        }
+    }
+}
+
+/// `dst = ln x` (`x` not `dst`, kept; `s` clobbered): subnormals scaled by `2^25`, `x = m·2^e`
+/// from the bits with `m` moved into `[√½, √2)`, `f = m − 1`, Cephes' `log(1 + f) = f − f²/2 +
+/// f³·P(f)` with `e·ln 2` added in two parts; then `+inf` for `+inf`, `−inf` for `±0`, NaN for
+/// a negative or NaN `x` — as `math.rs`'s `log`, operation for operation.
+fn log(
+    a: &mut CodeAssembler,
+    pool: &mut Pool,
+    x: AsmRegisterYmm,
+    dst: AsmRegisterYmm,
+    [s0, s1, s2, s3]: [AsmRegisterYmm; FUNCTION_SCRATCH],
+) -> Result<(), IcedError> {
+    use log_f32::*;
+    let m = pool.f32(a, f32::MIN_POSITIVE);
+    a.vcmpps(s0, x, m, LT_OQ)?;
+    let m = pool.f32(a, 2f32.powi(SUBNORMAL_SCALE));
+    a.vmulps(s1, x, m)?;
+    a.vblendvps(dst, x, s1, s0)?;
+    // The exponent correction: −25 where scaled, +0 elsewhere.
+    let m = pool.f32(a, -(SUBNORMAL_SCALE as f32));
+    a.vandps(s0, s0, m)?;
+    // The exponent field as a float (exact), and the mantissa as m in [1, 2).
+    a.vpsrld(s1, dst, 23)?;
+    let m = pool.at(a, 0xff);
+    a.vandps(s1, s1, m)?;
+    a.vcvtdq2ps(s1, s1)?;
+    let m = pool.at(a, 0x007f_ffff);
+    a.vandps(dst, dst, m)?;
+    let m = pool.f32(a, 1.0);
+    a.vorps(dst, dst, m)?;
+    let m = pool.f32(a, SQRT_2);
+    a.vcmpps(s2, dst, m, GT_OQ)?;
+    let m = pool.f32(a, 0.5);
+    a.vmulps(s3, dst, m)?;
+    a.vblendvps(dst, dst, s3, s2)?;
+    let m = pool.f32(a, 1.0);
+    a.vaddps(s3, s1, m)?;
+    a.vblendvps(s1, s1, s3, s2)?;
+    let m = pool.f32(a, 127.0);
+    a.vsubps(s1, s1, m)?;
+    a.vaddps(s1, s1, s0)?;
+    // s1 = e; f = m − 1, z = f², the tail f·z·P(f) + e·ln2_lo − z/2, then f + tail + e·ln2_hi.
+    let m = pool.f32(a, 1.0);
+    a.vsubps(dst, dst, m)?;
+    a.vmulps(s0, dst, dst)?;
+    horner(a, pool, s2, dst, &POLY)?;
+    a.vmulps(s3, dst, s0)?;
+    a.vmulps(s3, s3, s2)?;
+    let m = pool.f32(a, LN2_LO);
+    a.vfmadd231ps(s3, s1, m)?;
+    let m = pool.f32(a, -0.5);
+    a.vfmadd231ps(s3, s0, m)?;
+    a.vaddps(dst, dst, s3)?;
+    let m = pool.f32(a, LN2_HI);
+    a.vfmadd231ps(dst, s1, m)?;
+    for (predicate, than, value) in [
+        (EQ_OQ, f32::INFINITY, f32::INFINITY),
+        (EQ_OQ, 0.0, f32::NEG_INFINITY),
+        (NGE_UQ, 0.0, f32::NAN),
+    ] {
+        let m = pool.f32(a, than);
+        a.vcmpps(s0, x, m, predicate)?;
+        let m = pool.f32(a, value);
+        a.vmovups(s2, m)?;
+        a.vblendvps(dst, dst, s2, s0)?;
+    }
+    Ok(())
+}
+
+/// `dst = e^x` with its limits: `x + inf` above `HI` or NaN, `+0` below `LO`; `x` is not
+/// `dst` and is kept; `t` clobbered.
+fn exp(
+    a: &mut CodeAssembler,
+    pool: &mut Pool,
+    x: AsmRegisterYmm,
+    dst: AsmRegisterYmm,
+    [t0, t1]: [AsmRegisterYmm; 2],
+) -> Result<(), IcedError> {
+    exp_unchecked(a, pool, x, dst, [t0, t1], &exp_f32::FORM)?;
+    let m = pool.f32(a, exp_f32::HI);
+    a.vcmpps(t0, x, m, NLE_UQ)?;
+    let m = pool.f32(a, f32::INFINITY);
+    a.vaddps(t1, x, m)?;
+    a.vblendvps(dst, dst, t1, t0)?;
+    let m = pool.f32(a, exp_f32::LO);
+    a.vcmpps(t0, x, m, LT_OQ)?;
+    a.vandnps(dst, t0, dst)
+}
+
+/// `dst = e^x` by `form` for a normal result (`x` may be `dst`); `t` clobbered: `t0 = x·log2e
+/// + magic` (holding `k`), `k = t0 − magic`, `r = x + k·parts…`, `p` by Horner in `r`, the
+/// result `p`'s bits plus `t0`'s shifted into the exponent.
+fn exp_unchecked(
+    a: &mut CodeAssembler,
+    pool: &mut Pool,
+    x: AsmRegisterYmm,
+    dst: AsmRegisterYmm,
+    [t0, t1]: [AsmRegisterYmm; 2],
+    form: &ExpForm,
+) -> Result<(), IcedError> {
+    let m = pool.f32(a, form.log2e);
+    a.vmovups(t0, m)?;
+    let m = pool.f32(a, exp_f32::MAGIC);
+    a.vfmadd213ps(t0, x, m)?;
+    let m = pool.f32(a, exp_f32::MAGIC);
+    a.vsubps(t1, t0, m)?;
+    if dst != x {
+        a.vmovaps(dst, x)?;
+    }
+    for &part in form.parts {
+        let m = pool.f32(a, part);
+        a.vfmadd231ps(dst, t1, m)?;
+    }
+    horner(a, pool, t1, dst, form.poly)?;
+    a.vpslld(t0, t0, 23)?;
+    a.vpaddd(dst, t1, t0)
+}
+
+/// `acc = Σ coeffs[i]·x^i` by Horner's rule (`acc` not `x`): `acc = c_n`, then
+/// `acc = acc·x + c_i` fused, down to `c_0`.
+fn horner(
+    a: &mut CodeAssembler,
+    pool: &mut Pool,
+    acc: AsmRegisterYmm,
+    x: AsmRegisterYmm,
+    coeffs: &[f32],
+) -> Result<(), IcedError> {
+    let Some((&last, rest)) = coeffs.split_last() else {
+        return Ok(());
+    };
+    let m = pool.f32(a, last);
+    a.vmovups(acc, m)?;
+    for &c in rest.iter().rev() {
+        let m = pool.f32(a, c);
+        a.vfmadd213ps(acc, x, m)?;
+    }
+    Ok(())
 }
 
 /// Frees the registers of the operands statement `s` (at `at`) reads for the last time.
@@ -965,7 +1332,8 @@ fn defines(o: &Op, r: Option<u8>) -> bool {
         | Op::Compare { dst, .. }
         | Op::Blend { dst, .. }
         | Op::Extreme { dst, .. }
-        | Op::Relu { dst, .. } => dst,
+        | Op::Relu { dst, .. }
+        | Op::Function { dst, .. } => dst,
         _ => return false,
     };
     Some(dst) == r

@@ -335,7 +335,15 @@ fn decide_loop(
         return LoopStrategy::SumSpan(sum);
     }
     let v = vector_steps(k, l, body, plan, o, widened_from);
-    if !matches!(v.routine, VectorRoutine::None) {
+    // A leaf loop evaluates a span routine's function in its own body (no staged block, no
+    // second pass); streamed stores stay with the routine, which writes them non-temporally.
+    if matches!(
+        v.routine,
+        VectorRoutine::Blocked {
+            stream: Some(_),
+            ..
+        }
+    ) {
         return LoopStrategy::Vector(Box::new(v));
     }
     let sum = match v.narrow[..] {
@@ -346,13 +354,26 @@ fn decide_loop(
         })),
         _ => Err(NotLeaf::Accumulators),
     };
+    // The row a span routine would have prefetched as it computed, the leaf loop prefetches.
+    let prefetch = v
+        .prefetch
+        .clone()
+        .or_else(|| v.span().and_then(|span| span.prefetch.clone()));
     let leaf = match sum {
         _ if !o.leaf_loops => Err(NotLeaf::Off),
-        Ok(sum) => LeafLoop::of(k, l, body, sum, v.prefetch.is_some()),
+        Ok(sum) => LeafLoop::of(k, l, body, sum, prefetch.is_some(), o.fma),
         Err(why) => Err(why),
     };
     match leaf {
-        Ok(leaf) => LoopStrategy::Leaf(Box::new(LeafStrategy { vector: v, leaf })),
+        Ok(leaf) => LoopStrategy::Leaf(Box::new(LeafStrategy {
+            vector: VectorLoop {
+                routine: VectorRoutine::None,
+                prefetch,
+                ..v
+            },
+            leaf,
+        })),
+        Err(_) if !matches!(v.routine, VectorRoutine::None) => LoopStrategy::Vector(Box::new(v)),
         Err(why) => LoopStrategy::Vector(Box::new(VectorLoop {
             not_leaf: Some(why),
             ..v

@@ -1619,22 +1619,103 @@ impl<'a, 'b> Translator<'a, 'b> {
         if let Some(slot) = partials {
             entries.push(self.b.ins().stack_addr(types::I64, slot, 0));
         }
-        let args = self.entries_at(&entries);
         let step = leaf.sum.map_or(leaf::LANES, |sum| sum.width);
         let len = self.range_len(l);
-        let whole = self.b.ins().band_imm_s(len, !(i64::from(step) - 1));
-        self.b.ins().call(callee, &[args, whole]);
+        let vectors = self.b.ins().band_imm_s(len, !(i64::from(step) - 1));
         if let Some(slot) = partials {
+            let args = self.entries_at(&entries);
+            self.b.ins().call(callee, &[args, vectors]);
             // Combined and the tail, as the vector loop's own partials are.
             return self.settle_summed(l, body, slot).map(|_| ());
         }
+        // The whole vectors end at the same element however the range is realigned, so every
+        // element is computed by the same code (the scalar tail divides exactly; the vectors
+        // by the scaled reciprocal) whatever the address of the output.
+        match leaf.realign {
+            Some(store) => self.realign_leaf(l, s, callee, (&entries, vectors), store)?,
+            None => {
+                let args = self.entries_at(&entries);
+                self.b.ins().call(callee, &[args, vectors]);
+            }
+        }
         let (start, end) = self.loop_range(l);
         let counter = self.b.declare_var(types::I64);
-        let tail = self.add_values(start, whole);
+        let tail = self.add_values(start, vectors);
         self.b.def_var(counter, tail);
         self.emit_steps(l, body, counter, end, 1)?;
         self.loop_vals[l.index()] = None;
         Ok(())
+    }
+
+    /// Stored leaf loop `l` (strategy `s`, its function `callee`, `entries` at the range's
+    /// start) over the range's first `vectors` elements (its whole vectors) in three calls,
+    /// when the range has at least [`leaf::REALIGN_MIN`] (else one): the vectors covering
+    /// the elements before the first whose store (`store`: stream, displacement) is
+    /// [`leaf::REALIGN_TO`]-aligned, the whole vectors from that element, and the last
+    /// vector before `vectors` if those stop short of it. Up to fourteen elements are
+    /// written twice, with the same values (`LeafLoop::realign`: the loop reads nothing it
+    /// stores).
+    fn realign_leaf(
+        &mut self,
+        l: LoopId,
+        s: &LeafStrategy,
+        callee: FuncRef,
+        (entries, vectors): (&[Value], Value),
+        (stream, disp): (usize, i32),
+    ) -> Result<()> {
+        let lanes = i64::from(leaf::LANES);
+        let long =
+            self.b
+                .ins()
+                .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, vectors, leaf::REALIGN_MIN);
+        let zero = self.b.ins().iconst(types::I64, 0);
+        // Elements to the next aligned store: (−address mod REALIGN_TO) / 4, fewer than 16.
+        let at = self.b.ins().iadd_imm_s(entries[stream], i64::from(disp));
+        let to = self.b.ins().ineg(at);
+        let bytes = self.b.ins().band_imm_s(to, i64::from(leaf::REALIGN_TO) - 1);
+        let skip = self.b.ins().ushr_imm_s(bytes, 2);
+        let skip = self.b.ins().select(long, skip, zero);
+        let up = self.b.ins().iadd_imm_s(skip, lanes - 1);
+        let first = self.b.ins().band_imm_s(up, !(lanes - 1));
+        let args = self.entries_at(entries);
+        self.b.ins().call(callee, &[args, first]);
+        let rest = self.b.ins().isub(vectors, skip);
+        let whole = self.b.ins().band_imm_s(rest, !(lanes - 1));
+        let from_skip = self.shifted_entries(l, s, entries, skip);
+        let args = self.entries_at(&from_skip);
+        self.b.ins().call(callee, &[args, whole]);
+        let short = self.b.ins().band_imm_s(rest, lanes - 1);
+        let eight = self.b.ins().iconst(types::I64, lanes);
+        let last = self.b.ins().select(short, eight, zero);
+        let before_end = self.b.ins().iadd_imm_s(vectors, -lanes);
+        let before_end = self.b.ins().select(short, before_end, zero);
+        let at_last = self.shifted_entries(l, s, entries, before_end);
+        let args = self.entries_at(&at_last);
+        self.b.ins().call(callee, &[args, last]);
+        Ok(())
+    }
+
+    /// `entries` of leaf loop `l` (strategy `s`) moved on `by` iterations: the addresses of
+    /// its streams along the loop, and of the row it prefetches; the rest as they are.
+    fn shifted_entries(
+        &mut self,
+        l: LoopId,
+        s: &LeafStrategy,
+        entries: &[Value],
+        by: Value,
+    ) -> Vec<Value> {
+        let bytes = self.b.ins().ishl_imm_s(by, 2);
+        let mut moved = entries.to_vec();
+        for (j, access) in s.leaf.streams.iter().enumerate() {
+            if access.index.coefficient(l) != 0 {
+                moved[j] = self.b.ins().iadd(entries[j], bytes);
+            }
+        }
+        if s.vector.prefetch.is_some() {
+            let p = s.leaf.streams.len();
+            moved[p] = self.b.ins().iadd(entries[p], bytes);
+        }
+        moved
     }
 
     /// A new stack slot holding `entries`, 8 bytes each in order (how a leaf loop or an
