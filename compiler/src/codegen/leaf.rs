@@ -234,10 +234,26 @@ enum Function {
     Log,
 }
 
-/// Scratch registers a function takes (tanh's and log's four).
+/// Scratch registers a function takes at most (tanh's and log's four).
 const FUNCTION_SCRATCH: usize = 4;
 
 impl Function {
+    /// The scratch registers it writes, taken from `b` (`exp` two, `sigmoid` three; the
+    /// slots it does not use repeat the last).
+    fn scratch(self, b: &mut Builder) -> Result<[u8; FUNCTION_SCRATCH], NotLeaf> {
+        Ok(match self {
+            Function::Exp => {
+                let [s0, s1] = b.scratch::<2>()?;
+                [s0, s1, s1, s1]
+            }
+            Function::Sigmoid => {
+                let [s0, s1, s2] = b.scratch::<3>()?;
+                [s0, s1, s2, s2]
+            }
+            Function::Tanh | Function::Log => b.scratch::<FUNCTION_SCRATCH>()?,
+        })
+    }
+
     fn of(op: UnaryOp) -> Option<Function> {
         match op {
             UnaryOp::Exp => Some(Function::Exp),
@@ -746,11 +762,12 @@ impl LeafLoop {
                     if !fused {
                         return Err(NotLeaf::Unfused(op.name()));
                     }
+                    let f = Function::of(*op).ok_or(NotLeaf::Op(op.name()))?;
                     Op::Function {
-                        f: Function::of(*op).ok_or(NotLeaf::Op(op.name()))?,
+                        f,
                         dst: 0,
                         a: b.home(*x)?,
-                        scratch: b.scratch::<FUNCTION_SCRATCH>()?,
+                        scratch: f.scratch(&mut b)?,
                     }
                 }
                 Inst::Unary(op, x) => {
