@@ -243,6 +243,7 @@ impl JitCompiler {
                 .outline
                 .policy(self.pool.as_ref().map_or(1, |p| p.threads())),
             leaf_loops: self.options.leaf_loops && self.features.avx2,
+            spans_wider: weft_runtime::Target::host().isa() > weft_runtime::Isa::Avx2Fma,
         }
     }
 

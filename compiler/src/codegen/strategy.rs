@@ -336,14 +336,16 @@ fn decide_loop(
     }
     let v = vector_steps(k, l, body, plan, o, widened_from);
     // A leaf loop evaluates a span routine's function in its own body (no staged block, no
-    // second pass); streamed stores stay with the routine, which writes them non-temporally.
-    if matches!(
-        v.routine,
-        VectorRoutine::Blocked {
-            stream: Some(_),
-            ..
+    // second pass); streamed stores stay with the routine, which writes them non-temporally,
+    // and so does a function where the routine runs wider vectors than leaf loops.
+    let keeps_routine = match &v.routine {
+        VectorRoutine::Blocked { stream, span } => {
+            stream.is_some() || (span.is_some() && o.spans_wider)
         }
-    ) {
+        VectorRoutine::ReduceSpan(_) => o.spans_wider,
+        VectorRoutine::None => false,
+    };
+    if keeps_routine {
         return LoopStrategy::Vector(Box::new(v));
     }
     let sum = match v.narrow[..] {

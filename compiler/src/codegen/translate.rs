@@ -78,6 +78,10 @@ pub(crate) struct TranslateOptions {
     /// Whether plain f32 vector loops may be assembled leaf loops at full width
     /// ([`leaf`](super::leaf)): the option, and the host has AVX2.
     pub leaf_loops: bool,
+    /// Whether the native span routines run wider vectors than leaf loops (16 f32 lanes on
+    /// an AVX-512F host against the leaf loops' 8), so that a loop a span routine can take
+    /// keeps it.
+    pub spans_wider: bool,
 }
 
 impl TranslateOptions {
