@@ -758,40 +758,37 @@ impl LeafLoop {
                     a: b.home(*x)?,
                     b: b.constant(ONE)?,
                 },
-                Inst::Unary(op, x) if Function::of(*op).is_some() => {
-                    if !fused {
-                        return Err(NotLeaf::Unfused(op.name()));
-                    }
-                    let f = Function::of(*op).ok_or(NotLeaf::Op(op.name()))?;
-                    Op::Function {
+                Inst::Unary(op, x) => match Function::of(*op) {
+                    Some(_) if !fused => return Err(NotLeaf::Unfused(op.name())),
+                    Some(f) => Op::Function {
                         f,
                         dst: 0,
                         a: b.home(*x)?,
                         scratch: f.scratch(&mut b)?,
+                    },
+                    None => {
+                        let x = b.home(*x)?;
+                        // The constant the operation takes, given its register above.
+                        let c = match unary_constant(*op) {
+                            Some(bits) => b.constant(bits)?,
+                            None => x,
+                        };
+                        let arith = |op, a, b| Op::Arith { op, dst: 0, a, b };
+                        match op {
+                            UnaryOp::Relu => Op::Relu {
+                                dst: 0,
+                                a: x,
+                                zero: c,
+                            },
+                            UnaryOp::Sqrt => Op::Sqrt { dst: 0, a: x },
+                            UnaryOp::Square => arith(Arith::Mul, x, x),
+                            UnaryOp::Reciprocal => arith(Arith::Div, c, x),
+                            UnaryOp::Not | UnaryOp::Neg => arith(Arith::Xor, x, c),
+                            UnaryOp::Abs => arith(Arith::And, x, c),
+                            other => return Err(NotLeaf::Op(other.name())),
+                        }
                     }
-                }
-                Inst::Unary(op, x) => {
-                    let x = b.home(*x)?;
-                    // The constant the operation takes, given its register above.
-                    let c = match unary_constant(*op) {
-                        Some(bits) => b.constant(bits)?,
-                        None => x,
-                    };
-                    let arith = |op, a, b| Op::Arith { op, dst: 0, a, b };
-                    match op {
-                        UnaryOp::Relu => Op::Relu {
-                            dst: 0,
-                            a: x,
-                            zero: c,
-                        },
-                        UnaryOp::Sqrt => Op::Sqrt { dst: 0, a: x },
-                        UnaryOp::Square => arith(Arith::Mul, x, x),
-                        UnaryOp::Reciprocal => arith(Arith::Div, c, x),
-                        UnaryOp::Not | UnaryOp::Neg => arith(Arith::Xor, x, c),
-                        UnaryOp::Abs => arith(Arith::And, x, c),
-                        other => return Err(NotLeaf::Op(other.name())),
-                    }
-                }
+                },
                 Inst::Load(_) => return Err(NotLeaf::Access),
                 Inst::Convert(x) => return Err(NotLeaf::Convert(k.values[*x], k.values[result])),
                 _ => return Err(NotLeaf::Op("this instruction")),

@@ -1652,13 +1652,14 @@ impl<'a, 'b> Translator<'a, 'b> {
     }
 
     /// Stored leaf loop `l` (strategy `s`, its function `callee`, `entries` at the range's
-    /// start) over the range's first `vectors` elements (its whole vectors) in three calls,
-    /// when the range has at least [`leaf::REALIGN_MIN`] (else one): the vectors covering
-    /// the elements before the first whose store (`store`: stream, displacement) is
-    /// [`leaf::REALIGN_TO`]-aligned, the whole vectors from that element, and the last
-    /// vector before `vectors` if those stop short of it. Up to fourteen elements are
-    /// written twice, with the same values (`LeafLoop::realign`: the loop reads nothing it
-    /// stores).
+    /// start) over the range's first `vectors` elements (its whole vectors) in three calls:
+    /// the vectors covering the elements before the first whose store (`store`: stream,
+    /// displacement) is [`leaf::REALIGN_TO`]-aligned, the whole vectors from that element,
+    /// and the last vector before `vectors` if those stop short of it. The first and last
+    /// calls run nothing when the store is aligned already or the range has fewer than
+    /// [`leaf::REALIGN_MIN`] whole-vector elements (then the middle one runs them all). Up
+    /// to fourteen elements are written twice, with the same values (`LeafLoop::realign`:
+    /// the loop reads nothing it stores).
     fn realign_leaf(
         &mut self,
         l: LoopId,
