@@ -396,10 +396,11 @@ fn loop_lines(
         LoopStrategy::Vector(v) => vector_lines(k, l, body, v, what),
         LoopStrategy::Leaf(s) => {
             what.push(format!(
-                "vectorised: {} lanes (f32x{}, AVX2 ymm) by an assembled leaf loop over the \
-                 whole vectors ({} registers, {} address streams), then the scalar tail, {}",
-                leaf::LANES,
-                leaf::LANES,
+                "vectorised: {} lanes (f32x{}, {}) by an assembled leaf loop over the whole \
+                 vectors ({} registers, {} address streams), then the scalar tail, {}",
+                s.leaf.lanes(),
+                s.leaf.lanes(),
+                s.leaf.width().name(),
                 s.leaf.registers,
                 s.leaf.streams.len(),
                 vector_axis(k, l, body)

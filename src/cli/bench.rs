@@ -42,6 +42,9 @@ pub struct BenchOptions {
     /// Also time the fused JIT with every loop on Cranelift's 4-lane code, no assembled leaf
     /// loops (`CodegenOptions::leaf_loops = false`), as mode `fused-cranelift-lanes`.
     pub cranelift_lanes: bool,
+    /// Also time the fused JIT with leaf loops 8 lanes wide (`ymm`) on an AVX-512F host
+    /// (`CodegenOptions::wide_leaves = false`), as mode `fused-ymm-leaves`.
+    pub ymm_leaves: bool,
     /// Also time this many more fused compiles, graph to callable (`Transformer` +
     /// `computation`, what a host does at start-up), after the calls; their median is
     /// reported as `compile_ms.whole_median`.
@@ -219,6 +222,14 @@ pub fn bench(graph: Graph, o: BenchOptions) -> Result<String, Error> {
         options.codegen.leaf_loops = false;
         modes.push((
             "fused-cranelift-lanes",
+            Transformer::with_jit_options(graph.clone(), options)?,
+        ));
+    }
+    if o.ymm_leaves {
+        let mut options = JitOptions::default();
+        options.codegen.wide_leaves = false;
+        modes.push((
+            "fused-ymm-leaves",
             Transformer::with_jit_options(graph.clone(), options)?,
         ));
     }

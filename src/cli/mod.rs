@@ -226,6 +226,10 @@ enum Command {
         /// leaf loops), as mode `fused-cranelift-lanes`.
         #[arg(long)]
         cranelift_lanes: bool,
+        /// Also time the fused JIT with leaf loops 8 lanes wide (`ymm`) on an AVX-512F host,
+        /// as mode `fused-ymm-leaves` (the same as fused elsewhere).
+        #[arg(long)]
+        ymm_leaves: bool,
         /// Also compile the graph fused this many more times, graph to callable (the peers'
         /// `compile` workload), and report the median.
         #[arg(long, default_value_t = 0)]
@@ -373,6 +377,7 @@ fn run(cli: Cli) -> Result<(), Error> {
             epilogue_apart,
             ordinary_stores,
             cranelift_lanes,
+            ymm_leaves,
             compiles,
         } => {
             let options = bench::BenchOptions {
@@ -384,6 +389,7 @@ fn run(cli: Cli) -> Result<(), Error> {
                 epilogue_apart,
                 ordinary_stores,
                 cranelift_lanes,
+                ymm_leaves,
                 compiles,
             };
             print!("{}", bench::bench(load(&file, &bind)?, options)?);
@@ -620,6 +626,7 @@ fn demo(dir: &Path) -> Result<(), Error> {
             epilogue_apart: false,
             ordinary_stores: false,
             cranelift_lanes: false,
+            ymm_leaves: false,
             compiles: 0,
         };
         let Ok(report) = load(file, &scaled).and_then(|g| bench::bench(g, options)) else {

@@ -28,6 +28,7 @@ use weft_runtime::{CompiledKernel, ThreadPool};
 
 use super::handoff::hand_over;
 use super::host::host_isa;
+use super::leaf_asm::LeafWidth;
 use super::parallel::compile_all;
 use super::strategy::{self, KernelStrategy};
 use super::translate::outline::{outlined_signature, OutlinePolicy, OUTLINED_NAMESPACE};
@@ -63,9 +64,14 @@ pub struct CodegenOptions {
     /// compiler's threads ([`JitCompiler::with_pool`], `translate/outline.rs`).
     pub outline: Outline,
     /// Assemble plain f32 vector loops (straight-line arithmetic over contiguous loads,
-    /// stored contiguously) as leaf loops 8 lanes wide when the host has AVX2
+    /// stored contiguously) as leaf loops at the host's full width when it has AVX2
     /// (`codegen/leaf.rs`; the same bits as Cranelift's 4-lane code).
     pub leaf_loops: bool,
+    /// Assemble leaf loops 16 lanes wide (`zmm`) when the host has AVX-512F; off: 8 lanes
+    /// (`ymm`) there too, and the native span routines (16 lanes) keep the function loops
+    /// they can take. The same bits either way. Off by default until the `zmm` code has run
+    /// against the `ymm` code's bits on an AVX-512F host.
+    pub wide_leaves: bool,
 }
 
 /// Which loop nests of a kernel become Cranelift functions of their own, so that they compile
@@ -106,6 +112,7 @@ impl Default for CodegenOptions {
             native_transpose: true,
             outline: Outline::WhenThreaded,
             leaf_loops: true,
+            wide_leaves: false,
         }
     }
 }
@@ -232,6 +239,12 @@ impl JitCompiler {
 
     fn translate_options(&self) -> TranslateOptions {
         let fma = self.options.fma && self.features.fma && self.features.avx;
+        let host = weft_runtime::Target::host();
+        let leaf_width = if self.options.wide_leaves && host.isa() >= weft_runtime::Isa::Avx512F {
+            LeafWidth::Zmm
+        } else {
+            LeafWidth::Ymm
+        };
         TranslateOptions {
             fma,
             vectorize: self.options.vectorize,
@@ -243,7 +256,8 @@ impl JitCompiler {
                 .outline
                 .policy(self.pool.as_ref().map_or(1, |p| p.threads())),
             leaf_loops: self.options.leaf_loops && self.features.avx2,
-            spans_wider: weft_runtime::Target::host().isa() > weft_runtime::Isa::Avx2Fma,
+            leaf_width,
+            spans_wider: host.f32_lanes() > leaf_width.lanes() as usize,
         }
     }
 
@@ -365,7 +379,7 @@ impl JitCompiler {
                 .declare_anonymous_function(&leaf_sig)
                 .map_err(module_error)?;
             module
-                .define_function_bytes(fid, super::leaf::POOL_ALIGN as u64, &code, &[])
+                .define_function_bytes(fid, super::leaf_asm::POOL_ALIGN as u64, &code, &[])
                 .map_err(module_error)?;
             leaves.push((l, module.declare_func_in_func(fid, func)));
         }

@@ -9,7 +9,9 @@
 //! and `bool → f32` converts on lane masks) over contiguous unmasked loads, values from outside
 //! the loop and constants, stored contiguously or summed into the one accumulator whose
 //! partials the vector loop keeps in f32 ([`LeafSum`]) — is instead assembled as machine code
-//! with `iced-x86`, 8 lanes a vector in `ymm` registers (AVX2), and defined into the kernel's
+//! with `iced-x86` at the host's full width — 16 lanes a vector in `zmm` registers on an
+//! AVX-512F host, 8 in `ymm` registers on an AVX2 one (`leaf_asm.rs`: one body, two widths,
+//! the same bits) — and defined into the kernel's
 //! own module as a function `(args, n)`; the kernel calls it for the whole vectors of its range
 //! and runs its own scalar tail after (for a sum: combines the partials it hands back, then the
 //! tail and the f64 re-run). `args` holds 8-byte entries: each stream's address at the range's
@@ -19,7 +21,7 @@
 //! they do, then each value from outside the loop (f32 bits), then a sum's partials' address. Constants are immediates in the code.
 //!
 //! Assumes: the loop has a vector plan (its iterations are independent: `vectorize::plan`), and
-//! the host has AVX2. Guarantees: the same bits as the loop's own code (each operation is the
+//! the host has the width's extensions (AVX2 and FMA; AVX-512F for `zmm`). Guarantees: the same bits as the loop's own code (each operation is the
 //! IEEE f32 operation, rounded once, as `weft_ir::scalar`'s f64-then-round is for these; a
 //! function is the inline code's sequence operation for operation, `compiler/src/codegen/math.rs`,
 //! so only with fused multiply-adds);
@@ -33,10 +35,8 @@ use weft_ir::loop_ir::{
     AccId, BinaryOp, BufferAccessExpr, CompareOp, Inst, Kernel, LoopId, ScalarType, ScalarValue,
     Stmt, UnaryOp, ValueId,
 };
-use weft_runtime::vmath::{exp_f32, log_f32, tanh_f32, ExpForm};
 
-/// f32 lanes of a `ymm` register.
-pub(crate) const LANES: u32 = 8;
+use super::leaf_asm::{self, Arith, Function, LeafWidth, Pool, Width, FUNCTION_SCRATCH};
 
 /// Most addresses a leaf loop walks: one general-purpose register each (the caller-saved
 /// ones left after `args`, `n` and the offset).
@@ -105,7 +105,7 @@ impl std::fmt::Display for NotLeaf {
             ),
             NotLeaf::Registers => write!(f, "needs more than 16 vector registers"),
             NotLeaf::Streams => write!(f, "walks more than {MAX_STREAMS} addresses"),
-            NotLeaf::Partials(w) => write!(f, "its {w} partials are not whole ymm registers"),
+            NotLeaf::Partials(w) => write!(f, "its {w} partials are not whole vector registers"),
             NotLeaf::Type(t) => write!(f, "computes {t} values"),
             NotLeaf::Convert(a, b) => write!(f, "converts {a} to {b}"),
             NotLeaf::Access => write!(f, "reads or writes strided, masked or non-f32 elements"),
@@ -138,9 +138,12 @@ pub(crate) struct LeafLoop {
     /// value again, so the kernel may run its whole vectors from where that store is aligned
     /// ([`REALIGN_TO`]), with a call over the vectors before and one over the last.
     pub realign: Option<(usize, i32)>,
-    /// The registers of those partials, eight a register: register `j` holds partials
-    /// `8j..8j + 8` (element `i` of the range goes to partial `i mod width`).
+    /// The registers of those partials, a register's lanes each: with `n` lanes, register
+    /// `j` holds partials `nj..nj + n` (element `i` of the range goes to partial `i mod
+    /// width`), so the partials are the same at either width.
     partials: Vec<u8>,
+    /// The vector registers the code is assembled for.
+    width: LeafWidth,
     /// The body, register-allocated.
     ops: Vec<Op>,
     /// Registers the body uses.
@@ -153,7 +156,7 @@ pub(crate) struct LeafLoop {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct LeafSum {
     pub acc: AccId,
-    /// Partials: the vector loop's lanes times parts, a multiple of [`LANES`].
+    /// Partials: the vector loop's lanes times parts, a multiple of the leaf loop's lanes.
     pub width: u32,
 }
 
@@ -169,7 +172,7 @@ pub(crate) enum LeafScalar {
     Scale(ValueId),
 }
 
-/// One operation of a leaf loop's body on registers `ymm0..15`.
+/// One operation of a leaf loop's body on vector registers 0–15 (of either width).
 #[derive(Clone, Copy, Debug)]
 enum Op {
     /// `dst = stream[k][i]`, `disp` bytes on.
@@ -225,18 +228,6 @@ enum Op {
     },
 }
 
-/// The functions a leaf loop evaluates, each by `weft_runtime::vmath`'s algorithm.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Function {
-    Exp,
-    Sigmoid,
-    Tanh,
-    Log,
-}
-
-/// Scratch registers a function takes at most (tanh's and log's four).
-const FUNCTION_SCRATCH: usize = 4;
-
 impl Function {
     /// The scratch registers it writes, taken from `b` (`exp` two, `sigmoid` three; the
     /// slots it does not use repeat the last).
@@ -263,21 +254,6 @@ impl Function {
             _ => None,
         }
     }
-}
-
-/// The two-operand instructions a body becomes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Arith {
-    Add,
-    Sub,
-    Mul,
-    Div,
-    /// Bitwise: `abs` as `and` with `0x7fffffff`.
-    And,
-    /// Bitwise: `neg` as `xor` with `0x80000000`; `not` and `xor` of lane masks.
-    Xor,
-    /// Bitwise: `or` of lane masks.
-    Or,
 }
 
 /// The bits of 1.0f32.
@@ -505,7 +481,9 @@ impl LeafLoop {
         sum: Option<LeafSum>,
         prefetch: bool,
         fused: bool,
+        width: LeafWidth,
     ) -> Result<LeafLoop, NotLeaf> {
+        let lanes = width.lanes();
         if k.loops[l].extent < MIN_EXTENT {
             return Err(NotLeaf::Short(k.loops[l].extent));
         }
@@ -527,10 +505,10 @@ impl LeafLoop {
                 }
             }
         }
-        // Partial registers first: the kernel's f32 partials, eight a register.
+        // Partial registers first: the kernel's f32 partials, a register's lanes each.
         let copies = match sum {
-            Some(s) if s.width % LANES == 0 && (s.width / LANES).is_power_of_two() => {
-                u8::try_from(s.width / LANES).map_err(|_| NotLeaf::Partials(s.width))?
+            Some(s) if s.width % lanes == 0 && (s.width / lanes).is_power_of_two() => {
+                u8::try_from(s.width / lanes).map_err(|_| NotLeaf::Partials(s.width))?
             }
             Some(s) => return Err(NotLeaf::Partials(s.width)),
             None => 1,
@@ -884,6 +862,7 @@ impl LeafLoop {
             return Err(NotLeaf::Streams);
         }
         Ok(LeafLoop {
+            width,
             sum,
             realign,
             partials,
@@ -894,37 +873,59 @@ impl LeafLoop {
         })
     }
 
+    /// f32 lanes of a vector of its code.
+    pub(crate) fn lanes(&self) -> u32 {
+        self.width.lanes()
+    }
+
+    /// The vector registers its code is assembled for.
+    pub(crate) fn width(&self) -> LeafWidth {
+        self.width
+    }
+
     /// The machine code: `fn(args: *const u64, n: u64)` (System V), `n` a multiple of
-    /// [`LANES`] (of the sum's width, if it sums); `prefetch` as given to [`LeafLoop::of`]
-    /// (the vector loop's `prefetch`): whether a last stream is not read but prefetched
-    /// (`prefetcht1`, a line of a later row per step, as the vector loop's
-    /// `weft_prefetch_line` calls), its address passed after the others.
+    /// [`LeafLoop::lanes`] (of the sum's width, if it sums); `prefetch` as given to
+    /// [`LeafLoop::of`] (the vector loop's `prefetch`): whether a last stream is not read but
+    /// prefetched (`prefetcht1`, a line of a later row per step, as the vector loop's
+    /// `weft_prefetch_line` calls), its address passed after the others. To be placed at a
+    /// multiple of [`leaf_asm::POOL_ALIGN`].
     pub(crate) fn assemble(&self, prefetch: bool) -> Result<Vec<u8>, IcedError> {
-        let (code, pool) = self.assemble_padded(prefetch, 0)?;
+        match self.width {
+            LeafWidth::Ymm => self.assemble_aligned::<leaf_asm::Ymm>(prefetch),
+            LeafWidth::Zmm => self.assemble_aligned::<leaf_asm::Zmm>(prefetch),
+        }
+    }
+
+    /// [`LeafLoop::assemble`] at width `W`.
+    fn assemble_aligned<W: Width>(&self, prefetch: bool) -> Result<Vec<u8>, IcedError> {
+        let (code, pool) = self.assemble_padded::<W>(prefetch, 0)?;
         if pool == 0 {
             return Ok(code);
         }
-        // Again, with the pool moved to a multiple of 32 bytes from the start (the function
-        // is placed so aligned): no constant load splits a cache line. Only the padding moves;
-        // every operand of the pool is a 32-bit displacement from the instruction.
-        let pad = (code.len() - pool).next_multiple_of(POOL_ALIGN) - (code.len() - pool);
-        Ok(self.assemble_padded(prefetch, pad)?.0)
+        // Again, with the pool moved to a multiple of POOL_ALIGN bytes from the start (the
+        // function is placed so aligned): no constant load splits a cache line. Only the
+        // padding moves; every operand of the pool is a 32-bit displacement from the
+        // instruction.
+        let align = leaf_asm::POOL_ALIGN;
+        let pad = (code.len() - pool).next_multiple_of(align) - (code.len() - pool);
+        Ok(self.assemble_padded::<W>(prefetch, pad)?.0)
     }
 
-    /// [`LeafLoop::assemble`], `pad` bytes between the code and its constant pool; the
-    /// code and the pool's length.
-    fn assemble_padded(&self, prefetch: bool, pad: usize) -> Result<(Vec<u8>, usize), IcedError> {
-        const YMM: [AsmRegisterYmm; 16] = [
-            ymm0, ymm1, ymm2, ymm3, ymm4, ymm5, ymm6, ymm7, ymm8, ymm9, ymm10, ymm11, ymm12, ymm13,
-            ymm14, ymm15,
-        ];
+    /// [`LeafLoop::assemble`] at width `W`, `pad` bytes between the code and its constant
+    /// pool; the code and the pool's length.
+    fn assemble_padded<W: Width>(
+        &self,
+        prefetch: bool,
+        pad: usize,
+    ) -> Result<(Vec<u8>, usize), IcedError> {
         const XMM: [AsmRegisterXmm; 16] = [
             xmm0, xmm1, xmm2, xmm3, xmm4, xmm5, xmm6, xmm7, xmm8, xmm9, xmm10, xmm11, xmm12, xmm13,
             xmm14, xmm15,
         ];
         // rdi: args; rsi: n, then its bytes; rax: the byte offset; then one per stream.
         const STREAMS: [AsmRegister64; MAX_STREAMS] = [rdx, rcx, r8, r9, r10, r11];
-        let y = |r: u8| YMM[usize::from(r)];
+        let y = W::reg;
+        let vector_bytes = 4 * W::LANES as usize;
         let mut a = CodeAssembler::new(64)?;
         let mut pool = Pool::default();
         let mut top = a.create_label();
@@ -936,16 +937,20 @@ impl LeafLoop {
         let scalars_at = 8 * streams as i32;
         for op in &self.ops {
             match *op {
-                Op::Scalar { dst, arg } => {
-                    a.vbroadcastss(y(dst), dword_ptr(rdi + scalars_at + 8 * i32::from(arg)))?
-                }
-                Op::Broadcast { dst, stream, disp } => {
-                    a.vbroadcastss(y(dst), dword_ptr(STREAMS[usize::from(stream)] + disp))?
-                }
+                Op::Scalar { dst, arg } => W::broadcast(
+                    &mut a,
+                    y(dst),
+                    dword_ptr(rdi + scalars_at + 8 * i32::from(arg)),
+                )?,
+                Op::Broadcast { dst, stream, disp } => W::broadcast(
+                    &mut a,
+                    y(dst),
+                    dword_ptr(STREAMS[usize::from(stream)] + disp),
+                )?,
                 Op::Const { dst, bits } => {
                     a.mov(eax, bits)?;
                     a.vmovd(XMM[usize::from(dst)], eax)?;
-                    a.vbroadcastss(y(dst), XMM[usize::from(dst)])?;
+                    W::broadcast_low(&mut a, y(dst), XMM[usize::from(dst)])?;
                 }
                 _ => {}
             }
@@ -954,10 +959,10 @@ impl LeafLoop {
         for &p in &self.partials {
             a.mov(eax, 0x8000_0000u32)?;
             a.vmovd(XMM[usize::from(p)], eax)?;
-            a.vbroadcastss(y(p), XMM[usize::from(p)])?;
+            W::broadcast_low(&mut a, y(p), XMM[usize::from(p)])?;
         }
         // One step: the body once per partial register (once when there is none), the
-        // copies `8 · 4` bytes apart.
+        // copies a vector apart.
         let copies = self.partials.len().max(1);
         a.shl(rsi, 2)?;
         a.xor(eax, eax)?;
@@ -966,93 +971,19 @@ impl LeafLoop {
         a.set_label(&mut top)?;
         if prefetch {
             let p = STREAMS[self.streams.len()];
-            for line in (0..4 * LANES as usize * copies).step_by(64) {
+            for line in (0..vector_bytes * copies).step_by(64) {
                 a.prefetcht1(byte_ptr(p + rax + line as i32))?;
             }
         }
         for c in 0..copies {
-            let at = (4 * LANES as usize * c) as i32;
+            let at = (vector_bytes * c) as i32;
             for op in &self.ops {
-                match *op {
-                    Op::Load { dst, stream, disp } => {
-                        let p = STREAMS[usize::from(stream)] + rax + (at + disp);
-                        a.vmovups(y(dst), ymmword_ptr(p))?
-                    }
-                    Op::Store { src, stream, disp } => {
-                        let p = STREAMS[usize::from(stream)] + rax + (at + disp);
-                        a.vmovups(ymmword_ptr(p), y(src))?
-                    }
-                    Op::Arith { op, dst, a: x, b } => {
-                        let (d, x, b) = (y(dst), y(x), y(b));
-                        match op {
-                            Arith::Add => a.vaddps(d, x, b)?,
-                            Arith::Sub => a.vsubps(d, x, b)?,
-                            Arith::Mul => a.vmulps(d, x, b)?,
-                            Arith::Div => a.vdivps(d, x, b)?,
-                            Arith::And => a.vandps(d, x, b)?,
-                            Arith::Xor => a.vxorps(d, x, b)?,
-                            Arith::Or => a.vorps(d, x, b)?,
-                        }
-                    }
-                    Op::Sqrt { dst, a: x } => a.vsqrtps(y(dst), y(x))?,
-                    Op::Scaled { dst, a: x, r, s } => {
-                        a.vmulps(y(dst), y(x), y(r))?;
-                        a.vmulps(y(dst), y(dst), y(s))?;
-                    }
-                    Op::Compare {
-                        predicate,
-                        dst,
-                        a: x,
-                        b,
-                    } => a.vcmpps(y(dst), y(x), y(b), u32::from(predicate))?,
-                    Op::Blend {
-                        dst,
-                        mask,
-                        if_true,
-                        if_false,
-                    } => a.vblendvps(y(dst), y(if_false), y(if_true), y(mask))?,
-                    Op::Extreme {
-                        max,
-                        dst,
-                        a: x,
-                        b,
-                        scratch,
-                    } => {
-                        // The right operand where it wins strictly, else the left; all ones
-                        // (a NaN) where either is NaN.
-                        let wins = if max { 0x11 } else { 0x1e };
-                        a.vcmpps(y(dst), y(x), y(b), wins)?;
-                        a.vblendvps(y(dst), y(x), y(b), y(dst))?;
-                        a.vcmpps(y(scratch), y(x), y(b), 0x03)?;
-                        a.vorps(y(dst), y(dst), y(scratch))?;
-                    }
-                    Op::Relu { dst, a: x, zero } => {
-                        // Kept where `x > 0` or unordered (not `x <= 0`).
-                        a.vcmpps(y(dst), y(x), y(zero), 0x16)?;
-                        a.vandps(y(dst), y(dst), y(x))?;
-                    }
-                    Op::Accumulate { src } => {
-                        let p = y(self.partials[c]);
-                        a.vaddps(p, p, y(src))?;
-                    }
-                    Op::Function {
-                        f,
-                        dst,
-                        a: x,
-                        scratch,
-                    } => {
-                        let regs = FunctionRegs {
-                            dst: y(dst),
-                            x: y(x),
-                            s: scratch.map(y),
-                        };
-                        regs.emit(f, &mut a, &mut pool)?;
-                    }
-                    Op::Scalar { .. } | Op::Const { .. } | Op::Broadcast { .. } => {}
-                }
+                self.emit_op::<W>(&mut a, &mut pool, op, c, |stream, disp| {
+                    W::ptr(STREAMS[usize::from(stream)] + rax + (at + disp))
+                })?;
             }
         }
-        a.add(rax, (4 * LANES as usize * copies) as i32)?;
+        a.add(rax, (vector_bytes * copies) as i32)?;
         a.cmp(rax, rsi)?;
         a.jb(top)?;
         a.set_label(&mut done)?;
@@ -1061,258 +992,71 @@ impl LeafLoop {
             let at = 8 * (streams + self.scalars.len()) as i32;
             a.mov(rax, qword_ptr(rdi + at))?;
             for (j, &p) in self.partials.iter().enumerate() {
-                a.vmovups(ymmword_ptr(rax + (32 * j) as i32), y(p))?;
+                W::store(&mut a, W::ptr(rax + (vector_bytes * j) as i32), y(p))?;
             }
         }
         a.vzeroupper()?;
         a.ret()?;
-        if !pool.entries.is_empty() {
+        if !pool.is_empty() {
             a.db(&vec![0xcc; pad])?;
         }
-        let pool_bytes = pool.emit(&mut a)?;
+        let pool_bytes = pool.emit(&mut a, W::LANES)?;
         Ok((a.assemble(0)?, pool_bytes))
     }
-}
 
-/// Alignment of the constant pool from the function's start, and of the function.
-pub(crate) const POOL_ALIGN: usize = 32;
-
-/// Constants the functions read as memory operands, one `ymm` of copies each, after the
-/// code (16 registers do not hold a function's dozen constants beside the loop's values).
-#[derive(Default)]
-struct Pool {
-    entries: Vec<(u32, CodeLabel)>,
-}
-
-impl Pool {
-    /// The operand of constant `bits` (every lane).
-    fn at(&mut self, a: &mut CodeAssembler, bits: u32) -> AsmMemoryOperand {
-        let label = match self.entries.iter().find(|(b, _)| *b == bits) {
-            Some(&(_, label)) => label,
-            None => {
-                let label = a.create_label();
-                self.entries.push((bits, label));
-                label
+    /// Body operation `op` of copy `c` at width `W`; `at(stream, disp)`: the operand of a
+    /// stream's vector this step.
+    fn emit_op<W: Width>(
+        &self,
+        a: &mut CodeAssembler,
+        pool: &mut Pool,
+        op: &Op,
+        c: usize,
+        at: impl Fn(u8, i32) -> AsmMemoryOperand,
+    ) -> Result<(), IcedError> {
+        let y = W::reg;
+        match *op {
+            Op::Load { dst, stream, disp } => W::load(a, y(dst), at(stream, disp)),
+            Op::Store { src, stream, disp } => W::store(a, at(stream, disp), y(src)),
+            Op::Arith { op, dst, a: x, b } => W::arith(a, op, y(dst), y(x), y(b)),
+            Op::Sqrt { dst, a: x } => W::sqrt(a, y(dst), y(x)),
+            Op::Scaled { dst, a: x, r, s } => {
+                W::arith(a, Arith::Mul, y(dst), y(x), y(r))?;
+                W::arith(a, Arith::Mul, y(dst), y(dst), y(s))
             }
-        };
-        ymmword_ptr(label)
-    }
-
-    /// The constants, at their labels; their length in bytes.
-    fn emit(&mut self, a: &mut CodeAssembler) -> Result<usize, IcedError> {
-        for (bits, label) in &mut self.entries {
-            a.set_label(label)?;
-            a.dd(&[*bits; LANES as usize])?;
-        }
-        Ok(self.entries.len() * 4 * LANES as usize)
-    }
-
-    fn f32(&mut self, a: &mut CodeAssembler, x: f32) -> AsmMemoryOperand {
-        self.at(a, x.to_bits())
-    }
-}
-
-/// The registers of one function: its result, its argument (read throughout; not `dst`) and
-/// the scratch registers.
-struct FunctionRegs {
-    dst: AsmRegisterYmm,
-    x: AsmRegisterYmm,
-    s: [AsmRegisterYmm; FUNCTION_SCRATCH],
-}
-
-/// `vcmpps` predicates the functions use: `>` or unordered, ordered `<`, ordered `>=`,
-/// ordered `=`, ordered `>`, `<` or unordered.
-const NLE_UQ: u32 = 0x06;
-const LT_OQ: u32 = 0x11;
-const GE_OQ: u32 = 0x1d;
-const EQ_OQ: u32 = 0x00;
-const GT_OQ: u32 = 0x1e;
-const NGE_UQ: u32 = 0x09;
-
-impl FunctionRegs {
-    /// `dst = f(x)`, operation for operation as `math.rs` emits `f` inline (and
-    /// `weft_runtime::vmath` computes it): the same fused multiply-adds, in the same order.
-    fn emit(&self, f: Function, a: &mut CodeAssembler, pool: &mut Pool) -> Result<(), IcedError> {
-        let [s0, s1, s2, s3] = self.s;
-        let (dst, x) = (self.dst, self.x);
-        match f {
-            Function::Exp => exp(a, pool, x, dst, [s0, s1]),
-            Function::Sigmoid => {
-                // 1 / (1 + e^−x).
-                let m = pool.at(a, 0x8000_0000);
-                a.vxorps(s2, x, m)?;
-                exp(a, pool, s2, dst, [s0, s1])?;
-                let m = pool.f32(a, 1.0);
-                a.vaddps(dst, dst, m)?;
-                let m = pool.f32(a, 1.0);
-                a.vmovups(s0, m)?;
-                a.vdivps(dst, s0, dst)
+            Op::Compare {
+                predicate,
+                dst,
+                a: x,
+                b,
+            } => W::compare(a, y(dst), y(x), y(b), u32::from(predicate)),
+            Op::Blend {
+                dst,
+                mask,
+                if_true,
+                if_false,
+            } => W::select(a, y(dst), y(mask), y(if_true), y(if_false)),
+            Op::Extreme {
+                max,
+                dst,
+                a: x,
+                b,
+                scratch,
+            } => W::extreme(a, max, y(dst), y(x), y(b), y(scratch)),
+            Op::Relu { dst, a: x, zero } => W::relu(a, y(dst), y(x), y(zero)),
+            Op::Accumulate { src } => {
+                let p = y(self.partials[c]);
+                W::arith(a, Arith::Add, p, p, y(src))
             }
-            Function::Log => log(a, pool, x, dst, self.s),
-            Function::Tanh => {
-                // small = x + x·z·P(z), z = x²; large = (1 − e)/(1 + e) of the clamped |x|.
-                let m = pool.at(a, 0x7fff_ffff);
-                a.vandps(s0, x, m)?;
-                a.vmulps(s1, x, x)?;
-                horner(a, pool, dst, s1, &tanh_f32::POLY)?;
-                a.vmulps(s1, x, s1)?;
-                a.vfmadd213ps(dst, s1, x)?;
-                let m = pool.f32(a, tanh_f32::CLAMP);
-                a.vminps(s1, s0, m)?;
-                exp_unchecked(a, pool, s1, s1, [s2, s3], &tanh_f32::EXP_FORM)?;
-                let m = pool.f32(a, 1.0);
-                a.vmovups(s2, m)?;
-                a.vsubps(s2, s2, s1)?;
-                let m = pool.f32(a, 1.0);
-                a.vaddps(s1, s1, m)?;
-                a.vdivps(s2, s2, s1)?;
-                let m = pool.f32(a, tanh_f32::POLY_BELOW);
-                a.vcmpps(s0, s0, m, GE_OQ)?;
-                a.vblendvps(dst, dst, s2, s0)?;
-                let m = pool.at(a, 0x8000_0000);
-                a.vandps(s0, x, m)?;
-                a.vorps(dst, dst, s0)
-            }
+            Op::Function {
+                f,
+                dst,
+                a: x,
+                scratch,
+            } => leaf_asm::function(a, pool, f, y(dst), y(x), scratch.map(y)),
+            Op::Scalar { .. } | Op::Const { .. } | Op::Broadcast { .. } => Ok(()),
         }
     }
-}
-
-/// `dst = ln x` (`x` not `dst`, kept; `s` clobbered): subnormals scaled by `2^25`, `x = m·2^e`
-/// from the bits with `m` moved into `[√½, √2)`, `f = m − 1`, Cephes' `log(1 + f) = f − f²/2 +
-/// f³·P(f)` with `e·ln 2` added in two parts; then `+inf` for `+inf`, `−inf` for `±0`, NaN for
-/// a negative or NaN `x` — as `math.rs`'s `log`, operation for operation.
-fn log(
-    a: &mut CodeAssembler,
-    pool: &mut Pool,
-    x: AsmRegisterYmm,
-    dst: AsmRegisterYmm,
-    [s0, s1, s2, s3]: [AsmRegisterYmm; FUNCTION_SCRATCH],
-) -> Result<(), IcedError> {
-    use log_f32::*;
-    let m = pool.f32(a, f32::MIN_POSITIVE);
-    a.vcmpps(s0, x, m, LT_OQ)?;
-    let m = pool.f32(a, 2f32.powi(SUBNORMAL_SCALE));
-    a.vmulps(s1, x, m)?;
-    a.vblendvps(dst, x, s1, s0)?;
-    // The exponent correction: −25 where scaled, +0 elsewhere.
-    let m = pool.f32(a, -(SUBNORMAL_SCALE as f32));
-    a.vandps(s0, s0, m)?;
-    // The exponent field as a float (exact), and the mantissa as m in [1, 2).
-    a.vpsrld(s1, dst, 23)?;
-    let m = pool.at(a, 0xff);
-    a.vandps(s1, s1, m)?;
-    a.vcvtdq2ps(s1, s1)?;
-    let m = pool.at(a, 0x007f_ffff);
-    a.vandps(dst, dst, m)?;
-    let m = pool.f32(a, 1.0);
-    a.vorps(dst, dst, m)?;
-    let m = pool.f32(a, SQRT_2);
-    a.vcmpps(s2, dst, m, GT_OQ)?;
-    let m = pool.f32(a, 0.5);
-    a.vmulps(s3, dst, m)?;
-    a.vblendvps(dst, dst, s3, s2)?;
-    let m = pool.f32(a, 1.0);
-    a.vaddps(s3, s1, m)?;
-    a.vblendvps(s1, s1, s3, s2)?;
-    let m = pool.f32(a, 127.0);
-    a.vsubps(s1, s1, m)?;
-    a.vaddps(s1, s1, s0)?;
-    // s1 = e; f = m − 1, z = f², the tail f·z·P(f) + e·ln2_lo − z/2, then f + tail + e·ln2_hi.
-    let m = pool.f32(a, 1.0);
-    a.vsubps(dst, dst, m)?;
-    a.vmulps(s0, dst, dst)?;
-    horner(a, pool, s2, dst, &POLY)?;
-    a.vmulps(s3, dst, s0)?;
-    a.vmulps(s3, s3, s2)?;
-    let m = pool.f32(a, LN2_LO);
-    a.vfmadd231ps(s3, s1, m)?;
-    let m = pool.f32(a, -0.5);
-    a.vfmadd231ps(s3, s0, m)?;
-    a.vaddps(dst, dst, s3)?;
-    let m = pool.f32(a, LN2_HI);
-    a.vfmadd231ps(dst, s1, m)?;
-    for (predicate, than, value) in [
-        (EQ_OQ, f32::INFINITY, f32::INFINITY),
-        (EQ_OQ, 0.0, f32::NEG_INFINITY),
-        (NGE_UQ, 0.0, f32::NAN),
-    ] {
-        let m = pool.f32(a, than);
-        a.vcmpps(s0, x, m, predicate)?;
-        let m = pool.f32(a, value);
-        a.vmovups(s2, m)?;
-        a.vblendvps(dst, dst, s2, s0)?;
-    }
-    Ok(())
-}
-
-/// `dst = e^x` with its limits: `x + inf` above `HI` or NaN, `+0` below `LO`; `x` is not
-/// `dst` and is kept; `t` clobbered.
-fn exp(
-    a: &mut CodeAssembler,
-    pool: &mut Pool,
-    x: AsmRegisterYmm,
-    dst: AsmRegisterYmm,
-    [t0, t1]: [AsmRegisterYmm; 2],
-) -> Result<(), IcedError> {
-    exp_unchecked(a, pool, x, dst, [t0, t1], &exp_f32::FORM)?;
-    let m = pool.f32(a, exp_f32::HI);
-    a.vcmpps(t0, x, m, NLE_UQ)?;
-    let m = pool.f32(a, f32::INFINITY);
-    a.vaddps(t1, x, m)?;
-    a.vblendvps(dst, dst, t1, t0)?;
-    let m = pool.f32(a, exp_f32::LO);
-    a.vcmpps(t0, x, m, LT_OQ)?;
-    a.vandnps(dst, t0, dst)
-}
-
-/// `dst = e^x` by `form` for a normal result (`x` may be `dst`); `t` clobbered: `t0 = x·log2e
-/// + magic` (holding `k`), `k = t0 − magic`, `r = x + k·parts…`, `p` by Horner in `r`, the
-/// result `p`'s bits plus `t0`'s shifted into the exponent.
-fn exp_unchecked(
-    a: &mut CodeAssembler,
-    pool: &mut Pool,
-    x: AsmRegisterYmm,
-    dst: AsmRegisterYmm,
-    [t0, t1]: [AsmRegisterYmm; 2],
-    form: &ExpForm,
-) -> Result<(), IcedError> {
-    let m = pool.f32(a, form.log2e);
-    a.vmovups(t0, m)?;
-    let m = pool.f32(a, exp_f32::MAGIC);
-    a.vfmadd213ps(t0, x, m)?;
-    let m = pool.f32(a, exp_f32::MAGIC);
-    a.vsubps(t1, t0, m)?;
-    if dst != x {
-        a.vmovaps(dst, x)?;
-    }
-    for &part in form.parts {
-        let m = pool.f32(a, part);
-        a.vfmadd231ps(dst, t1, m)?;
-    }
-    horner(a, pool, t1, dst, form.poly)?;
-    a.vpslld(t0, t0, 23)?;
-    a.vpaddd(dst, t1, t0)
-}
-
-/// `acc = Σ coeffs[i]·x^i` by Horner's rule (`acc` not `x`): `acc = c_n`, then
-/// `acc = acc·x + c_i` fused, down to `c_0`.
-fn horner(
-    a: &mut CodeAssembler,
-    pool: &mut Pool,
-    acc: AsmRegisterYmm,
-    x: AsmRegisterYmm,
-    coeffs: &[f32],
-) -> Result<(), IcedError> {
-    let Some((&last, rest)) = coeffs.split_last() else {
-        return Ok(());
-    };
-    let m = pool.f32(a, last);
-    a.vmovups(acc, m)?;
-    for &c in rest.iter().rev() {
-        let m = pool.f32(a, c);
-        a.vfmadd213ps(acc, x, m)?;
-    }
-    Ok(())
 }
 
 /// Frees the registers of the operands statement `s` (at `at`) reads for the last time.

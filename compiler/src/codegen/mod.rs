@@ -11,6 +11,7 @@ mod handoff;
 mod host;
 mod jit;
 pub(crate) mod leaf;
+pub(crate) mod leaf_asm;
 mod math;
 mod parallel;
 pub(crate) mod strategy;

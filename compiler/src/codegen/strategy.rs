@@ -363,7 +363,7 @@ fn decide_loop(
         .or_else(|| v.span().and_then(|span| span.prefetch.clone()));
     let leaf = match sum {
         _ if !o.leaf_loops => Err(NotLeaf::Off),
-        Ok(sum) => LeafLoop::of(k, l, body, sum, prefetch.is_some(), o.fma),
+        Ok(sum) => LeafLoop::of(k, l, body, sum, prefetch.is_some(), o.fma, o.leaf_width),
         Err(why) => Err(why),
     };
     match leaf {

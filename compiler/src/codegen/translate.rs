@@ -31,6 +31,7 @@ pub(crate) mod span;
 use outline::{OutlinePolicy, Outlining};
 
 use super::leaf::{self, LeafScalar};
+use super::leaf_asm::LeafWidth;
 use super::math::MathEmitter;
 use super::strategy::{KernelStrategy, LeafStrategy, LoopStrategy, VectorLoop, VectorRoutine};
 use super::vectorize::{depends_on, plan, stores, WidePlan};
@@ -78,6 +79,9 @@ pub(crate) struct TranslateOptions {
     /// Whether plain f32 vector loops may be assembled leaf loops at full width
     /// ([`leaf`](super::leaf)): the option, and the host has AVX2.
     pub leaf_loops: bool,
+    /// The registers leaf loops are assembled for: `zmm` on an AVX-512F host (unless
+    /// `CodegenOptions::wide_leaves` is off), `ymm` otherwise.
+    pub leaf_width: LeafWidth,
     /// Whether the native span routines run wider vectors than leaf loops (16 f32 lanes on
     /// an AVX-512F host against the leaf loops' 8), so that a loop a span routine can take
     /// keeps it.
@@ -1623,7 +1627,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         if let Some(slot) = partials {
             entries.push(self.b.ins().stack_addr(types::I64, slot, 0));
         }
-        let step = leaf.sum.map_or(leaf::LANES, |sum| sum.width);
+        let step = leaf.sum.map_or(leaf.lanes(), |sum| sum.width);
         let len = self.range_len(l);
         let vectors = self.b.ins().band_imm_s(len, !(i64::from(step) - 1));
         if let Some(slot) = partials {
@@ -1668,7 +1672,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         (entries, vectors): (&[Value], Value),
         (stream, disp): (usize, i32),
     ) -> Result<()> {
-        let lanes = i64::from(leaf::LANES);
+        let lanes = i64::from(s.leaf.lanes());
         let long =
             self.b
                 .ins()
