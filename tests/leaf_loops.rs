@@ -160,6 +160,15 @@ fn run_leaf(g: &Graph, inputs: &[HostArray], leaf_loops: bool) -> (Vec<u32>, Str
     run_with(g, inputs, codegen, 2)
 }
 
+/// `y` of `g` on the JIT with leaf loops 16 lanes wide on an AVX-512F host (`wide`) or 8.
+fn run_wide(g: &Graph, inputs: &[HostArray], wide: bool, threads: usize) -> Vec<u32> {
+    let codegen = weft::CodegenOptions {
+        wide_leaves: wide,
+        ..Default::default()
+    };
+    run_with(g, inputs, codegen, threads).0
+}
+
 /// `y` of `g` on the JIT under `codegen` on `threads` threads, as bits with every NaN alike,
 /// and the explanation.
 fn run_with(
@@ -207,13 +216,9 @@ fn check(
         "leaf loops change the bits (seed {seed}, {rows} x {cols}):\n{text}\n{explained}"
     );
     // On an AVX-512F host: 16-lane leaf loops against 8-lane ones (elsewhere both are 8).
-    let narrow = weft::CodegenOptions {
-        wide_leaves: false,
-        ..Default::default()
-    };
-    let (ymm, _) = run_with(&g, &xs, narrow, 2);
+    let (zmm, ymm) = (run_wide(&g, &xs, true, 2), run_wide(&g, &xs, false, 2));
     prop_assert!(
-        leaf == ymm,
+        zmm == ymm && leaf == ymm,
         "zmm and ymm leaf loops differ (seed {seed}, {rows} x {cols}):\n{text}\n{explained}"
     );
     let leaf_loop = explained.contains("by an assembled leaf loop");
@@ -533,11 +538,10 @@ fn functions_in_leaf_loops_give_the_inline_bits_over_a_sweep() {
         let (leaf, explained) = run_with(&g, &input, codegen(true, true), 1);
         let (inline, _) = run_with(&g, &input, codegen(false, false), 1);
         let (span, _) = run_with(&g, &input, codegen(false, true), 1);
-        let narrow = weft::CodegenOptions {
-            wide_leaves: false,
-            ..Default::default()
-        };
-        let (ymm, _) = run_with(&g, &input, narrow, 1);
+        let (zmm, ymm) = (
+            run_wide(&g, &input, true, 1),
+            run_wide(&g, &input, false, 1),
+        );
         for (i, x) in xs.iter().enumerate() {
             assert_eq!(
                 leaf[i], inline[i],
@@ -548,10 +552,28 @@ fn functions_in_leaf_loops_give_the_inline_bits_over_a_sweep() {
                 "{f}({x:e}): leaf against the span routine"
             );
             assert_eq!(leaf[i], ymm[i], "{f}({x:e}): leaf against 8-lane leaf");
+            assert_eq!(
+                zmm[i], ymm[i],
+                "{f}({x:e}): 16-lane leaf against 8-lane leaf"
+            );
         }
         assert_eq!(
             explained.contains("by an assembled leaf loop"),
             AVX2.with(|a| *a),
+            "{explained}"
+        );
+        let wide = JitOptions {
+            codegen: weft::CodegenOptions {
+                wide_leaves: true,
+                ..Default::default()
+            },
+            ..JitOptions::default()
+        };
+        let explained = jit_common::explain(&g, &wide);
+        let zmm_host = weft_runtime::Target::host().isa() >= weft_runtime::Isa::Avx512F;
+        assert_eq!(
+            explained.contains("16 lanes (f32x16, AVX-512 zmm) by an assembled leaf loop"),
+            zmm_host,
             "{explained}"
         );
     }

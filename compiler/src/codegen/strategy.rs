@@ -22,6 +22,7 @@ use weft_ir::arena::EntityRef;
 use weft_ir::loop_ir::{AccId, BufferAccessExpr, Kernel, LoopId, Stmt, ValueId};
 
 use super::leaf::{LeafLoop, LeafSum, NotLeaf};
+use super::leaf_asm::LeafWidth;
 use super::translate::jam::{self, Jam, TransposeCall};
 use super::translate::outline::outline_candidates;
 use super::translate::span::{
@@ -363,7 +364,14 @@ fn decide_loop(
         .or_else(|| v.span().and_then(|span| span.prefetch.clone()));
     let leaf = match sum {
         _ if !o.leaf_loops => Err(NotLeaf::Off),
-        Ok(sum) => LeafLoop::of(k, l, body, sum, prefetch.is_some(), o.fma, o.leaf_width),
+        Ok(sum) => {
+            let leaf = |width| LeafLoop::of(k, l, body, sum, prefetch.is_some(), o.fma, width);
+            // Partials of half a `zmm` (8) are a whole `ymm`.
+            leaf(o.leaf_width).or_else(|why| match why {
+                NotLeaf::Partials(_) if o.leaf_width != LeafWidth::Ymm => leaf(LeafWidth::Ymm),
+                _ => Err(why),
+            })
+        }
         Err(why) => Err(why),
     };
     match leaf {
