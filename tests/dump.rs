@@ -285,6 +285,10 @@ fn explanations_of_every_example_are_snapshots() {
         let text = text
             .replace("native AVX-512 ", "native <ISA> ")
             .replace("native AVX2 ", "native <ISA> ");
+        // And the leaf loops' width (`CodegenOptions::wide_leaves`).
+        let text = text
+            .replace("16 lanes (f32x16, AVX-512 zmm)", "<N> lanes (<leaf width>)")
+            .replace("8 lanes (f32x8, AVX2 ymm)", "<N> lanes (<leaf width>)");
         insta::assert_snapshot!(format!("explain_{name}"), text);
     }
 }

@@ -69,8 +69,8 @@ pub struct CodegenOptions {
     pub leaf_loops: bool,
     /// Assemble leaf loops 16 lanes wide (`zmm`) when the host has AVX-512F; off: 8 lanes
     /// (`ymm`) there too, and the native span routines (16 lanes) keep the function loops
-    /// they can take. The same bits either way. Off by default until the `zmm` code has run
-    /// against the `ymm` code's bits on an AVX-512F host.
+    /// they can take. The same bits either way (`tools/avx512-emu` runs the tests on an
+    /// emulated AVX-512F CPU where the host has none).
     pub wide_leaves: bool,
 }
 
@@ -112,7 +112,7 @@ impl Default for CodegenOptions {
             native_transpose: true,
             outline: Outline::WhenThreaded,
             leaf_loops: true,
-            wide_leaves: false,
+            wide_leaves: true,
         }
     }
 }
