@@ -98,7 +98,11 @@ CMDLINE="console=ttyS0,115200 quiet loglevel=3 panic=-1 nokaslr mitigations=off 
 CMDLINE="$CMDLINE ${AVX512EMU_APPEND:-}"
 FILES=${AVX512EMU_FILES:-}
 for f in $FILES; do
-  case "$f" in /*) [ -e "$f" ] || die "no such file: $f";; *) die "not an absolute path: $f";; esac
+  case "$f" in
+    /tmp|/tmp/*|/proc/*|/sys/*|/dev/*) die "$f: the guest mounts its own /tmp, /proc, /sys, /dev";;
+    /*) [ -e "$f" ] || die "no such file: $f";;
+    *) die "not an absolute path: $f";;
+  esac
 done
 KEY=$( { sha256sum < "$BIN"; printf '%s\n' "$RUNSH" "$CMDLINE"; sha256sum < "$BASE/init"; sha256sum < "$CACHE/vmlinuz"; [ -z "$FILES" ] || tar -cf - $FILES 2>/dev/null | sha256sum; } | sha256sum | cut -c1-24)
 ISO=$CACHE/iso/$KEY.iso

@@ -379,7 +379,7 @@ impl JitCompiler {
                 .declare_anonymous_function(&leaf_sig)
                 .map_err(module_error)?;
             module
-                .define_function_bytes(fid, super::leaf_asm::POOL_ALIGN as u64, &code, &[])
+                .define_function_bytes(fid, s.leaf.width().align() as u64, &code, &[])
                 .map_err(module_error)?;
             leaves.push((l, module.declare_func_in_func(fid, func)));
         }

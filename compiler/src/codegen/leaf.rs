@@ -888,7 +888,7 @@ impl LeafLoop {
     /// [`LeafLoop::of`] (the vector loop's `prefetch`): whether a last stream is not read but
     /// prefetched (`prefetcht1`, a line of a later row per step, as the vector loop's
     /// `weft_prefetch_line` calls), its address passed after the others. To be placed at a
-    /// multiple of [`leaf_asm::POOL_ALIGN`].
+    /// multiple of [`LeafWidth::align`].
     pub(crate) fn assemble(&self, prefetch: bool) -> Result<Vec<u8>, IcedError> {
         match self.width {
             LeafWidth::Ymm => self.assemble_aligned::<leaf_asm::Ymm>(prefetch),
@@ -902,11 +902,11 @@ impl LeafLoop {
         if pool == 0 {
             return Ok(code);
         }
-        // Again, with the pool moved to a multiple of POOL_ALIGN bytes from the start (the
+        // Again, with the pool moved to a multiple of the width's bytes from the start (the
         // function is placed so aligned): no constant load splits a cache line. Only the
         // padding moves; every operand of the pool is a 32-bit displacement from the
         // instruction.
-        let align = leaf_asm::POOL_ALIGN;
+        let align = 4 * W::LANES as usize;
         let pad = (code.len() - pool).next_multiple_of(align) - (code.len() - pool);
         Ok(self.assemble_padded::<W>(prefetch, pad)?.0)
     }

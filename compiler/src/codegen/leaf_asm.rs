@@ -33,6 +33,12 @@ impl LeafWidth {
         }
     }
 
+    /// Bytes the function and its constant pool (from the function's start) are aligned to:
+    /// a register's, so no constant load splits a cache line.
+    pub(crate) fn align(self) -> usize {
+        4 * self.lanes() as usize
+    }
+
     /// As `weft explain` names it: `"AVX2 ymm"`, `"AVX-512 zmm"`.
     pub(crate) fn name(self) -> &'static str {
         match self {
@@ -393,9 +399,6 @@ impl Width for AsmRegisterZmm {
     }
 }
 
-/// Bytes the constant pool is aligned to from the function's start, and the function: a `zmm`
-/// operand's, so no constant load splits a cache line at either width.
-pub(crate) const POOL_ALIGN: usize = 64;
 
 /// Constants the functions read as memory operands, one register of copies each, after the
 /// code (16 registers do not hold a function's dozen constants beside the loop's values).
