@@ -31,9 +31,9 @@ use super::host::host_isa;
 use super::leaf_asm::LeafWidth;
 use super::parallel::compile_all;
 use super::strategy::{self, KernelStrategy};
+use super::stream_min_bytes;
 use super::translate::outline::{outlined_signature, OutlinePolicy, OUTLINED_NAMESPACE};
 use super::translate::{kernel_signature, translate, Imports, PowRefs, TranslateOptions};
-use super::STREAM_MIN_BYTES;
 use super::{CodegenError, HostFeatures};
 
 /// Switches of the code generator.
@@ -52,7 +52,8 @@ pub struct CodegenOptions {
     /// Write buffers at least this many bytes long through a 16 KiB staging area and
     /// non-temporal stores (`weft_runtime::stream`), where a vector loop's one store writes
     /// them contiguously (`translate/span.rs`); `None`: never. Default
-    /// [`STREAM_MIN_BYTES`](crate::codegen::STREAM_MIN_BYTES) (16 MiB).
+    /// [`stream_min_bytes`](crate::codegen::stream_min_bytes) of the host: half its L3, at
+    /// least 16 MiB.
     pub stream_min_bytes: Option<u64>,
     /// Let a tiled transposing copy of f32s call the native transpose
     /// (`weft_runtime::transpose`: blocks in AVX registers, whole lines stored at a time,
@@ -108,7 +109,7 @@ impl Default for CodegenOptions {
             fma: true,
             disassemble: false,
             span_math: true,
-            stream_min_bytes: Some(STREAM_MIN_BYTES),
+            stream_min_bytes: Some(stream_min_bytes(weft_runtime::Target::host())),
             native_transpose: true,
             outline: Outline::WhenThreaded,
             leaf_loops: true,

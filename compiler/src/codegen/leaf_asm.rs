@@ -399,7 +399,6 @@ impl Width for AsmRegisterZmm {
     }
 }
 
-
 /// Constants the functions read as memory operands, one register of copies each, after the
 /// code (16 registers do not hold a function's dozen constants beside the loop's values).
 #[derive(Default)]

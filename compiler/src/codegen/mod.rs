@@ -22,4 +22,4 @@ pub use error::CodegenError;
 pub use host::HostFeatures;
 pub use jit::{CodegenOptions, JitCompiler, KernelListing, Outline};
 pub use strategy::KernelStrategy;
-pub use translate::span::STREAM_MIN_BYTES;
+pub use translate::span::{stream_min_bytes, STREAM_MIN_BYTES};

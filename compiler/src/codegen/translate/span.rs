@@ -130,11 +130,18 @@ pub(crate) const BLOCK: u64 = 4096;
 /// leave partly written lines, which non-temporal stores write slowly.
 const MIN_STREAM_RUN: u64 = 1 << 10;
 
-/// The default of `CodegenOptions::stream_min_bytes`: buffers at least this large are written
-/// with non-temporal stores. Half the 32 MiB last-level cache of the machines measured
-/// (docs/benchmarks.md), so what a later kernel or the caller could still find in cache is
-/// written normally.
+/// The least default of `CodegenOptions::stream_min_bytes` ([`stream_min_bytes`]): half the
+/// 32 MiB last-level cache of the machines it was measured on (docs/benchmarks.md).
 pub const STREAM_MIN_BYTES: u64 = 16 << 20;
+
+/// The default of `CodegenOptions::stream_min_bytes` on `target`: buffers at least this large
+/// are written with non-temporal stores. Half its last-level cache, so that what a later
+/// kernel or the caller could still find in cache is written normally (a server's L3 of
+/// hundreds of MiB keeps 64 MiB outputs), and at least [`STREAM_MIN_BYTES`].
+pub fn stream_min_bytes(target: &weft_runtime::Target) -> u64 {
+    let half_l3 = target.caches.l3.map_or(0, |bytes| bytes as u64 / 2);
+    STREAM_MIN_BYTES.max(half_l3)
+}
 
 /// Iterations per block of loop `l` with span call `span` and streamed store `stream`.
 fn block_len(
