@@ -99,6 +99,10 @@ pub(super) trait Width: Copy + PartialEq {
     fn broadcast_low(a: &mut CodeAssembler, d: Self, x: AsmRegisterXmm) -> Result;
     fn arith(a: &mut CodeAssembler, op: Arith, d: Self, x: Self, y: Self) -> Result;
     fn arith_m(a: &mut CodeAssembler, op: Arith, d: Self, x: Self, m: AsmMemoryOperand) -> Result;
+    /// `and`, `or` or `xor` (`op`) of the bits.
+    fn bitwise(a: &mut CodeAssembler, op: Arith, d: Self, x: Self, y: Self) -> Result;
+    fn bitwise_m(a: &mut CodeAssembler, op: Arith, d: Self, x: Self, m: AsmMemoryOperand)
+        -> Result;
     fn sqrt(a: &mut CodeAssembler, d: Self, x: Self) -> Result;
     fn min_m(a: &mut CodeAssembler, d: Self, x: Self, m: AsmMemoryOperand) -> Result;
     /// `d = d·x + m`, fused.
@@ -154,6 +158,88 @@ pub(super) type Ymm = AsmRegisterYmm;
 /// `zmm`: AVX-512F.
 pub(super) type Zmm = AsmRegisterZmm;
 
+/// The methods whose instructions are the same at both widths (iced's operand types choose
+/// the encoding), defined in each `impl Width`.
+macro_rules! same_at_both_widths {
+    () => {
+        fn mov(a: &mut CodeAssembler, d: Self, x: Self) -> Result {
+            a.vmovaps(d, x)
+        }
+        fn load(a: &mut CodeAssembler, d: Self, m: AsmMemoryOperand) -> Result {
+            a.vmovups(d, m)
+        }
+        fn store(a: &mut CodeAssembler, m: AsmMemoryOperand, s: Self) -> Result {
+            a.vmovups(m, s)
+        }
+        fn broadcast(a: &mut CodeAssembler, d: Self, m: AsmMemoryOperand) -> Result {
+            a.vbroadcastss(d, m)
+        }
+        fn broadcast_low(a: &mut CodeAssembler, d: Self, x: AsmRegisterXmm) -> Result {
+            a.vbroadcastss(d, x)
+        }
+        fn arith(a: &mut CodeAssembler, op: Arith, d: Self, x: Self, y: Self) -> Result {
+            match op {
+                Arith::Add => a.vaddps(d, x, y),
+                Arith::Sub => a.vsubps(d, x, y),
+                Arith::Mul => a.vmulps(d, x, y),
+                Arith::Div => a.vdivps(d, x, y),
+                Arith::And | Arith::Xor | Arith::Or => Self::bitwise(a, op, d, x, y),
+            }
+        }
+        fn arith_m(
+            a: &mut CodeAssembler,
+            op: Arith,
+            d: Self,
+            x: Self,
+            m: AsmMemoryOperand,
+        ) -> Result {
+            match op {
+                Arith::Add => a.vaddps(d, x, m),
+                Arith::Sub => a.vsubps(d, x, m),
+                Arith::Mul => a.vmulps(d, x, m),
+                Arith::Div => a.vdivps(d, x, m),
+                Arith::And | Arith::Xor | Arith::Or => Self::bitwise_m(a, op, d, x, m),
+            }
+        }
+        fn sqrt(a: &mut CodeAssembler, d: Self, x: Self) -> Result {
+            a.vsqrtps(d, x)
+        }
+        fn min_m(a: &mut CodeAssembler, d: Self, x: Self, m: AsmMemoryOperand) -> Result {
+            a.vminps(d, x, m)
+        }
+        fn fmadd213_m(a: &mut CodeAssembler, d: Self, x: Self, m: AsmMemoryOperand) -> Result {
+            a.vfmadd213ps(d, x, m)
+        }
+        fn fmadd213(a: &mut CodeAssembler, d: Self, x: Self, y: Self) -> Result {
+            a.vfmadd213ps(d, x, y)
+        }
+        fn fmadd231_m(a: &mut CodeAssembler, d: Self, x: Self, m: AsmMemoryOperand) -> Result {
+            a.vfmadd231ps(d, x, m)
+        }
+        fn shl32(a: &mut CodeAssembler, d: Self, x: Self, n: u32) -> Result {
+            a.vpslld(d, x, n)
+        }
+        fn shr32(a: &mut CodeAssembler, d: Self, x: Self, n: u32) -> Result {
+            a.vpsrld(d, x, n)
+        }
+        fn add32(a: &mut CodeAssembler, d: Self, x: Self, y: Self) -> Result {
+            a.vpaddd(d, x, y)
+        }
+        fn i32_to_f32(a: &mut CodeAssembler, d: Self, x: Self) -> Result {
+            a.vcvtdq2ps(d, x)
+        }
+        fn cmp_m(
+            a: &mut CodeAssembler,
+            k: Self::Mask,
+            x: Self,
+            m: AsmMemoryOperand,
+            p: u32,
+        ) -> Result {
+            a.vcmpps(k, x, m, p)
+        }
+    };
+}
+
 impl Width for AsmRegisterYmm {
     const LANES: u32 = 8;
     type Mask = AsmRegisterYmm;
@@ -166,73 +252,27 @@ impl Width for AsmRegisterYmm {
     fn mask(_: u8, scratch: Self) -> Self {
         scratch
     }
-    fn mov(a: &mut CodeAssembler, d: Self, x: Self) -> Result {
-        a.vmovaps(d, x)
-    }
-    fn load(a: &mut CodeAssembler, d: Self, m: AsmMemoryOperand) -> Result {
-        a.vmovups(d, m)
-    }
-    fn store(a: &mut CodeAssembler, m: AsmMemoryOperand, s: Self) -> Result {
-        a.vmovups(m, s)
-    }
-    fn broadcast(a: &mut CodeAssembler, d: Self, m: AsmMemoryOperand) -> Result {
-        a.vbroadcastss(d, m)
-    }
-    fn broadcast_low(a: &mut CodeAssembler, d: Self, x: AsmRegisterXmm) -> Result {
-        a.vbroadcastss(d, x)
-    }
-    fn arith(a: &mut CodeAssembler, op: Arith, d: Self, x: Self, y: Self) -> Result {
+    fn bitwise(a: &mut CodeAssembler, op: Arith, d: Self, x: Self, y: Self) -> Result {
         match op {
-            Arith::Add => a.vaddps(d, x, y),
-            Arith::Sub => a.vsubps(d, x, y),
-            Arith::Mul => a.vmulps(d, x, y),
-            Arith::Div => a.vdivps(d, x, y),
             Arith::And => a.vandps(d, x, y),
-            Arith::Xor => a.vxorps(d, x, y),
             Arith::Or => a.vorps(d, x, y),
+            _ => a.vxorps(d, x, y),
         }
     }
-    fn arith_m(a: &mut CodeAssembler, op: Arith, d: Self, x: Self, m: AsmMemoryOperand) -> Result {
+    fn bitwise_m(
+        a: &mut CodeAssembler,
+        op: Arith,
+        d: Self,
+        x: Self,
+        m: AsmMemoryOperand,
+    ) -> Result {
         match op {
-            Arith::Add => a.vaddps(d, x, m),
-            Arith::Sub => a.vsubps(d, x, m),
-            Arith::Mul => a.vmulps(d, x, m),
-            Arith::Div => a.vdivps(d, x, m),
             Arith::And => a.vandps(d, x, m),
-            Arith::Xor => a.vxorps(d, x, m),
             Arith::Or => a.vorps(d, x, m),
+            _ => a.vxorps(d, x, m),
         }
     }
-    fn sqrt(a: &mut CodeAssembler, d: Self, x: Self) -> Result {
-        a.vsqrtps(d, x)
-    }
-    fn min_m(a: &mut CodeAssembler, d: Self, x: Self, m: AsmMemoryOperand) -> Result {
-        a.vminps(d, x, m)
-    }
-    fn fmadd213_m(a: &mut CodeAssembler, d: Self, x: Self, m: AsmMemoryOperand) -> Result {
-        a.vfmadd213ps(d, x, m)
-    }
-    fn fmadd213(a: &mut CodeAssembler, d: Self, x: Self, y: Self) -> Result {
-        a.vfmadd213ps(d, x, y)
-    }
-    fn fmadd231_m(a: &mut CodeAssembler, d: Self, x: Self, m: AsmMemoryOperand) -> Result {
-        a.vfmadd231ps(d, x, m)
-    }
-    fn shl32(a: &mut CodeAssembler, d: Self, x: Self, n: u32) -> Result {
-        a.vpslld(d, x, n)
-    }
-    fn shr32(a: &mut CodeAssembler, d: Self, x: Self, n: u32) -> Result {
-        a.vpsrld(d, x, n)
-    }
-    fn add32(a: &mut CodeAssembler, d: Self, x: Self, y: Self) -> Result {
-        a.vpaddd(d, x, y)
-    }
-    fn i32_to_f32(a: &mut CodeAssembler, d: Self, x: Self) -> Result {
-        a.vcvtdq2ps(d, x)
-    }
-    fn cmp_m(a: &mut CodeAssembler, k: Self, x: Self, m: AsmMemoryOperand, p: u32) -> Result {
-        a.vcmpps(k, x, m, p)
-    }
+    same_at_both_widths!();
     fn blend(a: &mut CodeAssembler, d: Self, f: Self, t: Self, k: Self) -> Result {
         a.vblendvps(d, f, t, k)
     }
@@ -295,81 +335,29 @@ impl Width for AsmRegisterZmm {
     fn mask(slot: u8, _: Self) -> AsmRegisterK {
         [k1, k2, k3, k4][usize::from(slot)]
     }
-    fn mov(a: &mut CodeAssembler, d: Self, x: Self) -> Result {
-        a.vmovaps(d, x)
-    }
-    fn load(a: &mut CodeAssembler, d: Self, m: AsmMemoryOperand) -> Result {
-        a.vmovups(d, m)
-    }
-    fn store(a: &mut CodeAssembler, m: AsmMemoryOperand, s: Self) -> Result {
-        a.vmovups(m, s)
-    }
-    fn broadcast(a: &mut CodeAssembler, d: Self, m: AsmMemoryOperand) -> Result {
-        a.vbroadcastss(d, m)
-    }
-    fn broadcast_low(a: &mut CodeAssembler, d: Self, x: AsmRegisterXmm) -> Result {
-        a.vbroadcastss(d, x)
-    }
     // The bitwise operations as AVX-512F's integer forms (`vandps` and the like are
     // AVX-512DQ): the same bits.
-    fn arith(a: &mut CodeAssembler, op: Arith, d: Self, x: Self, y: Self) -> Result {
+    fn bitwise(a: &mut CodeAssembler, op: Arith, d: Self, x: Self, y: Self) -> Result {
         match op {
-            Arith::Add => a.vaddps(d, x, y),
-            Arith::Sub => a.vsubps(d, x, y),
-            Arith::Mul => a.vmulps(d, x, y),
-            Arith::Div => a.vdivps(d, x, y),
             Arith::And => a.vpandd(d, x, y),
-            Arith::Xor => a.vpxord(d, x, y),
             Arith::Or => a.vpord(d, x, y),
+            _ => a.vpxord(d, x, y),
         }
     }
-    fn arith_m(a: &mut CodeAssembler, op: Arith, d: Self, x: Self, m: AsmMemoryOperand) -> Result {
-        match op {
-            Arith::Add => a.vaddps(d, x, m),
-            Arith::Sub => a.vsubps(d, x, m),
-            Arith::Mul => a.vmulps(d, x, m),
-            Arith::Div => a.vdivps(d, x, m),
-            Arith::And => a.vpandd(d, x, m),
-            Arith::Xor => a.vpxord(d, x, m),
-            Arith::Or => a.vpord(d, x, m),
-        }
-    }
-    fn sqrt(a: &mut CodeAssembler, d: Self, x: Self) -> Result {
-        a.vsqrtps(d, x)
-    }
-    fn min_m(a: &mut CodeAssembler, d: Self, x: Self, m: AsmMemoryOperand) -> Result {
-        a.vminps(d, x, m)
-    }
-    fn fmadd213_m(a: &mut CodeAssembler, d: Self, x: Self, m: AsmMemoryOperand) -> Result {
-        a.vfmadd213ps(d, x, m)
-    }
-    fn fmadd213(a: &mut CodeAssembler, d: Self, x: Self, y: Self) -> Result {
-        a.vfmadd213ps(d, x, y)
-    }
-    fn fmadd231_m(a: &mut CodeAssembler, d: Self, x: Self, m: AsmMemoryOperand) -> Result {
-        a.vfmadd231ps(d, x, m)
-    }
-    fn shl32(a: &mut CodeAssembler, d: Self, x: Self, n: u32) -> Result {
-        a.vpslld(d, x, n)
-    }
-    fn shr32(a: &mut CodeAssembler, d: Self, x: Self, n: u32) -> Result {
-        a.vpsrld(d, x, n)
-    }
-    fn add32(a: &mut CodeAssembler, d: Self, x: Self, y: Self) -> Result {
-        a.vpaddd(d, x, y)
-    }
-    fn i32_to_f32(a: &mut CodeAssembler, d: Self, x: Self) -> Result {
-        a.vcvtdq2ps(d, x)
-    }
-    fn cmp_m(
+    fn bitwise_m(
         a: &mut CodeAssembler,
-        k: AsmRegisterK,
+        op: Arith,
+        d: Self,
         x: Self,
         m: AsmMemoryOperand,
-        p: u32,
     ) -> Result {
-        a.vcmpps(k, x, m, p)
+        match op {
+            Arith::And => a.vpandd(d, x, m),
+            Arith::Or => a.vpord(d, x, m),
+            _ => a.vpxord(d, x, m),
+        }
     }
+    same_at_both_widths!();
     fn blend(a: &mut CodeAssembler, d: Self, f: Self, t: Self, k: AsmRegisterK) -> Result {
         a.vblendmps(masked(d, k), f, t)
     }
