@@ -609,3 +609,45 @@ fn realigned_rows_compute_each_element_by_the_same_code() {
         assert_eq!(a, b, "row {}, column {}\n{explained}", i / 1020, i % 1020);
     }
 }
+
+/// A division by a uniform divisor, the one operation whose vector code (the scaled
+/// reciprocal) and scalar code (the divide) may differ by an ulp, at every row length from
+/// 64 to 160: each element comes out of the code the loop's own steps would give it — the
+/// leaf loop's vectors, then the loop's vector steps where a leaf vector (16 lanes on an
+/// AVX-512F host) is longer than the steps, then the scalar tail — with leaf loops 16 and 8
+/// lanes wide and off alike.
+#[test]
+fn every_tail_of_a_uniform_division_takes_the_loops_own_code() {
+    for cols in 64..=160 {
+        let text = format!(
+            "axis R = 3\naxis C = {cols}\nplaceholder x: f32[R, C]\nconstant s: f32[] = 3\n\
+             q = divide(x, s)\ny = add(q, x)\noutput y\n"
+        );
+        let g = weft::ir::text::parse(&text, "divide.weft").unwrap();
+        let mut rng = weft_ir::perturb::SplitMix(cols as u64);
+        let x: Vec<f32> = (0..3 * cols)
+            .map(|_| (rng.unit() * 200.0 - 100.0) as f32)
+            .collect();
+        let xs = [HostArray::from_vec(
+            g.get(g.find("x").unwrap()).unwrap().axes.clone(),
+            vec![3, cols],
+            x,
+        )
+        .unwrap()];
+        let (leaf, explained) = run_leaf(&g, &xs, true);
+        let (lanes, _) = run_leaf(&g, &xs, false);
+        let (zmm, ymm) = (run_wide(&g, &xs, true, 2), run_wide(&g, &xs, false, 2));
+        if AVX2.with(|a| *a) {
+            assert!(
+                explained.contains("by an assembled leaf loop"),
+                "{explained}"
+            );
+        }
+        for (i, b) in lanes.iter().enumerate() {
+            let at = format!("C = {cols}, row {}, column {}", i / cols, i % cols);
+            assert_eq!(leaf[i], *b, "leaf loops against lanes, {at}\n{explained}");
+            assert_eq!(zmm[i], *b, "16-lane leaf loops against lanes, {at}");
+            assert_eq!(ymm[i], *b, "8-lane leaf loops against lanes, {at}");
+        }
+    }
+}

@@ -12,7 +12,7 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do tests+=("$1"); shift; done
 [ ${#tests[@]} -gt 0 ] || tests=(leaf_loops)
 args=()
 for t in "${tests[@]}"; do args+=(--test "$t"); done
-target_dir=${CARGO_TARGET_DIR:-target}/avx512-static
+target_dir=${AVX512EMU_TARGET_DIR:-${CARGO_TARGET_DIR:-target}/avx512-static}
 exes=$(RUSTFLAGS="-C target-feature=+crt-static" CARGO_TARGET_DIR="$target_dir" \
   cargo test --release --all-features "${args[@]}" --no-run \
     --target x86_64-unknown-linux-gnu --message-format=json |
