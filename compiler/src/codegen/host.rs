@@ -12,12 +12,12 @@
 use cranelift_codegen::isa::OwnedTargetIsa;
 use cranelift_codegen::settings::{self, Configurable};
 use std::sync::OnceLock;
-use weft_runtime::target::Target;
+use weft_runtime::target::{Isa, Target};
 
 use super::CodegenError;
 
 /// The host ISA extensions relevant to code generation (from the runtime's `Target`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HostFeatures {
     /// SSE4.1 (vector rounding, `pcmpeqq`, blends).
     pub sse41: bool,
@@ -27,6 +27,25 @@ pub struct HostFeatures {
     pub avx2: bool,
     /// FMA3 (fused multiply-add; used only together with AVX, as Cranelift requires).
     pub fma: bool,
+    /// AVX-512F (assembled leaf loops in `zmm` registers).
+    pub avx512f: bool,
+    /// The level the runtime's native routines run at (`Target::isa`): the width leaf loops
+    /// are compared with.
+    pub isa: Isa,
+}
+
+impl Default for HostFeatures {
+    /// No extension: scalar code only.
+    fn default() -> HostFeatures {
+        HostFeatures {
+            sse41: false,
+            avx: false,
+            avx2: false,
+            fma: false,
+            avx512f: false,
+            isa: Isa::Scalar,
+        }
+    }
 }
 
 /// The host target and its features, detected on the first call and shared afterwards.
@@ -72,6 +91,8 @@ fn detect_host() -> Result<(OwnedTargetIsa, HostFeatures), String> {
         avx: flag("has_avx"),
         avx2: flag("has_avx2"),
         fma: flag("has_fma"),
+        avx512f: flag("has_avx512f"),
+        isa: features.isa,
     };
     if cranelift != features {
         return Err(format!(
@@ -90,6 +111,8 @@ impl HostFeatures {
             avx: f.avx,
             avx2: f.avx2,
             fma: f.fma,
+            avx512f: f.avx512f,
+            isa: target.isa(),
         }
     }
 }
@@ -104,7 +127,10 @@ mod tests {
         let (_, features) = host_isa().expect("the host target builds");
         assert_eq!(features, HostFeatures::of(Target::host()));
         let v3 = HostFeatures::of(&Target::named("x86-64-v3").unwrap());
-        assert!(v3.sse41 && v3.avx && v3.avx2 && v3.fma);
+        assert!(v3.sse41 && v3.avx && v3.avx2 && v3.fma && !v3.avx512f);
+        assert_eq!(v3.isa, Isa::Avx2Fma);
+        let v4 = HostFeatures::of(&Target::named("x86-64-v4").unwrap());
+        assert!(v4.avx512f && v4.isa == Isa::Avx512F);
         assert_eq!(
             HostFeatures::of(&Target::named("scalar").unwrap()),
             HostFeatures::default()

@@ -240,12 +240,12 @@ impl JitCompiler {
 
     fn translate_options(&self) -> TranslateOptions {
         let fma = self.options.fma && self.features.fma && self.features.avx;
-        let host = weft_runtime::Target::host();
-        let leaf_width = if self.options.wide_leaves && host.isa() >= weft_runtime::Isa::Avx512F {
-            LeafWidth::Zmm
-        } else {
-            LeafWidth::Ymm
-        };
+        let leaf_width =
+            if self.options.wide_leaves && self.features.isa >= weft_runtime::Isa::Avx512F {
+                LeafWidth::Zmm
+            } else {
+                LeafWidth::Ymm
+            };
         TranslateOptions {
             fma,
             vectorize: self.options.vectorize,
@@ -258,7 +258,7 @@ impl JitCompiler {
                 .policy(self.pool.as_ref().map_or(1, |p| p.threads())),
             leaf_loops: self.options.leaf_loops && self.features.avx2,
             leaf_width,
-            spans_wider: host.f32_lanes() > leaf_width.lanes() as usize,
+            spans_wider: self.features.isa.f32_lanes() > leaf_width.lanes() as usize,
         }
     }
 

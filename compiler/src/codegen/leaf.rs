@@ -18,7 +18,8 @@
 //! first iteration (accesses of one buffer whose indices differ by a constant share a stream,
 //! each at its displacement: the rows of a jammed sum in memory order; a load the same for
 //! every iteration is broadcast once), then the address of a later row the steps prefetch, if
-//! they do, then each value from outside the loop (f32 bits), then a sum's partials' address. Constants are immediates in the code.
+//! they do, then each value from outside the loop (f32 bits), then a sum's partials' address. The body's constants are immediates in the code,
+//! the functions' in a pool after it.
 //!
 //! Assumes: the loop has a vector plan (its iterations are independent: `vectorize::plan`), and
 //! the host has the width's extensions (AVX2 and FMA; AVX-512F for `zmm`). Guarantees: the same bits as the loop's own code (each operation is the
@@ -38,9 +39,11 @@ use weft_ir::loop_ir::{
 
 use super::leaf_asm::{self, Arith, Function, LeafWidth, Pool, Width, FUNCTION_SCRATCH};
 
-/// Most addresses a leaf loop walks: one general-purpose register each (the caller-saved
-/// ones left after `args`, `n` and the offset).
-pub(crate) const MAX_STREAMS: usize = 6;
+/// Most addresses a leaf loop walks: one general-purpose register each — the six caller-saved
+/// ones left after `args`, `n` and the offset, then the six callee-saved ones, pushed on entry
+/// and popped on return where used (the last pass of a layernorm over its outer axis walks
+/// seven: its six arrays and the row it prefetches).
+pub(crate) const MAX_STREAMS: usize = 12;
 
 /// Largest displacement (bytes) of an access from the stream it shares: well inside an
 /// `i32` with the step copies' offsets added.
@@ -54,7 +57,7 @@ pub(crate) const MIN_EXTENT: u64 = 64;
 pub(crate) const REALIGN_TO: u32 = 64;
 
 /// Fewest whole-vector iterations a range must have to be realigned: the elements it runs
-/// twice (at most 14) are then under 3 % of it.
+/// twice (at most 14 at `ymm`, 30 at `zmm`) are then under 3 % (6 %) of it.
 pub(crate) const REALIGN_MIN: i64 = 512;
 
 /// Why a vector loop is not a leaf loop: the reason `weft explain` gives in one line.
@@ -923,7 +926,9 @@ impl LeafLoop {
             xmm14, xmm15,
         ];
         // rdi: args; rsi: n, then its bytes; rax: the byte offset; then one per stream.
-        const STREAMS: [AsmRegister64; MAX_STREAMS] = [rdx, rcx, r8, r9, r10, r11];
+        const STREAMS: [AsmRegister64; MAX_STREAMS] =
+            [rdx, rcx, r8, r9, r10, r11, rbx, rbp, r12, r13, r14, r15];
+        const CALLER_SAVED: usize = 6;
         let y = W::reg;
         let vector_bytes = 4 * W::LANES as usize;
         let mut a = CodeAssembler::new(64)?;
@@ -931,6 +936,10 @@ impl LeafLoop {
         let mut top = a.create_label();
         let mut done = a.create_label();
         let streams = self.streams.len() + usize::from(prefetch);
+        let saved = &STREAMS[CALLER_SAVED.min(streams)..streams];
+        for reg in saved {
+            a.push(*reg)?;
+        }
         for (k, reg) in STREAMS.iter().enumerate().take(streams) {
             a.mov(*reg, qword_ptr(rdi + 8 * k as i32))?;
         }
@@ -994,6 +1003,9 @@ impl LeafLoop {
             for (j, &p) in self.partials.iter().enumerate() {
                 W::store(&mut a, W::ptr(rax + (vector_bytes * j) as i32), y(p))?;
             }
+        }
+        for reg in saved.iter().rev() {
+            a.pop(*reg)?;
         }
         a.vzeroupper()?;
         a.ret()?;

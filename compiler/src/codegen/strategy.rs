@@ -74,6 +74,28 @@ pub(crate) struct LeafStrategy {
     /// that code combines them.
     pub vector: VectorLoop,
     pub leaf: LeafLoop,
+    /// Elements of one whole step of the call (the kernel passes it a multiple): a sum's
+    /// partials' width; stored, the longer of a leaf vector and the loop's own vector step
+    /// (`lanes × parts`), so that every element is computed by the code it would be without
+    /// a leaf loop.
+    pub step: u32,
+    /// Whether whole steps of the loop's own vector code run between the call's last step and
+    /// the scalar tail (a 16-lane leaf loop over steps of 8).
+    pub own_steps_after: bool,
+}
+
+impl LeafStrategy {
+    fn new(vector: VectorLoop, leaf: LeafLoop) -> LeafStrategy {
+        let own_step = vector.plan.lanes * vector.plan.parts;
+        let step = leaf.sum.map_or(leaf.lanes().max(own_step), |sum| sum.width);
+        let own_steps_after = leaf.sum.is_none() && own_step < leaf.lanes();
+        LeafStrategy {
+            vector,
+            leaf,
+            step,
+            own_steps_after,
+        }
+    }
 }
 
 /// A loop emitted as its own vector steps.
@@ -375,14 +397,14 @@ fn decide_loop(
         Err(why) => Err(why),
     };
     match leaf {
-        Ok(leaf) => LoopStrategy::Leaf(Box::new(LeafStrategy {
-            vector: VectorLoop {
+        Ok(leaf) => LoopStrategy::Leaf(Box::new(LeafStrategy::new(
+            VectorLoop {
                 routine: VectorRoutine::None,
                 prefetch,
                 ..v
             },
             leaf,
-        })),
+        ))),
         Err(_) if !matches!(v.routine, VectorRoutine::None) => LoopStrategy::Vector(Box::new(v)),
         Err(why) => LoopStrategy::Vector(Box::new(VectorLoop {
             not_leaf: Some(why),

@@ -1627,15 +1627,8 @@ impl<'a, 'b> Translator<'a, 'b> {
         if let Some(slot) = partials {
             entries.push(self.b.ins().stack_addr(types::I64, slot, 0));
         }
-        // The loop's own vector steps (`lanes × parts`, what its code would run by vector
-        // before a scalar tail): a sum's partials are that many; stored, the leaf loop runs
-        // whole steps of them or its own vectors, whichever is longer, and the kernel the
-        // steps of the loop's own left between (below), so that every element is computed by
-        // the code it would be without a leaf loop.
-        let own_step = s.vector.plan.lanes * s.vector.plan.parts;
-        let step = leaf.sum.map_or(leaf.lanes().max(own_step), |sum| sum.width);
         let len = self.range_len(l);
-        let vectors = self.b.ins().band_imm_s(len, !(i64::from(step) - 1));
+        let vectors = self.b.ins().band_imm_s(len, !(i64::from(s.step) - 1));
         if let Some(slot) = partials {
             let args = self.entries_at(&entries);
             self.b.ins().call(callee, &[args, vectors]);
@@ -1656,9 +1649,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         let counter = self.b.declare_var(types::I64);
         let tail = self.add_values(start, vectors);
         self.b.def_var(counter, tail);
-        if own_step < leaf.lanes() {
-            // Fewer than a leaf vector left whole steps of the loop's own (a 16-lane leaf
-            // loop over steps of 8): its vector code runs them, as it would have.
+        if s.own_steps_after {
             self.emit_wide_steps(l, body, counter, end, &s.vector.plan, &[])?;
         }
         self.emit_steps(l, body, counter, end, 1)?;
@@ -1673,8 +1664,8 @@ impl<'a, 'b> Translator<'a, 'b> {
     /// and the last vector before `vectors` if those stop short of it. The first and last
     /// calls run nothing when the store is aligned already or the range has fewer than
     /// [`leaf::REALIGN_MIN`] whole-vector elements (then the middle one runs them all). Up
-    /// to fourteen elements are written twice, with the same values (`LeafLoop::realign`:
-    /// the loop reads nothing it stores).
+    /// to two vectors less two elements (14 at `ymm`, 30 at `zmm`) are written twice, with the
+    /// same values (`LeafLoop::realign`: the loop reads nothing it stores).
     fn realign_leaf(
         &mut self,
         l: LoopId,
