@@ -12,7 +12,9 @@
 
 use std::fmt::Write;
 
-use weft_ir::loop_ir::{BodyAccesses, BufferAccess, BufferAccessExpr, Kernel, LoopId, Stmt};
+use weft_ir::loop_ir::{
+    BodyAccesses, BufferAccess, BufferAccessExpr, CompareOp, Inst, Kernel, LoopId, Stmt, ValueId,
+};
 
 use crate::codegen::leaf;
 use crate::codegen::strategy::{LoopStrategy, ScalarWhy, VectorLoop, VectorRoutine};
@@ -260,6 +262,25 @@ fn transpose_lines(
     }
 }
 
+/// What an `if` of the kernel's is for, by its condition: `x ≠ x` (some f32 sum is not
+/// finite) starts the f64 re-run of sums narrowed to f32, `x = x` (every one is) the tail
+/// that reads their f32 results (`reduce_in_memory`, `narrow_sums`).
+fn if_why(k: &Kernel, cond: ValueId) -> &'static str {
+    match defining_inst(&k.body, cond) {
+        Some(Inst::Compare(CompareOp::Eq, a, b)) if a == b => "as a rule: every sum finite",
+        _ => "rarely: a re-run",
+    }
+}
+
+/// The instruction that defines `v` in `body` or the bodies inside it.
+fn defining_inst(body: &[Stmt], v: ValueId) -> Option<&Inst> {
+    body.iter().find_map(|s| match s {
+        Stmt::Let { result, inst } if *result == v => Some(inst),
+        Stmt::Loop { body, .. } | Stmt::If { body, .. } => defining_inst(body, v),
+        _ => None,
+    })
+}
+
 /// Writes one line per loop of `body`, as `strategy` records it (`threads`: the pool's).
 fn loops(
     k: &Kernel,
@@ -273,7 +294,7 @@ fn loops(
         let (l, inner) = match st {
             Stmt::If { cond, body } => {
                 let indent = "  ".repeat(depth);
-                let _ = writeln!(s, "{indent}if %{cond} holds (rarely: a re-run):");
+                let _ = writeln!(s, "{indent}if %{cond} holds ({}):", if_why(k, *cond));
                 loops(k, body, strategy, threads, depth + 1, s);
                 continue;
             }

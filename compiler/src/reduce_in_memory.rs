@@ -47,11 +47,12 @@
 //! same terms in the same order, so results are unchanged — up to rounding where an f32 sum of
 //! at most [`MAX_CHAIN`] terms a result runs in an f32 row first (`narrowed`: within
 //! `2⁻¹⁴ · Σ|xᵢ|` of the f64 sum, and summed again in f64 under an `if` when a result is not
-//! finite, so never another class of result).
+//! finite, so never another class of result), its tail in f32 where it can be (no f64 lane
+//! outside the re-run).
 
 use weft_ir::loop_ir::{
     AccId, AffineExpr, BinaryOp, BufferAccess, BufferAccessExpr, BufferId, CompareOp, Inst, Kernel,
-    LoopAnnotations, LoopId, ReduceKind, ScalarType, ScalarValue, Stmt, ValueId,
+    LoopAnnotations, LoopId, ReduceKind, ScalarType, ScalarValue, Stmt, UnaryOp, ValueId,
 };
 
 use weft_ir::arena::EntityRef;
@@ -135,14 +136,20 @@ pub fn reduce_in_memory(
         min_bytes,
         narrow,
     };
-    let mut rows: Vec<(ReduceKind, Vec<BufferId>)> = Vec::new();
+    let mut rows: Vec<(ReduceKind, Rows)> = Vec::new();
     let body = walk(k, body, &opts, &mut rows);
     let notes = rows
         .iter()
-        .map(|r| {
-            let (kind, r) = r;
-            let d = &k.buffers[r[0]];
-            match r.get(1) {
+        .map(|(kind, r)| {
+            let d = &k.buffers[r.buffers[0]];
+            match r.buffers.get(1) {
+                Some(n) if r.f32_tail => format!(
+                    "sum over a strided axis in memory order: %{} holds {} f32 accumulators \
+                     (at most {} terms each), the reduced loop outside the contiguous one, \
+                     read by the tail in f32; summed again in f64 into %{} for a tail of its \
+                     own if any is not finite",
+                    k.buffers[*n].name, d.len, MAX_CHAIN, d.name
+                ),
                 Some(n) => format!(
                     "sum over a strided axis in memory order: %{} holds {} f32 accumulators \
                      (at most {} terms each), the reduced loop outside the contiguous one, \
@@ -158,7 +165,11 @@ pub fn reduce_in_memory(
             }
         })
         .collect();
-    (body, rows.into_iter().flat_map(|r| r.1).collect(), notes)
+    (
+        body,
+        rows.into_iter().flat_map(|r| r.1.buffers).collect(),
+        notes,
+    )
 }
 
 /// How [`reduce_in_memory`] rewrites: the kernel's parallel loop, and the options.
@@ -175,7 +186,7 @@ fn walk(
     k: &mut Kernel,
     body: Vec<Stmt>,
     o: &Rewrite,
-    added: &mut Vec<(ReduceKind, Vec<BufferId>)>,
+    added: &mut Vec<(ReduceKind, Rows)>,
 ) -> Vec<Stmt> {
     let (parallel, vectorize, min_bytes) = (o.parallel, o.vectorize, o.min_bytes);
     let mut out = Vec::with_capacity(body.len());
@@ -344,7 +355,7 @@ fn rewrite(
     body: Vec<Stmt>,
     c: Candidate,
     o: &Rewrite,
-) -> Option<(Vec<Stmt>, Vec<BufferId>)> {
+) -> Option<(Vec<Stmt>, Rows)> {
     let (parallel, vectorize) = (o.parallel, o.vectorize);
     let terms = k.loops[c.r].extent;
     let n = k.loops[kl].extent;
@@ -812,6 +823,24 @@ fn finish_from(
         .collect()
 }
 
+/// The scratch rows of one rewrite: the row the tail reads first, then an f32 row where the
+/// sums were narrowed.
+struct Rows {
+    buffers: Vec<BufferId>,
+    /// Whether the tail reads the f32 row, the f64 one only in the re-run.
+    f32_tail: bool,
+}
+
+impl Rows {
+    /// Only the accumulation type's row.
+    fn f64(row: BufferId) -> Rows {
+        Rows {
+            buffers: vec![row],
+            f32_tail: false,
+        }
+    }
+}
+
 /// Most terms per result an f32 row may sum: the f32 chain bound of
 /// [`crate::narrow_sums`], one rule for both (2¹⁰ terms, so at most 2¹⁰ − 1 roundings:
 /// error within `2⁻¹⁴ · Σ|xᵢ|`).
@@ -821,11 +850,14 @@ pub const MAX_CHAIN: u64 = crate::narrow_sums::MAX_CHAIN;
 /// sums taken in an f32 row where that is allowed (`narrow`) and safe: the row's sums are f32
 /// terms widened to f64 (each `add` adds a `convert` of an f32 value read only there), at most
 /// [`MAX_CHAIN`] of them per result. Then an f32 copy of `init` and the accumulating loops
-/// runs first, a loop widens the f32 row into `row` (what the tail reads) and sums `x − x`
-/// over it — NaN exactly when some sum is infinite or NaN — and only then the f64 `init` and
-/// accumulating loops run again, summing every result of the row in f64 as before: an f32
-/// sum overflowing where f64 does not (`3e38 + 3e38 − 3e38`) costs that re-run, never the
-/// result's class. Each result still adds its terms in the order of the reduced loop.
+/// runs first, a loop sums `x − x` over the f32 row — NaN exactly when some sum is infinite
+/// or NaN — and only then the f64 `init` and accumulating loops run again, summing every
+/// result of the row in f64 as before, and the tail over `row`: an f32 sum overflowing where
+/// f64 does not (`3e38 + 3e38 − 3e38`) costs that re-run, never the result's class. When all
+/// are finite, a copy of the tail reads the f32 row ([`NarrowCopy::finish`]: its f64
+/// arithmetic rounded to f32 done in f32, the same bits); where the tail cannot be copied so,
+/// the checking loop also widens the f32 row into `row`, and the one tail reads that. Each
+/// result still adds its terms in the order of the reduced loop.
 /// Returns the statements and the rows to bind (`row`, then the f32 row if added).
 fn narrowed(
     k: &mut Kernel,
@@ -833,14 +865,14 @@ fn narrowed(
     row: BufferId,
     terms: u64,
     narrow: bool,
-) -> (Vec<Stmt>, Vec<BufferId>) {
+) -> (Vec<Stmt>, Rows) {
     let eligible = narrow
         && terms <= MAX_CHAIN
         && k.buffers[row].ty == ScalarType::F64
         && stmts.len() >= 3
         && widened_terms(k, &stmts[1..stmts.len() - 1]);
     if !eligible {
-        return (stmts, vec![row]);
+        return (stmts, Rows::f64(row));
     }
     // The widening loop `w` walks the row as `init` does. Everything that may refuse runs
     // before the f32 row is declared (every declared buffer must be bound); a refused copy
@@ -850,16 +882,17 @@ fn narrowed(
         body: init_body,
     }) = stmts.first()
     else {
-        return (stmts, vec![row]);
+        return (stmts, Rows::f64(row));
     };
     let Some(Stmt::Store { target, .. }) = init_body.last() else {
-        return (stmts, vec![row]);
+        return (stmts, Rows::f64(row));
     };
+    // Four parts: the check's 16 f32 partials are a whole register at either leaf width.
     let w = k.add_loop(
         k.loops[*init_l].extent,
         LoopAnnotations {
             vectorize: true,
-            unroll: 1,
+            unroll: 4,
             parallel: false,
         },
     );
@@ -867,7 +900,7 @@ fn narrowed(
         .clone()
         .map_exprs(&|e| e.substitute(*init_l, &AffineExpr::var(w)))
     else {
-        return (stmts, vec![row]);
+        return (stmts, Rows::f64(row));
     };
     let mut copy = NarrowCopy {
         row,
@@ -880,52 +913,85 @@ fn narrowed(
     for s in &stmts[..last] {
         match copy.stmt(k, s) {
             Some(copied) => fast.extend(copied),
-            None => return (stmts, vec![row]),
+            None => return (stmts, Rows::f64(row)),
         }
     }
     let name = format!("acc32_{}", k.buffers.len());
     let len = k.buffers[row].len;
     let row32 = k.add_buffer(name, ScalarType::F32, len, BufferAccess::ReadWrite);
     debug_assert_eq!(row32, copy.row32);
-    // loop w { x = row32[i]; row[i] = x as f64; bad += x − x }; if bad ≠ bad { f64 sums }
-    let bad = k.add_acc(ReduceKind::Sum, ScalarType::F32);
+    let mut stmts = stmts;
+    let finish = stmts.pop();
+    // The tail in f32 where it can read the f32 row: then nothing widens the row, and the f64
+    // row and the tail over it run only in the re-run.
+    let finish32 = finish.as_ref().and_then(|f| copy.finish(k, f));
+    // loop w { x = row32[i]; [row[i] = x as f64;] bad += x − x }; if bad ≠ bad { f64 sums }
+    // An f64 sum of the f32 differences, so that it takes f32 partials like every sum of
+    // widened f32 terms (`narrow_sums`): NaN exactly when some difference is.
+    let bad = k.add_acc(ReduceKind::Sum, ScalarType::F64);
     let from = BufferAccessExpr {
         buffer: row32,
         ..at.clone()
     };
     let (x, load) = k.define(ScalarType::F32, Inst::Load(from));
-    let (wide, widen) = k.define(ScalarType::F64, Inst::Convert(x));
     let (d, diff) = k.define(ScalarType::F32, Inst::Binary(BinaryOp::Sub, x, x));
-    let (total, read) = k.define(ScalarType::F32, Inst::AccValue(bad));
+    let (dw, widen_d) = k.define(ScalarType::F64, Inst::Convert(d));
+    let mut check = vec![load];
+    if finish32.is_none() {
+        let (wide, widen) = k.define(ScalarType::F64, Inst::Convert(x));
+        check.extend([
+            widen,
+            Stmt::Store {
+                target: at,
+                value: wide,
+            },
+        ]);
+    }
+    check.extend([
+        diff,
+        widen_d,
+        Stmt::Reduce {
+            acc: bad,
+            value: dw,
+            index: None,
+        },
+    ]);
+    let (total, read) = k.define(ScalarType::F64, Inst::AccValue(bad));
     let (cond, test) = k.define(ScalarType::Bool, Inst::Compare(CompareOp::Ne, total, total));
     let mut out = fast;
     out.extend([
         Stmt::DeclareAcc(bad),
         Stmt::Loop {
             loop_id: w,
-            body: vec![
-                load,
-                widen,
-                Stmt::Store {
-                    target: at,
-                    value: wide,
-                },
-                diff,
-                Stmt::Reduce {
-                    acc: bad,
-                    value: d,
-                    index: None,
-                },
-            ],
+            body: check,
         },
         read,
         test,
     ]);
-    let mut stmts = stmts;
-    let finish = stmts.pop();
-    out.push(Stmt::If { cond, body: stmts });
-    out.extend(finish);
-    (out, vec![row, row32])
+    let rows = Rows {
+        buffers: vec![row, row32],
+        f32_tail: finish32.is_some(),
+    };
+    match finish32 {
+        Some(finish32) => {
+            stmts.extend(finish);
+            out.push(Stmt::If { cond, body: stmts });
+            let (finite, test) =
+                k.define(ScalarType::Bool, Inst::Compare(CompareOp::Eq, total, total));
+            out.extend([
+                test,
+                Stmt::If {
+                    cond: finite,
+                    body: finish32,
+                },
+            ]);
+        }
+        None => {
+            out.push(Stmt::If { cond, body: stmts });
+            out.extend(finish);
+        }
+    }
+    (out, rows)
 }
 
 /// Whether every `add` in the accumulating loops `acc` adds a term `convert`ed from an f32
@@ -1020,6 +1086,59 @@ impl NarrowCopy {
         }
     }
 
+    /// The tail `s` over the f32 row: each load of the f64 row a load of the f32 row widened
+    /// (the same f64 value: the f32 sums are what the f64 row would hold), then f64 arithmetic
+    /// on such values that is only rounded to f32 done in f32 ([`narrow_rounded`]: the same
+    /// bits). `None` for a tail with anything but loops, lets and stores to other buffers.
+    fn finish(&mut self, k: &mut Kernel, s: &Stmt) -> Option<Vec<Stmt>> {
+        let mut out = self.finish_stmt(k, s)?;
+        narrow_rounded(k, &mut out);
+        Some(out)
+    }
+
+    fn finish_stmt(&mut self, k: &mut Kernel, s: &Stmt) -> Option<Vec<Stmt>> {
+        match s {
+            Stmt::Loop { loop_id, body } => {
+                let decl = &k.loops[*loop_id];
+                let copy = k.add_loop(decl.extent, decl.annotations);
+                self.loops.push((*loop_id, copy));
+                let mut copied = Vec::with_capacity(body.len() + 1);
+                for s in body {
+                    copied.extend(self.finish_stmt(k, s)?);
+                }
+                Some(vec![Stmt::Loop {
+                    loop_id: copy,
+                    body: copied,
+                }])
+            }
+            Stmt::Let {
+                result,
+                inst: Inst::Load(a),
+            } if a.buffer == self.row => {
+                let (x, load) = k.define(ScalarType::F32, Inst::Load(self.access(a)?));
+                let (wide, widen) = k.define(ScalarType::F64, Inst::Convert(x));
+                self.values.push((*result, wide));
+                Some(vec![load, widen])
+            }
+            Stmt::Let { result, inst } => {
+                let inst = match inst {
+                    Inst::Load(a) => Inst::Load(self.access(a)?),
+                    Inst::Index(l) => Inst::Index(renamed_as(&self.loops, *l)),
+                    Inst::AccValue(_) | Inst::AccIndex(_) => return None,
+                    other => rename(other, &|v| self.value(v)),
+                };
+                let (copy, stmt) = k.define(k.values[*result], inst);
+                self.values.push((*result, copy));
+                Some(vec![stmt])
+            }
+            Stmt::Store { target, value } if target.buffer != self.row => Some(vec![Stmt::Store {
+                target: self.access(target)?,
+                value: self.value(*value),
+            }]),
+            _ => None,
+        }
+    }
+
     fn assign(&mut self, k: &mut Kernel, result: ValueId, inst: &Inst) -> Option<Option<Stmt>> {
         let ty = k.values[result];
         let inst = match inst {
@@ -1059,9 +1178,281 @@ impl NarrowCopy {
     }
 }
 
+/// In `body`, each f32 `convert` of an f64 `add`, `sub`, `mul`, `div` or `sqrt` read only
+/// there, whose operands are f32 values widened or f64 constants that are f32 values, becomes
+/// the f32 operation; each f32 `convert` of a widened f32 value, that value. The same bits:
+/// rounding such an operation's exact result to f64 and then to f32 gives the f32 operation's
+/// rounding, as 53 ≥ 2 · 24 + 2 (Figueroa, "When is double rounding innocuous?", 1995).
+/// Values left unread are dropped.
+fn narrow_rounded(k: &mut Kernel, body: &mut Vec<Stmt>) {
+    let mut defs: Vec<(ValueId, Inst)> = Vec::new();
+    lets_of(body, &mut defs);
+    let def = |v: ValueId| defs.iter().find(|(d, _)| *d == v).map(|(_, i)| i);
+    // An f64 operand as the f32 value it equals, if it is one: a widened f32 value or a
+    // constant f32 holds exactly.
+    let narrow = |v: ValueId| -> Option<Narrow> {
+        match def(v)? {
+            Inst::Convert(x) if k.values[*x] == ScalarType::F32 => Some(Narrow::Value(*x)),
+            Inst::Const(ScalarValue::F64(c)) if f64::from(*c as f32) == *c => {
+                Some(Narrow::Const(*c as f32))
+            }
+            _ => None,
+        }
+    };
+    let mut rewrites: Vec<(ValueId, Rounded)> = Vec::new();
+    for (r, inst) in &defs {
+        let Inst::Convert(v) = inst else { continue };
+        if k.values[*r] != ScalarType::F32 || k.values[*v] != ScalarType::F64 {
+            continue;
+        }
+        if let Some(Narrow::Value(x)) = narrow(*v) {
+            rewrites.push((*r, Rounded::Same(x)));
+            continue;
+        }
+        if uses(body, *v) != 1 {
+            continue;
+        }
+        match def(*v) {
+            Some(Inst::Binary(
+                op @ (BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div),
+                a,
+                b,
+            )) => {
+                if let (Some(a), Some(b)) = (narrow(*a), narrow(*b)) {
+                    rewrites.push((*r, Rounded::Binary(*op, a, b)));
+                }
+            }
+            Some(Inst::Unary(UnaryOp::Sqrt, a)) => {
+                if let Some(a) = narrow(*a) {
+                    rewrites.push((*r, Rounded::Sqrt(a)));
+                }
+            }
+            _ => {}
+        }
+    }
+    if rewrites.is_empty() {
+        return;
+    }
+    let mut same = Vec::new();
+    rewrite_rounded(k, body, &rewrites, &mut same);
+    rename_in(body, &same);
+    drop_unread(body);
+}
+
+/// An f64 operand's f32 value.
+#[derive(Clone, Copy)]
+enum Narrow {
+    Value(ValueId),
+    Const(f32),
+}
+
+/// What an f32 `convert` becomes in [`narrow_rounded`].
+#[derive(Clone, Copy)]
+enum Rounded {
+    /// The f32 value it converts back.
+    Same(ValueId),
+    Binary(BinaryOp, Narrow, Narrow),
+    Sqrt(Narrow),
+}
+
+/// Every `let` of `body` and the bodies inside it.
+fn lets_of(body: &[Stmt], out: &mut Vec<(ValueId, Inst)>) {
+    for s in body {
+        match s {
+            Stmt::Let { result, inst } => out.push((*result, inst.clone())),
+            Stmt::Loop { body, .. } | Stmt::If { body, .. } => lets_of(body, out),
+            _ => {}
+        }
+    }
+}
+
+/// How many times statements of `body` read `v`.
+fn uses(body: &[Stmt], v: ValueId) -> usize {
+    body.iter()
+        .map(|s| match s {
+            Stmt::Let { inst, .. } => inst.operands().iter().filter(|&&o| o == v).count(),
+            Stmt::Store { value, .. } => usize::from(*value == v),
+            Stmt::Reduce { value, index, .. } => {
+                usize::from(*value == v) + usize::from(*index == Some(v))
+            }
+            Stmt::Loop { body, .. } => uses(body, v),
+            Stmt::If { cond, body } => usize::from(*cond == v) + uses(body, v),
+            Stmt::DeclareAcc(_) => 0,
+        })
+        .sum()
+}
+
+/// Applies `rewrites` to the `convert`s of `body` (constants defined just before their use);
+/// each `Rounded::Same` is recorded in `same` for renaming instead.
+fn rewrite_rounded(
+    k: &mut Kernel,
+    body: &mut Vec<Stmt>,
+    rewrites: &[(ValueId, Rounded)],
+    same: &mut Vec<(ValueId, ValueId)>,
+) {
+    let mut out = Vec::with_capacity(body.len());
+    for mut s in std::mem::take(body) {
+        match &mut s {
+            Stmt::Let { result, inst } => {
+                if let Some((_, how)) = rewrites.iter().find(|(r, _)| r == result) {
+                    let mut operand = |n: Narrow, out: &mut Vec<Stmt>| match n {
+                        Narrow::Value(x) => x,
+                        Narrow::Const(c) => {
+                            let (v, def) =
+                                k.define(ScalarType::F32, Inst::Const(ScalarValue::F32(c)));
+                            out.push(def);
+                            v
+                        }
+                    };
+                    match *how {
+                        Rounded::Same(x) => same.push((*result, x)),
+                        Rounded::Binary(op, a, b) => {
+                            let (a, b) = (operand(a, &mut out), operand(b, &mut out));
+                            *inst = Inst::Binary(op, a, b);
+                        }
+                        Rounded::Sqrt(a) => {
+                            *inst = Inst::Unary(UnaryOp::Sqrt, operand(a, &mut out));
+                        }
+                    }
+                }
+            }
+            Stmt::Loop { body, .. } | Stmt::If { body, .. } => {
+                rewrite_rounded(k, body, rewrites, same)
+            }
+            _ => {}
+        }
+        out.push(s);
+    }
+    *body = out;
+}
+
+/// `body` with every read of an old value of `pairs` reading its new one.
+fn rename_in(body: &mut [Stmt], pairs: &[(ValueId, ValueId)]) {
+    let f = |v: ValueId| renamed_as(pairs, v);
+    for s in body {
+        match s {
+            Stmt::Let { inst, .. } => *inst = rename(inst, &f),
+            Stmt::Store { value, .. } => *value = f(*value),
+            Stmt::Reduce { value, index, .. } => {
+                *value = f(*value);
+                *index = index.map(f);
+            }
+            Stmt::Loop { body, .. } => rename_in(body, pairs),
+            Stmt::If { cond, body } => {
+                *cond = f(*cond);
+                rename_in(body, pairs);
+            }
+            Stmt::DeclareAcc(_) => {}
+        }
+    }
+}
+
+/// `body` without the `let`s nothing in it reads, until none is left.
+fn drop_unread(body: &mut Vec<Stmt>) {
+    fn retain(body: &mut Vec<Stmt>, all: &[Stmt]) -> bool {
+        let before = body.len();
+        body.retain(|s| !matches!(s, Stmt::Let { result, .. } if uses(all, *result) == 0));
+        let mut changed = body.len() != before;
+        for s in body.iter_mut() {
+            if let Stmt::Loop { body: inner, .. } | Stmt::If { body: inner, .. } = s {
+                let snapshot = inner.clone();
+                changed |= retain(inner, &snapshot);
+            }
+        }
+        changed
+    }
+    loop {
+        let all = body.clone();
+        if !retain(body, &all) {
+            return;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::block_width;
+    use super::{block_width, narrow_rounded};
+    use weft_ir::loop_ir::{interpret, parse_kernel, BufferData};
+
+    /// A tail of f64 arithmetic on widened f32 values, rounded to f32 (a mean, a variance's
+    /// `sqrt(v / n + eps)`, a sum stored as it is), and the same tail after
+    /// `narrow_rounded`: f32 arithmetic only, the same bits over f32 values from the
+    /// smallest subnormal to the largest finite, ±0, ±inf and NaN (every NaN alike).
+    #[test]
+    fn rounded_f64_arithmetic_on_f32_values_narrows_to_the_same_bits() {
+        const TAIL: &str = "kernel @tail {
+  buffer %s: f32[4096] read
+  buffer %mean: f32[4096] write
+  buffer %sd: f32[4096] write
+  buffer %same: f32[4096] write
+  buffer %prod: f32[4096] write
+  loop %i0 in 0..4096 vectorize {
+    %v0: f32 = load %s[%i0]
+    %v1: f64 = convert %v0
+    %v2: f64 = const 1000.0
+    %v3: f64 = div %v1, %v2
+    %v4: f32 = convert %v3
+    store %mean[%i0], %v4
+    %v5: f32 = load %s[%i0]
+    %v6: f64 = convert %v5
+    %v7: f64 = sqrt %v6
+    %v8: f32 = convert %v7
+    store %sd[%i0], %v8
+    %v9: f32 = load %s[%i0]
+    %v10: f64 = convert %v9
+    %v11: f32 = convert %v10
+    store %same[%i0], %v11
+    %v12: f32 = load %s[%i0]
+    %v13: f64 = convert %v12
+    %v14: f64 = const 0.1
+    %v15: f64 = mul %v13, %v14
+    %v16: f32 = convert %v15
+    store %prod[%i0], %v16
+  }
+}";
+        let wide = parse_kernel("tail", TAIL).unwrap();
+        let mut narrow = wide.clone();
+        let mut body = std::mem::take(&mut narrow.body);
+        narrow_rounded(&mut narrow, &mut body);
+        narrow.body = body;
+        let text = narrow.to_string();
+        // 0.1 is no f32 value: its product stays in f64; the rest is f32 only.
+        assert_eq!(text.matches("f64").count(), 3, "{text}");
+        let mut bits = 0x9e37_79b9_7f4a_7c15u64;
+        let s: Vec<f32> = (0..4096)
+            .map(|i| match i {
+                0 => f32::from_bits(1),
+                1 => f32::MAX,
+                2 => -0.0,
+                3 => f32::INFINITY,
+                4 => f32::NEG_INFINITY,
+                5 => f32::NAN,
+                _ => {
+                    bits ^= bits << 13;
+                    bits ^= bits >> 7;
+                    bits ^= bits << 17;
+                    f32::from_bits(bits as u32)
+                }
+            })
+            .collect();
+        let run = |k: &weft_ir::loop_ir::Kernel| {
+            let mut buffers = vec![BufferData::F32(s.clone())];
+            buffers.extend((0..4).map(|_| BufferData::F32(vec![0.0; 4096])));
+            interpret(k, &mut buffers).unwrap();
+            buffers
+                .iter()
+                .skip(1)
+                .map(|b| match b {
+                    BufferData::F32(v) => v
+                        .iter()
+                        .map(|x| if x.is_nan() { u32::MAX } else { x.to_bits() })
+                        .collect::<Vec<_>>(),
+                    _ => unreachable!("every output is f32"),
+                })
+                .collect::<Vec<_>>()
+        };
+        assert!(run(&wide) == run(&narrow));
+    }
 
     #[test]
     fn column_blocks_divide_the_results_near_the_target_width() {
