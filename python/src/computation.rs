@@ -109,6 +109,8 @@ pub(crate) fn borrow<'py>(
             ),
         )
     })?;
+    // Not left to weft's `InputDType`: a borrow needs the element type first, NumPy has dtypes
+    // weft lacks (float16, complex, big-endian), and this message uses NumPy's dtype names.
     let wrong = || {
         let got = array
             .dtype()
@@ -199,18 +201,16 @@ impl Computation {
         } else {
             return Err(PyTypeError::new_err("inputs: a list or tuple of arrays"));
         };
+        // Checked here, not left to `weft::Computation::call`: each item is converted by its
+        // placeholder's spec first. The error is weft's own variant, mapped as every other.
         if items.len() != self.inputs.len() {
             let names: Vec<&str> = self.inputs.iter().map(|s| s.name.as_str()).collect();
-            return Err(raise(
-                py,
-                "CallError",
-                format!(
-                    "the computation takes {} input arrays ({}) but {} were given",
-                    names.len(),
-                    names.join(", "),
-                    items.len()
-                ),
-            ));
+            let e = weft::Error::InputCount {
+                expected: self.inputs.len(),
+                got: items.len(),
+                placeholders: names.join(", "),
+            };
+            return Err(to_py(py, e));
         }
         let items = items
             .into_iter()

@@ -16,16 +16,117 @@ pub(crate) fn raise(py: Python<'_>, kind: &str, message: String) -> PyErr {
     }
 }
 
-/// Which `weft.errors` class a graph error belongs to.
+/// Which `weft.errors` class a graph error belongs to, by variant. Every variant is listed
+/// (no `_` arm): a new one does not compile until someone decides its class (docs/python.md,
+/// "weft error → Python exception").
 pub(crate) fn graph_error_kind(e: &weft::GraphError) -> &'static str {
-    let variant = format!("{e:?}");
-    let name = variant.split([' ', '(', '{']).next().unwrap_or("");
-    if name.contains("DType") {
-        "DTypeError"
-    } else if name.contains("Axis") || name.contains("Axes") || name == "LengthMismatch" {
-        "AxisError"
-    } else {
-        "GraphError"
+    use weft::GraphError as G;
+    match e {
+        G::DTypeMismatch { .. } | G::UnsupportedDType { .. } => "DTypeError",
+        G::DuplicateAxis { .. }
+        | G::Axes { .. }
+        | G::LengthMismatch { .. }
+        | G::UnboundAxis { .. }
+        | G::AxisDefinition { .. }
+        | G::AxisNameTaken(_)
+        | G::TooManyAxes { .. }
+        | G::AxisTooLong { .. } => "AxisError",
+        G::EmptyReduction { .. }
+        | G::Range { .. }
+        | G::Init { .. }
+        | G::NameTaken(_)
+        | G::Foreign(_)
+        | G::NotComputed { .. }
+        | G::AssignTarget { .. }
+        | G::TooLarge { .. }
+        | G::GraphBorrowed
+        | G::Argument { .. }
+        | G::GradLoss { .. }
+        | G::NotDifferentiable { .. } => "GraphError",
+    }
+}
+
+/// Which `weft.errors` class a weft error belongs to, by variant (none by `_`, as
+/// [`graph_error_kind`]). Wrapped errors take their inner error's class, so one fault has
+/// one class whichever backend or stage reports it.
+pub(crate) fn error_kind(e: &weft::Error) -> &'static str {
+    use weft::Error as E;
+    match e {
+        E::Graph(g) => graph_error_kind(g),
+        E::Host(h) => host_error_kind(h),
+        E::Run(r) => run_error_kind(r),
+        E::Compile(j) => jit_error_kind(j),
+        E::Input { source, .. } => error_kind(source),
+        E::Axes(_) | E::UnboundState { .. } | E::UnknownAxis { .. } | E::NothingToTime { .. } => {
+            "AxisError"
+        }
+        E::InputDType { .. } | E::OutputDType { .. } => "DTypeError",
+        E::InputCount { .. }
+        | E::UnknownInput { .. }
+        | E::ConflictingLengths { .. }
+        | E::LengthsAtCall { .. }
+        | E::RepeatedInput { .. }
+        | E::MissingInput { .. }
+        | E::ForeignAxis { .. }
+        | E::InputAxes { .. }
+        | E::InputLength { .. }
+        | E::OutputCount { .. }
+        | E::OutputAxes { .. }
+        | E::OutputLength { .. }
+        | E::UnknownPlaceholder { .. } => "CallError",
+        E::NotStateful { .. } | E::NoOutputs | E::Train { .. } => "GraphError",
+        E::Dump(_) => "CompileError",
+        E::Parse(_) | E::ParseSource { .. } => "ParseError",
+        // Files, data sets and command-line options: none of the narrower classes means them.
+        E::Io { .. } | E::DumpPattern { .. } | E::Picture { .. } | E::Dataset { .. } => "WeftError",
+    }
+}
+
+/// [`error_kind`] of a host array's error.
+fn host_error_kind(e: &weft::HostError) -> &'static str {
+    use weft::HostError as H;
+    match e {
+        H::DType { .. } | H::Value { .. } => "DTypeError",
+        H::Size { .. } | H::Overflow { .. } | H::Rank { .. } | H::Layout => "CallError",
+        // Memory the machine does not have: a budget's kind of failure.
+        H::Alloc { .. } => "CompileError",
+        H::Io { .. } | H::Npy { .. } => "WeftError",
+    }
+}
+
+/// [`error_kind`] of an error planning or running a computation.
+fn run_error_kind(e: &weft::RunError) -> &'static str {
+    use weft::RunError as R;
+    match e {
+        R::Graph(g) => graph_error_kind(g),
+        R::Host(h) => host_error_kind(h),
+        R::ForeignNode(_)
+        | R::NotAPlaceholder { .. }
+        | R::DuplicatePlaceholder { .. }
+        | R::MissingPlaceholder { .. } => "GraphError",
+        R::InputCount { .. }
+        | R::OutputCount { .. }
+        | R::Output { .. }
+        | R::Input { .. }
+        | R::State { .. }
+        | R::Device(_) => "CallError",
+        R::Alloc { .. } | R::MemoryBudget { .. } | R::Malformed { .. } => "CompileError",
+    }
+}
+
+/// [`error_kind`] of a JIT compilation's error: a graph or plan error found while compiling
+/// keeps its own class (the interpreter reports it before compiling).
+fn jit_error_kind(e: &weft::compiler::JitError) -> &'static str {
+    use weft::compiler::{JitError as J, PassError as P};
+    match e {
+        J::Plan(r) => run_error_kind(r),
+        J::Pass(P::Graph(g)) => graph_error_kind(g),
+        J::Pass(P::Unsupported { .. } | P::SplitIndex { .. } | P::OuterPoint { .. })
+        | J::Pass(P::Internal(_))
+        | J::Lower(_)
+        | J::Codegen(_)
+        | J::Dump(_)
+        | J::Threads { .. } => "CompileError",
     }
 }
 
@@ -44,12 +145,7 @@ pub(crate) fn to_py_in(py: Python<'_>, g: &weft::Graph, e: weft::Error) -> PyErr
 /// A weft error as the `weft.errors` exception of its kind.
 pub(crate) fn to_py(py: Python<'_>, e: weft::Error) -> PyErr {
     use weft::Error as E;
-    let kind = match &e {
-        E::Graph(g) => graph_error_kind(g),
-        E::Axes(_) | E::UnboundState { .. } => "AxisError",
-        E::Compile(_) => "CompileError",
-        _ => "CallError",
-    };
+    let kind = error_kind(&e);
     let message = match &e {
         E::Graph(g) => graph_message(g),
         E::UnboundState { tensor, axis } => format!(

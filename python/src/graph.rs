@@ -756,8 +756,7 @@ impl Graph {
 #[pyfunction]
 #[pyo3(signature = (source, file="<string>"))]
 pub(crate) fn parse(py: Python<'_>, source: &str, file: &str) -> PyResult<Graph> {
-    let graph =
-        weft::ir::text::parse(source, file).map_err(|e| raise(py, "ParseError", e.to_string()))?;
+    let graph = weft::ir::text::parse(source, file).map_err(|e| to_py(py, e.into()))?;
     Ok(Graph {
         graph: Arc::new(Mutex::new(graph)),
     })

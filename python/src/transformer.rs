@@ -218,7 +218,7 @@ impl Transformer {
     ) -> PyResult<Vec<(String, String, String)>> {
         let exe = self.executable(py, &outputs, &placeholders)?;
         let files = weft::compiler::dump::dump_stages(self.transformer.graph(), &exe)
-            .map_err(|e| raise(py, "CompileError", e.to_string()))?;
+            .map_err(|e| to_py(py, e.into()))?;
         Ok(files
             .into_iter()
             .map(|f| (f.name, f.stage, f.contents))

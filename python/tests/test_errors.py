@@ -243,9 +243,10 @@ def two_inputs(HW):
 def test_wrong_number_of_inputs(two_inputs):
     _, _, comp = two_inputs
     one = np.ones((2, 3), np.float32)
-    with pytest.raises(ng.CallError, match=r"takes 2 input arrays \(a, b\) but 3 were given"):
+    with pytest.raises(ng.CallError, match=r"takes 2 input arrays \(one per placeholder, in "
+                                           r"order: a, b\) but 3 were given"):
         comp(one, one, one)
-    with pytest.raises(ng.CallError, match=r"takes 2 input arrays \(a, b\) but 1 were given"):
+    with pytest.raises(ng.CallError, match=r"takes 2 input arrays .* but 1 was given"):
         comp(one)
     with pytest.raises(ng.CallError, match="but 0 were given"):
         comp()
@@ -504,3 +505,70 @@ def test_an_unused_too_large_op_does_not_break_other_computations():
     q = ng.placeholder([A], name="q")
     comp = ngt.make_transformer().computation(q * 2.0, q)
     np.testing.assert_array_equal(comp(np.ones(2, np.float32)), [2.0, 2.0])
+
+
+# ---- one class per weft error variant (docs/python.md, "weft error → Python exception") ----
+
+def test_an_axis_error_is_a_graph_error_and_a_value_error(x):
+    N = ng.make_axis(length=4, name="N")
+    with pytest.raises(ng.AxisError) as info:
+        ng.sum(x, reduction_axes=[N])
+    assert isinstance(info.value, ng.GraphError) and isinstance(info.value, ValueError)
+
+
+def test_a_dtype_error_is_a_type_error(HW):
+    i = ng.placeholder([HW[0]], dtype=np.int32, name="i")
+    with pytest.raises(ng.DTypeError) as info:
+        ng.exp(i)
+    assert isinstance(info.value, TypeError) and not isinstance(info.value, ValueError)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_memory_budget_is_a_compile_error_on_every_backend(backend):
+    big = ng.make_axis(length=2**40, name="big")
+    with pytest.raises(ng.CompileError, match="memory budget") as info:
+        ngt.make_transformer(backend).computation(ng.constant(1.0, [big]) * 2.0)
+    assert not isinstance(info.value, (ng.CallError, ng.GraphError))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_unbound_axis_is_an_axis_error_on_every_backend(backend):
+    U = ng.make_axis(name="U")
+    v = ng.variable([U], name="v")
+    with pytest.raises(ng.AxisError, match="`v` keeps its value across calls.*`U`"):
+        ngt.make_transformer(backend).computation(v * 2.0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_wrong_input_count_is_a_call_error(two_inputs, backend):
+    a, b, _ = two_inputs
+    comp = ngt.make_transformer(backend).computation(a - b, a, b)
+    one = np.ones((2, 3), np.float32)
+    for args in ((one,), (one, one, one)):
+        with pytest.raises(ng.CallError, match=r"in order: a, b\) but") as info:
+            comp(*args)
+        assert isinstance(info.value, ValueError) and not isinstance(info.value, ng.GraphError)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_wrong_shape_is_a_call_error(x, backend):
+    comp = ngt.make_transformer(backend).computation(x * 2.0, x)
+    with pytest.raises(ng.CallError, match="`x`: the array has length 3 along axis `H`") as info:
+        comp(np.ones((3, 3), np.float32))
+    assert isinstance(info.value, ValueError) and not isinstance(info.value, ng.GraphError)
+
+
+def test_value_of_a_placeholder_is_a_graph_error(x):
+    v = ng.variable(list(x.axes), name="v")
+    tr = ngt.make_transformer()
+    tr.computation(v * x, x)
+    with pytest.raises(ng.GraphError, match="`x` is a placeholder, not a variable"):
+        tr.value_of(x)
+
+
+def test_a_parse_error_is_a_value_error(tmp_path):
+    path = tmp_path / "bad.weft"
+    path.write_text("axis N = 4\nplaceholder x f32[N]\n")
+    with pytest.raises(ng.ParseError) as info:
+        ng.load(path)
+    assert isinstance(info.value, ValueError) and not isinstance(info.value, ng.GraphError)
