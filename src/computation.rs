@@ -571,5 +571,5 @@ fn check(graph: &Graph, node: NodeId, array: HostView<'_>) -> Result<()> {
 /// The placeholders' names, for an error.
 pub(crate) fn placeholder_names(g: &Graph, placeholders: &[NodeId]) -> String {
     let names: Vec<String> = placeholders.iter().map(|p| g.node_label(*p)).collect();
-    format!("({})", names.join(", "))
+    names.join(", ")
 }

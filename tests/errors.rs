@@ -349,7 +349,7 @@ fn inputs_with_wrong_axes_lengths_dtype_or_count() {
             ..
         }
     ));
-    names(&err, &["(x, y)"]);
+    names(&err, &["in order: x, y) but 1 was given"]);
     let err = c.call(&[xs.clone(), ys.clone(), ys.clone()]).unwrap_err();
     assert!(matches!(
         err,
