@@ -855,7 +855,8 @@ pub const MAX_CHAIN: u64 = crate::narrow_sums::MAX_CHAIN;
 /// result of the row in f64 as before, and the tail over `row`: an f32 sum overflowing where
 /// f64 does not (`3e38 + 3e38 − 3e38`) costs that re-run, never the result's class. When all
 /// are finite, a copy of the tail reads the f32 row ([`NarrowCopy::finish`]: its f64
-/// arithmetic rounded to f32 done in f32, the same bits); where the tail cannot be copied so,
+/// arithmetic rounded to f32 done in f32, the same IEEE results, though a vector division by
+/// the count is then f32's by a uniform divisor, docs/numerics.md); where the tail cannot be copied so,
 /// the checking loop also widens the f32 row into `row`, and the one tail reads that. Each
 /// result still adds its terms in the order of the reduced loop.
 /// Returns the statements and the rows to bind (`row`, then the f32 row if added).
@@ -1180,7 +1181,7 @@ impl NarrowCopy {
 
 /// In `body`, each f32 `convert` of an f64 `add`, `sub`, `mul`, `div` or `sqrt` read only
 /// there, whose operands are f32 values widened or f64 constants that are f32 values, becomes
-/// the f32 operation; each f32 `convert` of a widened f32 value, that value. The same bits:
+/// the f32 operation; each f32 `convert` of a widened f32 value, that value. The same bits as IEEE operations (the loop IR's semantics):
 /// rounding such an operation's exact result to f64 and then to f32 gives the f32 operation's
 /// rounding, as 53 ≥ 2 · 24 + 2 (Figueroa, "When is double rounding innocuous?", 1995).
 /// Values left unread are dropped.
