@@ -1181,9 +1181,10 @@ impl NarrowCopy {
 
 /// In `body`, each f32 `convert` of an f64 `add`, `sub`, `mul`, `div` or `sqrt` read only
 /// there, whose operands are f32 values widened or f64 constants that are f32 values, becomes
-/// the f32 operation; each f32 `convert` of a widened f32 value, that value. The same bits as IEEE operations (the loop IR's semantics):
-/// rounding such an operation's exact result to f64 and then to f32 gives the f32 operation's
-/// rounding, as 53 ≥ 2 · 24 + 2 (Figueroa, "When is double rounding innocuous?", 1995).
+/// the f32 operation; each f32 `convert` of a widened f32 value, that value. The same bits as
+/// IEEE operations (the loop IR's semantics): rounding such an operation's exact result to f64
+/// and then to f32 gives the f32 operation's rounding, as 53 ≥ 2 · 24 + 2 (Figueroa, "When is
+/// double rounding innocuous?", 1995).
 /// Values left unread are dropped.
 fn narrow_rounded(k: &mut Kernel, body: &mut Vec<Stmt>) {
     let mut defs: Vec<(ValueId, Inst)> = Vec::new();
