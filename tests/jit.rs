@@ -1122,7 +1122,7 @@ fn strided_sums_accumulate_in_memory_order() {
 /// keeps the interpreter's result: `3e38 + 3e38 − 3e38 − 3e38 + 1` is 1, not NaN; `3e38 +
 /// 3e38 − inf` is −inf, not NaN; means likewise. The other columns sum quarters, exact in
 /// f32, so every output must have the interpreter's bits, fused and unfused, one and two
-/// threads. A row of more than `MAX_CHAIN` terms keeps f64 accumulators.
+/// threads. A row of more than `MAX_CHAIN` terms sums in f32 blocks (below).
 #[test]
 fn strided_f32_sums_in_f32_rows_sum_again_in_f64_when_not_finite() {
     let small = weft::LowerOptions {
@@ -1189,18 +1189,97 @@ fn strided_f32_sums_in_f32_rows_sum_again_in_f64_when_not_finite() {
             }
         }
     }
-    // More terms a result than an f32 row may sum: f64 accumulators only.
+    // More terms a result than an f32 row may sum: f32 blocks added into f64 (below).
     let src = "axis B = 1100\naxis O = 64\nplaceholder x: f32[B, O]\ns = sum(x, [B])\noutput s\n";
     let g = weft::ir::text::parse(src, "long.weft").unwrap();
+    agree_lowered(&g, small);
+}
+
+/// f32 sums over a strided axis of more than `reduce_in_memory::MAX_CHAIN` terms a result sum
+/// blocks of at most that many terms in an f32 row, each block added into the f64 row in order
+/// (2500 rows: two blocks of 1024, then 448 — 56 jammed steps and the 4 rows left over), and
+/// sum everything again in f64 when a result is not finite: a block overflowing in f32 (the
+/// first, or the third) keeps the interpreter's value, as do NaN and infinite terms. The other
+/// columns sum quarters (exact), so every output has the interpreter's bits, fused and
+/// unfused, one and two threads, sums and means.
+#[test]
+fn long_strided_f32_sums_run_in_f32_blocks_added_in_f64() {
+    let small = weft::LowerOptions {
+        reduce_in_memory_min_bytes: 0,
+        ..Default::default()
+    };
+    let rows = 2500;
+    let src = format!(
+        "axis B = {rows}\naxis O = 64\nplaceholder x: f32[B, O]\n\
+         s = sum(x, [B])\nm = mean(x, [B])\noutput s\noutput m\n"
+    );
+    let g = weft::ir::text::parse(&src, "blocks.weft").unwrap();
     let plan = weft_compiler::compile_plan(&g, &Default::default()).unwrap();
     let text = weft_compiler::lower_plan(&plan, &small).unwrap()[0]
         .kernel
         .to_string();
     assert!(
-        text.contains("%acc_") && !text.contains("%acc32_"),
+        text.contains("%acc32_") && text.contains("in 0..2 {") && text.contains("if %"),
         "{text}"
     );
+    let (big, huge) = (3e38f32, f32::INFINITY);
+    // (column, row, value): overflow in the first block and in the last, NaN, −inf.
+    let special = [
+        (1, 0, big),
+        (1, 1, big),
+        (1, 2, -big),
+        (1, 3, -big),
+        (6, 2100, big),
+        (6, 2101, big),
+        (6, 2499, -big),
+        (6, 2498, -big),
+        (11, 1500, f32::NAN),
+        (16, 10, -huge),
+        (16, 2400, big),
+    ];
+    let mut data = vec![0f32; rows * 64];
+    for b in 0..rows {
+        for o in 0..64 {
+            data[b * 64 + o] = ((b * 7 + o * 3) % 17) as f32 * 0.25 - 2.0;
+        }
+    }
+    for (o, b, v) in special {
+        data[b * 64 + o] = v;
+    }
+    let x = g.find("x").unwrap();
+    let inputs = vec![HostArray::from_vec(g.node(x).axes.clone(), vec![rows, 64], data).unwrap()];
+    let ps = g.placeholders();
+    let expected = run(&g, g.outputs(), &ps, &inputs, 2, Backend::Interpreter)
+        .unwrap()
+        .0;
+    for fused in [true, false] {
+        for threads in [1, 2] {
+            let options = JitOptions {
+                fused,
+                threads: Some(threads),
+                lower: small,
+                ..JitOptions::default()
+            };
+            let got = jit_common::run_jit(&g, g.outputs(), &inputs, options)
+                .unwrap()
+                .0;
+            for (e, a) in expected.iter().flatten().zip(got.iter().flatten()) {
+                let (e, a) = (e.to_vec::<f32>().unwrap(), a.to_vec::<f32>().unwrap());
+                for (i, (e, a)) in e.iter().zip(&a).enumerate() {
+                    assert!(
+                        e.to_bits() == a.to_bits() || (e.is_nan() && a.is_nan()),
+                        "fused {fused}, {threads} threads, element {i}: {a} vs {e}"
+                    );
+                }
+            }
+        }
+    }
     agree_lowered(&g, small);
+    // Lengths at the blocks' edges: one block and one row, two whole blocks, a block and 7.
+    for rows in [1025, 2048, 1031] {
+        let src = src.replace("axis B = 2500", &format!("axis B = {rows}"));
+        agree_lowered(&weft::ir::text::parse(&src, "edges.weft").unwrap(), small);
+    }
 }
 
 /// A sum over the contiguous axis stored in another order than its operand's reads the

@@ -48,7 +48,8 @@
 //! at most [`MAX_CHAIN`] terms a result runs in an f32 row first (`narrowed`: within
 //! `2⁻¹⁴ · Σ|xᵢ|` of the f64 sum, and summed again in f64 under an `if` when a result is not
 //! finite, so never another class of result), its tail in f32 where it can be (no f64 lane
-//! outside the re-run).
+//! outside the re-run); a longer f32 sum adds such rows of blocks of at most [`MAX_CHAIN`]
+//! terms into its f64 row (`in_blocks`).
 
 use weft_ir::loop_ir::{
     AccId, AffineExpr, BinaryOp, BufferAccess, BufferAccessExpr, BufferId, CompareOp, Inst, Kernel,
@@ -143,6 +144,12 @@ pub fn reduce_in_memory(
         .map(|(kind, r)| {
             let d = &k.buffers[r.buffers[0]];
             match r.buffers.get(1) {
+                Some(n) if r.blocks => format!(
+                    "sum over a strided axis in memory order: %{} holds {} f32 accumulators, \
+                     summed in blocks of at most {} terms, each block added into %{} in f64; \
+                     summed again in f64 if any is not finite",
+                    k.buffers[*n].name, d.len, MAX_CHAIN, d.name
+                ),
                 Some(n) if r.f32_tail => format!(
                     "sum over a strided axis in memory order: %{} holds {} f32 accumulators \
                      (at most {} terms each), the reduced loop outside the contiguous one, \
@@ -829,6 +836,9 @@ struct Rows {
     buffers: Vec<BufferId>,
     /// Whether the tail reads the f32 row, the f64 one only in the re-run.
     f32_tail: bool,
+    /// Whether the f32 row sums blocks of at most [`MAX_CHAIN`] terms, each added into the
+    /// f64 row.
+    blocks: bool,
 }
 
 impl Rows {
@@ -837,6 +847,7 @@ impl Rows {
         Rows {
             buffers: vec![row],
             f32_tail: false,
+            blocks: false,
         }
     }
 }
@@ -868,12 +879,17 @@ fn narrowed(
     narrow: bool,
 ) -> (Vec<Stmt>, Rows) {
     let eligible = narrow
-        && terms <= MAX_CHAIN
         && k.buffers[row].ty == ScalarType::F64
         && stmts.len() >= 3
         && widened_terms(k, &stmts[1..stmts.len() - 1]);
     if !eligible {
         return (stmts, Rows::f64(row));
+    }
+    if terms > MAX_CHAIN {
+        return match in_blocks(k, &stmts, row, terms) {
+            Some(blocked) => blocked,
+            None => (stmts, Rows::f64(row)),
+        };
     }
     // The widening loop `w` walks the row as `init` does. Everything that may refuse runs
     // before the f32 row is declared (every declared buffer must be bound); a refused copy
@@ -908,6 +924,7 @@ fn narrowed(
         row32: BufferId::new(k.buffers.len()),
         values: Vec::new(),
         loops: Vec::new(),
+        shifted: None,
     };
     let last = stmts.len() - 1;
     let mut fast = Vec::new();
@@ -972,6 +989,7 @@ fn narrowed(
     let rows = Rows {
         buffers: vec![row, row32],
         f32_tail: finish32.is_some(),
+        blocks: false,
     };
     match finish32 {
         Some(finish32) => {
@@ -993,6 +1011,203 @@ fn narrowed(
         }
     }
     (out, rows)
+}
+
+/// [`narrowed`] for sums of more than [`MAX_CHAIN`] terms a result: `[init, main, (left),
+/// finish]`, `main` a loop of steps of `J` terms each (the jammed rows), `left` the rows left
+/// over one at a time. The f64 row starts at −0; then per block of `MAX_CHAIN / J` steps
+/// (the last block the steps left and `left`) an f32 copy of `init` and of the block's
+/// accumulation fill the f32 row, and a loop adds it into the f64 row; a loop sums `x − x`
+/// over the f64 row and, if that is NaN (a block's f32 sum overflowed, or a sum is not
+/// finite), the original `init` and accumulation run again in f64; then `finish` reads the
+/// f64 row. Each block is an f32 sum of at most `MAX_CHAIN` terms in order (the bound of
+/// docs/numerics.md), the blocks added in order in f64. `None` where the statements do not
+/// have that shape (nothing declared then).
+fn in_blocks(
+    k: &mut Kernel,
+    stmts: &[Stmt],
+    row: BufferId,
+    terms: u64,
+) -> Option<(Vec<Stmt>, Rows)> {
+    let (init, main, left, finish) = match stmts {
+        [init, main, finish] => (init, main, None, finish),
+        [init, main, left, finish] => (init, main, Some(left), finish),
+        _ => return None,
+    };
+    let Stmt::Loop {
+        loop_id: init_l,
+        body: init_body,
+    } = init
+    else {
+        return None;
+    };
+    let Some(Stmt::Store { target, .. }) = init_body.last() else {
+        return None;
+    };
+    let Stmt::Loop { loop_id: r, body } = main else {
+        return None;
+    };
+    let adds = |b: &[Stmt]| {
+        let mut all = Vec::new();
+        lets_of(b, &mut all);
+        all.iter()
+            .filter(|(_, i)| matches!(i, Inst::Binary(BinaryOp::Add, ..)))
+            .count() as u64
+    };
+    let per_step = adds(body);
+    let left_terms = match left {
+        Some(Stmt::Loop { loop_id, body }) => k.loops[*loop_id].extent * adds(body),
+        Some(_) => return None,
+        None => 0,
+    };
+    let steps = k.loops[*r].extent;
+    if per_step == 0 || per_step > MAX_CHAIN || steps * per_step + left_terms != terms {
+        return None;
+    }
+    let per_block = MAX_CHAIN / per_step;
+    let (full, rest) = (steps / per_block, steps % per_block);
+    let row32 = BufferId::new(k.buffers.len());
+    let fresh = || NarrowCopy {
+        row,
+        row32,
+        values: Vec::new(),
+        loops: Vec::new(),
+        shifted: None,
+    };
+    // A loop over the row as `init` walks it, and the row's element at it.
+    let over_row = |k: &mut Kernel, vectorize: bool| {
+        let l = k.add_loop(
+            k.loops[*init_l].extent,
+            LoopAnnotations {
+                vectorize,
+                unroll: if vectorize { 4 } else { 1 },
+                parallel: false,
+            },
+        );
+        let at = target
+            .clone()
+            .map_exprs(&|e| e.substitute(*init_l, &AffineExpr::var(l)));
+        at.map(|at| (l, at))
+    };
+    // row[i] += row32[i] as f64
+    let fold = |k: &mut Kernel| -> Option<Stmt> {
+        let (l, at) = over_row(k, true)?;
+        let from = BufferAccessExpr {
+            buffer: row32,
+            ..at.clone()
+        };
+        let (x, load) = k.define(ScalarType::F32, Inst::Load(from));
+        let (wide, widen) = k.define(ScalarType::F64, Inst::Convert(x));
+        let (a, load_acc) = k.define(ScalarType::F64, Inst::Load(at.clone()));
+        let (sum, add) = k.define(ScalarType::F64, Inst::Binary(BinaryOp::Add, a, wide));
+        Some(Stmt::Loop {
+            loop_id: l,
+            body: vec![
+                load,
+                widen,
+                load_acc,
+                add,
+                Stmt::Store {
+                    target: at,
+                    value: sum,
+                },
+            ],
+        })
+    };
+    // One block: the f32 row from −0, `count` steps of `main` from step `from` (its index
+    // `from + block · per_block`), `left` if given, then the fold.
+    let block = |k: &mut Kernel, b: Option<LoopId>, from: u64, count: u64, left: Option<&Stmt>| {
+        let mut out = Vec::new();
+        out.push(fresh().stmt(k, init)??);
+        if count > 0 {
+            let step = k.add_loop(count, k.loops[*r].annotations);
+            let mut terms = vec![(step, 1)];
+            terms.extend(b.map(|b| (b, per_block as i64)));
+            let at = AffineExpr::new(terms, from as i64);
+            let mut copy = fresh();
+            copy.shifted = Some((*r, step, at));
+            let Some(Some(Stmt::Loop { body, .. })) = copy.stmt(k, main) else {
+                return None;
+            };
+            out.push(Stmt::Loop {
+                loop_id: step,
+                body,
+            });
+        }
+        if let Some(left) = left {
+            out.push(fresh().stmt(k, left)??);
+        }
+        out.push(fold(k)?);
+        Some(out)
+    };
+    let (zero_l, zero_at) = over_row(k, false)?;
+    let (zero, def_zero) = k.define(ScalarType::F64, Inst::Const(ScalarValue::F64(-0.0)));
+    let mut out = vec![Stmt::Loop {
+        loop_id: zero_l,
+        body: vec![
+            def_zero,
+            Stmt::Store {
+                target: zero_at,
+                value: zero,
+            },
+        ],
+    }];
+    if full > 0 {
+        let b = k.add_loop(
+            full,
+            LoopAnnotations {
+                vectorize: false,
+                unroll: 1,
+                parallel: false,
+            },
+        );
+        out.push(Stmt::Loop {
+            loop_id: b,
+            body: block(k, Some(b), 0, per_block, None)?,
+        });
+    }
+    if rest > 0 || left.is_some() {
+        out.extend(block(k, None, full * per_block, rest, left)?);
+    }
+    // loop w { x = row[i]; bad += x − x }; if bad ≠ bad { init; accumulate } — in f64.
+    let (w, at) = over_row(k, true)?;
+    let name = format!("acc32_{}", k.buffers.len());
+    let len = k.buffers[row].len;
+    let declared = k.add_buffer(name, ScalarType::F32, len, BufferAccess::ReadWrite);
+    debug_assert_eq!(declared, row32);
+    let bad = k.add_acc(ReduceKind::Sum, ScalarType::F64);
+    let (x, load) = k.define(ScalarType::F64, Inst::Load(at));
+    let (d, diff) = k.define(ScalarType::F64, Inst::Binary(BinaryOp::Sub, x, x));
+    let (total, read) = k.define(ScalarType::F64, Inst::AccValue(bad));
+    let (cond, test) = k.define(ScalarType::Bool, Inst::Compare(CompareOp::Ne, total, total));
+    out.extend([
+        Stmt::DeclareAcc(bad),
+        Stmt::Loop {
+            loop_id: w,
+            body: vec![
+                load,
+                diff,
+                Stmt::Reduce {
+                    acc: bad,
+                    value: d,
+                    index: None,
+                },
+            ],
+        },
+        read,
+        test,
+        Stmt::If {
+            cond,
+            body: stmts[..stmts.len() - 1].to_vec(),
+        },
+        finish.clone(),
+    ]);
+    let rows = Rows {
+        buffers: vec![row, row32],
+        f32_tail: false,
+        blocks: true,
+    };
+    Some((out, rows))
 }
 
 /// Whether every `add` in the accumulating loops `acc` adds a term `convert`ed from an f32
@@ -1039,6 +1254,9 @@ struct NarrowCopy {
     values: Vec<(ValueId, ValueId)>,
     /// Old loop → its copy.
     loops: Vec<(LoopId, LoopId)>,
+    /// A loop copied as a given one whose index in the copy is an expression of its own
+    /// (one block's steps of a longer loop): old loop, new loop, the old index.
+    shifted: Option<(LoopId, LoopId, AffineExpr)>,
 }
 
 impl NarrowCopy {
@@ -1048,6 +1266,9 @@ impl NarrowCopy {
 
     fn expr(&self, e: &AffineExpr) -> Option<AffineExpr> {
         let mut e = e.clone();
+        if let Some((old, _, at)) = &self.shifted {
+            e = e.substitute(*old, at)?;
+        }
         for (old, new) in &self.loops {
             e = e.substitute(*old, &AffineExpr::var(*new))?;
         }
@@ -1066,9 +1287,15 @@ impl NarrowCopy {
     fn stmt(&mut self, k: &mut Kernel, s: &Stmt) -> Option<Option<Stmt>> {
         match s {
             Stmt::Loop { loop_id, body } => {
-                let decl = &k.loops[*loop_id];
-                let copy = k.add_loop(decl.extent, decl.annotations);
-                self.loops.push((*loop_id, copy));
+                let copy = match &self.shifted {
+                    Some((old, new, _)) if old == loop_id => *new,
+                    _ => {
+                        let decl = &k.loops[*loop_id];
+                        let copy = k.add_loop(decl.extent, decl.annotations);
+                        self.loops.push((*loop_id, copy));
+                        copy
+                    }
+                };
                 let mut copied = Vec::with_capacity(body.len());
                 for s in body {
                     copied.extend(self.stmt(k, s)?);
