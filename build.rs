@@ -3,10 +3,10 @@
 //! Rustdoc runs an example as a doc-test of the crate that defines the item, never of a crate
 //! that re-exports it; weft's examples are written as a weft user writes them (against
 //! `weft::`), so they belong to weft's doc-tests. This script copies every fenced code block
-//! of the `///` and `//!` comments under `ir/src`, `compiler/src` and `runtime/src` into one
-//! markdown file per crate in `OUT_DIR` (`ir.md`, `compiler.md`, `runtime.md`), each block
-//! after a heading naming its source file and line; `src/lib.rs` includes them as the docs of
-//! `#[cfg(doctest)]` modules. The inner crates set `doctest = false`, so each example compiles
+//! of the `///` and `//!` comments under `ir/src`, `nn/src`, `compiler/src` and `runtime/src`
+//! into one markdown file per crate in `OUT_DIR` (`ir.md`, `nn.md`, `compiler.md`,
+//! `runtime.md`), each block after a heading naming its source file and line; `src/lib.rs`
+//! includes them as the docs of `#[cfg(doctest)]` modules. The inner crates set `doctest = false`, so each example compiles
 //! once. A block keeps its info string (`ignore`, `no_run`, `text`, `should_panic`,
 //! `compile_fail`, ...) and its hidden `# ` lines; each line loses the comment marker and
 //! exactly one following space. Examples on items behind a feature (`ndarray`) compile because
@@ -18,8 +18,9 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 /// The crates whose examples are gathered: (directory, output file stem, crate name).
-const CRATES: [(&str, &str, &str); 3] = [
+const CRATES: [(&str, &str, &str); 4] = [
     ("ir/src", "ir", "weft-ir"),
+    ("nn/src", "nn", "weft-nn"),
     ("compiler/src", "compiler", "weft-compiler"),
     ("runtime/src", "runtime", "weft-runtime"),
 ];

@@ -29,7 +29,7 @@ fn main() {
             for n in [8usize, 16, 24, 32, 40, 48, 64, 96, 128, 256] {
                 let g = graph(n, dtype);
                 let ps = g.placeholders();
-                let inputs = weft_ir::testing::random_inputs(&g, &ps, 1, false);
+                let inputs = weft_oracle::random_inputs(&g, &ps, 1, false);
                 let comps: Vec<(Transformer, Computation)> = [
                     None,
                     Some(GemmOptions {

@@ -58,7 +58,7 @@ pub use weft_runtime::{advise_huge_pages, host_copy_bytes, Executable, Perturbat
 pub use ndarray;
 
 /// Training helpers as graph-building functions: losses, a dense layer, optimizers as
-/// `assign` updates (`weft_ir::nn`; docs/training.md). A training step is one computation
+/// `assign` updates (the crate weft-nn; docs/training.md). A training step is one computation
 /// whose outputs include the optimizer's assigns:
 ///
 /// ```
@@ -94,7 +94,7 @@ pub use ndarray;
 /// assert!((w[0] - 2.0).abs() < 1e-6 && (w[1] + 1.0).abs() < 1e-6);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub use weft_ir::nn;
+pub use weft_nn as nn;
 
 /// The crates weft is made of, for what the prelude does not cover.
 pub use weft_compiler as compiler;
@@ -103,6 +103,7 @@ pub use weft_runtime as runtime;
 
 /// Everything needed to build and run graphs: `use weft::prelude::*;`.
 pub mod prelude {
+    pub use crate::nn::{GraphBuilderNn, TensorNn};
     pub use crate::{datasets, nn};
     pub use crate::{
         ArrayData, AsHostView, Axes, Axis, AxisSlice, Backend, Computation, ConvSpec, DType, Error,
@@ -124,6 +125,8 @@ pub struct ReadmeDoctests;
 pub mod inner_crate_doctests {
     #[doc = include_str!(concat!(env!("OUT_DIR"), "/ir.md"))]
     pub mod ir {}
+    #[doc = include_str!(concat!(env!("OUT_DIR"), "/nn.md"))]
+    pub mod nn {}
     #[doc = include_str!(concat!(env!("OUT_DIR"), "/compiler.md"))]
     pub mod compiler {}
     #[doc = include_str!(concat!(env!("OUT_DIR"), "/runtime.md"))]

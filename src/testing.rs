@@ -1,6 +1,6 @@
 //! Differential testing against the reference interpreter (feature `testing`): running a
 //! computation's calls the way every backend test does, the interpreter's references for
-//! `weft_ir::testing`'s oracle, and judging a run that fails the oracle again, node by node.
+//! `weft_oracle`'s oracle, and judging a run that fails the oracle again, node by node.
 //! Shared by the JIT tests (`tests/jit_common`), `tests/findings.rs` and the fuzzer.
 //!
 //! Assumes the oracle of docs/testing.md ("Tolerances"): a backend's run is compared element by
@@ -13,12 +13,12 @@
 //! the interpreter on inputs the backend really had: a miscompiled op fails its own check.
 
 use crate::{Backend, Computation, Perturbation, Result, Transformer};
-pub use weft_ir::testing::Run;
-use weft_ir::testing::{
+use weft_ir::{ArrayData, DataRef, Graph, HostArray, HostView, NodeId, Op, TensorKind};
+pub use weft_oracle::Run;
+use weft_oracle::{
     compare_arrays, compare_runs_or, fill_garbage, state_nodes, Observed, Tolerance,
     PERTURBED_REFERENCES,
 };
-use weft_ir::{ArrayData, DataRef, Graph, HostArray, HostView, NodeId, Op, TensorKind};
 
 /// Runs `outputs` of `g` `calls` times on `backend` with `inputs` for the placeholders `ps`.
 pub fn run(
@@ -66,7 +66,7 @@ fn run_calls(
 }
 
 /// Call `k` of `c`: `call` when `k` is even, else `call_into` arrays holding garbage
-/// (`weft_ir::testing::fill_garbage`) with the inputs borrowed from copies that start 1–3
+/// (`weft_oracle::fill_garbage`) with the inputs borrowed from copies that start 1–3
 /// elements into their allocation — so every test checks that a backend writing outputs in
 /// place writes every element, and that one reading inputs in place reads them at any
 /// alignment.
@@ -517,7 +517,7 @@ fn same_bits(a: &HostArray, b: &HostArray) -> bool {
 mod tests {
     use super::*;
     use crate::JitOptions;
-    use weft_ir::testing::random_inputs;
+    use weft_oracle::random_inputs;
 
     /// `x: f64[N]`, `e = exp(x)`, `d = subtract(e, x)`.
     fn graph() -> Graph {

@@ -614,7 +614,7 @@ fn the_text_form_names_each_gradient_and_round_trips() {
 /// The backward graph on the JIT, fused and unfused, against the interpreter.
 fn jit_agrees(g: &Graph, outputs: &[NodeId]) {
     let ps = g.placeholders();
-    let tol = weft_ir::testing::Tolerance::for_graph(g);
+    let tol = weft_oracle::Tolerance::for_graph(g);
     for seed in [1u64, 2] {
         let inputs = jit_common::random_inputs(g, &ps, seed);
         let refs = references(g, outputs, &ps, &inputs, 1, &tol).unwrap();

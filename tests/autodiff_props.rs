@@ -7,7 +7,7 @@
 //!   expand_dims) with random axes and lengths 1 to 3; the loss is Σ output · fixed random
 //!   weights over the last two nodes, evaluated by the reference interpreter (the oracle);
 //! - the backward graphs on the JIT, fused and unfused, against the interpreter with
-//!   `weft_ir::testing`'s oracle and tolerances.
+//!   `weft_oracle`'s oracle and tolerances.
 //!
 //! Domains: `log`, `sqrt` and `reciprocal` operands, `divide`'s divisor and `power`'s base are
 //! made positive by construction (`t² + 1/2`). Kinks: a case is taken only when every kink
@@ -24,8 +24,8 @@ mod jit_common;
 use proptest::prelude::*;
 use weft::prelude::*;
 use weft::{BinaryOp, CompareOp, ReduceOp, UnaryOp};
-use weft_ir::testing::{proptest_cases, SplitMix};
 use weft_ir::AxisDef;
+use weft_oracle::{proptest_cases, SplitMix};
 
 const H: f64 = 1e-5;
 const KINK_MARGIN: f64 = 1e-2;

@@ -2,7 +2,7 @@
 //! computation returns — on the CPU, the device-resident value (docs/runtime.md, "State in
 //! place and resident values") — and passes it, borrowed, as the input of another.
 //!
-//! For a random graph `G` (`weft_ir::testing`, as in `jit_props`) and a seed, a computed node
+//! For a random graph `G` (`weft_oracle`, as in `jit_props`) and a seed, a computed node
 //! `n` with readers is cut out: `G2 = G.with_placeholder_for(n)` reads a placeholder in its
 //! place. Computation A (JIT, fused) on `G` computes `n`; computation B (JIT, fused, then
 //! unfused) on `G2` computes the observed outputs downstream of `n` from `G`'s inputs and A's
@@ -10,7 +10,7 @@
 //! chain `call_into` → `call_into`, A writing `n` into a garbage-filled array that B then reads
 //! and B writing garbage-filled arrays (so an element left unwritten shows).
 //!
-//! The oracle is `jit_props`'s (`weft_ir::testing::compare_runs`, `Tolerance::for_graph`) against
+//! The oracle is `jit_props`'s (`weft_oracle::compare_runs`, `Tolerance::for_graph`) against
 //! the interpreter on the ORIGINAL `G` with the same inputs, two calls (state and assigns
 //! included): the chain must compute what the unsplit graph computes. A's value of `n` may
 //! differ from the interpreter's by rounding (sums in another order, polynomial functions), and B
@@ -33,12 +33,12 @@ use proptest::prelude::*;
 use std::sync::Mutex;
 use weft::prelude::*;
 use weft_ir::arena::EntityRef;
-use weft_ir::testing::{
+use weft_ir::{Op, TensorKind};
+use weft_oracle::{
     arb_graph_with, fill_garbage, large_cases, observed_outputs, proptest_cases, run_property,
     small_enough, state_nodes, GraphConfig, SplitMix, Tally, Tolerance, PROP_MAX_ELEMENTS,
     PROP_MAX_TOTAL_ELEMENTS,
 };
-use weft_ir::{Op, TensorKind};
 
 /// `weft::host_copy_bytes` counts the whole process: tests that call computations take this lock
 /// so that the zero-copy test counts only its own copies.
@@ -203,7 +203,7 @@ fn check(g: &Graph, seed: u64, tally: &Tally) -> Result<(), TestCaseError> {
         .with_placeholder_for(cut)
         .map_err(|e| fail(format!("cutting failed: {e}")))?;
     let ps = g.placeholders();
-    let inputs = weft_ir::testing::random_inputs(g, &ps, seed, true);
+    let inputs = weft_oracle::random_inputs(g, &ps, seed, true);
     let tol = Tolerance::for_graph(g);
     let refs = match references(g, &outputs, &ps, &inputs, 2, &tol) {
         Ok(r) => r,

@@ -9,7 +9,7 @@ mod jit_common;
 use proptest::prelude::*;
 use weft::prelude::*;
 use weft::{ConvSpec, GraphError, PoolKind, PoolSpec, Role};
-use weft_ir::testing::{proptest_cases, run_property, SplitMix, Tally};
+use weft_oracle::{proptest_cases, run_property, SplitMix, Tally};
 
 const BACKENDS: [Backend; 3] = [Backend::Interpreter, Backend::Jit, Backend::JitUnfused];
 
@@ -302,7 +302,7 @@ fn max_pool_gradients_go_to_the_largest_tap() {
 
 /// Values in [-2, 2) for every placeholder, no special values (the oracle's generator).
 fn random_values(g: &Graph, ps: &[NodeId], seed: u64) -> Vec<HostArray> {
-    weft_ir::testing::random_inputs(g, ps, seed, false)
+    weft_oracle::random_inputs(g, ps, seed, false)
 }
 
 fn check_jit(seed: u64) -> Result<(), TestCaseError> {

@@ -1,6 +1,6 @@
 //! Every rustdoc example pastes into a program that depends on `weft` (issue 47): examples in
 //! the doc comments of every crate of the workspace are written against `weft::` (its prelude
-//! and re-exported modules: `weft::ir`, `weft::compiler`, `weft::runtime`), never the inner
+//! and re-exported modules: `weft::ir`, `weft::nn`, `weft::compiler`, `weft::runtime`), never the inner
 //! crates' names, and all of them run as doc-tests of `weft` (`cargo test --doc -p weft`):
 //! weft's build.rs copies the code blocks of the inner crates' doc comments into `OUT_DIR`,
 //! `src/lib.rs` includes them in `#[cfg(doctest)]` modules, and the inner crates set
@@ -36,7 +36,7 @@ fn inner_crate_lines(text: &str) -> Vec<(usize, String)> {
             in_code = !in_code;
             continue;
         }
-        let inner = ["weft_ir", "weft_compiler", "weft_runtime"];
+        let inner = ["weft_ir", "weft_nn", "weft_compiler", "weft_runtime"];
         if in_code && inner.iter().any(|c| doc.contains(c)) {
             found.push((i + 1, line.to_string()));
         }
@@ -48,7 +48,7 @@ fn inner_crate_lines(text: &str) -> Vec<(usize, String)> {
 fn no_doc_example_names_an_inner_crate() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    for dir in ["src", "ir/src", "compiler/src", "runtime/src"] {
+    for dir in ["src", "ir/src", "nn/src", "compiler/src", "runtime/src"] {
         rust_files(&root.join(dir), &mut files);
     }
     assert!(files.len() > 50, "{}", files.len());
@@ -107,6 +107,7 @@ fn every_doc_example_of_the_inner_crates_runs_as_a_weft_doc_test() {
     let mut total = 0;
     for (dir, file) in [
         ("ir/src", "ir.md"),
+        ("nn/src", "nn.md"),
         ("compiler/src", "compiler.md"),
         ("runtime/src", "runtime.md"),
     ] {

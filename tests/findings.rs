@@ -21,7 +21,7 @@ use std::time::Duration;
 use weft::ir::AxisDef;
 use weft::prelude::*;
 use weft::{Error, Op, ReduceOp};
-use weft_ir::testing::Tolerance;
+use weft_oracle::Tolerance;
 
 /// Longest one reproducer may take on all backends and output sets together (debug build).
 const TIME_LIMIT: Duration = Duration::from_secs(120);
@@ -95,7 +95,7 @@ fn compile(g: &Graph, outputs: &[NodeId], backend: Backend) -> Result<(), Error>
 }
 
 /// Runs `g` on every backend and output set, each called twice (so assigned state is compared
-/// too). `Err` on a mismatch with the interpreter (weft_ir::testing's oracle) or on a JIT
+/// too). `Err` on a mismatch with the interpreter (weft_oracle's oracle) or on a JIT
 /// refusing what the interpreter runs; otherwise the refusals' texts, for the caller's
 /// expectations. Placeholders too large to feed are compiled only.
 fn check_graph(name: &str, g: &Graph) -> Result<Vec<String>, String> {

@@ -10,7 +10,7 @@ mod jit_common;
 
 use jit_common::{compare, random_inputs, run};
 use weft::prelude::*;
-use weft_ir::testing::Tolerance;
+use weft_oracle::Tolerance;
 
 /// The stack every deep test runs on: Rust's default for spawned threads.
 const SMALL_STACK: usize = 2 << 20;

@@ -11,7 +11,7 @@ use weft::prelude::*;
 use weft::{BinaryOp, ReduceOp};
 use weft_compiler::gemm::GemmOptions;
 use weft_ir::perturb::SplitMix;
-use weft_ir::testing::{Run, Tolerance};
+use weft_oracle::{Run, Tolerance};
 
 /// Options that send every dot of at least `min_work` points and sides of 2 to the GEMM.
 fn options(fused: bool, min_work: u64, threads: usize) -> JitOptions {
@@ -52,7 +52,7 @@ fn gemm_calls(g: &Graph, options: JitOptions) -> usize {
 /// that `expected` GEMM calls are made and that runs with one thread count agree bit for bit.
 fn agree(g: &Graph, expected: usize) {
     let ps = g.placeholders();
-    let inputs = weft_ir::testing::random_inputs(g, &ps, 7, false);
+    let inputs = weft_oracle::random_inputs(g, &ps, 7, false);
     let tol = Tolerance::for_graph(g);
     let refs = references(g, g.outputs(), &ps, &inputs, 2, &tol).unwrap();
     for fused in [true, false] {
@@ -122,7 +122,7 @@ fn random_shapes_around_the_threshold() {
         let (b, i, o) = (1 + r.below(100), 1 + r.below(200), 1 + r.below(100));
         let g = mlp_layer(b, i, o, dtype, r.chance(50), r.chance(50));
         let ps = g.placeholders();
-        let inputs = weft_ir::testing::random_inputs(&g, &ps, case, false);
+        let inputs = weft_oracle::random_inputs(&g, &ps, case, false);
         let tol = Tolerance::for_graph(&g);
         let refs = references(&g, g.outputs(), &ps, &inputs, 2, &tol).unwrap();
         let default = JitOptions {
@@ -353,7 +353,7 @@ fn negative_zero_sums(transposed: bool) {
     }
 }
 
-/// Random graphs (`weft_ir::testing`, every view and op) with every dot and every sum of
+/// Random graphs (`weft_oracle`, every view and op) with every dot and every sum of
 /// products read as a contraction sent to the GEMM (matrix-vector and scalar results included),
 /// on inputs without special values: whatever views feed a dot, the GEMM reads them through the
 /// right strides or the dot falls back to the loop nest. Graphs without a dot or sum of
@@ -362,23 +362,23 @@ fn negative_zero_sums(transposed: bool) {
 fn random_graphs_with_every_dot_on_the_gemm() {
     use proptest::prelude::*;
     use proptest::test_runner::TestCaseError;
-    weft_ir::testing::run_property(
+    weft_oracle::run_property(
         "gemm::random_graphs_with_every_dot_on_the_gemm",
         file!(),
-        weft_ir::testing::proptest_cases(300),
+        weft_oracle::proptest_cases(300),
         0.95,
         (
-            weft_ir::testing::arb_graph_with(weft_ir::testing::GraphConfig::compilable()),
+            weft_oracle::arb_graph_with(weft_oracle::GraphConfig::compilable()),
             any::<u64>(),
         ),
         |(g, seed), tally| {
-            let outputs = weft_ir::testing::observed_outputs(&g, seed);
+            let outputs = weft_oracle::observed_outputs(&g, seed);
             let has_dot = g.nodes().any(|(id, n)| {
                 matches!(n.op, weft::ir::Op::Dot(..)) || g.sum_of_products(id).is_some()
             });
             prop_assume!(!outputs.is_empty() && has_dot);
             let ps = g.placeholders();
-            let inputs = weft_ir::testing::random_inputs(&g, &ps, seed, false);
+            let inputs = weft_oracle::random_inputs(&g, &ps, seed, false);
             let tol = Tolerance::for_graph(&g);
             let Ok(refs) = references(&g, &outputs, &ps, &inputs, 2, &tol) else {
                 tally.skipped("interpreter refuses");
@@ -522,7 +522,7 @@ fn sums_that_are_not_contractions_stay_reductions() {
 
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(
-        weft_ir::testing::proptest_cases(64)
+        weft_oracle::proptest_cases(64)
     ))]
 
     /// Batched contractions written as sums of products: random lengths (1 to 20), one or two
@@ -652,8 +652,7 @@ fn special_values_on_the_gemm_path_match_the_interpreter() {
     ] {
         let ps = g.placeholders();
         for seed in 0..6 {
-            let inputs =
-                plant_specials(weft_ir::testing::random_inputs(&g, &ps, seed, false), seed);
+            let inputs = plant_specials(weft_oracle::random_inputs(&g, &ps, seed, false), seed);
             let tol = Tolerance::for_graph(&g);
             let refs = references(&g, g.outputs(), &ps, &inputs, 2, &tol).unwrap();
             for fused in [true, false] {
@@ -687,7 +686,7 @@ fn convolution_taps_run_as_one_gemm_call_and_match_the_interpreter() {
         let ps = g.placeholders();
         let tol = Tolerance::for_graph(&g);
         for specials in [false, true] {
-            let mut inputs = weft_ir::testing::random_inputs(&g, &ps, seed, false);
+            let mut inputs = weft_oracle::random_inputs(&g, &ps, seed, false);
             if specials {
                 inputs = plant_specials(inputs, seed);
             }

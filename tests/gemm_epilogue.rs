@@ -11,7 +11,7 @@ use jit_common::{compare, explain, jit_executable, mlp_layer, references, run_ji
 use weft::prelude::*;
 use weft_compiler::gemm::GemmOptions;
 use weft_compiler::lower::LowerOptions;
-use weft_ir::testing::{Run, Tolerance};
+use weft_oracle::{Run, Tolerance};
 
 /// Every dot of at least 2 rows and columns on the GEMM, blocks of 16 rows (so small
 /// matrices have several), every kernel of 2 or more outer points parallel (only a parallel
@@ -59,7 +59,7 @@ fn agree(g: &Graph, fused: usize) {
 /// bit for bit against fusion off with as many threads, however many steps fuse.
 fn agree_fused_or_not(g: &Graph) {
     let ps = g.placeholders();
-    let inputs = weft_ir::testing::random_inputs(g, &ps, 5, false);
+    let inputs = weft_oracle::random_inputs(g, &ps, 5, false);
     let tol = Tolerance::for_graph(g);
     let refs = references(g, g.outputs(), &ps, &inputs, 2, &tol).unwrap();
     for threads in [1, 2, 3] {

@@ -1,4 +1,4 @@
-//! Random graphs over every op (`weft_ir::testing`'s generator, [`GraphConfig::huge_lengths`])
+//! Random graphs over every op (`weft_oracle`'s generator, [`GraphConfig::huge_lengths`])
 //! whose axes are often huge — 2^20 to 2^62, a power of two or one more — or empty. Every
 //! backend (the interpreter, the fused JIT, the unfused JIT) must answer each, for the last
 //! node alone, for a random set of nodes, and for the total (a sum) of the last computed node
@@ -31,7 +31,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc;
 use std::time::Duration;
 use weft::prelude::*;
-use weft_ir::testing::{
+use weft_oracle::{
     arb_graph_with, observed_outputs, proptest_cases, small_enough, GraphConfig, Tolerance,
     PROP_MAX_ELEMENTS, PROP_MAX_TOTAL_ELEMENTS,
 };
@@ -115,7 +115,7 @@ fn check_outputs(g: &Graph, outputs: &[NodeId], seed: u64) -> Result<(), String>
         return Ok(());
     }
     let ps = g.placeholders();
-    let inputs = weft_ir::testing::random_inputs(g, &ps, seed, true);
+    let inputs = weft_oracle::random_inputs(g, &ps, seed, true);
     let tol = Tolerance::for_graph(g);
     let refs = references(g, outputs, &ps, &inputs, 2, &tol).map_err(|e| e.to_string())?;
     for backend in [Backend::Jit, Backend::JitUnfused] {

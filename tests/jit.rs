@@ -18,7 +18,7 @@ fn agree(g: &Graph, outputs: &[NodeId], calls: usize) {
     let ps = g.placeholders();
     for seed in [1u64, 2] {
         let inputs = random_inputs(g, &ps, seed);
-        let tol = weft_ir::testing::Tolerance::for_graph(g);
+        let tol = weft_oracle::Tolerance::for_graph(g);
         let interp = references(g, outputs, &ps, &inputs, calls, &tol).unwrap();
         for b in BACKENDS {
             let jit = run(g, outputs, &ps, &inputs, calls, b)
@@ -35,7 +35,7 @@ fn agree(g: &Graph, outputs: &[NodeId], calls: usize) {
 fn agree_lowered(g: &Graph, lower: weft::LowerOptions) {
     let ps = g.placeholders();
     let inputs = random_inputs(g, &ps, 1);
-    let tol = weft_ir::testing::Tolerance::for_graph(g);
+    let tol = weft_oracle::Tolerance::for_graph(g);
     let interp = references(g, g.outputs(), &ps, &inputs, 2, &tol).unwrap();
     for fused in [true, false] {
         let options = JitOptions {
@@ -730,7 +730,7 @@ fn vector_row_max_and_min_settle_nans_and_signed_zeros_exactly() {
     let data: Vec<f32> = rows.concat();
     let input = HostArray::from_vec(Axes::new([r, c]).unwrap(), vec![rows.len(), C], data).unwrap();
     let inputs = [input];
-    let tol = weft_ir::testing::Tolerance::for_graph(&g);
+    let tol = weft_oracle::Tolerance::for_graph(&g);
     let interp = references(&g, &outs, &[x], &inputs, 1, &tol).unwrap();
     for b in BACKENDS {
         let jit = run(&g, &outs, &[x], &inputs, 1, b).unwrap();
@@ -812,7 +812,7 @@ fn division_by_a_row_value_matches_the_divide_at_every_magnitude() {
             HostArray::new(Axes::new([r, c]).unwrap(), vec![divisors.len(), C], xa).unwrap(),
             HostArray::new(Axes::new([r]).unwrap(), vec![divisors.len()], da).unwrap(),
         ];
-        let tol = weft_ir::testing::Tolerance::for_graph(&g);
+        let tol = weft_oracle::Tolerance::for_graph(&g);
         let interp = references(&g, &[q], &[x, d], &inputs, 1, &tol).unwrap();
         for b in BACKENDS {
             let jit = run(&g, &[q], &[x, d], &inputs, 1, b).unwrap();
@@ -921,7 +921,7 @@ fn native_transposes_give_the_bits_of_the_jammed_loops() {
             (bits, explained)
         };
         let want: Vec<u32> = {
-            let tol = weft_ir::testing::Tolerance::for_graph(&g);
+            let tol = weft_oracle::Tolerance::for_graph(&g);
             let interp =
                 references(&g, g.outputs(), &ps, std::slice::from_ref(&input), 1, &tol).unwrap();
             interp[0].0[0][0]
@@ -1381,7 +1381,7 @@ fn vector_comparisons_select_convert_and_combine_as_masks() {
                 HostArray::from_vec(axes, shape, v).unwrap()
             };
         }
-        let tol = weft_ir::testing::Tolerance::for_graph(&g);
+        let tol = weft_oracle::Tolerance::for_graph(&g);
         let outs = g.outputs().to_vec();
         let interp = references(&g, &outs, &ps, &inputs, 1, &tol).unwrap();
         for b in BACKENDS {
@@ -2260,9 +2260,9 @@ fn a_softmax_over_a_strided_axis_takes_its_max_in_memory_order() {
         let g = weft::ir::text::parse(&src, "softmax.weft").unwrap();
         agree_lowered(&g, small);
         let ps = g.placeholders();
-        let specials = weft_ir::testing::random_inputs(&g, &ps, 3, true);
+        let specials = weft_oracle::random_inputs(&g, &ps, 3, true);
         let jit = jit_common::run_jit(&g, g.outputs(), &specials, options.clone()).unwrap();
-        let tol = weft_ir::testing::Tolerance::for_graph(&g);
+        let tol = weft_oracle::Tolerance::for_graph(&g);
         let interp = references(&g, g.outputs(), &ps, &specials, 2, &tol).unwrap();
         compare(&jit, &interp, &tol).unwrap();
         let why = jit_common::explain(&g, &options);
@@ -2632,7 +2632,7 @@ fn sin_cos_and_power_match_an_independent_libm_densely() {
         }
         // Bases over 1e-3..1e3 and their negatives, exponents over [-40, 40] (integers for
         // negative bases, where a fraction is NaN), and the special pairs.
-        let mut r = weft_ir::testing::SplitMix(7);
+        let mut r = weft_oracle::SplitMix(7);
         let (mut bases, mut exps) = (Vec::new(), Vec::new());
         for i in 0..20_000 {
             let b = 10f64.powf(r.unit() * 6.0 - 3.0);
@@ -2703,7 +2703,7 @@ fn constant_folding_off_leaves_constant_subgraphs_to_the_kernels() {
         ..JitOptions::unfused()
     };
     assert_eq!(sines(&unfolded), 1);
-    let tol = weft_ir::testing::Tolerance::for_graph(&g);
+    let tol = weft_oracle::Tolerance::for_graph(&g);
     // run_jit calls twice (`call`, then `call_into`).
     let refs = references(&g, &[s], &[], &[], 2, &tol).unwrap();
     let got = jit_common::run_jit(&g, &[s], &[], unfolded).unwrap();

@@ -2,11 +2,11 @@
 //! dtype, lengths 1 and non-multiples of the vector width, variables with assigns) run on the
 //! JIT, fused and unfused (unfused with constant folding off, so its kernels compute the
 //! constant-only subgraphs), and on the interpreter, with special values among the inputs; results
-//! agree by `weft_ir::testing`'s oracle (docs/testing.md), across two calls (so assigned state
+//! agree by `weft_oracle`'s oracle (docs/testing.md), across two calls (so assigned state
 //! is checked too). A third JIT run forces every kernel parallel, row kernels into two chunks
 //! of rows and reductions to few results into two parallel chunks. Small graphs (≈ 11 nodes)
 //! and large ones (100–400 node steps). Each test counts the cases it compared
-//! (`weft_ir::testing::run_property`) and fails under a minimum share.
+//! (`weft_oracle::run_property`) and fails under a minimum share.
 //! `PROPTEST_CASES=5000 cargo test --release --test jit_props` runs longer.
 
 mod jit_common;
@@ -15,7 +15,7 @@ use jit_common::{compare, references, run, run_jit};
 use proptest::prelude::*;
 use weft::prelude::*;
 use weft_compiler::{JitExecutable, JitOptions};
-use weft_ir::testing::{
+use weft_oracle::{
     arb_graph_with, large_cases, observed_outputs, proptest_cases, run_property, small_enough,
     GraphConfig, Tally, Tolerance, PROP_MAX_ELEMENTS, PROP_MAX_TOTAL_ELEMENTS,
 };
@@ -61,7 +61,7 @@ fn check(g: &Graph, seed: u64, tally: &Tally) -> Result<(), TestCaseError> {
     let outputs = observed_outputs(g, seed);
     prop_assume!(!outputs.is_empty());
     let ps = g.placeholders();
-    let inputs = weft_ir::testing::random_inputs(g, &ps, seed, true);
+    let inputs = weft_oracle::random_inputs(g, &ps, seed, true);
     let tol = Tolerance::for_graph(g);
     let refs = match references(g, &outputs, &ps, &inputs, 2, &tol) {
         Ok(r) => r,

@@ -13,7 +13,7 @@ use proptest::prelude::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use weft::prelude::*;
 use weft_compiler::JitOptions;
-use weft_ir::testing::{proptest_cases, run_property, Tally, Tolerance};
+use weft_oracle::{proptest_cases, run_property, Tally, Tolerance};
 
 /// Per test (stores, sums; then both with functions): cases long enough for a leaf loop, and
 /// those whose explanation names one.

@@ -272,7 +272,7 @@ fn a_training_step_on_the_jit_matches_the_interpreter_oracle() {
     );
 
     let ps = g.placeholders();
-    let tol = weft_ir::testing::Tolerance::for_graph(&g);
+    let tol = weft_oracle::Tolerance::for_graph(&g);
     for seed in [1, 2] {
         let inputs = random_inputs(&g, &ps, seed);
         let interp = references(&g, &outputs, &ps, &inputs, 3, &tol).unwrap();

@@ -5,7 +5,7 @@
 //! fused and unfused — each also with the thresholds of the memory-order paths at zero, so
 //! small tensors take the kernels large ones take (a reduction over a strided axis in a kernel
 //! of its own, accumulators in memory) — and forced parallel, against the interpreter's
-//! references (`weft_ir::testing`'s oracle). Issue 41: with named axes, which axis is innermost
+//! references (`weft_oracle`'s oracle). Issue 41: with named axes, which axis is innermost
 //! is an accident, so every order must compute what the interpreter does.
 //! `PROPTEST_CASES=2000 cargo test --release --test orientation_props` runs longer.
 
@@ -16,7 +16,7 @@ use proptest::prelude::*;
 use weft::compiler::ScheduledStep;
 use weft::prelude::*;
 use weft::{BinaryOp, ReduceOp, UnaryOp};
-use weft_ir::testing::{proptest_cases, SplitMix, Tolerance};
+use weft_oracle::{proptest_cases, SplitMix, Tolerance};
 
 /// Lengths drawn for an axis: ones, odd lengths around the vector widths, and a length at
 /// the memory-order paths' least stride (64 elements) and past it: a prime (no column block
@@ -202,7 +202,7 @@ fn check(seed: u64) -> Result<(), TestCaseError> {
     let case = draw(seed).map_err(|e| TestCaseError::fail(format!("drawing: {e}")))?;
     let g = &case.g;
     let ps = g.placeholders();
-    let inputs = weft_ir::testing::random_inputs(g, &ps, seed, true);
+    let inputs = weft_oracle::random_inputs(g, &ps, seed, true);
     let tol = Tolerance::for_graph(g);
     let outputs = [case.out];
     let refs = references(g, &outputs, &ps, &inputs, 2, &tol)
@@ -310,7 +310,7 @@ fn multi_pass_graphs_over_the_outer_axis_chain_and_match() {
             );
         }
         let ps = g.placeholders();
-        let inputs = weft_ir::testing::random_inputs(&g, &ps, 7, true);
+        let inputs = weft_oracle::random_inputs(&g, &ps, 7, true);
         let tol = Tolerance::for_graph(&g);
         let refs = references(&g, &[out], &ps, &inputs, 2, &tol).unwrap();
         for options in [
@@ -344,7 +344,7 @@ fn multi_pass_graphs_over_an_outer_axis_of_prime_length_stay_in_memory_order() {
         );
         assert!(!explained.contains("gathered"), "{form:?}: {explained}");
         let ps = g.placeholders();
-        let inputs = weft_ir::testing::random_inputs(&g, &ps, 11, true);
+        let inputs = weft_oracle::random_inputs(&g, &ps, 11, true);
         let tol = Tolerance::for_graph(&g);
         let refs = references(&g, &[out], &ps, &inputs, 2, &tol).unwrap();
         for options in [JitOptions::default(), JitOptions::forced_parallel()] {
@@ -386,7 +386,7 @@ fn a_pass_the_cost_model_keeps_apart_is_not_chained_back_into_columns() {
         "the normalising pass: {last}"
     );
     let ps = g.placeholders();
-    let inputs = weft_ir::testing::random_inputs(&g, &ps, 5, true);
+    let inputs = weft_oracle::random_inputs(&g, &ps, 5, true);
     let tol = Tolerance::for_graph(&g);
     let refs = references(&g, &[out], &ps, &inputs, 2, &tol).unwrap();
     let got = run_jit(&g, &[out], &inputs, options).unwrap();

@@ -13,7 +13,7 @@ mod jit_common;
 use jit_common::{compare, references, run_jit};
 use proptest::prelude::*;
 use weft::prelude::*;
-use weft_ir::testing::{proptest_cases, Tolerance};
+use weft_oracle::{proptest_cases, Tolerance};
 
 const NAMES: [&str; 3] = ["P", "Q", "S"];
 
@@ -86,7 +86,7 @@ fn check(src: &str, seed: u64) -> Result<(), TestCaseError> {
     let ps = g.placeholders();
     // Half the cases hold ±0, ±inf, NaN, subnormals and huge values: f32 sums in f32 rows must
     // sum again in f64 where one overflows (`reduce_in_memory::narrowed`).
-    let inputs = weft_ir::testing::random_inputs(&g, &ps, seed, seed.is_multiple_of(2));
+    let inputs = weft_oracle::random_inputs(&g, &ps, seed, seed.is_multiple_of(2));
     let tol = Tolerance::for_graph(&g);
     let interp = references(&g, g.outputs(), &ps, &inputs, 2, &tol).unwrap();
     for (fused, stream_min_bytes) in [(true, None), (true, Some(0)), (false, None)] {

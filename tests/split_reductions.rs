@@ -107,7 +107,7 @@ fn each_long_reduction_to_few_results_is_split_and_matches_the_interpreter() {
         let ps = g.placeholders();
         for seed in [1, 2] {
             let xs = inputs(&g, seed);
-            let tol = weft_ir::testing::Tolerance::for_graph(&g);
+            let tol = weft_oracle::Tolerance::for_graph(&g);
             let interp = references(&g, &[out], &ps, &xs, 1, &tol).unwrap();
             let jit = (vec![call(&exe, &g, &xs)], Vec::new());
             if let Err(m) = compare(&jit, &interp, &tol) {

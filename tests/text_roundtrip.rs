@@ -5,9 +5,9 @@
 //! outputs, which tell every float apart by value and sign (NaN payloads aside), and the texts.
 
 use proptest::prelude::*;
-use weft_ir::testing::{arb_graph, proptest_cases, run_property};
 use weft_ir::text::{parse, print};
 use weft_ir::Graph;
+use weft_oracle::{arb_graph, proptest_cases, run_property};
 
 /// The graph's content with floats spelled out, so NaN compares equal to NaN.
 fn content(g: &Graph) -> String {

@@ -10,7 +10,7 @@ mod jit_common;
 use std::path::Path;
 use weft::prelude::*;
 use weft::{GraphError, Op, PoolKind, PoolSpec, Role, TensorInit};
-use weft_ir::testing::{random_inputs, SplitMix};
+use weft_oracle::{random_inputs, SplitMix};
 
 const BACKENDS: [Backend; 3] = [Backend::Interpreter, Backend::Jit, Backend::JitUnfused];
 

@@ -11,7 +11,7 @@ mod jit_common;
 use jit_common::compare;
 use std::sync::Mutex;
 use weft::prelude::*;
-use weft_ir::testing::{fill_garbage, Tolerance};
+use weft_oracle::{fill_garbage, Tolerance};
 
 static COUNTER: Mutex<()> = Mutex::new(());
 

@@ -1,4 +1,4 @@
-//! Property tests over random graphs (`weft_ir::testing`): simplify keeps every result bit for
+//! Property tests over random graphs (`weft_oracle`): simplify keeps every result bit for
 //! bit (the interpreter is the oracle), and every graph compiles, fused and unfused, to plans
 //! that compute the same values (run by the test executor over their planned arenas).
 
@@ -12,8 +12,8 @@ use proptest::prelude::*;
 use std::collections::HashMap;
 use weft_compiler::passes::simplify::{interpreter_evaluator, simplify, SimplifyOptions};
 use weft_compiler::{compile_plan, PlanOptions};
-use weft_ir::testing::{arb_graph_with, run_property, GraphConfig, Tally};
 use weft_ir::Graph;
+use weft_oracle::{arb_graph_with, run_property, GraphConfig, Tally};
 
 /// The graph with its sinks marked as outputs when it has none (so every draw tests something).
 fn with_outputs(mut g: Graph) -> Graph {
@@ -143,7 +143,7 @@ fn passes_keep_results() {
     run_property(
         "random_graphs::passes_keep_results",
         file!(),
-        weft_ir::testing::proptest_cases(512),
+        weft_oracle::proptest_cases(512),
         0.9,
         (arb_graph_with(GraphConfig::compilable()), 0u64..1000),
         |(g, seed), tally| check(&with_outputs(g), seed, tally),

@@ -1,6 +1,6 @@
 //! One fuzz case: text → parse → bind unbound axes → verify → (when small) compile fused,
 //! unfused and forced parallel → run twice on random inputs with special values → compare with
-//! the interpreter by `weft_ir::testing`'s oracle; (when too large to run) compile only.
+//! the interpreter by `weft_oracle`'s oracle; (when too large to run) compile only.
 //!
 //! Assumes nothing about the text. Guarantees:
 //! - declared axes the text leaves unbound get lengths drawn from the case seed and their
@@ -23,11 +23,11 @@ use weft::prelude::*;
 use weft::testing::{references, run_on, Case};
 use weft::{GraphError, Op, RunError};
 use weft_compiler::{JitError, JitExecutable, JitOptions, PassError};
-use weft_ir::testing::{
+use weft_ir::{AxisDef, AxisId};
+use weft_oracle::{
     fill_garbage, observed_outputs, random_inputs, small_enough, state_nodes, Run, SplitMix,
     Tolerance,
 };
-use weft_ir::{AxisDef, AxisId};
 
 /// Calls per run: `call`, then `call_into` garbage-filled arrays over inputs at odd
 /// alignments (`weft::testing::call_alternately`), so state assigned by the first is read by

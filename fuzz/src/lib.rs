@@ -1,7 +1,7 @@
 #![warn(missing_docs)]
 //! weft's fuzzer (stable Rust, no sanitizers): mutated `.weft` texts and random graphs through
 //! parse → verify → compile (fused, unfused, forced parallel) → run, compared with the
-//! interpreter by `weft_ir::testing`'s oracle (docs/testing.md, "The fuzzer").
+//! interpreter by `weft_oracle`'s oracle (docs/testing.md, "The fuzzer").
 //!
 //! Assumes cases are cheap to run (small tensors, [`case::MAX_ELEMENTS`]; larger graphs are
 //! compiled only). Guarantees: the case stream is a function of the seed and the corpus (not of
@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use weft_ir::testing::{graph_from_choices, text_from_choices, GraphConfig, SplitMix};
+use weft_oracle::{graph_from_choices, text_from_choices, GraphConfig, SplitMix};
 
 /// What to fuzz and for how long.
 #[derive(Clone, Debug)]

@@ -7,7 +7,7 @@
 //! nothing about validity; most mutants fail to parse, which is what the parser must survive.
 
 use weft_ir::graph::{BinaryOp, CompareOp, ReduceOp, UnaryOp};
-use weft_ir::testing::SplitMix;
+use weft_oracle::SplitMix;
 
 /// Numbers that exercise edges: lengths 0 and 1, vector widths ± 1, overflow, float specials,
 /// and huge lengths, strides and paddings (2²⁸, 2³² − 1, 2³³ + 1, 2⁴⁰, 2⁶², around `i64::MAX`,

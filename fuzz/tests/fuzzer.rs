@@ -11,7 +11,7 @@ use weft_fuzz::mutate::Mutator;
 use weft_fuzz::{
     fuzz, fuzz_events, fuzz_with, replay, Events, FindingKind, FuzzOptions, Stream, Summary,
 };
-use weft_ir::testing::SplitMix;
+use weft_oracle::SplitMix;
 
 fn examples() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples")

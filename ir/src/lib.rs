@@ -1,7 +1,8 @@
 #![warn(missing_docs)]
 //! weft-ir: the data weft compiles — axes, dtypes, host arrays, the axes-labelled op graph, its
-//! text form, the loop IR and TensorWrapper's shape algebra — and the training helpers that
-//! build graphs from ordinary ops ([`nn`]). It knows no backend.
+//! text form, the loop IR and TensorWrapper's shape algebra. It knows no backend; the training
+//! helpers (weft-nn) and the test oracle and random graphs (weft-oracle) are crates of their
+//! own, built on this one.
 
 #![forbid(unsafe_code)]
 
@@ -15,15 +16,13 @@ pub mod host;
 pub mod host_display;
 pub mod host_view;
 pub mod loop_ir;
-pub mod nn;
 pub mod perturb;
+pub mod random;
 pub mod scalar;
 pub mod shape;
 pub mod size;
 
-// The text format, and random graphs for property tests.
-#[cfg(feature = "testing")]
-pub mod testing;
+// The text format.
 pub mod text;
 
 pub use axis::{

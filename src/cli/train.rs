@@ -170,7 +170,7 @@ pub fn train(mut graph: Graph, file: &Path, o: &TrainOptions) -> Result<(), Erro
         });
     }
     let m = model(&graph, file)?;
-    let accuracy = weft_ir::nn::accuracy(&mut graph, m.logits, m.labels, m.classes)?;
+    let accuracy = weft_nn::accuracy(&mut graph, m.logits, m.labels, m.classes)?;
     graph.unbind(m.batch)?;
     let (train, test) = digits()?.split(o.test_fraction, o.seed)?;
     if train.is_empty() {

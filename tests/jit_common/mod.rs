@@ -1,18 +1,18 @@
 //! Shared by the JIT tests: random inputs, running a graph on a backend, and the interpreter's
-//! references for `weft_ir::testing`'s oracle (docs/testing.md).
+//! references for `weft_oracle`'s oracle (docs/testing.md).
 // Each test binary uses a part of it.
 #![allow(dead_code, unused_imports)]
 
 use weft::prelude::*;
 pub use weft::testing::{call_alternately, references, run, run_on, Run};
 use weft::{ConvSpec, PoolKind, PoolSpec, Role};
-pub use weft_ir::testing::compare_runs as compare;
-use weft_ir::testing::SplitMix;
+pub use weft_oracle::compare_runs as compare;
+use weft_oracle::SplitMix;
 
 /// Random values for the placeholders `ps` of `g`: floats in [-2, 2), integers in [-6, 6),
 /// bools half true, no special values (hand-written tests check those explicitly).
 pub fn random_inputs(g: &Graph, ps: &[NodeId], seed: u64) -> Vec<HostArray> {
-    weft_ir::testing::random_inputs(g, ps, seed, false)
+    weft_oracle::random_inputs(g, ps, seed, false)
 }
 
 /// Runs `outputs` of `g` twice (`call`, then `call_into`: [`call_alternately`]) on the JIT
@@ -68,7 +68,7 @@ pub fn mlp_layer(b: usize, i: usize, o: usize, dtype: DType, x_t: bool, w_t: boo
 }
 
 /// `outputs` of `g` on the JIT, fused and unfused, against the interpreter's references with
-/// `g`'s tolerance (`weft_ir::testing`'s oracle); the failure names the backend and prints `g`.
+/// `g`'s tolerance (`weft_oracle`'s oracle); the failure names the backend and prints `g`.
 pub fn check_backends(
     g: &Graph,
     outputs: &[NodeId],
@@ -76,7 +76,7 @@ pub fn check_backends(
 ) -> Result<(), proptest::test_runner::TestCaseError> {
     use proptest::test_runner::TestCaseError;
     let ps = g.placeholders();
-    let tol = weft_ir::testing::Tolerance::for_graph(g);
+    let tol = weft_oracle::Tolerance::for_graph(g);
     let refs = references(g, outputs, &ps, inputs, 1, &tol).unwrap();
     for backend in [Backend::Jit, Backend::JitUnfused] {
         let got = run(g, outputs, &ps, inputs, 1, backend).map_err(|e| {

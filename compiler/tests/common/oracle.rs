@@ -1,6 +1,6 @@
-//! The reference interpreter as the oracle: random inputs (from `weft_ir::testing`), runs, and
+//! The reference interpreter as the oracle: random inputs (from `weft_oracle`), runs, and
 //! exact comparison (passes must not change a bit; backends are judged by
-//! `weft_ir::testing::compare_arrays`).
+//! `weft_oracle::compare_arrays`).
 #![allow(dead_code)]
 
 use std::sync::Arc;
@@ -9,9 +9,9 @@ use weft_runtime::{Executable, Interpreter, State};
 
 /// Random values for every placeholder of `g`, in placeholder order: ordinary values, or with
 /// `special` also ±0, ±inf, NaN, subnormals, huge values and integer extremes
-/// (`weft_ir::testing::random_inputs`, shared with the JIT tests and the fuzzer).
+/// (`weft_oracle::random_inputs`, shared with the JIT tests and the fuzzer).
 pub fn random_inputs_with(g: &Graph, seed: u64, special: bool) -> Vec<HostArray> {
-    weft_ir::testing::random_inputs(g, &g.placeholders(), seed, special)
+    weft_oracle::random_inputs(g, &g.placeholders(), seed, special)
 }
 
 /// Ordinary random values for every placeholder of `g` (hand-written graphs).

@@ -29,10 +29,9 @@ impl Graph {
         Ok(self.cut_unchecked(node))
     }
 
-    /// [`Graph::with_placeholder_for`] for the test oracle (feature `testing`), which evaluates
-    /// one reader of `node` alone: `node` may also be an `assign`, whose update of the state
+    /// [`Graph::with_placeholder_for`] for judging a run the test oracle failed
+    /// (`weft::testing`), which evaluates one reader of `node` alone: `node` may also be an `assign`, whose update of the state
     /// the cut graph then drops. Errors: `node` not of this graph, or a stored tensor.
-    #[cfg(feature = "testing")]
     pub fn with_placeholder_for_value(&self, node: NodeId) -> Result<Graph, GraphError> {
         let n = self.check_node(node)?;
         if matches!(n.op, Op::Tensor { .. }) {

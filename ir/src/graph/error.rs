@@ -160,7 +160,7 @@ pub enum GraphError {
         /// The limit.
         max: usize,
     },
-    /// An argument of a graph-building helper (`weft_ir::nn`: a loss's labels, an optimizer's
+    /// An argument of a graph-building helper (`weft_nn`: a loss's labels, an optimizer's
     /// parameter list or hyper-parameters) that does not fit, for a reason other than axes or
     /// dtypes.
     #[error("{op}: {message}")]

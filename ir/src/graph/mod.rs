@@ -1138,7 +1138,9 @@ impl Graph {
             .collect()
     }
 
-    pub(crate) fn check_node(&self, id: NodeId) -> Result<&Node, GraphError> {
+    /// The node `id`, or [`GraphError::Foreign`] if it is not a node of this graph (what a
+    /// graph-building function outside this crate, such as weft-nn's, checks its operands with).
+    pub fn check_node(&self, id: NodeId) -> Result<&Node, GraphError> {
         if !id.belongs_to(self.table) {
             return Err(GraphError::Foreign(format!("node {id} of another graph")));
         }

@@ -438,7 +438,7 @@ impl Parser<'_> {
     }
 
     /// `uniform(SEED, LO, HI)` or `normal(SEED, MEAN, STD)`: values drawn row-major over
-    /// `axes`, whose lengths must be bound (`nn::Random`).
+    /// `axes`, whose lengths must be bound (`random::Random`).
     fn random_init(&mut self, axes: &[Axis], dtype: DType) -> PResult<TensorInit> {
         let at = self.at;
         let Tok::Ident(kind) = self.next() else {
@@ -455,11 +455,11 @@ impl Parser<'_> {
         }
         self.expect(')')?;
         let random = match kind.as_str() {
-            "uniform" => crate::nn::Random::Uniform {
+            "uniform" => crate::random::Random::Uniform {
                 lo: params[0],
                 hi: params[1],
             },
-            _ => crate::nn::Random::Normal {
+            _ => crate::random::Random::Normal {
                 mean: params[0],
                 std: params[1],
             },

@@ -1,7 +1,9 @@
-//! Training helpers built from ordinary graph ops (docs/training.md): losses ([`loss`]), a dense
-//! layer with seeded initial weights ([`layer`]) and optimizers as `assign` updates
-//! ([`optim`]) — each also a method of [`GraphBuilder`](crate::graph::GraphBuilder) or
-//! [`Tensor`](crate::graph::Tensor) ([`tensors`], which says how the two levels meet).
+//! weft-nn: training helpers built from ordinary graph ops (docs/training.md), on weft-ir's
+//! graph API alone (re-exported as `weft::nn`): losses ([`loss`]), a dense layer with seeded
+//! initial weights ([`layer`]) and optimizers as `assign` updates ([`optim`]) — each also a
+//! method of [`GraphBuilder`](weft_ir::graph::GraphBuilder) or
+//! [`Tensor`](weft_ir::graph::Tensor) through the traits [`GraphBuilderNn`] and [`TensorNn`]
+//! ([`tensors`], which says how the two levels meet).
 //!
 //! Assumes: the caller's graph, axes and nodes; nothing else. Every helper is a function of
 //! `&mut Graph` that adds nodes through the public builders (no new ops), so the text form,
@@ -12,7 +14,8 @@
 //! before the check that failed (unreferenced, so dead code to every backend).
 //!
 //! ```
-//! use weft::ir::{nn, DType, Graph};
+//! use weft::ir::{DType, Graph};
+//! use weft::nn;
 //! let mut g = Graph::new();
 //! let (b, i, c) = (g.axis("B", 4)?, g.axis("I", 8)?, g.axis("C", 3)?);
 //! let x = g.placeholder("x", &[b, i], DType::F32)?;
@@ -23,6 +26,9 @@
 //! # Ok::<(), weft::ir::GraphError>(())
 //! ```
 
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
 pub mod layer;
 pub mod loss;
 pub mod optim;
@@ -31,11 +37,11 @@ pub mod tensors;
 pub use layer::{conv, dense, Activation, Conv, Dense, Init, InitScheme, Random};
 pub use loss::{accuracy, iota, log_softmax, mean_squared_error, one_hot, softmax_cross_entropy};
 pub use optim::{adam, momentum, sgd, Adam, Updates};
-pub use tensors::{ConvTensors, DenseTensors, StepTensors};
+pub use tensors::{ConvTensors, DenseTensors, GraphBuilderNn, StepTensors, TensorNn};
 
-use crate::axis::Axis;
-use crate::dtype::DType;
-use crate::graph::{Graph, GraphError, NodeId};
+use weft_ir::axis::Axis;
+use weft_ir::dtype::DType;
+use weft_ir::graph::{Graph, GraphError, NodeId};
 
 /// `op(a, b, ..)` with each operand by name or id: how the helpers name themselves in errors.
 fn label(g: &Graph, op: &str, nodes: &[NodeId]) -> String {
@@ -77,5 +83,5 @@ fn require_axis(g: &Graph, op: &str, x: NodeId, axis: Axis) -> Result<(), GraphE
 
 /// A scalar constant `value` of `dtype` (a float dtype: the value rounds once to it).
 fn float_scalar(g: &mut Graph, value: f64, dtype: DType) -> Result<NodeId, GraphError> {
-    g.scalar(crate::host::Scalar::Float(value), dtype)
+    g.scalar(weft_ir::host::Scalar::Float(value), dtype)
 }

@@ -5,22 +5,24 @@
 //! lengths are bound (the initial weights are data); the layer's name is not yet taken by
 //! `NAME_w` or `NAME_b`. Guarantees: the weight is the variable `NAME_w` over `[in, out]`,
 //! drawn uniformly from `[-limit, limit)` by [`Init`] (Glorot or He) with the SplitMix64
-//! generator (`crate::perturb::SplitMix`) seeded by `Init::seed`, row-major — the same seed
+//! generator (`weft_ir::perturb::SplitMix`) seeded by `Init::seed`, row-major — the same seed
 //! gives the same weights on every machine and run; the bias is the variable `NAME_b` over
 //! `[out]`, zero; the output has `x`'s axes with the input axis replaced by the output axis
 //! at the end (`dot`'s rule: `x`'s remaining axes, then `W`'s).
 
-use super::{float_dtype, label, require_axis};
-use crate::axis::Axis;
-use crate::dtype::DType;
-use crate::graph::{Graph, GraphError, NodeId, TensorInit};
-use crate::host::{ArrayData, Scalar};
-use crate::perturb::SplitMix;
+use crate::{float_dtype, label, require_axis};
+use weft_ir::axis::Axis;
+use weft_ir::dtype::DType;
+use weft_ir::graph::{Graph, GraphError, NodeId, TensorInit};
+use weft_ir::host::{ArrayData, Scalar};
+use weft_ir::perturb::SplitMix;
+/// Seeded distributions of initial values; defined in weft-ir, whose text form draws them.
+pub use weft_ir::random::Random;
 
 /// The nonlinearity applied after `x · W + b`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Activation {
-    /// None: the affine map itself (e.g. logits for [`softmax_cross_entropy`](super::softmax_cross_entropy)).
+    /// None: the affine map itself (e.g. logits for [`softmax_cross_entropy`](crate::softmax_cross_entropy)).
     Identity,
     /// `max(x, 0)`.
     Relu,
@@ -43,7 +45,8 @@ pub enum InitScheme {
 /// A weight initialisation: a scheme and the seed of its generator.
 ///
 /// ```
-/// use weft::ir::{nn::Init, ArrayData, DType};
+/// use weft::ir::{ArrayData, DType};
+/// use weft::nn::Init;
 /// let a = Init::he(3).values(4, 2, DType::F64);
 /// assert_eq!(a, Init::he(3).values(4, 2, DType::F64)); // deterministic
 /// let ArrayData::F64(w) = a else { panic!() };
@@ -104,93 +107,6 @@ impl Init {
     }
 }
 
-/// A seeded distribution of initial values, for tensors other than a [`dense`] layer's weight
-/// (the text form's `= uniform(seed, lo, hi)` and `= normal(seed, mean, std)`,
-/// docs/text-format.md).
-///
-/// ```
-/// use weft::ir::{nn::Random, ArrayData, DType};
-/// let u = Random::Uniform { lo: -0.5, hi: 0.5 }.values(3, 1000, DType::F64)?;
-/// assert_eq!(u, Random::Uniform { lo: -0.5, hi: 0.5 }.values(3, 1000, DType::F64)?);
-/// let ArrayData::F64(u) = u else { panic!() };
-/// assert!(u.iter().all(|x| (-0.5..0.5).contains(x)));
-/// let ArrayData::F32(n) = Random::Normal { mean: 0.0, std: 0.1 }.values(3, 1000, DType::F32)? else { panic!() };
-/// let mean = n.iter().sum::<f32>() / 1000.0;
-/// assert!(mean.abs() < 0.02);
-/// assert!(Random::Normal { mean: 0.0, std: -1.0 }.values(3, 4, DType::F32).is_err());
-/// # Ok::<(), weft::ir::GraphError>(())
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Random {
-    /// Uniform in `[lo, hi)`: `lo + (hi − lo)·u`, `u` uniform in `[0, 1)` with 53 random bits.
-    Uniform {
-        /// The lower bound (included).
-        lo: f64,
-        /// The upper bound (excluded); above `lo`.
-        hi: f64,
-    },
-    /// Normal: `mean + std·z`, `z` standard normal by the Box–Muller transform (two uniform
-    /// draws per value, its cosine branch).
-    Normal {
-        /// The mean.
-        mean: f64,
-        /// The standard deviation, at least 0.
-        std: f64,
-    },
-}
-
-impl Random {
-    /// `n` values in `dtype` (f32 or f64; f32 values are the f64 draws rounded once), drawn in
-    /// order from SplitMix64 seeded with `seed` (`crate::perturb::SplitMix`), so the same
-    /// seed gives the same values on every machine. Non-finite parameters, `hi ≤ lo`, a
-    /// negative `std` or an integer or bool dtype are a [`GraphError::Argument`].
-    pub fn values(&self, seed: u64, n: usize, dtype: DType) -> Result<ArrayData, GraphError> {
-        let bad = |message: String| GraphError::Argument {
-            op: self.name().to_string(),
-            message,
-        };
-        match *self {
-            Random::Uniform { lo, hi } if !(lo.is_finite() && hi.is_finite() && lo < hi) => {
-                return Err(bad(format!(
-                    "the bounds {lo}, {hi} must be finite with lo < hi"
-                )))
-            }
-            Random::Normal { mean, std }
-                if !(mean.is_finite() && std.is_finite() && std >= 0.0) =>
-            {
-                return Err(bad(format!(
-                    "the mean {mean} and standard deviation {std} must be finite, std ≥ 0"
-                )))
-            }
-            _ if !dtype.is_float() => {
-                return Err(bad(format!("draws floats; the tensor is {dtype}")))
-            }
-            _ => {}
-        }
-        let mut rng = SplitMix(seed);
-        let mut u01 = move || (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-        let draws = (0..n).map(|_| match *self {
-            Random::Uniform { lo, hi } => lo + (hi - lo) * u01(),
-            Random::Normal { mean, std } => {
-                let (r, a) = (1.0 - u01(), u01()); // r in (0, 1]: its log is finite
-                mean + std * (-2.0 * r.ln()).sqrt() * (std::f64::consts::TAU * a).cos()
-            }
-        });
-        Ok(match dtype {
-            DType::F32 => ArrayData::F32(draws.map(|x| x as f32).collect()),
-            _ => ArrayData::F64(draws.collect()),
-        })
-    }
-
-    /// `uniform` or `normal`: the distribution's name in the text form.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Random::Uniform { .. } => "uniform",
-            Random::Normal { .. } => "normal",
-        }
-    }
-}
-
 /// The nodes [`dense`] made: its output and its two variables.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Dense {
@@ -215,7 +131,8 @@ impl Dense {
 /// dtype (f32 or f64).
 ///
 /// ```
-/// use weft::ir::{nn, DType, Graph};
+/// use weft::ir::{DType, Graph};
+/// use weft::nn;
 /// let mut g = Graph::new();
 /// let (b, i, h) = (g.axis("B", 16)?, g.axis("I", 64)?, g.axis("H", 32)?);
 /// let x = g.placeholder("x", &[b, i], DType::F32)?;
@@ -311,7 +228,8 @@ impl Conv {
 /// `b` (`NAME_b`, zero) is over the output's features axis.
 ///
 /// ```
-/// use weft::ir::{nn, ConvSpec, DType, Graph, Role};
+/// use weft::ir::{ConvSpec, DType, Graph, Role};
+/// use weft::nn;
 /// let mut g = Graph::new();
 /// let b = g.axis("B", 4)?;
 /// let c = g.axis_with_roles("C", Some(1), vec![Role::Channel])?;
@@ -329,7 +247,7 @@ pub fn conv(
     name: &str,
     x: NodeId,
     filter_axes: &[Axis],
-    spec: &crate::graph::ConvSpec,
+    spec: &weft_ir::graph::ConvSpec,
     activation: Activation,
     init: Init,
 ) -> Result<Conv, GraphError> {
@@ -346,7 +264,7 @@ pub fn conv(
     // The convolution paired the axes: its Channelout axis names the output's features axis.
     let (x_axes, w_axes) = (g.node(x).axes.clone(), g.node(w).axes.clone());
     let filter_out = g.conv_pairing(&op, &x_axes, &w_axes, spec)?.filter_out;
-    let features = g.derived_axis(crate::axis::AxisDef::Features(filter_out));
+    let features = g.derived_axis(weft_ir::axis::AxisDef::Features(filter_out));
     let b = g.variable(
         &format!("{name}_b"),
         &[features],

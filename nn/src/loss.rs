@@ -12,18 +12,19 @@
 //! class: its row's loss is the log-sum-exp alone (no class picked), not an error — labels are
 //! data, known only at call time.
 
-use super::{float_dtype, float_scalar, label, require_axis};
-use crate::axis::Axis;
-use crate::dtype::DType;
-use crate::graph::{Graph, GraphError, NodeId, TensorInit};
-use crate::host::ArrayData;
+use crate::{float_dtype, float_scalar, label, require_axis};
+use weft_ir::axis::Axis;
+use weft_ir::dtype::DType;
+use weft_ir::graph::{Graph, GraphError, NodeId, TensorInit};
+use weft_ir::host::ArrayData;
 
 /// A constant over `[axis]` holding `0, 1, .., n-1` (n the axis's length, which must be
 /// bound) in `dtype` (any numeric dtype; for i32 n must fit). Comparing integer labels with it
 /// is a one-hot encoding ([`one_hot`]).
 ///
 /// ```
-/// use weft::ir::{nn, ArrayData, DType, Graph, Op, TensorInit};
+/// use weft::ir::{ArrayData, DType, Graph, Op, TensorInit};
+/// use weft::nn;
 /// let mut g = Graph::new();
 /// let c = g.axis("C", 4)?;
 /// let k = nn::iota(&mut g, c, DType::I64)?;
@@ -86,10 +87,12 @@ fn check_labels(
         });
     }
     if let Some(logits) = logits {
-        let rows = g
-            .check_node(logits)?
-            .axes
-            .difference(&crate::axis::Axes::new_unchecked(&[class_axis]));
+        // One axis has no duplicate: `Axes::new` cannot fail here.
+        let class = weft_ir::axis::Axes::new([class_axis]).map_err(|e| GraphError::Axes {
+            op: op.to_string(),
+            message: e.to_string(),
+        })?;
+        let rows = g.check_node(logits)?.axes.difference(&class);
         if !rows.is_equal_set(&l.axes) {
             return Err(GraphError::Axes {
                 op: op.to_string(),
@@ -126,7 +129,8 @@ fn one_hot_mask(
 /// then `class_axis`. A label outside `0..n` gives a row of zeros.
 ///
 /// ```
-/// use weft::ir::{nn, DType, Graph};
+/// use weft::ir::{DType, Graph};
+/// use weft::nn;
 /// let mut g = Graph::new();
 /// let (b, c) = (g.axis("B", 2)?, g.axis("C", 3)?);
 /// let labels = g.placeholder("labels", &[b], DType::I32)?;
@@ -150,7 +154,8 @@ pub fn one_hot(
 /// `z = logits − max(logits, axis)`, so `exp` never sees a positive argument.
 ///
 /// ```
-/// use weft::ir::{nn, DType, Graph};
+/// use weft::ir::{DType, Graph};
+/// use weft::nn;
 /// let mut g = Graph::new();
 /// let (b, c) = (g.axis("B", 2)?, g.axis("C", 3)?);
 /// let logits = g.placeholder("logits", &[c, b], DType::F64)?;
@@ -177,7 +182,8 @@ pub fn log_softmax(g: &mut Graph, logits: NodeId, axis: Axis) -> Result<NodeId, 
 /// logits elsewhere in a row do no harm.
 ///
 /// ```
-/// use weft::ir::{nn, DType, Graph};
+/// use weft::ir::{DType, Graph};
+/// use weft::nn;
 /// let mut g = Graph::new();
 /// let (b, c) = (g.axis("B", 32)?, g.axis("C", 10)?);
 /// let logits = g.placeholder("logits", &[b, c], DType::F32)?;
@@ -218,7 +224,8 @@ fn mean_over_all(g: &mut Graph, x: NodeId) -> Result<NodeId, GraphError> {
 /// a missing axis and average the wrong thing.
 ///
 /// ```
-/// use weft::ir::{nn, DType, Graph};
+/// use weft::ir::{DType, Graph};
+/// use weft::nn;
 /// let mut g = Graph::new();
 /// let (b, o) = (g.axis("B", 4)?, g.axis("O", 2)?);
 /// let pred = g.placeholder("pred", &[b, o], DType::F32)?;
@@ -263,7 +270,8 @@ pub fn mean_squared_error(
 /// scalar of the logits' dtype. Same arguments as [`softmax_cross_entropy`].
 ///
 /// ```
-/// use weft::ir::{nn, DType, Graph};
+/// use weft::ir::{DType, Graph};
+/// use weft::nn;
 /// let mut g = Graph::new();
 /// let (b, c) = (g.axis("B", 8)?, g.axis("C", 10)?);
 /// let logits = g.placeholder("logits", &[b, c], DType::F32)?;

@@ -1,5 +1,8 @@
-//! Random graphs for property tests and the fuzzer (feature `testing`), and the oracle
-//! comparison every backend test shares ([`oracle`]).
+//! weft-oracle: random graphs for property tests and the fuzzer, the oracle comparison every
+//! backend test shares ([`oracle`]) and the property runner that tallies its cases ([`tally`]).
+//! It assumes weft-ir's public API alone and brings proptest, so only tests, the fuzzer and
+//! the root package's `weft::testing` (feature `testing`) depend on it; nothing in it runs a
+//! backend (the interpreter's references come from the caller).
 //!
 //! A graph is drawn from a stream of `u32` choices ([`graph_from_choices`]), so proptest shrinks
 //! it by shortening and lowering the stream; a spent stream reads as zeros, which ends the graph
@@ -21,15 +24,18 @@
 //! an axis the tensor already has) is skipped; the graph then keeps the derived axis the
 //! attempt interned, which is itself a graph the API can build.
 
-use crate::axis::{Axis, AxisDef, AxisId, Role, SliceRange, WindowStep};
-use crate::dtype::DType;
-use crate::graph::{
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+use proptest::prelude::*;
+use std::collections::HashMap;
+use weft_ir::axis::{Axis, AxisDef, AxisId, Role, SliceRange, WindowStep};
+use weft_ir::dtype::DType;
+use weft_ir::graph::{
     AxisSlice, BinaryOp, CompareOp, Graph, GraphError, NodeId, Op, ReduceOp, TensorInit,
     TensorKind, UnaryOp,
 };
-use crate::host::{ArrayData, Scalar};
-use proptest::prelude::*;
-use std::collections::HashMap;
+use weft_ir::host::{ArrayData, Scalar};
 
 pub mod oracle;
 pub mod tally;
@@ -205,7 +211,7 @@ pub fn graph_from_choices(choices: &[u32], config: &GraphConfig) -> Graph {
 /// parsing under a watchdog (the fuzzer) also has the expansion under it.
 pub fn text_from_choices(choices: &[u32], config: &GraphConfig) -> String {
     let (g, _, grad) = draw_all(choices, config);
-    let mut text = crate::text::print(&g);
+    let mut text = weft_ir::text::print(&g);
     if let Some(grad) = grad {
         let names: Vec<String> = (0..grad.wrt.len()).map(|i| format!("dgrad{i}")).collect();
         let wrt: Vec<String> = grad.wrt.iter().map(|n| g.node_label(*n)).collect();
@@ -515,10 +521,10 @@ impl Gen<'_> {
             AxisDef::Concat(parts) => parts.iter().fold(0, |n, p| n.saturating_add(self.len(*p))),
             AxisDef::Window { of, kernel, step } => {
                 let taps = match kernel {
-                    crate::axis::WindowKernel::Len(n) => *n,
-                    crate::axis::WindowKernel::Axis(k) => self.len(*k),
+                    weft_ir::axis::WindowKernel::Len(n) => *n,
+                    weft_ir::axis::WindowKernel::Axis(k) => self.len(*k),
                 };
-                crate::axis::window_len(self.len(*of), taps, step).unwrap_or(1)
+                weft_ir::axis::window_len(self.len(*of), taps, step).unwrap_or(1)
             }
             AxisDef::Features(of) => self.len(*of),
         }
@@ -835,7 +841,7 @@ impl Gen<'_> {
                     .g
                     .node(x)
                     .axes
-                    .difference(&crate::axis::Axes::new([a]).ok()?);
+                    .difference(&weft_ir::axis::Axes::new([a]).ok()?);
                 let mut candidates: Vec<(NodeId, Axis)> = Vec::new();
                 for &y in &self.pool {
                     let node = self.g.node(y);
@@ -845,7 +851,7 @@ impl Gen<'_> {
                     for b in node.axes.iter() {
                         let others: Vec<Axis> =
                             node.axes.iter().copied().filter(|c| c != b).collect();
-                        if crate::axis::Axes::new(others).is_ok_and(|o| o.is_equal_set(&rest)) {
+                        if weft_ir::axis::Axes::new(others).is_ok_and(|o| o.is_equal_set(&rest)) {
                             candidates.push((y, *b));
                         }
                     }
@@ -945,7 +951,7 @@ impl Gen<'_> {
         axes.push(self.role_axis(Role::Channel, channels)?);
         let spatial = self
             .c
-            .subset(&crate::graph::convolution::SPATIAL_ROLES, 1, 2);
+            .subset(&weft_ir::graph::convolution::SPATIAL_ROLES, 1, 2);
         for r in spatial {
             let len = if self.cfg.extreme_windows {
                 self.extreme_len()
@@ -990,7 +996,7 @@ impl Gen<'_> {
             self.role_axis(Role::Channel, c_len / groups)
         };
         filter.extend(j);
-        let mut spec = crate::graph::ConvSpec::new().groups(groups);
+        let mut spec = weft_ir::graph::ConvSpec::new().groups(groups);
         for (a, role) in spatial {
             let (before, after) = (self.c.below(2), self.c.below(2));
             let dilation = 1 + self.c.below(2);
@@ -1022,13 +1028,13 @@ impl Gen<'_> {
         let roles = pool_roles(&self.g, x);
         let (a, role) = self.c.pick(&roles);
         let kind = if self.c.chance(50) {
-            crate::graph::PoolKind::Max
+            weft_ir::graph::PoolKind::Max
         } else {
-            crate::graph::PoolKind::Avg
+            weft_ir::graph::PoolKind::Avg
         };
         let len = self.len(a);
         let taps = 1 + self.c.below(len.min(3));
-        let spec = crate::graph::PoolSpec::new(kind)
+        let spec = weft_ir::graph::PoolSpec::new(kind)
             .window(role.clone(), taps)
             .stride(role.clone(), 1 + self.c.below(2))
             .pad(role, self.c.below(taps), self.c.below(taps));
@@ -1137,7 +1143,7 @@ impl Gen<'_> {
         } else {
             filter.extend(self.role_axis(Role::Channel, c_len / groups));
         }
-        let mut spec = crate::graph::ConvSpec::new().groups(groups);
+        let mut spec = weft_ir::graph::ConvSpec::new().groups(groups);
         for (a, role) in spatial {
             let (step, padded) = self.extreme_window_step(self.len(a));
             let taps = self.extreme_taps(padded, step.dilation);
@@ -1158,11 +1164,11 @@ impl Gen<'_> {
     fn extreme_pool(&mut self, x: NodeId) -> Result<NodeId, GraphError> {
         let roles = pool_roles(&self.g, x);
         let kind = if self.c.chance(50) {
-            crate::graph::PoolKind::Max
+            weft_ir::graph::PoolKind::Max
         } else {
-            crate::graph::PoolKind::Avg
+            weft_ir::graph::PoolKind::Avg
         };
-        let mut spec = crate::graph::PoolSpec::new(kind);
+        let mut spec = weft_ir::graph::PoolSpec::new(kind);
         for (a, role) in self.c.subset(&roles, 1, 2) {
             let (step, padded) = self.extreme_window_step(self.len(a));
             let taps = self.extreme_taps(padded, step.dilation);
@@ -1250,7 +1256,7 @@ impl Gen<'_> {
         let axes = self.some_axes(3);
         let dtype = self.c.pick(&DType::ALL);
         let lengths: Vec<usize> = axes.iter().map(|a| self.len(*a)).collect();
-        let n = crate::size::element_count(&lengths);
+        let n = weft_ir::size::element_count(&lengths);
         // With huge lengths, drawn element by element only when small (else a fill); the
         // other configurations read the same choices as ever.
         let big = self.cfg.huge_lengths > 0 && n.is_none_or(|n| n > 1 << 16);
@@ -1307,7 +1313,7 @@ impl Gen<'_> {
 /// take: exactly one Channel axis without a spatial role, at least one spatial axis, no axis
 /// with two spatial roles, no spatial role twice.
 fn conv_input(g: &Graph, n: NodeId) -> Option<(Axis, Vec<(Axis, Role)>)> {
-    use crate::graph::convolution::SPATIAL_ROLES;
+    use weft_ir::graph::convolution::SPATIAL_ROLES;
     let node = g.node(n);
     if !node.dtype.is_float() {
         return None;
@@ -1419,13 +1425,13 @@ mod tests {
             rej.1 += stats.rejected[20];
             let text = text_from_choices(&choices, &config);
             grads += usize::from(text.contains(" = grad(loss, "));
-            let free = |d: &crate::axis::AxisData| matches!(d.def, AxisDef::Base { len: None });
+            let free = |d: &weft_ir::axis::AxisData| matches!(d.def, AxisDef::Base { len: None });
             unbound += usize::from(g.axis_table().any(|(_, d)| free(d)));
             huge +=
                 usize::from(text.contains("18446744073709551615") || text.contains("= 4294967296"));
             // The graph's text (without the gradient) parses back.
-            let printed = crate::text::print(&g);
-            if let Err(e) = crate::text::parse(&printed, "extreme.weft") {
+            let printed = weft_ir::text::print(&g);
+            if let Err(e) = weft_ir::text::parse(&printed, "extreme.weft") {
                 panic!("{}\n{printed}", e.render(&printed));
             }
         }

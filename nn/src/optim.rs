@@ -23,10 +23,10 @@
 //! `Transformer::save` writes them beside the variables; a name already taken is
 //! `GraphError::NameTaken`.
 
-use super::{float_scalar, label};
-use crate::dtype::DType;
-use crate::graph::{Graph, GraphError, NodeId, Op, TensorKind};
-use crate::host::Scalar;
+use crate::{float_scalar, label};
+use weft_ir::dtype::DType;
+use weft_ir::graph::{Graph, GraphError, NodeId, Op, TensorKind};
+use weft_ir::host::Scalar;
 
 /// What an optimizer built: the assigns of one step and the state tensors it keeps.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -152,7 +152,8 @@ fn descend(g: &mut Graph, p: &Param, lr: f64, direction: NodeId) -> Result<NodeI
 /// Plain stochastic gradient descent: `w ← w − lr · g`. No state. `lr` finite and positive.
 ///
 /// ```
-/// use weft::ir::{nn, DType, Graph, Scalar, TensorInit};
+/// use weft::ir::{DType, Graph, Scalar, TensorInit};
+/// use weft::nn;
 /// let mut g = Graph::new();
 /// let n = g.axis("N", 3)?;
 /// let w = g.variable("w", &[n], DType::F32, TensorInit::Fill(Scalar::Float(1.0)))?;
@@ -182,7 +183,8 @@ pub fn sgd(g: &mut Graph, params: &[(NodeId, NodeId)], lr: f64) -> Result<Update
 /// `lr` finite and positive; `μ` in `[0, 1)`.
 ///
 /// ```
-/// use weft::ir::{nn, DType, Graph, Scalar, TensorInit};
+/// use weft::ir::{DType, Graph, Scalar, TensorInit};
+/// use weft::nn;
 /// let mut g = Graph::new();
 /// let n = g.axis("N", 3)?;
 /// let w = g.variable("w", &[n], DType::F64, TensorInit::Fill(Scalar::Float(1.0)))?;
@@ -225,7 +227,7 @@ pub fn momentum(
 /// Adam's hyper-parameters (Kingma and Ba, 2015); the defaults are the paper's and PyTorch's.
 ///
 /// ```
-/// use weft::ir::nn::Adam;
+/// use weft::nn::Adam;
 /// let a = Adam { lr: 0.01, ..Adam::default() };
 /// assert_eq!((a.beta1, a.beta2, a.eps), (0.9, 0.999, 1e-8));
 /// ```
@@ -268,7 +270,8 @@ impl Default for Adam {
 /// converted to the variable's dtype for the bias corrections `βᵗ` (`power`).
 ///
 /// ```
-/// use weft::ir::{nn, DType, Graph, Scalar, TensorInit};
+/// use weft::ir::{DType, Graph, Scalar, TensorInit};
+/// use weft::nn;
 /// let mut g = Graph::new();
 /// let n = g.axis("N", 3)?;
 /// let w = g.variable("w", &[n], DType::F32, TensorInit::Fill(Scalar::Float(1.0)))?;

@@ -1,20 +1,20 @@
 //! The comparison every backend test uses against the reference interpreter, and the inputs it
-//! is fed (feature `testing`). The tolerance and why it is what it is: docs/testing.md.
+//! is fed. The tolerance and why it is what it is: docs/testing.md.
 //!
 //! Assumes the caller ran the interpreter on the inputs (the *base* reference) and again with
 //! every float entering the computation — inputs, state, constants, conversions from integers —
-//! nudged by [`crate::perturb::perturb`] (the *perturbed* references: the runtime interpreter's
+//! nudged by [`weft_ir::perturb::perturb`] (the *perturbed* references: the runtime interpreter's
 //! `Perturbation`). Guarantees: an element is judged
 //! by its own magnitude and by how far the perturbed references moved it (its conditioning), never
 //! by the magnitude of other elements; integers and bools must equal the base reference unless a
 //! perturbed reference differs there too; NaN, infinities and the sign of zero must match exactly
 //! unless the element is singular (a perturbed reference changes its class).
 
-use crate::dtype::DType;
-use crate::graph::{Graph, NodeId, Op, TensorKind};
-use crate::host::{ArrayData, HostArray, Scalar};
+use weft_ir::dtype::DType;
+use weft_ir::graph::{Graph, NodeId, Op, TensorKind};
+use weft_ir::host::{ArrayData, HostArray, Scalar};
 
-pub use crate::perturb::SplitMix;
+pub use weft_ir::perturb::SplitMix;
 
 /// How closely a backend must match the interpreter (docs/testing.md, "Tolerances").
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -176,7 +176,7 @@ pub fn fill_garbage(a: &mut HostArray) {
 }
 
 /// How many perturbed references a backend's run is compared with, besides the base one: runs
-/// of the interpreter with its [`Perturbation`](crate::perturb) seeded `1..=PERTURBED_REFERENCES`
+/// of the interpreter with its [`Perturbation`](weft_ir::perturb) seeded `1..=PERTURBED_REFERENCES`
 /// (the first two nudging a backend's error one way each, the third with random signs).
 pub const PERTURBED_REFERENCES: u64 = 3;
 
@@ -425,7 +425,7 @@ mod tests {
 
     fn f64s(v: &[f64]) -> HostArray {
         let axis = Graph::new().axis("N", v.len()).unwrap();
-        let axes = crate::axis::Axes::new([axis]).unwrap();
+        let axes = weft_ir::axis::Axes::new([axis]).unwrap();
         HostArray::new(axes, vec![v.len()], ArrayData::F64(v.to_vec())).unwrap()
     }
 
