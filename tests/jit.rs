@@ -1116,6 +1116,44 @@ fn strided_sums_accumulate_in_memory_order() {
     assert!(!kernels[0].kernel.to_string().contains("%acc_"));
 }
 
+/// `g`'s f32 outputs for its placeholder `x` of `shape` holding `data`, on the JIT fused and
+/// unfused, one and two threads, lowered with `lower`: the interpreter's bits (NaNs alike).
+fn assert_interpreter_bits(
+    g: &Graph,
+    shape: Vec<usize>,
+    data: Vec<f32>,
+    lower: weft::LowerOptions,
+) {
+    let x = g.find("x").unwrap();
+    let inputs = vec![HostArray::from_vec(g.node(x).axes.clone(), shape, data).unwrap()];
+    let ps = g.placeholders();
+    let expected = run(g, g.outputs(), &ps, &inputs, 2, Backend::Interpreter)
+        .unwrap()
+        .0;
+    for fused in [true, false] {
+        for threads in [1, 2] {
+            let options = JitOptions {
+                fused,
+                threads: Some(threads),
+                lower,
+                ..JitOptions::default()
+            };
+            let got = jit_common::run_jit(g, g.outputs(), &inputs, options)
+                .unwrap()
+                .0;
+            for (e, a) in expected.iter().flatten().zip(got.iter().flatten()) {
+                let (e, a) = (e.to_vec::<f32>().unwrap(), a.to_vec::<f32>().unwrap());
+                for (i, (e, a)) in e.iter().zip(&a).enumerate() {
+                    assert!(
+                        e.to_bits() == a.to_bits() || (e.is_nan() && a.is_nan()),
+                        "fused {fused}, {threads} threads, element {i}: {a} vs {e}"
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// f32 sums over a strided axis take their row of accumulators in f32 (at most
 /// `reduce_in_memory::MAX_CHAIN` terms a result) and sum the whole row again in f64 when one
 /// of them is not finite, so an f32 sum overflowing where the interpreter's f64 sum does not
@@ -1160,34 +1198,7 @@ fn strided_f32_sums_in_f32_rows_sum_again_in_f64_when_not_finite() {
                 }
             }
         }
-        let x = g.find("x").unwrap();
-        let inputs = vec![HostArray::from_vec(g.node(x).axes.clone(), vec![6, 64], data).unwrap()];
-        let ps = g.placeholders();
-        let expected = run(&g, g.outputs(), &ps, &inputs, 2, Backend::Interpreter)
-            .unwrap()
-            .0;
-        for fused in [true, false] {
-            for threads in [1, 2] {
-                let options = JitOptions {
-                    fused,
-                    threads: Some(threads),
-                    lower: small,
-                    ..JitOptions::default()
-                };
-                let got = jit_common::run_jit(&g, g.outputs(), &inputs, options)
-                    .unwrap()
-                    .0;
-                for (e, a) in expected.iter().flatten().zip(got.iter().flatten()) {
-                    let (e, a) = (e.to_vec::<f32>().unwrap(), a.to_vec::<f32>().unwrap());
-                    for (i, (e, a)) in e.iter().zip(&a).enumerate() {
-                        assert!(
-                            e.to_bits() == a.to_bits() || (e.is_nan() && a.is_nan()),
-                            "fused {fused}, {threads} threads, element {i}: {a} vs {e}"
-                        );
-                    }
-                }
-            }
-        }
+        assert_interpreter_bits(&g, vec![6, 64], data, small);
     }
     // More terms a result than an f32 row may sum: f32 blocks added into f64 (below).
     let src = "axis B = 1100\naxis O = 64\nplaceholder x: f32[B, O]\ns = sum(x, [B])\noutput s\n";
@@ -1246,34 +1257,7 @@ fn long_strided_f32_sums_run_in_f32_blocks_added_in_f64() {
     for (o, b, v) in special {
         data[b * 64 + o] = v;
     }
-    let x = g.find("x").unwrap();
-    let inputs = vec![HostArray::from_vec(g.node(x).axes.clone(), vec![rows, 64], data).unwrap()];
-    let ps = g.placeholders();
-    let expected = run(&g, g.outputs(), &ps, &inputs, 2, Backend::Interpreter)
-        .unwrap()
-        .0;
-    for fused in [true, false] {
-        for threads in [1, 2] {
-            let options = JitOptions {
-                fused,
-                threads: Some(threads),
-                lower: small,
-                ..JitOptions::default()
-            };
-            let got = jit_common::run_jit(&g, g.outputs(), &inputs, options)
-                .unwrap()
-                .0;
-            for (e, a) in expected.iter().flatten().zip(got.iter().flatten()) {
-                let (e, a) = (e.to_vec::<f32>().unwrap(), a.to_vec::<f32>().unwrap());
-                for (i, (e, a)) in e.iter().zip(&a).enumerate() {
-                    assert!(
-                        e.to_bits() == a.to_bits() || (e.is_nan() && a.is_nan()),
-                        "fused {fused}, {threads} threads, element {i}: {a} vs {e}"
-                    );
-                }
-            }
-        }
-    }
+    assert_interpreter_bits(&g, vec![rows, 64], data, small);
     agree_lowered(&g, small);
     // Lengths at the blocks' edges: one block and one row, two whole blocks, a block and 7.
     for rows in [1025, 2048, 1031] {
