@@ -58,8 +58,10 @@ use weft_ir::loop_ir::{
 
 use weft_ir::arena::EntityRef;
 
-/// The least stride (elements) along the reduced loop that makes the rewrite worth it.
-pub const MIN_STRIDE: i64 = 64;
+/// The least stride (elements) along the reduced loop that makes the rewrite worth it: a
+/// batch-norm over the first axis of [32768, 32] ran 2.4× faster in memory order than
+/// gathered, one of [65536, 16] no faster (docs/benchmarks.md); was 64.
+pub const MIN_STRIDE: i64 = 32;
 
 /// The least size (bytes) of the strided operand that makes the rewrite worth it, by default:
 /// below it register blocking (accumulators in registers, no load and store per term) is as
