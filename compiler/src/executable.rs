@@ -26,7 +26,7 @@ use crate::epilogue::plan_epilogue;
 use crate::gemm::GemmOptions;
 use crate::io_binding::{bind_input, bind_output, Binding};
 use crate::lower::{lower_plan, BufferBinding, LowerError, LowerOptions, LoweredKernel};
-use crate::passes::rebuild::{add_like, empty_like, remap_op, with_op};
+use crate::passes::rebuild::{restricted, NodeMap};
 use crate::passes::storage::{Planned, TensorRole};
 use crate::passes::PassError;
 use crate::pipeline::{compile_plan, CompiledPlan, PlanOptions};
@@ -580,21 +580,17 @@ pub fn shared_pool() -> Arc<ThreadPool> {
 
 /// `graph` restricted to the nodes `plan` evaluates (plus every listed placeholder), with the
 /// outputs marked; and the map from `graph`'s nodes to it.
-fn restrict(graph: &Graph, plan: &Plan) -> Result<(Graph, Vec<Option<NodeId>>), PassError> {
-    let mut out = empty_like(graph)?;
-    let mut map: Vec<Option<NodeId>> = vec![None; graph.len()];
-    for (id, node) in graph.nodes() {
-        if !plan.is_needed(id) && !plan.placeholders().contains(&id) {
-            continue;
-        }
-        let op = remap_op(&node.op, |n| {
-            map[n.index()].ok_or_else(|| PassError::Internal(format!("{n} is not restricted")))
-        })?;
-        let new = add_like(&mut out, &with_op(node, op), true)?;
-        map[id.index()] = Some(new);
+fn restrict(graph: &Graph, plan: &Plan) -> Result<(Graph, NodeMap), PassError> {
+    let mut keep: Vec<bool> = graph.nodes().map(|(id, _)| plan.is_needed(id)).collect();
+    // A placeholder reads nothing, so the mask stays closed under operands.
+    for p in plan.placeholders() {
+        keep[p.index()] = true;
     }
+    let (mut out, map) = restricted(graph, &keep)?;
     for o in plan.outputs() {
-        let n = map[o.index()].ok_or_else(|| PassError::Internal("output dropped".into()))?;
+        let n = map
+            .get(*o)
+            .ok_or_else(|| PassError::Internal("output dropped".into()))?;
         out.mark_output(n)?;
     }
     Ok((out, map))
@@ -623,7 +619,7 @@ impl JitExecutable {
                     .layouts
                     .iter()
                     .filter_map(|(n, order)| {
-                        let r = to_restricted.get(n.index()).copied().flatten()?;
+                        let r = to_restricted.get(*n)?;
                         Some((r, order.clone()))
                     })
                     .collect(),
@@ -633,11 +629,7 @@ impl JitExecutable {
             },
         )?;
         let to_simplified = |src: NodeId| -> Option<NodeId> {
-            to_restricted
-                .get(src.index())
-                .copied()
-                .flatten()
-                .and_then(|r| compiled.map().get(r))
+            to_restricted.get(src).and_then(|r| compiled.map().get(r))
         };
         let g = &compiled.simplified.graph;
         // Source node of every simplified placeholder / variable.

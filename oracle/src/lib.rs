@@ -1221,13 +1221,7 @@ impl Gen<'_> {
 
     /// The float placeholders and variables `y` depends on (itself included), in node order.
     fn reads(&self, y: NodeId) -> Vec<NodeId> {
-        let mut seen = vec![false; self.g.len()];
-        let mut stack = vec![y];
-        while let Some(n) = stack.pop() {
-            if !std::mem::replace(&mut seen[n.as_u32() as usize], true) {
-                stack.extend(self.g.node(n).op.inputs());
-            }
-        }
+        let seen = self.g.ancestors(&[y]);
         self.g
             .nodes()
             .filter(|(id, node)| {

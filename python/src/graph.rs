@@ -601,12 +601,28 @@ impl Graph {
     }
 
     /// Every op's operands, by op id (operands come before their readers): the Python
-    /// layer's one view of the graph's edges, for its walks (`sequential`'s plan,
-    /// `deriv`'s check that an upstream gradient does not depend on what it differentiates).
+    /// layer's view of the graph's edges, for `sequential`'s planner, whose walks stop at
+    /// ops an earlier segment computes (what `weft::Graph::ancestors` cannot express).
     fn operands(&self, py: Python<'_>) -> PyResult<Vec<Vec<u32>>> {
         let g = lock(py, &self.graph)?;
         Ok(g.nodes()
             .map(|(_, n)| n.op.inputs().into_iter().map(NodeId::as_u32).collect())
+            .collect())
+    }
+
+    /// The ops `roots` are computed from, themselves included, by id in creation order: the
+    /// graph's one walk (`weft::Graph::ancestors`), for `deriv`'s check that an upstream
+    /// gradient does not depend on what it differentiates and the ops `sequential`'s
+    /// segments reach.
+    fn ancestors(&self, py: Python<'_>, roots: Vec<u32>) -> PyResult<Vec<u32>> {
+        let g = lock(py, &self.graph)?;
+        let roots = roots
+            .into_iter()
+            .map(|r| self.node(py, &g, r))
+            .collect::<PyResult<Vec<_>>>()?;
+        let reached = g.ancestors(&roots);
+        Ok((0..reached.len() as u32)
+            .filter(|&i| reached[i as usize])
             .collect())
     }
 

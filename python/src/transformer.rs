@@ -37,34 +37,13 @@ pub(crate) fn reachable_part(
     g: &weft::Graph,
     roots: &[NodeId],
 ) -> Result<(weft::Graph, Vec<Option<NodeId>>), String> {
-    use weft::compiler::passes::rebuild::{add_like, empty_like, remap_op, with_op};
-    use weft::ir::arena::EntityRef;
-    let mut needed = vec![false; g.len()];
-    let mut stack: Vec<NodeId> = roots.to_vec();
-    while let Some(id) = stack.pop() {
-        let Some(slot) = needed.get_mut(id.index()) else {
-            return Err(format!("no op #{} in this graph", id.as_u32()));
-        };
-        if !std::mem::replace(slot, true) {
-            stack.extend(g.node(id).op.inputs());
-        }
+    // The last root not in the graph is named, as the depth-first walk this replaced did.
+    if let Some(missing) = roots.iter().rev().find(|r| g.get(**r).is_none()) {
+        return Err(format!("no op #{} in this graph", missing.as_u32()));
     }
-    let mut part = empty_like(g).map_err(|e| e.to_string())?;
-    let mut ids = vec![None; g.len()];
-    for (id, node) in g.nodes() {
-        if !needed[id.index()] {
-            continue;
-        }
-        let op = remap_op(&node.op, |x| {
-            ids[x.index()].ok_or_else(|| {
-                weft::compiler::passes::PassError::Internal("an operand after its reader".into())
-            })
-        })
+    let (part, ids) = weft::compiler::passes::rebuild::restricted(g, &g.ancestors(roots))
         .map_err(|e| e.to_string())?;
-        let copy = add_like(&mut part, &with_op(node, op), true).map_err(|e| e.to_string())?;
-        ids[id.index()] = Some(copy);
-    }
-    Ok((part, ids))
+    Ok((part, ids.into_vec()))
 }
 
 #[pymethods]

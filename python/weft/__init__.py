@@ -858,21 +858,6 @@ def stop_gradient(x):
     return out
 
 
-def _reaches(roots, target, operands=None):
-    """Whether op ``target`` is among ``roots`` or their operands, directly or not."""
-    operands = _graph.operands() if operands is None else operands
-    seen, stack = set(), list(roots)
-    while stack:
-        n = stack.pop()
-        if n == target:
-            return True
-        if n in seen or n < target:   # operands come before their readers
-            continue
-        seen.add(n)
-        stack.extend(operands[n])
-    return False
-
-
 def deriv(cost, wrt, error=None):
     """The gradient of the scalar ``cost`` with respect to ``wrt`` (one op, as in nGraph;
     weft's reverse mode), no gradient flowing through ``stop_gradient``. With ``error`` (an
@@ -887,7 +872,7 @@ def deriv(cost, wrt, error=None):
     cost, wrt = _as_op(cost), _as_op(wrt)
     if error is not None:
         error = _as_op(error, like=cost)
-        if _reaches([error._id], wrt._id):
+        if wrt._id in _graph.ancestors([error._id]):
             raise GraphError(f"deriv: the error {error!r} depends on {wrt!r}; an upstream "
                              "gradient is held constant")
         if not error.axes.is_equal_set(cost.axes):

@@ -187,13 +187,7 @@ class _Planner:
 
     def reached(self):
         """Every op some segment's outputs reach (stored tensors included)."""
-        seen, stack = set(), [o for out in self.outputs for o in out]
-        while stack:
-            n = stack.pop()
-            if n not in seen:
-                seen.add(n)
-                stack.extend(self.operands[n])
-        return seen
+        return set(self.graph.ancestors([o for out in self.outputs for o in out]))
 
     def build(self, fresh_name):
         """The segments, their outputs rewritten to read their cuts' placeholders."""

@@ -55,7 +55,7 @@ impl Plan {
                 });
             }
         }
-        let needed = ancestors(graph, outputs);
+        let needed = graph.ancestors(outputs);
         for (id, node) in graph.nodes() {
             let is_placeholder = matches!(
                 node.op,
@@ -67,7 +67,7 @@ impl Plan {
             if is_placeholder && needed[id.index()] && !placeholders.contains(&id) {
                 let output = outputs
                     .iter()
-                    .find(|o| ancestors(graph, &[**o])[id.index()])
+                    .find(|o| graph.ancestors(&[**o])[id.index()])
                     .copied()
                     .unwrap_or(id);
                 return Err(RunError::MissingPlaceholder {
@@ -97,25 +97,4 @@ impl Plan {
     pub fn is_needed(&self, id: NodeId) -> bool {
         self.needed.get(id.index()).copied().unwrap_or(false)
     }
-}
-
-/// A mask over the graph's nodes: `roots` and everything they are computed from.
-fn ancestors(graph: &Graph, roots: &[NodeId]) -> Vec<bool> {
-    let mut mask = vec![false; graph.len()];
-    for r in roots {
-        if let Some(m) = mask.get_mut(r.index()) {
-            *m = true;
-        }
-    }
-    // Creation order is topological, so one backward sweep reaches every ancestor.
-    for (id, node) in graph.nodes().rev() {
-        if mask[id.index()] {
-            for input in node.op.inputs() {
-                if let Some(m) = mask.get_mut(input.index()) {
-                    *m = true;
-                }
-            }
-        }
-    }
-    mask
 }

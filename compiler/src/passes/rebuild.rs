@@ -8,6 +8,7 @@
 //! [`coerce_axes`] makes a replacement carry exactly the axes of the node it replaces.
 
 use super::PassError;
+use weft_ir::arena::EntityRef;
 use weft_ir::{Axes, DType, Graph, Node, NodeId, Op};
 
 /// A map from the nodes of a pass's input graph to the nodes of its output graph; `None` for
@@ -59,6 +60,10 @@ impl NodeMap {
     /// True when the map covers no node.
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()
+    }
+    /// What each source node became, indexed by the source node's index.
+    pub fn into_vec(self) -> Vec<Option<NodeId>> {
+        self.map
     }
 }
 
@@ -119,6 +124,32 @@ pub fn add_like(g: &mut Graph, node: &Node, keep_name: bool) -> Result<NodeId, P
         }
     }
     Ok(id)
+}
+
+/// `g` restricted to the nodes `keep` marks (a mask over `g`'s nodes, as
+/// [`Graph::ancestors`] returns): each re-created in creation order with [`add_like`], names
+/// kept, in a graph of `g`'s axis table with no outputs marked; and the map from `g`'s nodes to
+/// it. The one rebuild behind every "only what these roots need" graph (a computation's, a
+/// transformer's, dead-code elimination's). `keep` must be closed under operands (a mask from
+/// `ancestors` is, and stays so with leaves added): a kept node reading one not kept is
+/// [`PassError::Internal`]. Panics if `keep` is not as long as `g`.
+pub fn restricted(g: &Graph, keep: &[bool]) -> Result<(Graph, NodeMap), PassError> {
+    assert_eq!(keep.len(), g.len(), "restricted: a mask over another graph");
+    let mut out = empty_like(g)?;
+    let mut map = NodeMap::new(g.len());
+    for (id, node) in g.nodes().filter(|(id, _)| keep[id.index()]) {
+        let op = remap_op(&node.op, |x| {
+            map.get(x).ok_or_else(|| {
+                PassError::Internal(format!(
+                    "{} is read by {} but not kept",
+                    g.node_label(x),
+                    g.node_label(id)
+                ))
+            })
+        })?;
+        map.set(id, add_like(&mut out, &with_op(node, op), true)?);
+    }
+    Ok((out, map))
 }
 
 /// `id` viewed with exactly `axes`: itself if it has them, else an `axes_with_order` (same set)
@@ -232,4 +263,64 @@ pub fn remap_op(
             spec: spec.clone(),
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use weft_ir::{BinaryOp, TensorKind, UnaryOp};
+
+    /// `x`, `y` placeholders over `A`; `e = exp(x)` named; `s = e + x`; `n = negative(y)`,
+    /// an output.
+    fn graph() -> (Graph, [NodeId; 5]) {
+        let mut g = Graph::new();
+        let a = g.axis("A", 3).unwrap();
+        let p = |g: &mut Graph, name| {
+            g.tensor(TensorKind::Placeholder, Some(name), &[a], DType::F32, None)
+                .unwrap()
+        };
+        let (x, y) = (p(&mut g, "x"), p(&mut g, "y"));
+        let e = g.unary(UnaryOp::Exp, x).unwrap();
+        g.set_name(e, "e").unwrap();
+        let s = g.binary(BinaryOp::Add, e, x).unwrap();
+        let n = g.unary(UnaryOp::Negative, y).unwrap();
+        g.mark_output(n).unwrap();
+        (g, [x, y, e, s, n])
+    }
+
+    #[test]
+    fn restricted_keeps_what_the_roots_read_in_order_with_names_and_no_outputs() {
+        let (g, [x, y, e, s, n]) = graph();
+        let (part, map) = restricted(&g, &g.ancestors(&[s])).unwrap();
+        assert_eq!(part.len(), 3);
+        assert_eq!(part.outputs(), &[] as &[NodeId]);
+        let (px, pe, ps) = (
+            map.get(x).unwrap(),
+            map.get(e).unwrap(),
+            map.get(s).unwrap(),
+        );
+        assert!(px < pe && pe < ps, "creation order kept");
+        assert_eq!((map.get(y), map.get(n)), (None, None));
+        assert_eq!(part.find("e"), Some(pe));
+        assert_eq!(part.find("x"), Some(px));
+        assert_eq!(part.node(ps).op.inputs(), vec![pe, px]);
+        assert_eq!(part.node(ps).axes, g.node(s).axes);
+        assert_eq!(part.axis_table().len(), g.axis_table().len());
+        let ids = map.into_vec();
+        assert_eq!(ids.len(), g.len());
+        assert_eq!(ids.iter().filter(|m| m.is_some()).count(), 3);
+    }
+
+    #[test]
+    fn a_mask_not_closed_under_operands_is_an_internal_error() {
+        let (g, [x, _, e, _, _]) = graph();
+        let mut keep = vec![false; g.len()];
+        keep[e.index()] = true;
+        let err = restricted(&g, &keep).unwrap_err();
+        assert!(matches!(err, PassError::Internal(_)), "{err}");
+        assert!(err.to_string().contains(&g.node_label(x)), "{err}");
+        // With the operand added, it holds.
+        keep[x.index()] = true;
+        assert_eq!(restricted(&g, &keep).unwrap().0.len(), 2);
+    }
 }

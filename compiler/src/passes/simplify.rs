@@ -28,7 +28,7 @@
 //!   elementwise ops with the same axes and value (`Graph::expand_convolution`,
 //!   `Graph::expand_pool`), so the passes after this one never see them.
 
-use super::rebuild::{add_like, coerce_axes, empty_like, remap_op, with_op, NodeMap};
+use super::rebuild::{add_like, coerce_axes, empty_like, remap_op, restricted, with_op, NodeMap};
 use super::PassError;
 use std::collections::HashMap;
 use weft_ir::axis::debug_axes_by_index;
@@ -185,40 +185,24 @@ fn lost(g: &Graph, id: NodeId) -> PassError {
 
 /// Marks the nodes that outputs, `keep`, assigns and stored non-constant tensors depend on.
 fn live_nodes(g: &Graph, keep: &[NodeId]) -> Vec<bool> {
-    let mut live = vec![false; g.len()];
-    for (id, n) in g.nodes() {
-        let root = match &n.op {
-            Op::Assign { .. } => true,
-            Op::Tensor { kind, .. } => *kind != TensorKind::Constant,
-            _ => false,
-        };
-        if root || g.outputs().contains(&id) || keep.contains(&id) {
-            live[id.as_u32() as usize] = true;
-        }
-    }
-    for (id, n) in g.nodes().rev() {
-        if live[id.as_u32() as usize] {
-            for i in n.op.inputs() {
-                live[i.as_u32() as usize] = true;
-            }
-        }
-    }
-    live
+    let roots: Vec<NodeId> = g
+        .nodes()
+        .filter(|(id, n)| {
+            let root = match &n.op {
+                Op::Assign { .. } => true,
+                Op::Tensor { kind, .. } => *kind != TensorKind::Constant,
+                _ => false,
+            };
+            root || g.outputs().contains(id) || keep.contains(id)
+        })
+        .map(|(id, _)| id)
+        .collect();
+    g.ancestors(&roots)
 }
 
 /// Dead-code elimination alone: a rebuild keeping what outputs, `keep` and assigns need.
 pub fn eliminate_dead(g: &Graph, keep: &[NodeId]) -> Result<(Graph, NodeMap), PassError> {
-    let live = live_nodes(g, keep);
-    let mut out = empty_like(g)?;
-    let mut map = NodeMap::new(g.len());
-    for (id, node) in g.nodes() {
-        if !live[id.as_u32() as usize] {
-            continue;
-        }
-        let op = remap_op(&node.op, |x| map.get(x).ok_or_else(|| lost(g, x)))?;
-        let n = add_like(&mut out, &with_op(node, op), true)?;
-        map.set(id, n);
-    }
+    let (mut out, map) = restricted(g, &live_nodes(g, keep))?;
     for o in g.outputs() {
         out.mark_output(map.get(*o).ok_or_else(|| lost(g, *o))?)?;
     }

@@ -14,6 +14,7 @@ mod cut;
 mod error;
 mod repeated;
 mod verify;
+mod walk;
 pub mod window_fold;
 
 pub(crate) use build::resolve_index;
