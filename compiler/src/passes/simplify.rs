@@ -185,18 +185,19 @@ fn lost(g: &Graph, id: NodeId) -> PassError {
 
 /// Marks the nodes that outputs, `keep`, assigns and stored non-constant tensors depend on.
 fn live_nodes(g: &Graph, keep: &[NodeId]) -> Vec<bool> {
-    let roots: Vec<NodeId> = g
+    let mut roots: Vec<NodeId> = g
         .nodes()
-        .filter(|(id, n)| {
-            let root = match &n.op {
-                Op::Assign { .. } => true,
-                Op::Tensor { kind, .. } => *kind != TensorKind::Constant,
-                _ => false,
-            };
-            root || g.outputs().contains(id) || keep.contains(id)
+        .filter(|(_, n)| match &n.op {
+            Op::Assign { .. } => true,
+            Op::Tensor { kind, .. } => *kind != TensorKind::Constant,
+            _ => false,
         })
         .map(|(id, _)| id)
         .collect();
+    // Outputs and kept nodes as roots of their own (a node listed twice is walked once), not
+    // looked up per node: that made this quadratic in graphs with many outputs.
+    roots.extend(g.outputs());
+    roots.extend(keep.iter().copied().filter(|id| g.get(*id).is_some()));
     g.ancestors(&roots)
 }
 
