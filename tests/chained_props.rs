@@ -80,17 +80,7 @@ fn pick_cut(g: &Graph, seed: u64) -> Option<NodeId> {
 
 /// How many nodes `n` is computed from (not `n` itself).
 fn upstream(g: &Graph, n: NodeId) -> usize {
-    let mut mask = vec![false; g.len()];
-    mask[n.index()] = true;
-    // Reverse creation order is reverse topological: one backward sweep reaches every operand.
-    for (id, node) in g.nodes().rev() {
-        if mask[id.index()] {
-            for i in node.op.inputs() {
-                mask[i.index()] = true;
-            }
-        }
-    }
-    mask.iter().filter(|m| **m).count() - 1
+    g.ancestors(&[n]).iter().filter(|m| **m).count() - 1
 }
 
 /// The nodes computed from `n` (not `n` itself), as a mask over `g`'s nodes.

@@ -57,17 +57,7 @@ fn prepare(g: &Graph, outputs: &[NodeId], backend: Backend) -> Result<(), String
 /// The placeholders `outputs` depend on (the caller's arrays the budget counts: a huge
 /// placeholder nothing reads would refuse every computation).
 fn needed_placeholders(g: &Graph, outputs: &[NodeId]) -> Vec<NodeId> {
-    let mut needed = vec![false; g.len()];
-    for o in outputs {
-        needed[o.as_u32() as usize] = true;
-    }
-    for (id, n) in g.nodes().rev() {
-        if needed[id.as_u32() as usize] {
-            for i in n.op.inputs() {
-                needed[i.as_u32() as usize] = true;
-            }
-        }
-    }
+    let needed = g.ancestors(outputs);
     let ps = g.placeholders();
     ps.into_iter()
         .filter(|p| needed[p.as_u32() as usize])
