@@ -1099,9 +1099,13 @@ impl GemmCall {
                 }
                 continue;
             }
-            if contiguous && !any_special(unsafe { std::slice::from_raw_parts(start, len) }, width)
-            {
-                continue;
+            if contiguous {
+                // SAFETY: a contiguous line is `len` consecutive elements of the caller's
+                // block from `start` (above), read only while nothing writes them.
+                let line = unsafe { std::slice::from_raw_parts(start, len) };
+                if !any_special(line, width) {
+                    continue;
+                }
             }
             // The line's special elements, 64 at a time from a branch-free bit mask.
             let specials = (0..len).step_by(64).flat_map(|c0| {
