@@ -297,6 +297,45 @@ impl Computation {
         }
     }
 
+    /// The JIT's executable behind it: its program, loop IR and code. `None` on the
+    /// interpreter, and when lengths are bound at call time (an executable per binding).
+    pub fn jit(&self) -> Option<&weft_compiler::JitExecutable> {
+        match &self.0 {
+            Inner::Bound(b) => b.executable.as_any().downcast_ref(),
+            Inner::PerBinding(_) => None,
+        }
+    }
+
+    /// The program the runtime runs for it — storages, steps, and how each input, output,
+    /// state value and assign moves (its text form is the `program` stage of a dump) — read
+    /// from the computation itself, never compiled again; `None` where [`Computation::jit`]
+    /// is.
+    ///
+    /// ```
+    /// use weft::prelude::*;
+    /// let b = GraphBuilder::new();
+    /// let n = b.axis("N", 4)?;
+    /// let x = b.placeholder("x", &[n], DType::F32)?;
+    /// let (x, y) = (x.id(), x.exp()?.id());
+    /// let t = Transformer::new(b.finish(), Backend::Jit)?;
+    /// let c = t.computation(&[y], &[x])?;
+    /// let program = c.plan().expect("compiled by the JIT");
+    /// assert_eq!(program.kernels.len(), 1);
+    /// assert!(program.inputs[0].binding.in_place()); // the kernel reads the caller's array
+    /// assert!(c.explain().unwrap().contains("# calls: how each array moves"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn plan(&self) -> Option<&weft_runtime::Program> {
+        self.jit().map(|j| j.program())
+    }
+
+    /// What the compiler made of it (`weft explain`): the target, the materialised tensors
+    /// and why, the cost model's figures, each kernel's loops and how each array moves.
+    /// `None` where [`Computation::jit`] is.
+    pub fn explain(&self) -> Option<String> {
+        self.jit().map(weft_compiler::explain::explain)
+    }
+
     /// True if a call assigns a variable or persistent tensor (and so may wait for other calls
     /// touching it).
     pub fn assigns(&self) -> bool {

@@ -80,7 +80,7 @@ fn every_example_dumps_every_stage_and_the_dumped_graphs_run_the_same() {
             .map(|l| l.split('\t').next().unwrap())
             .collect();
         for stage in [
-            "input", "simplify", "fusion", "kernels", "layout", "buffers",
+            "input", "simplify", "fusion", "kernels", "layout", "buffers", "steps", "program",
         ] {
             assert!(index.contains(&format!("\t{stage}\n")), "{index}");
         }
@@ -174,7 +174,7 @@ fn dumps_of_every_example_are_snapshots() {
     for path in examples() {
         let g = Arc::new(parse(&path));
         let exe = common::jit_executable(&g);
-        let files = dump_stages(&g, &exe).unwrap();
+        let files = dump_stages(&exe.stages(&g)).unwrap();
         // Cranelift IR and machine code depend on the host's ISA flags: not snapshotted.
         let text: String = files
             .iter()
@@ -203,7 +203,7 @@ fn a_tiled_transpose_moves_4x4_blocks_through_registers() {
     };
     let exe = weft_compiler::JitExecutable::new(g.clone(), g.outputs(), &g.placeholders(), &jammed)
         .unwrap();
-    let files = dump_stages(&g, &exe).unwrap();
+    let files = dump_stages(&exe.stages(&g)).unwrap();
     let stage = |files: &[weft_compiler::dump::DumpFile], name: &str| -> String {
         files
             .iter()
@@ -229,7 +229,7 @@ fn a_tiled_transpose_moves_4x4_blocks_through_registers() {
     // The default: one call of the native transpose per parallel chunk, no jammed loops.
     let exe = common::jit_executable(&g);
     if exe.native_transpose() {
-        let files = dump_stages(&g, &exe).unwrap();
+        let files = dump_stages(&exe.stages(&g)).unwrap();
         let clif = stage(&files, "clif");
         assert!(!stage(&files, "asm").contains("punpckldq"));
         assert_eq!(clif.matches("call fn").count(), 1, "{clif}");

@@ -312,7 +312,7 @@ fn explain_and_the_dump_show_the_gemm_and_its_epilogue_as_one_step() {
         "{text}"
     );
     assert!(text.contains("2 blocks of 256 rows"), "{text}");
-    let files = weft_compiler::dump::dump_stages(&g, &exe).unwrap();
+    let files = weft_compiler::dump::dump_stages(&exe.stages(&g)).unwrap();
     let steps = files.iter().find(|f| f.stage == "steps").unwrap();
     assert_eq!(steps.contents.lines().count(), 1, "{}", steps.contents);
     assert!(

@@ -1,11 +1,13 @@
 //! IR dumps: one numbered, human-readable file per compilation stage, and an index.
 //!
-//! Assumes a compiled [`JitExecutable`]. Guarantees: the stages come in pipeline order — the
+//! Assumes a compiled executable's [`Stages`] (`JitExecutable::stages`). Guarantees: the stages come in pipeline order — the
 //! input graph and the graph after simplify in the `.weft` text form (both re-parse and run),
 //! fusion groups with the reason each boundary is stored, kernel programs, layouts, the buffer
 //! plan (sizes, offsets, sharers, lifetimes, peak bytes against one buffer per tensor), the
 //! GEMM calls (m, n, k, strides, blocks) when there are any, the steps of a run (kernels, GEMM
-//! calls, and GEMM calls with their epilogue kernel as one step), then per kernel its loop IR,
+//! calls, and GEMM calls with their epilogue kernel as one step), the program the runtime runs
+//! (`weft_runtime::Program`'s text form: storages, steps, how each array moves), then per
+//! kernel its loop IR,
 //! its Cranelift IR and its machine code disassembled — and
 //! `index.txt` lists every file written with its stage. Reached by `weft compile --dump-dir`,
 //! [`JitOptions::dump`](crate::JitOptions::dump) and the `WEFT_DUMP=DIR` environment variable.
@@ -16,7 +18,26 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use weft_ir::Graph;
 
 use crate::codegen::{CodegenOptions, JitCompiler};
-use crate::executable::JitExecutable;
+use crate::lower::LoweredKernel;
+use crate::pipeline::CompiledPlan;
+use weft_runtime::Program;
+
+/// What a dump shows of a compiled executable.
+#[derive(Clone, Copy, Debug)]
+pub struct Stages<'a> {
+    /// The graph it was compiled from.
+    pub source: &'a Graph,
+    /// The passes' results.
+    pub compiled: &'a CompiledPlan,
+    /// Its kernels' loop IR.
+    pub lowered: &'a [LoweredKernel],
+    /// The program the runtime runs.
+    pub program: &'a Program,
+    /// The code generator's switches its kernels were compiled with.
+    pub codegen: CodegenOptions,
+    /// Its thread count (the listings are compiled for the same pool).
+    pub threads: usize,
+}
 
 /// One dumped stage.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -24,7 +45,7 @@ pub struct DumpFile {
     /// The file name, numbered in pipeline order (`03-fusion.txt`).
     pub name: String,
     /// The stage it shows (`input`, `simplify`, `fusion`, `kernels`, `layout`, `buffers`,
-    /// `gemm`, `steps`, `loop-ir`, `clif`, `asm`), which `--dump-pass` filters on.
+    /// `gemm`, `steps`, `program`, `loop-ir`, `clif`, `asm`), which `--dump-pass` filters on.
     pub stage: String,
     /// The text.
     pub contents: String,
@@ -51,9 +72,9 @@ pub enum DumpError {
     },
 }
 
-/// Every stage of `exe`, compiled from `source`, in pipeline order.
-pub fn dump_stages(source: &Graph, exe: &JitExecutable) -> Result<Vec<DumpFile>, DumpError> {
-    let plan = exe.compiled_plan();
+/// Every stage of an executable (`exe.stages(source)`), in pipeline order.
+pub fn dump_stages(exe: &Stages<'_>) -> Result<Vec<DumpFile>, DumpError> {
+    let (source, plan) = (exe.source, exe.compiled);
     let g = &plan.simplified.graph;
     let mut files = Vec::new();
     let mut push = |stage: &str, ext: &str, suffix: &str, contents: String| {
@@ -82,18 +103,19 @@ pub fn dump_stages(source: &Graph, exe: &JitExecutable) -> Result<Vec<DumpFile>,
     if plan.gemms.iter().any(Option::is_some) {
         push("gemm", "txt", "", plan.gemm_display());
     }
-    push("steps", "txt", "", exe.steps_display());
+    push("steps", "txt", "", exe.program.steps_text());
+    push("program", "txt", "", exe.program.to_string());
     // The executable's own switches and threads, so the listings are the code it runs.
     let compiler = JitCompiler::with_options(CodegenOptions {
         disassemble: true,
-        ..exe.codegen_options()
+        ..exe.codegen
     })
     .map_err(|e| DumpError::Listing {
         kernel: "(host)".into(),
         message: e.to_string(),
     })?
-    .with_pool(crate::executable::pool_of(exe.threads()));
-    for lk in exe.lowered() {
+    .with_pool(weft_runtime::pool_of(exe.threads));
+    for lk in exe.lowered {
         let name = lk.kernel.name.clone();
         let suffix = format!("-{name}");
         push("loop-ir", "lir", &suffix, lk.kernel.to_string());

@@ -342,6 +342,36 @@ impl Computation {
     fn set_binding_capacity(&self, capacity: usize) {
         self.computation.set_binding_capacity(capacity);
     }
+
+    /// The program the runtime runs, in its text form (storages, steps, how each array
+    /// moves), read from this computation; `None` when it does not run on the JIT or binds
+    /// lengths at call time.
+    fn plan(&self) -> Option<String> {
+        self.computation.plan().map(ToString::to_string)
+    }
+
+    /// `weft explain` of this computation, read from it (never compiled again); `None` as
+    /// for `plan`.
+    fn explain(&self) -> Option<String> {
+        self.computation.explain()
+    }
+
+    /// Every IR stage of this computation (`weft compile --dump-dir`): `(file name, stage,
+    /// text)` in pipeline order, read from it (the listings compile each kernel once more, for
+    /// its disassembly); `None` as for `plan`.
+    fn dumps(&self, py: Python<'_>) -> PyResult<Option<Vec<(String, String, String)>>> {
+        let Some(exe) = self.computation.jit() else {
+            return Ok(None);
+        };
+        let files = weft::compiler::dump::dump_stages(&exe.stages(exe.native().graph()))
+            .map_err(|e| to_py(py, weft::Error::Compile(e.into())))?;
+        Ok(Some(
+            files
+                .into_iter()
+                .map(|f| (f.name, f.stage, f.contents))
+                .collect(),
+        ))
+    }
 }
 
 /// Copies output `i`'s `result` into the caller's array `target`.

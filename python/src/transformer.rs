@@ -196,7 +196,7 @@ impl Transformer {
         placeholders: Vec<u32>,
     ) -> PyResult<Vec<(String, String, String)>> {
         let exe = self.executable(py, &outputs, &placeholders)?;
-        let files = weft::compiler::dump::dump_stages(self.transformer.graph(), &exe)
+        let files = weft::compiler::dump::dump_stages(&exe.stages(self.transformer.graph()))
             .map_err(|e| to_py(py, e.into()))?;
         Ok(files
             .into_iter()

@@ -1002,6 +1002,21 @@ def test_explain_mentions_kernels():
     assert "not an assembled leaf loop: " in text, text
 
 
+def test_plan_is_the_program_the_computation_runs():
+    R, C = axes(("R", 8), ("C", 16))
+    a = ng.placeholder([R, C], name="a")
+    comp = ngt.make_transformer().computation(ng.softmax(a, normalization_axes=[C]), a)
+    plan = comp.plan()
+    for section in ("# storages", "# kernels", "# steps", "# inputs", "# outputs"):
+        assert section in plan, plan
+    assert re.search(r"^a \[8, 16\] -> s\d+: in place$", plan, re.M), plan
+    # explain reads the same computation: its calls section matches the plan's bindings.
+    assert re.search(r"^input\s+a\s+read in place$", comp.explain(), re.M)
+    # The interpreter compiles no program.
+    interp = ngt.make_transformer(backend="interpreter").computation(ng.exp(a), a)
+    assert interp.plan() is None
+
+
 def test_digits():
     images, labels = ng.digits()
     assert images.shape == (1797, 64) and images.dtype == np.float32

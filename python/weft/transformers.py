@@ -366,12 +366,19 @@ class Computation:
             return values[slots[0][1]]
         return tuple(values[k] for _, k in slots)
 
-    def _each_segment(self, what):
-        """``what(outputs, placeholders)`` of each segment."""
+    def _each_segment(self, what, own):
+        """Per segment, ``own(its native computation)`` — read from the computation itself —
+        or, where that is ``None`` (a computation the JIT did not compile: the interpreter),
+        ``what(transformer, outputs, placeholders)`` of a JIT compile of it."""
         params = [p._id for p in self._parameters]
         native = self._transformer._live()
-        return [what(native, seg.outputs, params + [c for c, _ in seg.cuts])
-                for seg in self._segments]
+        results = []
+        for seg in self._segments:
+            mine = own(seg.native)
+            if mine is None:
+                mine = what(native, seg.outputs, params + [c for c, _ in seg.cuts])
+            results.append(mine)
+        return results
 
     def dump(self, directory=None):
         """Every IR stage of this computation (``weft compile --dump-dir``): the graph after
@@ -379,7 +386,7 @@ class Computation:
         ``{file name: text}`` in pipeline order; written into ``directory`` when given. A
         computation a ``sequential`` splits into segments has each segment's files under
         ``segment-<k>/``."""
-        per = self._each_segment(lambda n, o, p: n.dumps(o, p))
+        per = self._each_segment(lambda n, o, p: n.dumps(o, p), lambda c: c.dumps())
         files = {}
         for k, seg_files in enumerate(per):
             prefix = "" if len(per) == 1 else f"segment-{k}/"
@@ -393,6 +400,21 @@ class Computation:
                 (root / name).write_text(text, encoding="utf-8")
         return files
 
+    def plan(self):
+        """The program the runtime runs for this computation, as text (``weft compile
+        --dump-dir``'s ``program`` stage): every storage a call's workspace allocates, every
+        kernel with its argument storages, the steps in order, and how each input, output,
+        variable read and assign moves (``in place`` or ``copy (why)``); read from the
+        computation itself, per segment where a ``sequential`` splits it; ``None`` for a
+        computation the JIT did not compile (the interpreter)."""
+        per = [seg.native.plan() for seg in self._segments]
+        if any(p is None for p in per):
+            return None
+        if len(per) == 1:
+            return per[0]
+        return "\n".join(f"== segment {k} of {len(per)} ==\n{text}"
+                         for k, text in enumerate(per))
+
     def explain(self):
         """What the compiler made of this computation (``weft explain``): first the machine
         it compiled for (``# target: ...``: ISA level, f32 lanes, caches, model), then the
@@ -400,7 +422,7 @@ class Computation:
         as assembled leaf loops at full width, which on native routines, which on Cranelift's
         4-lane code and, for those, the one reason: ``not an assembled leaf loop: ...``), per
         segment where a ``sequential`` splits it."""
-        per = self._each_segment(lambda n, o, p: n.explain(o, p))
+        per = self._each_segment(lambda n, o, p: n.explain(o, p), lambda c: c.explain())
         if len(per) == 1:
             return per[0]
         return "\n".join(f"== segment {k} of {len(per)} (runs after the assigns of the ones "

@@ -19,6 +19,10 @@ pub trait Executable: Send + Sync {
     /// The placeholders, in the order [`Executable::run`] takes inputs.
     fn placeholders(&self) -> &[NodeId];
 
+    /// Itself, so a host that knows the backend can reach what only that backend has (the
+    /// JIT's program, its loop IR for `weft explain`) without compiling it again.
+    fn as_any(&self) -> &dyn std::any::Any;
+
     /// Whether [`Executable::run_into_on`] itself checks, before any effect, that every
     /// input and output array is exactly what its placeholder or output takes — its axes in
     /// order and of this graph's table (`Axes::identical_to`), its lengths and dtype —

@@ -15,6 +15,7 @@ pub mod extreme_rows;
 pub mod interp;
 pub mod plan;
 pub mod prefetch;
+pub mod program;
 pub mod span_sum;
 pub mod state;
 pub mod stream;
@@ -43,6 +44,7 @@ pub use kernel::{
     AccessPattern, CompiledKernel, Footprint, KernelCode, KernelEntry, KernelSignature, STACK_TABLE,
 };
 pub use plan::Plan;
+pub use program::{NativeExecutable, Program, ResidentRun};
 pub use reference::DeviceBufferReference;
 pub use state::{SharedState, State, StateAccess, StateView};
 pub use storage::{
@@ -51,4 +53,4 @@ pub use storage::{
 };
 pub use target::{Isa, Target, TargetError};
 pub use tensor::DeviceTensor;
-pub use thread_pool::ThreadPool;
+pub use thread_pool::{default_threads, pool_of, shared_pool, ThreadPool, MAX_THREADS};

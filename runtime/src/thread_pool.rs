@@ -13,8 +13,9 @@
 //! waiting for work or for its job's last chunk spins briefly ([`SPIN_BEFORE_SLEEP`]) before it
 //! sleeps. Dropping the pool joins its workers.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -373,6 +374,54 @@ impl Drop for ThreadPool {
             let _ = w.join();
         }
     }
+}
+
+/// Most threads a pool may have: a larger count is a mistake, not a machine, and would start
+/// that many OS threads.
+pub const MAX_THREADS: usize = 1024;
+
+/// The thread count of computations that do not choose one: `WEFT_NUM_THREADS` if it is set to
+/// a count in `1..=MAX_THREADS` (anything else is ignored with a warning on stderr, rather than
+/// silently), else the machine's available parallelism (1 if unknown). Read once per process.
+pub fn default_threads() -> usize {
+    static THREADS: OnceLock<usize> = OnceLock::new();
+    *THREADS.get_or_init(|| {
+        let machine = || std::thread::available_parallelism().map_or(1, |n| n.get());
+        let Ok(v) = std::env::var("WEFT_NUM_THREADS") else {
+            return machine();
+        };
+        match v.trim().parse::<usize>() {
+            Ok(n) if (1..=MAX_THREADS).contains(&n) => n,
+            _ => {
+                eprintln!(
+                    "weft: ignoring WEFT_NUM_THREADS={v:?}: not a thread count in 1..={MAX_THREADS}"
+                );
+                machine()
+            }
+        }
+    })
+}
+
+/// The pool of `threads` threads (clamped to `1..=MAX_THREADS`), shared by every computation of
+/// that count in the process; made on first use and kept for the process's life (at most one
+/// per count).
+pub fn pool_of(threads: usize) -> Arc<ThreadPool> {
+    static POOLS: OnceLock<Mutex<HashMap<usize, Arc<ThreadPool>>>> = OnceLock::new();
+    let threads = threads.clamp(1, MAX_THREADS);
+    let mut pools = POOLS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    Arc::clone(
+        pools
+            .entry(threads)
+            .or_insert_with(|| Arc::new(ThreadPool::new(threads))),
+    )
+}
+
+/// The pool of computations that do not choose a thread count: [`default_threads`] threads.
+pub fn shared_pool() -> Arc<ThreadPool> {
+    pool_of(default_threads())
 }
 
 #[cfg(test)]

@@ -27,7 +27,7 @@ pub fn compile_and_dump(
         })
         .transpose()?;
     let (graph, exe) = compile(graph, unfused)?;
-    let files = dump_stages(&graph, &exe)?;
+    let files = dump_stages(&exe.stages(&graph))?;
     Ok(write_dump(dir, &files, |f| {
         filter
             .as_ref()

@@ -260,6 +260,10 @@ impl Interpreter {
 }
 
 impl Executable for Interpreter {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
     fn outputs(&self) -> &[NodeId] {
         self.plan.outputs()
     }
