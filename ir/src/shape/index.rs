@@ -1,6 +1,5 @@
-//! Iteration over the indices of shapes, in lexicographic order.
-
-use super::jagged::{JaggedShape, Repr};
+//! Iteration over the indices of a box in lexicographic order ([`Indices`]), and over any
+//! shape's indices relative to its origin ([`Offsets`]).
 
 /// The indices of a box `[lower, upper)` in lexicographic order (an odometer).
 ///
@@ -124,87 +123,5 @@ impl<I: Iterator<Item = Vec<usize>>> Iterator for Offsets<I> {
             *value -= origin;
         }
         Some(index)
-    }
-}
-
-/// The indices of a [`JaggedShape`] in lexicographic order.
-///
-/// ```
-/// use weft::ir::shape::{JaggedShape, Shape, ShapeBase};
-///
-/// # fn main() -> Result<(), weft::ir::shape::ShapeError> {
-/// let js = JaggedShape::from_slices([Shape::new([1])?, Shape::new([2])?])?;
-/// assert_eq!(js.indices().collect::<Vec<_>>(), [[0, 0], [1, 0], [1, 1]]);
-/// # Ok(()) }
-/// ```
-#[derive(Debug, Clone)]
-pub struct JaggedIndices<'a> {
-    /// One frame per unrolled mode on the path to the current leaf.
-    frames: Vec<Frame<'a>>,
-    /// The index of each unrolled mode on that path.
-    prefix: Vec<usize>,
-    /// The smooth leaf being iterated, if any.
-    leaf: Option<Indices>,
-}
-
-#[derive(Debug, Clone)]
-struct Frame<'a> {
-    slices: &'a [JaggedShape],
-    origin: usize,
-    next: usize,
-}
-
-impl<'a> JaggedIndices<'a> {
-    pub(crate) fn new(shape: &'a JaggedShape) -> Self {
-        let mut it = JaggedIndices {
-            frames: Vec::new(),
-            prefix: Vec::new(),
-            leaf: None,
-        };
-        it.enter(shape);
-        it
-    }
-
-    fn enter(&mut self, shape: &'a JaggedShape) {
-        match &shape.repr {
-            Repr::Null => {}
-            Repr::Smooth(s) => self.leaf = Some(s.box_indices()),
-            Repr::Slices(node) => self.frames.push(Frame {
-                slices: &node.slices,
-                origin: node.origin,
-                next: 0,
-            }),
-        }
-    }
-}
-
-impl Iterator for JaggedIndices<'_> {
-    type Item = Vec<usize>;
-
-    fn next(&mut self) -> Option<Vec<usize>> {
-        loop {
-            if let Some(leaf) = &mut self.leaf {
-                if let Some(rest) = leaf.advance() {
-                    let mut index = Vec::with_capacity(self.prefix.len() + rest.len());
-                    index.extend_from_slice(&self.prefix);
-                    index.extend_from_slice(rest);
-                    return Some(index);
-                }
-                self.leaf = None;
-            }
-            let depth = self.frames.len().checked_sub(1)?;
-            let frame = &mut self.frames[depth];
-            if frame.next == frame.slices.len() {
-                self.frames.pop();
-                self.prefix.truncate(depth);
-                continue;
-            }
-            let position = frame.next;
-            frame.next += 1;
-            let slices = frame.slices;
-            self.prefix.truncate(depth);
-            self.prefix.push(frame.origin + position);
-            self.enter(&slices[position]);
-        }
     }
 }

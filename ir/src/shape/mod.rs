@@ -39,8 +39,8 @@ mod tiled;
 
 pub use base::ShapeBase;
 pub use error::ShapeError;
-pub use index::{Indices, JaggedIndices, Offsets};
-pub use jagged::JaggedShape;
+pub use index::{Indices, Offsets};
+pub use jagged::{JaggedIndices, JaggedShape};
 pub use label::{LabelAlgebra, Labels, ShapeExpr};
 pub use nested::Nested;
 pub use smooth::Shape;
