@@ -15,16 +15,16 @@ mod error;
 mod repeated;
 mod verify;
 mod walk;
+mod window;
 pub mod window_fold;
 
 pub(crate) use build::resolve_index;
 pub use builder::{GraphBuilder, Tensor};
 pub use contraction::SumOfProducts;
-pub use convolution::{
-    ConvExpansion, ConvPairing, ConvSpec, PoolKind, PoolSpec, PooledAxis, SpatialPair,
-};
+pub use convolution::{ConvExpansion, ConvPairing, ConvSpec, PoolKind, PoolSpec, SpatialPair};
 pub use error::GraphError;
 pub use repeated::{Repeated, RepeatedReduction};
+pub use window::PooledAxis;
 
 use crate::arena::Arena;
 use crate::axis::{window_len, Axes, Axis, AxisData, AxisDef, AxisId, Role, SliceRange};

@@ -23,10 +23,10 @@
 //! - in both, a fold's left operand holds earlier taps (in row-major order), so `maximum`,
 //!   which keeps its left operand on a tie, keeps the first tied tap of the window either way.
 
-use super::convolution::{as_i64, window_range, PooledAxis};
+use super::window::{as_i64, window_range, PooledAxis};
 use super::{AxisSlice, BinaryOp, Graph, GraphError, NodeId};
 use crate::axis::{Axis, AxisDef, SliceRange};
-use crate::Scalar;
+use crate::host::Scalar;
 
 /// The most taps (in all) a pool folds one by one.
 pub const DIRECT_POOL_TAPS: usize = 64;
