@@ -1,5 +1,6 @@
 //! Host arrays: tensors in host memory, carrying their axes, dtype and row-major data, with
-//! conversions from and to `Vec`, `ndarray` (feature `ndarray`) and `.npy` files.
+//! conversions from and to `Vec`, `ndarray` (feature `ndarray`) and `.npy` files; their
+//! elements owned ([`ArrayData`]) or borrowed ([`DataRef`], what a `HostView` holds).
 
 use crate::axis::Axes;
 use crate::dtype::DType;
@@ -247,6 +248,79 @@ impl ArrayData {
     }
 }
 
+/// Borrowed row-major elements of one dtype.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum DataRef<'a> {
+    /// 32-bit floats.
+    F32(&'a [f32]),
+    /// 64-bit floats.
+    F64(&'a [f64]),
+    /// 32-bit integers.
+    I32(&'a [i32]),
+    /// 64-bit integers.
+    I64(&'a [i64]),
+    /// Booleans.
+    Bool(&'a [bool]),
+}
+
+impl DataRef<'_> {
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        match self {
+            DataRef::F32(_) => DType::F32,
+            DataRef::F64(_) => DType::F64,
+            DataRef::I32(_) => DType::I32,
+            DataRef::I64(_) => DType::I64,
+            DataRef::Bool(_) => DType::Bool,
+        }
+    }
+
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            DataRef::F32(v) => v.len(),
+            DataRef::F64(v) => v.len(),
+            DataRef::I32(v) => v.len(),
+            DataRef::I64(v) => v.len(),
+            DataRef::Bool(v) => v.len(),
+        }
+    }
+
+    /// Whether there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// An owned copy.
+    pub fn to_owned_data(&self) -> ArrayData {
+        match self {
+            DataRef::F32(v) => ArrayData::F32(v.to_vec()),
+            DataRef::F64(v) => ArrayData::F64(v.to_vec()),
+            DataRef::I32(v) => ArrayData::I32(v.to_vec()),
+            DataRef::I64(v) => ArrayData::I64(v.to_vec()),
+            DataRef::Bool(v) => ArrayData::Bool(v.to_vec()),
+        }
+    }
+}
+
+impl<'a> DataRef<'a> {
+    /// The elements of `data`, borrowed.
+    pub fn of(data: &'a ArrayData) -> DataRef<'a> {
+        match data {
+            ArrayData::F32(v) => DataRef::F32(v),
+            ArrayData::F64(v) => DataRef::F64(v),
+            ArrayData::I32(v) => DataRef::I32(v),
+            ArrayData::I64(v) => DataRef::I64(v),
+            ArrayData::Bool(v) => DataRef::Bool(v),
+        }
+    }
+
+    /// The elements as a slice of `T`, if they are of that type.
+    pub fn as_slice<T: Element>(&self) -> Option<&'a [T]> {
+        T::from_ref(*self)
+    }
+}
+
 /// `n` copies of `value`, allocated fallibly: [`HostError::Alloc`] when the bytes overflow or
 /// the system refuses them.
 pub fn try_vec<T: Clone>(value: T, n: usize) -> Result<Vec<T>, HostError> {
@@ -279,9 +353,9 @@ pub trait Element: Copy + 'static {
     /// The elements, mutably, if `d` holds this type.
     fn unwrap_mut(d: &mut ArrayData) -> Option<&mut [Self]>;
     /// A slice of this type as borrowed data.
-    fn to_ref(v: &[Self]) -> crate::host_view::DataRef<'_>;
+    fn to_ref(v: &[Self]) -> DataRef<'_>;
     /// The borrowed elements as a slice of this type, if they are.
-    fn from_ref(d: crate::host_view::DataRef<'_>) -> Option<&[Self]>;
+    fn from_ref(d: DataRef<'_>) -> Option<&[Self]>;
 }
 
 macro_rules! element {
@@ -303,12 +377,12 @@ macro_rules! element {
                     _ => None,
                 }
             }
-            fn to_ref(v: &[Self]) -> crate::host_view::DataRef<'_> {
-                crate::host_view::DataRef::$v(v)
+            fn to_ref(v: &[Self]) -> DataRef<'_> {
+                DataRef::$v(v)
             }
-            fn from_ref(d: crate::host_view::DataRef<'_>) -> Option<&[Self]> {
+            fn from_ref(d: DataRef<'_>) -> Option<&[Self]> {
                 match d {
-                    crate::host_view::DataRef::$v(v) => Some(v),
+                    DataRef::$v(v) => Some(v),
                     _ => None,
                 }
             }
