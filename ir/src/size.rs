@@ -5,11 +5,15 @@
 //! Guarantees: a size that is returned is exact and at most [`MAX_TENSOR_BYTES`] bytes, so any
 //! element count, byte size, stride or offset inside one tensor fits `usize`, `isize` and
 //! `i64`; anything larger is `None` here and a [`GraphError::TooLarge`] naming the tensor and
-//! its axes once it reaches a graph ([`Graph::tensor_size`]). [`Graph::verify`] checks every
-//! node this way, so passes, lowering and backends working on a verified graph may rely on it.
+//! its axes once it reaches a graph ([`Graph::tensor_size`], in `graph/tensor_size.rs`).
+//! [`Graph::verify`] checks every node this way, so passes, lowering and backends working on a
+//! verified graph may rely on it.
+//!
+//! [`GraphError::TooLarge`]: crate::graph::GraphError::TooLarge
+//! [`Graph::tensor_size`]: crate::graph::Graph::tensor_size
+//! [`Graph::verify`]: crate::graph::Graph::verify
 
 use crate::dtype::DType;
-use crate::graph::{Graph, GraphError, NodeId};
 
 /// The largest tensor weft addresses, in bytes: `isize::MAX`, the most Rust can allocate or
 /// offset a pointer by.
@@ -17,7 +21,8 @@ pub const MAX_TENSOR_BYTES: usize = isize::MAX as usize;
 
 /// The most axes one tensor may have (NumPy's limit since 2.0). Loop nests, index maps and
 /// kernels grow with a tensor's rank, so an unbounded rank is a deep recursion or an outsized
-/// compile somewhere downstream; [`Graph::tensor_size`] refuses more, on every backend alike.
+/// compile somewhere downstream;
+/// [`Graph::tensor_size`](crate::graph::Graph::tensor_size) refuses more, on every backend alike.
 pub const MAX_RANK: usize = 64;
 
 /// The element count and byte size of one tensor, both at most [`MAX_TENSOR_BYTES`].
@@ -88,62 +93,6 @@ pub fn to_usize(n: i64) -> Option<usize> {
     usize::try_from(n).ok()
 }
 
-impl Graph {
-    /// The element count and byte size of node `id`, or [`GraphError::TooLarge`] naming it, its
-    /// axes and their lengths when the count overflows or the bytes exceed
-    /// [`MAX_TENSOR_BYTES`], or [`GraphError::TooManyAxes`] past [`MAX_RANK`]. Needs the
-    /// node's axes bound.
-    pub fn tensor_size(&self, id: NodeId) -> Result<TensorSize, GraphError> {
-        let node = self
-            .get(id)
-            .ok_or_else(|| GraphError::Foreign(format!("{id}")))?;
-        if node.axes.len() > MAX_RANK {
-            return Err(GraphError::TooManyAxes {
-                tensor: self.node_label(id),
-                rank: node.axes.len(),
-                max: MAX_RANK,
-            });
-        }
-        let lengths = self.shape_of(&node.axes)?;
-        tensor_size(node.dtype, &lengths).ok_or_else(|| GraphError::TooLarge {
-            tensor: self.node_label(id),
-            axes: self.axes_name(&node.axes),
-            lengths,
-            dtype: node.dtype,
-        })
-    }
-
-    /// The bytes of the nodes `ids` together (saturating): what holding all of them at once
-    /// takes. [`Graph::tensor_size`]'s error for the first that has no size.
-    pub fn bytes_of_all<'a>(
-        &self,
-        ids: impl IntoIterator<Item = &'a NodeId>,
-    ) -> Result<u64, GraphError> {
-        ids.into_iter().try_fold(0u64, |total, id| {
-            Ok(total.saturating_add(self.tensor_size(*id)?.bytes as u64))
-        })
-    }
-}
-
-impl Graph {
-    /// The index points `dot` node `id` iterates over — its result's elements times the lengths
-    /// of the axes it contracts — or `None` when that count overflows `usize`. Needs lengths.
-    pub fn dot_points(&self, id: NodeId) -> Result<Option<usize>, GraphError> {
-        let node = self
-            .get(id)
-            .ok_or_else(|| GraphError::Foreign(format!("{id}")))?;
-        let crate::Op::Dot(x, y) = node.op else {
-            return Err(GraphError::Foreign(format!("{id} is not a dot")));
-        };
-        let pairs = self.dot_pairs(&self.node_label(id), &self.node(x).axes, &self.node(y).axes)?;
-        let mut lengths = self.shape_of(&node.axes)?;
-        for (a, _) in pairs {
-            lengths.push(self.resolve_len(a)?);
-        }
-        Ok(element_count(&lengths))
-    }
-}
-
 /// `n` followed by the singular or plural noun, as messages say it: "1 axis", "2 axes".
 pub fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
@@ -189,16 +138,5 @@ mod tests {
         assert_eq!(to_i64(usize::MAX), None);
         assert_eq!(to_i64(7), Some(7));
         assert_eq!(to_usize(-1), None);
-    }
-
-    #[test]
-    fn too_large_tensor_names_itself_and_its_axes() {
-        let mut g = Graph::new();
-        let a = g.axis("A", 1 << 32).unwrap();
-        let b = g.axis("B", 1 << 31).unwrap();
-        let x = g.placeholder("x", &[a, b], DType::F32).unwrap();
-        let e = g.tensor_size(x).unwrap_err();
-        let text = e.to_string();
-        assert!(text.contains("`x`") && text.contains("(A, B)"), "{text}");
     }
 }

@@ -13,6 +13,7 @@ pub mod convolution;
 mod cut;
 mod error;
 mod repeated;
+mod tensor_size;
 mod verify;
 mod walk;
 mod window;
