@@ -95,7 +95,8 @@ impl Ord for Axis {
 /// ```
 impl fmt::Debug for Axis {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let base = crate::axis_names::name_of(*self).unwrap_or_else(|| self.id.to_string());
+        let base = crate::axis_names::name_of(self.table, self.id.as_u32())
+            .unwrap_or_else(|| self.id.to_string());
         match self.dual {
             0 => f.write_str(&base),
             k if (1..=3).contains(&k) => write!(f, "{base}{}", "*".repeat(k as usize)),

@@ -726,7 +726,7 @@ impl Graph {
             roles,
             def: AxisDef::Base { len },
         });
-        self.table_names.set(id, name, true);
+        self.table_names.set(id.as_u32(), name, true);
         let axis = self.axis_of(id);
         self.lens.push(len);
         axis
@@ -996,7 +996,8 @@ impl Graph {
             roles,
             def: def.clone(),
         });
-        self.table_names.set(id, &self.axes[id].name, false);
+        self.table_names
+            .set(id.as_u32(), &self.axes[id].name, false);
         self.derived.insert(def, id);
         self.keep_new_len(self.axis_of(id));
         self.axis_of(id)
@@ -1006,7 +1007,7 @@ impl Graph {
     pub fn rename_axis(&mut self, id: AxisId, name: &str) {
         self.axes[id].name = name.to_string();
         let declared = matches!(self.axes[id].def, AxisDef::Base { .. });
-        self.table_names.set(id, name, declared);
+        self.table_names.set(id.as_u32(), name, declared);
     }
 
     fn derived_name(&self, def: &AxisDef) -> String {
