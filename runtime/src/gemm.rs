@@ -53,7 +53,7 @@ use std::sync::Arc;
 use weft_ir::loop_ir::{BufferDecl, ScalarType};
 
 use crate::binding::{BindScope, HostBuffer};
-use crate::kernel::{AccessPattern, CompiledKernel, Footprint, KernelEntry, KernelSignature};
+use crate::signature::{AccessPattern, Footprint, KernelEntry, KernelSignature};
 use crate::target::Isa;
 use crate::{DeviceBufferReference, DeviceBufferStorage, RuntimeError, ThreadPool};
 
@@ -767,8 +767,9 @@ impl GemmCall {
     /// # Safety
     /// `bases` as [`GemmCall::call_bound`] makes them (each at a buffer of the spec's type
     /// and declared length, borrowed — C exclusively — until this returns, C sharing no memory
-    /// with A or B); `entry` a kernel whose contract ([`CompiledKernel::from_code`]) holds
-    /// for `table` (valid and its buffers borrowed until this returns) with the signature
+    /// with A or B); `entry` a kernel whose contract
+    /// ([`CompiledKernel::from_code`](crate::kernel::CompiledKernel::from_code)) holds for
+    /// `table` (valid and its buffers borrowed until this returns) with the signature
     /// `signature`; and [`GemmCall::check_epilogue_memory`] passed for this signature over
     /// the memory `table` and `bases` point at.
     pub(crate) unsafe fn run_with_epilogue(
@@ -1243,7 +1244,8 @@ enum Relation {
 /// iteration for that column block or batch index) while it is still in cache.
 /// [`GemmEpilogue::new`] accepts the pair only when that gives the results of the GEMM
 /// followed by the kernel (the conditions are `GemmCall`'s epilogue check, stated on the
-/// buffer slots); each call checks them again on the memory actually bound.
+/// buffer slots); each call checks them again on the memory actually bound. A call is
+/// [`GemmEpilogue::call_bound`], defined in `kernel.rs` beside the kernel call it enters.
 #[derive(Clone, Debug)]
 pub struct GemmEpilogue {
     call: GemmCall,
@@ -1295,25 +1297,14 @@ impl GemmEpilogue {
         &self.call
     }
 
-    /// Runs the GEMM and `kernel` (the one [`GemmEpilogue::new`] was checked for) over
-    /// `references`, slots bound in `host` reading or writing the caller's arrays, split over
-    /// `pool` if given. Allocates nothing for kernels of up to
-    /// [`STACK_TABLE`](crate::STACK_TABLE) − 3 buffers.
-    pub fn call_bound(
-        &self,
-        kernel: &CompiledKernel,
-        pool: Option<&ThreadPool>,
-        references: &[DeviceBufferReference],
-        host: Option<&BindScope<'_, '_>>,
-    ) -> Result<(), RuntimeError> {
-        kernel.call_after_gemm(
-            &self.call,
-            self.gemm_args,
-            pool,
-            references,
-            host,
-            &self.kernel_args,
-        )
+    /// The slots of the GEMM's A, B and C.
+    pub(crate) fn gemm_args(&self) -> [usize; 3] {
+        self.gemm_args
+    }
+
+    /// The slots of the kernel's buffers.
+    pub(crate) fn kernel_args(&self) -> &[usize] {
+        &self.kernel_args
     }
 }
 

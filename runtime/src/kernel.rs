@@ -1,4 +1,6 @@
-//! Compiled kernels and their invocation.
+//! Compiled kernels and their invocation: alone, or in a GEMM's work items after it
+//! ([`GemmEpilogue::call_bound`]). A kernel's description ([`KernelSignature`]) is in
+//! `signature.rs`.
 //!
 //! A kernel is native code with the C signature [`KernelEntry`]: it receives a table of buffer
 //! base pointers (in declaration order) and the half-open range of its parallel loop (ignored
@@ -10,145 +12,19 @@
 
 use std::sync::Arc;
 
-use weft_ir::arena::EntityRef;
-use weft_ir::loop_ir::{BufferDecl, Kernel, ScalarType};
+use weft_ir::loop_ir::ScalarType;
 
 use crate::binding::{BindScope, HostBuffer};
-use crate::gemm::GemmCall;
+use crate::gemm::{GemmCall, GemmEpilogue};
+use crate::signature::{KernelEntry, KernelSignature};
 use crate::storage::StorageBorrow;
 use crate::{DeviceBufferReference, DeviceBufferStorage, RuntimeError, ThreadPool};
-
-/// The native signature of a compiled kernel: `(buffer table, parallel begin, parallel end)`.
-pub type KernelEntry = unsafe extern "C" fn(buffers: *const *mut u8, begin: i64, end: i64);
 
 /// The most buffers whose pointer table and borrows a call keeps on the stack (allocating
 /// nothing); a kernel with more is called through tables on the heap.
 pub const STACK_TABLE: usize = 32;
 /// Kernels of up to this many buffers use tables of this size (most elementwise kernels).
 const SMALL_TABLE: usize = 6;
-
-/// What a caller must bind to call a kernel.
-#[derive(Debug, Clone, PartialEq)]
-pub struct KernelSignature {
-    /// The kernel's name.
-    pub name: String,
-    /// Buffer parameters, in pointer-table order.
-    pub buffers: Vec<BufferDecl>,
-    /// Extent of the parallel loop, if the kernel has one.
-    pub parallel_extent: Option<u64>,
-    /// Per buffer (in table order), every access of it as an [`AccessPattern`] (empty: not
-    /// accessed, or no parallel loop). What a GEMM epilogue's check relies on
-    /// (crate::gemm::GemmEpilogue), directly for column blocks, as [`KernelSignature::footprint`]s
-    /// for row blocks.
-    pub accesses: Vec<Vec<AccessPattern>>,
-}
-
-/// One access of a buffer: in iteration `p` of the parallel loop it touches elements
-/// `offset + parallel·p + Σ coefficient·i` for `0 ≤ i < extent` of each other loop (masks
-/// ignored, so a superset of what a masked access touches).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AccessPattern {
-    /// The coefficient of the parallel loop.
-    pub parallel: i64,
-    /// The constant term.
-    pub offset: i64,
-    /// `(coefficient, extent)` of every other loop the index moves along.
-    pub terms: Vec<(i64, u64)>,
-}
-
-impl AccessPattern {
-    /// The lowest and highest value of `Σ coefficient·i` over the terms `keep` selects, each
-    /// `i` over `0..extent`; `None` if a selected loop is empty (the access never runs).
-    pub fn reach(&self, keep: impl Fn(&(i64, u64)) -> bool) -> Option<(i128, i128)> {
-        let (mut lo, mut hi) = (0i128, 0i128);
-        for &(c, extent) in self.terms.iter().filter(|t| keep(t)) {
-            let far = i128::from(c) * (i128::from(extent.checked_sub(1)?));
-            if far < 0 {
-                lo += far;
-            } else {
-                hi += far;
-            }
-        }
-        Some((lo, hi))
-    }
-}
-
-/// Where one iteration of a kernel's parallel loop may touch a buffer: in iteration `p`, only
-/// elements `lo + p·stride ..= hi + p·stride`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Footprint {
-    /// Elements the footprint moves per iteration of the parallel loop.
-    pub stride: i64,
-    /// Lowest element touched in iteration 0.
-    pub lo: i64,
-    /// Highest element touched in iteration 0.
-    pub hi: i64,
-}
-
-impl KernelSignature {
-    /// The signature of a loop-IR kernel.
-    pub fn of(kernel: &Kernel) -> Self {
-        Self {
-            name: kernel.name.clone(),
-            buffers: kernel.buffers.values().cloned().collect(),
-            parallel_extent: kernel.parallel_loop().map(|l| kernel.loops[l].extent),
-            accesses: access_patterns(kernel),
-        }
-    }
-
-    /// Where one iteration of the parallel loop may touch buffer `i`, when one [`Footprint`]
-    /// bounds every access (`None`: no parallel loop, the buffer is not accessed, an access in
-    /// an empty loop or past `i64`, or accesses moving along the parallel loop by different
-    /// strides). Masks are ignored (a masked access touches a subset), so the footprint
-    /// contains every element the accesses can touch.
-    pub fn footprint(&self, i: usize) -> Option<Footprint> {
-        let mut found: Option<Footprint> = None;
-        for a in self.accesses.get(i)? {
-            let (lo, hi) = a.reach(|_| true)?;
-            let g = Footprint {
-                stride: a.parallel,
-                lo: i64::try_from(i128::from(a.offset) + lo).ok()?,
-                hi: i64::try_from(i128::from(a.offset) + hi).ok()?,
-            };
-            found = Some(match found {
-                None => g,
-                Some(f) if f.stride == g.stride => Footprint {
-                    stride: f.stride,
-                    lo: f.lo.min(g.lo),
-                    hi: f.hi.max(g.hi),
-                },
-                Some(_) => return None,
-            });
-        }
-        found
-    }
-}
-
-/// Every buffer's [`AccessPattern`]s in `kernel` (see [`KernelSignature::accesses`]).
-fn access_patterns(kernel: &Kernel) -> Vec<Vec<AccessPattern>> {
-    let mut found = vec![Vec::new(); kernel.buffers.len()];
-    let Some(p) = kernel.parallel_loop() else {
-        return found;
-    };
-    let accesses = weft_ir::loop_ir::BodyAccesses::of(&kernel.body);
-    for a in accesses.loads.iter().chain(&accesses.stores) {
-        let Some(slot) = found.get_mut(a.buffer.index()) else {
-            continue;
-        };
-        slot.push(AccessPattern {
-            parallel: a.index.coefficient(p),
-            offset: a.index.offset(),
-            terms: a
-                .index
-                .terms()
-                .iter()
-                .filter(|(l, _)| *l != p)
-                .map(|&(l, c)| (c, kernel.loops.get(l).map_or(0, |d| d.extent)))
-                .collect(),
-        });
-    }
-    found
-}
 
 /// The native code of one kernel, as a code generator hands it over: the entry point's
 /// address, the code's size, and ownership of the memory holding it — the code stays mapped
@@ -288,30 +164,6 @@ impl CompiledKernel {
             Some((host, &slot)),
             None,
         )
-    }
-
-    /// The GEMM `gemm` (over slots `gemm_args`: A, B, C), then this kernel (over slots `args`),
-    /// in the same work items: each computes one row block of C, then runs the kernel's parallel
-    /// loop over those rows. The caller ([`crate::GemmEpilogue`]) has checked that this is
-    /// equivalent to the GEMM followed by the kernel; every buffer of both is checked, borrowed
-    /// once (exclusively where either writes) and bound to `host`'s slices as in
-    /// [`CompiledKernel::call_bound`].
-    pub(crate) fn call_after_gemm(
-        &self,
-        gemm: &GemmCall,
-        gemm_args: [usize; 3],
-        pool: Option<&ThreadPool>,
-        references: &[DeviceBufferReference],
-        host: Option<&BindScope<'_, '_>>,
-        args: &[usize],
-    ) -> Result<(), RuntimeError> {
-        let n = args.len();
-        let slot = |i: usize| match args.get(i) {
-            Some(a) => *a,
-            None => gemm_args.get(i - n).copied().unwrap_or(usize::MAX),
-        };
-        let host = host.map(|h| (h, &slot as &dyn Fn(usize) -> usize));
-        self.invoke(n, |i| references.get(slot(i)), pool, host, Some(gemm))
     }
 
     /// Parameter `i` of a call: the kernel's buffers, then, when a GEMM runs first, its A, B
@@ -548,6 +400,38 @@ impl CompiledKernel {
             }
         }
         Ok(())
+    }
+}
+
+impl GemmEpilogue {
+    /// Runs the GEMM and `kernel` (the one [`GemmEpilogue::new`] was checked for) over
+    /// `references`, slots bound in `host` reading or writing the caller's arrays, split over
+    /// `pool` if given: each work item computes one block of C, then runs the kernel's parallel
+    /// loop over that block. Every buffer of both is checked, borrowed once (exclusively where
+    /// either writes) and bound to `host`'s slices as in [`CompiledKernel::call_bound`].
+    /// Allocates nothing for kernels of up to [`STACK_TABLE`] − 3 buffers. (Here, not in
+    /// `gemm.rs`: it enters the kernel through `CompiledKernel::invoke`.)
+    pub fn call_bound(
+        &self,
+        kernel: &CompiledKernel,
+        pool: Option<&ThreadPool>,
+        references: &[DeviceBufferReference],
+        host: Option<&BindScope<'_, '_>>,
+    ) -> Result<(), RuntimeError> {
+        let (args, gemm_args) = (self.kernel_args(), self.gemm_args());
+        let n = args.len();
+        let slot = |i: usize| match args.get(i) {
+            Some(a) => *a,
+            None => gemm_args.get(i - n).copied().unwrap_or(usize::MAX),
+        };
+        let host = host.map(|h| (h, &slot as &dyn Fn(usize) -> usize));
+        kernel.invoke(
+            n,
+            |i| references.get(slot(i)),
+            pool,
+            host,
+            Some(self.gemm()),
+        )
     }
 }
 

@@ -29,6 +29,7 @@ mod element;
 mod gemm;
 mod kernel;
 mod reference;
+mod signature;
 mod storage;
 mod tensor;
 mod thread_pool;
@@ -40,12 +41,11 @@ pub use error::RunError;
 pub use executable::Executable;
 pub use gemm::{BatchAxis, GemmCall, GemmEpilogue, GemmSpec, GemmTap, MatrixView, SplitDim};
 pub use interp::{Interpreter, Perturbation};
-pub use kernel::{
-    AccessPattern, CompiledKernel, Footprint, KernelCode, KernelEntry, KernelSignature, STACK_TABLE,
-};
+pub use kernel::{CompiledKernel, KernelCode, STACK_TABLE};
 pub use plan::Plan;
 pub use program::{NativeExecutable, Program, ResidentRun};
 pub use reference::DeviceBufferReference;
+pub use signature::{AccessPattern, Footprint, KernelEntry, KernelSignature};
 pub use state::{SharedState, State, StateAccess, StateView};
 pub use storage::{
     advise_huge_pages, default_memory_budget, host_copy_bytes, physical_memory_bytes,

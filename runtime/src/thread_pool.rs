@@ -19,7 +19,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::KernelEntry;
+use crate::signature::KernelEntry;
 
 /// How many dispatches can share the workers at once.
 pub const MAX_JOBS_IN_FLIGHT: usize = 16;
