@@ -26,6 +26,8 @@
 //! tolerance (docs/testing.md) covers it. Products are never marked, nor are dots whose
 //! products are taken in f64.
 
+/// Code generation's rules for blocking f32 partials, read here to bound the chain.
+pub use crate::codegen::vectorize::{blocked, f32_block};
 use crate::codegen::{translate, vectorize};
 use weft_ir::arena::EntityRef;
 use weft_ir::loop_ir::{AccId, Kernel, LoopId, ReduceKind, ScalarType, Stmt, ValueId};
@@ -34,23 +36,6 @@ use weft_ir::loop_ir::{AccId, Kernel, LoopId, ReduceKind, ScalarType, Stmt, Valu
 /// 2⁻¹⁴ · Σ|xᵢ|); the one rule the interpreter's perturbed runs read too
 /// ([`weft_ir::scalar::MAX_F32_SUM_CHAIN`]).
 pub const MAX_CHAIN: u64 = weft_ir::scalar::MAX_F32_SUM_CHAIN;
-
-/// Iterations of a vector loop of `lanes × parts` f32 partials that code generation sums
-/// into them before folding them into the f64 accumulator: the largest power of two whose
-/// chain (`⌈b/A⌉ + parts + lanes` additions, the module docs) stays within [`MAX_CHAIN`]
-/// (8192 for 4 × 4 partials). The one rule the loop strategy reads to block a longer loop.
-pub fn f32_block(lanes: u32, parts: u32) -> u64 {
-    let (lanes, parts) = (u64::from(lanes), u64::from(parts));
-    let most = (lanes * parts).max(1) * MAX_CHAIN.saturating_sub(parts + lanes).max(1);
-    1 << most.ilog2()
-}
-
-/// Whether a vector loop of `extent` iterations and `lanes × parts` f32 partials is longer
-/// than one [`f32_block`]: its partials are then folded block by block, which a native
-/// routine summing a whole loop into partials of its own does not do.
-pub fn blocked(extent: u64, lanes: u32, parts: u32) -> bool {
-    extent > f32_block(lanes, parts)
-}
 
 /// Marks every f64 sum accumulator of `k` that qualifies (see the module docs); true if any
 /// was.

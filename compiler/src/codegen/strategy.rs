@@ -29,8 +29,8 @@ use super::translate::span::{
     self, ArgExtremeSpan, ExtremeRows, ExtremeSpan, NextRow, ReduceSpan, ScaledCopy, SpanCall,
     SumSpan,
 };
-use super::translate::{f32_partials, widenings, TranslateOptions};
-use super::vectorize::{self, WidePlan};
+use super::translate::TranslateOptions;
+use super::vectorize::{self, f32_partials, widenings, WidePlan};
 
 /// How each loop of one kernel is emitted, and which loops become functions of their own.
 #[derive(Clone, Debug, Default)]
@@ -106,7 +106,7 @@ pub(crate) struct VectorLoop {
     /// finite).
     pub narrow: Vec<AccId>,
     /// Iterations after which the f32 partials are folded into their accumulators and
-    /// started again ([`crate::narrow_sums::f32_block`]), when the loop is longer.
+    /// started again ([`vectorize::f32_block`]), when the loop is longer.
     pub fold_every: Option<u64>,
     /// A later row its steps prefetch.
     pub prefetch: Option<NextRow>,
@@ -466,9 +466,9 @@ fn vector_steps(
         }
     };
     let (lanes, parts) = (plan.lanes, plan.parts);
-    let folds = !narrow.is_empty() && crate::narrow_sums::blocked(k.loops[l].extent, lanes, parts);
+    let folds = !narrow.is_empty() && vectorize::blocked(k.loops[l].extent, lanes, parts);
     VectorLoop {
-        fold_every: folds.then(|| crate::narrow_sums::f32_block(lanes, parts)),
+        fold_every: folds.then(|| vectorize::f32_block(lanes, parts)),
         prefetch: span::pass_prefetch(k, l, body, o.span_math),
         plan,
         narrow,

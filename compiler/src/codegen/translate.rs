@@ -34,7 +34,9 @@ use super::leaf::{self, LeafScalar};
 use super::leaf_asm::LeafWidth;
 use super::math::MathEmitter;
 use super::strategy::{KernelStrategy, LeafStrategy, LoopStrategy, VectorLoop, VectorRoutine};
-use super::vectorize::{depends_on, plan, stores, WidePlan};
+use super::vectorize::{depends_on, plan, WidePlan};
+// Read by `narrow_sums` under this path.
+pub(crate) use super::vectorize::{f32_partials, widenings};
 use super::CodegenError;
 
 /// The Cranelift type holding a value of `ty` (`bool` is an `i8` holding 0 or 1).
@@ -206,15 +208,6 @@ fn partial_type(decl: &AccDecl, narrow: bool) -> ScalarType {
     }
 }
 
-/// Whether `body` reduces into `a` anywhere, nested loops included.
-fn reduces_into(body: &[Stmt], a: AccId) -> bool {
-    body.iter().any(|s| match s {
-        Stmt::Reduce { acc, .. } => *acc == a,
-        Stmt::Loop { body, .. } | Stmt::If { body, .. } => reduces_into(body, a),
-        _ => false,
-    })
-}
-
 /// Lanes of `ty` in a 128-bit vector.
 fn vector_lanes(ty: ScalarType) -> u32 {
     16 / ty.size_bytes() as u32
@@ -287,54 +280,6 @@ pub(crate) fn translate(
     t.b.seal_all_blocks();
     t.b.finalize(frontend);
     Ok(t.outlining.map(|o| o.functions).unwrap_or_default())
-}
-
-/// The accumulators whose vector partials the vector loop with plan `plan` and body `body`
-/// keeps in f32: those marked `partials f32` that every reduction in the body feeds an f64
-/// widening of an f32 value (`widened_from`, from [`widenings`]), if the loop stores nothing
-/// (it may run twice).
-pub(crate) fn f32_partials(
-    k: &Kernel,
-    plan: &WidePlan,
-    body: &[Stmt],
-    widened_from: &[Option<ValueId>],
-) -> Vec<AccId> {
-    let reduces_widened = |a: AccId| {
-        body.iter().all(|s| match s {
-            Stmt::Reduce { acc, value, .. } if *acc == a => widened_from[value.index()].is_some(),
-            Stmt::Loop { body, .. } => !reduces_into(body, a),
-            _ => true,
-        })
-    };
-    if stores(body) {
-        return Vec::new();
-    }
-    plan.outer_accs
-        .iter()
-        .copied()
-        .filter(|a| k.accs[*a].narrow_partials && reduces_widened(*a))
-        .collect()
-}
-
-/// Per value of `kernel`: the f32 value it is `convert` of, if it is an f64 widening.
-pub(crate) fn widenings(kernel: &Kernel) -> Vec<Option<ValueId>> {
-    fn walk(k: &Kernel, body: &[Stmt], out: &mut [Option<ValueId>]) {
-        for s in body {
-            match s {
-                Stmt::Let {
-                    result,
-                    inst: Inst::Convert(x),
-                } if k.values[*x] == ScalarType::F32 && k.values[*result] == ScalarType::F64 => {
-                    out[result.index()] = Some(*x);
-                }
-                Stmt::Loop { body, .. } | Stmt::If { body, .. } => walk(k, body, out),
-                _ => {}
-            }
-        }
-    }
-    let mut out = vec![None; kernel.values.len()];
-    walk(kernel, &kernel.body, &mut out);
-    out
 }
 
 /// Per value of `kernel`: the accumulators it is reduced into (`reduce %a, %v`), if nothing

@@ -17,8 +17,9 @@
 
 use weft_ir::arena::EntityRef;
 use weft_ir::loop_ir::{
-    AccId, BinaryOp, BufferAccessExpr, Inst, Kernel, LoopId, ScalarType, Stmt, UnaryOp,
+    AccId, BinaryOp, BufferAccessExpr, Inst, Kernel, LoopId, ScalarType, Stmt, UnaryOp, ValueId,
 };
+use weft_ir::scalar::MAX_F32_SUM_CHAIN;
 
 /// How to run a vectorised loop.
 #[derive(Clone, Debug, PartialEq)]
@@ -292,6 +293,81 @@ impl<'a> Walker<'a> {
         }
         Some(())
     }
+}
+
+/// Whether `body` reduces into `a` anywhere, nested loops included.
+fn reduces_into(body: &[Stmt], a: AccId) -> bool {
+    body.iter().any(|s| match s {
+        Stmt::Reduce { acc, .. } => *acc == a,
+        Stmt::Loop { body, .. } | Stmt::If { body, .. } => reduces_into(body, a),
+        _ => false,
+    })
+}
+
+/// The accumulators whose vector partials the vector loop with plan `plan` and body `body`
+/// keeps in f32: those marked `partials f32` that every reduction in the body feeds an f64
+/// widening of an f32 value (`widened_from`, from [`widenings`]), if the loop stores nothing
+/// (it may run twice).
+pub(crate) fn f32_partials(
+    k: &Kernel,
+    plan: &WidePlan,
+    body: &[Stmt],
+    widened_from: &[Option<ValueId>],
+) -> Vec<AccId> {
+    let reduces_widened = |a: AccId| {
+        body.iter().all(|s| match s {
+            Stmt::Reduce { acc, value, .. } if *acc == a => widened_from[value.index()].is_some(),
+            Stmt::Loop { body, .. } => !reduces_into(body, a),
+            _ => true,
+        })
+    };
+    if stores(body) {
+        return Vec::new();
+    }
+    plan.outer_accs
+        .iter()
+        .copied()
+        .filter(|a| k.accs[*a].narrow_partials && reduces_widened(*a))
+        .collect()
+}
+
+/// Per value of `kernel`: the f32 value it is `convert` of, if it is an f64 widening.
+pub(crate) fn widenings(kernel: &Kernel) -> Vec<Option<ValueId>> {
+    fn walk(k: &Kernel, body: &[Stmt], out: &mut [Option<ValueId>]) {
+        for s in body {
+            match s {
+                Stmt::Let {
+                    result,
+                    inst: Inst::Convert(x),
+                } if k.values[*x] == ScalarType::F32 && k.values[*result] == ScalarType::F64 => {
+                    out[result.index()] = Some(*x);
+                }
+                Stmt::Loop { body, .. } | Stmt::If { body, .. } => walk(k, body, out),
+                _ => {}
+            }
+        }
+    }
+    let mut out = vec![None; kernel.values.len()];
+    walk(kernel, &kernel.body, &mut out);
+    out
+}
+
+/// Iterations of a vector loop of `lanes × parts` f32 partials that code generation sums
+/// into them before folding them into the f64 accumulator: the largest power of two whose
+/// chain (`⌈b/A⌉ + parts + lanes` additions, [`crate::narrow_sums`]) stays within
+/// [`MAX_F32_SUM_CHAIN`] (8192 for 4 × 4 partials). The one rule the loop strategy reads to
+/// block a longer loop, and `narrow_sums` to bound the chain.
+pub fn f32_block(lanes: u32, parts: u32) -> u64 {
+    let (lanes, parts) = (u64::from(lanes), u64::from(parts));
+    let most = (lanes * parts).max(1) * MAX_F32_SUM_CHAIN.saturating_sub(parts + lanes).max(1);
+    1 << most.ilog2()
+}
+
+/// Whether a vector loop of `extent` iterations and `lanes × parts` f32 partials is longer
+/// than one [`f32_block`]: its partials are then folded block by block, which a native
+/// routine summing a whole loop into partials of its own does not do.
+pub fn blocked(extent: u64, lanes: u32, parts: u32) -> bool {
+    extent > f32_block(lanes, parts)
 }
 
 #[cfg(test)]

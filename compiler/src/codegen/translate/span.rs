@@ -328,10 +328,10 @@ fn widened_sum(k: &Kernel, body: &[Stmt]) -> Option<WidenedSum> {
 
 /// The f32 partial count (`lanes × parts`) and lanes of vector loop `l` (body `body`) summing
 /// into `acc`, if it keeps `acc`'s partials in f32 and is one block long
-/// ([`crate::narrow_sums::blocked`]: the routines keep their partials for the whole loop).
+/// ([`crate::codegen::vectorize::blocked`]: the routines keep their partials for the whole loop).
 fn f32_sum_width(k: &Kernel, l: LoopId, body: &[Stmt], acc: AccId) -> Option<(u32, u32)> {
     let p = plan(k, l, body)?;
-    let one_block = !crate::narrow_sums::blocked(k.loops[l].extent, p.lanes, p.parts);
+    let one_block = !crate::codegen::vectorize::blocked(k.loops[l].extent, p.lanes, p.parts);
     (one_block && f32_partials(k, &p, body, &widenings(k)).contains(&acc))
         .then_some((p.lanes * p.parts, p.lanes))
 }
@@ -1007,7 +1007,7 @@ fn sum_after(k: &Kernel, l: LoopId, target: &BufferAccessExpr) -> Option<SpanSum
         return None;
     }
     let p = plan(k, *m, body)?;
-    if crate::narrow_sums::blocked(decl_m.extent, p.lanes, p.parts)
+    if crate::codegen::vectorize::blocked(decl_m.extent, p.lanes, p.parts)
         || !f32_partials(k, &p, body, &widenings(k)).contains(acc)
     {
         return None;
