@@ -154,7 +154,7 @@ pub fn op_weight(op: &Op) -> u64 {
         Op::Tensor { .. } => 0,
         _ if op.is_view() => 0,
         Op::Dot(..) => 2,
-        _ if super::fusion::is_expensive(op) && !matches!(op, Op::Reduce { .. }) => 4,
+        _ if super::op_class::is_expensive(op) && !matches!(op, Op::Reduce { .. }) => 4,
         _ => 1,
     }
 }
@@ -185,7 +185,7 @@ impl Pass {
             }
             let op = &g.node(n).op;
             if matches!(op, Op::Tensor { .. }) || !inline(n) {
-                if !super::fusion::is_immediate(op) {
+                if !super::op_class::is_immediate(op) {
                     reads.push(n);
                 }
                 continue;

@@ -15,7 +15,8 @@
 //!   [`Instr::Choose`] (the part whose range holds the index): the complex views of docs/design.md;
 //! - after [`super::layout`], every load and store also carries its [`StridedView`].
 
-use super::fusion::{is_immediate, FusionGroup, FusionPlan};
+use super::groups::{FusionGroup, FusionPlan};
+use super::op_class::is_immediate;
 use super::views::{
     leaves_under, node_keys, node_space, AffineExpr, IndexEnv, IterAxis, StridedView, ValidRange,
 };

@@ -13,7 +13,7 @@
 //! - afterwards every load and store of every kernel program carries its [`StridedView`]
 //!   (strides per loop axis of its stage: outer loops, stage loops, reduction loops).
 
-use super::fusion::FusionPlan;
+use super::groups::FusionPlan;
 use super::kernel::{Instr, KernelProgram};
 use super::views::{strided, AffineExpr, IterAxis, StridedView};
 use super::PassError;
@@ -97,7 +97,7 @@ pub fn assign_layouts(
         }
         let fixed = matches!(node.op, Op::Tensor { .. } | Op::Assign { .. })
             || outputs.contains(&b.node)
-            || b.reason == super::fusion::BoundaryReason::GraphOutput;
+            || b.reason == super::groups::BoundaryReason::GraphOutput;
         let order = if let Some(order) = requested.get(&b.node) {
             order.clone()
         } else if fixed
@@ -201,14 +201,14 @@ fn tap_sum_reads(plan: &FusionPlan, programs: &[KernelProgram], p: usize) -> boo
         && plan
             .groups
             .get(program.group)
-            .is_some_and(|g| g.kind == super::fusion::GroupKind::Gemm)
+            .is_some_and(|g| g.kind == super::groups::GroupKind::Gemm)
 }
 
 /// Whether program `p` computes a reduction that fusion stored for reducing an axis its large
 /// operand strides along in declared order ([`BoundaryReason::StridedReduction`]): that
 /// judgement assumed the declared order, in which the reduction then sums in memory order.
 ///
-/// [`BoundaryReason::StridedReduction`]: super::fusion::BoundaryReason::StridedReduction
+/// [`BoundaryReason::StridedReduction`]: super::groups::BoundaryReason::StridedReduction
 fn strided_reduction_reads(
     g: &Graph,
     plan: &FusionPlan,
@@ -222,7 +222,7 @@ fn strided_reduction_reads(
         plan.boundaries
             .binary_search_by_key(r, |b| b.node)
             .is_ok_and(|i| {
-                plan.boundaries[i].reason == super::fusion::BoundaryReason::StridedReduction
+                plan.boundaries[i].reason == super::groups::BoundaryReason::StridedReduction
             })
             && matches!(g.node(*r).op, Op::Reduce { .. })
     })

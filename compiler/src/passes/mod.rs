@@ -1,11 +1,15 @@
 //! The graph-level passes, in pipeline order: [`simplify`], [`fusion`], [`layout`],
 //! [`views`] (view folding into per-kernel programs of loads with index maps) and [`storage`].
 //! Each file opens with what its pass assumes and guarantees; docs/passes.md has examples.
+//! What fusion records (groups, boundaries, merge decisions) is in [`groups`], read by the
+//! later passes without fusion's driver; how the passes class ops is in [`op_class`].
 
 pub mod cost;
 pub mod fusion;
+pub mod groups;
 pub mod kernel;
 pub mod layout;
+pub mod op_class;
 pub mod rebuild;
 pub mod simplify;
 pub mod storage;

@@ -16,7 +16,7 @@
 //!   largest compatible one when none is big enough), so a chain like an MLP needs two scratch
 //!   buffers whatever its depth.
 
-use super::fusion::{BoundaryReason, FusionPlan};
+use super::groups::{BoundaryReason, FusionPlan};
 use super::kernel::{Instr, KernelProgram};
 use super::layout::LayoutPlan;
 use super::PassError;
