@@ -91,14 +91,37 @@ pub const MAX_KERNEL_NODES: usize = 512;
 /// Partitions `g` (verified) into fusion groups; `keep` are requested outputs besides the graph's.
 pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPlan, PassError> {
     g.verify()?;
-    let n = g.len();
-    let idx = |id: NodeId| id.as_u32() as usize;
     let outs: HashSet<NodeId> = g.outputs().iter().chain(keep).copied().collect();
-    let is_out = |id: NodeId| outs.contains(&id);
-    // Liveness and readers.
+    let (live, readers) = live_readers(g, &outs);
+    let gemm = GemmWork::find(g, &live, &readers, &outs, &opts);
+    let mut stage = dispositions(g, &live, &readers, &outs, &gemm, &opts)?;
+    limit_inline_closures(g, &live, &mut stage, &gemm.products, &gemm.tap_adds);
+    // Each stage's pass for the cost model, found once: it reads through the inline ops.
+    let passes: HashMap<NodeId, Pass> = g
+        .nodes()
+        .filter(|(id, _)| live[idx(*id)] && stage[idx(*id)].is_some())
+        .map(|(id, _)| (id, Pass::of(g, id, &|n| stage[idx(n)].is_none())))
+        .collect();
+    let groups = drafts(g, &live, &stage, &gemm, &opts)?;
+    let mut m = Merging::new(g, &opts, &outs, &gemm, &passes, groups);
+    m.boundary = stored_tensors(g, &live, &outs);
+    m.merge_all();
+    m.mark_stage_outputs();
+    Ok(m.into_plan(live))
+}
+
+/// A node's index in per-node tables.
+fn idx(id: NodeId) -> usize {
+    id.as_u32() as usize
+}
+
+/// Per node of `g`: whether some output in `outs` or an assign depends on it, and the live
+/// nodes reading it.
+fn live_readers(g: &Graph, outs: &HashSet<NodeId>) -> (Vec<bool>, Vec<Vec<NodeId>>) {
+    let n = g.len();
     let mut live = vec![false; n];
     for (id, node) in g.nodes() {
-        if is_out(id) || matches!(node.op, Op::Assign { .. }) {
+        if outs.contains(&id) || matches!(node.op, Op::Assign { .. }) {
             live[idx(id)] = true;
         }
     }
@@ -111,30 +134,78 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
             }
         }
     }
-    // Sums of products that run as a GEMM contraction: their product is read by nothing else,
-    // so it is never stored (in unfused mode too: it is half of one contraction op), and their
-    // operands are stored like a dot's.
-    let (gemm_sums, gemm_products): (HashSet<NodeId>, HashSet<NodeId>) = g
-        .nodes()
-        .filter(|(id, _)| live[idx(*id)] && !opts.no_gemm.contains(id))
-        .filter_map(|(id, _)| {
-            let c = g.sum_of_products(id)?;
-            let o = opts.gemm?;
-            let alone = readers[idx(c.product)].as_slice() == [id] && !is_out(c.product);
-            (alone && crate::gemm::is_candidate(g, id, &o)).then_some((id, c.product))
-        })
-        .unzip();
-    let taps = TapSum::find(g, &readers, &is_out, &opts);
-    let tap_dots: HashSet<NodeId> = taps.values().flat_map(|t| t.dots.iter().copied()).collect();
-    let tap_adds: HashSet<NodeId> = taps.values().flat_map(|t| t.adds.iter().copied()).collect();
-    // Dispositions, consumers first: `stage[i]` is why node i is a stage, `None` if inline or
-    // a stored tensor.
+    (live, readers)
+}
+
+/// The live nodes GEMM calls compute whole, found before the dispositions.
+struct GemmWork {
+    /// Sums of products that run as a GEMM contraction.
+    sums: HashSet<NodeId>,
+    /// Their products: read by nothing else, so never stored (in unfused mode too: a product
+    /// is half of one contraction op); their operands are stored like a dot's.
+    products: HashSet<NodeId>,
+    /// Sums of GEMM taps, by their last add.
+    taps: HashMap<NodeId, TapSum>,
+    /// The taps' dots and inner adds.
+    tap_dots: HashSet<NodeId>,
+    tap_adds: HashSet<NodeId>,
+}
+
+impl GemmWork {
+    fn find(
+        g: &Graph,
+        live: &[bool],
+        readers: &[Vec<NodeId>],
+        outs: &HashSet<NodeId>,
+        opts: &FusionOptions,
+    ) -> GemmWork {
+        let is_out = |id: NodeId| outs.contains(&id);
+        let (sums, products): (HashSet<NodeId>, HashSet<NodeId>) = g
+            .nodes()
+            .filter(|(id, _)| live[idx(*id)] && !opts.no_gemm.contains(id))
+            .filter_map(|(id, _)| {
+                let c = g.sum_of_products(id)?;
+                let o = opts.gemm?;
+                let alone = readers[idx(c.product)].as_slice() == [id] && !is_out(c.product);
+                (alone && crate::gemm::is_candidate(g, id, &o)).then_some((id, c.product))
+            })
+            .unzip();
+        let taps = TapSum::find(g, readers, &is_out, opts);
+        let tap_dots = taps.values().flat_map(|t| t.dots.iter().copied()).collect();
+        let tap_adds = taps.values().flat_map(|t| t.adds.iter().copied()).collect();
+        GemmWork {
+            sums,
+            products,
+            taps,
+            tap_dots,
+            tap_adds,
+        }
+    }
+}
+
+/// How a node would be evaluated inline, from its readers.
+#[derive(Clone, Copy, Debug, Default)]
+struct InlineUse {
+    /// How many times it is evaluated per element of its value.
+    uses: usize,
+    /// Whether an inline evaluation happens for more elements than it has.
+    widened: bool,
+    /// Whether a loop-nest dot (or a GEMM product) reads it for more elements than it has.
+    dot_widened: bool,
+}
+
+/// Per node: why it is a stage, `None` if inline or a stored tensor; decided consumers first.
+fn dispositions(
+    g: &Graph,
+    live: &[bool],
+    readers: &[Vec<NodeId>],
+    outs: &HashSet<NodeId>,
+    gemm: &GemmWork,
+    opts: &FusionOptions,
+) -> Result<Vec<Option<StageReason>>, PassError> {
+    let n = g.len();
     let mut stage: Vec<Option<StageReason>> = vec![None; n];
-    // uses[i]: how many times node i is evaluated per element of its value if inline;
-    // widened[i]: whether an inline evaluation happens for more elements than it has.
-    let mut uses = vec![0usize; n];
-    let mut widened = vec![false; n];
-    let mut dot_widened = vec![false; n];
+    let mut inline = vec![InlineUse::default(); n];
     for (id, node) in g.nodes().rev() {
         let i = idx(id);
         if !live[i] {
@@ -144,11 +215,11 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
             let rn = g.node(*r);
             let inline_reader = stage[idx(*r)].is_none();
             let reader_uses = if inline_reader {
-                uses[idx(*r)].max(1)
+                inline[idx(*r)].uses.max(1)
             } else {
                 1
             };
-            uses[i] = uses[i].saturating_add(reader_uses);
+            inline[i].uses = inline[i].uses.saturating_add(reader_uses);
             let mut w = match &rn.op {
                 Op::Broadcast(_) | Op::ExpandDims { .. } => true,
                 Op::Binary(..) | Op::Compare(..) | Op::Select(..) => {
@@ -157,84 +228,106 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
                 _ => false,
             };
             if let Op::Dot(l, rr) = &rn.op {
-                let other = if *l == id { *rr } else { *l };
-                let pairs = g.dot_pairs("dot", &g.node(*l).axes, &g.node(*rr).axes)?;
-                let other_axes = &g.node(other).axes;
-                let free = other_axes
-                    .iter()
-                    .filter(|a| !pairs.iter().any(|(p, q)| *p == **a || *q == **a))
-                    .map(|a| g.resolve_len(*a))
-                    // Only compared with 1: saturating is exact enough and cannot overflow.
-                    .try_fold(1usize, |acc, l| l.map(|l| acc.saturating_mul(l)))?;
-                if free > 1 {
-                    dot_widened[i] = true;
+                if dot_free_len(g, id, *l, *rr)? > 1 {
+                    inline[i].dot_widened = true;
                 }
             }
-            if gemm_products.contains(r) {
-                dot_widened[i] = true;
+            if gemm.products.contains(r) {
+                inline[i].dot_widened = true;
             }
             if inline_reader {
-                w |= widened[idx(*r)];
+                w |= inline[idx(*r)].widened;
                 if rn.op.is_view() || matches!(rn.op, Op::Concat(_)) {
-                    dot_widened[i] |= dot_widened[idx(*r)];
+                    inline[i].dot_widened |= inline[idx(*r)].dot_widened;
                 }
             }
-            widened[i] |= w;
+            inline[i].widened |= w;
         }
-        stage[i] = match &node.op {
-            Op::Tensor { .. } => None,
-            _ if is_out(id) => Some(StageReason::GraphOutput),
-            _ if opts.force_stored.contains(&id) => Some(StageReason::SplitIndex),
-            Op::Assign { .. } => Some(StageReason::AssignValue),
-            _ if node.op.is_view() || matches!(node.op, Op::Concat(_)) => None,
-            _ if gemm_products.contains(&id) => None,
-            _ if gemm_sums.contains(&id) => Some(StageReason::Contraction),
-            _ if tap_dots.contains(&id) => Some(StageReason::Tap),
-            _ if tap_adds.contains(&id) => None,
-            _ if taps.contains_key(&id) => Some(StageReason::TapSum),
-            _ if !opts.fused => Some(StageReason::Unfused),
-            Op::Reduce { .. } => Some(StageReason::Reduction),
-            Op::Dot(..) => Some(StageReason::Dot),
-            _ if dot_widened[i] => Some(StageReason::DotOperand),
-            op if is_expensive(op) && uses[i] > 1 => Some(StageReason::MultipleConsumersExpensive),
-            op if is_expensive(op) && widened[i] => Some(StageReason::BroadcastExpensive),
-            _ if uses[i] > MAX_INLINE_USES => Some(StageReason::ManyUses),
-            _ => None,
-        };
+        stage[i] = stage_reason(g, id, inline[i], outs, gemm, opts);
         if stage[i].is_some() {
             // A stage is evaluated once per element whatever reads it.
-            widened[i] = false;
+            inline[i].widened = false;
         }
     }
-    limit_inline_closures(g, &live, &mut stage, &gemm_products, &tap_adds);
-    // Each stage's pass for the cost model, found once: it reads through the inline ops.
-    let passes: HashMap<NodeId, Pass> = g
-        .nodes()
-        .filter(|(id, _)| live[idx(*id)] && stage[idx(*id)].is_some())
-        .map(|(id, _)| (id, Pass::of(g, id, &|n| stage[idx(n)].is_none())))
-        .collect();
-    // One group per stage, with the stored values and stages its inline closure reads.
+    Ok(stage)
+}
+
+/// The elements of `dot(l, r)`'s operand other than `id` per element of `id`: the product of
+/// the lengths of its axes the dot does not pair.
+fn dot_free_len(g: &Graph, id: NodeId, l: NodeId, r: NodeId) -> Result<usize, PassError> {
+    let other = if l == id { r } else { l };
+    let pairs = g.dot_pairs("dot", &g.node(l).axes, &g.node(r).axes)?;
+    let other_axes = &g.node(other).axes;
+    Ok(other_axes
+        .iter()
+        .filter(|a| !pairs.iter().any(|(p, q)| *p == **a || *q == **a))
+        .map(|a| g.resolve_len(*a))
+        // Only compared with 1: saturating is exact enough and cannot overflow.
+        .try_fold(1usize, |acc, l| l.map(|l| acc.saturating_mul(l)))?)
+}
+
+/// Why live node `id`, evaluated inline as `inline` says, is a stage, if it is one.
+fn stage_reason(
+    g: &Graph,
+    id: NodeId,
+    inline: InlineUse,
+    outs: &HashSet<NodeId>,
+    gemm: &GemmWork,
+    opts: &FusionOptions,
+) -> Option<StageReason> {
+    let node = g.node(id);
+    match &node.op {
+        Op::Tensor { .. } => None,
+        _ if outs.contains(&id) => Some(StageReason::GraphOutput),
+        _ if opts.force_stored.contains(&id) => Some(StageReason::SplitIndex),
+        Op::Assign { .. } => Some(StageReason::AssignValue),
+        _ if node.op.is_view() || matches!(node.op, Op::Concat(_)) => None,
+        _ if gemm.products.contains(&id) => None,
+        _ if gemm.sums.contains(&id) => Some(StageReason::Contraction),
+        _ if gemm.tap_dots.contains(&id) => Some(StageReason::Tap),
+        _ if gemm.tap_adds.contains(&id) => None,
+        _ if gemm.taps.contains_key(&id) => Some(StageReason::TapSum),
+        _ if !opts.fused => Some(StageReason::Unfused),
+        Op::Reduce { .. } => Some(StageReason::Reduction),
+        Op::Dot(..) => Some(StageReason::Dot),
+        _ if inline.dot_widened => Some(StageReason::DotOperand),
+        op if is_expensive(op) && inline.uses > 1 => Some(StageReason::MultipleConsumersExpensive),
+        op if is_expensive(op) && inline.widened => Some(StageReason::BroadcastExpensive),
+        _ if inline.uses > MAX_INLINE_USES => Some(StageReason::ManyUses),
+        _ => None,
+    }
+}
+
+/// One group per stage, with the stored values and stages its inline closure reads; a sum of
+/// taps' dots are stages of the sum's group.
+fn drafts(
+    g: &Graph,
+    live: &[bool],
+    stage: &[Option<StageReason>],
+    gemm: &GemmWork,
+    opts: &FusionOptions,
+) -> Result<Vec<Draft>, PassError> {
     let mut groups: Vec<Draft> = Vec::new();
     for (id, node) in g.nodes() {
         if let (true, Some(reason)) = (live[idx(id)], stage[idx(id)]) {
-            if tap_dots.contains(&id) {
+            if gemm.tap_dots.contains(&id) {
                 // In its sum's group, below.
                 continue;
             }
             let outer = node_space(g, id)?;
             let (mut reads, mut nodes) = (BTreeSet::new(), BTreeSet::new());
             let mut stages = Vec::new();
-            for t in taps.get(&id).map_or(&[][..], |t| &t.dots) {
-                closure(g, *t, &stage, &mut nodes, &mut reads);
+            for t in gemm.taps.get(&id).map_or(&[][..], |t| &t.dots) {
+                closure(g, *t, stage, &mut nodes, &mut reads);
                 stages.push((*t, StageReason::Tap));
             }
-            closure(g, id, &stage, &mut nodes, &mut reads);
+            closure(g, id, stage, &mut nodes, &mut reads);
             stages.push((id, reason));
             for (t, _) in &stages {
                 reads.remove(t);
             }
-            let gemm = taps.contains_key(&id)
-                || gemm_sums.contains(&id)
+            let gemm = gemm.taps.contains_key(&id)
+                || gemm.sums.contains(&id)
                 || matches!(node.op, Op::Dot(..))
                     && opts.gemm.is_some_and(|o| {
                         !opts.no_gemm.contains(&id) && crate::gemm::is_candidate(g, id, &o)
@@ -249,46 +342,115 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
             });
         }
     }
-    let mut boundary: HashMap<NodeId, BoundaryReason> = HashMap::new();
+    Ok(groups)
+}
+
+/// The stored tensors: every live tensor but a uniform constant, an immediate in its readers
+/// that exists in memory only when it is itself an output (the executable materialises it
+/// like any constant).
+fn stored_tensors(
+    g: &Graph,
+    live: &[bool],
+    outs: &HashSet<NodeId>,
+) -> HashMap<NodeId, BoundaryReason> {
+    let mut boundary = HashMap::new();
     for (id, node) in g.nodes() {
-        // A uniform constant is an immediate in its readers; it exists in memory only when it
-        // is itself an output (the executable materialises it like any constant).
         if live[idx(id)]
             && matches!(node.op, Op::Tensor { .. })
-            && (!is_immediate(&node.op) || is_out(id))
+            && (!is_immediate(&node.op) || outs.contains(&id))
         {
             boundary.insert(id, BoundaryReason::Stored);
         }
     }
-    // Which live groups read each node, kept up to date through the merges (so finding a
-    // group's readers costs no scan of every group).
-    let mut reader_groups: HashMap<NodeId, BTreeSet<usize>> = HashMap::new();
-    for (q, d) in groups.iter().enumerate() {
-        for r in &d.reads {
-            reader_groups.entry(*r).or_default().insert(q);
+    boundary
+}
+
+/// The merging of producer groups into their only reader's, and the boundaries it records.
+struct Merging<'a> {
+    g: &'a Graph,
+    opts: &'a FusionOptions,
+    outs: &'a HashSet<NodeId>,
+    gemm: &'a GemmWork,
+    passes: &'a HashMap<NodeId, Pass>,
+    groups: Vec<Draft>,
+    /// Which live groups read each node, kept up to date through the merges (so finding a
+    /// group's readers costs no scan of every group).
+    reader_groups: HashMap<NodeId, BTreeSet<usize>>,
+    boundary: HashMap<NodeId, BoundaryReason>,
+    decisions: Vec<MergeDecision>,
+}
+
+impl<'a> Merging<'a> {
+    fn new(
+        g: &'a Graph,
+        opts: &'a FusionOptions,
+        outs: &'a HashSet<NodeId>,
+        gemm: &'a GemmWork,
+        passes: &'a HashMap<NodeId, Pass>,
+        groups: Vec<Draft>,
+    ) -> Merging<'a> {
+        let mut reader_groups: HashMap<NodeId, BTreeSet<usize>> = HashMap::new();
+        for (q, d) in groups.iter().enumerate() {
+            for r in &d.reads {
+                reader_groups.entry(*r).or_default().insert(q);
+            }
+        }
+        Merging {
+            g,
+            opts,
+            outs,
+            gemm,
+            passes,
+            groups,
+            reader_groups,
+            boundary: HashMap::new(),
+            decisions: Vec::new(),
         }
     }
-    let groups_reading = |reader_groups: &HashMap<NodeId, BTreeSet<usize>>, s: &NodeId| {
-        reader_groups.get(s).cloned().unwrap_or_default()
-    };
-    // Merge producers into their only reader, last producer first.
-    let mut decisions = Vec::new();
-    for p in (0..groups.len()).rev() {
-        let stages: Vec<NodeId> = groups[p].stages.iter().map(|s| s.0).collect();
-        let readers: BTreeSet<usize> = stages
-            .iter()
-            .flat_map(|s| groups_reading(&reader_groups, s))
-            .filter(|q| groups[*q].alive && *q != p)
-            .collect();
-        let why_not = if !opts.fused {
+
+    fn is_out(&self, id: NodeId) -> bool {
+        self.outs.contains(&id)
+    }
+
+    fn groups_reading(&self, s: &NodeId) -> BTreeSet<usize> {
+        self.reader_groups.get(s).cloned().unwrap_or_default()
+    }
+
+    /// Merges producers into their only reader, last producer first.
+    fn merge_all(&mut self) {
+        for p in (0..self.groups.len()).rev() {
+            let stages: Vec<NodeId> = self.groups[p].stages.iter().map(|s| s.0).collect();
+            let readers: BTreeSet<usize> = stages
+                .iter()
+                .flat_map(|s| self.groups_reading(s))
+                .filter(|q| self.groups[*q].alive && *q != p)
+                .collect();
+            let why_not = match self.refusal(p, &stages, &readers) {
+                Some(why) => Some(why),
+                None => self.merge_into_reader(p, &stages, &readers),
+            };
+            self.record_boundaries(p, &stages, why_not);
+        }
+    }
+
+    /// Why group `p` (its stages `stages`, read by the groups `readers`) may not merge into a
+    /// reader's whatever their axes and cost, if it may not.
+    fn refusal(
+        &self,
+        p: usize,
+        stages: &[NodeId],
+        readers: &BTreeSet<usize>,
+    ) -> Option<BoundaryReason> {
+        let (g, groups, opts) = (self.g, &self.groups, self.opts);
+        if !opts.fused {
             Some(BoundaryReason::Unfused)
         } else if stages.iter().any(|s| opts.force_stored.contains(s)) {
             Some(BoundaryReason::SplitIndex)
         } else if stages.iter().any(|s| opts.force_boundary.contains(s)) {
             Some(BoundaryReason::ViewOfOuterAxes)
-        } else if groups[p].gemm && stages.iter().any(|s| taps.contains_key(s)) {
+        } else if groups[p].gemm && stages.iter().any(|s| self.gemm.taps.contains_key(s)) {
             Some(BoundaryReason::GemmTaps)
-        } else if groups[p].gemm && stages.iter().any(|s| gemm_sums.contains(s)) {
+        } else if groups[p].gemm && stages.iter().any(|s| self.gemm.sums.contains(s)) {
             Some(BoundaryReason::GemmContraction)
         } else if groups[p].gemm {
             Some(BoundaryReason::Gemm)
@@ -310,150 +472,183 @@ pub fn fuse(g: &Graph, keep: &[NodeId], opts: FusionOptions) -> Result<FusionPla
             // A GEMM call reads only memory; a loop-nest dot reads its operand many times.
             Some(BoundaryReason::DotOperand)
         } else {
-            let q = *readers.iter().next().unwrap_or(&p);
-            let shared: Vec<IterAxis> = groups[q]
-                .outer
-                .iter()
-                .filter(|a| groups[p].outer.contains(a))
-                .copied()
-                .collect();
-            if shared.is_empty() && !(groups[p].outer.is_empty() && groups[q].outer.is_empty()) {
-                Some(BoundaryReason::DifferentIterationSpace)
-            } else if !reads_keep_outer(g, &groups[q], &stages, &shared) {
-                Some(BoundaryReason::ViewOfOuterAxes)
-            } else if !{
-                // A stage is stored where a group besides `own` reads it.
-                let stored_outside = |s: NodeId, own: &[usize]| {
-                    is_out(s)
-                        || matches!(g.node(s).op, Op::Assign { .. })
-                        || groups_reading(&reader_groups, &s)
-                            .iter()
-                            .any(|r| groups[*r].alive && !own.contains(r))
-                };
-                let decision = weigh_merge(
-                    g,
-                    &passes,
-                    (&groups, p, q),
-                    &shared,
-                    &stored_outside,
-                    opts.strided_min_bytes,
-                );
-                let taken = decision.taken;
-                decisions.push(decision);
-                taken
-            } {
-                Some(BoundaryReason::CostModel)
-            } else {
-                let pd = std::mem::take(&mut groups[p]);
-                let qd = &mut groups[q];
-                qd.outer = shared;
-                let mut st = pd.stages;
-                st.append(&mut qd.stages);
-                qd.stages = st;
-                qd.nodes.extend(pd.nodes);
-                for r in &pd.reads {
-                    let by = reader_groups.entry(*r).or_default();
-                    by.remove(&p);
-                    by.insert(q);
-                }
-                qd.reads.extend(pd.reads);
-                for s in &stages {
-                    qd.reads.remove(s);
-                    if let Some(by) = reader_groups.get_mut(s) {
-                        by.remove(&q);
-                    }
-                }
-                None
-            }
-        };
-        if let Some(why) = why_not {
-            for s in &stages {
-                let read_outside = groups_reading(&reader_groups, s)
+            None
+        }
+    }
+
+    /// Merges group `p` into its one reader's when they share outer axes, its reader reads it
+    /// at the same outer point and the cost model predicts the merge no slower; else why not.
+    fn merge_into_reader(
+        &mut self,
+        p: usize,
+        stages: &[NodeId],
+        readers: &BTreeSet<usize>,
+    ) -> Option<BoundaryReason> {
+        let (g, groups, opts) = (self.g, &self.groups, self.opts);
+        let q = *readers.iter().next().unwrap_or(&p);
+        let shared: Vec<IterAxis> = groups[q]
+            .outer
+            .iter()
+            .filter(|a| groups[p].outer.contains(a))
+            .copied()
+            .collect();
+        if shared.is_empty() && !(groups[p].outer.is_empty() && groups[q].outer.is_empty()) {
+            return Some(BoundaryReason::DifferentIterationSpace);
+        } else if !reads_keep_outer(g, &groups[q], stages, &shared) {
+            return Some(BoundaryReason::ViewOfOuterAxes);
+        }
+        // A stage is stored where a group besides `own` reads it.
+        let stored_outside = |s: NodeId, own: &[usize]| {
+            self.is_out(s)
+                || matches!(g.node(s).op, Op::Assign { .. })
+                || self
+                    .groups_reading(&s)
                     .iter()
-                    .any(|q| *q != p && groups[*q].reads.contains(s));
-                let reason = if is_out(*s) {
-                    Some(BoundaryReason::GraphOutput)
-                } else if matches!(g.node(*s).op, Op::Assign { .. }) {
-                    Some(BoundaryReason::AssignTarget)
-                } else if read_outside
-                    || opts.force_stored.contains(s)
-                    || opts.force_boundary.contains(s)
-                {
-                    Some(why)
-                } else {
-                    None
-                };
-                if let Some(r) = reason {
-                    boundary.insert(*s, r);
-                }
-            }
-        } else {
-            for s in &stages {
-                if is_out(*s) {
-                    boundary.insert(*s, BoundaryReason::GraphOutput);
-                }
+                    .any(|r| groups[*r].alive && !own.contains(r))
+        };
+        let decision = weigh_merge(
+            g,
+            self.passes,
+            (groups, p, q),
+            &shared,
+            &stored_outside,
+            opts.strided_min_bytes,
+        );
+        let taken = decision.taken;
+        self.decisions.push(decision);
+        if !taken {
+            return Some(BoundaryReason::CostModel);
+        }
+        self.absorb(p, q, shared, stages);
+        None
+    }
+
+    /// Moves group `p` (its stages `stages`) into group `q`, over their `shared` outer axes.
+    fn absorb(&mut self, p: usize, q: usize, shared: Vec<IterAxis>, stages: &[NodeId]) {
+        let pd = std::mem::take(&mut self.groups[p]);
+        let qd = &mut self.groups[q];
+        qd.outer = shared;
+        let mut st = pd.stages;
+        st.append(&mut qd.stages);
+        qd.stages = st;
+        qd.nodes.extend(pd.nodes);
+        for r in &pd.reads {
+            let by = self.reader_groups.entry(*r).or_default();
+            by.remove(&p);
+            by.insert(q);
+        }
+        qd.reads.extend(pd.reads);
+        for s in stages {
+            qd.reads.remove(s);
+            if let Some(by) = self.reader_groups.get_mut(s) {
+                by.remove(&q);
             }
         }
     }
-    for d in &groups {
-        if !d.alive {
-            continue;
-        }
-        for (s, _) in &d.stages {
-            if is_out(*s) {
-                boundary.insert(*s, BoundaryReason::GraphOutput);
-            } else if matches!(g.node(*s).op, Op::Assign { .. }) {
-                boundary.insert(*s, BoundaryReason::AssignTarget);
+
+    /// Records why group `p`'s stages are stored: outputs and assigns always, the others read
+    /// outside it (or forced to memory) for `why_not`, the reason it was not merged.
+    fn record_boundaries(&mut self, p: usize, stages: &[NodeId], why_not: Option<BoundaryReason>) {
+        let Some(why) = why_not else {
+            for s in stages {
+                if self.is_out(*s) {
+                    self.boundary.insert(*s, BoundaryReason::GraphOutput);
+                }
             }
-        }
-    }
-    let drafts: Vec<Draft> = groups.into_iter().filter(|d| d.alive).collect();
-    let order = schedule(&drafts);
-    let mut out = Vec::new();
-    for (k, di) in order.into_iter().enumerate() {
-        let d = &drafts[di];
-        out.push(FusionGroup {
-            id: k,
-            kind: kind_of(g, d),
-            outer: d.outer.clone(),
-            stages: d
-                .stages
+            return;
+        };
+        let opts = self.opts;
+        for s in stages {
+            let read_outside = self
+                .groups_reading(s)
                 .iter()
-                .map(|(s, r)| Stage {
-                    node: *s,
-                    reason: *r,
-                    stored: boundary.contains_key(s),
-                })
-                .collect(),
-            nodes: d.nodes.iter().copied().collect(),
-            inputs: d.reads.iter().copied().collect(),
-            estimate: estimate_stages(
-                g,
-                &passes,
-                &d.stages,
-                &d.outer,
-                &|s| boundary.contains_key(&s),
-                opts.strided_min_bytes,
-            ),
-            unfused: estimate_unfused(
-                g,
-                &d.nodes.iter().copied().collect::<Vec<_>>(),
-                opts.strided_min_bytes,
-                &MODEL,
-            ),
-        });
+                .any(|q| *q != p && self.groups[*q].reads.contains(s));
+            let reason = if self.is_out(*s) {
+                Some(BoundaryReason::GraphOutput)
+            } else if matches!(self.g.node(*s).op, Op::Assign { .. }) {
+                Some(BoundaryReason::AssignTarget)
+            } else if read_outside
+                || opts.force_stored.contains(s)
+                || opts.force_boundary.contains(s)
+            {
+                Some(why)
+            } else {
+                None
+            };
+            if let Some(r) = reason {
+                self.boundary.insert(*s, r);
+            }
+        }
     }
-    let mut boundaries: Vec<Boundary> = boundary
-        .into_iter()
-        .map(|(node, reason)| Boundary { node, reason })
-        .collect();
-    boundaries.sort_by_key(|b| b.node);
-    Ok(FusionPlan {
-        groups: out,
-        boundaries,
-        live,
-        decisions,
-    })
+
+    /// Stores every output and assigned value among the remaining groups' stages.
+    fn mark_stage_outputs(&mut self) {
+        for d in &self.groups {
+            if !d.alive {
+                continue;
+            }
+            for (s, _) in &d.stages {
+                if self.outs.contains(s) {
+                    self.boundary.insert(*s, BoundaryReason::GraphOutput);
+                } else if matches!(self.g.node(*s).op, Op::Assign { .. }) {
+                    self.boundary.insert(*s, BoundaryReason::AssignTarget);
+                }
+            }
+        }
+    }
+
+    /// The plan: the remaining groups in a topological schedule with their estimates, the
+    /// boundaries sorted by node.
+    fn into_plan(self, live: Vec<bool>) -> FusionPlan {
+        let (g, opts, passes, boundary) = (self.g, self.opts, self.passes, self.boundary);
+        let drafts: Vec<Draft> = self.groups.into_iter().filter(|d| d.alive).collect();
+        let order = schedule(&drafts);
+        let mut out = Vec::new();
+        for (k, di) in order.into_iter().enumerate() {
+            let d = &drafts[di];
+            out.push(FusionGroup {
+                id: k,
+                kind: kind_of(g, d),
+                outer: d.outer.clone(),
+                stages: d
+                    .stages
+                    .iter()
+                    .map(|(s, r)| Stage {
+                        node: *s,
+                        reason: *r,
+                        stored: boundary.contains_key(s),
+                    })
+                    .collect(),
+                nodes: d.nodes.iter().copied().collect(),
+                inputs: d.reads.iter().copied().collect(),
+                estimate: estimate_stages(
+                    g,
+                    passes,
+                    &d.stages,
+                    &d.outer,
+                    &|s| boundary.contains_key(&s),
+                    opts.strided_min_bytes,
+                ),
+                unfused: estimate_unfused(
+                    g,
+                    &d.nodes.iter().copied().collect::<Vec<_>>(),
+                    opts.strided_min_bytes,
+                    &MODEL,
+                ),
+            });
+        }
+        let mut boundaries: Vec<Boundary> = boundary
+            .into_iter()
+            .map(|(node, reason)| Boundary { node, reason })
+            .collect();
+        boundaries.sort_by_key(|b| b.node);
+        FusionPlan {
+            groups: out,
+            boundaries,
+            live,
+            decisions: self.decisions,
+        }
+    }
 }
 
 /// Makes stages ([`StageReason::KernelSize`]) of inline ops whose readers would otherwise
