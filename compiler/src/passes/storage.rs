@@ -173,13 +173,48 @@ pub fn plan_buffers(
     layouts: &LayoutPlan,
     share: bool,
 ) -> Result<BufferPlan, PassError> {
+    let mut tensors = planned_tensors(g, plan, programs, layouts)?;
+    let in_place = if share {
+        in_place_pairs(programs, &tensors)
+    } else {
+        Vec::new()
+    };
+    let in_place_set: HashSet<(NodeId, NodeId)> = in_place.iter().copied().collect();
+    let mut buffers = dedicated_buffers(&mut tensors);
+    let first_shared = buffers.len();
+    let unshared_bytes = share_buffers(&mut tensors, &mut buffers, &in_place_set, share);
+    let mut offset = 0;
+    for b in buffers.iter_mut().skip(first_shared) {
+        b.arena_offset = Some(offset);
+        offset = offset.saturating_add(b.bytes);
+        b.tensors.sort_by_key(|t| tensors[*t].first);
+    }
+    let used = in_place_used(in_place, &tensors);
+    let peak_live_bytes = peak_live(programs.len(), &tensors, &used);
+    Ok(BufferPlan {
+        tensors,
+        buffers,
+        arena_bytes: offset,
+        unshared_bytes,
+        peak_live_bytes,
+        in_place: used,
+    })
+}
+
+/// Every stored value of `plan` and every program's row scratch, with its role, size and the
+/// kernels (schedule indices) it lives across; no buffer yet.
+fn planned_tensors(
+    g: &Graph,
+    plan: &FusionPlan,
+    programs: &[KernelProgram],
+    layouts: &LayoutPlan,
+) -> Result<Vec<PlannedTensor>, PassError> {
     let end = programs.len().saturating_sub(1);
     let mut tensors = Vec::new();
     let (writers, last_readers) = writers_and_last_readers(programs);
     let writer = |n: NodeId| writers.get(&n).copied();
     let last_reader = |n: NodeId| last_readers.get(&n).copied();
     for b in &plan.boundaries {
-        let node = g.node(b.node);
         let bytes = layouts
             .layouts
             .get(&b.node)
@@ -187,26 +222,7 @@ pub fn plan_buffers(
             .ok_or_else(|| {
                 PassError::Internal(format!("{} has no layout", g.node_label(b.node)))
             })?;
-        let role = match (&node.op, b.reason) {
-            (
-                Op::Tensor {
-                    kind: TensorKind::Placeholder,
-                    ..
-                },
-                _,
-            ) => TensorRole::Input,
-            (
-                Op::Tensor {
-                    kind: TensorKind::Constant,
-                    ..
-                },
-                _,
-            ) => TensorRole::Constant,
-            (Op::Tensor { .. }, _) => TensorRole::State,
-            (_, BoundaryReason::GraphOutput) => TensorRole::Output,
-            (_, BoundaryReason::AssignTarget) => TensorRole::AssignValue,
-            _ => TensorRole::Scratch,
-        };
+        let role = role_of(&g.node(b.node).op, b.reason);
         let first = writer(b.node).unwrap_or(0);
         let last = match role {
             TensorRole::Scratch => last_reader(b.node).unwrap_or(first).max(first),
@@ -234,22 +250,36 @@ pub fn plan_buffers(
             });
         }
     }
-    let in_place = if share {
-        in_place_pairs(programs, &tensors)
-    } else {
-        Vec::new()
-    };
-    let in_place_set: HashSet<(NodeId, NodeId)> = in_place.iter().copied().collect();
-    let tensor_of_node: HashMap<NodeId, usize> = tensors
-        .iter()
-        .enumerate()
-        .filter_map(|(i, t)| match t.what {
-            Planned::Node(n) => Some((n, i)),
-            Planned::RowScratch(_) => None,
-        })
-        .collect();
+    Ok(tensors)
+}
+
+/// The role of a value stored for `reason` and computed by `op`.
+fn role_of(op: &Op, reason: BoundaryReason) -> TensorRole {
+    match (op, reason) {
+        (
+            Op::Tensor {
+                kind: TensorKind::Placeholder,
+                ..
+            },
+            _,
+        ) => TensorRole::Input,
+        (
+            Op::Tensor {
+                kind: TensorKind::Constant,
+                ..
+            },
+            _,
+        ) => TensorRole::Constant,
+        (Op::Tensor { .. }, _) => TensorRole::State,
+        (_, BoundaryReason::GraphOutput) => TensorRole::Output,
+        (_, BoundaryReason::AssignTarget) => TensorRole::AssignValue,
+        _ => TensorRole::Scratch,
+    }
+}
+
+/// A buffer of its own for every output and assigned value, in node order.
+fn dedicated_buffers(tensors: &mut [PlannedTensor]) -> Vec<Buffer> {
     let mut buffers: Vec<Buffer> = Vec::new();
-    // Dedicated buffers first, in node order.
     for (i, t) in tensors.iter_mut().enumerate() {
         if matches!(t.role, TensorRole::Output | TensorRole::AssignValue) {
             t.buffer = Some(buffers.len());
@@ -260,6 +290,36 @@ pub fn plan_buffers(
             });
         }
     }
+    buffers
+}
+
+/// Whether `x` and `y` may share a buffer: their lives do not overlap, or touch at the one
+/// kernel where one is written in place of the other (`in_place`).
+fn may_share(x: &PlannedTensor, y: &PlannedTensor, in_place: &HashSet<(NodeId, NodeId)>) -> bool {
+    let node = |t: &PlannedTensor| match t.what {
+        Planned::Node(n) => Some(n),
+        Planned::RowScratch(_) => None,
+    };
+    let pair = |w: &PlannedTensor, v: &PlannedTensor| match (node(w), node(v)) {
+        (Some(w), Some(v)) => in_place.contains(&(w, v)),
+        _ => false,
+    };
+    x.last < y.first
+        || y.last < x.first
+        || (pair(x, y) && y.last == x.first)
+        || (pair(y, x) && x.last == y.first)
+}
+
+/// Gives every scratch tensor a buffer after `buffers` (the dedicated ones), largest first:
+/// the smallest compatible buffer it fits, else the largest compatible one (grown), else a
+/// new one; with `share` off, a new one each. Returns the bytes one buffer per scratch tensor
+/// would take.
+fn share_buffers(
+    tensors: &mut [PlannedTensor],
+    buffers: &mut Vec<Buffer>,
+    in_place: &HashSet<(NodeId, NodeId)>,
+    share: bool,
+) -> usize {
     let mut shared: Vec<usize> = (0..tensors.len())
         .filter(|i| {
             matches!(
@@ -280,20 +340,6 @@ pub fn plan_buffers(
     // in-place pair, which touches at one kernel), so their ends grow in this order and only
     // those starting at or before a candidate's end and not ending before its start need a check.
     let mut by_start: Vec<BTreeSet<(usize, usize, usize)>> = Vec::new();
-    let compatible_pair = |x: &PlannedTensor, y: &PlannedTensor| {
-        let node = |t: &PlannedTensor| match t.what {
-            Planned::Node(n) => Some(n),
-            Planned::RowScratch(_) => None,
-        };
-        let pair = |w: &PlannedTensor, v: &PlannedTensor| match (node(w), node(v)) {
-            (Some(w), Some(v)) => in_place_set.contains(&(w, v)),
-            _ => false,
-        };
-        x.last < y.first
-            || y.last < x.first
-            || (pair(x, y) && y.last == x.first)
-            || (pair(y, x) && x.last == y.first)
-    };
     for i in shared {
         let need = align(tensors[i].bytes);
         let x = &tensors[i];
@@ -304,7 +350,7 @@ pub fn plan_buffers(
                         .range(..=(x.last, usize::MAX, usize::MAX))
                         .rev()
                         .take_while(|(_, last, _)| *last >= x.first)
-                        .all(|(_, _, o)| compatible_pair(x, &tensors[*o]))
+                        .all(|(_, _, o)| may_share(x, &tensors[*o], in_place))
                 })
                 .collect()
         } else {
@@ -333,29 +379,30 @@ pub fn plan_buffers(
         by_start[b - first_shared].insert((tensors[i].first, tensors[i].last, i));
         tensors[i].buffer = Some(b);
     }
-    let mut offset = 0;
-    for b in buffers.iter_mut().skip(first_shared) {
-        b.arena_offset = Some(offset);
-        offset = offset.saturating_add(b.bytes);
-        b.tensors.sort_by_key(|t| tensors[*t].first);
-    }
-    let used: Vec<(NodeId, NodeId)> = in_place
+    unshared_bytes
+}
+
+/// The in-place pairs whose two tensors ended up in one buffer.
+fn in_place_used(
+    in_place: Vec<(NodeId, NodeId)>,
+    tensors: &[PlannedTensor],
+) -> Vec<(NodeId, NodeId)> {
+    let tensor_of_node: HashMap<NodeId, usize> = tensors
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| match t.what {
+            Planned::Node(n) => Some((n, i)),
+            Planned::RowScratch(_) => None,
+        })
+        .collect();
+    in_place
         .into_iter()
         .filter(|(w, o)| {
             let buffer = |n: &NodeId| tensor_of_node.get(n).and_then(|i| tensors[*i].buffer);
             let tw = buffer(w);
             tw.is_some() && tw == buffer(o)
         })
-        .collect();
-    let peak_live_bytes = peak_live(programs.len(), &tensors, &used);
-    Ok(BufferPlan {
-        tensors,
-        buffers,
-        arena_bytes: offset,
-        unshared_bytes,
-        peak_live_bytes,
-        in_place: used,
-    })
+        .collect()
 }
 
 /// The kernel (schedule index) storing each node, and the last kernel loading each, in one pass.
