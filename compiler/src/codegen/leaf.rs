@@ -308,6 +308,78 @@ struct Builder {
 }
 
 impl Builder {
+    /// No register taken, for a kernel of `values` values.
+    fn new(values: usize) -> Builder {
+        Builder {
+            homes: vec![None; values],
+            free: (0..16).rev().collect(),
+            used: 0,
+            streams: Vec::new(),
+            scalars: Vec::new(),
+            prologue: Vec::new(),
+            consts: Vec::new(),
+            ops: Vec::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// The leaf loop of the body built, `extent` iterations long: it stores (and then sums
+    /// nothing) or sums into its `partials` (and stores nothing: it may run twice,
+    /// `translate::f32_partials`); a long loop not reading what it stores realigns its first
+    /// store.
+    fn finish(
+        self,
+        extent: u64,
+        prefetch: bool,
+        width: LeafWidth,
+        sum: Option<LeafSum>,
+        partials: Vec<u8>,
+    ) -> Result<LeafLoop, NotLeaf> {
+        let b = self;
+        let stores = b.ops.iter().any(|o| matches!(o, Op::Store { .. }));
+        let sums = b.ops.iter().any(|o| matches!(o, Op::Accumulate { .. }));
+        if stores == sums || sums != sum.is_some() {
+            return Err(NotLeaf::StoresAndSums);
+        }
+        let stored: Vec<usize> = b
+            .ops
+            .iter()
+            .filter_map(|o| match o {
+                Op::Store { stream, .. } => Some(usize::from(*stream)),
+                _ => None,
+            })
+            .collect();
+        let rereads = b.ops.iter().any(|o| match o {
+            Op::Load { stream, .. } | Op::Broadcast { stream, .. } => stored
+                .iter()
+                .any(|&t| b.streams[t].buffer == b.streams[usize::from(*stream)].buffer),
+            _ => false,
+        });
+        let long = extent >= REALIGN_MIN as u64;
+        let realign = b.ops.iter().find_map(|o| match o {
+            Op::Store { stream, disp, .. } if long && !rereads => {
+                Some((usize::from(*stream), *disp))
+            }
+            _ => None,
+        });
+        let mut ops = b.prologue;
+        ops.extend(b.ops);
+        // The prefetched row's address takes a stream register of its own, after the rest.
+        if prefetch && b.streams.len() == MAX_STREAMS {
+            return Err(NotLeaf::Streams);
+        }
+        Ok(LeafLoop {
+            width,
+            sum,
+            realign,
+            partials,
+            streams: b.streams,
+            scalars: b.scalars.into_iter().map(|(s, _)| s).collect(),
+            ops,
+            registers: b.used,
+        })
+    }
+
     /// The first `N` registers operations of several instructions use for intermediates
     /// (taken once, held; only those operations write them).
     fn scratch<const N: usize>(&mut self) -> Result<[u8; N], NotLeaf> {
@@ -471,6 +543,425 @@ fn operands(s: &Stmt, widened: &[Option<ValueId>]) -> Vec<ValueId> {
     }
 }
 
+/// The f64 widenings of f32 values of `body` (per value: the f32 value it widens), each to be
+/// only reduced into `sum`'s accumulator; any other conversion but `bool` to f32 is not a
+/// leaf loop's.
+fn reduced_widenings(
+    k: &Kernel,
+    body: &[Stmt],
+    sum: Option<LeafSum>,
+) -> Result<Vec<Option<ValueId>>, NotLeaf> {
+    let mut widened: Vec<Option<ValueId>> = vec![None; k.values.len()];
+    for s in body {
+        if let Stmt::Let {
+            result,
+            inst: Inst::Convert(x),
+        } = s
+        {
+            let (from, to) = (k.values[*x], k.values[*result]);
+            match (from, to) {
+                (ScalarType::F32, ScalarType::F64) if sum.is_some() => {
+                    widened[result.index()] = Some(*x)
+                }
+                (ScalarType::Bool, ScalarType::F32) => {}
+                _ => return Err(NotLeaf::Convert(from, to)),
+            }
+        }
+    }
+    Ok(widened)
+}
+
+/// Copies of the body per step: the kernel's f32 partials of `sum` over `lanes`-lane
+/// registers (a power of two), else one.
+fn partial_copies(sum: Option<LeafSum>, lanes: u32) -> Result<u8, NotLeaf> {
+    match sum {
+        Some(s) if s.width % lanes == 0 && (s.width / lanes).is_power_of_two() => {
+            u8::try_from(s.width / lanes).map_err(|_| NotLeaf::Partials(s.width))
+        }
+        Some(s) => Err(NotLeaf::Partials(s.width)),
+        None => Ok(1),
+    }
+}
+
+/// Whether `a` reads or writes consecutive f32 elements along `l`, unmasked.
+fn contiguous(k: &Kernel, l: LoopId, a: &BufferAccessExpr) -> bool {
+    a.mask.is_empty() && a.index.coefficient(l) == 1 && k.buffers[a.buffer].ty == ScalarType::F32
+}
+
+/// Whether `a` reads one f32 element for every iteration of `l`, unmasked.
+fn invariant(k: &Kernel, l: LoopId, a: &BufferAccessExpr) -> bool {
+    a.mask.is_empty() && a.index.coefficient(l) == 0 && k.buffers[a.buffer].ty == ScalarType::F32
+}
+
+/// Per value of `k`: whether `body` defines it.
+fn defined_in(k: &Kernel, body: &[Stmt]) -> Vec<bool> {
+    let mut inside = vec![false; k.values.len()];
+    for s in body {
+        if let Stmt::Let { result, .. } = s {
+            inside[result.index()] = true;
+        }
+    }
+    inside
+}
+
+/// Per value of `k`: whether it varies over loop `l` (computed from a load along it).
+fn varying_values(k: &Kernel, l: LoopId, body: &[Stmt]) -> Vec<bool> {
+    let mut varies = vec![false; k.values.len()];
+    for s in body {
+        if let Stmt::Let { result, inst } = s {
+            varies[result.index()] = match inst {
+                Inst::Load(a) => !invariant(k, l, a),
+                Inst::Binary(_, x, y) => varies[x.index()] || varies[y.index()],
+                Inst::Unary(_, x) | Inst::Convert(x) => varies[x.index()],
+                Inst::Compare(_, x, y) => varies[x.index()] || varies[y.index()],
+                Inst::Select {
+                    cond,
+                    if_true,
+                    if_false,
+                } => [cond, if_true, if_false].iter().any(|v| varies[v.index()]),
+                _ => false,
+            };
+        }
+    }
+    varies
+}
+
+/// What [`LeafLoop::of`] knows of a loop's body while it chooses registers and operations.
+struct LeafBody<'k> {
+    k: &'k Kernel,
+    l: LoopId,
+    body: &'k [Stmt],
+    sum: Option<LeafSum>,
+    /// Whether functions may be assembled (the kernel's own code fuses multiply-adds).
+    fused: bool,
+    /// Per value: the f32 value it widens, if an f64 widening reduced into `sum`'s accumulator.
+    widened: Vec<Option<ValueId>>,
+    /// Per value: whether the body defines it.
+    inside: Vec<bool>,
+    /// Per value: the statement reading it last ([`last_uses`]).
+    last: Vec<Option<usize>>,
+    /// Per value: whether it varies over the loop.
+    varies: Vec<bool>,
+    /// Per value: the constant it is, if a constant of the body (once held).
+    consts: Vec<Option<f32>>,
+}
+
+impl LeafBody<'_> {
+    fn contiguous(&self, a: &BufferAccessExpr) -> bool {
+        contiguous(self.k, self.l, a)
+    }
+
+    fn invariant(&self, a: &BufferAccessExpr) -> bool {
+        invariant(self.k, self.l, a)
+    }
+
+    fn varying(&self, v: ValueId) -> bool {
+        self.varies[v.index()]
+    }
+
+    /// Gives registers to the values held throughout, before any body operation (from
+    /// outside the loop, constants, the masks of `neg` and `abs`, the one of `reciprocal`), so
+    /// that no register a body operation writes ever holds one.
+    fn hold_throughout(&mut self, b: &mut Builder) -> Result<(), NotLeaf> {
+        let k = self.k;
+        for s in self.body {
+            for v in operands(s, &self.widened) {
+                // f32 values, and `bool`s the body computes (lane masks).
+                let bool_inside = k.values[v] == ScalarType::Bool && self.inside[v.index()];
+                if k.values[v] != ScalarType::F32 && !bool_inside {
+                    return Err(NotLeaf::Type(k.values[v]));
+                }
+                if !self.inside[v.index()] {
+                    b.operand(v, false)?;
+                }
+            }
+            match s {
+                Stmt::Let {
+                    result,
+                    inst: Inst::Const(ScalarValue::F32(x)),
+                } => {
+                    b.homes[result.index()] = Some(b.constant(x.to_bits())?);
+                    self.consts[result.index()] = Some(*x);
+                }
+                Stmt::Let {
+                    result,
+                    inst: Inst::Load(a),
+                } if self.invariant(a) => {
+                    let (stream, disp) = b.stream(a)?;
+                    let dst = b.take()?;
+                    b.prologue.push(Op::Broadcast { dst, stream, disp });
+                    b.homes[result.index()] = Some(dst);
+                }
+                Stmt::Let {
+                    inst: Inst::Binary(BinaryOp::Div, x, d),
+                    ..
+                } if self.varying(*x) && !self.varying(*d) => {
+                    // The kernel computes `r` and `s` of a divisor from outside the loop before
+                    // the call; one the body computes from such values is not there yet.
+                    if self.inside[d.index()] && self.consts[d.index()].is_none() {
+                        return Err(NotLeaf::Divisor);
+                    }
+                    b.reciprocal(*d, self.consts[d.index()])?;
+                }
+                Stmt::Let {
+                    inst: Inst::Unary(op, _),
+                    ..
+                } => {
+                    if let Some(bits) = unary_constant(*op) {
+                        b.constant(bits)?;
+                    }
+                }
+                Stmt::Let {
+                    inst: Inst::Convert(x),
+                    result,
+                } if self.widened[result.index()].is_none() && k.values[*x] == ScalarType::Bool => {
+                    b.constant(ONE)?;
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends the body operation of statement `s` (at `at`), if it has one, its result given
+    /// a register.
+    fn emit(&self, b: &mut Builder, at: usize, s: &Stmt) -> Result<(), NotLeaf> {
+        let k = self.k;
+        let (result, inst) = match s {
+            // Read where it is reduced.
+            Stmt::Let { result, .. } if self.widened[result.index()].is_some() => return Ok(()),
+            Stmt::Reduce {
+                acc,
+                value,
+                index: None,
+            } if Some(*acc) == self.sum.map(|s| s.acc) => {
+                let term = self.widened[value.index()].ok_or(NotLeaf::Reduce)?;
+                let src = b.operand(term, true)?;
+                b.ops.push(Op::Accumulate { src });
+                release(b, s, at, &self.last, &self.widened);
+                return Ok(());
+            }
+            Stmt::Let { result, inst }
+                if matches!(k.values[*result], ScalarType::F32 | ScalarType::Bool) =>
+            {
+                (*result, inst)
+            }
+            Stmt::Store { target, value } if self.contiguous(target) => {
+                let src = b.operand(*value, true)?;
+                let (stream, disp) = b.stream(target)?;
+                b.ops.push(Op::Store { src, stream, disp });
+                release(b, s, at, &self.last, &self.widened);
+                return Ok(());
+            }
+            Stmt::Let { result, .. } => return Err(NotLeaf::Type(k.values[*result])),
+            Stmt::Store { .. } => return Err(NotLeaf::Access),
+            Stmt::Reduce { .. } => return Err(NotLeaf::Reduce),
+            _ => return Err(NotLeaf::Control),
+        };
+        if matches!(inst, Inst::Const(_)) || matches!(inst, Inst::Load(a) if self.invariant(a)) {
+            // Given its register by `hold_throughout`.
+            return Ok(());
+        }
+        let op = self.operation(b, result, inst)?;
+        // Operands read for the last time free their registers first, so the result may
+        // take one of them — unless its instructions write it before their last read.
+        let early = matches!(
+            op,
+            Op::Extreme { .. } | Op::Relu { .. } | Op::Function { .. }
+        );
+        let dst = if early {
+            let dst = b.take()?;
+            release(b, s, at, &self.last, &self.widened);
+            dst
+        } else {
+            release(b, s, at, &self.last, &self.widened);
+            b.take()?
+        };
+        b.homes[result.index()] = Some(dst);
+        b.ops.push(op.with_dst(dst));
+        if self.last[result.index()].is_none() {
+            b.free.push(dst);
+        }
+        Ok(())
+    }
+
+    /// The operation computing `result` by `inst`, with `dst` to fill once the operands'
+    /// registers are released.
+    fn operation(&self, b: &mut Builder, result: ValueId, inst: &Inst) -> Result<Op, NotLeaf> {
+        let k = self.k;
+        Ok(match inst {
+            Inst::Load(a) if self.contiguous(a) => {
+                let (stream, disp) = b.stream(a)?;
+                Op::Load {
+                    dst: 0,
+                    stream,
+                    disp,
+                }
+            }
+            Inst::Binary(op, x, y) => self.binary_operation(b, *op, *x, *y)?,
+            Inst::Compare(op, x, y) => Op::Compare {
+                predicate: predicate(*op),
+                dst: 0,
+                a: b.home(*x)?,
+                b: b.home(*y)?,
+            },
+            Inst::Select {
+                cond,
+                if_true,
+                if_false,
+            } => Op::Blend {
+                dst: 0,
+                mask: b.home(*cond)?,
+                if_true: b.home(*if_true)?,
+                if_false: b.home(*if_false)?,
+            },
+            Inst::Convert(x) if k.values[*x] == ScalarType::Bool => Op::Arith {
+                op: Arith::And,
+                dst: 0,
+                a: b.home(*x)?,
+                b: b.constant(ONE)?,
+            },
+            Inst::Unary(op, x) => self.unary_operation(b, *op, *x)?,
+            Inst::Load(_) => return Err(NotLeaf::Access),
+            Inst::Convert(x) => return Err(NotLeaf::Convert(k.values[*x], k.values[result])),
+            _ => return Err(NotLeaf::Op("this instruction")),
+        })
+    }
+
+    /// The operation of `x op y`: a division by a uniform divisor as a scaled reciprocal,
+    /// `max`/`min` exact, logic and arithmetic as one instruction.
+    fn binary_operation(
+        &self,
+        b: &mut Builder,
+        op: BinaryOp,
+        x: ValueId,
+        y: ValueId,
+    ) -> Result<Op, NotLeaf> {
+        Ok(match op {
+            BinaryOp::Div if self.varying(x) && !self.varying(y) => {
+                let (r, s) = b.reciprocal(y, self.consts[y.index()])?;
+                Op::Scaled {
+                    dst: 0,
+                    a: b.home(x)?,
+                    r,
+                    s,
+                }
+            }
+            BinaryOp::Max | BinaryOp::Min => Op::Extreme {
+                max: op == BinaryOp::Max,
+                dst: 0,
+                a: b.home(x)?,
+                b: b.home(y)?,
+                scratch: b.scratch::<1>()?[0],
+            },
+            BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => Op::Arith {
+                op: match op {
+                    BinaryOp::And => Arith::And,
+                    BinaryOp::Or => Arith::Or,
+                    _ => Arith::Xor,
+                },
+                dst: 0,
+                a: b.home(x)?,
+                b: b.home(y)?,
+            },
+            op => {
+                let op = match op {
+                    BinaryOp::Add => Arith::Add,
+                    BinaryOp::Sub => Arith::Sub,
+                    BinaryOp::Mul => Arith::Mul,
+                    BinaryOp::Div => Arith::Div,
+                    other => return Err(NotLeaf::Op(other.name())),
+                };
+                Op::Arith {
+                    op,
+                    dst: 0,
+                    a: b.home(x)?,
+                    b: b.home(y)?,
+                }
+            }
+        })
+    }
+
+    /// The operation of `op(x)`: an assembled function (only where the kernel fuses
+    /// multiply-adds), else one instruction with the constant it takes.
+    fn unary_operation(&self, b: &mut Builder, op: UnaryOp, x: ValueId) -> Result<Op, NotLeaf> {
+        Ok(match Function::of(op) {
+            Some(_) if !self.fused => return Err(NotLeaf::Unfused(op.name())),
+            Some(f) => Op::Function {
+                f,
+                dst: 0,
+                a: b.home(x)?,
+                scratch: f.scratch(b)?,
+            },
+            None => {
+                let x = b.home(x)?;
+                // The constant the operation takes, given its register by `hold_throughout`.
+                let c = match unary_constant(op) {
+                    Some(bits) => b.constant(bits)?,
+                    None => x,
+                };
+                let arith = |op, a, b| Op::Arith { op, dst: 0, a, b };
+                match op {
+                    UnaryOp::Relu => Op::Relu {
+                        dst: 0,
+                        a: x,
+                        zero: c,
+                    },
+                    UnaryOp::Sqrt => Op::Sqrt { dst: 0, a: x },
+                    UnaryOp::Square => arith(Arith::Mul, x, x),
+                    UnaryOp::Reciprocal => arith(Arith::Div, c, x),
+                    UnaryOp::Not | UnaryOp::Neg => arith(Arith::Xor, x, c),
+                    UnaryOp::Abs => arith(Arith::And, x, c),
+                    other => return Err(NotLeaf::Op(other.name())),
+                }
+            }
+        })
+    }
+}
+
+impl Op {
+    /// The operation writing `dst` (operations with no destination unchanged).
+    fn with_dst(self, dst: u8) -> Op {
+        match self {
+            Op::Load { stream, disp, .. } => Op::Load { dst, stream, disp },
+            Op::Arith { op, a, b, .. } => Op::Arith { op, dst, a, b },
+            Op::Sqrt { a, .. } => Op::Sqrt { dst, a },
+            Op::Scaled { a, r, s, .. } => Op::Scaled { dst, a, r, s },
+            Op::Compare {
+                predicate, a, b, ..
+            } => Op::Compare {
+                predicate,
+                dst,
+                a,
+                b,
+            },
+            Op::Blend {
+                mask,
+                if_true,
+                if_false,
+                ..
+            } => Op::Blend {
+                dst,
+                mask,
+                if_true,
+                if_false,
+            },
+            Op::Extreme {
+                max, a, b, scratch, ..
+            } => Op::Extreme {
+                max,
+                dst,
+                a,
+                b,
+                scratch,
+            },
+            Op::Relu { a, zero, .. } => Op::Relu { dst, a, zero },
+            Op::Function { f, a, scratch, .. } => Op::Function { f, dst, a, scratch },
+            other => other,
+        }
+    }
+}
+
 impl LeafLoop {
     /// Loop `l` of `k` (body `body`) as a leaf loop, if its body is one (see the module docs);
     /// `sum`: the accumulator whose f32 partials the loop's vector code keeps and their
@@ -486,394 +977,34 @@ impl LeafLoop {
         fused: bool,
         width: LeafWidth,
     ) -> Result<LeafLoop, NotLeaf> {
-        let lanes = width.lanes();
         if k.loops[l].extent < MIN_EXTENT {
             return Err(NotLeaf::Short(k.loops[l].extent));
         }
-        // f64 widenings of f32 values of the body, each only reduced into `sum`'s accumulator.
-        let mut widened: Vec<Option<ValueId>> = vec![None; k.values.len()];
-        for s in body {
-            if let Stmt::Let {
-                result,
-                inst: Inst::Convert(x),
-            } = s
-            {
-                let (from, to) = (k.values[*x], k.values[*result]);
-                match (from, to) {
-                    (ScalarType::F32, ScalarType::F64) if sum.is_some() => {
-                        widened[result.index()] = Some(*x)
-                    }
-                    (ScalarType::Bool, ScalarType::F32) => {}
-                    _ => return Err(NotLeaf::Convert(from, to)),
-                }
-            }
-        }
+        let widened = reduced_widenings(k, body, sum)?;
+        let copies = partial_copies(sum, width.lanes())?;
+        let mut leaf = LeafBody {
+            k,
+            l,
+            body,
+            sum,
+            fused,
+            inside: defined_in(k, body),
+            last: last_uses(body, &widened),
+            varies: varying_values(k, l, body),
+            consts: vec![None; k.values.len()],
+            widened,
+        };
+        let mut b = Builder::new(k.values.len());
         // Partial registers first: the kernel's f32 partials, a register's lanes each.
-        let copies = match sum {
-            Some(s) if s.width % lanes == 0 && (s.width / lanes).is_power_of_two() => {
-                u8::try_from(s.width / lanes).map_err(|_| NotLeaf::Partials(s.width))?
-            }
-            Some(s) => return Err(NotLeaf::Partials(s.width)),
-            None => 1,
-        };
-        let contiguous = |a: &BufferAccessExpr| {
-            a.mask.is_empty()
-                && a.index.coefficient(l) == 1
-                && k.buffers[a.buffer].ty == ScalarType::F32
-        };
-        let invariant = |a: &BufferAccessExpr| {
-            a.mask.is_empty()
-                && a.index.coefficient(l) == 0
-                && k.buffers[a.buffer].ty == ScalarType::F32
-        };
-        let mut inside = vec![false; k.values.len()];
-        for s in body {
-            if let Stmt::Let { result, .. } = s {
-                inside[result.index()] = true;
-            }
-        }
-        let last = last_uses(body, &widened);
-        // Per value: the constant it is, if a constant of the body; whether it varies over
-        // the loop (computed from a load).
-        let mut consts: Vec<Option<f32>> = vec![None; k.values.len()];
-        let mut varies = vec![false; k.values.len()];
-        for s in body {
-            if let Stmt::Let { result, inst } = s {
-                varies[result.index()] = match inst {
-                    Inst::Load(a) => !invariant(a),
-                    Inst::Binary(_, x, y) => varies[x.index()] || varies[y.index()],
-                    Inst::Unary(_, x) | Inst::Convert(x) => varies[x.index()],
-                    Inst::Compare(_, x, y) => varies[x.index()] || varies[y.index()],
-                    Inst::Select {
-                        cond,
-                        if_true,
-                        if_false,
-                    } => [cond, if_true, if_false].iter().any(|v| varies[v.index()]),
-                    _ => false,
-                };
-            }
-        }
-        let varying = |v: ValueId| varies[v.index()];
-        let mut b = Builder {
-            homes: vec![None; k.values.len()],
-            free: (0..16).rev().collect(),
-            used: 0,
-            streams: Vec::new(),
-            scalars: Vec::new(),
-            prologue: Vec::new(),
-            consts: Vec::new(),
-            ops: Vec::new(),
-            scratch: Vec::new(),
-        };
         let partials: Vec<u8> = match sum {
             Some(_) => (0..copies).map(|_| b.take()).collect::<Result<_, _>>()?,
             None => Vec::new(),
         };
-        // Values held throughout first (from outside the loop, constants, the masks of `neg`
-        // and `abs`, the one of `reciprocal`), so that no register a body operation writes
-        // ever holds one.
-        for s in body {
-            for v in operands(s, &widened) {
-                // f32 values, and `bool`s the body computes (lane masks).
-                let bool_inside = k.values[v] == ScalarType::Bool && inside[v.index()];
-                if k.values[v] != ScalarType::F32 && !bool_inside {
-                    return Err(NotLeaf::Type(k.values[v]));
-                }
-                if !inside[v.index()] {
-                    b.operand(v, false)?;
-                }
-            }
-            match s {
-                Stmt::Let {
-                    result,
-                    inst: Inst::Const(ScalarValue::F32(x)),
-                } => {
-                    b.homes[result.index()] = Some(b.constant(x.to_bits())?);
-                    consts[result.index()] = Some(*x);
-                }
-                Stmt::Let {
-                    result,
-                    inst: Inst::Load(a),
-                } if invariant(a) => {
-                    let (stream, disp) = b.stream(a)?;
-                    let dst = b.take()?;
-                    b.prologue.push(Op::Broadcast { dst, stream, disp });
-                    b.homes[result.index()] = Some(dst);
-                }
-                Stmt::Let {
-                    inst: Inst::Binary(BinaryOp::Div, x, d),
-                    ..
-                } if varying(*x) && !varying(*d) => {
-                    // The kernel computes `r` and `s` of a divisor from outside the loop before
-                    // the call; one the body computes from such values is not there yet.
-                    if inside[d.index()] && consts[d.index()].is_none() {
-                        return Err(NotLeaf::Divisor);
-                    }
-                    b.reciprocal(*d, consts[d.index()])?;
-                }
-                Stmt::Let {
-                    inst: Inst::Unary(op, _),
-                    ..
-                } => {
-                    if let Some(bits) = unary_constant(*op) {
-                        b.constant(bits)?;
-                    }
-                }
-                Stmt::Let {
-                    inst: Inst::Convert(x),
-                    result,
-                } if widened[result.index()].is_none() && k.values[*x] == ScalarType::Bool => {
-                    b.constant(ONE)?;
-                }
-                _ => {}
-            }
-        }
+        leaf.hold_throughout(&mut b)?;
         for (at, s) in body.iter().enumerate() {
-            let (result, inst) = match s {
-                // Read where it is reduced.
-                Stmt::Let { result, .. } if widened[result.index()].is_some() => continue,
-                Stmt::Reduce {
-                    acc,
-                    value,
-                    index: None,
-                } if Some(*acc) == sum.map(|s| s.acc) => {
-                    let term = widened[value.index()].ok_or(NotLeaf::Reduce)?;
-                    let src = b.operand(term, true)?;
-                    b.ops.push(Op::Accumulate { src });
-                    release(&mut b, s, at, &last, &widened);
-                    continue;
-                }
-                Stmt::Let { result, inst }
-                    if matches!(k.values[*result], ScalarType::F32 | ScalarType::Bool) =>
-                {
-                    (*result, inst)
-                }
-                Stmt::Store { target, value } if contiguous(target) => {
-                    let src = b.operand(*value, true)?;
-                    let (stream, disp) = b.stream(target)?;
-                    b.ops.push(Op::Store { src, stream, disp });
-                    release(&mut b, s, at, &last, &widened);
-                    continue;
-                }
-                Stmt::Let { result, .. } => return Err(NotLeaf::Type(k.values[*result])),
-                Stmt::Store { .. } => return Err(NotLeaf::Access),
-                Stmt::Reduce { .. } => return Err(NotLeaf::Reduce),
-                _ => return Err(NotLeaf::Control),
-            };
-            if matches!(inst, Inst::Const(_)) || matches!(inst, Inst::Load(a) if invariant(a)) {
-                // Given its register above.
-                continue;
-            }
-            // The operation, with `dst` to fill once the operands' registers are released.
-            let op = match inst {
-                Inst::Load(a) if contiguous(a) => {
-                    let (stream, disp) = b.stream(a)?;
-                    Op::Load {
-                        dst: 0,
-                        stream,
-                        disp,
-                    }
-                }
-                Inst::Binary(BinaryOp::Div, x, d) if varying(*x) && !varying(*d) => {
-                    let (r, s) = b.reciprocal(*d, consts[d.index()])?;
-                    Op::Scaled {
-                        dst: 0,
-                        a: b.home(*x)?,
-                        r,
-                        s,
-                    }
-                }
-                Inst::Binary(op @ (BinaryOp::Max | BinaryOp::Min), x, y) => Op::Extreme {
-                    max: *op == BinaryOp::Max,
-                    dst: 0,
-                    a: b.home(*x)?,
-                    b: b.home(*y)?,
-                    scratch: b.scratch::<1>()?[0],
-                },
-                Inst::Binary(op @ (BinaryOp::And | BinaryOp::Or | BinaryOp::Xor), x, y) => {
-                    Op::Arith {
-                        op: match op {
-                            BinaryOp::And => Arith::And,
-                            BinaryOp::Or => Arith::Or,
-                            _ => Arith::Xor,
-                        },
-                        dst: 0,
-                        a: b.home(*x)?,
-                        b: b.home(*y)?,
-                    }
-                }
-                Inst::Binary(op, x, y) => {
-                    let op = match op {
-                        BinaryOp::Add => Arith::Add,
-                        BinaryOp::Sub => Arith::Sub,
-                        BinaryOp::Mul => Arith::Mul,
-                        BinaryOp::Div => Arith::Div,
-                        other => return Err(NotLeaf::Op(other.name())),
-                    };
-                    Op::Arith {
-                        op,
-                        dst: 0,
-                        a: b.home(*x)?,
-                        b: b.home(*y)?,
-                    }
-                }
-                Inst::Compare(op, x, y) => Op::Compare {
-                    predicate: predicate(*op),
-                    dst: 0,
-                    a: b.home(*x)?,
-                    b: b.home(*y)?,
-                },
-                Inst::Select {
-                    cond,
-                    if_true,
-                    if_false,
-                } => Op::Blend {
-                    dst: 0,
-                    mask: b.home(*cond)?,
-                    if_true: b.home(*if_true)?,
-                    if_false: b.home(*if_false)?,
-                },
-                Inst::Convert(x) if k.values[*x] == ScalarType::Bool => Op::Arith {
-                    op: Arith::And,
-                    dst: 0,
-                    a: b.home(*x)?,
-                    b: b.constant(ONE)?,
-                },
-                Inst::Unary(op, x) => match Function::of(*op) {
-                    Some(_) if !fused => return Err(NotLeaf::Unfused(op.name())),
-                    Some(f) => Op::Function {
-                        f,
-                        dst: 0,
-                        a: b.home(*x)?,
-                        scratch: f.scratch(&mut b)?,
-                    },
-                    None => {
-                        let x = b.home(*x)?;
-                        // The constant the operation takes, given its register above.
-                        let c = match unary_constant(*op) {
-                            Some(bits) => b.constant(bits)?,
-                            None => x,
-                        };
-                        let arith = |op, a, b| Op::Arith { op, dst: 0, a, b };
-                        match op {
-                            UnaryOp::Relu => Op::Relu {
-                                dst: 0,
-                                a: x,
-                                zero: c,
-                            },
-                            UnaryOp::Sqrt => Op::Sqrt { dst: 0, a: x },
-                            UnaryOp::Square => arith(Arith::Mul, x, x),
-                            UnaryOp::Reciprocal => arith(Arith::Div, c, x),
-                            UnaryOp::Not | UnaryOp::Neg => arith(Arith::Xor, x, c),
-                            UnaryOp::Abs => arith(Arith::And, x, c),
-                            other => return Err(NotLeaf::Op(other.name())),
-                        }
-                    }
-                },
-                Inst::Load(_) => return Err(NotLeaf::Access),
-                Inst::Convert(x) => return Err(NotLeaf::Convert(k.values[*x], k.values[result])),
-                _ => return Err(NotLeaf::Op("this instruction")),
-            };
-            // Operands read for the last time free their registers first, so the result may
-            // take one of them — unless its instructions write it before their last read.
-            let early = matches!(
-                op,
-                Op::Extreme { .. } | Op::Relu { .. } | Op::Function { .. }
-            );
-            let dst = if early {
-                let dst = b.take()?;
-                release(&mut b, s, at, &last, &widened);
-                dst
-            } else {
-                release(&mut b, s, at, &last, &widened);
-                b.take()?
-            };
-            b.homes[result.index()] = Some(dst);
-            b.ops.push(match op {
-                Op::Load { stream, disp, .. } => Op::Load { dst, stream, disp },
-                Op::Arith { op, a, b, .. } => Op::Arith { op, dst, a, b },
-                Op::Sqrt { a, .. } => Op::Sqrt { dst, a },
-                Op::Scaled { a, r, s, .. } => Op::Scaled { dst, a, r, s },
-                Op::Compare {
-                    predicate, a, b, ..
-                } => Op::Compare {
-                    predicate,
-                    dst,
-                    a,
-                    b,
-                },
-                Op::Blend {
-                    mask,
-                    if_true,
-                    if_false,
-                    ..
-                } => Op::Blend {
-                    dst,
-                    mask,
-                    if_true,
-                    if_false,
-                },
-                Op::Extreme {
-                    max, a, b, scratch, ..
-                } => Op::Extreme {
-                    max,
-                    dst,
-                    a,
-                    b,
-                    scratch,
-                },
-                Op::Relu { a, zero, .. } => Op::Relu { dst, a, zero },
-                Op::Function { f, a, scratch, .. } => Op::Function { f, dst, a, scratch },
-                other => other,
-            });
-            if last[result.index()].is_none() {
-                b.free.push(dst);
-            }
+            leaf.emit(&mut b, at, s)?;
         }
-        // A loop stores (and then sums nothing) or sums into its partials (and stores
-        // nothing: it may run twice, `translate::f32_partials`).
-        let stores = b.ops.iter().any(|o| matches!(o, Op::Store { .. }));
-        let sums = b.ops.iter().any(|o| matches!(o, Op::Accumulate { .. }));
-        if stores == sums || sums != sum.is_some() {
-            return Err(NotLeaf::StoresAndSums);
-        }
-        let stored: Vec<usize> = b
-            .ops
-            .iter()
-            .filter_map(|o| match o {
-                Op::Store { stream, .. } => Some(usize::from(*stream)),
-                _ => None,
-            })
-            .collect();
-        let rereads = b.ops.iter().any(|o| match o {
-            Op::Load { stream, .. } | Op::Broadcast { stream, .. } => stored
-                .iter()
-                .any(|&t| b.streams[t].buffer == b.streams[usize::from(*stream)].buffer),
-            _ => false,
-        });
-        let long = k.loops[l].extent >= REALIGN_MIN as u64;
-        let realign = b.ops.iter().find_map(|o| match o {
-            Op::Store { stream, disp, .. } if long && !rereads => {
-                Some((usize::from(*stream), *disp))
-            }
-            _ => None,
-        });
-        let mut ops = b.prologue;
-        ops.extend(b.ops);
-        // The prefetched row's address takes a stream register of its own, after the rest.
-        if prefetch && b.streams.len() == MAX_STREAMS {
-            return Err(NotLeaf::Streams);
-        }
-        Ok(LeafLoop {
-            width,
-            sum,
-            realign,
-            partials,
-            streams: b.streams,
-            scalars: b.scalars.into_iter().map(|(s, _)| s).collect(),
-            ops,
-            registers: b.used,
-        })
+        b.finish(k.loops[l].extent, prefetch, width, sum, partials)
     }
 
     /// f32 lanes of a vector of its code.
