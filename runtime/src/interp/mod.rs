@@ -75,7 +75,8 @@ use std::sync::Arc;
 use weft_ir::arena::EntityRef;
 use weft_ir::graph::{Repeated, RepeatedReduction};
 use weft_ir::{
-    ArrayData, Axes, BinaryOp, Graph, HostArray, Inputs, Node, NodeId, Op, ReduceOp, TensorKind,
+    ArrayData, Axes, Axis, BinaryOp, CompareOp, ConvSpec, Graph, HostArray, Inputs, Node, NodeId,
+    Op, ReduceOp, TensorKind,
 };
 
 /// The interpreter's conditioning probe (module docs, "Perturbed runs").
@@ -392,172 +393,251 @@ impl Interpreter {
         values: &[Option<HostArray>],
     ) -> Result<HostArray, RunError> {
         let g = &*self.graph;
-        let malformed = |message: String| RunError::Malformed {
-            node: g.node_label(id),
-            op: node.op.name(),
-            message,
-        };
-        let operand = |x: NodeId| -> Result<&HostArray, RunError> {
-            values
-                .get(x.index())
-                .and_then(|v| v.as_ref())
-                .ok_or_else(|| malformed(format!("operand {} was not evaluated", g.node_label(x))))
-        };
-        let out_axes = &node.axes;
-        let out_shape: &[usize] = self
-            .shapes
-            .get(id.index())
-            .and_then(|s| s.as_deref())
-            .ok_or_else(|| malformed("shape not prepared".into()))?;
-        // The flat index into operand `x` of every result element, `x` broadcast by axis.
-        let broadcast_index = |x: &HostArray| -> Result<Vec<usize>, RunError> {
-            views::by_identity(x.axes(), x.shape(), out_axes)
-                .and_then(|m| m.covering_all(out_shape))
-                .map_err(malformed)
-        };
-        let gather_view = |x: &HostArray, map: Result<IndexMap, String>| {
-            map.and_then(|m| index::gather(x.data(), &m.flat_all(out_shape)?))
-                .map_err(malformed)
-        };
+        let e = NodeEval::new(self, id, node, values)?;
+        let (out_axes, out_shape) = (&node.axes, e.out_shape);
         let data = match &node.op {
-            Op::Tensor { kind, .. } => match kind {
-                TensorKind::Constant => return stored_value(g, id),
-                TensorKind::Variable | TensorKind::PersistentTensor => {
-                    return Err(malformed("state value missing from the snapshot".into()))
-                }
-                TensorKind::Placeholder => {
-                    return Err(malformed("placeholder without an input".into()))
-                }
-            },
-            Op::Unary(op, x) => elementwise::unary(*op, operand(*x)?.data()).map_err(malformed)?,
-            Op::Binary(op, x, y) => {
-                let (x, y) = (operand(*x)?, operand(*y)?);
-                let (ix, iy) = (broadcast_index(x)?, broadcast_index(y)?);
-                elementwise::binary(*op, x.data(), &ix, y.data(), &iy).map_err(malformed)?
+            Op::Tensor { kind, .. } => return e.tensor(*kind),
+            Op::Unary(op, x) => {
+                elementwise::unary(*op, e.operand(*x)?.data()).map_err(e.malformed())?
             }
-            Op::Compare(op, x, y) => {
-                let (x, y) = (operand(*x)?, operand(*y)?);
-                let (ix, iy) = (broadcast_index(x)?, broadcast_index(y)?);
-                elementwise::compare_arrays(*op, x.data(), &ix, y.data(), &iy).map_err(malformed)?
-            }
-            Op::Select(c, x, y) => {
-                let (c, x, y) = (operand(*c)?, operand(*x)?, operand(*y)?);
-                let (ic, ix, iy) = (
-                    broadcast_index(c)?,
-                    broadcast_index(x)?,
-                    broadcast_index(y)?,
-                );
-                elementwise::select(c.data(), &ic, x.data(), &ix, y.data(), &iy)
-                    .map_err(malformed)?
-            }
-            Op::Convert(x) => elementwise::convert(operand(*x)?.data(), node.dtype),
+            Op::Binary(op, x, y) => e.binary(*op, *x, *y)?,
+            Op::Compare(op, x, y) => e.compare(*op, *x, *y)?,
+            Op::Select(c, x, y) => e.select(*c, *x, *y)?,
+            Op::Convert(x) => elementwise::convert(e.operand(*x)?.data(), node.dtype),
             Op::Reduce { op, input, axes } => match &self.repeated[id.index()] {
                 Some(r) => self.eval_repeated(id, r, values, out_shape)?,
-                None => self.reduce_value(id, *op, operand(*input)?, axes, out_axes)?,
+                None => self.reduce_value(id, *op, e.operand(*input)?, axes, out_axes)?,
             },
-            Op::Dot(x, y) => {
-                let (x, y) = (operand(*x)?, operand(*y)?);
-                let pairs = g.dot_pairs(&g.node_label(id), x.axes(), y.axes())?;
-                let index =
-                    dot::DotIndex::new(x.axes(), x.shape(), y.axes(), y.shape(), &pairs, out_axes)
-                        .map_err(malformed)?;
-                let data = dot::dot(x.data(), y.data(), &index).map_err(malformed)?;
-                // A backend's error enters here too: a GEMM sums the products in its own order
-                // and precision (f32 in f32), within the bound `error_bounds` gives.
-                match &self.perturbation {
-                    Some(p) => {
-                        match dot::error_bounds(x.data(), y.data(), &index).map_err(malformed)? {
-                            Some(bounds) => dot::nudge(data, &bounds, p.seed_of(id), p.direction()),
-                            None => data,
-                        }
-                    }
-                    None => data,
-                }
-            }
+            Op::Dot(x, y) => e.dot(*x, *y)?,
             Op::Broadcast(x) | Op::AxesWithOrder(x) => {
-                let x = operand(*x)?;
-                gather_view(x, views::by_identity(x.axes(), x.shape(), out_axes))?
+                let x = e.operand(*x)?;
+                e.gather_view(x, views::by_identity(x.axes(), x.shape(), out_axes))?
             }
             Op::ExpandDims { input, .. } => {
-                let x = operand(*input)?;
-                gather_view(x, views::by_identity(x.axes(), x.shape(), out_axes))?
+                let x = e.operand(*input)?;
+                e.gather_view(x, views::by_identity(x.axes(), x.shape(), out_axes))?
             }
             Op::CastAxes(x) => {
-                let x = operand(*x)?;
-                gather_view(x, views::by_position(x.shape()))?
+                let x = e.operand(*x)?;
+                e.gather_view(x, views::by_position(x.shape()))?
             }
             Op::Transpose(x) => {
-                let x = operand(*x)?;
-                gather_view(x, views::reversed(x.shape()))?
+                let x = e.operand(*x)?;
+                e.gather_view(x, views::reversed(x.shape()))?
             }
             Op::Slice { input, slices } => {
-                let x = operand(*input)?;
-                gather_view(x, views::slice(g, x.axes(), x.shape(), slices))?
+                let x = e.operand(*input)?;
+                e.gather_view(x, views::slice(g, x.axes(), x.shape(), slices))?
             }
             Op::Flatten { input, axes } => {
-                let x = operand(*input)?;
-                gather_view(x, views::flatten(x.axes(), x.shape(), axes, out_axes))?
+                let x = e.operand(*input)?;
+                e.gather_view(x, views::flatten(x.axes(), x.shape(), axes, out_axes))?
             }
             Op::Unflatten { input, axis } => {
-                let x = operand(*input)?;
-                gather_view(
+                let x = e.operand(*input)?;
+                e.gather_view(
                     x,
                     views::unflatten(g, x.axes(), x.shape(), *axis, out_axes, out_shape),
                 )?
             }
             Op::Pad { input, pads } => {
-                let x = operand(*input)?;
-                gather_view(x, views::pad(x.axes(), x.shape(), pads))?
+                let x = e.operand(*input)?;
+                e.gather_view(x, views::pad(x.axes(), x.shape(), pads))?
             }
-            Op::Concat(parts) => {
-                let first = parts.first().ok_or_else(|| malformed("no parts".into()))?;
-                let cat_pos = operand(first.0)?
-                    .axes()
-                    .position(first.1)
-                    .ok_or_else(|| malformed("the first part lacks its axis".into()))?;
-                let arrays = parts
-                    .iter()
-                    .map(|(n, a)| {
-                        let v = operand(*n)?;
-                        Ok(views::Part {
-                            data: v.data(),
-                            axes: v.axes(),
-                            shape: v.shape(),
-                            axis: *a,
-                        })
-                    })
-                    .collect::<Result<Vec<_>, RunError>>()?;
-                views::concat(&arrays, out_axes, out_shape, cat_pos).map_err(malformed)?
-            }
+            Op::Concat(parts) => e.concat(parts)?,
             Op::Convolution {
                 input,
                 filter,
                 spec,
-            } => {
-                let (x, f) = (operand(*input)?, operand(*filter)?);
-                let label = g.node_label(id);
-                let p = g.conv_pairing(&label, x.axes(), f.axes(), spec)?;
-                let (data, bounds) = window::convolution(&p, x, f, out_shape).map_err(malformed)?;
-                // Its expansion sums on the GEMM path and in the dtype (docs/numerics.md).
-                match &self.perturbation {
-                    Some(pert) => dot::nudge(data, &bounds, pert.seed_of(id), pert.direction()),
-                    None => data,
-                }
-            }
+            } => e.convolution(*input, *filter, spec)?,
             Op::Pool { input, spec } => {
-                let x = operand(*input)?;
+                let x = e.operand(*input)?;
                 let pooled = g.pool_axes(&g.node_label(id), x.axes(), spec)?;
-                window::pool(spec.kind, &pooled, x, out_shape).map_err(malformed)?
+                window::pool(spec.kind, &pooled, x, out_shape).map_err(e.malformed())?
             }
             Op::Assign { value, .. } => {
-                let v = operand(*value)?;
+                let v = e.operand(*value)?;
                 v.with_axes_order(out_axes)
-                    .ok_or_else(|| malformed("value axes are not the target's".into()))?
+                    .ok_or_else(|| e.malformed()("value axes are not the target's".into()))?
                     .into_parts()
                     .2
             }
         };
         Ok(HostArray::new(out_axes.clone(), out_shape.to_vec(), data)?)
+    }
+}
+
+/// One node's evaluation ([`Interpreter::eval`]): its operands' values and its result's shape.
+struct NodeEval<'a> {
+    it: &'a Interpreter,
+    g: &'a Graph,
+    id: NodeId,
+    node: &'a Node,
+    values: &'a [Option<HostArray>],
+    out_shape: &'a [usize],
+}
+
+impl<'a> NodeEval<'a> {
+    fn new(
+        it: &'a Interpreter,
+        id: NodeId,
+        node: &'a Node,
+        values: &'a [Option<HostArray>],
+    ) -> Result<NodeEval<'a>, RunError> {
+        let mut e = NodeEval {
+            it,
+            g: &it.graph,
+            id,
+            node,
+            values,
+            out_shape: &[],
+        };
+        e.out_shape = it
+            .shapes
+            .get(id.index())
+            .and_then(|s| s.as_deref())
+            .ok_or_else(|| e.malformed()("shape not prepared".into()))?;
+        Ok(e)
+    }
+
+    /// The error naming this node, its op and `message`.
+    fn malformed(&self) -> impl Fn(String) -> RunError + 'a {
+        let (g, id, node) = (self.g, self.id, self.node);
+        move |message: String| RunError::Malformed {
+            node: g.node_label(id),
+            op: node.op.name(),
+            message,
+        }
+    }
+
+    fn operand(&self, x: NodeId) -> Result<&'a HostArray, RunError> {
+        self.values
+            .get(x.index())
+            .and_then(|v| v.as_ref())
+            .ok_or_else(|| {
+                self.malformed()(format!(
+                    "operand {} was not evaluated",
+                    self.g.node_label(x)
+                ))
+            })
+    }
+
+    /// The flat index into operand `x` of every result element, `x` broadcast by axis.
+    fn broadcast_index(&self, x: &HostArray) -> Result<Vec<usize>, RunError> {
+        views::by_identity(x.axes(), x.shape(), &self.node.axes)
+            .and_then(|m| m.covering_all(self.out_shape))
+            .map_err(self.malformed())
+    }
+
+    /// The elements of `x` a view reads through `map`, in result order.
+    fn gather_view(
+        &self,
+        x: &HostArray,
+        map: Result<IndexMap, String>,
+    ) -> Result<ArrayData, RunError> {
+        map.and_then(|m| index::gather(x.data(), &m.flat_all(self.out_shape)?))
+            .map_err(self.malformed())
+    }
+
+    /// A tensor's value: a constant's own; state and placeholders arrive before evaluation.
+    fn tensor(&self, kind: TensorKind) -> Result<HostArray, RunError> {
+        let malformed = self.malformed();
+        match kind {
+            TensorKind::Constant => stored_value(self.g, self.id),
+            TensorKind::Variable | TensorKind::PersistentTensor => {
+                Err(malformed("state value missing from the snapshot".into()))
+            }
+            TensorKind::Placeholder => Err(malformed("placeholder without an input".into())),
+        }
+    }
+
+    fn binary(&self, op: BinaryOp, x: NodeId, y: NodeId) -> Result<ArrayData, RunError> {
+        let (x, y) = (self.operand(x)?, self.operand(y)?);
+        let (ix, iy) = (self.broadcast_index(x)?, self.broadcast_index(y)?);
+        elementwise::binary(op, x.data(), &ix, y.data(), &iy).map_err(self.malformed())
+    }
+
+    fn compare(&self, op: CompareOp, x: NodeId, y: NodeId) -> Result<ArrayData, RunError> {
+        let (x, y) = (self.operand(x)?, self.operand(y)?);
+        let (ix, iy) = (self.broadcast_index(x)?, self.broadcast_index(y)?);
+        elementwise::compare_arrays(op, x.data(), &ix, y.data(), &iy).map_err(self.malformed())
+    }
+
+    fn select(&self, c: NodeId, x: NodeId, y: NodeId) -> Result<ArrayData, RunError> {
+        let (c, x, y) = (self.operand(c)?, self.operand(x)?, self.operand(y)?);
+        let (ic, ix, iy) = (
+            self.broadcast_index(c)?,
+            self.broadcast_index(x)?,
+            self.broadcast_index(y)?,
+        );
+        elementwise::select(c.data(), &ic, x.data(), &ix, y.data(), &iy).map_err(self.malformed())
+    }
+
+    fn dot(&self, x: NodeId, y: NodeId) -> Result<ArrayData, RunError> {
+        let (g, id, malformed) = (self.g, self.id, self.malformed());
+        let (x, y) = (self.operand(x)?, self.operand(y)?);
+        let pairs = g.dot_pairs(&g.node_label(id), x.axes(), y.axes())?;
+        let index = dot::DotIndex::new(
+            x.axes(),
+            x.shape(),
+            y.axes(),
+            y.shape(),
+            &pairs,
+            &self.node.axes,
+        )
+        .map_err(&malformed)?;
+        let data = dot::dot(x.data(), y.data(), &index).map_err(&malformed)?;
+        // A backend's error enters here too: a GEMM sums the products in its own order
+        // and precision (f32 in f32), within the bound `error_bounds` gives.
+        Ok(match &self.it.perturbation {
+            Some(p) => match dot::error_bounds(x.data(), y.data(), &index).map_err(&malformed)? {
+                Some(bounds) => dot::nudge(data, &bounds, p.seed_of(id), p.direction()),
+                None => data,
+            },
+            None => data,
+        })
+    }
+
+    fn concat(&self, parts: &[(NodeId, Axis)]) -> Result<ArrayData, RunError> {
+        let malformed = self.malformed();
+        let first = parts.first().ok_or_else(|| malformed("no parts".into()))?;
+        let cat_pos = self
+            .operand(first.0)?
+            .axes()
+            .position(first.1)
+            .ok_or_else(|| malformed("the first part lacks its axis".into()))?;
+        let arrays = parts
+            .iter()
+            .map(|(n, a)| {
+                let v = self.operand(*n)?;
+                Ok(views::Part {
+                    data: v.data(),
+                    axes: v.axes(),
+                    shape: v.shape(),
+                    axis: *a,
+                })
+            })
+            .collect::<Result<Vec<_>, RunError>>()?;
+        views::concat(&arrays, &self.node.axes, self.out_shape, cat_pos).map_err(malformed)
+    }
+
+    fn convolution(
+        &self,
+        input: NodeId,
+        filter: NodeId,
+        spec: &ConvSpec,
+    ) -> Result<ArrayData, RunError> {
+        let (g, id) = (self.g, self.id);
+        let (x, f) = (self.operand(input)?, self.operand(filter)?);
+        let label = g.node_label(id);
+        let p = g.conv_pairing(&label, x.axes(), f.axes(), spec)?;
+        let (data, bounds) =
+            window::convolution(&p, x, f, self.out_shape).map_err(self.malformed())?;
+        // Its expansion sums on the GEMM path and in the dtype (docs/numerics.md).
+        Ok(match &self.it.perturbation {
+            Some(pert) => dot::nudge(data, &bounds, pert.seed_of(id), pert.direction()),
+            None => data,
+        })
     }
 }
 
