@@ -24,7 +24,8 @@ use super::PassError;
 use std::collections::BTreeMap;
 use std::collections::{BTreeSet, HashMap};
 use weft_ir::{
-    BinaryOp, CompareOp, DType, Graph, NodeId, Op, ReduceOp, Scalar, TensorInit, UnaryOp,
+    Axes, Axis, BinaryOp, CompareOp, DType, Graph, NodeId, Op, ReduceOp, Scalar, TensorInit,
+    UnaryOp,
 };
 
 /// A value of a stage body: the index of the instruction computing it.
@@ -298,104 +299,8 @@ fn build_program(
             memo: HashMap::new(),
         };
         let (result, reduction) = match &node.op {
-            Op::Reduce { op, input, axes } => {
-                // The input's index in its own frame: the result's axes, then the reduced ones
-                // (whole or by parts, as the input's frame has them).
-                let in_leaves = node_keys(g, *input);
-                let mut map = BTreeMap::new();
-                for a in &node.axes {
-                    env0.pass_axis(g, *input, *a, &in_leaves, &mut map)?;
-                }
-                // A reduced axis loops over its parts as the input's frame has them, unless a
-                // part is already a loop of this stage (a result over `(A·B)**` reducing `A·B`
-                // shares `B**`): then it loops whole, as a dot's contracted axis does, and an
-                // input that would need its parts is stored (`SplitIndex`).
-                let mut red: Vec<IterAxis> = Vec::new();
-                for r in axes {
-                    let parts = leaves_under(g, *r, &in_leaves);
-                    let clash = parts
-                        .iter()
-                        .any(|k| env0.map.contains_key(k) || red.iter().any(|x| x.axis == *k));
-                    let keys = if clash { vec![*r] } else { parts };
-                    for k in keys {
-                        map.insert(k, AffineExpr::var(k));
-                        red.push(IterAxis {
-                            axis: k,
-                            len: g.resolve_len(k)?,
-                        });
-                    }
-                }
-                if reassociable(*op, g.node(*input).dtype) {
-                    // Any order sums alike (up to rounding): loop in the input's axis order,
-                    // outermost first, so the reduction walks the input as it lies in memory
-                    // whatever order the op lists its axes in.
-                    let at = |a: &IterAxis| in_leaves.iter().position(|k| *k == a.axis);
-                    red.sort_by_key(|a| at(a).unwrap_or(usize::MAX));
-                }
-                let v = e.emit(*input, &IndexEnv { map }, &[])?;
-                (v, Some(Reduction { op: *op, axes: red }))
-            }
-            Op::Dot(l, r) => {
-                let (ln, rn) = (g.node(*l), g.node(*r));
-                let pairs = g.dot_pairs(&g.node_label(st.node), &ln.axes, &rn.axes)?;
-                let (l_leaves, r_leaves) = (node_keys(g, *l), node_keys(g, *r));
-                let mut lmap = BTreeMap::new();
-                let mut rmap = BTreeMap::new();
-                // Free axes keep the dot's index, in each operand's frame.
-                for a in &ln.axes {
-                    if !pairs.iter().any(|p| p.0 == *a) {
-                        env0.pass_axis(g, *l, *a, &l_leaves, &mut lmap)?;
-                    }
-                }
-                for a in &rn.axes {
-                    if !pairs.iter().any(|p| p.1 == *a) {
-                        env0.pass_axis(g, *r, *a, &r_leaves, &mut rmap)?;
-                    }
-                }
-                // Contracted pairs loop over the left axis as the left frame has it, unless a
-                // key is already a loop of this stage (then whole).
-                let mut red: Vec<IterAxis> = Vec::new();
-                for (pl, pr) in &pairs {
-                    let lk = leaves_under(g, *pl, &l_leaves);
-                    let clash = lk
-                        .iter()
-                        .any(|k| env0.map.contains_key(k) || red.iter().any(|x| x.axis == *k));
-                    let keys = if clash { vec![*pl] } else { lk };
-                    let mut lens = Vec::new();
-                    let mut whole = AffineExpr::constant(0);
-                    for k in &keys {
-                        let len = g.resolve_len(*k)?;
-                        lens.push(len);
-                        whole = whole.scale_add(len as i64, 0).add(&AffineExpr::var(*k));
-                        lmap.insert(*k, AffineExpr::var(*k));
-                        red.push(IterAxis { axis: *k, len });
-                    }
-                    let rk = leaves_under(g, *pr, &r_leaves);
-                    let alike = rk.len() == keys.len()
-                        && rk.len() > 1
-                        && rk
-                            .iter()
-                            .zip(&lens)
-                            .all(|(p, n)| g.resolve_len(*p).ok() == Some(*n));
-                    if alike {
-                        for (p, k) in rk.iter().zip(&keys) {
-                            rmap.insert(*p, AffineExpr::var(*k));
-                        }
-                    } else {
-                        rmap.insert(*pr, whole);
-                    }
-                }
-                let lv = e.emit(*l, &IndexEnv { map: lmap }, &[])?;
-                let rv = e.emit(*r, &IndexEnv { map: rmap }, &[])?;
-                let v = e.push(Instr::Binary(BinaryOp::Multiply, lv, rv), node.dtype);
-                (
-                    v,
-                    Some(Reduction {
-                        op: ReduceOp::Sum,
-                        axes: red,
-                    }),
-                )
-            }
+            Op::Reduce { op, input, axes } => e.reduce_stage(st.node, &env0, *op, *input, axes)?,
+            Op::Dot(l, r) => e.dot_stage(st.node, &env0, *l, *r)?,
             Op::Assign { value, .. } => (e.emit(*value, &env0, &[])?, None),
             _ => (e.emit_op(st.node, &env0, &[])?, None),
         };
@@ -432,6 +337,134 @@ fn build_program(
         outer: grp.outer.clone(),
         stages,
     })
+}
+
+/// The loops over `keys` a stage's reduction or contraction adds: the keys, unless one is
+/// already a loop of the stage (in `env0`) or of the reduction so far (`red`): then `whole`
+/// alone, looped whole.
+fn reduction_keys(env0: &IndexEnv, red: &[IterAxis], keys: Vec<Axis>, whole: Axis) -> Vec<Axis> {
+    let clash = keys
+        .iter()
+        .any(|k| env0.map.contains_key(k) || red.iter().any(|x| x.axis == *k));
+    if clash {
+        vec![whole]
+    } else {
+        keys
+    }
+}
+
+impl Emitter<'_> {
+    /// The body of reduction stage `n` (`op` of `input` over `axes`) at the stage's own index
+    /// `env0`: the term's value and the reduction's loops.
+    fn reduce_stage(
+        &mut self,
+        n: NodeId,
+        env0: &IndexEnv,
+        op: ReduceOp,
+        input: NodeId,
+        axes: &Axes,
+    ) -> Result<(Value, Option<Reduction>), PassError> {
+        let g = self.g;
+        let node = g.node(n);
+        // The input's index in its own frame: the result's axes, then the reduced ones
+        // (whole or by parts, as the input's frame has them).
+        let in_leaves = node_keys(g, input);
+        let mut map = BTreeMap::new();
+        for a in &node.axes {
+            env0.pass_axis(g, input, *a, &in_leaves, &mut map)?;
+        }
+        // A reduced axis loops over its parts as the input's frame has them, unless a
+        // part is already a loop of this stage (a result over `(A·B)**` reducing `A·B`
+        // shares `B**`): then it loops whole, as a dot's contracted axis does, and an
+        // input that would need its parts is stored (`SplitIndex`).
+        let mut red: Vec<IterAxis> = Vec::new();
+        for r in axes {
+            let keys = reduction_keys(env0, &red, leaves_under(g, *r, &in_leaves), *r);
+            for k in keys {
+                map.insert(k, AffineExpr::var(k));
+                red.push(IterAxis {
+                    axis: k,
+                    len: g.resolve_len(k)?,
+                });
+            }
+        }
+        if reassociable(op, g.node(input).dtype) {
+            // Any order sums alike (up to rounding): loop in the input's axis order,
+            // outermost first, so the reduction walks the input as it lies in memory
+            // whatever order the op lists its axes in.
+            let at = |a: &IterAxis| in_leaves.iter().position(|k| *k == a.axis);
+            red.sort_by_key(|a| at(a).unwrap_or(usize::MAX));
+        }
+        let v = self.emit(input, &IndexEnv { map }, &[])?;
+        Ok((v, Some(Reduction { op, axes: red })))
+    }
+
+    /// The body of dot stage `n` (`dot(l, r)`) at the stage's own index `env0`: the product's
+    /// value and the contraction's loops.
+    fn dot_stage(
+        &mut self,
+        n: NodeId,
+        env0: &IndexEnv,
+        l: NodeId,
+        r: NodeId,
+    ) -> Result<(Value, Option<Reduction>), PassError> {
+        let g = self.g;
+        let (ln, rn) = (g.node(l), g.node(r));
+        let pairs = g.dot_pairs(&g.node_label(n), &ln.axes, &rn.axes)?;
+        let (l_leaves, r_leaves) = (node_keys(g, l), node_keys(g, r));
+        let mut lmap = BTreeMap::new();
+        let mut rmap = BTreeMap::new();
+        // Free axes keep the dot's index, in each operand's frame.
+        for a in &ln.axes {
+            if !pairs.iter().any(|p| p.0 == *a) {
+                env0.pass_axis(g, l, *a, &l_leaves, &mut lmap)?;
+            }
+        }
+        for a in &rn.axes {
+            if !pairs.iter().any(|p| p.1 == *a) {
+                env0.pass_axis(g, r, *a, &r_leaves, &mut rmap)?;
+            }
+        }
+        // Contracted pairs loop over the left axis as the left frame has it, unless a
+        // key is already a loop of this stage (then whole).
+        let mut red: Vec<IterAxis> = Vec::new();
+        for (pl, pr) in &pairs {
+            let keys = reduction_keys(env0, &red, leaves_under(g, *pl, &l_leaves), *pl);
+            let mut lens = Vec::new();
+            let mut whole = AffineExpr::constant(0);
+            for k in &keys {
+                let len = g.resolve_len(*k)?;
+                lens.push(len);
+                whole = whole.scale_add(len as i64, 0).add(&AffineExpr::var(*k));
+                lmap.insert(*k, AffineExpr::var(*k));
+                red.push(IterAxis { axis: *k, len });
+            }
+            let rk = leaves_under(g, *pr, &r_leaves);
+            let alike = rk.len() == keys.len()
+                && rk.len() > 1
+                && rk
+                    .iter()
+                    .zip(&lens)
+                    .all(|(p, n)| g.resolve_len(*p).ok() == Some(*n));
+            if alike {
+                for (p, k) in rk.iter().zip(&keys) {
+                    rmap.insert(*p, AffineExpr::var(*k));
+                }
+            } else {
+                rmap.insert(*pr, whole);
+            }
+        }
+        let lv = self.emit(l, &IndexEnv { map: lmap }, &[])?;
+        let rv = self.emit(r, &IndexEnv { map: rmap }, &[])?;
+        let v = self.push(Instr::Binary(BinaryOp::Multiply, lv, rv), g.node(n).dtype);
+        Ok((
+            v,
+            Some(Reduction {
+                op: ReduceOp::Sum,
+                axes: red,
+            }),
+        ))
+    }
 }
 
 struct Emitter<'a> {
