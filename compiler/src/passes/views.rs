@@ -426,41 +426,12 @@ impl IndexEnv {
                 if self.map.contains_key(&own) {
                     return Err(split_index(g, node, own));
                 }
-                let leaves = node_keys(g, *x);
-                let mut map = BTreeMap::new();
-                for a in &g.node(*x).axes {
-                    self.pass_axis(g, *x, *a, &leaves, &mut map)?;
-                }
-                simple(IndexEnv { map })
+                simple(self.every_axis_passed(g, *x)?)
             }
             Op::Broadcast(x) | Op::AxesWithOrder(x) | Op::ExpandDims { input: x, .. } => {
-                let leaves = node_keys(g, *x);
-                let mut map = BTreeMap::new();
-                for a in &g.node(*x).axes {
-                    self.pass_axis(g, *x, *a, &leaves, &mut map)?;
-                }
-                simple(IndexEnv { map })
+                simple(self.every_axis_passed(g, *x)?)
             }
-            Op::Unflatten { input: x, axis } => {
-                // The split axis is not an axis of this view, but its name may be a key of
-                // this frame as a part of another axis (`(X·C, X)` unflattened to
-                // `(X·C, A, B)` iterates `X`, `C`, `A`, `B`): another coordinate. So it is
-                // read from its parts, which are this view's own axes.
-                let leaves = node_keys(g, *x);
-                let mut map = BTreeMap::new();
-                for a in &g.node(*x).axes {
-                    if a != axis {
-                        self.pass_axis(g, *x, *a, &leaves, &mut map)?;
-                    } else if leaves.contains(a) {
-                        map.insert(*a, self.combined_parts(g, *x, *a)?);
-                    } else {
-                        for p in immediate_parts(g, *a) {
-                            self.pass_axis(g, *x, p, &leaves, &mut map)?;
-                        }
-                    }
-                }
-                simple(IndexEnv { map })
-            }
+            Op::Unflatten { input: x, axis } => simple(self.through_unflatten(g, *x, *axis)?),
             Op::CastAxes(x) => {
                 let from = &g.node(*x).axes;
                 simple(self.positional(g, *x, from.iter().copied().zip(n.axes.iter().copied()))?)
@@ -473,102 +444,159 @@ impl IndexEnv {
                     from.iter().copied().zip(n.axes.iter().rev().copied()),
                 )?)
             }
-            Op::Slice { input, slices } => {
-                let x = *input;
-                let leaves = node_keys(g, x);
-                let mut map = BTreeMap::new();
-                // Kept axes appear in the result in the operand's order, ranges as derived axes.
-                let mut out_axes = n.axes.iter();
-                for a in &g.node(x).axes {
-                    let e = match slices.iter().find(|s| s.0 == *a) {
-                        None => {
-                            out_axes.next();
-                            self.pass_axis(g, x, *a, &leaves, &mut map)?;
-                            continue;
-                        }
-                        Some((_, AxisSlice::Index(i))) => {
-                            let len = g.resolve_len(*a)? as i64;
-                            AffineExpr::constant(if *i < 0 { i + len } else { *i })
-                        }
-                        Some((_, AxisSlice::Range(r))) => {
-                            let len = g.resolve_len(*a)?;
-                            let res =
-                                r.resolve(len)
-                                    .map_err(|message| weft_ir::GraphError::Range {
-                                        op: "slice".into(),
-                                        axis: g.axis_name(*a),
-                                        message,
-                                    })?;
-                            let s = *out_axes.next().ok_or_else(|| mismatch(g, node))?;
-                            self.whole(g, node, s)?
-                                .scale_add(res.step, res.first as i64)
-                        }
-                    };
-                    map.insert(*a, e);
-                }
-                simple(IndexEnv { map })
-            }
-            Op::Pad { input, pads } => {
-                let x = *input;
-                let leaves = node_keys(g, x);
-                let mut map = BTreeMap::new();
-                let mut valid = Vec::new();
-                for (a, p) in g.node(x).axes.iter().zip(n.axes.iter()) {
-                    match pads.iter().find(|p| p.0 == *a) {
-                        None => self.pass_axis(g, x, *a, &leaves, &mut map)?,
-                        Some((_, before, _)) => {
-                            let e = self.whole(g, node, *p)?;
-                            let len = g.resolve_len(*a)? as i64;
-                            valid.push(ValidRange {
-                                index: e.clone(),
-                                lo: *before as i64,
-                                hi: *before as i64 + len,
-                            });
-                            map.insert(*a, e.scale_add(1, -(*before as i64)));
-                        }
-                    }
-                }
-                Ok(vec![OperandIndex {
-                    env: IndexEnv { map },
-                    valid,
-                }])
-            }
-            Op::Concat(parts) => {
-                let first = &g.node(parts[0].0).axes;
-                let pos = first
-                    .position(parts[0].1)
-                    .ok_or_else(|| mismatch(g, node))?;
-                let ce = self.whole(g, node, n.axes[pos])?;
-                let mut start = 0i64;
-                let mut out = Vec::new();
-                for (part, axis) in parts {
-                    let leaves = node_keys(g, *part);
-                    let len = g.resolve_len(*axis)? as i64;
-                    let mut map = BTreeMap::new();
-                    for a in &g.node(*part).axes {
-                        if a == axis {
-                            map.insert(*a, ce.scale_add(1, -start));
-                        } else {
-                            self.pass_axis(g, *part, *a, &leaves, &mut map)?;
-                        }
-                    }
-                    out.push(OperandIndex {
-                        env: IndexEnv { map },
-                        valid: vec![ValidRange {
-                            index: ce.clone(),
-                            lo: start,
-                            hi: start + len,
-                        }],
-                    });
-                    start += len;
-                }
-                Ok(out)
-            }
+            Op::Slice { input, slices } => simple(self.through_slice(g, node, *input, slices)?),
+            Op::Pad { input, pads } => Ok(vec![self.through_pad(g, node, *input, pads)?]),
+            Op::Concat(parts) => self.through_concat(g, node, parts),
             _ => Err(PassError::Internal(format!(
                 "{} is not a view",
                 g.node_label(node)
             ))),
         }
+    }
+
+    /// Operand `x`'s index when a view passes each of its axes through unchanged.
+    fn every_axis_passed(&self, g: &Graph, x: NodeId) -> Result<IndexEnv, PassError> {
+        let leaves = node_keys(g, x);
+        let mut map = BTreeMap::new();
+        for a in &g.node(x).axes {
+            self.pass_axis(g, x, *a, &leaves, &mut map)?;
+        }
+        Ok(IndexEnv { map })
+    }
+
+    /// Operand `x`'s index through an unflatten of its `axis`.
+    fn through_unflatten(&self, g: &Graph, x: NodeId, axis: Axis) -> Result<IndexEnv, PassError> {
+        // The split axis is not an axis of this view, but its name may be a key of
+        // this frame as a part of another axis (`(X·C, X)` unflattened to
+        // `(X·C, A, B)` iterates `X`, `C`, `A`, `B`): another coordinate. So it is
+        // read from its parts, which are this view's own axes.
+        let leaves = node_keys(g, x);
+        let mut map = BTreeMap::new();
+        for a in &g.node(x).axes {
+            if *a != axis {
+                self.pass_axis(g, x, *a, &leaves, &mut map)?;
+            } else if leaves.contains(a) {
+                map.insert(*a, self.combined_parts(g, x, *a)?);
+            } else {
+                for p in immediate_parts(g, *a) {
+                    self.pass_axis(g, x, p, &leaves, &mut map)?;
+                }
+            }
+        }
+        Ok(IndexEnv { map })
+    }
+
+    /// Operand `x`'s index through slice `node` (`slices` of `x`'s axes).
+    fn through_slice(
+        &self,
+        g: &Graph,
+        node: NodeId,
+        x: NodeId,
+        slices: &[(Axis, AxisSlice)],
+    ) -> Result<IndexEnv, PassError> {
+        let leaves = node_keys(g, x);
+        let mut map = BTreeMap::new();
+        // Kept axes appear in the result in the operand's order, ranges as derived axes.
+        let mut out_axes = g.node(node).axes.iter();
+        for a in &g.node(x).axes {
+            let e = match slices.iter().find(|s| s.0 == *a) {
+                None => {
+                    out_axes.next();
+                    self.pass_axis(g, x, *a, &leaves, &mut map)?;
+                    continue;
+                }
+                Some((_, AxisSlice::Index(i))) => {
+                    let len = g.resolve_len(*a)? as i64;
+                    AffineExpr::constant(if *i < 0 { i + len } else { *i })
+                }
+                Some((_, AxisSlice::Range(r))) => {
+                    let len = g.resolve_len(*a)?;
+                    let res = r
+                        .resolve(len)
+                        .map_err(|message| weft_ir::GraphError::Range {
+                            op: "slice".into(),
+                            axis: g.axis_name(*a),
+                            message,
+                        })?;
+                    let s = *out_axes.next().ok_or_else(|| mismatch(g, node))?;
+                    self.whole(g, node, s)?
+                        .scale_add(res.step, res.first as i64)
+                }
+            };
+            map.insert(*a, e);
+        }
+        Ok(IndexEnv { map })
+    }
+
+    /// Operand `x`'s index through pad `node` (`pads` of `x`'s axes), valid inside the padding.
+    fn through_pad(
+        &self,
+        g: &Graph,
+        node: NodeId,
+        x: NodeId,
+        pads: &[(Axis, usize, usize)],
+    ) -> Result<OperandIndex, PassError> {
+        let leaves = node_keys(g, x);
+        let mut map = BTreeMap::new();
+        let mut valid = Vec::new();
+        for (a, p) in g.node(x).axes.iter().zip(g.node(node).axes.iter()) {
+            match pads.iter().find(|p| p.0 == *a) {
+                None => self.pass_axis(g, x, *a, &leaves, &mut map)?,
+                Some((_, before, _)) => {
+                    let e = self.whole(g, node, *p)?;
+                    let len = g.resolve_len(*a)? as i64;
+                    valid.push(ValidRange {
+                        index: e.clone(),
+                        lo: *before as i64,
+                        hi: *before as i64 + len,
+                    });
+                    map.insert(*a, e.scale_add(1, -(*before as i64)));
+                }
+            }
+        }
+        Ok(OperandIndex {
+            env: IndexEnv { map },
+            valid,
+        })
+    }
+
+    /// Each part's index through concat `node`, valid over the part's range of the axis.
+    fn through_concat(
+        &self,
+        g: &Graph,
+        node: NodeId,
+        parts: &[(NodeId, Axis)],
+    ) -> Result<Vec<OperandIndex>, PassError> {
+        let n = g.node(node);
+        let first = &g.node(parts[0].0).axes;
+        let pos = first
+            .position(parts[0].1)
+            .ok_or_else(|| mismatch(g, node))?;
+        let ce = self.whole(g, node, n.axes[pos])?;
+        let mut start = 0i64;
+        let mut out = Vec::new();
+        for (part, axis) in parts {
+            let leaves = node_keys(g, *part);
+            let len = g.resolve_len(*axis)? as i64;
+            let mut map = BTreeMap::new();
+            for a in &g.node(*part).axes {
+                if a == axis {
+                    map.insert(*a, ce.scale_add(1, -start));
+                } else {
+                    self.pass_axis(g, *part, *a, &leaves, &mut map)?;
+                }
+            }
+            out.push(OperandIndex {
+                env: IndexEnv { map },
+                valid: vec![ValidRange {
+                    index: ce.clone(),
+                    lo: start,
+                    hi: start + len,
+                }],
+            });
+            start += len;
+        }
+        Ok(out)
     }
 
     /// The keys under `a` in this environment: `a` if indexed whole (or not flattened), else
