@@ -366,24 +366,7 @@ fn loop_lines(
             span.value_acc,
             span.nan_acc,
         )),
-        LoopStrategy::ExtremeRows(rows) => {
-            let ahead = match &rows.prefetch {
-                Some(_) => format!(
-                    "; prefetching those rows {} steps ahead, a line of each per 16 columns",
-                    span::ROWS_AHEAD
-                ),
-                None => String::new(),
-            };
-            what.push(format!(
-                "the {} of %{}'s row and {} rows of %{} {} elements apart, column by column, \
-                 by the native {isa} column routine (exact: NaN if any term is, -0 < +0){ahead}",
-                extreme_word(rows.kind == weft_ir::loop_ir::ReduceKind::Min),
-                name(rows.acc.buffer),
-                rows.rows,
-                name(rows.first.buffer),
-                rows.stride,
-            ));
-        }
+        LoopStrategy::ExtremeRows(rows) => what.push(extreme_rows_line(k, rows, isa)),
         LoopStrategy::ExtremeSpan(span) => {
             let times = span
                 .scale
@@ -397,58 +380,9 @@ fn loop_lines(
                 span.acc,
             ));
         }
-        LoopStrategy::SumSpan(sum) => {
-            let term = source_text(k, &sum.source);
-            let term = if sum.square {
-                format!("({term}) squared")
-            } else {
-                term
-            };
-            what.push(format!(
-                "the sum of {term} into %{} by the native {isa} sum routine in one call ({} \
-                 f32 partials combined, the tail, and the f64 re-run if the total is not \
-                 finite, as the loop's own code would)",
-                sum.acc, sum.width
-            ));
-            if let Some(next) = &sum.prefetch {
-                what.push(prefetch_text(k, next));
-            }
-        }
+        LoopStrategy::SumSpan(sum) => sum_span_lines(k, sum, isa, what),
         LoopStrategy::Vector(v) => vector_lines(k, l, body, v, what),
-        LoopStrategy::Leaf(s) => {
-            what.push(format!(
-                "vectorised: {} lanes (f32x{}, {}) by an assembled leaf loop over the whole \
-                 vectors ({} registers, {} address streams), then the scalar tail, {}",
-                s.leaf.lanes(),
-                s.leaf.lanes(),
-                s.leaf.width().name(),
-                s.leaf.registers,
-                s.leaf.streams.len(),
-                vector_axis(k, l, body)
-            ));
-            if let Some(next) = &s.vector.prefetch {
-                what.push(prefetch_text(k, next));
-            }
-            if let Some((stream, _)) = s.leaf.realign {
-                what.push(format!(
-                    "its vectors from %{}'s first {}-byte-aligned store on in ranges of {} or \
-                     more (calls over the vector or two before it and the last one)",
-                    k.buffers[s.leaf.streams[stream].buffer].name,
-                    leaf::REALIGN_TO,
-                    leaf::REALIGN_MIN,
-                ));
-            }
-            if let Some(sum) = s.leaf.sum {
-                what.push(format!(
-                    "{} f32 partials for %{} (element i into partial i mod {}), combined here{} \
-                     (the loop re-runs in f64 if the total is not finite)",
-                    sum.width,
-                    sum.acc,
-                    sum.width,
-                    folded(s.vector.fold_every)
-                ));
-            }
-        }
+        LoopStrategy::Leaf(s) => leaf_lines(k, l, body, s, what),
         LoopStrategy::Scalar(scalar) => {
             match scalar.why {
                 ScalarWhy::Off => {
@@ -465,6 +399,88 @@ fn loop_lines(
                 what.push(format!("unrolled x{}", scalar.unroll));
             }
         }
+    }
+}
+
+/// What a loop the native column-extreme routine takes does (`isa`: the routine's).
+fn extreme_rows_line(k: &Kernel, rows: &span::ExtremeRows, isa: &str) -> String {
+    let name = |b: weft_ir::loop_ir::BufferId| &k.buffers[b].name;
+    let ahead = match &rows.prefetch {
+        Some(_) => format!(
+            "; prefetching those rows {} steps ahead, a line of each per 16 columns",
+            span::ROWS_AHEAD
+        ),
+        None => String::new(),
+    };
+    format!(
+        "the {} of %{}'s row and {} rows of %{} {} elements apart, column by column, \
+         by the native {isa} column routine (exact: NaN if any term is, -0 < +0){ahead}",
+        extreme_word(rows.kind == weft_ir::loop_ir::ReduceKind::Min),
+        name(rows.acc.buffer),
+        rows.rows,
+        name(rows.first.buffer),
+        rows.stride,
+    )
+}
+
+/// What a loop the native sum routine takes does (`isa`: the routine's).
+fn sum_span_lines(k: &Kernel, sum: &span::SumSpan, isa: &str, what: &mut Vec<String>) {
+    let term = source_text(k, &sum.source);
+    let term = if sum.square {
+        format!("({term}) squared")
+    } else {
+        term
+    };
+    what.push(format!(
+        "the sum of {term} into %{} by the native {isa} sum routine in one call ({} \
+         f32 partials combined, the tail, and the f64 re-run if the total is not \
+         finite, as the loop's own code would)",
+        sum.acc, sum.width
+    ));
+    if let Some(next) = &sum.prefetch {
+        what.push(prefetch_text(k, next));
+    }
+}
+
+/// What loop `l` (body `body`) does as an assembled leaf loop `s`.
+fn leaf_lines(
+    k: &Kernel,
+    l: LoopId,
+    body: &[Stmt],
+    s: &crate::codegen::strategy::LeafStrategy,
+    what: &mut Vec<String>,
+) {
+    what.push(format!(
+        "vectorised: {} lanes (f32x{}, {}) by an assembled leaf loop over the whole \
+         vectors ({} registers, {} address streams), then the scalar tail, {}",
+        s.leaf.lanes(),
+        s.leaf.lanes(),
+        s.leaf.width().name(),
+        s.leaf.registers,
+        s.leaf.streams.len(),
+        vector_axis(k, l, body)
+    ));
+    if let Some(next) = &s.vector.prefetch {
+        what.push(prefetch_text(k, next));
+    }
+    if let Some((stream, _)) = s.leaf.realign {
+        what.push(format!(
+            "its vectors from %{}'s first {}-byte-aligned store on in ranges of {} or \
+             more (calls over the vector or two before it and the last one)",
+            k.buffers[s.leaf.streams[stream].buffer].name,
+            leaf::REALIGN_TO,
+            leaf::REALIGN_MIN,
+        ));
+    }
+    if let Some(sum) = s.leaf.sum {
+        what.push(format!(
+            "{} f32 partials for %{} (element i into partial i mod {}), combined here{} \
+             (the loop re-runs in f64 if the total is not finite)",
+            sum.width,
+            sum.acc,
+            sum.width,
+            folded(s.vector.fold_every)
+        ));
     }
 }
 
