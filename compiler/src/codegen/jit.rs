@@ -30,10 +30,10 @@ use super::handoff::hand_over;
 use super::host::host_isa;
 use super::leaf_asm::LeafWidth;
 use super::parallel::compile_all;
-use super::strategy::{self, KernelStrategy};
+use super::strategy::{self, KernelStrategy, OutlinePolicy, TranslateOptions};
 use super::stream_min_bytes;
-use super::translate::outline::{outlined_signature, OutlinePolicy, OUTLINED_NAMESPACE};
-use super::translate::{kernel_signature, translate, Imports, PowRefs, TranslateOptions};
+use super::translate::outline::{outlined_signature, OUTLINED_NAMESPACE};
+use super::translate::{kernel_signature, translate, Imports, PowRefs};
 use super::{CodegenError, HostFeatures};
 
 /// Switches of the code generator.

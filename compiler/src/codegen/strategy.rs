@@ -21,16 +21,53 @@
 use weft_ir::arena::EntityRef;
 use weft_ir::loop_ir::{AccId, BufferAccessExpr, Kernel, LoopId, Stmt, ValueId};
 
+use super::jam_plan::{self as jam, Jam, TransposeCall};
 use super::leaf::{LeafLoop, LeafSum, NotLeaf};
 use super::leaf_asm::LeafWidth;
-use super::translate::jam::{self, Jam, TransposeCall};
-use super::translate::outline::outline_candidates;
-use super::translate::span::{
-    self, ArgExtremeSpan, ExtremeRows, ExtremeSpan, NextRow, ReduceSpan, ScaledCopy, SpanCall,
-    SumSpan,
+use super::span_plan::{
+    self as span, ArgExtremeSpan, ExtremeRows, ExtremeSpan, NextRow, ReduceSpan, ScaledCopy,
+    SpanCall, SumSpan,
 };
-use super::translate::TranslateOptions;
 use super::vectorize::{self, f32_partials, widenings, WidePlan};
+
+/// Options the translator needs from the compiler.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TranslateOptions {
+    /// Whether fused multiply-add may be emitted.
+    pub fma: bool,
+    /// Whether `vectorize` annotations are honoured.
+    pub vectorize: bool,
+    /// Whether an f32 `exp`, `tanh`, `sigmoid` or `log` stored into a span may run as a call of the
+    /// native span routine after its loop ([`span`]).
+    pub span_math: bool,
+    /// Buffers at least this long that a vector loop writes are staged and streamed out with
+    /// non-temporal stores ([`span`]); `None`: never.
+    pub stream_min_bytes: Option<u64>,
+    /// Whether a transposing copy may call the native transpose for its jammed loop and the
+    /// loops continuing it ([`jam`]).
+    pub native_transpose: bool,
+    /// Which loop nests become functions of their own, compiled at once (`translate/outline.rs`);
+    /// `None`: none.
+    pub outline: Option<OutlinePolicy>,
+    /// Whether plain f32 vector loops may be assembled leaf loops at full width
+    /// ([`leaf`](super::leaf)): the option, and the host has AVX2.
+    pub leaf_loops: bool,
+    /// The registers leaf loops are assembled for: `zmm` on an AVX-512F host (unless
+    /// `CodegenOptions::wide_leaves` is off), `ymm` otherwise.
+    pub leaf_width: LeafWidth,
+    /// Whether the native span routines run wider vectors than leaf loops (16 f32 lanes on
+    /// an AVX-512F host against the leaf loops' 8), so that a loop a span routine can take
+    /// keeps it.
+    pub spans_wider: bool,
+}
+
+impl TranslateOptions {
+    /// Whether loops may call the native span, sum and extreme routines: span math on and
+    /// vector loops emitted.
+    pub(crate) fn span_routines(&self) -> bool {
+        self.span_math && self.vectorize
+    }
+}
 
 /// How each loop of one kernel is emitted, and which loops become functions of their own.
 #[derive(Clone, Debug, Default)]
@@ -476,4 +513,148 @@ fn vector_steps(
         summed_by: None,
         not_leaf: None,
     }
+}
+
+/// Iterations per call (the loop's extent times its largest nested loop's, recursively) below
+/// which a loop stays inline.
+pub(crate) const MIN_ITERATIONS: u64 = 1024;
+
+/// Which loops to outline: those running at least `min_iterations` per entry, when at least
+/// `min_loops` such loops share the body where candidates are sought.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct OutlinePolicy {
+    pub min_iterations: u64,
+    pub min_loops: usize,
+    /// Outline every candidate, not only about half the kernel's cost.
+    pub every: bool,
+}
+
+impl OutlinePolicy {
+    /// For compiling on several threads: [`MIN_ITERATIONS`], two loops, about half.
+    pub(crate) const THREADED: OutlinePolicy = OutlinePolicy {
+        min_iterations: MIN_ITERATIONS,
+        min_loops: 2,
+        every: false,
+    };
+    /// Every loop where candidates are sought (tests: small kernels take the outlined path).
+    pub(crate) const EVERY: OutlinePolicy = OutlinePolicy {
+        min_iterations: 0,
+        min_loops: 1,
+        every: true,
+    };
+}
+
+/// The loops of `kernel` to outline by `policy`: of the loops of the first body holding more
+/// than one or none with loops inside (the kernel's, or its parallel loop's, or that of a loop
+/// alone in one of these, ...) that run at least `min_iterations` per entry, the largest
+/// ([`cost`]), then the next largest while what is outlined stays within half the kernel's
+/// cost — two threads then compile about equal shares (every one, for [`OutlinePolicy::EVERY`]).
+/// None if fewer than `min_loops` qualify.
+pub(crate) fn outline_candidates(
+    kernel: &Kernel,
+    policy: OutlinePolicy,
+    strategy: &KernelStrategy,
+) -> Vec<LoopId> {
+    let mut top = match (kernel.parallel_loop(), kernel.body.as_slice()) {
+        (Some(_), [Stmt::Loop { body, .. }]) => body.as_slice(),
+        _ => kernel.body.as_slice(),
+    };
+    // Through loops that are alone in their body (softmax's rows of a parallel block), but
+    // not into one emitted four iterations at a time around its loop (a jam): its body is
+    // not emitted statement by statement.
+    loop {
+        let mut loops = top.iter().filter_map(|s| match s {
+            Stmt::Loop { loop_id, body } => Some((*loop_id, body.as_slice())),
+            _ => None,
+        });
+        match (loops.next(), loops.next()) {
+            (Some((l, only)), None) if only.iter().any(|s| matches!(s, Stmt::Loop { .. })) => {
+                if matches!(strategy.of(l), Some(LoopStrategy::Jam(_))) {
+                    return Vec::new();
+                }
+                top = only
+            }
+            _ => break,
+        }
+    }
+    let mut found = Vec::new();
+    collect_top_loops(kernel, top, policy.min_iterations, &mut found);
+    // A span loop whose routine also does the next loop's sum, and that loop, stay inline:
+    // the routine's partials pass from one to the other in the kernel's frame.
+    let paired: Vec<LoopId> = found
+        .iter()
+        .filter_map(|&(l, _, _)| Some([l, strategy.sums_for(l)?]))
+        .flatten()
+        .collect();
+    found.retain(|&(l, _, _)| !paired.contains(&l) && !strategy.done_by_a_routine(l));
+    if found.len() < policy.min_loops {
+        return Vec::new();
+    }
+    found.sort_by_key(|&(l, _, c)| (std::cmp::Reverse(c), l.index()));
+    let half = cost(kernel, top) / 2;
+    let mut outlined = 0;
+    let mut chosen = Vec::new();
+    for (l, _, c) in found {
+        if policy.every || chosen.is_empty() || outlined + c <= half {
+            outlined += c;
+            chosen.push(l);
+        }
+    }
+    chosen
+}
+
+/// The loops of `body` (inside `if` bodies too, not inside other loops) of at least `min`
+/// iterations, with their bodies and costs.
+fn collect_top_loops<'k>(
+    k: &Kernel,
+    body: &'k [Stmt],
+    min: u64,
+    found: &mut Vec<(LoopId, &'k [Stmt], u64)>,
+) {
+    for s in body {
+        match s {
+            Stmt::Loop { loop_id, body } if iterations(k, *loop_id, body) >= min => {
+                found.push((*loop_id, body, cost(k, std::slice::from_ref(s))))
+            }
+            Stmt::If { body, .. } => collect_top_loops(k, body, min, found),
+            _ => {}
+        }
+    }
+}
+
+/// A rough measure of the code statements `body` become, for sharing out their compile time:
+/// a statement each, a loop's body as many times as it is unrolled, and once more when an
+/// accumulator of it keeps f32 partials (the cold f64 re-run copies the loop).
+fn cost(k: &Kernel, body: &[Stmt]) -> u64 {
+    body.iter()
+        .map(|s| match s {
+            Stmt::Loop { loop_id, body } => {
+                let decl = &k.loops[*loop_id];
+                let inner = cost(k, body);
+                let copies = u64::from(decl.annotations.unroll.max(1));
+                let rerun = body
+                    .iter()
+                    .any(|s| matches!(s, Stmt::Reduce { acc, .. } if k.accs[*acc].narrow_partials));
+                4 + inner * copies + if rerun { inner } else { 0 }
+            }
+            Stmt::If { body, .. } => 1 + cost(k, body),
+            _ => 1,
+        })
+        .sum()
+}
+
+/// Iterations of loop `l` (body `body`) per entry: its extent times its largest nested
+/// loop's.
+fn iterations(k: &Kernel, l: LoopId, body: &[Stmt]) -> u64 {
+    fn inner(k: &Kernel, body: &[Stmt]) -> u64 {
+        body.iter()
+            .map(|s| match s {
+                Stmt::Loop { loop_id, body } => iterations(k, *loop_id, body),
+                Stmt::If { body, .. } => inner(k, body),
+                _ => 1,
+            })
+            .max()
+            .unwrap_or(1)
+    }
+    k.loops[l].extent.saturating_mul(inner(k, body))
 }

@@ -20,23 +20,24 @@ use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use weft_ir::arena::EntityRef;
 use weft_ir::loop_ir::{
-    AccDecl, AccId, BinaryOp, BufferAccess, BufferAccessExpr, BufferId, CompareOp, Inst, Kernel,
-    LoopId, ReduceKind, ScalarType, ScalarValue, Stmt, UnaryOp, ValueId,
+    AccDecl, AccId, BinaryOp, BufferAccessExpr, BufferId, CompareOp, Inst, Kernel, LoopId,
+    ReduceKind, ScalarType, ScalarValue, Stmt, UnaryOp, ValueId,
 };
 
 pub(crate) mod jam;
 pub(crate) mod outline;
 pub(crate) mod span;
 
-use outline::{OutlinePolicy, Outlining};
+use outline::Outlining;
 
 use super::leaf::{self, LeafScalar};
-use super::leaf_asm::LeafWidth;
 use super::math::MathEmitter;
-use super::strategy::{KernelStrategy, LeafStrategy, LoopStrategy, VectorLoop, VectorRoutine};
+use super::strategy::{
+    KernelStrategy, LeafStrategy, LoopStrategy, TranslateOptions, VectorLoop, VectorRoutine,
+};
 use super::vectorize::{depends_on, plan, WidePlan};
 // Read by `narrow_sums` under this path.
-pub(crate) use super::vectorize::{f32_partials, widenings};
+pub(crate) use super::vectorize::widenings;
 use super::CodegenError;
 
 /// The Cranelift type holding a value of `ty` (`bool` is an `i8` holding 0 or 1).
@@ -57,45 +58,6 @@ pub(crate) fn kernel_signature(call_conv: CallConv) -> Signature {
         sig.params.push(AbiParam::new(types::I64));
     }
     sig
-}
-
-/// Options the translator needs from the compiler.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct TranslateOptions {
-    /// Whether fused multiply-add may be emitted.
-    pub fma: bool,
-    /// Whether `vectorize` annotations are honoured.
-    pub vectorize: bool,
-    /// Whether an f32 `exp`, `tanh`, `sigmoid` or `log` stored into a span may run as a call of the
-    /// native span routine after its loop ([`span`]).
-    pub span_math: bool,
-    /// Buffers at least this long that a vector loop writes are staged and streamed out with
-    /// non-temporal stores ([`span`]); `None`: never.
-    pub stream_min_bytes: Option<u64>,
-    /// Whether a transposing copy may call the native transpose for its jammed loop and the
-    /// loops continuing it ([`jam`]).
-    pub native_transpose: bool,
-    /// Which loop nests become functions of their own, compiled at once ([`outline`]);
-    /// `None`: none.
-    pub outline: Option<OutlinePolicy>,
-    /// Whether plain f32 vector loops may be assembled leaf loops at full width
-    /// ([`leaf`](super::leaf)): the option, and the host has AVX2.
-    pub leaf_loops: bool,
-    /// The registers leaf loops are assembled for: `zmm` on an AVX-512F host (unless
-    /// `CodegenOptions::wide_leaves` is off), `ymm` otherwise.
-    pub leaf_width: LeafWidth,
-    /// Whether the native span routines run wider vectors than leaf loops (16 f32 lanes on
-    /// an AVX-512F host against the leaf loops' 8), so that a loop a span routine can take
-    /// keeps it.
-    pub spans_wider: bool,
-}
-
-impl TranslateOptions {
-    /// Whether loops may call the native span, sum and extreme routines: span math on and
-    /// vector loops emitted.
-    pub(crate) fn span_routines(&self) -> bool {
-        self.span_math && self.vectorize
-    }
 }
 
 /// Imported scalar functions: `pow` (`f32`, `f64`), and `sin`/`cos` for arguments too large

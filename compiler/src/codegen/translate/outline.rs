@@ -9,15 +9,15 @@
 //!
 //! Candidates are the loops of the first body holding several (the kernel's, its parallel
 //! loop's, or that of a loop alone in one of these: softmax's row loop inside a block of
-//! rows), running at least [`MIN_ITERATIONS`] iterations per entry (counting their nested
+//! rows), running at least `MIN_ITERATIONS` iterations per entry (counting their nested
 //! loops': a call and its interface cost tens of cycles); not a span loop whose routine does
 //! the next loop's sum nor that loop (the partials pass between them in the kernel's frame),
-//! nor one whose strategy is one call of a native routine (nothing to compile); all read from
-//! the kernel's [`KernelStrategy`], which records the choice. A kernel with fewer than
-//! two keeps all inline (one would leave nothing to compile beside it), as does one whose
-//! search would enter a jammed loop. Of these the largest by [`cost`] is outlined, then the
-//! next largest while what is outlined stays within half the kernel's cost
-//! ([`outline_candidates`]).
+//! nor one whose strategy is one call of a native routine (nothing to compile). A kernel with
+//! fewer than two keeps all inline (one would leave nothing to compile beside it), as does one
+//! whose search would enter a jammed loop. Of these the largest by cost is outlined, then the
+//! next largest while what is outlined stays within half the kernel's cost. The loop-strategy
+//! pass chooses them (`strategy::outline_candidates`) and the kernel's [`KernelStrategy`]
+//! records the choice, which this reads.
 //!
 //! An outlined loop `L` becomes a function `(table, io)`, emitted by the same translator as
 //! the inline loop, so it computes the same bits; `io` points at a stack slot of the caller
@@ -38,14 +38,10 @@ use cranelift_codegen::ir::{
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use weft_ir::arena::EntityRef;
-use weft_ir::loop_ir::{AccId, Inst, Kernel, LoopId, Stmt, ValueId};
+use weft_ir::loop_ir::{AccId, Inst, LoopId, Stmt, ValueId};
 
 use super::{clif_type, AccRepr, Repr, Result, Translator};
-use crate::codegen::strategy::{KernelStrategy, LoopStrategy};
-
-/// Iterations per call (the loop's extent times its largest nested loop's, recursively) below
-/// which a loop stays inline.
-pub(crate) const MIN_ITERATIONS: u64 = 1024;
+use crate::codegen::strategy::KernelStrategy;
 
 /// The namespace of the names by which a kernel's function calls its outlined functions;
 /// the JIT renames each to the module function it declares for it.
@@ -57,31 +53,6 @@ pub(crate) fn outlined_signature(call_conv: CallConv) -> Signature {
     sig.params.push(AbiParam::new(types::I64));
     sig.params.push(AbiParam::new(types::I64));
     sig
-}
-
-/// Which loops to outline: those running at least `min_iterations` per entry, when at least
-/// `min_loops` such loops share the body where candidates are sought.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct OutlinePolicy {
-    pub min_iterations: u64,
-    pub min_loops: usize,
-    /// Outline every candidate, not only about half the kernel's cost.
-    pub every: bool,
-}
-
-impl OutlinePolicy {
-    /// For compiling on several threads: [`MIN_ITERATIONS`], two loops, about half.
-    pub(crate) const THREADED: OutlinePolicy = OutlinePolicy {
-        min_iterations: MIN_ITERATIONS,
-        min_loops: 2,
-        every: false,
-    };
-    /// Every loop where candidates are sought (tests: small kernels take the outlined path).
-    pub(crate) const EVERY: OutlinePolicy = OutlinePolicy {
-        min_iterations: 0,
-        min_loops: 1,
-        every: true,
-    };
 }
 
 /// What the translator of a kernel's function needs to outline loops.
@@ -136,121 +107,6 @@ impl Outlining {
             sub.import_function(data.clone());
         }
     }
-}
-
-/// The loops of `kernel` to outline by `policy`: of the loops of the first body holding more
-/// than one or none with loops inside (the kernel's, or its parallel loop's, or that of a loop
-/// alone in one of these, ...) that run at least `min_iterations` per entry, the largest
-/// ([`cost`]), then the next largest while what is outlined stays within half the kernel's
-/// cost — two threads then compile about equal shares (every one, for [`OutlinePolicy::EVERY`]).
-/// None if fewer than `min_loops` qualify.
-pub(crate) fn outline_candidates(
-    kernel: &Kernel,
-    policy: OutlinePolicy,
-    strategy: &KernelStrategy,
-) -> Vec<LoopId> {
-    let mut top = match (kernel.parallel_loop(), kernel.body.as_slice()) {
-        (Some(_), [Stmt::Loop { body, .. }]) => body.as_slice(),
-        _ => kernel.body.as_slice(),
-    };
-    // Through loops that are alone in their body (softmax's rows of a parallel block), but
-    // not into one emitted four iterations at a time around its loop (a jam): its body is
-    // not emitted statement by statement.
-    loop {
-        let mut loops = top.iter().filter_map(|s| match s {
-            Stmt::Loop { loop_id, body } => Some((*loop_id, body.as_slice())),
-            _ => None,
-        });
-        match (loops.next(), loops.next()) {
-            (Some((l, only)), None) if only.iter().any(|s| matches!(s, Stmt::Loop { .. })) => {
-                if matches!(strategy.of(l), Some(LoopStrategy::Jam(_))) {
-                    return Vec::new();
-                }
-                top = only
-            }
-            _ => break,
-        }
-    }
-    let mut found = Vec::new();
-    collect_top_loops(kernel, top, policy.min_iterations, &mut found);
-    // A span loop whose routine also does the next loop's sum, and that loop, stay inline:
-    // the routine's partials pass from one to the other in the kernel's frame.
-    let paired: Vec<LoopId> = found
-        .iter()
-        .filter_map(|&(l, _, _)| Some([l, strategy.sums_for(l)?]))
-        .flatten()
-        .collect();
-    found.retain(|&(l, _, _)| !paired.contains(&l) && !strategy.done_by_a_routine(l));
-    if found.len() < policy.min_loops {
-        return Vec::new();
-    }
-    found.sort_by_key(|&(l, _, c)| (std::cmp::Reverse(c), l.index()));
-    let half = cost(kernel, top) / 2;
-    let mut outlined = 0;
-    let mut chosen = Vec::new();
-    for (l, _, c) in found {
-        if policy.every || chosen.is_empty() || outlined + c <= half {
-            outlined += c;
-            chosen.push(l);
-        }
-    }
-    chosen
-}
-
-/// The loops of `body` (inside `if` bodies too, not inside other loops) of at least `min`
-/// iterations, with their bodies and costs.
-fn collect_top_loops<'k>(
-    k: &Kernel,
-    body: &'k [Stmt],
-    min: u64,
-    found: &mut Vec<(LoopId, &'k [Stmt], u64)>,
-) {
-    for s in body {
-        match s {
-            Stmt::Loop { loop_id, body } if iterations(k, *loop_id, body) >= min => {
-                found.push((*loop_id, body, cost(k, std::slice::from_ref(s))))
-            }
-            Stmt::If { body, .. } => collect_top_loops(k, body, min, found),
-            _ => {}
-        }
-    }
-}
-
-/// A rough measure of the code statements `body` become, for sharing out their compile time:
-/// a statement each, a loop's body as many times as it is unrolled, and once more when an
-/// accumulator of it keeps f32 partials (the cold f64 re-run copies the loop).
-fn cost(k: &Kernel, body: &[Stmt]) -> u64 {
-    body.iter()
-        .map(|s| match s {
-            Stmt::Loop { loop_id, body } => {
-                let decl = &k.loops[*loop_id];
-                let inner = cost(k, body);
-                let copies = u64::from(decl.annotations.unroll.max(1));
-                let rerun = body
-                    .iter()
-                    .any(|s| matches!(s, Stmt::Reduce { acc, .. } if k.accs[*acc].narrow_partials));
-                4 + inner * copies + if rerun { inner } else { 0 }
-            }
-            Stmt::If { body, .. } => 1 + cost(k, body),
-            _ => 1,
-        })
-        .sum()
-}
-
-/// Iterations of loop `l` (body `body`) per entry: its extent times its largest nested
-/// loop's.
-fn iterations(k: &Kernel, l: LoopId, body: &[Stmt]) -> u64 {
-    fn inner(k: &Kernel, body: &[Stmt]) -> u64 {
-        body.iter()
-            .map(|s| match s {
-                Stmt::Loop { loop_id, body } => iterations(k, *loop_id, body),
-                Stmt::If { body, .. } => inner(k, body),
-                _ => 1,
-            })
-            .max()
-            .unwrap_or(1)
-    }
-    k.loops[l].extent.saturating_mul(inner(k, body))
 }
 
 /// What an outlined loop exchanges with its caller, in the order of the `io` entries.
