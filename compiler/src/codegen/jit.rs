@@ -6,13 +6,15 @@
 //! only accesses the verifier proved in bounds. The hand-off itself is in `handoff.rs`, the
 //! crate's only `unsafe` code.
 
-use cranelift_codegen::ir::{types, AbiParam, Function, Signature, UserExternalName, UserFuncName};
-use cranelift_codegen::isa::OwnedTargetIsa;
+use cranelift_codegen::ir::{
+    types, AbiParam, FuncRef, Function, Signature, UserExternalName, UserFuncName,
+};
+use cranelift_codegen::isa::{CallConv, OwnedTargetIsa};
 use cranelift_frontend::FunctionBuilderContext;
 use cranelift_jit::{JITBuilder, JITModule};
-use cranelift_module::{default_libcall_names, FuncId, Linkage, Module, ModuleReloc};
+use cranelift_module::{default_libcall_names, FuncId, Linkage, Module, ModuleError, ModuleReloc};
 use std::sync::Arc;
-use weft_ir::loop_ir::{verify, Kernel};
+use weft_ir::loop_ir::{verify, Kernel, LoopId};
 use weft_ir::scalar::{self, Arith};
 use weft_ir::{BinaryOp as GraphBinary, UnaryOp as GraphUnary};
 use weft_runtime::extreme::{weft_arg_extreme_f32_span, weft_extreme_f32_span};
@@ -301,10 +303,7 @@ impl JitCompiler {
         func: &mut Function,
     ) -> Result<(FuncId, Vec<(FuncId, Function)>), CodegenError> {
         verify(kernel)?;
-        let module_error = |e: cranelift_module::ModuleError| CodegenError::Cranelift {
-            kernel: kernel.name.clone(),
-            message: e.to_string(),
-        };
+        let module_error = module_error(kernel);
         let call_conv = module.isa().default_call_conv();
         let sig = kernel_signature(call_conv);
         let id = module
@@ -312,78 +311,8 @@ impl JitCompiler {
             .map_err(module_error)?;
         func.signature = sig;
         func.name = UserFuncName::user(0, id.as_u32());
-        let mut import = |name: &str, conv, params: &[types::Type], returns: &[types::Type]| {
-            let mut s = Signature::new(conv);
-            s.params.extend(params.iter().map(|&t| AbiParam::new(t)));
-            s.returns.extend(returns.iter().map(|&t| AbiParam::new(t)));
-            let f = module
-                .declare_function(name, Linkage::Import, &s)
-                .map_err(module_error)?;
-            Ok::<_, CodegenError>(module.declare_func_in_func(f, func))
-        };
-        let (f32, f64, i64) = (types::F32, types::F64, types::I64);
-        // Clobbers nothing: a call inside a vector loop keeps its registers.
-        let preserve_all = cranelift_codegen::isa::CallConv::PreserveAll;
-        let pow = PowRefs {
-            f32: import("weft_pow_f32", call_conv, &[f32, f32], &[f32])?,
-            f64: import("weft_pow_f64", call_conv, &[f64, f64], &[f64])?,
-            sin_f32: import("weft_sin_f32", call_conv, &[f32], &[f32])?,
-            sin_f64: import("weft_sin_f64", call_conv, &[f64], &[f64])?,
-            cos_f32: import("weft_cos_f32", call_conv, &[f32], &[f32])?,
-            cos_f64: import("weft_cos_f64", call_conv, &[f64], &[f64])?,
-            exp_span_f32: import("weft_exp_f32_span", call_conv, &SPAN_PARAMS, &[])?,
-            tanh_span_f32: import("weft_tanh_f32_span", call_conv, &SPAN_PARAMS, &[])?,
-            sigmoid_span_f32: import("weft_sigmoid_f32_span", call_conv, &SPAN_PARAMS, &[])?,
-            log_span_f32: import("weft_log_f32_span", call_conv, &SPAN_PARAMS, &[])?,
-            stream_copy: import("weft_stream_copy", call_conv, &[i64; 3], &[])?,
-            prefetch_line: import("weft_prefetch_line", preserve_all, &[i64], &[])?,
-            // (dst, src, len, step, r, s, d)
-            stream_scaled: import(
-                "weft_stream_scaled_f32",
-                call_conv,
-                &[i64, i64, i64, i64, f32, f32, f32],
-                &[],
-            )?,
-            // (dst, ld, src, ls, rows, cols, stream)
-            transpose_32: import("weft_transpose_32", call_conv, &[i64; 7], &[])?,
-            // (src, len, min, scale) -> the extreme
-            extreme_span_f32: import(
-                "weft_extreme_f32_span",
-                call_conv,
-                &[i64, i64, i64, f32],
-                &[f32],
-            )?,
-            // (acc, src, stride, rows, len, min, ahead): columns folded into a row
-            extreme_rows_f32: import("weft_extreme_rows_f32", call_conv, &[i64; 7], &[])?,
-            // (src, len, min, out): the first best and first NaN indices into out[0..2]
-            arg_extreme_span_f32: import("weft_arg_extreme_f32_span", call_conv, &[i64; 4], &[])?,
-            // (src, len, mode, acc, at, bytes, shift); keeps every register, so values live
-            // across it stay put.
-            sum_span_f32: import(
-                "weft_sum_f32_span",
-                preserve_all,
-                &[i64, i64, i64, i64, i64, i64, f32],
-                &[],
-            )?,
-        };
-        // Each leaf loop assembled and defined into the module as a function of its own.
-        let leaf_sig = outlined_signature(call_conv);
-        let mut leaves = Vec::new();
-        for (l, s) in strategy.leaves() {
-            let code = s.leaf.assemble(s.vector.prefetch.is_some()).map_err(|e| {
-                CodegenError::Cranelift {
-                    kernel: kernel.name.clone(),
-                    message: format!("assembling leaf loop %{l}: {e}"),
-                }
-            })?;
-            let fid = module
-                .declare_anonymous_function(&leaf_sig)
-                .map_err(module_error)?;
-            module
-                .define_function_bytes(fid, s.leaf.width().align() as u64, &code, &[])
-                .map_err(module_error)?;
-            leaves.push((l, module.declare_func_in_func(fid, func)));
-        }
+        let pow = import_routines(kernel, module, func, call_conv)?;
+        let leaves = define_leaves(kernel, strategy, module, func)?;
         let imports = Imports { pow, leaves };
         let mut fctx = FunctionBuilderContext::new();
         let outlined = translate(
@@ -395,27 +324,7 @@ impl JitCompiler {
             self.translate_options(),
             self.isa.frontend_config(),
         )?;
-        let sig = outlined_signature(call_conv);
-        let mut declared = Vec::with_capacity(outlined.len());
-        for (i, mut f) in outlined.into_iter().enumerate() {
-            let fid = module
-                .declare_anonymous_function(&sig)
-                .map_err(module_error)?;
-            f.name = UserFuncName::user(0, fid.as_u32());
-            let placeholder = UserExternalName::new(OUTLINED_NAMESPACE, i as u32);
-            let callee = UserExternalName::new(0, fid.as_u32());
-            let named: Vec<_> = func
-                .params
-                .user_named_funcs()
-                .iter()
-                .filter(|(_, n)| **n == placeholder)
-                .map(|(r, _)| r)
-                .collect();
-            for r in named {
-                func.params.reset_user_func_name(r, callee.clone());
-            }
-            declared.push((fid, f));
-        }
+        let declared = declare_outlined(kernel, module, func, outlined)?;
         Ok((id, declared))
     }
 
@@ -534,4 +443,139 @@ fn clif_listing(func: &Function, outlined: &[(FuncId, Function)]) -> String {
         text.push_str(&f.display().to_string());
     }
     text
+}
+
+/// A module error of compiling `kernel`, as the compiler's error naming it.
+fn module_error(kernel: &Kernel) -> impl Fn(ModuleError) -> CodegenError + Copy + '_ {
+    |e| CodegenError::Cranelift {
+        kernel: kernel.name.clone(),
+        message: e.to_string(),
+    }
+}
+
+/// Declares the scalar functions and native routines kernels call in `module`, imported
+/// into `func`.
+fn import_routines(
+    kernel: &Kernel,
+    module: &mut JITModule,
+    func: &mut Function,
+    call_conv: CallConv,
+) -> Result<PowRefs, CodegenError> {
+    let module_error = module_error(kernel);
+    let mut import = |name: &str, conv, params: &[types::Type], returns: &[types::Type]| {
+        let mut s = Signature::new(conv);
+        s.params.extend(params.iter().map(|&t| AbiParam::new(t)));
+        s.returns.extend(returns.iter().map(|&t| AbiParam::new(t)));
+        let f = module
+            .declare_function(name, Linkage::Import, &s)
+            .map_err(&module_error)?;
+        Ok::<_, CodegenError>(module.declare_func_in_func(f, func))
+    };
+    let (f32, f64, i64) = (types::F32, types::F64, types::I64);
+    // Clobbers nothing: a call inside a vector loop keeps its registers.
+    let preserve_all = cranelift_codegen::isa::CallConv::PreserveAll;
+    Ok(PowRefs {
+        f32: import("weft_pow_f32", call_conv, &[f32, f32], &[f32])?,
+        f64: import("weft_pow_f64", call_conv, &[f64, f64], &[f64])?,
+        sin_f32: import("weft_sin_f32", call_conv, &[f32], &[f32])?,
+        sin_f64: import("weft_sin_f64", call_conv, &[f64], &[f64])?,
+        cos_f32: import("weft_cos_f32", call_conv, &[f32], &[f32])?,
+        cos_f64: import("weft_cos_f64", call_conv, &[f64], &[f64])?,
+        exp_span_f32: import("weft_exp_f32_span", call_conv, &SPAN_PARAMS, &[])?,
+        tanh_span_f32: import("weft_tanh_f32_span", call_conv, &SPAN_PARAMS, &[])?,
+        sigmoid_span_f32: import("weft_sigmoid_f32_span", call_conv, &SPAN_PARAMS, &[])?,
+        log_span_f32: import("weft_log_f32_span", call_conv, &SPAN_PARAMS, &[])?,
+        stream_copy: import("weft_stream_copy", call_conv, &[i64; 3], &[])?,
+        prefetch_line: import("weft_prefetch_line", preserve_all, &[i64], &[])?,
+        // (dst, src, len, step, r, s, d)
+        stream_scaled: import(
+            "weft_stream_scaled_f32",
+            call_conv,
+            &[i64, i64, i64, i64, f32, f32, f32],
+            &[],
+        )?,
+        // (dst, ld, src, ls, rows, cols, stream)
+        transpose_32: import("weft_transpose_32", call_conv, &[i64; 7], &[])?,
+        // (src, len, min, scale) -> the extreme
+        extreme_span_f32: import(
+            "weft_extreme_f32_span",
+            call_conv,
+            &[i64, i64, i64, f32],
+            &[f32],
+        )?,
+        // (acc, src, stride, rows, len, min, ahead): columns folded into a row
+        extreme_rows_f32: import("weft_extreme_rows_f32", call_conv, &[i64; 7], &[])?,
+        // (src, len, min, out): the first best and first NaN indices into out[0..2]
+        arg_extreme_span_f32: import("weft_arg_extreme_f32_span", call_conv, &[i64; 4], &[])?,
+        // (src, len, mode, acc, at, bytes, shift); keeps every register, so values live
+        // across it stay put.
+        sum_span_f32: import(
+            "weft_sum_f32_span",
+            preserve_all,
+            &[i64, i64, i64, i64, i64, i64, f32],
+            &[],
+        )?,
+    })
+}
+
+/// Each leaf loop of `strategy` assembled and defined into `module` as a function of its own,
+/// imported into `func`, by loop.
+fn define_leaves(
+    kernel: &Kernel,
+    strategy: &KernelStrategy,
+    module: &mut JITModule,
+    func: &mut Function,
+) -> Result<Vec<(LoopId, FuncRef)>, CodegenError> {
+    let module_error = module_error(kernel);
+    let leaf_sig = outlined_signature(module.isa().default_call_conv());
+    let mut leaves = Vec::new();
+    for (l, s) in strategy.leaves() {
+        let code =
+            s.leaf
+                .assemble(s.vector.prefetch.is_some())
+                .map_err(|e| CodegenError::Cranelift {
+                    kernel: kernel.name.clone(),
+                    message: format!("assembling leaf loop %{l}: {e}"),
+                })?;
+        let fid = module
+            .declare_anonymous_function(&leaf_sig)
+            .map_err(module_error)?;
+        module
+            .define_function_bytes(fid, s.leaf.width().align() as u64, &code, &[])
+            .map_err(module_error)?;
+        leaves.push((l, module.declare_func_in_func(fid, func)));
+    }
+    Ok(leaves)
+}
+
+/// Declares each of the functions `outlined` from `func` in `module`, and points `func`'s
+/// calls of the `i`th (named `(OUTLINED_NAMESPACE, i)`) at it.
+fn declare_outlined(
+    kernel: &Kernel,
+    module: &mut JITModule,
+    func: &mut Function,
+    outlined: Vec<Function>,
+) -> Result<Vec<(FuncId, Function)>, CodegenError> {
+    let sig = outlined_signature(module.isa().default_call_conv());
+    let mut declared = Vec::with_capacity(outlined.len());
+    for (i, mut f) in outlined.into_iter().enumerate() {
+        let fid = module
+            .declare_anonymous_function(&sig)
+            .map_err(module_error(kernel))?;
+        f.name = UserFuncName::user(0, fid.as_u32());
+        let placeholder = UserExternalName::new(OUTLINED_NAMESPACE, i as u32);
+        let callee = UserExternalName::new(0, fid.as_u32());
+        let named: Vec<_> = func
+            .params
+            .user_named_funcs()
+            .iter()
+            .filter(|(_, n)| **n == placeholder)
+            .map(|(r, _)| r)
+            .collect();
+        for r in named {
+            func.params.reset_user_func_name(r, callee.clone());
+        }
+        declared.push((fid, f));
+    }
+    Ok(declared)
 }
