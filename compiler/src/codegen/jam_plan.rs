@@ -1,5 +1,6 @@
-//! Which loops transpose 4 × 4 blocks in registers (the plan; code in `translate/jam.rs`): a vector loop that would gather its lanes from
-//! memory far apart, jammed with the loop around it along which that memory is contiguous.
+//! Which loops transpose 4 × 4 blocks in registers (the plan; `translate/jam.rs` emits it): a
+//! vector loop that would gather its lanes from memory far apart, jammed with the loop around
+//! it along which that memory is contiguous.
 //!
 //! A transposing copy (`y[C, R] = x[R, C]`, tiled by `crate::tile`) vectorises its
 //! innermost loop `I` along the output, so each lane of an `x` load sits a whole row of `x`

@@ -1,9 +1,10 @@
 //! Which work a vector loop hands to native routines, block by block, and the plans their
-//! calls need (code generation in `translate/span.rs`, chosen by the loop-strategy pass): an f32 `exp`, `tanh`,
-//! `sigmoid` or `log` stored into a contiguous span, computed after the loop by the span routine
-//! (`weft_runtime::vmath`: AVX-512F, or AVX2 with FMA), and a large output written with
-//! non-temporal stores (`weft_runtime::stream`) — for a loop that only scales what it reads,
-//! by a routine that computes and streams it ([`ScaledCopy`]); and prefetches of later rows.
+//! calls need (the loop-strategy pass chooses among them; `translate/span.rs` emits them): an
+//! f32 `exp`, `tanh`, `sigmoid` or `log` stored into a contiguous span, computed after the loop
+//! by the span routine (`weft_runtime::vmath`: AVX-512F, or AVX2 with FMA), and a large output
+//! written with non-temporal stores (`weft_runtime::stream`) — for a loop that only scales what
+//! it reads, by a routine that computes and streams it ([`ScaledCopy`]); and prefetches of
+//! later rows.
 //!
 //! **Span functions.** Cranelift's 128-bit `exp` needs about 35 instructions per four lanes, a
 //! third of them spills of its constants; softmax's row pass spent most of its time there.

@@ -30,7 +30,8 @@ use super::span_plan::{
 };
 use super::vectorize::{self, f32_partials, widenings, WidePlan};
 
-/// Options the translator needs from the compiler.
+/// The code generator's resolved switches (the host's features applied): what the strategy
+/// pass decides by and the translator reads.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct TranslateOptions {
     /// Whether fused multiply-add may be emitted.
