@@ -28,6 +28,7 @@
 //! from block to block, so the block never leaves the cache (a whole tensor written and read
 //! back is two streams through memory).
 
+pub use crate::loop_passes::blocks::{chunk_count, CHUNK_COUNTS, PREFERRED_CHUNKS};
 use std::collections::HashMap;
 use weft_ir::arena::EntityRef;
 use weft_ir::loop_ir::{
@@ -142,33 +143,6 @@ pub struct Contracted {
     pub contracted: Vec<BufferId>,
     /// How many chunks of consecutive blocks the parallel loop runs ([`chunk_count`]).
     pub chunks: u64,
-}
-
-/// Chunks a chained kernel's parallel loop is cut into where its intermediates are contracted
-/// and 16 divides its blocks ([`chunk_count`]).
-pub const PREFERRED_CHUNKS: u64 = 16;
-
-/// The chunk counts [`chunk_count`] prefers when `preferred` does not divide the blocks: fewer
-/// than 8 leaves the threads unevenly loaded (3 chunks on 2 threads wait a third longer than
-/// 4); more than 64 makes each chunk's scratch block a smaller share of the work it saves.
-pub const CHUNK_COUNTS: std::ops::RangeInclusive<u64> = 8..=64;
-
-/// How many chunks of consecutive blocks [`contract`] cuts a parallel loop of `n` blocks
-/// into: `preferred` where it divides `n` and is fewer; else the divisor of `n` in
-/// [`CHUNK_COUNTS`] nearest to it (513 blocks: 19 chunks of 27); else the largest divisor below
-/// 8 and above 1 (1366 blocks: 2) — a whole intermediate streamed out and back costs more than
-/// threads waiting on an uneven share. `None` where `n` is 1 or a prime (683 blocks): the
-/// intermediates then stay whole.
-pub fn chunk_count(n: u64, preferred: u64) -> Option<u64> {
-    if preferred > 1 && preferred < n && n.is_multiple_of(preferred) {
-        return Some(preferred);
-    }
-    let distance = |c: u64| (c.max(preferred) as f64 / c.min(preferred).max(1) as f64).ln();
-    let divides = |c: &u64| *c < n && n.is_multiple_of(*c);
-    CHUNK_COUNTS
-        .filter(divides)
-        .min_by(|&a, &b| distance(a).total_cmp(&distance(b)).then(b.cmp(&a)))
-        .or_else(|| (2..*CHUNK_COUNTS.start()).rev().find(divides))
 }
 
 /// `k` (a chained kernel, its body one parallel loop `p` of `n` blocks) with each buffer of
@@ -332,7 +306,7 @@ fn map_accesses(s: Stmt, f: &dyn Fn(BufferAccessExpr) -> Option<BufferAccessExpr
 /// loop is `n` blocks of columns (`crate::column_blocks::strip_columns`) — the form a kernel
 /// chains in after a reduction over those blocks — or `None`, also where a block would be
 /// narrower than the narrowest column block of a reduction in memory order
-/// (`crate::reduce_in_memory::BLOCK_WIDTHS`) over a buffer too large to stay in cache
+/// (`crate::loop_passes::blocks::BLOCK_WIDTHS`) over a buffer too large to stay in cache
 /// (the cost model's `gather_min_bytes`): such a strip walks every row a few elements at a
 /// time, a row's stride apart — the gathered pass fusion's cost model keeps apart.
 pub fn strip_to_blocks(k: &Kernel, n: u64) -> Option<Kernel> {
@@ -350,8 +324,8 @@ pub fn strip_to_blocks(k: &Kernel, n: u64) -> Option<Kernel> {
         .map(|(_, b)| b.len.saturating_mul(b.ty.size_bytes() as u64))
         .max()
         .unwrap_or(0);
-    if extent / n < *crate::reduce_in_memory::BLOCK_WIDTHS.start()
-        && largest >= crate::passes::cost::MODEL.gather_min_bytes
+    if extent / n < *crate::loop_passes::blocks::BLOCK_WIDTHS.start()
+        && largest >= crate::loop_passes::thresholds::GATHER_MIN_BYTES
     {
         return None;
     }

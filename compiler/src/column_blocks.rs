@@ -67,7 +67,7 @@ pub fn strip_columns(k: &Kernel, width: u64) -> Result<Kernel, String> {
     let body = body
         .iter()
         .cloned()
-        .map(|s| crate::tile::substitute(s, &[(cols, &by)]))
+        .map(|s| crate::loop_passes::tile::substitute(s, &[(cols, &by)]))
         .collect::<Option<Vec<_>>>()
         .ok_or_else(overflow)?;
     out.body = loop_ir::nest(&[strips, rows, cols], body);

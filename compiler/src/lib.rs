@@ -15,18 +15,17 @@ pub mod executable;
 pub mod explain;
 pub mod gemm;
 mod io_binding;
+pub mod loop_passes;
 pub mod lower;
-pub mod memory_order;
-pub mod narrow_sums;
 pub mod options;
 pub mod passes;
 pub mod picture;
 pub mod pipeline;
 pub mod program;
-pub mod reduce_in_memory;
-pub mod span_fission;
 mod split;
-pub mod tile;
+
+/// The loop-IR passes at their former paths (`weft_compiler::tile`, …).
+pub use loop_passes::{memory_order, narrow_sums, reduce_in_memory, span_fission, tile};
 
 pub use executable::{JitError, JitExecutable, JitOptions, ScheduledStep};
 pub use lower::{lower_plan, BufferBinding, LowerError, LowerOptions, LoweredKernel};

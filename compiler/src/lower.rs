@@ -29,11 +29,12 @@
 //!   NaN (the interpreter's rule); bool max/min/argmax/argmin run on `i32` 0/1; f32 sums, means,
 //!   dots and products accumulate in f64 as the interpreter's (see
 //!   [`LowerOptions::f64_accumulation`]; short f32 sums then keep f32 vector partials by
-//!   [`crate::narrow_sums`]); integer power is
+//!   [`crate::loop_passes::narrow_sums`]); integer power is
 //!   square-and-multiply over the exponent's bits, unrolled;
 //! - every lowered kernel passes [`verify`] (checked here; a failure is a typed error).
 
 use crate::codegen::KernelStrategy;
+use crate::loop_passes::{self, PassContext, PassOptions};
 use crate::passes::kernel::{Instr, KernelProgram, StageProgram};
 use crate::passes::layout::LayoutPlan;
 use crate::passes::views::{AffineExpr as PassAffine, IterAxis, StridedView, ValidRange};
@@ -55,7 +56,7 @@ pub enum BufferBinding {
     Tensor(NodeId),
     /// The row scratch of a stage kept locally over loops (private to the kernel).
     RowScratch(NodeId),
-    /// A row of sums' accumulators kept in memory ([`crate::reduce_in_memory`]), private
+    /// A row of sums' accumulators kept in memory ([`crate::loop_passes::reduce_in_memory`]), private
     /// to the kernel like row scratch.
     Accumulators,
     /// The partial results of this node's split reduction (see `split.rs`): written by
@@ -105,31 +106,33 @@ pub struct LowerOptions {
     pub f64_accumulation: bool,
     /// Let an f32 sum accumulated in f64 keep its vector partials in f32 where each term's
     /// path through them has few additions, so its error stays below `2⁻¹⁴ · Σ|xᵢ|`
-    /// ([`crate::narrow_sums`]); the loop re-runs summing in f64 when the total is not
+    /// ([`crate::loop_passes::narrow_sums`]); the loop re-runs summing in f64 when the total is not
     /// finite, so an f32 partial overflowing where f64 would not (a layernorm row holding two
     /// terms near f32's maximum; fuzzer, 2026-11-24) costs time, not the result. On by
     /// default: layernorm 4096² runs 11.3–11.8 → 9.7–10.6 ms (docs/numerics.md).
     pub narrow_f32_sums: bool,
     /// Cut a transposing copy's innermost loop and the loop its gathered operand is contiguous
-    /// along into blocks ([`crate::tile`]): a 4096 × 4096 transpose walked column by column
+    /// along into blocks ([`crate::loop_passes::tile`]): a 4096 × 4096 transpose walked column by column
     /// touches a page per element.
     pub tile_transposes: bool,
     /// Reorder a perfect nest of result loops around row reductions so the rows of a large
-    /// operand are read in memory order ([`crate::memory_order`]): summing the last axis of
+    /// operand are read in memory order ([`crate::loop_passes::memory_order`]): summing the last axis of
     /// `[B, M, A]` into `[M, B]` in the result's order reads rows `M·A` elements apart.
     pub rows_in_memory_order: bool,
     /// Sum over a strided axis in memory order with a row of accumulators in scratch
-    /// ([`crate::reduce_in_memory`]): a column sum read down the columns waits on memory for
+    /// ([`crate::loop_passes::reduce_in_memory`]): a column sum read down the columns waits on memory for
     /// every term.
     pub reduce_in_memory: bool,
     /// Split a vector loop adding span functions (`exp`, `tanh`, `sigmoid`, `log`) of its terms
     /// into a row of accumulators into one loop per term storing its function into scratch,
-    /// then the additions ([`crate::span_fission`]), so the code generator's native span
+    /// then the additions ([`crate::loop_passes::span_fission`]), so the code generator's native span
     /// routine computes each function. The executable turns it off where span functions do
     /// not run natively (`JitExecutable::span_math`).
     pub split_span_sums: bool,
-    /// The least size of the strided operand for [`LowerOptions::reduce_in_memory`] (bytes;
-    /// default [`crate::reduce_in_memory::MIN_BYTES`], 64 KiB): a smaller one stays in registers.
+    /// The least size of the strided operand for [`LowerOptions::reduce_in_memory`] and
+    /// [`LowerOptions::rows_in_memory_order`] (bytes; default
+    /// [`STRIDED_SUM_MIN_BYTES`](crate::loop_passes::thresholds::STRIDED_SUM_MIN_BYTES),
+    /// 64 KiB): a smaller one stays in registers.
     pub reduce_in_memory_min_bytes: u64,
     /// Let f64 sums, means and dots run with several vector accumulators (reassociated). Off
     /// (the default), each f64 result is summed in the interpreter's order — vectorised across
@@ -152,6 +155,21 @@ pub struct LowerOptions {
     pub split_chunks: u64,
 }
 
+impl LowerOptions {
+    /// The switches of the loop-IR passes (`crate::loop_passes`).
+    pub fn pass_options(&self) -> PassOptions {
+        PassOptions {
+            vectorize: self.vectorize,
+            rows_in_memory_order: self.rows_in_memory_order,
+            reduce_in_memory: self.reduce_in_memory,
+            split_span_sums: self.split_span_sums,
+            tile_transposes: self.tile_transposes,
+            narrow_f32_sums: self.narrow_f32_sums,
+            strided_sum_min_bytes: self.reduce_in_memory_min_bytes,
+        }
+    }
+}
+
 impl Default for LowerOptions {
     fn default() -> Self {
         LowerOptions {
@@ -164,7 +182,7 @@ impl Default for LowerOptions {
             tile_transposes: true,
             rows_in_memory_order: true,
             reduce_in_memory: true,
-            reduce_in_memory_min_bytes: crate::reduce_in_memory::MIN_BYTES,
+            reduce_in_memory_min_bytes: crate::loop_passes::thresholds::STRIDED_SUM_MIN_BYTES,
             split_span_sums: true,
             reassociate_f64_sums: false,
             split_min_terms: 1 << 16,
@@ -276,12 +294,14 @@ fn lower_role(
 ) -> Result<LoweredKernel, LowerError> {
     let mut l = Lowerer::new(g, layouts, program, options, role)?;
     l.lower()?;
-    if options.tile_transposes {
-        l.notes.extend(crate::tile::tile_transposes(&mut l.k));
-    }
-    if options.narrow_f32_sums {
-        crate::narrow_sums::narrow_f32_sums(&mut l.k);
-    }
+    let cx = PassContext {
+        options: options.pass_options(),
+        ordered_reductions: &l.ordered_reductions,
+    };
+    let done = loop_passes::run_all(&mut l.k, &cx);
+    l.bindings
+        .extend(done.scratch.iter().map(|_| BufferBinding::Accumulators));
+    l.notes.extend(done.notes);
     let lowered = LoweredKernel {
         group: program.group,
         kernel: renumber(l.k),
@@ -741,36 +761,7 @@ impl<'a> Lowerer<'a> {
         let mut pruned = false;
         let body = self.prune_empty(body, &mut pruned);
         // Only a pruned loop can leave hoisted values unread (a load of an empty buffer, say).
-        let mut body = if pruned { drop_unused(body) } else { body };
-        if self.options.rows_in_memory_order {
-            self.notes.extend(crate::memory_order::rows_in_memory_order(
-                &mut self.k,
-                &mut body,
-                self.options.reduce_in_memory_min_bytes,
-            ));
-        }
-        if self.options.reduce_in_memory {
-            let (rewritten, added, notes) = crate::reduce_in_memory::reduce_in_memory(
-                &mut self.k,
-                body,
-                self.options.vectorize,
-                self.options.reduce_in_memory_min_bytes,
-                self.options.narrow_f32_sums,
-            );
-            body = rewritten;
-            self.bindings
-                .extend(added.iter().map(|_| BufferBinding::Accumulators));
-            self.notes.extend(notes);
-        }
-        if self.options.vectorize && self.options.split_span_sums {
-            let (added, notes) = crate::span_fission::split_span_sums(&mut self.k, &mut body);
-            self.bindings
-                .extend(added.iter().map(|_| BufferBinding::Accumulators));
-            self.notes.extend(notes);
-        }
-        if self.options.vectorize {
-            self.block_over_results(&body);
-        }
+        let body = if pruned { drop_unused(body) } else { body };
         self.k.body = body;
         Ok(())
     }
@@ -951,84 +942,6 @@ impl<'a> Lowerer<'a> {
             lv.before[tail_level].extend(tail);
         }
         Ok(lv.build())
-    }
-
-    /// Register blocking of reductions: a loop `P` whose body declares an accumulator and holds
-    /// the vectorised reduction loop `R` that feeds it is vectorised and unrolled instead of `R`
-    /// when fewer loads in `R` would be per-lane gathers (strided or masked) along `P` than
-    /// along `R` — a dot `X[b, i]·W[i, o]` over `i`, a sum over rows. Each vector step then keeps
-    /// `unroll × lanes` outputs in independent accumulators while `R` runs inside, each output
-    /// summed in order. An ordered reduction (f64 sums, products: `LowerOptions::
-    /// reassociate_f64_sums`) is always blocked when it can be, since it would run scalar.
-    /// Only when the vectoriser accepts `P`'s whole body, and never on the parallel loop.
-    fn block_over_results(&mut self, body: &[Stmt]) {
-        for s in body {
-            let Stmt::Loop { loop_id: p, body } = s else {
-                continue;
-            };
-            self.block_over_results(body);
-            let declared: Vec<AccId> = body
-                .iter()
-                .filter_map(|s| match s {
-                    Stmt::DeclareAcc(a) => Some(*a),
-                    _ => None,
-                })
-                .collect();
-            let annotations = self.k.loops[*p].annotations;
-            if declared.is_empty() || annotations.vectorize || annotations.parallel {
-                continue;
-            }
-            let inner = body.iter().find_map(|s| match s {
-                Stmt::Loop { loop_id, body }
-                    if (self.k.loops[*loop_id].annotations.vectorize
-                        || self.ordered_reductions.contains(loop_id))
-                        && body.iter().any(|s| {
-                            matches!(s, Stmt::Reduce { acc, index: None, .. } if declared.contains(acc))
-                        }) =>
-                {
-                    Some((*loop_id, body))
-                }
-                _ => None,
-            });
-            let Some((r, inner)) = inner else {
-                continue;
-            };
-            let accesses = weft_ir::loop_ir::BodyAccesses::of(inner).loads;
-            let gathers = |l: LoopId| {
-                accesses
-                    .iter()
-                    .filter(|a| {
-                        let c = a.index.coefficient(l);
-                        let masked = a.mask.iter().any(|m| m.expr.coefficient(l) != 0);
-                        (c != 0 && c != 1) || masked
-                    })
-                    .count()
-            };
-            let extent = self.k.loops[*p].extent;
-            // An ordered reduction runs scalar otherwise, so blocking always pays.
-            let ordered = self.ordered_reductions.contains(&r);
-            if extent < 4 || (!ordered && gathers(*p) >= gathers(r)) {
-                continue;
-            }
-            let (saved_p, saved_r) = (annotations, self.k.loops[r].annotations);
-            self.k.loops[r].annotations.vectorize = false;
-            self.k.loops[r].annotations.unroll = 1;
-            let a = &mut self.k.loops[*p].annotations;
-            a.vectorize = true;
-            a.unroll = if extent >= 16 { 4 } else { 1 };
-            if crate::codegen::vectorize::plan(&self.k, *p, body).is_none() {
-                self.k.loops[*p].annotations = saved_p;
-                self.k.loops[r].annotations = saved_r;
-            } else {
-                self.notes.push(format!(
-                    "register-blocked: result loop %{p} vectorised around reduction %{r}, \
-                     {} accumulators per step ({} would gather along %{r}, {} along %{p})",
-                    self.k.loops[*p].annotations.unroll * 4,
-                    weft_ir::size::count(gathers(r), "load", "loads"),
-                    gathers(*p)
-                ));
-            }
-        }
     }
 
     fn define(&mut self, lv: &mut Levels, level: usize, ty: DType, inst: Inst) -> ValueId {

@@ -48,7 +48,7 @@ impl Default for PlanOptions {
             outputs: Vec::new(),
             layouts: Vec::new(),
             gemm: Some(GemmOptions::default()),
-            reduce_in_memory_min_bytes: crate::reduce_in_memory::MIN_BYTES,
+            reduce_in_memory_min_bytes: crate::loop_passes::thresholds::STRIDED_SUM_MIN_BYTES,
             fold_constants: true,
         }
     }

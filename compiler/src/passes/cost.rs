@@ -56,7 +56,7 @@ pub const MODEL: Machine = Machine {
     gathers_per_s: 0.4e9,
     kernel_s: 1e-6,
     cache_bytes: 512 << 10,
-    gather_min_bytes: 1 << 20,
+    gather_min_bytes: crate::loop_passes::thresholds::GATHER_MIN_BYTES,
 };
 
 /// What a kernel (or several) is predicted to do.

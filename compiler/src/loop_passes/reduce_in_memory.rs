@@ -34,7 +34,7 @@
 //! loop `r` whose flat body lets
 //! values and reduces them into that accumulator (a `sum`, no index), and a flat tail of lets
 //! and stores that reads the accumulator once; only when a load in `r` of an operand of at
-//! least `min_bytes` ([`MIN_BYTES`] by default) strides at least
+//! least `min_bytes` ([`STRIDED_SUM_MIN_BYTES`] by default) strides at least
 //! [`MIN_STRIDE`] elements along `r` and 1 along `k` (or along a loop enclosing `k` in a perfect
 //! nest, which is first interchanged with `k`), and nothing in `r` or the tail reads `k`'s
 //! index directly. The accumulators' row (the acc's type, one row per iteration of the
@@ -58,63 +58,33 @@ use weft_ir::loop_ir::{
 
 use weft_ir::arena::EntityRef;
 
+use super::blocks::block_width;
+#[cfg(doc)]
+use super::thresholds::STRIDED_SUM_MIN_BYTES;
+use super::{PassContext, PassOutcome};
+
 /// The least stride (elements) along the reduced loop that makes the rewrite worth it: a
 /// batch-norm over the first axis of [32768, 32] ran 2.4× faster in memory order than
 /// gathered, one of [65536, 16] no faster (docs/benchmarks.md); was 64.
 pub const MIN_STRIDE: i64 = 32;
 
-/// The least size (bytes) of the strided operand that makes the rewrite worth it, by default:
-/// below it register blocking (accumulators in registers, no load and store per term) is as
-/// fast — a small dot's loop nest, a bias gradient. Was 1 MiB; since the jammed steps run as
-/// leaf loops (8 rows a step, `codegen::leaf`), operands of 128–512 KiB (a softmax over the
-/// first axis of [512, 64..256]) run 2–9× faster in memory order than gathered
-/// (docs/benchmarks.md).
-pub const MIN_BYTES: u64 = 64 << 10;
-
-/// The column block width [`block_width`] aims at: 1024 results, a 4 KiB run of each f32
-/// row, long enough for the hardware's stream prefetcher to run ahead within a row (blocks of
-/// 64 — 256 B runs a row stride apart — left a sum over the first axis at 2.6x the time of
-/// its transposed twin; docs/benchmarks.md).
-pub const BLOCK_TARGET: u64 = 1024;
-
-/// The narrowest and widest column block [`block_width`] picks: a block narrower than 64
-/// leaves its loops shorter than a leaf loop (`codegen::leaf::MIN_EXTENT`) and its runs a
-/// line or less (a batch-norm over the first axis of [8192, 64] in four blocks of 16 on two
-/// threads took 0.60–0.68 ms, in one block on one thread 0.42–0.48; docs/benchmarks.md); one
-/// wider than 4096 results is a block of a chained kernel (`crate::chain::contract`) that no
-/// longer stays in cache between passes.
-pub const BLOCK_WIDTHS: std::ops::RangeInclusive<u64> = 64..=4096;
-
-/// Blocks [`block_width`] leaves where it can: at least as many as a few threads.
-pub const MIN_BLOCKS: u64 = 4;
-
-/// The width of the column blocks a reduction over `n` results, strip-mined because its
-/// result loop is the parallel one, gives each work item: the divisor of `n` in
-/// [`BLOCK_WIDTHS`] leaving at least two blocks — blocks a chain can cut into chunks
-/// (`crate::chain::chunk_count`) first, then at least [`MIN_BLOCKS`] of them, then the width
-/// nearest [`BLOCK_TARGET`] counting a row's scalar tail (`w mod 8` of 8 f32 lanes) as work
-/// lost — so that an extent that is not a power of two is no cliff (32784 = 24 · 1366: blocks
-/// of 1366 run a tail of 6 a row, where 48, the widest whole vectors, leave 683 blocks, a
-/// prime, and 24 runs too short to stream). `None` where `n` has no such divisor (a prime):
-/// the reduction then runs on one thread ([`reduce_in_memory`]).
-pub fn block_width(n: u64) -> Option<u64> {
-    let cost = |w: u64| {
-        let distance = (w.max(BLOCK_TARGET) as f64 / w.min(BLOCK_TARGET) as f64).ln();
-        // A tail element costs about as much as a vector step of 8 lanes.
-        distance + (1.0 + 8.0 * (w % 8) as f64 / w as f64).ln()
-    };
-    BLOCK_WIDTHS
-        .filter(|&w| n.is_multiple_of(w) && n / w >= 2)
-        .min_by(|&a, &b| {
-            let key = |w: u64| {
-                let chunks = crate::chain::chunk_count(n / w, crate::chain::PREFERRED_CHUNKS);
-                (chunks.is_none(), n / w < MIN_BLOCKS)
-            };
-            key(a)
-                .cmp(&key(b))
-                .then(cost(a).total_cmp(&cost(b)))
-                .then(b.cmp(&a))
-        })
+/// [`reduce_in_memory`] as a pass: the kernel's body rewritten in place.
+pub fn run(k: &mut Kernel, cx: &PassContext<'_>) -> PassOutcome {
+    let o = &cx.options;
+    let body = std::mem::take(&mut k.body);
+    let (body, scratch, notes) = reduce_in_memory(
+        k,
+        body,
+        o.vectorize,
+        o.strided_sum_min_bytes,
+        o.narrow_f32_sums,
+    );
+    k.body = body;
+    PassOutcome {
+        changed: !notes.is_empty(),
+        scratch,
+        notes,
+    }
 }
 
 /// Rewrites every qualifying reduction of `body` (see the module docs); returns the new body,
@@ -855,9 +825,9 @@ impl Rows {
 }
 
 /// Most terms per result an f32 row may sum: the f32 chain bound of
-/// [`crate::narrow_sums`], one rule for both (2¹⁰ terms, so at most 2¹⁰ − 1 roundings:
+/// [`super::narrow_sums`], one rule for both (2¹⁰ terms, so at most 2¹⁰ − 1 roundings:
 /// error within `2⁻¹⁴ · Σ|xᵢ|`).
-pub const MAX_CHAIN: u64 = crate::narrow_sums::MAX_CHAIN;
+pub const MAX_CHAIN: u64 = super::narrow_sums::MAX_CHAIN;
 
 /// `stmts` — a rewrite's `[init, accumulate…, finish]` over the f64 row `row` — with the
 /// sums taken in an f32 row where that is allowed (`narrow`) and safe: the row's sums are f32
@@ -1602,7 +1572,7 @@ fn drop_unread(body: &mut Vec<Stmt>) {
 
 #[cfg(test)]
 mod tests {
-    use super::{block_width, narrow_rounded};
+    use super::narrow_rounded;
     use weft_ir::loop_ir::{interpret, parse_kernel, BufferData};
 
     /// A tail of f64 arithmetic on widened f32 values, rounded to f32 (a mean, a variance's
@@ -1683,29 +1653,5 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         assert!(run(&wide) == run(&narrow));
-    }
-
-    #[test]
-    fn column_blocks_divide_the_results_near_the_target_width() {
-        // Powers of two: 1024 (4 KiB runs), leaving at least 4 blocks.
-        assert_eq!(block_width(32768), Some(1024));
-        assert_eq!(block_width(4096), Some(1024));
-        assert_eq!(block_width(512), Some(128));
-        // At least 64 wide: 256 in 4 blocks, 128 in 2, 64 in one (no block: one thread).
-        assert_eq!(block_width(256), Some(64));
-        assert_eq!(block_width(128), Some(64));
-        assert_eq!(block_width(64), None);
-        // 30000 = 1000 · 30 (15 chunks of 2 blocks); 32832 = 1026 · 32: a tail of 2 a row.
-        assert_eq!(block_width(30000), Some(1000));
-        assert_eq!(block_width(32832), Some(1026));
-        // 32784 = 48 · 683 = 24 · 1366 = 1366 · 24: 683 blocks (a prime) cut into no chunks,
-        // and 24-wide runs are too short; 1366 with a tail of 6 a row.
-        assert_eq!(block_width(32784), Some(1366));
-        // 969 = 3 · 323: 57, 51 and 19 are narrower than 64.
-        assert_eq!(block_width(3 * 17 * 19), Some(323));
-        // A prime, or a length with no divisor in range, takes none.
-        assert_eq!(block_width(32771), None);
-        assert_eq!(block_width(2 * 4099), None);
-        assert_eq!(block_width(17), None);
     }
 }

@@ -24,8 +24,8 @@ use weft_ir::loop_ir::{
     ScalarType, Stmt, UnaryOp, ValueId,
 };
 
+use super::reduce_in_memory::rename;
 use crate::codegen::translate::span::{has_span_routine, lets_of, slice, MIN_EXTENT};
-use crate::reduce_in_memory::rename;
 
 /// A loop [`split_span_sums`] rewrites: its accumulator row's load and store, and its terms
 /// in the order the loop adds them (the span function, its argument).
@@ -33,6 +33,18 @@ struct FunctionSum {
     acc_value: ValueId,
     target: BufferAccessExpr,
     terms: Vec<(UnaryOp, ValueId)>,
+}
+
+/// [`split_span_sums`] as a pass over the kernel's body.
+pub fn run(k: &mut Kernel, _cx: &super::PassContext<'_>) -> super::PassOutcome {
+    let mut body = std::mem::take(&mut k.body);
+    let (scratch, notes) = split_span_sums(k, &mut body);
+    k.body = body;
+    super::PassOutcome {
+        changed: !notes.is_empty(),
+        scratch,
+        notes,
+    }
 }
 
 /// Rewrites every qualifying loop of `body` (module docs); returns the scratch buffers it

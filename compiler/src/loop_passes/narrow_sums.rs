@@ -37,6 +37,14 @@ use weft_ir::loop_ir::{AccId, Kernel, LoopId, ReduceKind, ScalarType, Stmt, Valu
 /// ([`weft_ir::scalar::MAX_F32_SUM_CHAIN`]).
 pub const MAX_CHAIN: u64 = weft_ir::scalar::MAX_F32_SUM_CHAIN;
 
+/// [`narrow_f32_sums`] as a pass (it adds no note: `weft explain` shows `partials f32`).
+pub fn run(k: &mut Kernel, _cx: &super::PassContext<'_>) -> super::PassOutcome {
+    super::PassOutcome {
+        changed: narrow_f32_sums(k),
+        ..super::PassOutcome::default()
+    }
+}
+
 /// Marks every f64 sum accumulator of `k` that qualifies (see the module docs); true if any
 /// was.
 pub fn narrow_f32_sums(k: &mut Kernel) -> bool {

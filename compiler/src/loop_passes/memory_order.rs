@@ -34,6 +34,14 @@ use weft_ir::loop_ir::{
 /// parallel loop has more is reordered only if the loop taking its place has this many.
 pub const PARALLEL_ITERATIONS: u64 = 64;
 
+/// [`rows_in_memory_order`] as a pass over the kernel's body.
+pub fn run(k: &mut Kernel, cx: &super::PassContext<'_>) -> super::PassOutcome {
+    let mut body = std::mem::take(&mut k.body);
+    let note = rows_in_memory_order(k, &mut body, cx.options.strided_sum_min_bytes);
+    k.body = body;
+    super::PassOutcome::notes(note.into_iter().collect())
+}
+
 /// Reorders the outermost perfect nest of `body` (see the module docs); a line for
 /// `weft explain` if it did.
 pub fn rows_in_memory_order(k: &mut Kernel, body: &mut [Stmt], min_bytes: u64) -> Option<String> {

@@ -40,6 +40,11 @@ pub const TILE: u64 = 16;
 /// The least stride (elements) along the innermost loop that makes a nest worth tiling.
 pub const MIN_STRIDE: i64 = 64;
 
+/// [`tile_transposes`] as a pass.
+pub fn run(k: &mut Kernel, _cx: &super::PassContext<'_>) -> super::PassOutcome {
+    super::PassOutcome::notes(tile_transposes(k).into_iter().collect())
+}
+
 /// Tiles `k`'s loop nest if it is a transposing copy (see the module docs); the reason, for
 /// `weft explain`, if it did.
 pub fn tile_transposes(k: &mut Kernel) -> Option<String> {
