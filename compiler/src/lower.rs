@@ -40,10 +40,10 @@ use crate::passes::layout::LayoutPlan;
 use crate::passes::views::{AffineExpr as PassAffine, IterAxis, StridedView, ValidRange};
 use crate::pipeline::CompiledPlan;
 use crate::split::{combine_program, partials_program, plan_split, Split};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use weft_ir::loop_ir::{
-    verify, AccId, AffineExpr, BinaryOp as LBinary, BufferAccess, BufferAccessExpr, BufferId,
-    CompareOp as LCompare, Inst, Kernel, LoopAnnotations, LoopId, MaskBound, ReduceKind,
+    drop_unused, verify, AccId, AffineExpr, BinaryOp as LBinary, BufferAccess, BufferAccessExpr,
+    BufferId, CompareOp as LCompare, Inst, Kernel, LoopAnnotations, LoopId, MaskBound, ReduceKind,
     ScalarValue, Stmt, UnaryOp as LUnary, ValueId,
 };
 use weft_ir::shape::{Shape, TiledShape};
@@ -761,7 +761,10 @@ impl<'a> Lowerer<'a> {
         let mut pruned = false;
         let body = self.prune_empty(body, &mut pruned);
         // Only a pruned loop can leave hoisted values unread (a load of an empty buffer, say).
-        let body = if pruned { drop_unused(body) } else { body };
+        let mut body = body;
+        if pruned {
+            drop_unused(&mut body);
+        }
         self.k.body = body;
         Ok(())
     }
@@ -1593,73 +1596,6 @@ impl Scope {
     }
 }
 
-/// Applies `m` to every value operand of `inst`.
-fn operands_mut(inst: &mut Inst, m: &dyn Fn(&mut ValueId)) {
-    match inst {
-        Inst::Unary(_, a) | Inst::Convert(a) => m(a),
-        Inst::Binary(_, a, b) | Inst::Compare(_, a, b) => {
-            m(a);
-            m(b);
-        }
-        Inst::Select {
-            cond,
-            if_true,
-            if_false,
-        } => {
-            m(cond);
-            m(if_true);
-            m(if_false);
-        }
-        Inst::Const(_) | Inst::Index(_) | Inst::Load(_) | Inst::AccValue(_) | Inst::AccIndex(_) => {
-        }
-    }
-}
-
-/// Every value some statement of `body` reads.
-fn used_values(body: &[Stmt], used: &mut HashSet<ValueId>) {
-    for s in body {
-        match s {
-            Stmt::Let { inst, .. } => used.extend(inst.operands()),
-            Stmt::Store { value, .. } => {
-                used.insert(*value);
-            }
-            Stmt::Reduce { value, index, .. } => {
-                used.insert(*value);
-                used.extend(index);
-            }
-            Stmt::Loop { body, .. } => used_values(body, used),
-            Stmt::If { cond, body } => {
-                used.insert(*cond);
-                used_values(body, used);
-            }
-            Stmt::DeclareAcc(_) => {}
-        }
-    }
-}
-
-/// Drops `let`s whose value nothing reads (values hoisted for a loop that was pruned), until
-/// none is left.
-fn drop_unused(mut body: Vec<Stmt>) -> Vec<Stmt> {
-    fn retain(body: &mut Vec<Stmt>, used: &HashSet<ValueId>) -> bool {
-        let before = body.len();
-        body.retain(|s| !matches!(s, Stmt::Let { result, .. } if !used.contains(result)));
-        let mut changed = body.len() != before;
-        for s in body.iter_mut() {
-            if let Stmt::Loop { body, .. } | Stmt::If { body, .. } = s {
-                changed |= retain(body, used);
-            }
-        }
-        changed
-    }
-    loop {
-        let mut used = HashSet::new();
-        used_values(&body, &mut used);
-        if !retain(&mut body, &used) {
-            return body;
-        }
-    }
-}
-
 /// `k` with its values numbered in textual order (hoisting defines them out of order), so the
 /// printed form reads naturally and is stable.
 fn renumber(mut k: Kernel) -> Kernel {
@@ -1689,7 +1625,7 @@ fn renumber(mut k: Kernel) -> Kernel {
             match s {
                 Stmt::Let { result, inst } => {
                     m(result);
-                    operands_mut(inst, m);
+                    inst.operands_mut(m);
                 }
                 Stmt::Store { value, .. } => m(value),
                 Stmt::Reduce { value, index, .. } => {

@@ -52,8 +52,9 @@
 //! terms into its f64 row (`in_blocks`).
 
 use weft_ir::loop_ir::{
-    AccId, AffineExpr, BinaryOp, BufferAccess, BufferAccessExpr, BufferId, CompareOp, Inst, Kernel,
-    LoopAnnotations, LoopId, ReduceKind, ScalarType, ScalarValue, Stmt, UnaryOp, ValueId,
+    drop_unused, lets_of, rename_reads, uses, AccId, AffineExpr, BinaryOp, BufferAccess,
+    BufferAccessExpr, BufferId, CompareOp, Inst, Kernel, LoopAnnotations, LoopId, ReduceKind,
+    ScalarType, ScalarValue, Stmt, UnaryOp, ValueId,
 };
 
 use weft_ir::arena::EntityRef;
@@ -708,7 +709,7 @@ fn jam_terms(
         for s in r_body {
             match s {
                 Stmt::Let { result, inst } => {
-                    let inst = rename(inst, &|v| renamed_as(&renamed, v));
+                    let inst = inst.renamed(&|v| renamed_as(&renamed, v));
                     let (new, stmt) = k.define(k.values[*result], inst);
                     out.push(stmt.map_access(&|e| access(e, u))?);
                     renamed.push((*result, new));
@@ -759,26 +760,6 @@ fn renamed_as<T: Copy + PartialEq>(pairs: &[(T, T)], x: T) -> T {
         .iter()
         .find(|(old, _)| *old == x)
         .map_or(x, |(_, new)| *new)
-}
-
-/// `inst` with every value operand renamed by `f`.
-pub(crate) fn rename(inst: &Inst, f: &dyn Fn(ValueId) -> ValueId) -> Inst {
-    match inst {
-        Inst::Unary(op, x) => Inst::Unary(*op, f(*x)),
-        Inst::Binary(op, x, y) => Inst::Binary(*op, f(*x), f(*y)),
-        Inst::Compare(op, x, y) => Inst::Compare(*op, f(*x), f(*y)),
-        Inst::Select {
-            cond,
-            if_true,
-            if_false,
-        } => Inst::Select {
-            cond: f(*cond),
-            if_true: f(*if_true),
-            if_false: f(*if_false),
-        },
-        Inst::Convert(x) => Inst::Convert(f(*x)),
-        other => other.clone(),
-    }
 }
 
 /// The tail after the reduction with the accumulator's value read from its slot in memory,
@@ -1185,17 +1166,8 @@ fn in_blocks(
 /// Whether every `add` in the accumulating loops `acc` adds a term `convert`ed from an f32
 /// value and read by nothing else, so the f32 copy can add the f32 value itself.
 fn widened_terms(k: &Kernel, acc: &[Stmt]) -> bool {
-    fn lets<'a>(body: &'a [Stmt], out: &mut Vec<(ValueId, &'a Inst)>) {
-        for s in body {
-            match s {
-                Stmt::Let { result, inst } => out.push((*result, inst)),
-                Stmt::Loop { body, .. } => lets(body, out),
-                _ => {}
-            }
-        }
-    }
     let mut all = Vec::new();
-    lets(acc, &mut all);
+    lets_of(acc, &mut all);
     let uses = |v: ValueId| {
         all.iter()
             .filter(|(_, inst)| inst.operands().contains(&v))
@@ -1325,7 +1297,7 @@ impl NarrowCopy {
                     Inst::Load(a) => Inst::Load(self.access(a)?),
                     Inst::Index(l) => Inst::Index(renamed_as(&self.loops, *l)),
                     Inst::AccValue(_) | Inst::AccIndex(_) => return None,
-                    other => rename(other, &|v| self.value(v)),
+                    other => other.renamed(&|v| self.value(v)),
                 };
                 let (copy, stmt) = k.define(k.values[*result], inst);
                 self.values.push((*result, copy));
@@ -1363,7 +1335,7 @@ impl NarrowCopy {
                         .iter()
                         .all(|v| k.values[*v] != ScalarType::F64) =>
             {
-                rename(other, &|v| self.value(v))
+                other.renamed(&|v| self.value(v))
             }
             _ => return None,
         };
@@ -1436,8 +1408,8 @@ fn narrow_rounded(k: &mut Kernel, body: &mut Vec<Stmt>) {
     }
     let mut same = Vec::new();
     rewrite_rounded(k, body, &rewrites, &mut same);
-    rename_in(body, &same);
-    drop_unread(body);
+    rename_reads(body, &|v| renamed_as(&same, v));
+    drop_unused(body);
 }
 
 /// An f64 operand's f32 value.
@@ -1454,33 +1426,6 @@ enum Rounded {
     Same(ValueId),
     Binary(BinaryOp, Narrow, Narrow),
     Sqrt(Narrow),
-}
-
-/// Every `let` of `body` and the bodies inside it.
-fn lets_of(body: &[Stmt], out: &mut Vec<(ValueId, Inst)>) {
-    for s in body {
-        match s {
-            Stmt::Let { result, inst } => out.push((*result, inst.clone())),
-            Stmt::Loop { body, .. } | Stmt::If { body, .. } => lets_of(body, out),
-            _ => {}
-        }
-    }
-}
-
-/// How many times statements of `body` read `v`.
-fn uses(body: &[Stmt], v: ValueId) -> usize {
-    body.iter()
-        .map(|s| match s {
-            Stmt::Let { inst, .. } => inst.operands().iter().filter(|&&o| o == v).count(),
-            Stmt::Store { value, .. } => usize::from(*value == v),
-            Stmt::Reduce { value, index, .. } => {
-                usize::from(*value == v) + usize::from(*index == Some(v))
-            }
-            Stmt::Loop { body, .. } => uses(body, v),
-            Stmt::If { cond, body } => usize::from(*cond == v) + uses(body, v),
-            Stmt::DeclareAcc(_) => 0,
-        })
-        .sum()
 }
 
 /// Applies `rewrites` to the `convert`s of `body` (constants defined just before their use);
@@ -1525,49 +1470,6 @@ fn rewrite_rounded(
         out.push(s);
     }
     *body = out;
-}
-
-/// `body` with every read of an old value of `pairs` reading its new one.
-fn rename_in(body: &mut [Stmt], pairs: &[(ValueId, ValueId)]) {
-    let f = |v: ValueId| renamed_as(pairs, v);
-    for s in body {
-        match s {
-            Stmt::Let { inst, .. } => *inst = rename(inst, &f),
-            Stmt::Store { value, .. } => *value = f(*value),
-            Stmt::Reduce { value, index, .. } => {
-                *value = f(*value);
-                *index = index.map(f);
-            }
-            Stmt::Loop { body, .. } => rename_in(body, pairs),
-            Stmt::If { cond, body } => {
-                *cond = f(*cond);
-                rename_in(body, pairs);
-            }
-            Stmt::DeclareAcc(_) => {}
-        }
-    }
-}
-
-/// `body` without the `let`s nothing in it reads, until none is left.
-fn drop_unread(body: &mut Vec<Stmt>) {
-    fn retain(body: &mut Vec<Stmt>, all: &[Stmt]) -> bool {
-        let before = body.len();
-        body.retain(|s| !matches!(s, Stmt::Let { result, .. } if uses(all, *result) == 0));
-        let mut changed = body.len() != before;
-        for s in body.iter_mut() {
-            if let Stmt::Loop { body: inner, .. } | Stmt::If { body: inner, .. } = s {
-                let snapshot = inner.clone();
-                changed |= retain(inner, &snapshot);
-            }
-        }
-        changed
-    }
-    loop {
-        let all = body.clone();
-        if !retain(body, &all) {
-            return;
-        }
-    }
 }
 
 #[cfg(test)]

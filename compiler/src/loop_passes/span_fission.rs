@@ -24,7 +24,6 @@ use weft_ir::loop_ir::{
     ScalarType, Stmt, UnaryOp, ValueId,
 };
 
-use super::reduce_in_memory::rename;
 use crate::codegen::translate::span::{has_span_routine, lets_of, slice, MIN_EXTENT};
 
 /// A loop [`split_span_sums`] rewrites: its accumulator row's load and store, and its terms
@@ -222,7 +221,7 @@ fn fission(
             let Stmt::Let { result, inst } = st else {
                 continue;
             };
-            let inst = match rename(&inst, &|v| *renamed.get(&v).unwrap_or(&v)) {
+            let inst = match inst.renamed(&|v| *renamed.get(&v).unwrap_or(&v)) {
                 Inst::Index(i) if i == l => Inst::Index(lj),
                 Inst::Load(a) => Inst::Load(on_loop(a, l, lj)),
                 other => other,

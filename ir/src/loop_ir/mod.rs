@@ -16,6 +16,7 @@ mod printer;
 mod reader;
 mod scalar_type;
 pub mod semantics;
+mod values;
 mod verifier;
 
 pub use affine::{AffineExpr, MaskBound};
@@ -29,4 +30,5 @@ pub use ops::{BinaryOp, CompareOp, ReduceKind, UnaryOp};
 pub use printer::{AffineDisplay, StmtDisplay};
 pub use reader::{parse_kernel, ReadError};
 pub use scalar_type::{ScalarType, ScalarValue};
+pub use values::{drop_unused, lets_of, rename_reads, used_values, uses};
 pub use verifier::{verify, VerifierError, VerifierErrors, MAX_UNROLL};
