@@ -22,7 +22,6 @@ pub mod passes;
 pub mod picture;
 pub mod pipeline;
 pub mod program;
-mod split;
 
 /// The loop-IR passes at their former paths (`weft_compiler::tile`, …).
 pub use loop_passes::{memory_order, narrow_sums, reduce_in_memory, span_fission, tile};

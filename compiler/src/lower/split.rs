@@ -26,7 +26,7 @@
 //! The order of the terms differs from the interpreter's (as vectorised reductions already
 //! do); docs/numerics.md says what that changes.
 
-use crate::lower::{accumulation_type, keeps_order, stage_value_type, LowerOptions};
+use super::options::{accumulation_type, keeps_order, stage_value_type, LowerOptions};
 use crate::passes::kernel::{KernelProgram, StageProgram};
 use weft_ir::{DType, Graph, NodeId, ReduceOp};
 
