@@ -264,6 +264,22 @@ struct Candidate {
 }
 
 impl Candidate {
+    /// Loop `k`'s `body` taken apart: the reduced loop's body and the tail, each after a
+    /// copy of the head — its values, per result, recomputed where the new loops read them
+    /// (renamed in each copy of the reduced body; the tail's copy keeps the original
+    /// definitions).
+    fn parts(&self, body: Vec<Stmt>) -> Option<(Vec<Stmt>, Vec<Stmt>)> {
+        let mut stmts = body.into_iter();
+        let head: Vec<Stmt> = stmts.by_ref().take(self.head).collect();
+        let _decl = stmts.next();
+        let Some(Stmt::Loop { body: r_body, .. }) = stmts.next() else {
+            return None;
+        };
+        let r_body: Vec<Stmt> = head.iter().cloned().chain(r_body).collect();
+        let tail: Vec<Stmt> = head.into_iter().chain(stmts).collect();
+        Some((r_body, tail))
+    }
+
     /// The candidate in loop body `body` whose strided load is contiguous along `along`.
     fn find(k: &Kernel, body: &[Stmt], along: LoopId, min_bytes: u64) -> Option<Candidate> {
         let head = body
@@ -392,31 +408,9 @@ fn rewrite(
         mask: Vec::new(),
     };
 
-    let mut stmts = body.into_iter();
-    let head: Vec<Stmt> = stmts.by_ref().take(c.head).collect();
-    let _decl = stmts.next();
-    let Some(Stmt::Loop { body: r_body, .. }) = stmts.next() else {
-        return None;
-    };
-    // The head's values, per result, recomputed where the new loops read them (renamed in
-    // each copy of the reduced body; the tail's copy keeps the original definitions).
-    let r_body: Vec<Stmt> = head.iter().cloned().chain(r_body).collect();
-    let tail: Vec<Stmt> = head.into_iter().chain(stmts).collect();
-
+    let (r_body, tail) = c.parts(body)?;
     // loop init { row[k] = identity }
-    let kind = k.accs[c.acc].kind;
-    let identity = weft_ir::loop_ir::semantics::reduce_identity(kind, acc_ty);
-    let (zero, zero_let) = k.define(acc_ty, Inst::Const(identity));
-    let init = Stmt::Loop {
-        loop_id: init_l,
-        body: vec![
-            zero_let,
-            Stmt::Store {
-                target: slot(init_l),
-                value: zero,
-            },
-        ],
-    };
+    let init = init_row(k, c.acc, init_l, slot(init_l));
     // loop r { loop acc { v = ...; row[k] += v } }, JAM rows a step
     let ke = k_expr(acc_l);
     let combine = combine_of(k.accs[c.acc].kind)?;
@@ -458,6 +452,24 @@ fn rewrite(
         ));
     }
     Some((stmts, rows))
+}
+
+/// `loop init_l { row[…] = identity }`: the accumulator row at `slot` set to the identity of
+/// `acc`'s kind.
+fn init_row(k: &mut Kernel, acc: AccId, init_l: LoopId, slot: BufferAccessExpr) -> Stmt {
+    let decl = &k.accs[acc];
+    let identity = weft_ir::loop_ir::semantics::reduce_identity(decl.kind, decl.ty);
+    let (zero, zero_let) = k.define(decl.ty, Inst::Const(identity));
+    Stmt::Loop {
+        loop_id: init_l,
+        body: vec![
+            zero_let,
+            Stmt::Store {
+                target: slot,
+                value: zero,
+            },
+        ],
+    }
 }
 
 /// The operator folding a term into an accumulator row of `kind` (`None`: not rewritten):
@@ -565,19 +577,7 @@ fn rewrite_group(
     let fin = finish_from(tail, &row, &|e: &AffineExpr| {
         e.substitute(p, &p_expr)?.substitute(kl, &k_expr)
     })?;
-    let kind = k.accs[c.acc].kind;
-    let identity = weft_ir::loop_ir::semantics::reduce_identity(kind, acc_ty);
-    let (zero, zero_let) = k.define(acc_ty, Inst::Const(identity));
-    let init = Stmt::Loop {
-        loop_id: init_l,
-        body: vec![
-            zero_let,
-            Stmt::Store {
-                target: group_slot(init_l),
-                value: zero,
-            },
-        ],
-    };
+    let init = init_row(k, c.acc, init_l, group_slot(init_l));
     let finish = Stmt::Loop {
         loop_id: row_l,
         body: vec![Stmt::Loop {
@@ -847,38 +847,18 @@ fn narrowed(
     // The widening loop `w` walks the row as `init` does. Everything that may refuse runs
     // before the f32 row is declared (every declared buffer must be bound); a refused copy
     // leaves only loops and values nothing refers to.
-    let Some(Stmt::Loop {
-        loop_id: init_l,
-        body: init_body,
-    }) = stmts.first()
-    else {
-        return (stmts, Rows::f64(row));
-    };
-    let Some(Stmt::Store { target, .. }) = init_body.last() else {
+    let Some(walk) = stmts.first().and_then(RowWalk::of) else {
         return (stmts, Rows::f64(row));
     };
     // Four parts: the check's 16 f32 partials are a whole register at either leaf width.
-    let w = k.add_loop(
-        k.loops[*init_l].extent,
-        LoopAnnotations {
-            vectorize: true,
-            unroll: 4,
-            parallel: false,
-        },
-    );
-    let Some(at) = target
-        .clone()
-        .map_exprs(&|e| e.substitute(*init_l, &AffineExpr::var(w)))
-    else {
+    let Some((w, at)) = over_row(k, &walk, true) else {
         return (stmts, Rows::f64(row));
     };
-    let mut copy = NarrowCopy {
+    let rows = RowPair {
         row,
         row32: BufferId::new(k.buffers.len()),
-        values: Vec::new(),
-        loops: Vec::new(),
-        shifted: None,
     };
+    let mut copy = NarrowCopy::new(rows);
     let last = stmts.len() - 1;
     let mut fast = Vec::new();
     for s in &stmts[..last] {
@@ -896,9 +876,48 @@ fn narrowed(
     // The tail in f32 where it can read the f32 row: then nothing widens the row, and the f64
     // row and the tail over it run only in the re-run.
     let finish32 = finish.as_ref().and_then(|f| copy.finish(k, f));
-    // loop w { x = row32[i]; [row[i] = x as f64;] bad += x − x }; if bad ≠ bad { f64 sums }
-    // An f64 sum of the f32 differences, so that it takes f32 partials like every sum of
-    // widened f32 terms (`narrow_sums`): NaN exactly when some difference is.
+    let (mut out, total, cond) = finite_check(k, fast, w, at, row32, finish32.is_none());
+    let rows = Rows {
+        buffers: vec![row, row32],
+        f32_tail: finish32.is_some(),
+        blocks: false,
+    };
+    match finish32 {
+        Some(finish32) => {
+            stmts.extend(finish);
+            out.push(Stmt::If { cond, body: stmts });
+            let (finite, test) =
+                k.define(ScalarType::Bool, Inst::Compare(CompareOp::Eq, total, total));
+            out.extend([
+                test,
+                Stmt::If {
+                    cond: finite,
+                    body: finish32,
+                },
+            ]);
+        }
+        None => {
+            out.push(Stmt::If { cond, body: stmts });
+            out.extend(finish);
+        }
+    }
+    (out, rows)
+}
+
+/// `fast` (the f32 copy of `init` and the accumulation) followed by the check over the f32
+/// row `row32` in loop `w` at `at` (the f64 row's element): `loop w { x = row32[i];
+/// [row[i] = x as f64;] bad += x − x }` (widening into the f64 row where `widen`), then `bad`'s
+/// total and `total ≠ total` — NaN exactly when some sum is not finite. An f64 sum of the
+/// f32 differences, so that it takes f32 partials like every sum of widened f32 terms
+/// (`narrow_sums`). Returns the statements, the total and the condition.
+fn finite_check(
+    k: &mut Kernel,
+    fast: Vec<Stmt>,
+    w: LoopId,
+    at: BufferAccessExpr,
+    row32: BufferId,
+    widen: bool,
+) -> (Vec<Stmt>, ValueId, ValueId) {
     let bad = k.add_acc(ReduceKind::Sum, ScalarType::F64);
     let from = BufferAccessExpr {
         buffer: row32,
@@ -908,7 +927,7 @@ fn narrowed(
     let (d, diff) = k.define(ScalarType::F32, Inst::Binary(BinaryOp::Sub, x, x));
     let (dw, widen_d) = k.define(ScalarType::F64, Inst::Convert(d));
     let mut check = vec![load];
-    if finish32.is_none() {
+    if widen {
         let (wide, widen) = k.define(ScalarType::F64, Inst::Convert(x));
         check.extend([
             widen,
@@ -939,31 +958,7 @@ fn narrowed(
         read,
         test,
     ]);
-    let rows = Rows {
-        buffers: vec![row, row32],
-        f32_tail: finish32.is_some(),
-        blocks: false,
-    };
-    match finish32 {
-        Some(finish32) => {
-            stmts.extend(finish);
-            out.push(Stmt::If { cond, body: stmts });
-            let (finite, test) =
-                k.define(ScalarType::Bool, Inst::Compare(CompareOp::Eq, total, total));
-            out.extend([
-                test,
-                Stmt::If {
-                    cond: finite,
-                    body: finish32,
-                },
-            ]);
-        }
-        None => {
-            out.push(Stmt::If { cond, body: stmts });
-            out.extend(finish);
-        }
-    }
-    (out, rows)
+    (out, total, cond)
 }
 
 /// [`narrowed`] for sums of more than [`MAX_CHAIN`] terms a result: `[init, main, (left),
@@ -982,118 +977,12 @@ fn in_blocks(
     row: BufferId,
     terms: u64,
 ) -> Option<(Vec<Stmt>, Rows)> {
-    let (init, main, left, finish) = match stmts {
-        [init, main, finish] => (init, main, None, finish),
-        [init, main, left, finish] => (init, main, Some(left), finish),
-        _ => return None,
-    };
-    let Stmt::Loop {
-        loop_id: init_l,
-        body: init_body,
-    } = init
-    else {
-        return None;
-    };
-    let Some(Stmt::Store { target, .. }) = init_body.last() else {
-        return None;
-    };
-    let Stmt::Loop { loop_id: r, body } = main else {
-        return None;
-    };
-    let adds = |b: &[Stmt]| {
-        let mut all = Vec::new();
-        lets_of(b, &mut all);
-        all.iter()
-            .filter(|(_, i)| matches!(i, Inst::Binary(BinaryOp::Add, ..)))
-            .count() as u64
-    };
-    let per_step = adds(body);
-    let left_terms = match left {
-        Some(Stmt::Loop { loop_id, body }) => k.loops[*loop_id].extent * adds(body),
-        Some(_) => return None,
-        None => 0,
-    };
-    let steps = k.loops[*r].extent;
-    if per_step == 0 || per_step > MAX_CHAIN || steps * per_step + left_terms != terms {
-        return None;
-    }
-    let per_block = MAX_CHAIN / per_step;
-    let (full, rest) = (steps / per_block, steps % per_block);
-    let row32 = BufferId::new(k.buffers.len());
-    let fresh = || NarrowCopy {
+    let plan = BlockPlan::of(k, stmts, terms)?;
+    let rows = RowPair {
         row,
-        row32,
-        values: Vec::new(),
-        loops: Vec::new(),
-        shifted: None,
+        row32: BufferId::new(k.buffers.len()),
     };
-    // A loop over the row as `init` walks it, and the row's element at it.
-    let over_row = |k: &mut Kernel, vectorize: bool| {
-        let l = k.add_loop(
-            k.loops[*init_l].extent,
-            LoopAnnotations {
-                vectorize,
-                unroll: if vectorize { 4 } else { 1 },
-                parallel: false,
-            },
-        );
-        let at = target
-            .clone()
-            .map_exprs(&|e| e.substitute(*init_l, &AffineExpr::var(l)));
-        at.map(|at| (l, at))
-    };
-    // row[i] += row32[i] as f64
-    let fold = |k: &mut Kernel| -> Option<Stmt> {
-        let (l, at) = over_row(k, true)?;
-        let from = BufferAccessExpr {
-            buffer: row32,
-            ..at.clone()
-        };
-        let (x, load) = k.define(ScalarType::F32, Inst::Load(from));
-        let (wide, widen) = k.define(ScalarType::F64, Inst::Convert(x));
-        let (a, load_acc) = k.define(ScalarType::F64, Inst::Load(at.clone()));
-        let (sum, add) = k.define(ScalarType::F64, Inst::Binary(BinaryOp::Add, a, wide));
-        Some(Stmt::Loop {
-            loop_id: l,
-            body: vec![
-                load,
-                widen,
-                load_acc,
-                add,
-                Stmt::Store {
-                    target: at,
-                    value: sum,
-                },
-            ],
-        })
-    };
-    // One block: the f32 row from −0, `count` steps of `main` from step `from` (its index
-    // `from + block · per_block`), `left` if given, then the fold.
-    let block = |k: &mut Kernel, b: Option<LoopId>, from: u64, count: u64, left: Option<&Stmt>| {
-        let mut out = Vec::new();
-        out.push(fresh().stmt(k, init)??);
-        if count > 0 {
-            let step = k.add_loop(count, k.loops[*r].annotations);
-            let mut terms = vec![(step, 1)];
-            terms.extend(b.map(|b| (b, per_block as i64)));
-            let at = AffineExpr::new(terms, from as i64);
-            let mut copy = fresh();
-            copy.shifted = Some((*r, step, at));
-            let Some(Some(Stmt::Loop { body, .. })) = copy.stmt(k, main) else {
-                return None;
-            };
-            out.push(Stmt::Loop {
-                loop_id: step,
-                body,
-            });
-        }
-        if let Some(left) = left {
-            out.push(fresh().stmt(k, left)??);
-        }
-        out.push(fold(k)?);
-        Some(out)
-    };
-    let (zero_l, zero_at) = over_row(k, false)?;
+    let (zero_l, zero_at) = over_row(k, &plan.walk, false)?;
     let (zero, def_zero) = k.define(ScalarType::F64, Inst::Const(ScalarValue::F64(-0.0)));
     let mut out = vec![Stmt::Loop {
         loop_id: zero_l,
@@ -1105,9 +994,9 @@ fn in_blocks(
             },
         ],
     }];
-    if full > 0 {
+    if plan.full > 0 {
         let b = k.add_loop(
-            full,
+            plan.full,
             LoopAnnotations {
                 vectorize: false,
                 unroll: 1,
@@ -1116,18 +1005,19 @@ fn in_blocks(
         );
         out.push(Stmt::Loop {
             loop_id: b,
-            body: block(k, Some(b), 0, per_block, None)?,
+            body: plan.block(k, rows, Some(b), 0, plan.per_block, None)?,
         });
     }
-    if rest > 0 || left.is_some() {
-        out.extend(block(k, None, full * per_block, rest, left)?);
+    if plan.rest > 0 || plan.left.is_some() {
+        let from = plan.full * plan.per_block;
+        out.extend(plan.block(k, rows, None, from, plan.rest, plan.left)?);
     }
     // loop w { x = row[i]; bad += x − x }; if bad ≠ bad { init; accumulate } — in f64.
-    let (w, at) = over_row(k, true)?;
+    let (w, at) = over_row(k, &plan.walk, true)?;
     let name = format!("acc32_{}", k.buffers.len());
     let len = k.buffers[row].len;
     let declared = k.add_buffer(name, ScalarType::F32, len, BufferAccess::ReadWrite);
-    debug_assert_eq!(declared, row32);
+    debug_assert_eq!(declared, rows.row32);
     let bad = k.add_acc(ReduceKind::Sum, ScalarType::F64);
     let (x, load) = k.define(ScalarType::F64, Inst::Load(at));
     let (d, diff) = k.define(ScalarType::F64, Inst::Binary(BinaryOp::Sub, x, x));
@@ -1153,14 +1043,185 @@ fn in_blocks(
             cond,
             body: stmts[..stmts.len() - 1].to_vec(),
         },
-        finish.clone(),
+        plan.finish.clone(),
     ]);
     let rows = Rows {
-        buffers: vec![row, row32],
+        buffers: vec![row, rows.row32],
         f32_tail: false,
         blocks: true,
     };
     Some((out, rows))
+}
+
+/// The f64 row of a rewrite and the f32 row narrowing it.
+#[derive(Clone, Copy)]
+struct RowPair {
+    row: BufferId,
+    row32: BufferId,
+}
+
+/// How the row is walked: `init`'s loop and its store's element of the row.
+struct RowWalk {
+    init_l: LoopId,
+    target: BufferAccessExpr,
+}
+
+impl RowWalk {
+    /// The walk of `init` (`loop init_l { …; store row[…] }`).
+    fn of(init: &Stmt) -> Option<RowWalk> {
+        let Stmt::Loop {
+            loop_id: init_l,
+            body: init_body,
+        } = init
+        else {
+            return None;
+        };
+        let Some(Stmt::Store { target, .. }) = init_body.last() else {
+            return None;
+        };
+        Some(RowWalk {
+            init_l: *init_l,
+            target: target.clone(),
+        })
+    }
+}
+
+/// A new loop over the row as `walk` goes (vectorised with four parts, or scalar), and the
+/// row's element at it.
+fn over_row(k: &mut Kernel, walk: &RowWalk, vectorize: bool) -> Option<(LoopId, BufferAccessExpr)> {
+    let l = k.add_loop(
+        k.loops[walk.init_l].extent,
+        LoopAnnotations {
+            vectorize,
+            unroll: if vectorize { 4 } else { 1 },
+            parallel: false,
+        },
+    );
+    let at = walk
+        .target
+        .clone()
+        .map_exprs(&|e| e.substitute(walk.init_l, &AffineExpr::var(l)));
+    at.map(|at| (l, at))
+}
+
+/// `row[i] += row32[i] as f64` over the row.
+fn fold_into_row(k: &mut Kernel, walk: &RowWalk, row32: BufferId) -> Option<Stmt> {
+    let (l, at) = over_row(k, walk, true)?;
+    let from = BufferAccessExpr {
+        buffer: row32,
+        ..at.clone()
+    };
+    let (x, load) = k.define(ScalarType::F32, Inst::Load(from));
+    let (wide, widen) = k.define(ScalarType::F64, Inst::Convert(x));
+    let (a, load_acc) = k.define(ScalarType::F64, Inst::Load(at.clone()));
+    let (sum, add) = k.define(ScalarType::F64, Inst::Binary(BinaryOp::Add, a, wide));
+    Some(Stmt::Loop {
+        loop_id: l,
+        body: vec![
+            load,
+            widen,
+            load_acc,
+            add,
+            Stmt::Store {
+                target: at,
+                value: sum,
+            },
+        ],
+    })
+}
+
+/// The statements [`in_blocks`] cuts into blocks, and how.
+struct BlockPlan<'s> {
+    init: &'s Stmt,
+    walk: RowWalk,
+    main: &'s Stmt,
+    /// `main`'s loop: steps of `J` terms.
+    r: LoopId,
+    left: Option<&'s Stmt>,
+    finish: &'s Stmt,
+    /// Steps of `main` per block (`MAX_CHAIN / J`), whole blocks, and steps left over.
+    per_block: u64,
+    full: u64,
+    rest: u64,
+}
+
+impl<'s> BlockPlan<'s> {
+    /// The plan of `stmts` summing `terms` terms a result; `None` for another shape.
+    fn of(k: &Kernel, stmts: &'s [Stmt], terms: u64) -> Option<BlockPlan<'s>> {
+        let (init, main, left, finish) = match stmts {
+            [init, main, finish] => (init, main, None, finish),
+            [init, main, left, finish] => (init, main, Some(left), finish),
+            _ => return None,
+        };
+        let walk = RowWalk::of(init)?;
+        let Stmt::Loop { loop_id: r, body } = main else {
+            return None;
+        };
+        let adds = |b: &[Stmt]| {
+            let mut all = Vec::new();
+            lets_of(b, &mut all);
+            all.iter()
+                .filter(|(_, i)| matches!(i, Inst::Binary(BinaryOp::Add, ..)))
+                .count() as u64
+        };
+        let per_step = adds(body);
+        let left_terms = match left {
+            Some(Stmt::Loop { loop_id, body }) => k.loops[*loop_id].extent * adds(body),
+            Some(_) => return None,
+            None => 0,
+        };
+        let steps = k.loops[*r].extent;
+        if per_step == 0 || per_step > MAX_CHAIN || steps * per_step + left_terms != terms {
+            return None;
+        }
+        let per_block = MAX_CHAIN / per_step;
+        Some(BlockPlan {
+            init,
+            walk,
+            main,
+            r: *r,
+            left,
+            finish,
+            per_block,
+            full: steps / per_block,
+            rest: steps % per_block,
+        })
+    }
+
+    /// One block: the f32 row from −0, `count` steps of `main` from step `from` (its index
+    /// `from + block · per_block`), `left` if given, then the fold into the f64 row.
+    fn block(
+        &self,
+        k: &mut Kernel,
+        rows: RowPair,
+        b: Option<LoopId>,
+        from: u64,
+        count: u64,
+        left: Option<&Stmt>,
+    ) -> Option<Vec<Stmt>> {
+        let mut out = Vec::new();
+        out.push(NarrowCopy::new(rows).stmt(k, self.init)??);
+        if count > 0 {
+            let step = k.add_loop(count, k.loops[self.r].annotations);
+            let mut terms = vec![(step, 1)];
+            terms.extend(b.map(|b| (b, self.per_block as i64)));
+            let at = AffineExpr::new(terms, from as i64);
+            let mut copy = NarrowCopy::new(rows);
+            copy.shifted = Some((self.r, step, at));
+            let Some(Some(Stmt::Loop { body, .. })) = copy.stmt(k, self.main) else {
+                return None;
+            };
+            out.push(Stmt::Loop {
+                loop_id: step,
+                body,
+            });
+        }
+        if let Some(left) = left {
+            out.push(NarrowCopy::new(rows).stmt(k, left)??);
+        }
+        out.push(fold_into_row(k, &self.walk, rows.row32)?);
+        Some(out)
+    }
 }
 
 /// Whether every `add` in the accumulating loops `acc` adds a term `convert`ed from an f32
@@ -1204,6 +1265,17 @@ struct NarrowCopy {
 }
 
 impl NarrowCopy {
+    /// A fresh copy from `rows.row` to `rows.row32`.
+    fn new(rows: RowPair) -> NarrowCopy {
+        NarrowCopy {
+            row: rows.row,
+            row32: rows.row32,
+            values: Vec::new(),
+            loops: Vec::new(),
+            shifted: None,
+        }
+    }
+
     fn value(&self, v: ValueId) -> ValueId {
         renamed_as(&self.values, v)
     }

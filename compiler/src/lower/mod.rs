@@ -212,6 +212,18 @@ fn lower_role(
     Ok(lowered)
 }
 
+/// A stage's term as its reduction sees it: the op, the term's value and depth, the types in
+/// and out, and whether the kernel computes a split reduction's partials.
+#[derive(Clone, Copy, Debug)]
+struct Term {
+    op: ReduceOp,
+    value: ValueId,
+    level: usize,
+    in_dtype: DType,
+    out_dtype: DType,
+    partial: bool,
+}
+
 /// A row scratch: its buffer, the strides of the stage's loops in it, and the row length.
 #[derive(Clone, Debug)]
 struct Scratch {
@@ -324,50 +336,65 @@ fn unroll_for(extent: usize, reduction: bool) -> u32 {
     }
 }
 
-impl<'a> Lowerer<'a> {
-    fn new(
-        g: &'a Graph,
-        layouts: &'a LayoutPlan,
-        p: &'a KernelProgram,
-        options: &'a LowerOptions,
-        role: Role,
-    ) -> Result<Lowerer<'a>, LowerError> {
-        let mut k = Kernel::new(match role {
-            Role::Whole => format!("k{}", p.group),
-            Role::Partials(_) => format!("k{}_partials", p.group),
-            Role::Combine(_) => format!("k{}_combine", p.group),
-        });
-        let mut bindings = Vec::new();
-        let mut buffers = HashMap::new();
-        // Stored tensors, in order of first use, with how they are used.
+/// A kernel's buffer parameters while they are declared: what each is bound to, and the names
+/// taken.
+#[derive(Default)]
+struct Params {
+    bindings: Vec<BufferBinding>,
+    buffers: HashMap<BufferBinding, BufferId>,
+    names: Vec<String>,
+}
+
+/// How a kernel uses a stored tensor.
+#[derive(Clone, Copy, Default)]
+struct TensorUse {
+    loaded: bool,
+    stored: bool,
+}
+
+impl Params {
+    /// `base`, or `base_<id>` when `base` is taken.
+    fn unique(&mut self, base: String, id: NodeId) -> String {
+        let name = if self.names.contains(&base) {
+            format!("{base}_{}", id.as_u32())
+        } else {
+            base
+        };
+        self.names.push(name.clone());
+        name
+    }
+
+    fn bind(&mut self, binding: BufferBinding, id: BufferId) {
+        self.bindings.push(binding);
+        self.buffers.insert(binding, id);
+    }
+
+    /// The stored tensors `p` loads or stores, in order of first use.
+    fn add_tensors(
+        &mut self,
+        k: &mut Kernel,
+        g: &Graph,
+        layouts: &LayoutPlan,
+        p: &KernelProgram,
+    ) -> Result<(), LowerError> {
         let mut order: Vec<NodeId> = Vec::new();
-        let mut use_of: HashMap<NodeId, (bool, bool)> = HashMap::new();
+        let mut use_of: HashMap<NodeId, TensorUse> = HashMap::new();
         for st in &p.stages {
             for inst in &st.body {
                 if let Instr::Load { tensor, .. } = &inst.instr {
                     if !use_of.contains_key(tensor) {
                         order.push(*tensor);
                     }
-                    use_of.entry(*tensor).or_default().0 = true;
+                    use_of.entry(*tensor).or_default().loaded = true;
                 }
             }
             if st.store.is_some() {
                 if !use_of.contains_key(&st.node) {
                     order.push(st.node);
                 }
-                use_of.entry(st.node).or_default().1 = true;
+                use_of.entry(st.node).or_default().stored = true;
             }
         }
-        let mut names: Vec<String> = Vec::new();
-        let mut unique = |base: String, id: NodeId| {
-            let name = if names.contains(&base) {
-                format!("{base}_{}", id.as_u32())
-            } else {
-                base
-            };
-            names.push(name.clone());
-            name
-        };
         for t in order {
             let layout = layouts
                 .layouts
@@ -376,137 +403,46 @@ impl<'a> Lowerer<'a> {
                     kernel: p.group,
                     message: format!("{} is stored but has no layout", g.node_label(t)),
                 })?;
-            let access = match use_of[&t] {
+            let u = use_of[&t];
+            let access = match (u.loaded, u.stored) {
                 (true, true) => BufferAccess::ReadWrite,
                 (false, true) => BufferAccess::Write,
                 _ => BufferAccess::Read,
             };
-            let name = unique(sanitize(&g.node_label(t)), t);
+            let name = self.unique(sanitize(&g.node_label(t)), t);
             let id = k.add_buffer(name, g.node(t).dtype, layout.elements as u64, access);
-            bindings.push(BufferBinding::Tensor(t));
-            buffers.insert(BufferBinding::Tensor(t), id);
+            self.bind(BufferBinding::Tensor(t), id);
         }
-        let partials = match role {
-            Role::Whole => None,
-            Role::Partials(s) | Role::Combine(s) => {
-                let access = match role {
-                    Role::Partials(_) => BufferAccess::Write,
-                    _ => BufferAccess::Read,
-                };
-                let name = unique(
-                    format!("partials_{}", sanitize(&g.node_label(s.node))),
-                    s.node,
-                );
-                let id = k.add_buffer(name, s.acc, s.chunks * s.results, access);
-                bindings.push(BufferBinding::Partials(s.node));
-                buffers.insert(BufferBinding::Partials(s.node), id);
-                Some(id)
-            }
+        Ok(())
+    }
+
+    /// The partials buffer of a split reduction's kernels (written by the partials kernel,
+    /// read by the combining one).
+    fn add_partials(&mut self, k: &mut Kernel, g: &Graph, role: Role) -> Option<BufferId> {
+        let (Role::Partials(s) | Role::Combine(s)) = role else {
+            return None;
         };
-        // Parallel: the outermost loop, when there is enough work and scratch stays small.
-        // Point counts saturate: they only choose whether to parallelise, and must not
-        // overflow however the lengths multiply.
-        let points = |loops: &[crate::passes::views::IterAxis]| -> u64 {
-            loops
-                .iter()
-                .fold(1u64, |n, a| n.saturating_mul(a.len as u64))
+        let access = match role {
+            Role::Partials(_) => BufferAccess::Write,
+            _ => BufferAccess::Read,
         };
-        let outer_points = points(&p.outer);
-        let stage_points: u64 = p
-            .stages
-            .iter()
-            .map(|s| {
-                let r = s.reduction.as_ref().map_or(1, |r| points(&r.axes));
-                points(&s.loops).saturating_mul(r)
-            })
-            .fold(0u64, |a, b| a.saturating_add(b));
-        let row_total: u64 = p
-            .stages
-            .iter()
-            .filter(|s| s.local && !s.loops.is_empty())
-            .map(|s| points(&s.loops))
-            .fold(0u64, |a, b| a.saturating_add(b));
-        let par_extent = p.outer.first().map(|a| a.len as u64).unwrap_or(0);
-        // With row scratch, the outermost axis splits into `chunks` parallel chunks of rows
-        // (each chunk one scratch row, reused row after row, so scratch stays small and hot).
-        // A partials kernel is parallel over its chunk loop instead.
-        let chunks = if matches!(role, Role::Partials(_))
-            || options.parallel_min_points == 0
-            || par_extent < 2
-            || outer_points.saturating_mul(stage_points) < options.parallel_min_points
-        {
-            None
-        } else {
-            match options.parallel_scratch_limit.checked_div(row_total) {
-                None => Some(par_extent),
-                Some(most) => (2..=most.min(options.parallel_max_chunks).min(par_extent))
-                    .rev()
-                    .find(|d| par_extent.is_multiple_of(*d)),
-            }
-        };
-        let parallel = chunks.is_some();
-        let all_flat = p
-            .stages
-            .iter()
-            .all(|s| s.loops.is_empty() && s.reduction.is_none());
-        let mut outer_loops = Vec::new();
-        let mut outer_scope = Vec::new();
-        let chunk_loop = match role {
-            Role::Partials(s) => {
-                let l = k.add_loop(
-                    s.chunks,
-                    LoopAnnotations {
-                        parallel: true,
-                        ..LoopAnnotations::default()
-                    },
-                );
-                outer_loops.push(l);
-                Some(l)
-            }
-            _ => None,
-        };
-        for (i, a) in p.outer.iter().enumerate() {
-            if let (0, Some(c)) = (i, chunks.filter(|c| *c < par_extent)) {
-                // The axis as a uniform tiling (TensorWrapper's tiled shape): the grid is the
-                // parallel chunk loop, a tile the rows each chunk runs in order.
-                let tiling = Shape::new([a.len])
-                    .and_then(|s| TiledShape::uniform(&s, &[a.len / c as usize]))
-                    .map_err(|e| LowerError::Internal {
-                        kernel: p.group,
-                        message: format!("tiling the parallel axis: {e}"),
-                    })?;
-                let (c, q) = (
-                    tiling.grid().extents()[0] as u64,
-                    tiling.tile_lengths()[0][0] as u64,
-                );
-                let annotations = |parallel| LoopAnnotations {
-                    vectorize: false,
-                    unroll: 1,
-                    parallel,
-                };
-                let chunk = k.add_loop(c, annotations(true));
-                let row = k.add_loop(q, annotations(false));
-                outer_loops.extend([chunk, row]);
-                outer_scope.push((a.axis, vec![(chunk, q as i64), (row, 1)]));
-                continue;
-            }
-            let innermost = i + 1 == p.outer.len() && all_flat;
-            let vectorize = options.vectorize && innermost && a.len >= 4;
-            outer_loops.push(k.add_loop(
-                a.len as u64,
-                LoopAnnotations {
-                    vectorize,
-                    unroll: if vectorize {
-                        unroll_for(a.len, false)
-                    } else {
-                        1
-                    },
-                    parallel: parallel && i == 0,
-                },
-            ));
-            outer_scope.push((a.axis, vec![(*outer_loops.last().expect("pushed"), 1)]));
-        }
-        // Row scratch per stage kept locally over loops.
+        let name = self.unique(
+            format!("partials_{}", sanitize(&g.node_label(s.node))),
+            s.node,
+        );
+        let id = k.add_buffer(name, s.acc, s.chunks * s.results, access);
+        self.bind(BufferBinding::Partials(s.node), id);
+        Some(id)
+    }
+
+    /// Row scratch per stage kept locally over loops: one row per parallel chunk.
+    fn add_row_scratch(
+        &mut self,
+        k: &mut Kernel,
+        g: &Graph,
+        p: &KernelProgram,
+        chunks: Option<u64>,
+    ) -> HashMap<NodeId, Scratch> {
         let mut scratch = HashMap::new();
         for st in p.stages.iter().filter(|s| s.local && !s.loops.is_empty()) {
             // Saturating: an empty kernel's row is 0 however long the stage's axes, and its
@@ -520,14 +456,13 @@ impl<'a> Lowerer<'a> {
             }
             let rows = chunks.unwrap_or(1) as i64;
             let dtype = g.node(st.node).dtype;
-            let name = unique(
+            let name = self.unique(
                 format!("rows_{}", sanitize(&g.node_label(st.node))),
                 st.node,
             );
             let len = row.saturating_mul(rows) as u64;
             let id = k.add_buffer(name, dtype, len, BufferAccess::ReadWrite);
-            bindings.push(BufferBinding::RowScratch(st.node));
-            buffers.insert(BufferBinding::RowScratch(st.node), id);
+            self.bind(BufferBinding::RowScratch(st.node), id);
             scratch.insert(
                 st.node,
                 Scratch {
@@ -537,15 +472,177 @@ impl<'a> Lowerer<'a> {
                 },
             );
         }
+        scratch
+    }
+}
+
+/// How many parallel chunks the kernel's outermost axis is cut into, `None` when the kernel
+/// is not parallel: when there is enough work and scratch stays small. Point counts saturate:
+/// they only choose whether to parallelise, and must not overflow however the lengths
+/// multiply. With row scratch, the outermost axis splits into chunks of rows (each chunk one
+/// scratch row, reused row after row, so scratch stays small and hot). A partials kernel is
+/// parallel over its chunk loop instead.
+fn parallel_chunks(p: &KernelProgram, options: &LowerOptions, role: Role) -> Option<u64> {
+    let points = |loops: &[IterAxis]| -> u64 {
+        loops
+            .iter()
+            .fold(1u64, |n, a| n.saturating_mul(a.len as u64))
+    };
+    let outer_points = points(&p.outer);
+    let stage_points: u64 = p
+        .stages
+        .iter()
+        .map(|s| {
+            let r = s.reduction.as_ref().map_or(1, |r| points(&r.axes));
+            points(&s.loops).saturating_mul(r)
+        })
+        .fold(0u64, |a, b| a.saturating_add(b));
+    let row_total: u64 = p
+        .stages
+        .iter()
+        .filter(|s| s.local && !s.loops.is_empty())
+        .map(|s| points(&s.loops))
+        .fold(0u64, |a, b| a.saturating_add(b));
+    let par_extent = p.outer.first().map(|a| a.len as u64).unwrap_or(0);
+    if matches!(role, Role::Partials(_))
+        || options.parallel_min_points == 0
+        || par_extent < 2
+        || outer_points.saturating_mul(stage_points) < options.parallel_min_points
+    {
+        return None;
+    }
+    match options.parallel_scratch_limit.checked_div(row_total) {
+        None => Some(par_extent),
+        Some(most) => (2..=most.min(options.parallel_max_chunks).min(par_extent))
+            .rev()
+            .find(|d| par_extent.is_multiple_of(*d)),
+    }
+}
+
+/// The loops around the stages, outermost first, and each outer axis's index over them.
+#[derive(Default)]
+struct OuterLoops {
+    loops: Vec<LoopId>,
+    scope: Vec<(Axis, Vec<(LoopId, i64)>)>,
+}
+
+impl OuterLoops {
+    /// A loop per outer axis of `p` (the first cut into `chunks` parallel chunks of rows when
+    /// fewer than its length; else the parallel loop itself when `chunks` is some).
+    fn add_axes(
+        &mut self,
+        k: &mut Kernel,
+        p: &KernelProgram,
+        options: &LowerOptions,
+        chunks: Option<u64>,
+    ) -> Result<(), LowerError> {
+        let parallel = chunks.is_some();
+        let par_extent = p.outer.first().map(|a| a.len as u64).unwrap_or(0);
+        let all_flat = p
+            .stages
+            .iter()
+            .all(|s| s.loops.is_empty() && s.reduction.is_none());
+        for (i, a) in p.outer.iter().enumerate() {
+            if let (0, Some(c)) = (i, chunks.filter(|c| *c < par_extent)) {
+                self.add_chunked(k, p.group, a, c)?;
+                continue;
+            }
+            let innermost = i + 1 == p.outer.len() && all_flat;
+            let vectorize = options.vectorize && innermost && a.len >= 4;
+            let l = k.add_loop(
+                a.len as u64,
+                LoopAnnotations {
+                    vectorize,
+                    unroll: if vectorize {
+                        unroll_for(a.len, false)
+                    } else {
+                        1
+                    },
+                    parallel: parallel && i == 0,
+                },
+            );
+            self.loops.push(l);
+            self.scope.push((a.axis, vec![(l, 1)]));
+        }
+        Ok(())
+    }
+
+    /// The axis `a` as a uniform tiling (TensorWrapper's tiled shape) of `c` tiles: the grid
+    /// is the parallel chunk loop, a tile the rows each chunk runs in order.
+    fn add_chunked(
+        &mut self,
+        k: &mut Kernel,
+        group: usize,
+        a: &IterAxis,
+        c: u64,
+    ) -> Result<(), LowerError> {
+        let tiling = Shape::new([a.len])
+            .and_then(|s| TiledShape::uniform(&s, &[a.len / c as usize]))
+            .map_err(|e| LowerError::Internal {
+                kernel: group,
+                message: format!("tiling the parallel axis: {e}"),
+            })?;
+        let (c, q) = (
+            tiling.grid().extents()[0] as u64,
+            tiling.tile_lengths()[0][0] as u64,
+        );
+        let annotations = |parallel| LoopAnnotations {
+            vectorize: false,
+            unroll: 1,
+            parallel,
+        };
+        let chunk = k.add_loop(c, annotations(true));
+        let row = k.add_loop(q, annotations(false));
+        self.loops.extend([chunk, row]);
+        self.scope.push((a.axis, vec![(chunk, q as i64), (row, 1)]));
+        Ok(())
+    }
+}
+
+impl<'a> Lowerer<'a> {
+    fn new(
+        g: &'a Graph,
+        layouts: &'a LayoutPlan,
+        p: &'a KernelProgram,
+        options: &'a LowerOptions,
+        role: Role,
+    ) -> Result<Lowerer<'a>, LowerError> {
+        let mut k = Kernel::new(match role {
+            Role::Whole => format!("k{}", p.group),
+            Role::Partials(_) => format!("k{}_partials", p.group),
+            Role::Combine(_) => format!("k{}_combine", p.group),
+        });
+        let mut params = Params::default();
+        params.add_tensors(&mut k, g, layouts, p)?;
+        let partials = params.add_partials(&mut k, g, role);
+        let chunks = parallel_chunks(p, options, role);
+        let parallel = chunks.is_some();
+        let mut outer = OuterLoops::default();
+        let chunk_loop = match role {
+            Role::Partials(s) => {
+                let l = k.add_loop(
+                    s.chunks,
+                    LoopAnnotations {
+                        parallel: true,
+                        ..LoopAnnotations::default()
+                    },
+                );
+                outer.loops.push(l);
+                Some(l)
+            }
+            _ => None,
+        };
+        outer.add_axes(&mut k, p, options, chunks)?;
+        let scratch = params.add_row_scratch(&mut k, g, p, chunks);
         Ok(Lowerer {
             g,
             p,
             options,
             k,
-            bindings,
-            buffers,
-            outer_loops,
-            outer_scope,
+            bindings: params.bindings,
+            buffers: params.buffers,
+            outer_loops: outer.loops,
+            outer_scope: outer.scope,
             parallel,
             registers: HashMap::new(),
             scratch,
@@ -668,24 +765,76 @@ impl<'a> Lowerer<'a> {
             .as_ref()
             .map(|r| r.axes.clone())
             .unwrap_or_default();
-        let nr = red_axes.len();
         // Depth 0 is the outer body; stage loops 1..=nl; reduction loops nl+1..=nl+nr.
         let mut scope = Scope::default();
         for (a, terms) in &self.outer_scope {
             scope.insert_terms(*a, terms.clone(), 0);
         }
-        let mut loops = Vec::new();
+        let (partial, combined) = (self.partial_split(st), self.combined_split(st));
+        let loops = self.stage_loops(st, &red_axes, &mut scope);
+        let mut lv = Levels::new(loops.clone());
+        let mut vals: Vec<(ValueId, usize)> = Vec::with_capacity(st.body.len() + 1);
+        if let (Some(s), Some(chunk)) = (combined, loops.last().copied()) {
+            let slot = self.partials_slot(st, &scope, chunk, s)?;
+            let level = loops.len();
+            vals.push((self.define(&mut lv, level, s.acc, Inst::Load(slot)), level));
+        }
+        for inst in &st.body {
+            let v = self.lower_inst(inst, st, &vals, &scope, &mut lv)?;
+            vals.push(v);
+        }
+        let (result, rlevel) = *vals
+            .get(st.result)
+            .ok_or_else(|| self.internal("stage result out of range"))?;
+        let (value, at_after) = match &st.reduction {
+            None => (result, false),
+            Some(r) => {
+                let term = Term {
+                    op: r.op,
+                    value: result,
+                    level: rlevel,
+                    in_dtype: self.k.values[result],
+                    out_dtype: g.node(st.node).dtype,
+                    partial: partial.is_some(),
+                };
+                (
+                    self.lower_reduction(term, &red_axes, &loops, nl, &mut lv)?,
+                    true,
+                )
+            }
+        };
+        let tail = self.stage_tail(st, value, &loops, &scope)?;
+        if at_after {
+            lv.after[nl].extend(tail);
+        } else {
+            lv.before[nl].extend(tail);
+        }
+        Ok(lv.build())
+    }
+
+    /// The stage's loops, outermost first — its own axes, then the axes it reduces (or,
+    /// combining partials, a scalar loop over the chunks) — each axis entered in `scope` at
+    /// its depth; an innermost loop keeping the interpreter's order is recorded in
+    /// `ordered_reductions`.
+    fn stage_loops(
+        &mut self,
+        st: &StageProgram,
+        red_axes: &[IterAxis],
+        scope: &mut Scope,
+    ) -> Vec<LoopId> {
+        let (nl, nr) = (st.loops.len(), red_axes.len());
         let (partial, combined) = (self.partial_split(st), self.combined_split(st));
         // Combining partials, the reduction runs over the chunks instead of the axes.
         let all: Vec<IterAxis> = match combined {
             Some(_) => st.loops.clone(),
-            None => st.loops.iter().chain(&red_axes).copied().collect(),
+            None => st.loops.iter().chain(red_axes).copied().collect(),
         };
         let ordered = nr > 0
             && st
                 .reduction
                 .as_ref()
-                .is_some_and(|r| keeps_order(r.op, g.node(st.node).dtype, self.options));
+                .is_some_and(|r| keeps_order(r.op, self.g.node(st.node).dtype, self.options));
+        let mut loops = Vec::new();
         for (i, a) in all.iter().enumerate() {
             let innermost = i + 1 == all.len() && combined.is_none();
             // A split reduction's leading axis runs over the chunk's range: `Q·chunk + j`.
@@ -719,48 +868,26 @@ impl<'a> Lowerer<'a> {
         if let Some(s) = combined {
             loops.push(self.k.add_loop(s.chunks, LoopAnnotations::default()));
         }
-        let mut lv = Levels::new(loops.clone());
-        let mut vals: Vec<(ValueId, usize)> = Vec::with_capacity(st.body.len() + 1);
-        if let (Some(s), Some(chunk)) = (combined, loops.last().copied()) {
-            let slot = self.partials_slot(st, &scope, chunk, s)?;
-            let level = loops.len();
-            vals.push((self.define(&mut lv, level, s.acc, Inst::Load(slot)), level));
-        }
-        for inst in &st.body {
-            let v = self.lower_inst(inst, st, &vals, &scope, &mut lv)?;
-            vals.push(v);
-        }
-        let (result, rlevel) = *vals
-            .get(st.result)
-            .ok_or_else(|| self.internal("stage result out of range"))?;
-        let rdtype = self.k.values[result];
-        let node_dtype = g.node(st.node).dtype;
-        let (value, at_after) = match &st.reduction {
-            None => (result, false),
-            Some(r) => {
-                let v = self.lower_reduction(
-                    r.op,
-                    result,
-                    rlevel,
-                    rdtype,
-                    node_dtype,
-                    &red_axes,
-                    &loops,
-                    nl,
-                    partial.is_some(),
-                    &mut lv,
-                )?;
-                (v, true)
-            }
-        };
-        let tail_level = nl;
+        loops
+    }
+
+    /// Where the stage's `value` goes once computed: its partials slot (a split reduction's
+    /// partials kernel), its stored tensor, and its register or row scratch (kept locally).
+    fn stage_tail(
+        &mut self,
+        st: &StageProgram,
+        value: ValueId,
+        loops: &[LoopId],
+        scope: &Scope,
+    ) -> Result<Vec<Stmt>, LowerError> {
+        let nl = st.loops.len();
         let mut tail = Vec::new();
-        if let (Some(s), Some(chunk)) = (partial, self.chunk_loop) {
+        if let (Some(s), Some(chunk)) = (self.partial_split(st), self.chunk_loop) {
             if self.k.values[value] != s.acc {
                 return Err(self.internal("a partial is not of its accumulation type"));
             }
             tail.push(Stmt::Store {
-                target: self.partials_slot(st, &scope, chunk, s)?,
+                target: self.partials_slot(st, scope, chunk, s)?,
                 value,
             });
         }
@@ -770,7 +897,7 @@ impl<'a> Lowerer<'a> {
                 .as_ref()
                 .ok_or_else(|| self.internal("store without a view"))?;
             let buffer = self.buffers[&BufferBinding::Tensor(st.node)];
-            let index = self.view_index(view, &scope)?;
+            let index = self.view_index(view, scope)?;
             tail.push(Stmt::Store {
                 target: BufferAccessExpr {
                     buffer,
@@ -780,35 +907,28 @@ impl<'a> Lowerer<'a> {
                 value,
             });
         }
-        if st.local {
-            if nl == 0 {
-                self.registers.insert(st.node, value);
-            } else {
-                let sc = self.scratch[&st.node].clone();
-                let mut terms: Vec<(LoopId, i64)> = loops[..nl]
-                    .iter()
-                    .zip(&sc.strides)
-                    .map(|(l, s)| (*l, *s))
-                    .collect();
-                if self.parallel {
-                    terms.push((self.outer_loops[0], sc.row));
-                }
-                tail.push(Stmt::Store {
-                    target: BufferAccessExpr {
-                        buffer: sc.buffer,
-                        index: AffineExpr::new(terms, 0),
-                        mask: Vec::new(),
-                    },
-                    value,
-                });
+        if st.local && nl == 0 {
+            self.registers.insert(st.node, value);
+        } else if st.local {
+            let sc = self.scratch[&st.node].clone();
+            let mut terms: Vec<(LoopId, i64)> = loops[..nl]
+                .iter()
+                .zip(&sc.strides)
+                .map(|(l, s)| (*l, *s))
+                .collect();
+            if self.parallel {
+                terms.push((self.outer_loops[0], sc.row));
             }
+            tail.push(Stmt::Store {
+                target: BufferAccessExpr {
+                    buffer: sc.buffer,
+                    index: AffineExpr::new(terms, 0),
+                    mask: Vec::new(),
+                },
+                value,
+            });
         }
-        if at_after {
-            lv.after[tail_level].extend(tail);
-        } else {
-            lv.before[tail_level].extend(tail);
-        }
-        Ok(lv.build())
+        Ok(tail)
     }
 
     fn define(&mut self, lv: &mut Levels, level: usize, ty: DType, inst: Inst) -> ValueId {
@@ -823,39 +943,35 @@ impl<'a> Lowerer<'a> {
         v
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// The reduction of a stage: an accumulator declared at depth `nl` (after the stage's own
+    /// loops), the term reduced in the innermost loop, and the result read after the loops.
     fn lower_reduction(
         &mut self,
-        op: ReduceOp,
-        value: ValueId,
-        vlevel: usize,
-        in_dtype: DType,
-        out_dtype: DType,
+        t: Term,
         red: &[IterAxis],
         loops: &[LoopId],
         nl: usize,
-        partial: bool,
         lv: &mut Levels,
     ) -> Result<ValueId, LowerError> {
         // The reduction loops follow the stage's `nl` loops (over the chunks, combining).
         let inner = loops.len();
-        let ty = accumulation_type(op, in_dtype, self.options);
-        let value = if ty != in_dtype {
-            self.define(lv, vlevel, ty, Inst::Convert(value))
+        let ty = accumulation_type(t.op, t.in_dtype, self.options);
+        let value = if ty != t.in_dtype {
+            self.define(lv, t.level, ty, Inst::Convert(t.value))
         } else {
-            value
+            t.value
         };
-        if red.is_empty() && !matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) {
+        if red.is_empty() && !matches!(t.op, ReduceOp::ArgMax | ReduceOp::ArgMin) {
             // Over no axes each result is its one term, as in the interpreter: folding it
             // into the identity would turn a −0 sum into +0.
-            let v = if ty != out_dtype {
-                self.define_after(lv, nl, out_dtype, Inst::Convert(value))
+            let v = if ty != t.out_dtype {
+                self.define_after(lv, nl, t.out_dtype, Inst::Convert(value))
             } else {
                 value
             };
             return Ok(v);
         }
-        let kind = match op {
+        let kind = match t.op {
             ReduceOp::Sum | ReduceOp::Mean => ReduceKind::Sum,
             ReduceOp::Prod => ReduceKind::Prod,
             ReduceOp::Max => ReduceKind::Max,
@@ -877,11 +993,11 @@ impl<'a> Lowerer<'a> {
             lv.before[nl].push(Stmt::DeclareAcc(a));
             let is_nan = self.define(
                 lv,
-                vlevel,
+                t.level,
                 DType::Bool,
                 Inst::Compare(LCompare::Ne, value, value),
             );
-            let as_int = self.define(lv, vlevel, DType::I32, Inst::Convert(is_nan));
+            let as_int = self.define(lv, t.level, DType::I32, Inst::Convert(is_nan));
             lv.before[inner].push(Stmt::Reduce {
                 acc: a,
                 value: as_int,
@@ -892,71 +1008,86 @@ impl<'a> Lowerer<'a> {
             None
         };
         lv.before[inner].push(Stmt::Reduce { acc, value, index });
-        if partial {
+        if t.partial {
             // A chunk's partial stays in the accumulation type, undivided: the combining
             // kernel finishes it.
             return Ok(self.define_after(lv, nl, ty, Inst::AccValue(acc)));
         }
         let out = if arg {
-            let i = self.define_after(lv, nl, DType::I64, Inst::AccIndex(acc));
-            match nan_acc {
-                None => i,
-                Some(a) => {
-                    let any = self.define_after(lv, nl, DType::I32, Inst::AccValue(a));
-                    let zero =
-                        self.define_after(lv, nl, DType::I32, Inst::Const(ScalarValue::I32(0)));
-                    let has = self.define_after(
-                        lv,
-                        nl,
-                        DType::Bool,
-                        Inst::Compare(LCompare::Gt, any, zero),
-                    );
-                    let ni = self.define_after(lv, nl, DType::I64, Inst::AccIndex(a));
-                    self.define_after(
-                        lv,
-                        nl,
-                        DType::I64,
-                        Inst::Select {
-                            cond: has,
-                            if_true: ni,
-                            if_false: i,
-                        },
-                    )
-                }
-            }
+            self.arg_result(acc, nan_acc, nl, lv)
         } else {
-            let v = self.define_after(lv, nl, ty, Inst::AccValue(acc));
-            let v = if op == ReduceOp::Mean {
-                let lens: Vec<usize> = red.iter().map(|a| a.len).collect();
-                let count = weft_ir::size::element_count(&lens).ok_or_else(|| {
-                    self.internal("a mean's count overflows past a verified size")
-                })?;
-                let c = self.define_after(
-                    lv,
-                    nl,
-                    ty,
-                    Inst::Const(scalar_value(Scalar::Float(count as f64), ty)),
-                );
-                self.define_after(lv, nl, ty, Inst::Binary(LBinary::Div, v, c))
-            } else {
-                v
-            };
-            // Back from the accumulation type (i32 for bools, f64 for f32), rounding once.
-            if ty != out_dtype {
-                self.define_after(lv, nl, out_dtype, Inst::Convert(v))
-            } else {
-                v
-            }
+            self.reduced_value(t, acc, ty, red, nl, lv)?
         };
-        if self.k.values[out] != out_dtype {
+        if self.k.values[out] != t.out_dtype {
             return Err(self.internal(format!(
                 "reduction {} gives {} but the node is {}",
-                op.name(),
+                t.op.name(),
                 self.k.values[out],
-                out_dtype
+                t.out_dtype
             )));
         }
         Ok(out)
+    }
+
+    /// An arg-reduction's index after its loops: the first NaN's where `nan_acc` found one.
+    fn arg_result(
+        &mut self,
+        acc: AccId,
+        nan_acc: Option<AccId>,
+        nl: usize,
+        lv: &mut Levels,
+    ) -> ValueId {
+        let i = self.define_after(lv, nl, DType::I64, Inst::AccIndex(acc));
+        let Some(a) = nan_acc else {
+            return i;
+        };
+        let any = self.define_after(lv, nl, DType::I32, Inst::AccValue(a));
+        let zero = self.define_after(lv, nl, DType::I32, Inst::Const(ScalarValue::I32(0)));
+        let has = self.define_after(lv, nl, DType::Bool, Inst::Compare(LCompare::Gt, any, zero));
+        let ni = self.define_after(lv, nl, DType::I64, Inst::AccIndex(a));
+        self.define_after(
+            lv,
+            nl,
+            DType::I64,
+            Inst::Select {
+                cond: has,
+                if_true: ni,
+                if_false: i,
+            },
+        )
+    }
+
+    /// A reduction's value after its loops: a mean divided by the count, then back from the
+    /// accumulation type `ty` (i32 for bools, f64 for f32), rounding once.
+    fn reduced_value(
+        &mut self,
+        t: Term,
+        acc: AccId,
+        ty: DType,
+        red: &[IterAxis],
+        nl: usize,
+        lv: &mut Levels,
+    ) -> Result<ValueId, LowerError> {
+        let v = self.define_after(lv, nl, ty, Inst::AccValue(acc));
+        let v = if t.op == ReduceOp::Mean {
+            let lens: Vec<usize> = red.iter().map(|a| a.len).collect();
+            let count = weft_ir::size::element_count(&lens)
+                .ok_or_else(|| self.internal("a mean's count overflows past a verified size"))?;
+            let c = self.define_after(
+                lv,
+                nl,
+                ty,
+                Inst::Const(scalar_value(Scalar::Float(count as f64), ty)),
+            );
+            self.define_after(lv, nl, ty, Inst::Binary(LBinary::Div, v, c))
+        } else {
+            v
+        };
+        Ok(if ty != t.out_dtype {
+            self.define_after(lv, nl, t.out_dtype, Inst::Convert(v))
+        } else {
+            v
+        })
     }
 
     /// The row-major flat index (i64) over the reduction loops, at the innermost level.
@@ -1129,29 +1260,7 @@ impl<'a> Lowerer<'a> {
                 valid,
                 view,
                 ..
-            } => {
-                let view = view
-                    .as_ref()
-                    .ok_or_else(|| self.internal("load without a view"))?;
-                let (index, l1) = self.view_index_level(view, scope)?;
-                let (mask, l2) = self.masks(valid, scope)?;
-                let level = l1.max(l2);
-                let buffer = *self
-                    .buffers
-                    .get(&BufferBinding::Tensor(*tensor))
-                    .ok_or_else(|| self.internal("load of an unbound tensor"))?;
-                let v = self.define(
-                    lv,
-                    level,
-                    ty,
-                    Inst::Load(BufferAccessExpr {
-                        buffer,
-                        index,
-                        mask,
-                    }),
-                );
-                (v, level)
-            }
+            } => self.lower_load(ty, *tensor, valid, view.as_ref(), scope, lv)?,
             Instr::Immediate(s) => (self.define(lv, 0, ty, Inst::Const(scalar_value(*s, ty))), 0),
             Instr::Unary(u, a) => {
                 let (a, l) = get(*a)?;
@@ -1223,114 +1332,165 @@ impl<'a> Lowerer<'a> {
                 (self.define(lv, l, ty, Inst::Convert(x)), l)
             }
             Instr::Guard { valid, value } => {
-                let (v, l) = get(*value)?;
-                // A masked load under the same (or stricter) ranges is already zero outside.
-                let covered = match st.body.get(*value).map(|i| &i.instr) {
-                    Some(Instr::Load { valid: inner, .. }) => {
-                        valid.iter().all(|r| inner.contains(r))
-                    }
-                    _ => false,
-                };
-                if covered {
-                    (v, l)
-                } else {
-                    let (c, lc) = self.condition(valid, scope, lv)?;
-                    let level = l.max(lc);
-                    let z = self.define(lv, 0, ty, Inst::Const(ty.zero()));
-                    (
-                        self.define(
-                            lv,
-                            level,
-                            ty,
-                            Inst::Select {
-                                cond: c,
-                                if_true: v,
-                                if_false: z,
-                            },
-                        ),
-                        level,
-                    )
-                }
+                let v = get(*value)?;
+                self.lower_guard(ty, st, valid, *value, v, scope, lv)?
             }
-            Instr::Choose { parts } => {
-                let Some(((_, last), rest)) = parts.split_last() else {
-                    return Err(self.internal("concat without parts"));
-                };
-                let (mut acc, mut level) = get(*last)?;
-                for (r, x) in rest.iter().rev() {
-                    let (x, lx) = get(*x)?;
-                    let (c, lc) = self.condition(std::slice::from_ref(r), scope, lv)?;
-                    level = level.max(lx).max(lc);
-                    acc = self.define(
-                        lv,
-                        level,
-                        ty,
-                        Inst::Select {
-                            cond: c,
-                            if_true: x,
-                            if_false: acc,
-                        },
-                    );
-                }
-                (acc, level)
-            }
+            Instr::Choose { parts } => self.lower_choose(ty, parts, vals, scope, lv)?,
             Instr::ReadLocal { node, index, valid } => {
-                if let Some(v) = self.registers.get(node).copied() {
-                    if valid.is_empty() {
-                        (v, 0)
-                    } else {
-                        let (c, lc) = self.condition(valid, scope, lv)?;
-                        let z = self.define(lv, 0, ty, Inst::Const(ty.zero()));
-                        (
-                            self.define(
-                                lv,
-                                lc,
-                                ty,
-                                Inst::Select {
-                                    cond: c,
-                                    if_true: v,
-                                    if_false: z,
-                                },
-                            ),
-                            lc,
-                        )
-                    }
-                } else {
-                    let sc = self.scratch.get(node).cloned().ok_or_else(|| {
-                        self.internal(format!(
-                            "{} is read locally but kept nowhere",
-                            self.g.node_label(*node)
-                        ))
-                    })?;
-                    let mut expr = AffineExpr::constant(0);
-                    let mut level = 0;
-                    for (e, s) in index.iter().zip(&sc.strides) {
-                        let (a, d) = self.affine(&e.scale_add(*s, 0), scope)?;
-                        expr = add_affine(&expr, &a);
-                        level = level.max(d);
-                    }
-                    if self.parallel {
-                        expr =
-                            add_affine(&expr, &AffineExpr::new([(self.outer_loops[0], sc.row)], 0));
-                    }
-                    let (mask, lm) = self.masks(valid, scope)?;
-                    level = level.max(lm);
-                    (
-                        self.define(
-                            lv,
-                            level,
-                            ty,
-                            Inst::Load(BufferAccessExpr {
-                                buffer: sc.buffer,
-                                index: expr,
-                                mask,
-                            }),
-                        ),
-                        level,
-                    )
-                }
+                self.read_local(ty, *node, index, valid, scope, lv)?
             }
         })
+    }
+
+    /// A value operand of the stage body: its value and level.
+    fn operand(&self, vals: &[(ValueId, usize)], v: usize) -> Result<(ValueId, usize), LowerError> {
+        vals.get(v)
+            .copied()
+            .ok_or_else(|| self.internal(format!("operand v{v} used before it is defined")))
+    }
+
+    /// A load of a stored tensor through its view, masked by `valid`.
+    fn lower_load(
+        &mut self,
+        ty: DType,
+        tensor: NodeId,
+        valid: &[ValidRange],
+        view: Option<&StridedView>,
+        scope: &Scope,
+        lv: &mut Levels,
+    ) -> Result<(ValueId, usize), LowerError> {
+        let view = view.ok_or_else(|| self.internal("load without a view"))?;
+        let (index, l1) = self.view_index_level(view, scope)?;
+        let (mask, l2) = self.masks(valid, scope)?;
+        let level = l1.max(l2);
+        let buffer = *self
+            .buffers
+            .get(&BufferBinding::Tensor(tensor))
+            .ok_or_else(|| self.internal("load of an unbound tensor"))?;
+        let v = self.define(
+            lv,
+            level,
+            ty,
+            Inst::Load(BufferAccessExpr {
+                buffer,
+                index,
+                mask,
+            }),
+        );
+        Ok((v, level))
+    }
+
+    /// Pad's guard: the value where every range of `valid` holds, else zero — nothing to do
+    /// where the value is a masked load under the same (or stricter) ranges, already zero
+    /// outside.
+    #[allow(clippy::too_many_arguments)]
+    fn lower_guard(
+        &mut self,
+        ty: DType,
+        st: &StageProgram,
+        valid: &[ValidRange],
+        value: usize,
+        (v, l): (ValueId, usize),
+        scope: &Scope,
+        lv: &mut Levels,
+    ) -> Result<(ValueId, usize), LowerError> {
+        let covered = match st.body.get(value).map(|i| &i.instr) {
+            Some(Instr::Load { valid: inner, .. }) => valid.iter().all(|r| inner.contains(r)),
+            _ => false,
+        };
+        if covered {
+            return Ok((v, l));
+        }
+        let (c, lc) = self.condition(valid, scope, lv)?;
+        let level = l.max(lc);
+        let z = self.define(lv, 0, ty, Inst::Const(ty.zero()));
+        let sel = Inst::Select {
+            cond: c,
+            if_true: v,
+            if_false: z,
+        };
+        Ok((self.define(lv, level, ty, sel), level))
+    }
+
+    /// Concat: a chain of selects over its parts, the last part where no range holds.
+    fn lower_choose(
+        &mut self,
+        ty: DType,
+        parts: &[(ValidRange, usize)],
+        vals: &[(ValueId, usize)],
+        scope: &Scope,
+        lv: &mut Levels,
+    ) -> Result<(ValueId, usize), LowerError> {
+        let Some(((_, last), rest)) = parts.split_last() else {
+            return Err(self.internal("concat without parts"));
+        };
+        let (mut acc, mut level) = self.operand(vals, *last)?;
+        for (r, x) in rest.iter().rev() {
+            let (x, lx) = self.operand(vals, *x)?;
+            let (c, lc) = self.condition(std::slice::from_ref(r), scope, lv)?;
+            level = level.max(lx).max(lc);
+            acc = self.define(
+                lv,
+                level,
+                ty,
+                Inst::Select {
+                    cond: c,
+                    if_true: x,
+                    if_false: acc,
+                },
+            );
+        }
+        Ok((acc, level))
+    }
+
+    /// A read of a stage kept locally: its register (zero where `valid` fails), or its row
+    /// scratch at `index`, masked by `valid`.
+    fn read_local(
+        &mut self,
+        ty: DType,
+        node: NodeId,
+        index: &[PassAffine],
+        valid: &[ValidRange],
+        scope: &Scope,
+        lv: &mut Levels,
+    ) -> Result<(ValueId, usize), LowerError> {
+        if let Some(v) = self.registers.get(&node).copied() {
+            if valid.is_empty() {
+                return Ok((v, 0));
+            }
+            let (c, lc) = self.condition(valid, scope, lv)?;
+            let z = self.define(lv, 0, ty, Inst::Const(ty.zero()));
+            let sel = Inst::Select {
+                cond: c,
+                if_true: v,
+                if_false: z,
+            };
+            return Ok((self.define(lv, lc, ty, sel), lc));
+        }
+        let sc = self.scratch.get(&node).cloned().ok_or_else(|| {
+            self.internal(format!(
+                "{} is read locally but kept nowhere",
+                self.g.node_label(node)
+            ))
+        })?;
+        let mut expr = AffineExpr::constant(0);
+        let mut level = 0;
+        for (e, s) in index.iter().zip(&sc.strides) {
+            let (a, d) = self.affine(&e.scale_add(*s, 0), scope)?;
+            expr = add_affine(&expr, &a);
+            level = level.max(d);
+        }
+        if self.parallel {
+            expr = add_affine(&expr, &AffineExpr::new([(self.outer_loops[0], sc.row)], 0));
+        }
+        let (mask, lm) = self.masks(valid, scope)?;
+        level = level.max(lm);
+        let load = Inst::Load(BufferAccessExpr {
+            buffer: sc.buffer,
+            index: expr,
+            mask,
+        });
+        Ok((self.define(lv, level, ty, load), level))
     }
 
     /// `x^y` for integers, wrapping: square-and-multiply over the exponent's bits (unrolled),
