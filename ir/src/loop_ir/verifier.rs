@@ -174,74 +174,13 @@ impl<'a> Verifier<'a> {
                         }
                     }
                 }
-                Stmt::Store { target, value } => {
-                    let vt = self.use_value(*value);
-                    self.access(target, reachable);
-                    if let Some(b) = self.k.buffers.get(target.buffer) {
-                        if !b.access.can_write() {
-                            self.error(format!(
-                                "buffer %{} is declared {}, not writable",
-                                b.name,
-                                b.access.name()
-                            ));
-                        }
-                        if vt.is_some_and(|t| t != b.ty) {
-                            self.error(format!(
-                                "stores %{value} of type {} into buffer %{} of type {}",
-                                vt.unwrap_or(b.ty),
-                                b.name,
-                                b.ty
-                            ));
-                        }
-                    }
-                    if !target.mask.is_empty() {
-                        self.error("a store cannot be masked");
-                    }
-                }
-                Stmt::DeclareAcc(acc) => match self.acc_declared.get(acc.index_usize()) {
-                    None => self.error(format!("accumulator %{acc} is not declared")),
-                    Some(true) => self.error(format!("accumulator %{acc} is declared twice")),
-                    Some(false) => {
-                        let decl = &self.k.accs[*acc];
-                        if decl.narrow_partials
-                            && !(decl.kind == ReduceKind::Sum && decl.ty == ScalarType::F64)
-                        {
-                            self.error(format!(
-                                "accumulator %{acc} keeps f32 partials but is a {} {}, not a sum f64",
-                                decl.kind, decl.ty
-                            ));
-                        }
-                        self.acc_declared[acc.index_usize()] = true;
-                        self.acc_live[acc.index_usize()] = true;
+                Stmt::Store { target, value } => self.store(target, *value, reachable),
+                Stmt::DeclareAcc(acc) => {
+                    if self.declare_acc(*acc) {
                         accs_here.push(*acc);
                     }
-                },
-                Stmt::Reduce { acc, value, index } => {
-                    let vt = self.use_value(*value);
-                    let it = index.map(|i| self.use_value(i));
-                    if let Some(decl) = self.use_acc(*acc) {
-                        if vt.is_some_and(|t| t != decl.ty) {
-                            self.error(format!(
-                                "reduces %{value} of another type into {} accumulator %{acc}",
-                                decl.ty
-                            ));
-                        }
-                        match (decl.kind.has_index(), it) {
-                            (true, None) => self.error(format!(
-                                "{} accumulator %{acc} needs an index operand",
-                                decl.kind
-                            )),
-                            (false, Some(_)) => self.error(format!(
-                                "{} accumulator %{acc} takes no index operand",
-                                decl.kind
-                            )),
-                            (true, Some(Some(t))) if t != ScalarType::I64 => self.error(format!(
-                                "the index reduced into %{acc} must be i64, not {t}"
-                            )),
-                            _ => {}
-                        }
-                    }
                 }
+                Stmt::Reduce { acc, value, index } => self.reduce(*acc, *value, *index),
                 Stmt::If { cond, body } => {
                     if let Some(t) = self.use_value(*cond) {
                         if t != ScalarType::Bool {
@@ -260,30 +199,8 @@ impl<'a> Verifier<'a> {
                     self.block(body, reachable, false);
                 }
                 Stmt::Loop { loop_id, body } => {
-                    let Some(decl) = self.k.loops.get(*loop_id) else {
-                        self.error(format!("loop %{loop_id} is not declared"));
-                        continue;
-                    };
-                    let index = loop_id.index_usize();
-                    if self.loop_seen[index] {
-                        self.error(format!("loop %{loop_id} appears in two loop statements"));
-                        continue;
-                    }
-                    self.loop_seen[index] = true;
-                    if decl.annotations.parallel && !(top_level && stmts.len() == 1) {
-                        self.error(format!(
-                            "parallel loop %{loop_id} must be the kernel's only top-level statement"
-                        ));
-                    }
-                    let extent = i128::from(decl.extent);
-                    self.loop_range[index] = Some(Interval {
-                        lo: 0,
-                        hi: extent - 1,
-                    });
-                    self.loop_stack.push(*loop_id);
-                    self.block(body, reachable && extent > 0, false);
-                    self.loop_stack.pop();
-                    self.loop_range[index] = None;
+                    let only = top_level && stmts.len() == 1;
+                    self.loop_stmt(*loop_id, body, reachable, only);
                 }
             }
         }
@@ -293,6 +210,113 @@ impl<'a> Verifier<'a> {
         for a in accs_here {
             self.acc_live[a.index_usize()] = false;
         }
+    }
+
+    /// A store: a writable buffer of the value's type, unmasked.
+    fn store(&mut self, target: &BufferAccessExpr, value: ValueId, reachable: bool) {
+        let vt = self.use_value(value);
+        self.access(target, reachable);
+        if let Some(b) = self.k.buffers.get(target.buffer) {
+            if !b.access.can_write() {
+                self.error(format!(
+                    "buffer %{} is declared {}, not writable",
+                    b.name,
+                    b.access.name()
+                ));
+            }
+            if vt.is_some_and(|t| t != b.ty) {
+                self.error(format!(
+                    "stores %{value} of type {} into buffer %{} of type {}",
+                    vt.unwrap_or(b.ty),
+                    b.name,
+                    b.ty
+                ));
+            }
+        }
+        if !target.mask.is_empty() {
+            self.error("a store cannot be masked");
+        }
+    }
+
+    /// An accumulator's declaration: true when it is now live (declared once, here).
+    fn declare_acc(&mut self, acc: AccId) -> bool {
+        match self.acc_declared.get(acc.index_usize()) {
+            None => self.error(format!("accumulator %{acc} is not declared")),
+            Some(true) => self.error(format!("accumulator %{acc} is declared twice")),
+            Some(false) => {
+                let decl = &self.k.accs[acc];
+                if decl.narrow_partials
+                    && !(decl.kind == ReduceKind::Sum && decl.ty == ScalarType::F64)
+                {
+                    self.error(format!(
+                        "accumulator %{acc} keeps f32 partials but is a {} {}, not a sum f64",
+                        decl.kind, decl.ty
+                    ));
+                }
+                self.acc_declared[acc.index_usize()] = true;
+                self.acc_live[acc.index_usize()] = true;
+                return true;
+            }
+        }
+        false
+    }
+
+    /// A reduction: a value of the accumulator's type, an i64 index exactly for arg-reductions.
+    fn reduce(&mut self, acc: AccId, value: ValueId, index: Option<ValueId>) {
+        let vt = self.use_value(value);
+        let it = index.map(|i| self.use_value(i));
+        let Some(decl) = self.use_acc(acc) else {
+            return;
+        };
+        if vt.is_some_and(|t| t != decl.ty) {
+            self.error(format!(
+                "reduces %{value} of another type into {} accumulator %{acc}",
+                decl.ty
+            ));
+        }
+        match (decl.kind.has_index(), it) {
+            (true, None) => self.error(format!(
+                "{} accumulator %{acc} needs an index operand",
+                decl.kind
+            )),
+            (false, Some(_)) => self.error(format!(
+                "{} accumulator %{acc} takes no index operand",
+                decl.kind
+            )),
+            (true, Some(Some(t))) if t != ScalarType::I64 => self.error(format!(
+                "the index reduced into %{acc} must be i64, not {t}"
+            )),
+            _ => {}
+        }
+    }
+
+    /// A loop statement: declared, in one statement only, parallel only as the kernel's
+    /// `only` top-level statement; its body checked with its index in range.
+    fn loop_stmt(&mut self, loop_id: LoopId, body: &'a [Stmt], reachable: bool, only: bool) {
+        let Some(decl) = self.k.loops.get(loop_id) else {
+            self.error(format!("loop %{loop_id} is not declared"));
+            return;
+        };
+        let index = loop_id.index_usize();
+        if self.loop_seen[index] {
+            self.error(format!("loop %{loop_id} appears in two loop statements"));
+            return;
+        }
+        self.loop_seen[index] = true;
+        if decl.annotations.parallel && !only {
+            self.error(format!(
+                "parallel loop %{loop_id} must be the kernel's only top-level statement"
+            ));
+        }
+        let extent = i128::from(decl.extent);
+        self.loop_range[index] = Some(Interval {
+            lo: 0,
+            hi: extent - 1,
+        });
+        self.loop_stack.push(loop_id);
+        self.block(body, reachable && extent > 0, false);
+        self.loop_stack.pop();
+        self.loop_range[index] = None;
     }
 
     /// The type of `v` if it is in scope; reports an error otherwise.
@@ -354,24 +378,7 @@ impl<'a> Verifier<'a> {
                     format!("index %{l} is i64, not {rt}")
                 });
             }
-            Inst::Load(access) => {
-                self.access(access, reachable);
-                if let Some(b) = self.k.buffers.get(access.buffer) {
-                    if !b.access.can_read() {
-                        self.error(format!(
-                            "buffer %{} is declared {}, not readable",
-                            b.name,
-                            b.access.name()
-                        ));
-                    }
-                    expect(self, b.ty == rt, &|| {
-                        format!(
-                            "load from buffer %{} of type {} defines %{result} of type {rt}",
-                            b.name, b.ty
-                        )
-                    });
-                }
-            }
+            Inst::Load(access) => self.load(result, rt, access, reachable),
             Inst::AccValue(a) => {
                 if let Some(decl) = self.use_acc(*a) {
                     let ty = decl.ty;
@@ -431,23 +438,58 @@ impl<'a> Verifier<'a> {
                 cond,
                 if_true,
                 if_false,
-            } => {
-                let tc = self.use_value(*cond);
-                let (tt, tf) = (self.use_value(*if_true), self.use_value(*if_false));
-                if let Some(tc) = tc {
-                    expect(self, tc == ScalarType::Bool, &|| {
-                        format!("select condition %{cond} is {tc}, not bool")
-                    });
-                }
-                for t in [tt, tf].into_iter().flatten() {
-                    expect(self, t == rt, &|| {
-                        format!("select operand of type {t} defines %{result} of type {rt}")
-                    });
-                }
-            }
+            } => self.select(result, rt, *cond, *if_true, *if_false),
             Inst::Convert(x) => {
                 self.use_value(*x);
             }
+        }
+    }
+
+    /// A load: a readable buffer of the result's type.
+    fn load(
+        &mut self,
+        result: ValueId,
+        rt: ScalarType,
+        access: &BufferAccessExpr,
+        reachable: bool,
+    ) {
+        self.access(access, reachable);
+        let Some(b) = self.k.buffers.get(access.buffer) else {
+            return;
+        };
+        if !b.access.can_read() {
+            self.error(format!(
+                "buffer %{} is declared {}, not readable",
+                b.name,
+                b.access.name()
+            ));
+        }
+        if b.ty != rt {
+            self.error(format!(
+                "load from buffer %{} of type {} defines %{result} of type {rt}",
+                b.name, b.ty
+            ));
+        }
+    }
+
+    /// A select: a bool condition, both operands of the result's type.
+    fn select(
+        &mut self,
+        result: ValueId,
+        rt: ScalarType,
+        cond: ValueId,
+        if_true: ValueId,
+        if_false: ValueId,
+    ) {
+        let tc = self.use_value(cond);
+        let (tt, tf) = (self.use_value(if_true), self.use_value(if_false));
+        if let Some(tc) = tc.filter(|t| *t != ScalarType::Bool) {
+            self.error(format!("select condition %{cond} is {tc}, not bool"));
+        }
+        for t in [tt, tf].into_iter().flatten().filter(|t| *t != rt) {
+            self.error(format!(
+                "select operand of type {t} defines %{result} of type {rt}"
+            ));
         }
     }
 
