@@ -29,6 +29,8 @@
 
 #![forbid(unsafe_code)]
 
+mod backend;
+mod bound;
 pub mod cli;
 pub mod computation;
 pub mod datasets;

@@ -22,9 +22,9 @@
 //!   unbound axis no input has, or a binding whose graph fails verification is an error
 //!   naming the axis (and the inputs) at fault.
 
-use crate::computation::{placeholder_names, Bound};
+use crate::backend::Preparer;
+use crate::bound::{placeholder_names, Bound, Shared};
 use crate::error::{Error, Result};
-use crate::transformer::{Preparer, Shared};
 use std::sync::{Arc, Mutex};
 use weft_ir::{AsHostView, Axis, AxisDef, Graph, NodeId, Op, TensorKind};
 use weft_runtime::{Plan, StateAccess};
