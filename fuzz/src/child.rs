@@ -304,6 +304,7 @@ pub fn limit_address_space(mib: u64) -> io::Result<()> {
     };
     // SAFETY: `setrlimit` reads the `rlimit` we pass by pointer, which lives across the call;
     // it changes no memory of this process.
+    #[allow(unsafe_code)]
     let status = unsafe { libc::setrlimit(libc::RLIMIT_AS, &limit) };
     if status == 0 {
         Ok(())

@@ -1,4 +1,5 @@
 #![warn(missing_docs)]
+#![deny(unsafe_code)]
 //! weft's fuzzer (stable Rust, no sanitizers): mutated `.weft` texts and random graphs through
 //! parse → verify → compile (fused, unfused, forced parallel) → run, compared with the
 //! interpreter by `weft_oracle`'s oracle (docs/testing.md, "The fuzzer").

@@ -5,6 +5,7 @@
 //!
 //! By default the cases run in child processes (this binary with `--child`) under a supervisor
 //! (`weft_fuzz::supervise`), so an abort is a finding; `--in-process` runs them here.
+#![forbid(unsafe_code)]
 
 use clap::Parser;
 use std::path::PathBuf;
