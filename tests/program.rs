@@ -164,3 +164,25 @@ output y
     let t = Transformer::new(b.finish(), Backend::Jit).unwrap();
     assert!(t.computation(&[y], &[x]).unwrap().plan().is_none());
 }
+
+#[test]
+fn a_program_with_an_id_or_a_home_out_of_range_is_refused_not_run() {
+    let g = parse(TRAIN);
+    let t = Transformer::new(g.clone(), Backend::Jit).unwrap();
+    let c = t
+        .computation(&named(&g, &["n", "t"]), &named(&g, &["a"]))
+        .unwrap();
+    let good = c.plan().unwrap();
+    assert_eq!(good.check(), Ok(()));
+    let past = weft::runtime::program::StorageId::new(good.storages.len());
+    let mut bad = good.clone();
+    bad.kernels[0].args[0] = past;
+    assert!(bad.check().unwrap_err().contains("is not a storage"));
+    let mut bad = good.clone();
+    bad.outputs[1].home.strides[0] *= 2;
+    let why = bad.check().unwrap_err();
+    assert!(why.contains("reaches elements"), "{why}");
+    let mut bad = good.clone();
+    bad.outputs[1].home.dtype = DType::F64;
+    assert!(bad.check().unwrap_err().contains("storage"));
+}

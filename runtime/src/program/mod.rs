@@ -271,6 +271,94 @@ impl Program {
             .fold(0, u64::saturating_add)
     }
 
+    /// Checks that every id names an entry of its table and that every value's [`Home`] lies
+    /// inside its storage with the storage's dtype — what a run relies on to index without
+    /// panicking; `Err` says what is wrong. A program the compiler builds always passes;
+    /// [`NativeExecutable::new`] checks any program it is given.
+    pub fn check(&self) -> Result<(), String> {
+        let storage = |s: StorageId, what: &str| -> Result<&Storage, String> {
+            self.storages
+                .get(s.index())
+                .ok_or_else(|| format!("{what}: {s} is not a storage"))
+        };
+        for k in &self.kernels {
+            for a in &k.args {
+                storage(*a, &format!("kernel @{}", k.name))?;
+            }
+        }
+        for (i, g) in self.gemms.iter().enumerate() {
+            for a in g.args {
+                storage(a, &GemmId(i).to_string())?;
+            }
+        }
+        let kernel = |k: KernelId| -> Result<(), String> {
+            (k.index() < self.kernels.len())
+                .then_some(())
+                .ok_or_else(|| format!("step: {k} is not a kernel"))
+        };
+        let gemm = |g: GemmId| -> Result<(), String> {
+            (g.index() < self.gemms.len())
+                .then_some(())
+                .ok_or_else(|| format!("step: {g} is not a GEMM call"))
+        };
+        for step in &self.steps {
+            match step {
+                Step::Kernel(k) => kernel(*k)?,
+                Step::Gemm(g) => gemm(*g)?,
+                Step::GemmThen {
+                    gemm: g, kernel: k, ..
+                } => {
+                    gemm(*g)?;
+                    kernel(*k)?;
+                }
+            }
+        }
+        for x in &self.inputs {
+            if let Some(s) = x.storage {
+                storage(s, &format!("input `{}`", x.name))?;
+            }
+        }
+        for r in &self.state_reads {
+            storage(r.storage, &format!("state `{}`", r.name))?;
+        }
+        let homes = self.outputs.iter().map(|o| &o.home);
+        for h in homes.chain(self.assigns.iter().map(|a| &a.home)) {
+            self.check_home(h, storage(h.storage, &format!("`{}`", h.name))?)?;
+        }
+        Ok(())
+    }
+
+    /// Checks that `h` lies inside `s`, with its dtype.
+    fn check_home(&self, h: &Home, s: &Storage) -> Result<(), String> {
+        let fail = |why: &str| Err(format!("`{}` in {}: {why}", h.name, h.storage));
+        if h.dtype != s.dtype {
+            return fail(&format!("a {} value in a {} storage", h.dtype, s.dtype));
+        }
+        if h.shape.len() != h.strides.len() || h.shape.len() != h.axes.len() {
+            return fail("axes, lengths and strides differ in number");
+        }
+        if h.shape.contains(&0) {
+            return Ok(());
+        }
+        // The first and last element it reaches, in i128 so no product overflows.
+        let (mut low, mut high) = (0i128, 0i128);
+        for (&n, &stride) in h.shape.iter().zip(&h.strides) {
+            let reach = (n as i128 - 1) * i128::from(stride);
+            if reach < 0 {
+                low += reach;
+            } else {
+                high += reach;
+            }
+        }
+        if low < 0 || high >= i128::from(s.elements) {
+            return fail(&format!(
+                "reaches elements {low}..={high} of {}",
+                s.elements
+            ));
+        }
+        Ok(())
+    }
+
     /// The spare array an assign swaps in place of `storage`, if one does.
     pub(crate) fn swapped_assign(&self, storage: StorageId) -> Option<usize> {
         self.assigns

@@ -69,6 +69,23 @@ impl NativeExecutable {
             op: "load",
             message,
         };
+        program.check().map_err(malformed)?;
+        let (inputs, outputs) = (plan.placeholders(), plan.outputs());
+        let same = |a: &[NodeId], b: &mut dyn Iterator<Item = NodeId>| a.iter().copied().eq(b);
+        if !same(inputs, &mut program.inputs.iter().map(|x| x.placeholder))
+            || !same(outputs, &mut program.outputs.iter().map(|o| o.node))
+        {
+            return Err(malformed(
+                "its inputs and outputs are not the computation's".into(),
+            ));
+        }
+        let sources = program.state_reads.iter().map(|r| r.source);
+        if let Some(n) = sources
+            .chain(program.assigns.iter().map(|a| a.target))
+            .find(|n| graph.get(*n).is_none())
+        {
+            return Err(malformed(format!("{n} is not a node of the graph")));
+        }
         if code.len() != program.kernels.len() {
             return Err(malformed(format!(
                 "{} kernels, {} compiled",
