@@ -205,6 +205,9 @@ pub enum Error {
         #[source]
         error: Box<weft_ir::text::ParseError>,
     },
+    /// An ONNX model that could not be imported.
+    #[error(transparent)]
+    Onnx(#[from] weft_onnx::ImportError),
     /// A file that cannot be read or written.
     #[error("{path}: {source}")]
     Io {

@@ -101,6 +101,8 @@ pub use weft_nn as nn;
 /// The crates weft is made of, for what the prelude does not cover.
 pub use weft_compiler as compiler;
 pub use weft_ir as ir;
+/// The ONNX front end: an ONNX model to a weft graph (docs/onnx.md).
+pub use weft_onnx as onnx;
 pub use weft_runtime as runtime;
 
 /// Everything needed to build and run graphs: `use weft::prelude::*;`.

@@ -76,9 +76,30 @@ pub(crate) fn error_kind(e: &weft::Error) -> &'static str {
         | E::UnknownPlaceholder { .. } => "CallError",
         E::NotStateful { .. } | E::NoOutputs | E::Train { .. } => "GraphError",
         E::Dump(_) => "CompileError",
+        E::Onnx(o) => onnx_error_kind(o),
         E::Parse(_) | E::ParseSource { .. } => "ParseError",
         // Files, data sets and command-line options: none of the narrower classes means them.
         E::Io { .. } | E::DumpPattern { .. } | E::Picture { .. } | E::Dataset { .. } => "WeftError",
+    }
+}
+
+/// [`error_kind`] of an ONNX import's error: a graph error keeps its class, the rest are
+/// `OnnxImportError` (a model weft cannot read).
+fn onnx_error_kind(e: &weft::onnx::ImportError) -> &'static str {
+    use weft::onnx::ImportError as O;
+    match e {
+        O::Graph { source, .. } => graph_error_kind(source),
+        O::Io { .. }
+        | O::Parse { .. }
+        | O::Model { .. }
+        | O::UnsupportedOp { .. }
+        | O::Unsupported { .. }
+        | O::MissingInput { .. }
+        | O::Malformed { .. }
+        | O::Cycle { .. }
+        | O::Shape { .. }
+        | O::Tensor { .. }
+        | O::ExternalData { .. } => "OnnxImportError",
     }
 }
 

@@ -32,6 +32,11 @@ class ParseError(WeftError, ValueError):
     """A `.weft` program does not parse; the message gives file:line:col."""
 
 
+class OnnxImportError(WeftError, ValueError):
+    """An ONNX model cannot be imported: an op weft does not import, a malformed or truncated
+    file, shapes that do not agree. The message names the node, its op and opset."""
+
+
 class AxisNameWarning(UserWarning):
     """Two different axes with one label met in an elementwise op: weft pairs axes by identity
     (each ``make_axis`` call makes a new axis), so the result has both, where nGraph paired

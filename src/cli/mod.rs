@@ -105,6 +105,17 @@ enum Command {
         #[arg(long = "bind", value_name = "AXIS=LEN", value_parser = parse_binding)]
         bind: Vec<Binding>,
     },
+    /// Import an ONNX model as a `.weft` graph.
+    ///
+    /// Every command also reads `.onnx` files directly; `import` writes the graph's canonical
+    /// text (to stdout, or to `-o`), so it can be read, edited and diffed.
+    Import {
+        /// The `.onnx` file.
+        file: PathBuf,
+        /// Where to write the `.weft` text (stdout when absent).
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
     /// Run a graph's outputs on given or random inputs.
     ///
     /// Placeholders given with `--input` are read from `.npy` files; the others are drawn at
@@ -299,6 +310,18 @@ fn run(cli: Cli) -> Result<(), Error> {
             print!("{}", summary::inferred_axes(&graph)?);
             Ok(())
         }
+        Command::Import { file, output } => {
+            let imported = weft_onnx::import_file(&file)?;
+            let text = text::print(&imported.graph);
+            match output {
+                None => print!("{text}"),
+                Some(path) => std::fs::write(&path, text).map_err(|source| Error::Io {
+                    path: path.display().to_string(),
+                    source,
+                })?,
+            }
+            Ok(())
+        }
         Command::Print { file, bind } => {
             let graph = load(&file, &bind)?;
             print!("{}", text::print(&graph));
@@ -420,17 +443,23 @@ fn run(cli: Cli) -> Result<(), Error> {
     }
 }
 
-/// Reads, parses and binds a `.weft` file.
+/// Reads, parses and binds a `.weft` file, or imports an `.onnx` one.
 pub fn load(file: &Path, bind: &[Binding]) -> Result<Graph, Error> {
-    let src = std::fs::read_to_string(file).map_err(|source| Error::Io {
-        path: file.display().to_string(),
-        source,
-    })?;
-    let mut graph =
+    let mut graph = if file
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("onnx"))
+    {
+        weft_onnx::import_file(file)?.graph
+    } else {
+        let src = std::fs::read_to_string(file).map_err(|source| Error::Io {
+            path: file.display().to_string(),
+            source,
+        })?;
         text::parse(&src, &file.display().to_string()).map_err(|error| Error::ParseSource {
             rendered: error.render(&src),
             error: Box::new(error),
-        })?;
+        })?
+    };
     for b in bind {
         let axis = graph.find_axis(&b.axis).ok_or_else(|| {
             let names: Vec<&str> = graph
