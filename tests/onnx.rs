@@ -359,3 +359,68 @@ fn shapes_that_do_not_broadcast_are_an_error_naming_both() {
         "{msg}"
     );
 }
+
+#[test]
+fn conv_with_padding_stride_and_bias_matches_a_direct_loop_and_names_its_axes() {
+    let (c, k, h) = (2usize, 3usize, 5usize);
+    let x: Vec<f32> = (0..c * h * h)
+        .map(|i| ((i * 7) % 11) as f32 - 5.0)
+        .collect();
+    let w: Vec<f32> = (0..k * c * 9)
+        .map(|i| ((i * 5) % 7) as f32 * 0.5 - 1.5)
+        .collect();
+    let b = [0.25f32, -1.0, 2.0];
+    let bytes = model(
+        vec![node(
+            "Conv",
+            "conv1",
+            &["x", "w", "b"],
+            &["y"],
+            vec![
+                ints_attr("pads", &[1, 1, 1, 1]),
+                ints_attr("strides", &[2, 2]),
+            ],
+        )],
+        vec![value_info(
+            "x",
+            1,
+            &[Dim::Len(1), Dim::Len(c as i64), Dim::Len(5), Dim::Len(5)],
+        )],
+        &["y"],
+        vec![
+            f32_tensor("w", &[3, 2, 3, 3], &w),
+            f32_tensor("b", &[3], &b),
+        ],
+        13,
+    );
+    let out = run(&bytes, std::slice::from_ref(&x));
+    let o = 3; // (5 + 2 - 3) / 2 + 1
+    let mut want = Vec::new();
+    for kk in 0..k {
+        for oy in 0..o {
+            for ox in 0..o {
+                let mut s = b[kk];
+                for cc in 0..c {
+                    for r in 0..3 {
+                        for q in 0..3 {
+                            let (iy, ix) = ((oy * 2 + r) as i64 - 1, (ox * 2 + q) as i64 - 1);
+                            if (0..h as i64).contains(&iy) && (0..h as i64).contains(&ix) {
+                                s += x[(cc * h + iy as usize) * h + ix as usize]
+                                    * w[((kk * c + cc) * 3 + r) * 3 + q];
+                            }
+                        }
+                    }
+                }
+                want.push(s);
+            }
+        }
+    }
+    assert_eq!(out[0].shape(), &[1, 3, 3, 3]);
+    close(out[0].as_slice::<f32>().unwrap(), &want);
+    let imported = import_bytes(&bytes).unwrap();
+    let g = &imported.graph;
+    let names =
+        |id: NodeId| -> Vec<String> { g.node(id).axes.iter().map(|a| g.axis_name(*a)).collect() };
+    assert_eq!(names(imported.inputs[0].1), ["N", "C", "H", "W"]);
+    assert_eq!(names(imported.outputs[0].1), ["N", "C1", "H1", "W1"]);
+}

@@ -6,6 +6,7 @@
 //! [`Value`] invariant (its positional axes are its node's axes).
 
 use crate::error::{At, ImportError};
+use crate::naming::Namer;
 use crate::proto::Attrs;
 use crate::value::{Value, KNOWN_LIMIT};
 use onnx_protobuf::NodeProto;
@@ -23,6 +24,8 @@ pub struct Cx<'a> {
     pub at: At,
     /// The inputs, `None` where an optional input is omitted (`""`).
     pub inputs: Vec<Option<Value>>,
+    /// The model's axis names.
+    pub namer: &'a mut Namer,
 }
 
 impl<'a> Cx<'a> {
@@ -96,9 +99,20 @@ impl<'a> Cx<'a> {
         })
     }
 
-    /// A new axis (its name a label: other axes may share it).
+    /// A new axis named `name`, numbered when the name is taken.
     pub fn fresh(&mut self, name: &str, len: Option<usize>, roles: Vec<Role>) -> Axis {
-        self.g.axis_labelled(name, len, roles)
+        let name = self.namer.unique(name);
+        self.g.axis_labelled(&name, len, roles)
+    }
+
+    /// Axis `a`'s length, which `what` needs bound.
+    pub fn fixed_len(&self, a: Axis, what: &str) -> Result<usize, ImportError> {
+        self.len(a).ok_or_else(|| {
+            self.unsupported(format!(
+                "{what} needs the length of axis `{}`, which is symbolic",
+                self.g.axis_name(a)
+            ))
+        })
     }
 
     /// An axis's length, if bound.
@@ -113,17 +127,7 @@ impl<'a> Cx<'a> {
 
     /// A value's dims, every one bound (an error naming the op otherwise).
     pub fn fixed_dims(&self, v: &Value, what: &str) -> Result<Vec<usize>, ImportError> {
-        v.axes
-            .iter()
-            .map(|a| {
-                self.len(*a).ok_or_else(|| {
-                    self.unsupported(format!(
-                        "{what} needs the length of axis `{}`, which is symbolic",
-                        self.g.axis_name(*a)
-                    ))
-                })
-            })
-            .collect()
+        v.axes.iter().map(|a| self.fixed_len(*a, what)).collect()
     }
 
     /// `axis` (ONNX's, negative counting from the end) as a position in `0..rank`.
@@ -209,7 +213,7 @@ impl<'a> Cx<'a> {
         let axes: Vec<Axis> = shape
             .iter()
             .enumerate()
-            .map(|(i, n)| self.fresh(&format!("d{i}"), Some(*n), Vec::new()))
+            .map(|(i, n)| self.fresh(&format!("k{i}"), Some(*n), Vec::new()))
             .collect();
         let dtype = data.dtype();
         let known = (data.len() <= KNOWN_LIMIT).then(|| Rc::new(data.clone()));
@@ -237,7 +241,7 @@ impl<'a> Cx<'a> {
         let axes: Vec<Axis> = shape
             .iter()
             .enumerate()
-            .map(|(i, n)| self.fresh(&format!("d{i}"), Some(*n), Vec::new()))
+            .map(|(i, n)| self.fresh(&format!("k{i}"), Some(*n), Vec::new()))
             .collect();
         let r = self.g.constant(None, &axes, dtype, TensorInit::Fill(value));
         let node = self.ok(r)?;

@@ -8,7 +8,7 @@
 
 use crate::context::Cx;
 use crate::error::{At, ImportError};
-use crate::naming::InputAxes;
+use crate::naming::{InputAxes, Namer};
 use crate::ops;
 use crate::proto;
 use crate::value::{Value, KNOWN_LIMIT};
@@ -63,6 +63,7 @@ pub(crate) fn import_model(
         .ok_or_else(|| model_err("the model has no graph".into()))?;
     let mut im = Importer {
         g: Graph::new(),
+        namer: Namer::default(),
         values: HashMap::new(),
         opset,
         dir,
@@ -83,6 +84,7 @@ pub(crate) fn import_model(
 
 struct Importer<'m> {
     g: Graph,
+    namer: Namer,
     values: HashMap<String, Value>,
     opset: i64,
     dir: Option<&'m Path>,
@@ -95,7 +97,10 @@ impl Importer<'_> {
             let axes: Vec<Axis> = dims
                 .iter()
                 .enumerate()
-                .map(|(i, n)| self.g.axis_labelled(&format!("d{i}"), Some(*n), Vec::new()))
+                .map(|(i, n)| {
+                    let name = self.namer.unique(&format!("{}:{i}", t.name));
+                    self.g.axis_labelled(&name, Some(*n), Vec::new())
+                })
                 .collect();
             let dtype = data.dtype();
             let known = (data.len() <= KNOWN_LIMIT).then(|| Rc::new(data.clone()));
@@ -129,7 +134,7 @@ impl Importer<'_> {
                 continue; // an initializer listed as an input (IR < 4): its value is fixed
             }
             let (dtype, dims) = input_type(input)?;
-            let axes = names.axes(&mut self.g, &input.name, &dims);
+            let axes = names.axes(&mut self.g, &mut self.namer, &input.name, &dims);
             let node =
                 self.g
                     .placeholder(&input.name, &axes, dtype)
@@ -187,6 +192,7 @@ impl Importer<'_> {
             node,
             at: at.clone(),
             inputs,
+            namer: &mut self.namer,
         };
         let results = ops::import(&mut cx)?;
         for (name, v) in node.output.iter().zip(results) {

@@ -8,8 +8,45 @@
 //! names of the inputs are the names the dumps show.
 
 use onnx_protobuf::GraphProto;
-use std::collections::HashMap;
-use weft_ir::{Axis, Graph, Role};
+use std::collections::{HashMap, HashSet};
+use weft_ir::{Axis, AxisId, Graph, Role};
+
+/// Unique axis names: the first axis of a kind gets its letter (`K`), later ones a number
+/// (`K1`, `K2`), so dumps need no `@` tags to tell them apart.
+#[derive(Default)]
+pub struct Namer {
+    used: HashMap<String, usize>,
+    renamed: HashSet<AxisId>,
+}
+
+impl Namer {
+    /// A name starting with `base` that no earlier call returned.
+    pub fn unique(&mut self, base: &str) -> String {
+        let n = self.used.entry(base.to_string()).or_insert(0);
+        *n += 1;
+        if *n == 1 {
+            return base.to_string();
+        }
+        let sep = if base.ends_with(|c: char| c.is_ascii_digit()) {
+            "_"
+        } else {
+            ""
+        };
+        let name = format!("{base}{sep}{}", *n - 1);
+        // A numbered name may itself be a base someone asks for later.
+        self.used.entry(name.clone()).or_insert(1);
+        name
+    }
+
+    /// Gives a derived axis (a convolution's output channels or windows) a short name of its
+    /// own, once.
+    pub fn name_derived(&mut self, g: &mut Graph, a: Axis, base: &str) {
+        if self.renamed.insert(a.id) {
+            let name = self.unique(base);
+            g.rename_axis(a.id, &name);
+        }
+    }
+}
 
 /// The spatial roles of a convolution's input by spatial rank, outermost first.
 pub fn spatial_roles(n: usize) -> &'static [(Role, &'static str)] {
@@ -54,7 +91,13 @@ impl InputAxes {
     }
 
     /// The axes of input `name` with `dims` (`Err(param)`: symbolic).
-    pub fn axes(&mut self, g: &mut Graph, name: &str, dims: &[Result<usize, String>]) -> Vec<Axis> {
+    pub fn axes(
+        &mut self,
+        g: &mut Graph,
+        namer: &mut Namer,
+        name: &str,
+        dims: &[Result<usize, String>],
+    ) -> Vec<Axis> {
         let image = self.image_inputs.iter().any(|i| i == name) && dims.len() >= 3;
         let spatial = spatial_roles(dims.len().saturating_sub(2));
         let image = image && !spatial.is_empty();
@@ -74,7 +117,7 @@ impl InputAxes {
                     (format!("{name}_{i}"), vec![])
                 };
                 match d {
-                    Ok(len) => g.axis_labelled(&label, Some(*len), roles),
+                    Ok(len) => g.axis_labelled(&namer.unique(&label), Some(*len), roles),
                     Err(param) => match self.symbolic.get(param) {
                         // One name, one axis, across inputs; twice in one input is two dims.
                         Some(a) if !out.contains(a) => *a,

@@ -93,7 +93,10 @@ fn window(
         None => vec![1; k],
         d => positive(d, "dilations")?,
     };
-    let dims = cx.fixed_dims(x, "the window")?;
+    let dims: Vec<usize> = x.axes[2..]
+        .iter()
+        .map(|a| cx.fixed_len(*a, "the window"))
+        .collect::<Result<_, _>>()?;
     let auto = a.string("auto_pad", "NOTSET")?;
     let pads: Vec<(usize, usize)> = match auto.as_str() {
         "NOTSET" => match a.ints("pads")? {
@@ -106,7 +109,7 @@ fn window(
         "VALID" => vec![(0, 0); k],
         "SAME_UPPER" | "SAME_LOWER" => (0..k)
             .map(|i| {
-                let len = dims[2 + i];
+                let len = dims[i];
                 let out = len.div_ceil(strides[i]);
                 let extent = (kernel[i] - 1) * dilations[i] + 1;
                 let total = ((out.max(1) - 1) * strides[i] + extent).saturating_sub(len);
@@ -178,6 +181,7 @@ pub fn conv(cx: &mut Cx) -> Result<Value, ImportError> {
     let r = cx.g.convolution(xn, filter.node, &spec);
     let node = cx.ok(r)?;
     let axes: Vec<Axis> = cx.g.node(node).axes.as_slice().to_vec();
+    name_outputs(cx, &axes, true);
     let y = cx.value(node, axes);
     match cx.opt_input(2) {
         None => Ok(y),
@@ -187,6 +191,18 @@ pub fn conv(cx: &mut Cx) -> Result<Value, ImportError> {
             let node = cx.ok(r)?;
             Ok(cx.value(node, y.axes))
         }
+    }
+}
+
+/// Short names for a convolution's or pool's new axes: `C1`, `H1`, `W1`, ... (weft names
+/// a derived axis by its derivation, which grows with the depth of the network).
+fn name_outputs(cx: &mut Cx, axes: &[Axis], features: bool) {
+    let spatial = spatial_roles(axes.len().saturating_sub(2));
+    if features {
+        cx.namer.name_derived(cx.g, axes[1], "C");
+    }
+    for (a, (_, letter)) in axes[2..].iter().zip(spatial) {
+        cx.namer.name_derived(cx.g, *a, letter);
     }
 }
 
@@ -219,10 +235,13 @@ pub fn pool(cx: &mut Cx, kind: PoolKind) -> Result<Value, ImportError> {
     let a = cx.attrs();
     let include_pad = kind == PoolKind::Avg && a.int("count_include_pad", 0)? != 0;
     let ceil = a.int("ceil_mode", 0)? != 0;
-    let dims = cx.fixed_dims(&x, "the pool")?;
+    let dims: Vec<usize> = x.axes[2..]
+        .iter()
+        .map(|a| cx.fixed_len(*a, "the pool"))
+        .collect::<Result<_, _>>()?;
     if ceil {
-        for i in 0..roles.len() {
-            let (len, s) = (dims[2 + i], win.strides[i]);
+        for (i, len) in dims.iter().copied().enumerate() {
+            let s = win.strides[i];
             let extent = (win.kernel[i] - 1) * win.dilations[i] + 1;
             let padded = len + win.pads[i].0 + win.pads[i].1;
             if padded < extent {
@@ -262,6 +281,7 @@ pub fn pool(cx: &mut Cx, kind: PoolKind) -> Result<Value, ImportError> {
     let r = cx.g.pool(xn, &spec);
     let node = cx.ok(r)?;
     let axes = cx.g.node(node).axes.as_slice().to_vec();
+    name_outputs(cx, &axes, false);
     Ok(cx.value(node, axes))
 }
 
@@ -369,7 +389,7 @@ pub fn lrn(cx: &mut Cx) -> Result<Value, ImportError> {
         return Err(cx.shape_err(format!("an input of rank {}", x.rank())));
     }
     let c = x.axes[1];
-    let channels = cx.fixed_dims(&x, "LRN")?[1];
+    let channels = cx.fixed_len(c, "LRN")?;
     let sq = unary(cx, UnaryOp::Square, &x)?;
     let (before, after) = ((size - 1) / 2, size - 1 - (size - 1) / 2);
     let r = cx.g.pad(sq.node, &[(c, before, after)]);
