@@ -467,3 +467,33 @@ fn two_equal_convolutions_expand_once() {
     let plan = jit_common::explain(&g, &JitOptions::default());
     assert_eq!(plan.matches("filter taps as").count(), 1, "{plan}");
 }
+
+/// A padded convolution with a stride of 2 (ResNet's downsampling 3 × 3s and its 7 × 7 stem):
+/// its taps read a strided view of the padded input, which the GEMM path can read only stored,
+/// so the padded input is stored once and the taps run as one GEMM call — and the values are
+/// the interpreter's.
+#[test]
+fn a_strided_padded_convolution_stores_its_padded_input_and_runs_on_the_gemm() {
+    let text = "axis N = 2\naxis C = 32 : Channel\naxis H = 28 : Height\naxis W = 28 : Width\n\
+        axis O = 64 : Channelout\naxis R = 3 : Height\naxis S = 3 : Width\n\
+        placeholder x: f32[N, C, H, W]\nplaceholder w: f32[O, C, R, S]\n\
+        y = convolution(x, w, Height=(stride=2, pad=(1, 1)), Width=(stride=2, pad=(1, 1)))\n\
+        output y\n";
+    let g = weft_ir::text::parse(text, "strided.weft").unwrap();
+    let y = g.find("y").unwrap();
+    let t = Transformer::new(g.clone(), Backend::Jit).unwrap();
+    let c = t.computation(&[y], &g.placeholders()).unwrap();
+    let program = c.plan().expect("a JIT program");
+    assert!(
+        !program.gemms.is_empty(),
+        "the taps run as GEMM calls:\n{}",
+        program.steps_text()
+    );
+    let inputs = random_values(&g, &g.placeholders(), 7);
+    let values = on_every_backend(&g, y, &inputs);
+    for (b, v) in BACKENDS.iter().zip(&values).skip(1) {
+        for (x, r) in v.iter().zip(&values[0]) {
+            assert!((x - r).abs() <= 1e-4 * (1.0 + r.abs()), "{b:?}: {x} vs {r}");
+        }
+    }
+}

@@ -16,7 +16,7 @@ use crate::passes::simplify::{
 use crate::passes::storage::{plan_buffers, BufferPlan};
 use crate::passes::{NodeMap, PassError};
 use std::collections::BTreeMap;
-use weft_ir::{Axis, Graph, NodeId};
+use weft_ir::{Axis, Graph, NodeId, Op};
 
 /// How to compile.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -201,6 +201,15 @@ pub fn compile_plan_with(
             match plan_gemm(g, &layouts, p, &gemm_options) {
                 Ok(call) => gemms.push(Some(call)),
                 Err(_) => {
+                    // A dot reading a padded view (a strided convolution's taps) reads it
+                    // stored: the call then reads plain strided loads. Each retry stores one
+                    // more node, so this ends.
+                    if let Some(pad) = padded_operand(g, &grp.stages) {
+                        if !force_stored.contains(&pad) {
+                            force_stored.push(pad);
+                            continue 'plan;
+                        }
+                    }
                     // A sum of taps falls back to a GEMM call per tap; a dot to the JIT.
                     match grp.stages.as_slice() {
                         [_, .., sum] => no_gemm.push(sum.node),
@@ -223,6 +232,24 @@ pub fn compile_plan_with(
         gemms,
         simplified,
     })
+}
+
+/// The first `pad` view a dot among `stages` reads (through other views), if any.
+fn padded_operand(g: &Graph, stages: &[crate::passes::groups::Stage]) -> Option<NodeId> {
+    stages
+        .iter()
+        .filter(|s| matches!(g.node(s.node).op, Op::Dot(..)))
+        .flat_map(|s| g.node(s.node).op.inputs())
+        .find_map(|mut id| loop {
+            let op = &g.node(id).op;
+            if matches!(op, Op::Pad { .. }) {
+                return Some(id);
+            }
+            if !op.is_view() {
+                return None;
+            }
+            id = *op.inputs().first()?;
+        })
 }
 
 /// Runs the passes on `graph`, folding constant-only subgraphs with the reference interpreter
