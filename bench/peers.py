@@ -58,6 +58,11 @@ WORKLOADS = {
     "bcast_exp": (None, None),  # exp inside a reduction: compute-bound (bench/peers_local.py)
     "conv": (None, None),  # 3×3, 64 → 64 channels, 32 images of 56 × 56, bias and relu: 7.4 GFLOP
 }
+# Issue 63's ONNX models (bench/resnet50.py, exported once into the peers' venv's cache): weft
+# imports the file; ort runs the same file, torch and torch.compile the module it came from
+# (bench/peers_onnx.py). Batch 1 and 32 of 3 × 224 × 224: 8.2 and 262 GFLOP.
+MODELS = {"resnet50_b1": ("resnet50", 1), "resnet50_b32": ("resnet50", 32)}
+WORKLOADS.update({w: (None, None) for w in MODELS})
 # Issue 12's schedule rows (bench/workloads/schedules): each sum reads a 256³ f32 tensor
 # [B, M, A] once and writes 256 KiB; the transpose reads and writes 64 MiB.
 SCHEDULES = {f"sum_{r}_{o}": (MIB64, "read_gbs")
@@ -89,7 +94,7 @@ CACHE = {"chain_c": ("chain", [("axis N = 16777216", "axis N = 1048576")]),
          "layernorm_c": ("layernorm", [("axis R = 4096", "axis R = 1024"), ("axis C = 4096", "axis C = 1024")])}
 WORKLOADS.update({w: (None, None) for w in CACHE})
 GROUPS = {"schedules": list(SCHEDULES), "orientation": list(ORIENTATION),  # --workload GROUP: all of it
-          "cache": list(CACHE)}
+          "cache": list(CACHE), "models": list(MODELS)}
 LOCAL = {"bcast_exp", *SCHEDULES, *ORIENTATION, *CACHE}  # timed by bench/peers_local.py
 FOLDERS = {**{w: "schedules" for w in SCHEDULES}, **{w: "orientation" for w in ORIENTATION}}
 LANES = False  # --cranelift-lanes
@@ -130,7 +135,22 @@ def cache_graph(workload):
     return path
 
 
-def weft_bench(weft, workload, runs, rows=None):
+def model_file(venv, name):
+    """The exported `name`.onnx in the peers' venv's cache, exported by bench/`name`.py if absent."""
+    path = Path(venv) / "models" / f"{name}.onnx"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run([str(Path(venv) / "bin/python"), str(ROOT / "bench" / f"{name}.py"), str(path)],
+                       check=True, capture_output=True)
+    return path
+
+
+def weft_bench(weft, workload, runs, rows=None, venv=None):
+    if workload in MODELS:
+        name, batch = MODELS[workload]
+        lines = run_json_lines([weft, "bench", str(model_file(venv, name)), "--bind", f"batch={batch}",
+                                "--json", "--skip-interp", "--runs", str(runs), "--warmup", "1"])
+        return {f"weft-{m['mode']}": m["median_ms"] for m in lines[0]["modes"]} if lines else {}
     if workload == "compile":
         # The layernorm graph compiled fused, graph to callable, `runs` times: the median.
         lines = run_json_lines([weft, "bench", str(ROOT / "bench/workloads/layernorm.weft"),
@@ -154,8 +174,10 @@ def weft_bench(weft, workload, runs, rows=None):
     return {f"weft-{m['mode']}": m["median_ms"] for m in lines[0]["modes"]}
 
 
-def peers(python, script, workload, systems, runs, rows=None):
+def peers(python, script, workload, systems, runs, rows=None, venv=None):
     cmd = [python, str(script), "--workload", workload, "--runs", str(runs)]
+    if workload in MODELS:
+        cmd += ["--model", str(model_file(venv, MODELS[workload][0]))]
     if rows and workload in ORIENTATION:
         cmd += ["--rows", str(rows)]
     for s in systems:
@@ -199,10 +221,13 @@ def main():
             # One process per system, in an order rotated every round: a system that leaves
             # the machine busy (freeing gigabytes, threads winding down) slows whichever runs
             # next, so no system always follows the same one.
-            runners = [lambda w=w: weft_bench(a.weft, w, a.runs, a.rows)]
-            script = ROOT / "bench/peers_local.py" if w in LOCAL else Path(a.peers)
+            runners = [lambda w=w: weft_bench(a.weft, w, a.runs, a.rows, a.venv)]
+            script = (ROOT / "bench/peers_onnx.py" if w in MODELS
+                      else ROOT / "bench/peers_local.py" if w in LOCAL else Path(a.peers))
             if Path(python).exists() and script.exists():
-                runners += [lambda w=w, s=s: peers(python, script, w, [s], a.runs, a.rows) for s in systems]
+                model_systems = [s for s in systems if s in ("ort", "torch", "inductor")]
+                runners += [lambda w=w, s=s: peers(python, script, w, [s], a.runs, a.rows, a.venv)
+                            for s in (model_systems if w in MODELS else systems)]
             k = r % len(runners)
             figures = {}
             for run in runners[k:] + runners[:k]:

@@ -552,3 +552,43 @@ fn misspellings_nesting_arity_and_empty_benches_get_messages_that_help() {
     let e = fails(&["check", &f]);
     assert!(e.contains("`add` takes two"), "{e}");
 }
+
+#[test]
+fn profile_times_every_step_of_the_program_and_lists_the_slowest() {
+    let o = weft(&[
+        "profile",
+        "examples/layernorm.weft",
+        "--rounds",
+        "2",
+        "--top",
+        "50",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("# by kind") && out.contains("JIT kernels"),
+        "{out}"
+    );
+    // One line per step of the program, the same steps `weft compile`'s `steps` stage lists.
+    let steps = out.lines().filter(|l| l.starts_with("step ")).count();
+    let head = out.lines().nth(1).unwrap_or_default();
+    assert!(head.starts_with(&format!("{steps} steps")), "{out}");
+    fails(&["profile", "examples/no-such-file.weft"]);
+}
+
+#[test]
+fn import_writes_an_onnx_models_graph_as_text_and_refuses_a_foreign_file() {
+    let dir = scratch("import");
+    let bogus = write(
+        &dir,
+        "bogus.onnx",
+        "this is not a protobuf message at all \u{1}\u{2}",
+    );
+    let err = fails(&["import", &bogus]);
+    assert!(err.contains("bogus.onnx"), "{err}");
+    let err = fails(&["run", &bogus]);
+    assert!(
+        err.contains("not an ONNX model") || err.contains("bogus.onnx"),
+        "{err}"
+    );
+}

@@ -90,7 +90,7 @@ fn bytes_and_flops(g: &Graph) -> Result<(u64, u64), Error> {
     Ok((bytes, flops))
 }
 
-fn inputs_for(g: &Graph) -> Result<Vec<HostArray>, Error> {
+pub(crate) fn inputs_for(g: &Graph) -> Result<Vec<HostArray>, Error> {
     use rand::{Rng, SeedableRng};
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
     g.placeholders()

@@ -5,6 +5,7 @@ mod bench;
 mod compile;
 mod graph;
 mod inputs;
+mod profile;
 mod summary;
 mod train;
 
@@ -246,6 +247,24 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         compiles: usize,
     },
+    /// Time each step of a fused run alone: where the time goes.
+    ///
+    /// Compiles the graph fused, loads random inputs once, and runs every kernel and GEMM call
+    /// of the program alone, round after round; prints the totals per kind of step and the
+    /// slowest steps with their share (step numbers as in `weft explain` and the dumps).
+    Profile {
+        /// The `.weft` or `.onnx` file.
+        file: PathBuf,
+        /// Bind an axis length (repeatable).
+        #[arg(long = "bind", value_name = "AXIS=LEN", value_parser = parse_binding)]
+        bind: Vec<Binding>,
+        /// Rounds (the median per step is reported).
+        #[arg(long, default_value_t = 5)]
+        rounds: usize,
+        /// How many of the slowest steps to list.
+        #[arg(long, default_value_t = 20)]
+        top: usize,
+    },
     /// Train a classifier written as a `.weft` file on the bundled digits.
     ///
     /// The file declares placeholders `x: f32[B, P]` (P = 64 pixels) and `labels: i64[B]`, a
@@ -416,6 +435,15 @@ fn run(cli: Cli) -> Result<(), Error> {
                 compiles,
             };
             print!("{}", bench::bench(load(&file, &bind)?, options)?);
+            Ok(())
+        }
+        Command::Profile {
+            file,
+            bind,
+            rounds,
+            top,
+        } => {
+            print!("{}", profile::profile(load(&file, &bind)?, rounds, top)?);
             Ok(())
         }
         Command::Train {

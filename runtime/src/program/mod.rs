@@ -370,29 +370,33 @@ impl Program {
     pub fn steps_text(&self) -> String {
         let mut s = String::new();
         for (i, step) in self.steps.iter().enumerate() {
-            let line = match step {
-                Step::Kernel(k) => format!("kernel @{}", self.kernels[k.index()].name),
-                Step::Gemm(g) => {
-                    let gemm = &self.gemms[g.index()];
-                    let mut l = gemm.call.spec().display();
-                    if let Some(why) = &gemm.note {
-                        l += &format!("; the next kernel runs after it: {why}");
-                    }
-                    l
-                }
-                Step::GemmThen { gemm, kernel, .. } => {
-                    let spec = self.gemms[gemm.index()].call.spec();
-                    format!(
-                        "{}; then epilogue kernel @{} over the same {} blocks",
-                        spec.display(),
-                        self.kernels[kernel.index()].name,
-                        spec.split.noun()
-                    )
-                }
-            };
-            s += &format!("step {i}: {line}\n");
+            s += &format!("step {i}: {}\n", self.step_text(step));
         }
         s
+    }
+
+    /// One step in words: `kernel @name`, a GEMM call's shape, or both.
+    pub fn step_text(&self, step: &Step) -> String {
+        match step {
+            Step::Kernel(k) => format!("kernel @{}", self.kernels[k.index()].name),
+            Step::Gemm(g) => {
+                let gemm = &self.gemms[g.index()];
+                let mut l = gemm.call.spec().display();
+                if let Some(why) = &gemm.note {
+                    l += &format!("; the next kernel runs after it: {why}");
+                }
+                l
+            }
+            Step::GemmThen { gemm, kernel, .. } => {
+                let spec = self.gemms[gemm.index()].call.spec();
+                format!(
+                    "{}; then epilogue kernel @{} over the same {} blocks",
+                    spec.display(),
+                    self.kernels[kernel.index()].name,
+                    spec.split.noun()
+                )
+            }
+        }
     }
 
     /// How a call moves each input, output, state value read and assigned value (the last

@@ -513,34 +513,48 @@ impl NativeExecutable {
         references: &[DeviceBufferReference],
         host: Option<&BindScope<'_, '_>>,
     ) -> Result<(), RunError> {
+        for step in &self.program.steps {
+            self.run_step(step, references, host)?;
+        }
+        Ok(())
+    }
+
+    /// Runs one step over `references` (the loop body of [`NativeExecutable::execute_on`]).
+    fn run_step(
+        &self,
+        step: &Step,
+        references: &[DeviceBufferReference],
+        host: Option<&BindScope<'_, '_>>,
+    ) -> Result<(), RunError> {
         let pool = &*self.pool;
         let gemm_pool = (pool.threads() > 1).then_some(pool);
         // Kernels bind the workspace by index: no argument table is built, and a kernel of up
         // to `STACK_TABLE` buffers allocates nothing.
-        for step in &self.program.steps {
-            let k = match step {
-                Step::Kernel(k) => k.index(),
-                Step::Gemm(g) => {
-                    let gemm = &self.program.gemms[g.index()];
-                    let [a, b, c] = gemm.args;
-                    let args = [a.index(), b.index(), c.index()];
-                    gemm.call.call_bound(gemm_pool, references, host, args)?;
-                    continue;
-                }
-                Step::GemmThen {
-                    kernel, epilogue, ..
-                } => {
-                    epilogue.call_bound(&self.code[kernel.index()], gemm_pool, references, host)?;
-                    continue;
-                }
-            };
-            let code = &self.code[k];
-            let parallel = code.signature().parallel_extent.is_some() && pool.threads() > 1;
-            let pool = parallel.then_some(pool);
-            match host {
-                Some(scope) => code.call_bound(pool, references, scope, &self.slots[k])?,
-                None => code.call_indexed(pool, references, &self.slots[k])?,
+        let k = match step {
+            Step::Kernel(k) => k.index(),
+            Step::Gemm(g) => {
+                let gemm = &self.program.gemms[g.index()];
+                let [a, b, c] = gemm.args;
+                let args = [a.index(), b.index(), c.index()];
+                return Ok(gemm.call.call_bound(gemm_pool, references, host, args)?);
             }
+            Step::GemmThen {
+                kernel, epilogue, ..
+            } => {
+                return Ok(epilogue.call_bound(
+                    &self.code[kernel.index()],
+                    gemm_pool,
+                    references,
+                    host,
+                )?);
+            }
+        };
+        let code = &self.code[k];
+        let parallel = code.signature().parallel_extent.is_some() && pool.threads() > 1;
+        let pool = parallel.then_some(pool);
+        match host {
+            Some(scope) => code.call_bound(pool, references, scope, &self.slots[k])?,
+            None => code.call_indexed(pool, references, &self.slots[k])?,
         }
         Ok(())
     }
@@ -684,6 +698,29 @@ impl ResidentRun<'_> {
     pub fn execute(&mut self) -> Result<(), RunError> {
         let w = self.workspace()?;
         self.exe.execute_on(&w.references, None)
+    }
+
+    /// A profile: every step run `rounds` times over the resident buffers, in program order,
+    /// each timed alone; per step (in [`Program::steps`] order), the median of its times. Each
+    /// step sees the caches its predecessors left, as in a whole run.
+    pub fn profile(&mut self, rounds: usize) -> Result<Vec<std::time::Duration>, RunError> {
+        let w = self.workspace()?;
+        let steps = &self.exe.program.steps;
+        let mut times = vec![Vec::with_capacity(rounds.max(1)); steps.len()];
+        for _ in 0..rounds.max(1) {
+            for (step, t) in steps.iter().zip(&mut times) {
+                let start = std::time::Instant::now();
+                self.exe.run_step(step, &w.references, None)?;
+                t.push(start.elapsed());
+            }
+        }
+        Ok(times
+            .into_iter()
+            .map(|mut t| {
+                t.sort_unstable();
+                t[t.len() / 2]
+            })
+            .collect())
     }
 
     /// The outputs as they stand in the buffers.
