@@ -37,12 +37,14 @@ use weft::{Op, UnaryOp};
 mod computation;
 mod errors;
 mod graph;
+mod onnx;
 mod outputs;
 mod transformer;
 
 use computation::*;
 use errors::*;
 use graph::*;
+use onnx::*;
 use outputs::*;
 use transformer::*;
 
@@ -76,6 +78,10 @@ fn _weft(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Transformer>()?;
     m.add_class::<Computation>()?;
     m.add_class::<OutputMemory>()?;
+    m.add_class::<OnnxModel>()?;
+    m.add_function(wrap_pyfunction!(onnx_load, m)?)?;
+    m.add("ONNX_SUPPORTED_OPS", onnx_supported_ops())?;
+    m.add("ONNX_OPSETS", onnx_opsets())?;
     m.add_function(wrap_pyfunction!(parse, m)?)?;
     m.add_function(wrap_pyfunction!(digits, m)?)?;
     m.add_function(wrap_pyfunction!(host_copy_bytes, m)?)?;

@@ -33,6 +33,9 @@ import numpy as np
 from . import _weft
 from .errors import (AxisError, AxisNameWarning, CallError, CompileError, DTypeError, GraphError,
                      ParseError, WeftError)
+# weft.onnx: ONNX models imported, compiled and called (docs/onnx.md); the onnx package is
+# needed only by its Backend.
+from . import onnx
 
 __version__ = _weft.__version__
 
