@@ -97,6 +97,24 @@ def test_load_from_path_and_bytes(tmp_path):
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
 
 
+def test_external_data_is_read_from_beside_the_model(tmp_path):
+    model, want = _gemm_relu()
+    path = tmp_path / "ext.onnx"
+    onnx.save(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
+              location="ext.data", size_threshold=0)
+    assert (tmp_path / "ext.data").exists()
+    x = _rand(2, 3, seed=5)
+    for g, w in zip(weft.onnx.load(path)(x), want(x)):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    # From bytes there is no directory to read it from.
+    with pytest.raises(OnnxImportError):
+        weft.onnx.load(path.read_bytes())
+    # Backend.prepare of the model loaded with its data: the data travels in the bytes.
+    rep = weft.onnx.Backend.prepare(onnx.load(str(path)))
+    for g, w in zip(rep.run([x]), want(x)):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("backend", ["jit", "unfused", "interp"])
 def test_backends_agree(backend):
     model, want = _gemm_relu()
