@@ -424,3 +424,68 @@ fn conv_with_padding_stride_and_bias_matches_a_direct_loop_and_names_its_axes() 
     assert_eq!(names(imported.inputs[0].1), ["N", "C", "H", "W"]);
     assert_eq!(names(imported.outputs[0].1), ["N", "C1", "H1", "W1"]);
 }
+
+#[test]
+fn an_input_weft_needs_known_is_refused_unless_its_value_is_given_at_import() {
+    // ReduceSum takes its axes as an input from opset 13: a model may make it a graph input.
+    let bytes = model(
+        vec![node(
+            "ReduceSum",
+            "rsum",
+            &["x", "axes"],
+            &["y"],
+            vec![int_attr("keepdims", 0)],
+        )],
+        vec![
+            value_info("x", 1, &[Dim::Len(2), Dim::Len(3)]),
+            value_info("axes", 7, &[Dim::Len(1)]),
+        ],
+        &["y"],
+        vec![],
+        13,
+    );
+    let e = import_err(&bytes);
+    assert!(matches!(e, ImportError::Unsupported { .. }), "{e:?}");
+    assert!(
+        e.to_string().contains("rsum") && e.to_string().contains("known"),
+        "{e}"
+    );
+    let options = weft::onnx::ImportOptions {
+        known_inputs: vec![weft::onnx::KnownInput {
+            name: "axes".into(),
+            dims: vec![1],
+            data: ArrayData::I64(vec![1]),
+        }],
+    };
+    let imported = weft::onnx::import_bytes_with(&bytes, &options).unwrap();
+    assert_eq!(
+        imported.inputs.len(),
+        1,
+        "axes is a constant now, x the one input"
+    );
+    let g = &imported.graph;
+    let x = imported.inputs[0].1;
+    let t = Transformer::new(g.clone(), Backend::Jit).unwrap();
+    let c = t.computation(&[imported.outputs[0].1], &[x]).unwrap();
+    let arr = HostArray::new(
+        g.node(x).axes.clone(),
+        vec![2, 3],
+        ArrayData::F32(vec![1., 2., 3., 4., 5., 6.]),
+    )
+    .unwrap();
+    let out = c.call(&[arr]).unwrap();
+    close(out[0].as_slice::<f32>().unwrap(), &[6.0, 15.0]);
+    // A value of another dtype or shape than the input's is an error naming the input.
+    let bad = weft::onnx::ImportOptions {
+        known_inputs: vec![weft::onnx::KnownInput {
+            name: "axes".into(),
+            dims: vec![2],
+            data: ArrayData::I64(vec![0, 1]),
+        }],
+    };
+    let e = weft::onnx::import_bytes_with(&bytes, &bad).unwrap_err();
+    assert!(
+        matches!(&e, ImportError::Tensor { tensor, .. } if tensor == "axes"),
+        "{e:?}"
+    );
+}

@@ -31,13 +31,37 @@ pub struct Imported {
     pub opset: i64,
 }
 
-/// The opsets weft reads (ONNX's default domain).
-pub const OPSETS: std::ops::RangeInclusive<i64> = 7..=23;
+/// The opsets weft reads (ONNX's default domain): 1 to 28 (ONNX 1.23's newest). Versions of an
+/// op that changed its meaning are read as the model's opset says (e.g. `broadcast` and `axis`
+/// before opset 7, `Softmax` before 13, attributes that became inputs); versions that only
+/// added element types read alike.
+pub const OPSETS: std::ops::RangeInclusive<i64> = 1..=28;
+
+/// What an import may be told beyond the model.
+#[derive(Clone, Debug, Default)]
+pub struct ImportOptions {
+    /// Inputs whose values are fixed at import: each becomes a constant (and is no longer a
+    /// placeholder), so shape arithmetic over it folds — an `axes`, `shape` or `pads` input a
+    /// model takes at run time, specialised to one value.
+    pub known_inputs: Vec<KnownInput>,
+}
+
+/// An input's value, fixed at import ([`ImportOptions::known_inputs`]).
+#[derive(Clone, Debug)]
+pub struct KnownInput {
+    /// The input's name.
+    pub name: String,
+    /// Its dims.
+    pub dims: Vec<usize>,
+    /// Its elements, row-major; the dtype must be the input's.
+    pub data: weft_ir::ArrayData,
+}
 
 pub(crate) fn import_model(
     model: &ModelProto,
     dir: Option<&Path>,
     path: &str,
+    options: &ImportOptions,
 ) -> Result<Imported, ImportError> {
     let model_err = |message: String| ImportError::Model {
         path: path.to_string(),
@@ -69,7 +93,7 @@ pub(crate) fn import_model(
         dir,
     };
     im.initializers(graph)?;
-    let inputs = im.inputs(graph)?;
+    let inputs = im.inputs(graph, options)?;
     for node in order(graph, &im.values)? {
         im.node(node)?;
     }
@@ -126,14 +150,31 @@ impl Importer<'_> {
         Ok(())
     }
 
-    fn inputs(&mut self, graph: &GraphProto) -> Result<Vec<(String, NodeId)>, ImportError> {
+    fn inputs(
+        &mut self,
+        graph: &GraphProto,
+        options: &ImportOptions,
+    ) -> Result<Vec<(String, NodeId)>, ImportError> {
         let mut names = InputAxes::new(graph);
         let mut out = Vec::new();
+        for known in &options.known_inputs {
+            if !graph.input.iter().any(|i| i.name == known.name) {
+                return Err(ImportError::Tensor {
+                    tensor: known.name.clone(),
+                    message: "a known input's value was given, but the model has no such input"
+                        .into(),
+                });
+            }
+        }
         for input in &graph.input {
             if self.values.contains_key(&input.name) {
                 continue; // an initializer listed as an input (IR < 4): its value is fixed
             }
             let (dtype, dims) = input_type(input)?;
+            if let Some(known) = options.known_inputs.iter().find(|k| k.name == input.name) {
+                self.known_input(known, dtype, &dims)?;
+                continue;
+            }
             let axes = names.axes(&mut self.g, &mut self.namer, &input.name, &dims);
             let node =
                 self.g
@@ -154,6 +195,67 @@ impl Importer<'_> {
             out.push((input.name.clone(), node));
         }
         Ok(out)
+    }
+
+    /// Input `known` as a constant, checked against the model's declaration of it.
+    fn known_input(
+        &mut self,
+        known: &KnownInput,
+        dtype: DType,
+        dims: &[Result<usize, String>],
+    ) -> Result<(), ImportError> {
+        let err = |message: String| ImportError::Tensor {
+            tensor: known.name.clone(),
+            message,
+        };
+        if known.data.dtype() != dtype {
+            return Err(err(format!(
+                "the known value is {} but the input is {dtype}",
+                known.data.dtype()
+            )));
+        }
+        let fits = known.dims.len() == dims.len()
+            && known
+                .dims
+                .iter()
+                .zip(dims)
+                .all(|(k, d)| d.as_ref().map_or(true, |d| d == k));
+        if !fits || known.dims.iter().product::<usize>() != known.data.len() {
+            return Err(err(format!(
+                "the known value has dims {:?} ({} elements), which the input's declared dims do not allow",
+                known.dims,
+                known.data.len()
+            )));
+        }
+        let axes: Vec<Axis> = known
+            .dims
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let name = self.namer.unique(&format!("{}_{i}", known.name));
+                self.g.axis_labelled(&name, Some(*n), Vec::new())
+            })
+            .collect();
+        let node = self
+            .g
+            .constant(
+                Some(&known.name),
+                &axes,
+                dtype,
+                TensorInit::data(known.data.clone()),
+            )
+            .map_err(|e| err(e.to_string()))?;
+        let kept = (known.data.len() <= KNOWN_LIMIT).then(|| Rc::new(known.data.clone()));
+        self.values.insert(
+            known.name.clone(),
+            Value {
+                node,
+                axes,
+                dtype,
+                known: kept,
+            },
+        );
+        Ok(())
     }
 
     fn at(&self, node: &NodeProto) -> At {

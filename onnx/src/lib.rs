@@ -26,7 +26,7 @@ mod proto;
 mod value;
 
 pub use error::{At, ImportError};
-pub use importer::{Imported, OPSETS};
+pub use importer::{ImportOptions, Imported, KnownInput, OPSETS};
 pub use ops::SUPPORTED;
 
 use onnx_protobuf::Message;
@@ -34,6 +34,19 @@ use std::path::Path;
 
 /// Imports the model in file `path`; its external data is read from beside it.
 pub fn import_file(path: impl AsRef<Path>) -> Result<Imported, ImportError> {
+    import_file_with(path, &ImportOptions::default())
+}
+
+/// Imports a model from its bytes (a model with external data needs [`import_file`]).
+pub fn import_bytes(bytes: &[u8]) -> Result<Imported, ImportError> {
+    import_bytes_with(bytes, &ImportOptions::default())
+}
+
+/// [`import_file`] with `options` (inputs whose values are fixed at import).
+pub fn import_file_with(
+    path: impl AsRef<Path>,
+    options: &ImportOptions,
+) -> Result<Imported, ImportError> {
     let path = path.as_ref();
     let shown = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|source| ImportError::Io {
@@ -47,19 +60,24 @@ pub fn import_file(path: impl AsRef<Path>) -> Result<Imported, ImportError> {
             d
         }
     });
-    import_from(&bytes, dir, &shown)
+    import_from(&bytes, dir, &shown, options)
 }
 
-/// Imports a model from its bytes (a model with external data needs [`import_file`]).
-pub fn import_bytes(bytes: &[u8]) -> Result<Imported, ImportError> {
-    import_from(bytes, None, "<bytes>")
+/// [`import_bytes`] with `options`.
+pub fn import_bytes_with(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportError> {
+    import_from(bytes, None, "<bytes>", options)
 }
 
-fn import_from(bytes: &[u8], dir: Option<&Path>, shown: &str) -> Result<Imported, ImportError> {
+fn import_from(
+    bytes: &[u8],
+    dir: Option<&Path>,
+    shown: &str,
+    options: &ImportOptions,
+) -> Result<Imported, ImportError> {
     let model =
         onnx_protobuf::ModelProto::parse_from_bytes(bytes).map_err(|e| ImportError::Parse {
             path: shown.to_string(),
             message: e.to_string(),
         })?;
-    importer::import_model(&model, dir, shown)
+    importer::import_model(&model, dir, shown, options)
 }

@@ -36,6 +36,12 @@ pub fn dtype_of(code: i32) -> Option<DType> {
     }
 }
 
+/// The element type code of an ONNX type name (`"FLOAT"`, …: `Cast`'s `to` before opset 6);
+/// 0 (UNDEFINED) for a name weft does not know.
+pub fn code_named(name: &str) -> i32 {
+    (0..=16).find(|c| type_name(*c) == name).unwrap_or(0)
+}
+
 /// The name ONNX gives an element type code (for messages).
 pub fn type_name(code: i32) -> String {
     let name = match code {

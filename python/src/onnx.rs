@@ -58,14 +58,37 @@ impl OnnxModel {
 /// data needs the path, its data read from beside it) and compiles it for `backend` (`jit`,
 /// `unfused`, `interpreter`; `threads`: the JIT's thread count), the GIL released meanwhile.
 /// A model weft cannot read is `weft.errors.OnnxImportError`, naming the node, op and opset.
+/// `known_inputs`: `(name, shape, dtype name, flat values)` per input whose value is fixed at
+/// import (it becomes a constant: `weft::onnx::ImportOptions::known_inputs`).
 #[pyfunction]
-#[pyo3(signature = (source, backend="jit", threads=None))]
+#[pyo3(signature = (source, backend="jit", threads=None, known_inputs=Vec::new()))]
 pub(crate) fn onnx_load(
     py: Python<'_>,
     source: &Bound<'_, PyAny>,
     backend: &str,
     threads: Option<usize>,
+    known_inputs: Vec<(String, Vec<usize>, String, Bound<'_, PyAny>)>,
 ) -> PyResult<OnnxModel> {
+    let options = weft::onnx::ImportOptions {
+        known_inputs: known_inputs
+            .into_iter()
+            .map(|(name, dims, dtype, values)| {
+                let data = match dtype.as_str() {
+                    "float32" => weft::ArrayData::F32(values.extract()?),
+                    "float64" => weft::ArrayData::F64(values.extract()?),
+                    "int32" => weft::ArrayData::I32(values.extract()?),
+                    "int64" => weft::ArrayData::I64(values.extract()?),
+                    "bool" => weft::ArrayData::Bool(values.extract()?),
+                    other => {
+                        return Err(PyTypeError::new_err(format!(
+                            "known input `{name}`: dtype {other} (weft has float32, float64, int32, int64 and bool)"
+                        )))
+                    }
+                };
+                Ok(weft::onnx::KnownInput { name, dims, data })
+            })
+            .collect::<PyResult<_>>()?,
+    };
     let backend = backend_of(backend)?;
     if threads == Some(0) {
         return Err(pyo3::exceptions::PyValueError::new_err(
@@ -79,12 +102,12 @@ pub(crate) fn onnx_load(
     }
     let imported = if let Ok(bytes) = source.cast::<PyBytes>() {
         let bytes = bytes.as_bytes();
-        py.detach(|| weft::onnx::import_bytes(bytes))
+        py.detach(|| weft::onnx::import_bytes_with(bytes, &options))
     } else {
         let path: PathBuf = source.extract().map_err(|_| {
             PyTypeError::new_err("source: the bytes of an ONNX model or the path of its file")
         })?;
-        py.detach(move || weft::onnx::import_file(path))
+        py.detach(|| weft::onnx::import_file_with(path, &options))
     }
     .map_err(|e| to_py(py, weft::Error::Onnx(e)))?;
     let weft::onnx::Imported {

@@ -23,7 +23,7 @@ import os
 import tempfile
 
 from . import _weft
-from .errors import CallError
+from .errors import CallError, OnnxImportError
 
 __all__ = ["load", "Model", "Backend", "BackendRep", "SUPPORTED_OPS", "OPSETS"]
 
@@ -32,16 +32,25 @@ SUPPORTED_OPS = tuple(_weft.ONNX_SUPPORTED_OPS)
 #: The default-domain opsets weft reads: ``(first, last)``.
 OPSETS = tuple(_weft.ONNX_OPSETS)
 
-def load(source, backend="jit", threads=None):
+def load(source, backend="jit", threads=None, known_inputs=None):
     """The ONNX model ``source`` — the path of a ``.onnx`` file (``str`` or ``os.PathLike``;
     external data is read from beside it) or the model's bytes — imported and compiled for
     ``backend`` (``"jit"``, ``"unfused"``, ``"interp"``; ``threads``: the JIT's thread
-    count, default the machine's cores), as a callable ``Model``."""
+    count, default the machine's cores), as a callable ``Model``.
+
+    ``known_inputs``: a dict of input name → array fixing those inputs' values at import
+    (they become constants and are no longer inputs of the ``Model``): for an ``axes``,
+    ``shape`` or ``pads`` input weft needs known when it compiles."""
+    import numpy as np
     if isinstance(source, (bytearray, memoryview)):
         source = bytes(source)
     elif not isinstance(source, bytes):
         source = os.fspath(source)
-    return Model(_weft.onnx_load(source, backend, threads), backend)
+    known = []
+    for name, value in (known_inputs or {}).items():
+        a = np.asarray(value)
+        known.append((name, list(a.shape), a.dtype.name, a.ravel().tolist()))
+    return Model(_weft.onnx_load(source, backend, threads, known), backend)
 
 
 class Model:
@@ -142,19 +151,44 @@ def _make_backend_classes():
     import onnx.backend.base as base
 
     class BackendRep(base.BackendRep):
-        """A model prepared by ``Backend``: ``run(inputs)`` returns its outputs."""
+        """A model prepared by ``Backend``: ``run(inputs)`` returns its outputs.
 
-        def __init__(self, model):
+        A model that reads an input weft needs known when it compiles (an ``axes``, ``shape``
+        or ``pads`` input) is compiled at ``run``, its int64 inputs fixed to the values given
+        (``load(..., known_inputs=...)``), once per distinct set of those values."""
+
+        def __init__(self, model, deferred=None):
             self.model = model
+            # (source, backend, threads, the model's input names) when compiled per value.
+            self.deferred = deferred
+            self.specialized = {}
 
         def run(self, inputs, **kwargs):
             """The outputs (a list, in output order) for ``inputs``: a list or tuple in input
             order, a dict by input name, or one array for a one-input model."""
+            if self.deferred is not None:
+                return self._run_specialized(inputs)
             if isinstance(inputs, dict):
                 return self.model(**inputs)
             if not isinstance(inputs, (list, tuple)):
                 inputs = [inputs]
             return self.model(*inputs)
+
+        def _run_specialized(self, inputs):
+            import numpy as np
+            source, backend, threads, names = self.deferred
+            if not isinstance(inputs, dict):
+                if not isinstance(inputs, (list, tuple)):
+                    inputs = [inputs]
+                inputs = dict(zip(names, inputs))
+            arrays = {n: np.asarray(v) for n, v in inputs.items()}
+            known = {n: a for n, a in arrays.items()
+                     if a.dtype == np.int64 or (a.dtype == np.bool_ and a.ndim == 0)}
+            key = tuple((n, a.shape, a.tobytes()) for n, a in sorted(known.items()))
+            if key not in self.specialized:
+                self.specialized[key] = load(source, backend, threads, known_inputs=known)
+            model = self.specialized[key]
+            return model(**{n: arrays[n] for n in model.input_names})
 
     class Backend(base.Backend):
         """weft as an ONNX backend (``onnx.backend.base.Backend``): models are imported and
@@ -173,8 +207,27 @@ def _make_backend_classes():
                 raise ValueError(f"weft runs ONNX models on the CPU, not {device!r}")
             if isinstance(model, onnx.ModelProto):
                 with tempfile.TemporaryDirectory(prefix="weft-onnx-") as tmp:
-                    return BackendRep(load(_model_bytes_or_path(model, tmp), backend, threads))
-            return BackendRep(load(model, backend, threads))
+                    source = _model_bytes_or_path(model, tmp)
+                    if not isinstance(source, bytes):
+                        return BackendRep(load(source, backend, threads))
+                    return cls._prepare(source, backend, threads)
+            return cls._prepare(model, backend, threads)
+
+        @classmethod
+        def _prepare(cls, source, backend, threads):
+            try:
+                return BackendRep(load(source, backend, threads))
+            except OnnxImportError as e:
+                if "known when the model is imported" not in str(e):
+                    raise
+                # An input weft needs known: compiled at run, for the values given then.
+                if not isinstance(source, bytes):
+                    with open(source, "rb") as f:
+                        source = f.read()
+                g = onnx.load_from_string(source).graph
+                inits = {t.name for t in g.initializer}
+                names = [i.name for i in g.input if i.name not in inits]
+                return BackendRep(None, deferred=(source, backend, threads, names))
 
         @classmethod
         def run_model(cls, model, inputs, device="CPU", **kwargs):

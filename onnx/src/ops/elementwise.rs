@@ -16,11 +16,46 @@ use weft_ir::{BinaryOp, CompareOp, DType, NodeId, UnaryOp};
 pub fn unary(cx: &mut Cx, op: UnaryOp, v: &Value) -> Result<Value, ImportError> {
     let r = cx.g.unary(op, v.node);
     let node = cx.ok(r)?;
-    Ok(cx.value(node, v.axes.clone()))
+    let mut out = cx.value(node, v.axes.clone());
+    out.known = crate::ops::fold::unary(op, v);
+    Ok(out)
 }
 
-/// A binary weft op, operands broadcast as NumPy does.
+/// The two operands of an arithmetic op or comparison. Before opset 7, `broadcast = 1` with
+/// an `axis` aligns B's dims from A's dim `axis` on (not from the right): B gets trailing
+/// units so NumPy's rule gives the same pairing.
+pub fn legacy_operands(cx: &mut Cx) -> Result<(Value, Value), ImportError> {
+    let (a, mut b) = (cx.input(0)?, cx.input(1)?);
+    let attrs = cx.attrs();
+    if cx.opset() < 7 && attrs.int("broadcast", 0)? == 1 && attrs.has("axis") {
+        let p = cx.position(attrs.int("axis", 0)?, a.rank().max(1))?;
+        let trailing = a.rank().checked_sub(p + b.rank()).ok_or_else(|| {
+            cx.shape_err(format!(
+                "B of rank {} does not fit A of rank {} from axis {p}",
+                b.rank(),
+                a.rank()
+            ))
+        })?;
+        for _ in 0..trailing {
+            let end = b.rank();
+            b = cx.insert_unit(&b, end)?;
+        }
+    }
+    Ok((a, b))
+}
+
+/// A binary weft op, operands broadcast as NumPy does. `Pow`'s exponent may have another
+/// dtype than its base: it is converted (the result has the base's).
 pub fn binary(cx: &mut Cx, op: BinaryOp, a: &Value, b: &Value) -> Result<Value, ImportError> {
+    let converted;
+    let b = if op == BinaryOp::Power && b.dtype != a.dtype {
+        let r = cx.g.convert(b.node, a.dtype);
+        let node = cx.ok(r)?;
+        converted = cx.value(node, b.axes.clone());
+        &converted
+    } else {
+        b
+    };
     let (nodes, axes) = broadcast(cx, &[a, b])?;
     let r = cx.g.binary(op, nodes[0], nodes[1]);
     let node = cx.ok(r)?;
@@ -316,7 +351,11 @@ pub fn gelu(cx: &mut Cx) -> Result<Value, ImportError> {
 /// `Cast(to)`.
 pub fn cast(cx: &mut Cx) -> Result<Value, ImportError> {
     let x = cx.input(0)?;
-    let to = cx.attrs().int("to", 0)? as i32;
+    // Before opset 6, `to` is the type's name.
+    let to = match cx.attrs().int("to", 0) {
+        Ok(code) => code as i32,
+        Err(_) => proto::code_named(&cx.attrs().string("to", "")?),
+    };
     let dtype = proto::dtype_of(to).ok_or_else(|| {
         cx.unsupported(format!(
             "cast to {}: weft has f32, f64, i32, i64 and bool",

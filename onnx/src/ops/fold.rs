@@ -6,7 +6,7 @@
 
 use crate::value::{Value, KNOWN_LIMIT};
 use std::rc::Rc;
-use weft_ir::{ArrayData, BinaryOp, DType};
+use weft_ir::{ArrayData, BinaryOp, DType, UnaryOp};
 
 /// `a op b` when both are known.
 pub fn binary(op: BinaryOp, a: &Value, b: &Value) -> Option<Rc<ArrayData>> {
@@ -73,6 +73,26 @@ fn float_op(op: BinaryOp, x: f64, y: f64) -> f64 {
         BinaryOp::Maximum => x.max(y),
         BinaryOp::Minimum => x.min(y),
         BinaryOp::Power => x.powf(y),
+    }
+}
+
+/// `op x` when `x` is known, for the ops shape arithmetic uses (negation, absolute value).
+pub fn unary(op: UnaryOp, x: &Value) -> Option<Rc<ArrayData>> {
+    let f = match op {
+        UnaryOp::Negative => |v: i64| v.checked_neg(),
+        UnaryOp::Abs => |v: i64| v.checked_abs(),
+        _ => return None,
+    };
+    match x.known.as_deref()? {
+        ArrayData::I64(v) => Some(Rc::new(ArrayData::I64(
+            v.iter().map(|e| f(*e)).collect::<Option<_>>()?,
+        ))),
+        ArrayData::I32(v) => Some(Rc::new(ArrayData::I32(
+            v.iter()
+                .map(|e| i32::try_from(f(*e as i64)?).ok())
+                .collect::<Option<_>>()?,
+        ))),
+        _ => None,
     }
 }
 

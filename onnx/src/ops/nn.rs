@@ -239,6 +239,9 @@ pub fn pool(cx: &mut Cx, kind: PoolKind) -> Result<Value, ImportError> {
         .iter()
         .map(|a| cx.fixed_len(*a, "the pool"))
         .collect::<Result<_, _>>()?;
+    // The windows ceil mode adds past the end: padding never counted, even with
+    // count_include_pad (ONNX's and PyTorch's divisor stops at the padded input's end).
+    let mut overhang = vec![0usize; roles.len()];
     if ceil {
         for (i, len) in dims.iter().copied().enumerate() {
             let s = win.strides[i];
@@ -253,7 +256,7 @@ pub fn pool(cx: &mut Cx, kind: PoolKind) -> Result<Value, ImportError> {
                 out -= 1;
             }
             let need = (out - 1) * s + extent;
-            win.pads[i].1 += need.saturating_sub(padded);
+            overhang[i] = need.saturating_sub(padded);
         }
     }
     if include_pad && win.pads.iter().any(|p| *p != (0, 0)) {
@@ -268,6 +271,9 @@ pub fn pool(cx: &mut Cx, kind: PoolKind) -> Result<Value, ImportError> {
         let (px, _) = with_roles(cx, &x, false)?;
         x = px;
         win.pads = vec![(0, 0); roles.len()];
+    }
+    for (p, extra) in win.pads.iter_mut().zip(&overhang) {
+        p.1 += extra;
     }
     let mut spec = PoolSpec::new(kind);
     for (i, role) in roles.iter().enumerate() {
@@ -479,11 +485,9 @@ pub fn softmax(cx: &mut Cx, log: bool) -> Result<Value, ImportError> {
 }
 
 /// `LayerNormalization(axis, epsilon)`: over the dims from `axis` on, then scale and bias
-/// (broadcast as NumPy does).
-pub fn layer_norm(cx: &mut Cx) -> Result<Value, ImportError> {
-    if cx.node.output.iter().skip(1).any(|o| !o.is_empty()) {
-        return Err(cx.unsupported("LayerNormalization's Mean and InvStdDev outputs".into()));
-    }
+/// (broadcast as NumPy does); its optional outputs `Mean` and `InvStdDev` keep the normalized
+/// dims as 1s.
+pub fn layer_norm(cx: &mut Cx) -> Result<Vec<Value>, ImportError> {
     let x = cx.input(0)?;
     let a = cx.attrs();
     let p = cx.position(a.int("axis", -1)?, x.rank().max(1))?;
@@ -510,5 +514,17 @@ pub fn layer_norm(cx: &mut Cx) -> Result<Value, ImportError> {
     if let Some(b) = cx.opt_input(2) {
         y = binary(cx, BinaryOp::Add, &y, &b)?;
     }
-    Ok(y)
+    let mut out = vec![y];
+    if cx.node.output.iter().skip(1).any(|o| !o.is_empty()) {
+        let r = cx.g.unary(UnaryOp::Reciprocal, sd);
+        let inv = cx.ok(r)?;
+        for stat in [mean, inv] {
+            let mut v = cx.value(stat, x.axes[..p].to_vec());
+            for q in p..x.rank() {
+                v = cx.insert_unit(&v, q)?;
+            }
+            out.push(v);
+        }
+    }
+    Ok(out)
 }

@@ -7,7 +7,7 @@ use crate::ops::elementwise::unary;
 use crate::ops::nn::reduce_keep;
 use crate::ops::shape::axes_arg;
 use crate::value::Value;
-use weft_ir::{ReduceOp, UnaryOp};
+use weft_ir::{AxisSlice, BinaryOp, DType, ReduceOp, SliceRange, UnaryOp};
 
 /// `Reduce*` ops.
 pub fn reduce(cx: &mut Cx, op_type: &str) -> Result<Value, ImportError> {
@@ -64,10 +64,25 @@ pub fn reduce(cx: &mut Cx, op_type: &str) -> Result<Value, ImportError> {
 pub fn arg(cx: &mut Cx, op: ReduceOp) -> Result<Value, ImportError> {
     let x = cx.input(0)?;
     let a = cx.attrs();
-    if a.int("select_last_index", 0)? != 0 {
-        return Err(cx.unsupported("select_last_index = 1 (weft returns the first extreme)".into()));
-    }
+    let last = a.int("select_last_index", 0)? != 0;
     let p = cx.position(a.int("axis", 0)?, x.rank())?;
     let keep = a.int("keepdims", 1)? != 0;
-    reduce_keep(cx, op, &x, &[p], keep)
+    if !last {
+        return reduce_keep(cx, op, &x, &[p], keep);
+    }
+    // The last extreme is the first of the axis reversed, counted from the end.
+    let len = cx.fixed_len(x.axes[p], "select_last_index")?;
+    let node = cx.ordered(&x)?;
+    let r = cx.g.slice(
+        node,
+        &[(x.axes[p], AxisSlice::Range(SliceRange::reversed()))],
+    );
+    let node = cx.ok(r)?;
+    let axes = cx.g.node(node).axes.as_slice().to_vec();
+    let reversed = cx.value(node, axes);
+    let first = reduce_keep(cx, op, &reversed, &[p], keep)?;
+    let end = cx.scalar(len as f64 - 1.0, DType::I64)?;
+    let r = cx.g.binary(BinaryOp::Subtract, end, first.node);
+    let node = cx.ok(r)?;
+    Ok(cx.value(node, first.axes))
 }

@@ -207,15 +207,23 @@ fn reshape_to(
     x: &Value,
     target: &[Result<usize, usize>],
 ) -> Result<Value, ImportError> {
-    // A prefix of copied axes stays as it is; the rest needs lengths.
+    // A prefix of copied axes stays as it is; a copy after it is the length it copies.
     let keep = target
         .iter()
         .enumerate()
         .take_while(|(i, t)| **t == Err(*i))
         .count();
+    let target: Vec<Result<usize, usize>> = target
+        .iter()
+        .enumerate()
+        .map(|(k, t)| match *t {
+            Err(i) if k >= keep => cx.len(x.axes[i]).ok_or(i),
+            other => other,
+        })
+        .collect();
     if target[keep..].iter().any(|t| t.is_err()) {
         return Err(cx.unsupported(format!(
-            "a reshape that copies an input dim (0) after a fixed one ({:?})",
+            "a reshape that copies a symbolic input dim (0) after a fixed one ({:?})",
             target
         )));
     }
@@ -428,7 +436,9 @@ pub fn concat(cx: &mut Cx) -> Result<Value, ImportError> {
         .first()
         .ok_or_else(|| cx.malformed("Concat needs an input".into()))?
         .clone();
-    let axis = cx.position(cx.attrs().int("axis", 0)?, first.rank().max(1))?;
+    // Before opset 4, the axis defaults to 1.
+    let default = if cx.opset() < 4 { 1 } else { 0 };
+    let axis = cx.position(cx.attrs().int("axis", default)?, first.rank().max(1))?;
     if first.rank() == 0 {
         return Err(cx.malformed("Concat of scalars (rank 0)".into()));
     }
@@ -593,9 +603,6 @@ pub fn gather(cx: &mut Cx) -> Result<Value, ImportError> {
             })
         })
         .collect::<Result<_, _>>()?;
-    if ind.rank() > 1 {
-        return Err(cx.unsupported("Gather with indices of rank above 1".into()));
-    }
     let known = x.known.as_deref().and_then(|d| {
         let dims = cx.fixed_dims(&x, "Gather").ok()?;
         fold::take(d, &dims, axis, &idx)
@@ -609,7 +616,14 @@ pub fn gather(cx: &mut Cx) -> Result<Value, ImportError> {
         axes.remove(axis);
         cx.value(node, axes)
     } else {
-        take_positions(cx, &x, axis, &idx)?
+        let taken = take_positions(cx, &x, axis, &idx)?;
+        // Indices of rank above 1: the taken positions split into the indices' dims.
+        let ind_dims = cx.fixed_dims(&ind, "Gather's indices")?;
+        if ind_dims.len() > 1 && !idx.is_empty() {
+            regroup(cx, &taken, axis, 1, &ind_dims)?
+        } else {
+            taken
+        }
     };
     v.known = known.map(std::rc::Rc::new);
     Ok(v)
