@@ -497,3 +497,32 @@ fn a_strided_padded_convolution_stores_its_padded_input_and_runs_on_the_gemm() {
         }
     }
 }
+
+/// A 1 × 1 convolution without padding reads the input itself (`ConvExpansion::Pointwise`):
+/// no padded copy, one GEMM-shaped dot; the values are the interpreter's, stride 1 and 2.
+#[test]
+fn a_pointwise_convolution_reads_its_input_in_place() {
+    for stride in [1, 2] {
+        let text = format!(
+            "axis N = 2\naxis C = 32 : Channel\naxis H = 12 : Height\naxis W = 12 : Width\n\
+             axis O = 64 : Channelout\naxis R = 1 : Height\naxis S = 1 : Width\n\
+             placeholder x: f32[N, C, H, W]\nplaceholder w: f32[O, C, R, S]\n\
+             y = convolution(x, w, Height=(stride={stride}), Width=(stride={stride}))\noutput y\n"
+        );
+        let g = weft_ir::text::parse(&text, "pointwise.weft").unwrap();
+        let plan = jit_common::explain(&g, &JitOptions::default());
+        assert!(
+            plan.contains("1 filter taps as one tap of a 1 × 1 filter"),
+            "{plan}"
+        );
+        assert!(!plan.contains("flatten"), "no flattened copy:\n{plan}");
+        let y = g.find("y").unwrap();
+        let inputs = random_values(&g, &g.placeholders(), 3);
+        let values = on_every_backend(&g, y, &inputs);
+        for (b, v) in BACKENDS.iter().zip(&values).skip(1) {
+            for (x, r) in v.iter().zip(&values[0]) {
+                assert!((x - r).abs() <= 1e-4 * (1.0 + r.abs()), "{b:?}: {x} vs {r}");
+            }
+        }
+    }
+}

@@ -221,6 +221,11 @@ pub enum ConvExpansion {
     /// input would be larger than the input and every tap's operand together — a dilation
     /// or stride so large that padding is most of what the windows span.
     TapWise,
+    /// A 1 × 1 filter (every spatial filter axis of length 1) and no padding: one tap, the
+    /// input itself at the stride (a view of it), contracted over the channels — a GEMM-shaped
+    /// dot per image with no padded or flattened copy. Taken, whatever was asked for, for such
+    /// a filter (ResNet's 1 × 1 convolutions: 36 of its 53).
+    Pointwise,
 }
 
 impl ConvExpansion {
@@ -235,7 +240,8 @@ impl ConvExpansion {
     }
 
     /// The form `expand_convolution` takes for pairing `p` (lengths bound) when asked for this
-    /// one: [`ConvExpansion::TapWise`] where padding would dwarf the input and the taps'
+    /// one: [`ConvExpansion::Pointwise`] for a 1 × 1 filter without padding,
+    /// [`ConvExpansion::TapWise`] where padding would dwarf the input and the taps'
     /// reads (spatial elements: `Π (len + padding) > Π len + Π (taps · windows)`), otherwise
     /// [`ConvExpansion::for_spec`]. The one place the choice is made.
     pub fn for_pairing(
@@ -260,7 +266,13 @@ impl ConvExpansion {
             input = input.saturating_mul(wide(len));
             reads = reads.saturating_mul(wide(taps) * wide(windows));
         }
-        Ok(if padded > input.saturating_add(reads) {
+        let pointwise = p
+            .spatial
+            .iter()
+            .all(|s| s.step.before == 0 && s.step.after == 0 && g.axis_len(s.filter) == Some(1));
+        Ok(if pointwise {
+            ConvExpansion::Pointwise
+        } else if padded > input.saturating_add(reads) {
             ConvExpansion::TapWise
         } else {
             self.for_spec(spec)
@@ -278,6 +290,9 @@ impl ConvExpansion {
             }
             ConvExpansion::Strided => {
                 "strided slices (a stride above 1): each tap a dot over strided views of the padded input"
+            }
+            ConvExpansion::Pointwise => {
+                "one tap of a 1 × 1 filter without padding: a dot over a view of the input itself (a GEMM-shaped dot per image, no padded copy)"
             }
         }
     }
