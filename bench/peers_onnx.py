@@ -11,20 +11,13 @@ atol 1e-3) before timing; a mismatch is printed on stderr.
 
     python3 bench/peers_onnx.py --workload resnet50_b1 --system ort --runs 5 --model PATH
 """
-import argparse, json, statistics, sys, time
+import argparse, json, statistics, sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from peers_local import timeit  # noqa: E402 — the same timing as the other local peers
 WORKLOADS = {"resnet50_b1": 1, "resnet50_b32": 32}
 SYSTEMS = ["ort", "torch", "inductor"]
-
-
-def timeit(f, runs):
-    f(); f()
-    ts = []
-    for _ in range(runs):
-        t = time.perf_counter(); f(); ts.append(time.perf_counter() - t)
-    return ts
 
 
 def main():

@@ -176,13 +176,7 @@ impl<'a> Cx<'a> {
             .collect();
         let r = self.g.slice(v.node, &slices);
         let node = self.ok(r)?;
-        let axes = v
-            .axes
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| !positions.contains(i))
-            .map(|(_, a)| *a)
-            .collect();
+        let axes = v.axes_except(positions);
         Ok(Value {
             node,
             axes,

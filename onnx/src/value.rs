@@ -31,6 +31,16 @@ impl Value {
         self.axes.len()
     }
 
+    /// Its axes but those at `positions`, in order.
+    pub fn axes_except(&self, positions: &[usize]) -> Vec<Axis> {
+        self.axes
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !positions.contains(i))
+            .map(|(_, a)| *a)
+            .collect()
+    }
+
     /// The known elements as integers (ints and bools as they are, floats truncated).
     pub fn known_ints(&self) -> Option<Vec<i64>> {
         self.known.as_deref().map(|d| match d {

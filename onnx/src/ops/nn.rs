@@ -309,13 +309,7 @@ pub fn reduce_keep(
     keep: bool,
 ) -> Result<Value, ImportError> {
     let red: Vec<Axis> = positions.iter().map(|p| x.axes[*p]).collect();
-    let rest: Vec<Axis> = x
-        .axes
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| !positions.contains(i))
-        .map(|(_, a)| *a)
-        .collect();
+    let rest = x.axes_except(positions);
     let r = cx.g.reduce(op, x.node, &red, Some(&rest));
     let node = cx.ok(r)?;
     let mut v = cx.value(node, rest);

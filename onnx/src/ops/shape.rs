@@ -286,18 +286,11 @@ fn regroup(
     n: usize,
     outs: &[usize],
 ) -> Result<Value, ImportError> {
-    let mut v = v.clone();
-    if n > 1 {
-        let node = cx.ordered(&v)?;
-        let group: Vec<Axis> = v.axes[pos..pos + n].to_vec();
-        let r = cx.g.flatten(node, &group);
-        let node = cx.ok(r)?;
-        let merged = cx.g.node(node).axes.as_slice()[pos];
-        let mut axes = v.axes[..pos].to_vec();
-        axes.push(merged);
-        axes.extend_from_slice(&v.axes[pos + n..]);
-        v = cx.value(node, axes);
-    }
+    let mut v = if n > 1 {
+        merge(cx, v, pos, n)?
+    } else {
+        v.clone()
+    };
     if outs.len() > 1 {
         let parts: Vec<Axis> = outs
             .iter()
