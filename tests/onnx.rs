@@ -489,3 +489,91 @@ fn an_input_weft_needs_known_is_refused_unless_its_value_is_given_at_import() {
         "{e:?}"
     );
 }
+
+/// Mutated and truncated models never panic the importer: each import either succeeds or
+/// returns an error (bytes flipped, set to 0 or 0xff, cut short, across three seed models).
+#[test]
+fn mutated_models_are_imported_or_refused_never_a_panic() {
+    let seeds = [
+        model(
+            vec![
+                node(
+                    "Gemm",
+                    "fc",
+                    &["x", "w"],
+                    &["y"],
+                    vec![int_attr("transB", 1)],
+                ),
+                node("Softmax", "sm", &["y"], &["p"], vec![int_attr("axis", 1)]),
+            ],
+            vec![value_info("x", 1, &[Dim::Param("batch"), Dim::Len(3)])],
+            &["p"],
+            vec![f32_tensor("w", &[4, 3], &[0.5; 12])],
+            13,
+        ),
+        model(
+            vec![node(
+                "Conv",
+                "c",
+                &["x", "w"],
+                &["y"],
+                vec![
+                    ints_attr("pads", &[1, 1, 1, 1]),
+                    ints_attr("strides", &[2, 2]),
+                ],
+            )],
+            vec![value_info(
+                "x",
+                1,
+                &[Dim::Len(1), Dim::Len(2), Dim::Len(6), Dim::Len(6)],
+            )],
+            &["y"],
+            vec![f32_tensor("w", &[3, 2, 3, 3], &[0.25; 54])],
+            11,
+        ),
+        model(
+            vec![
+                node("Reshape", "rs", &["x", "shape"], &["r"], vec![]),
+                node(
+                    "Transpose",
+                    "tr",
+                    &["r"],
+                    &["t"],
+                    vec![ints_attr("perm", &[1, 0])],
+                ),
+                node("ReduceSum", "s", &["t", "axes"], &["y"], vec![]),
+            ],
+            vec![value_info("x", 1, &[Dim::Len(2), Dim::Len(6)])],
+            &["y"],
+            vec![
+                i64_tensor("shape", &[2], &[3, 4]),
+                i64_tensor("axes", &[1], &[0]),
+            ],
+            13,
+        ),
+    ];
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 33) as usize
+    };
+    for seed in &seeds {
+        for _ in 0..4000 {
+            let mut bytes = seed.clone();
+            for _ in 0..1 + next() % 3 {
+                let i = next() % bytes.len();
+                bytes[i] = match next() % 3 {
+                    0 => bytes[i] ^ (1 << (next() % 8)),
+                    1 => 0,
+                    _ => 0xff,
+                };
+            }
+            if next() % 4 == 0 {
+                bytes.truncate(next() % bytes.len());
+            }
+            let _ = import_bytes(&bytes);
+        }
+    }
+}
