@@ -264,6 +264,9 @@ enum Command {
         /// How many of the slowest steps to list.
         #[arg(long, default_value_t = 20)]
         top: usize,
+        /// Profile the unfused program (one kernel per op) instead of the fused one.
+        #[arg(long)]
+        unfused: bool,
     },
     /// Train a classifier written as a `.weft` file on the bundled digits.
     ///
@@ -442,8 +445,12 @@ fn run(cli: Cli) -> Result<(), Error> {
             bind,
             rounds,
             top,
+            unfused,
         } => {
-            print!("{}", profile::profile(load(&file, &bind)?, rounds, top)?);
+            print!(
+                "{}",
+                profile::profile(load(&file, &bind)?, rounds, top, unfused)?
+            );
             Ok(())
         }
         Command::Train {

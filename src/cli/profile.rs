@@ -1,4 +1,4 @@
-//! `weft profile`: where a fused run's time goes, step by step — each kernel and GEMM call of
+//! `weft profile`: where a fused (or, `--unfused`, an unfused) run's time goes, step by step — each kernel and GEMM call of
 //! the program timed alone over device-resident inputs, the median of several rounds, largest
 //! first, with the totals per kind of step (so the next gap is visible).
 
@@ -13,13 +13,19 @@ use crate::{Error, Transformer};
 /// Whether a step is of one kind.
 type IsKind = fn(&Step) -> bool;
 
-/// The profile of `graph`'s fused run: `rounds` rounds, the `top` slowest steps listed.
-pub fn profile(graph: Graph, rounds: usize, top: usize) -> Result<String, Error> {
+/// The profile of `graph`'s fused run (unfused when `unfused`): `rounds` rounds, the `top`
+/// slowest steps listed.
+pub fn profile(graph: Graph, rounds: usize, top: usize, unfused: bool) -> Result<String, Error> {
     graph.verify()?;
     if graph.outputs().is_empty() {
         return Err(Error::NoOutputs);
     }
-    let t = Transformer::with_jit_options(graph.clone(), weft_compiler::JitOptions::default())?;
+    let options = if unfused {
+        weft_compiler::JitOptions::unfused()
+    } else {
+        weft_compiler::JitOptions::default()
+    };
+    let t = Transformer::with_jit_options(graph.clone(), options)?;
     let c = t.computation(graph.outputs(), &graph.placeholders())?;
     let exe = c.jit().ok_or(Error::NoOutputs)?;
     let inputs = inputs_for(&graph)?;
