@@ -526,3 +526,37 @@ fn a_pointwise_convolution_reads_its_input_in_place() {
         }
     }
 }
+
+/// A max pool with padding reads a `−inf`-padded input through every tap: stored once
+/// (`StageReason::PaddedSeveral`), each tap then loads it plainly instead of choosing per lane
+/// at the border; the values are the interpreter's.
+#[test]
+fn a_padded_max_pools_padded_input_is_stored_once() {
+    let text = "axis N = 2\naxis C = 8 : Channel\naxis H = 20 : Height\naxis W = 20 : Width\n\
+        placeholder x: f32[N, C, H, W]\nr = relu(x)\n\
+        m = max_pool(r, Height=(window=3, stride=2, pad=(1, 1)), Width=(window=3, stride=2, pad=(1, 1)))\n\
+        output m\n";
+    let g = weft_ir::text::parse(text, "pool.weft").unwrap();
+    let m = g.find("m").unwrap();
+    let plan = weft_compiler::compile_plan(&g, &weft_compiler::PlanOptions::default()).unwrap();
+    let padded = plan
+        .fusion
+        .groups
+        .iter()
+        .flat_map(|grp| &grp.stages)
+        .any(|s| s.reason == weft_compiler::passes::groups::StageReason::PaddedSeveral);
+    assert!(
+        padded,
+        "{:#?}",
+        plan.fusion
+            .groups
+            .iter()
+            .map(|g| &g.stages)
+            .collect::<Vec<_>>()
+    );
+    let inputs = random_values(&g, &g.placeholders(), 5);
+    let values = on_every_backend(&g, m, &inputs);
+    for (b, v) in BACKENDS.iter().zip(&values).skip(1) {
+        assert_eq!(v, &values[0], "{b:?}: a max pool is exact");
+    }
+}

@@ -266,6 +266,20 @@ fn dot_free_len(g: &Graph, id: NodeId, l: NodeId, r: NodeId) -> Result<usize, Pa
         .try_fold(1usize, |acc, l| l.map(|l| acc.saturating_mul(l)))?)
 }
 
+/// Whether `id` is a `pad` view, or a view of one.
+fn reads_pad(g: &Graph, mut id: NodeId) -> bool {
+    loop {
+        let op = &g.node(id).op;
+        if matches!(op, Op::Pad { .. }) {
+            return true;
+        }
+        match op.inputs().first() {
+            Some(x) if op.is_view() => id = *x,
+            _ => return false,
+        }
+    }
+}
+
 /// Why live node `id`, evaluated inline as `inline` says, is a stage, if it is one.
 fn stage_reason(
     g: &Graph,
@@ -292,6 +306,9 @@ fn stage_reason(
         Op::Dot(..) => Some(StageReason::Dot),
         _ if inline.dot_widened => Some(StageReason::DotOperand),
         op if is_expensive(op) && inline.uses > 1 => Some(StageReason::MultipleConsumersExpensive),
+        Op::Select(c, a, _) if inline.uses > 1 && reads_pad(g, *c) && reads_pad(g, *a) => {
+            Some(StageReason::PaddedSeveral)
+        }
         op if is_expensive(op) && inline.widened => Some(StageReason::BroadcastExpensive),
         _ if inline.uses > MAX_INLINE_USES => Some(StageReason::ManyUses),
         _ => None,

@@ -30,6 +30,10 @@ pub enum StageReason {
     MultipleConsumersExpensive,
     /// An expensive op read through a broadcast: inline, it would be recomputed per repeat.
     BroadcastExpensive,
+    /// A value padded with a constant other than zero (a `select` on a padded mask over a
+    /// padded view: a max pool's `−inf` border) read by several consumers: inline, every
+    /// reader would choose per lane at the border (scalar code); stored, it is loaded plainly.
+    PaddedSeveral,
     /// A cheap op that inline would be evaluated more than
     /// [`MAX_INLINE_USES`](super::fusion::MAX_INLINE_USES) times per element (a tree of folds
     /// over shifted views of it, as a large pool's): inline, the kernel's body — and its
@@ -124,6 +128,7 @@ display_names!(StageReason {
     TapSum => "sum of GEMM taps",
     MultipleConsumersExpensive => "expensive, several consumers",
     BroadcastExpensive => "expensive, read through a broadcast",
+    PaddedSeveral => "padded with a constant, several consumers",
     ManyUses => "evaluated too many times per element inline",
     DotOperand => "dot operand read many times",
     GraphOutput => "graph output",
