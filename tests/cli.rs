@@ -574,9 +574,18 @@ fn profile_times_every_step_of_the_program_and_lists_the_slowest() {
     let head = out.lines().nth(1).unwrap_or_default();
     assert!(head.starts_with(&format!("{steps} steps")), "{out}");
     // Unfused: one kernel per op, so more steps than fused.
-    let o = weft(&["profile", "examples/layernorm.weft", "--unfused", "--top", "500"]);
+    let o = weft(&[
+        "profile",
+        "examples/layernorm.weft",
+        "--unfused",
+        "--top",
+        "500",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let unfused = stdout(&o).lines().filter(|l| l.starts_with("step ")).count();
+    let unfused = stdout(&o)
+        .lines()
+        .filter(|l| l.starts_with("step "))
+        .count();
     assert!(unfused > steps, "unfused {unfused} steps, fused {steps}");
     fails(&["profile", "examples/no-such-file.weft"]);
 }
