@@ -177,7 +177,28 @@ pub fn variadic(cx: &mut Cx, op_type: &str) -> Result<Value, ImportError> {
         // One input: the op is its (broadcast-free) copy.
         return Ok(inputs[0].clone());
     }
-    Ok(cx.value(acc, axes))
+    let mut v = cx.value(acc, axes);
+    if op_type != "Mean" {
+        // Known operands (shape arithmetic: a Max of lengths) fold, pair by pair.
+        let mut known = Some(inputs[0].clone());
+        for x in &inputs[1..] {
+            known = known.and_then(|k| {
+                let data = crate::ops::fold::binary(op, &k, x)?;
+                let axes = if k.rank() >= x.rank() {
+                    k.axes
+                } else {
+                    x.axes.clone()
+                };
+                Some(Value {
+                    axes,
+                    known: Some(data),
+                    ..k
+                })
+            });
+        }
+        v.known = known.and_then(|k| k.known);
+    }
+    Ok(v)
 }
 
 /// `Where(cond, x, y)`.
