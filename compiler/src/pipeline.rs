@@ -240,16 +240,7 @@ fn padded_operand(g: &Graph, stages: &[crate::passes::groups::Stage]) -> Option<
         .iter()
         .filter(|s| matches!(g.node(s.node).op, Op::Dot(..)))
         .flat_map(|s| g.node(s.node).op.inputs())
-        .find_map(|mut id| loop {
-            let op = &g.node(id).op;
-            if matches!(op, Op::Pad { .. }) {
-                return Some(id);
-            }
-            if !op.is_view() {
-                return None;
-            }
-            id = *op.inputs().first()?;
-        })
+        .find_map(|id| crate::passes::op_class::pad_under(g, id))
 }
 
 /// Runs the passes on `graph`, folding constant-only subgraphs with the reference interpreter

@@ -16,7 +16,7 @@ use onnx_protobuf::{GraphProto, ModelProto, NodeProto, ValueInfoProto};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::rc::Rc;
-use weft_ir::{Axis, DType, Graph, NodeId, TensorInit};
+use weft_ir::{ArrayData, Axis, DType, Graph, NodeId, TensorInit};
 
 /// An imported model: the weft graph and how its tensors map to the model's.
 #[derive(Clone, Debug)]
@@ -118,34 +118,7 @@ impl Importer<'_> {
     fn initializers(&mut self, graph: &GraphProto) -> Result<(), ImportError> {
         for t in &graph.initializer {
             let (dims, data) = proto::tensor_data(t, self.dir)?;
-            let axes: Vec<Axis> = dims
-                .iter()
-                .enumerate()
-                .map(|(i, n)| {
-                    let name = self.namer.unique(&format!("{}:{i}", t.name));
-                    self.g.axis_labelled(&name, Some(*n), Vec::new())
-                })
-                .collect();
-            let dtype = data.dtype();
-            let known = (data.len() <= KNOWN_LIMIT).then(|| Rc::new(data.clone()));
-            let name =
-                (self.g.find(&t.name).is_none() && !t.name.is_empty()).then_some(t.name.as_str());
-            let node = self
-                .g
-                .constant(name, &axes, dtype, TensorInit::data(data))
-                .map_err(|e| ImportError::Tensor {
-                    tensor: t.name.clone(),
-                    message: e.to_string(),
-                })?;
-            self.values.insert(
-                t.name.clone(),
-                Value {
-                    node,
-                    axes,
-                    dtype,
-                    known,
-                },
-            );
+            self.constant(&t.name, ':', &dims, data)?;
         }
         Ok(())
     }
@@ -227,34 +200,43 @@ impl Importer<'_> {
                 known.data.len()
             )));
         }
-        let axes: Vec<Axis> = known
-            .dims
+        self.constant(&known.name, '_', &known.dims, known.data.clone())
+    }
+
+    /// Tensor `name` as a constant over new axes `<name><sep><i>`, its elements kept as known
+    /// data when small: an initializer, or an input fixed at import.
+    fn constant(
+        &mut self,
+        name: &str,
+        sep: char,
+        dims: &[usize],
+        data: ArrayData,
+    ) -> Result<(), ImportError> {
+        let axes: Vec<Axis> = dims
             .iter()
             .enumerate()
             .map(|(i, n)| {
-                let name = self.namer.unique(&format!("{}_{i}", known.name));
-                self.g.axis_labelled(&name, Some(*n), Vec::new())
+                let label = self.namer.unique(&format!("{name}{sep}{i}"));
+                self.g.axis_labelled(&label, Some(*n), Vec::new())
             })
             .collect();
+        let dtype = data.dtype();
+        let known = (data.len() <= KNOWN_LIMIT).then(|| Rc::new(data.clone()));
+        let node_name = (self.g.find(name).is_none() && !name.is_empty()).then_some(name);
         let node = self
             .g
-            .constant(
-                Some(&known.name),
-                &axes,
-                dtype,
-                TensorInit::data(known.data.clone()),
-            )
-            .map_err(|e| err(e.to_string()))?;
-        let kept = (known.data.len() <= KNOWN_LIMIT).then(|| Rc::new(known.data.clone()));
-        self.values.insert(
-            known.name.clone(),
-            Value {
-                node,
-                axes,
-                dtype,
-                known: kept,
-            },
-        );
+            .constant(node_name, &axes, dtype, TensorInit::data(data))
+            .map_err(|e| ImportError::Tensor {
+                tensor: name.to_string(),
+                message: e.to_string(),
+            })?;
+        let value = Value {
+            node,
+            axes,
+            dtype,
+            known,
+        };
+        self.values.insert(name.to_string(), value);
         Ok(())
     }
 

@@ -52,7 +52,7 @@ use weft_ir::{BinaryOp, Graph, NodeId, Op};
 pub use super::groups::{
     Boundary, BoundaryReason, FusionGroup, FusionPlan, GroupKind, MergeDecision, Stage, StageReason,
 };
-pub use super::op_class::{is_expensive, is_immediate};
+pub use super::op_class::{is_expensive, is_immediate, pad_under};
 
 /// How fusion runs.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
@@ -266,20 +266,6 @@ fn dot_free_len(g: &Graph, id: NodeId, l: NodeId, r: NodeId) -> Result<usize, Pa
         .try_fold(1usize, |acc, l| l.map(|l| acc.saturating_mul(l)))?)
 }
 
-/// Whether `id` is a `pad` view, or a view of one.
-fn reads_pad(g: &Graph, mut id: NodeId) -> bool {
-    loop {
-        let op = &g.node(id).op;
-        if matches!(op, Op::Pad { .. }) {
-            return true;
-        }
-        match op.inputs().first() {
-            Some(x) if op.is_view() => id = *x,
-            _ => return false,
-        }
-    }
-}
-
 /// Why live node `id`, evaluated inline as `inline` says, is a stage, if it is one.
 fn stage_reason(
     g: &Graph,
@@ -306,7 +292,9 @@ fn stage_reason(
         Op::Dot(..) => Some(StageReason::Dot),
         _ if inline.dot_widened => Some(StageReason::DotOperand),
         op if is_expensive(op) && inline.uses > 1 => Some(StageReason::MultipleConsumersExpensive),
-        Op::Select(c, a, _) if inline.uses > 1 && reads_pad(g, *c) && reads_pad(g, *a) => {
+        Op::Select(c, a, _)
+            if inline.uses > 1 && pad_under(g, *c).is_some() && pad_under(g, *a).is_some() =>
+        {
             Some(StageReason::PaddedSeveral)
         }
         op if is_expensive(op) && inline.widened => Some(StageReason::BroadcastExpensive),

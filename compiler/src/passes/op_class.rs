@@ -3,7 +3,7 @@
 //!
 //! Assumes nothing; guarantees the same answer for the same op (pure functions of it).
 
-use weft_ir::{BinaryOp, Op, TensorInit, TensorKind};
+use weft_ir::{BinaryOp, Graph, NodeId, Op, TensorInit, TensorKind};
 
 /// True for the ops weft treats as expensive to recompute.
 pub fn is_expensive(op: &Op) -> bool {
@@ -25,4 +25,19 @@ pub fn is_immediate(op: &Op) -> bool {
             init: Some(TensorInit::Fill(_))
         }
     )
+}
+
+/// The `pad` view `id` is, or is a view of (through other views), if any: a padded value read
+/// plainly only once stored (fusion's `PaddedSeveral`, the GEMM path's stored pad).
+pub fn pad_under(g: &Graph, mut id: NodeId) -> Option<NodeId> {
+    loop {
+        let op = &g.node(id).op;
+        if matches!(op, Op::Pad { .. }) {
+            return Some(id);
+        }
+        if !op.is_view() {
+            return None;
+        }
+        id = *op.inputs().first()?;
+    }
 }
