@@ -18,7 +18,9 @@
 //!   reduction whose loads would gather along its own loop but not along the result loop around
 //!   it is register-blocked: the result loop is vectorised and unrolled around the scalar
 //!   reduction loop (a dot `X[b, i]·W[i, o]`);
-//! - the outermost loop of a kernel with enough work is annotated `parallel` — its iterations
+//! - leading outer axes one long get no loop (index 0), so a batch of one image runs in
+//!   parallel over its next axis; the outermost loop of a kernel with enough work is
+//!   annotated `parallel` — its iterations
 //!   are independent because each outer point computes and stores only its own elements. A
 //!   kernel with row scratch splits its outermost axis into at most 64 parallel chunks of rows
 //!   (`Q·chunk + row`, the chunk count dividing the axis length); the scratch has one row per
@@ -503,7 +505,11 @@ fn parallel_chunks(p: &KernelProgram, options: &LowerOptions, role: Role) -> Opt
         .filter(|s| s.local && !s.loops.is_empty())
         .map(|s| points(&s.loops))
         .fold(0u64, |a, b| a.saturating_add(b));
-    let par_extent = p.outer.first().map(|a| a.len as u64).unwrap_or(0);
+    let par_extent = p
+        .outer
+        .get(leading_units(p))
+        .map(|a| a.len as u64)
+        .unwrap_or(0);
     if matches!(role, Role::Partials(_))
         || options.parallel_min_points == 0
         || par_extent < 2
@@ -517,6 +523,14 @@ fn parallel_chunks(p: &KernelProgram, options: &LowerOptions, role: Role) -> Opt
             .rev()
             .find(|d| par_extent.is_multiple_of(*d)),
     }
+}
+
+/// How many of `p`'s outer axes, from the outermost, are one long and get no loop (their
+/// index is 0), so that the parallel loop is the first axis with more than one point (the
+/// channels of a batch of one image, not the batch) — all but the last when every one is.
+fn leading_units(p: &KernelProgram) -> usize {
+    let units = p.outer.iter().take_while(|a| a.len == 1).count();
+    units.min(p.outer.len().saturating_sub(1))
 }
 
 /// The loops around the stages, outermost first, and each outer axis's index over them.
@@ -537,17 +551,23 @@ impl OuterLoops {
         chunks: Option<u64>,
     ) -> Result<(), LowerError> {
         let parallel = chunks.is_some();
-        let par_extent = p.outer.first().map(|a| a.len as u64).unwrap_or(0);
+        let units = leading_units(p);
+        let par_extent = p.outer.get(units).map(|a| a.len as u64).unwrap_or(0);
         let all_flat = p
             .stages
             .iter()
             .all(|s| s.loops.is_empty() && s.reduction.is_none());
-        for (i, a) in p.outer.iter().enumerate() {
+        for a in &p.outer[..units] {
+            // Index 0 throughout: no loop, so the first axis with work is outermost.
+            self.scope.push((a.axis, Vec::new()));
+        }
+        for (i, a) in p.outer.iter().enumerate().skip(units) {
+            let i = i - units;
             if let (0, Some(c)) = (i, chunks.filter(|c| *c < par_extent)) {
                 self.add_chunked(k, p.group, a, c)?;
                 continue;
             }
-            let innermost = i + 1 == p.outer.len() && all_flat;
+            let innermost = i + units + 1 == p.outer.len() && all_flat;
             let vectorize = options.vectorize && innermost && a.len >= 4;
             let l = k.add_loop(
                 a.len as u64,

@@ -7,7 +7,8 @@
 //!   except placeholders and outputs for which the caller asks for another axis order;
 //! - every other stored intermediate is dense (no gaps), its axes ordered major to minor by how
 //!   deep in its first reader's loop nest they are walked (outer loops major, innermost loop
-//!   minor), so that reader walks it contiguously; ties keep the declared order; one first
+//!   minor), so that reader walks it contiguously — the first reader that is not a GEMM call
+//!   where there is one (the crate reads any strides); ties keep the declared order; one first
 //!   read by a sum of GEMM taps keeps its declared order (the convolution expansion declares
 //!   the image's positions innermost: the GEMM crate's column-major operand);
 //! - afterwards every load and store of every kernel program carries its [`StridedView`]
@@ -70,7 +71,7 @@ pub fn assign_layouts(
     requested: &BTreeMap<NodeId, Vec<Axis>>,
 ) -> Result<LayoutPlan, PassError> {
     let mut layouts = BTreeMap::new();
-    let first_loads = first_loads(programs);
+    let first_loads = first_loads(plan, programs);
     let outputs: BTreeSet<NodeId> = g.outputs().iter().copied().collect();
     for b in &plan.boundaries {
         let node = g.node(b.node);
@@ -229,17 +230,31 @@ fn strided_reduction_reads(
 }
 
 /// Where each stored tensor is first loaded: (program, stage, instruction), in one pass so
-/// that the layout of every tensor costs no search.
-fn first_loads(programs: &[KernelProgram]) -> BTreeMap<NodeId, (usize, usize, usize)> {
-    let mut first = BTreeMap::new();
+/// that the layout of every tensor costs no search — by a kernel that is not a GEMM group
+/// where one reads it, as the GEMM crate takes its operands in any strides (it packs them)
+/// while a loop nest reading across its memory order gathers lanes (ResNet's residual adds:
+/// the block output a 1 × 1 convolution also reads).
+fn first_loads(
+    plan: &FusionPlan,
+    programs: &[KernelProgram],
+) -> BTreeMap<NodeId, (usize, usize, usize)> {
+    let (mut first, mut by_gemm) = (BTreeMap::new(), BTreeMap::new());
     for (pi, p) in programs.iter().enumerate() {
+        let gemm = plan
+            .groups
+            .get(p.group)
+            .is_some_and(|g| g.kind == super::groups::GroupKind::Gemm);
+        let map = if gemm { &mut by_gemm } else { &mut first };
         for (si, st) in p.stages.iter().enumerate() {
             for (ii, inst) in st.body.iter().enumerate() {
                 if let Instr::Load { tensor, .. } = &inst.instr {
-                    first.entry(*tensor).or_insert((pi, si, ii));
+                    map.entry(*tensor).or_insert((pi, si, ii));
                 }
             }
         }
+    }
+    for (t, at) in by_gemm {
+        first.entry(t).or_insert(at);
     }
     first
 }
