@@ -435,7 +435,8 @@ fn explain_says_how_each_convolution_and_pool_was_expanded() {
         "{plan}"
     );
     assert!(plan.contains("9 taps summed in C"), "{plan}");
-    // A stride of 2 takes the strided form; a pool is a fold.
+    // A stride of 2 splits the padded axis into phases: still one GEMM call summing the
+    // nine taps; a pool is a fold.
     let strided = text.replace("Width=(pad=(1, 1)))", "Width=(pad=(1, 1), stride=2))");
     let mut g = weft_ir::text::parse(&strided, "conv.weft").unwrap();
     let out = g.find("y").unwrap();
@@ -443,7 +444,12 @@ fn explain_says_how_each_convolution_and_pool_was_expanded() {
     let p = g.pool(out, &pool).unwrap();
     g.mark_output(p).unwrap();
     let plan = jit_common::explain(&g, &JitOptions::default());
-    assert!(plan.contains("9 filter taps as strided slices"), "{plan}");
+    assert!(
+        plan.contains("9 filter taps as shifted matrix products: the padded spatial axes (split into phases by a stride above 1)"),
+        "{plan}"
+    );
+    assert!(plan.contains("W+pad(1,1)|within"), "{plan}");
+    assert!(plan.contains("9 taps summed in C"), "{plan}");
     assert!(plan.contains("avg_pool over"), "{plan}");
 }
 

@@ -391,7 +391,7 @@ fn expansion_form(g: &Graph) -> weft::ir::graph::ConvExpansion {
     let (xa, fa) = (&g.node(input).axes, &g.node(filter).axes);
     let p = g.conv_pairing("convolution", xa, fa, &spec).unwrap();
     weft::ir::graph::ConvExpansion::Shifted
-        .for_pairing(g, &p, &spec)
+        .for_pairing(g, &p)
         .unwrap()
 }
 

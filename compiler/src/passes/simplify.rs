@@ -154,7 +154,7 @@ fn expansion_text(g: &Graph, node: &Node) -> Result<String, PassError> {
                 .iter()
                 .filter_map(|s| g.axis_len(s.filter))
                 .product();
-            let form = ConvExpansion::Shifted.for_pairing(g, &p, spec)?;
+            let form = ConvExpansion::Shifted.for_pairing(g, &p)?;
             Ok(format!(
                 "{}{} over {}: {} filter taps as {}",
                 named(node),

@@ -210,10 +210,10 @@ pub enum ConvExpansion {
     /// One strided slice of the padded input per spatial axis: any stride; each tap's operand
     /// is a view over several axes (a loop nest, not a matrix).
     Strided,
-    /// Where every stride is 1: the padded spatial axes flattened, each tap one contiguous
-    /// slice of them, so each tap's product is a matrix product per image (the GEMM path);
-    /// the strided form otherwise. Computes the positions past each inner spatial axis's
-    /// output length too, then crops them.
+    /// The padded spatial axes flattened (with a stride above 1, split into the phases the
+    /// taps read first, the phases concatenated), each tap one contiguous slice of them, so
+    /// each tap's product is a matrix product per image (the GEMM path). Computes the
+    /// positions past each inner spatial axis's output length too, then crops them.
     Shifted,
     /// No padded input: each tap's strided slice of the input itself, only the window
     /// positions where that tap meets the input, padded with zeros to the output's length (a
@@ -229,27 +229,12 @@ pub enum ConvExpansion {
 }
 
 impl ConvExpansion {
-    /// The form `expand_convolution` takes for `spec` when asked for this one: `Shifted` only
-    /// where every stride is 1.
-    pub fn for_spec(self, spec: &ConvSpec) -> ConvExpansion {
-        if self == ConvExpansion::Shifted && spec.steps.iter().all(|(_, s)| s.stride == 1) {
-            ConvExpansion::Shifted
-        } else {
-            ConvExpansion::Strided
-        }
-    }
-
     /// The form `expand_convolution` takes for pairing `p` (lengths bound) when asked for this
     /// one: [`ConvExpansion::Pointwise`] for a 1 × 1 filter without padding,
     /// [`ConvExpansion::TapWise`] where padding would dwarf the input and the taps'
     /// reads (spatial elements: `Π (len + padding) > Π len + Π (taps · windows)`), otherwise
-    /// [`ConvExpansion::for_spec`]. The one place the choice is made.
-    pub fn for_pairing(
-        self,
-        g: &Graph,
-        p: &ConvPairing,
-        spec: &ConvSpec,
-    ) -> Result<ConvExpansion, GraphError> {
+    /// the form asked for. The one place the choice is made.
+    pub fn for_pairing(self, g: &Graph, p: &ConvPairing) -> Result<ConvExpansion, GraphError> {
         let (mut padded, mut input, mut reads) = (1u128, 1u128, 1u128);
         for s in &p.spatial {
             let (len, taps) = (g.resolve_len(s.input)?, g.resolve_len(s.filter)?);
@@ -275,7 +260,7 @@ impl ConvExpansion {
         } else if padded > input.saturating_add(reads) {
             ConvExpansion::TapWise
         } else {
-            self.for_spec(spec)
+            self
         })
     }
 
@@ -286,7 +271,7 @@ impl ConvExpansion {
                 "taps over the unpadded input (padding would dwarf what the windows read): each tap a dot over the strided slice of the input it meets, padded with zeros to the windows"
             }
             ConvExpansion::Shifted => {
-                "shifted matrix products (every stride 1): the padded spatial axes flattened, each tap one contiguous slice of them, so each tap is a GEMM-shaped dot per image"
+                "shifted matrix products: the padded spatial axes (split into phases by a stride above 1) flattened, each tap one contiguous slice of them, so each tap is a GEMM-shaped dot per image"
             }
             ConvExpansion::Strided => {
                 "strided slices (a stride above 1): each tap a dot over strided views of the padded input"
@@ -862,7 +847,7 @@ impl Graph {
         let features = self.derived_axis(AxisDef::Features(p.filter_out));
         let j = self.resolve_len(p.filter_channel)?;
         let kg = self.resolve_len(p.filter_out)? / p.groups;
-        let form = how.for_pairing(self, &p, spec)?;
+        let form = how.for_pairing(self, &p)?;
         if p.groups > 1 && j == 1 && kg == 1 {
             let out = self.depthwise_taps(x, filter, &p, form)?;
             let out = self.relabel(out, p.filter_out, features)?;
@@ -1110,11 +1095,16 @@ impl Graph {
         Ok(t)
     }
 
-    /// [`ConvExpansion::Shifted`] (every stride 1): the padded input's spatial axes flattened
-    /// into one, each tap a contiguous slice of it shifted by the tap's offset, so each tap's
-    /// product is a plain matrix product per image (a batched GEMM). The positions past each
-    /// inner spatial axis's output length are computed and cropped; one extra padded row on
-    /// the outermost spatial axis keeps the last tap's slice inside the image.
+    /// [`ConvExpansion::Shifted`]: the padded input's spatial axes flattened into one, each
+    /// tap a contiguous slice of it shifted by the tap's offset, so each tap's product is a
+    /// plain matrix product per image (a batched GEMM). The positions past each inner spatial
+    /// axis's output length are computed and cropped; one extra padded row on the outermost
+    /// spatial axis keeps the last tap's slice inside the image. With a stride `s` above 1
+    /// the padded axis is split into its `s` phases (positions `r, r + s, …`): tap `k` reads
+    /// phase `k·d mod s` shifted by `k·d div s`, so each phase is an image of stride 1; the
+    /// phases the taps read are flattened and concatenated into one axis (one stored copy, the
+    /// size of the padded input), each tap a contiguous slice of it — the same products as
+    /// the strided taps, as GEMM calls over every output position instead of one row.
     fn shifted_taps(
         &mut self,
         x: NodeId,
@@ -1122,33 +1112,35 @@ impl Graph {
         p: &ConvPairing,
     ) -> Result<NodeId, GraphError> {
         let m = p.spatial.len();
-        let mut padded = Vec::new();
-        let (mut lens, mut outs) = (Vec::new(), Vec::new());
+        let (mut padded, mut outs, mut phase_lens) = (Vec::new(), Vec::new(), Vec::new());
         for (i, s) in p.spatial.iter().enumerate() {
+            let out_axis = self.derived_axis(s.output_def());
+            let (len, out) = (self.resolve_len(s.input)?, self.resolve_len(out_axis)?);
+            let taps = self.resolve_len(s.filter)?;
+            let reach = (taps.saturating_sub(1) * s.step.dilation) / s.step.stride;
+            let extra_row = usize::from(i == 0 && m > 1);
+            let padded_len = len + s.step.before + s.step.after;
+            let lq = padded_len
+                .div_ceil(s.step.stride)
+                .max(out + reach + extra_row);
             let mut step = s.step;
-            if i == 0 && m > 1 {
-                step.after += 1;
-            }
+            step.after = lq * s.step.stride - len - step.before;
             padded.push((s.input, step));
-            outs.push(self.derived_axis(s.output_def()));
-            lens.push(self.resolve_len(s.input)? + step.before + step.after);
+            outs.push(out_axis);
+            phase_lens.push(lq);
         }
         let xp = self.pad_windows(x, padded.iter().copied())?;
         let pad_axes: Vec<Axis> = padded
             .iter()
             .map(|(a, step)| self.padded_axis(*a, step))
             .collect();
-        let (flat, flat_axis) = if m == 1 {
-            (xp, pad_axes[0])
-        } else {
-            let f = self.flatten(xp, &pad_axes)?;
-            (f, self.derived_axis(AxisDef::Flatten(pad_axes.clone())))
-        };
-        // Row-major multipliers of the padded axes, and the span of output rows computed.
+        let (flat, flat_axis, phase_axes) = self.phase_images(xp, p, &pad_axes, &phase_lens)?;
+        // Row-major multipliers of the phase axes, and the span of output rows computed.
         let mut mult = vec![1usize; m];
         for i in (0..m.saturating_sub(1)).rev() {
-            mult[i] = mult[i + 1] * lens[i + 1];
+            mult[i] = mult[i + 1] * phase_lens[i + 1];
         }
+        let image: usize = phase_lens.iter().product();
         let span = self.resolve_len(outs[0])? * mult[0];
         let whole = SliceRange::range(0, as_i64(span)?);
         let q = self.derived_axis(AxisDef::Slice {
@@ -1156,12 +1148,14 @@ impl Graph {
             range: whole,
         });
         let acc = self.sum_over_taps(filter, p, |g, tap, ft| {
-            let off: usize = tap
-                .iter()
-                .zip(&p.spatial)
-                .zip(&mult)
-                .map(|((t, s), m)| t * s.step.dilation * m)
-                .sum();
+            // The tap's phase (row-major over the strides) and its shift within the phase.
+            let (mut phase, mut off) = (0usize, 0usize);
+            for ((t, s), mu) in tap.iter().zip(&p.spatial).zip(&mult) {
+                let at = t * s.step.dilation;
+                phase = phase * s.step.stride + at % s.step.stride;
+                off += (at / s.step.stride) * mu;
+            }
+            let off = phase * image + off;
             let range = SliceRange::range(as_i64(off)?, as_i64(off + span)?);
             let xt = g.slice(flat, &[(flat_axis, AxisSlice::Range(range))])?;
             let at = g.derived_axis(AxisDef::Slice {
@@ -1176,20 +1170,63 @@ impl Graph {
         }
         // Back to the spatial axes: the outer one is already the output's; crop the others.
         let mut parts = vec![outs[0]];
-        parts.extend(&pad_axes[1..]);
+        parts.extend(&phase_axes[1..]);
         let rows = self.derived_axis(AxisDef::Flatten(parts));
         let acc = self.relabel(acc, q, rows)?;
         let mut t = self.unflatten(acc, rows)?;
         for i in 1..m {
             let keep = SliceRange::range(0, as_i64(self.resolve_len(outs[i])?)?);
-            t = self.slice(t, &[(pad_axes[i], AxisSlice::Range(keep))])?;
+            t = self.slice(t, &[(phase_axes[i], AxisSlice::Range(keep))])?;
             let cropped = self.derived_axis(AxisDef::Slice {
-                of: pad_axes[i],
+                of: phase_axes[i],
                 range: keep,
             });
             t = self.relabel(t, cropped, outs[i])?;
         }
         Ok(t)
+    }
+
+    /// The padded `xp` as [`Graph::shifted_taps`] reads it: its spatial axes flattened into
+    /// one; with a stride above 1, each padded axis (`phase_lens · stride` long) split into
+    /// its phase index within a stride (minor) and its position in the phase (major), then
+    /// flattened phase indices first — every phase an image of stride 1, one after another,
+    /// in one stored copy. Returns the tensor, its flat axis, the axes of one image (row-major
+    /// in it), and for each phase index (row-major over the strides) where its image starts.
+    #[allow(clippy::type_complexity)]
+    fn phase_images(
+        &mut self,
+        xp: NodeId,
+        p: &ConvPairing,
+        pad_axes: &[Axis],
+        phase_lens: &[usize],
+    ) -> Result<(NodeId, Axis, Vec<Axis>), GraphError> {
+        let flatten = |g: &mut Graph, t: NodeId, axes: &[Axis]| -> Result<_, GraphError> {
+            if axes.len() == 1 {
+                return Ok((t, axes[0]));
+            }
+            let f = g.flatten(t, axes)?;
+            Ok((f, g.derived_axis(AxisDef::Flatten(axes.to_vec()))))
+        };
+        if p.spatial.iter().all(|s| s.step.stride == 1) {
+            let (t, a) = flatten(self, xp, pad_axes)?;
+            return Ok((t, a, pad_axes.to_vec()));
+        }
+        let mut t = xp;
+        let (mut phase_axes, mut within) = (Vec::new(), Vec::new());
+        for ((a, s), len) in pad_axes.iter().zip(&p.spatial).zip(phase_lens) {
+            let name = self.axis_data(a.id).name.clone();
+            let q = self.declare_axis(&format!("{name}|phase"), Some(*len), Vec::new());
+            let r = self.declare_axis(&format!("{name}|within"), Some(s.step.stride), Vec::new());
+            let split = self.derived_axis(AxisDef::Flatten(vec![q, r]));
+            t = self.relabel(t, *a, split)?;
+            t = self.unflatten(t, split)?;
+            phase_axes.push(q);
+            within.push(r);
+        }
+        let mut order = within;
+        order.extend(&phase_axes);
+        let (t, a) = flatten(self, t, &order)?;
+        Ok((t, a, phase_axes))
     }
 
     /// The pool of `x` built from pads, strided slices and `maximum` or `add` (then a divide by

@@ -131,7 +131,56 @@ pub fn access_range(
             });
         }
     }
+    if let Some(all) = masked_parts(index, mask, &lookup) {
+        range = range.intersect(all);
+    }
     Ok(if range.is_empty() { None } else { Some(range) })
+}
+
+/// The index's range with every mask that bounds a part of it applied at once: the index
+/// as `Σ kⱼ·mⱼ + rest`, the masks' expressions `mⱼ` over disjoint loops none of which `rest`
+/// uses, each part bounded by its mask (a convolution's phase image reads its input masked on
+/// two axes, `r + s·q` on each). `None` when no mask is such a part.
+fn masked_parts(
+    index: &AffineExpr,
+    mask: &[MaskBound],
+    lookup: &impl Fn(LoopId) -> Option<Interval>,
+) -> Option<Interval> {
+    let (mut used, mut sum) = (Vec::new(), Interval { lo: 0, hi: 0 });
+    for m in mask {
+        let loops: Vec<LoopId> = m.expr.terms().iter().map(|(l, _)| *l).collect();
+        if loops.iter().any(|l| used.contains(l)) {
+            continue;
+        }
+        let Some(k) = multiple_of(index, &m.expr) else {
+            continue;
+        };
+        let bound = Interval {
+            lo: i128::from(m.lo),
+            hi: i128::from(m.hi) - 1,
+        };
+        let part = expr_range(&m.expr, lookup)?.intersect(bound);
+        let (a, b, c) = (k * part.lo, k * part.hi, k * i128::from(m.expr.offset()));
+        sum.lo += a.min(b) - c;
+        sum.hi += a.max(b) - c;
+        used.extend(loops);
+    }
+    if used.is_empty() {
+        return None;
+    }
+    let rest = AffineExpr::new(
+        index
+            .terms()
+            .iter()
+            .copied()
+            .filter(|(l, _)| !used.contains(l)),
+        index.offset(),
+    );
+    let rest = expr_range(&rest, lookup)?;
+    Some(Interval {
+        lo: sum.lo + rest.lo,
+        hi: sum.hi + rest.hi,
+    })
 }
 
 /// `k ≠ 0` such that every loop of `m` has `k` times its coefficient in `index`.
@@ -238,6 +287,42 @@ mod tests {
         assert_eq!(
             access_range(&skew, &mask, &ranges),
             Ok(Some(Interval { lo: -50, hi: 146 }))
+        );
+    }
+
+    #[test]
+    fn masks_on_two_axes_bound_their_parts_together() {
+        // A stride-2 phase image of a 56 × 56 image padded by one: x[56·(r + 2q) + (s + 2p) -
+        // 57], masks 1 <= r + 2q < 57 and 1 <= s + 2p < 57, r, s in 0..=1, q, p in 0..=29.
+        // Each mask alone leaves the other axis's padding in (index −1 reachable); both
+        // together keep the index in [0, 3135].
+        let (r, s, q, p) = (l(0), l(1), l(2), l(3));
+        let ranges = |x: LoopId| {
+            Some(Interval {
+                lo: 0,
+                hi: if x == r || x == s { 1 } else { 29 },
+            })
+        };
+        let index = AffineExpr::new([(r, 56), (s, 1), (q, 112), (p, 2)], -57);
+        let mask = [
+            MaskBound {
+                expr: AffineExpr::new([(r, 1), (q, 2)], 0),
+                lo: 1,
+                hi: 57,
+            },
+            MaskBound {
+                expr: AffineExpr::new([(s, 1), (p, 2)], 0),
+                lo: 1,
+                hi: 57,
+            },
+        ];
+        assert_eq!(
+            access_range(&index, &mask, &ranges),
+            Ok(Some(Interval { lo: 0, hi: 3135 }))
+        );
+        assert_eq!(
+            access_range(&index, &mask[..1], &ranges),
+            Ok(Some(Interval { lo: -1, hi: 3138 }))
         );
     }
 
