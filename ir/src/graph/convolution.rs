@@ -221,16 +221,18 @@ pub enum ConvExpansion {
     /// input would be larger than the input and every tap's operand together — a dilation
     /// or stride so large that padding is most of what the windows span.
     TapWise,
-    /// A 1 × 1 filter (every spatial filter axis of length 1) and no padding: one tap, the
-    /// input itself at the stride (a view of it), contracted over the channels — a GEMM-shaped
+    /// A 1 × 1 filter (every spatial filter axis of length 1), no padding and every stride 1:
+    /// one tap, the input itself (a view of it), contracted over the channels — a GEMM-shaped
     /// dot per image with no padded or flattened copy. Taken, whatever was asked for, for such
-    /// a filter (ResNet's 1 × 1 convolutions: 36 of its 53).
+    /// a filter (ResNet's 1 × 1 convolutions: 33 of its 53; its three 1 × 1s at a stride of 2
+    /// take the shifted form, which copies the one phase they read, so their GEMM covers every
+    /// output position instead of one row).
     Pointwise,
 }
 
 impl ConvExpansion {
     /// The form `expand_convolution` takes for pairing `p` (lengths bound) when asked for this
-    /// one: [`ConvExpansion::Pointwise`] for a 1 × 1 filter without padding,
+    /// one: [`ConvExpansion::Pointwise`] for a 1 × 1 filter without padding or stride,
     /// [`ConvExpansion::TapWise`] where padding would dwarf the input and the taps'
     /// reads (spatial elements: `Π (len + padding) > Π len + Π (taps · windows)`), otherwise
     /// the form asked for. The one place the choice is made.
@@ -251,10 +253,12 @@ impl ConvExpansion {
             input = input.saturating_mul(wide(len));
             reads = reads.saturating_mul(wide(taps) * wide(windows));
         }
-        let pointwise = p
-            .spatial
-            .iter()
-            .all(|s| s.step.before == 0 && s.step.after == 0 && g.axis_len(s.filter) == Some(1));
+        let pointwise = p.spatial.iter().all(|s| {
+            s.step.before == 0
+                && s.step.after == 0
+                && s.step.stride == 1
+                && g.axis_len(s.filter) == Some(1)
+        });
         Ok(if pointwise {
             ConvExpansion::Pointwise
         } else if padded > input.saturating_add(reads) {
@@ -277,7 +281,7 @@ impl ConvExpansion {
                 "strided slices (a stride above 1): each tap a dot over strided views of the padded input"
             }
             ConvExpansion::Pointwise => {
-                "one tap of a 1 × 1 filter without padding: a dot over a view of the input itself (a GEMM-shaped dot per image, no padded copy)"
+                "one tap of a 1 × 1 filter without padding or stride: a dot over a view of the input itself (a GEMM-shaped dot per image, no padded copy)"
             }
         }
     }
@@ -1141,6 +1145,18 @@ impl Graph {
             mult[i] = mult[i + 1] * phase_lens[i + 1];
         }
         let image: usize = phase_lens.iter().product();
+        // Phases kept per axis: the stride, or 1 where every tap reads one phase.
+        let phases: Vec<usize> = p
+            .spatial
+            .iter()
+            .map(|s| {
+                Ok(if self.only_phase(s)?.is_some() {
+                    1
+                } else {
+                    s.step.stride
+                })
+            })
+            .collect::<Result<_, GraphError>>()?;
         let span = self.resolve_len(outs[0])? * mult[0];
         let whole = SliceRange::range(0, as_i64(span)?);
         let q = self.derived_axis(AxisDef::Slice {
@@ -1150,9 +1166,9 @@ impl Graph {
         let acc = self.sum_over_taps(filter, p, |g, tap, ft| {
             // The tap's phase (row-major over the strides) and its shift within the phase.
             let (mut phase, mut off) = (0usize, 0usize);
-            for ((t, s), mu) in tap.iter().zip(&p.spatial).zip(&mult) {
+            for (((t, s), mu), kept) in tap.iter().zip(&p.spatial).zip(&mult).zip(&phases) {
                 let at = t * s.step.dilation;
-                phase = phase * s.step.stride + at % s.step.stride;
+                phase = phase * kept + at % kept;
                 off += (at / s.step.stride) * mu;
             }
             let off = phase * image + off;
@@ -1221,12 +1237,25 @@ impl Graph {
             t = self.relabel(t, *a, split)?;
             t = self.unflatten(t, split)?;
             phase_axes.push(q);
-            within.push(r);
+            match self.only_phase(s)? {
+                // Every tap reads one phase of this axis (a 1 × 1 filter at a stride): only it
+                // is copied.
+                Some(only) => t = self.slice(t, &[(r, AxisSlice::Index(as_i64(only)?))])?,
+                None => within.push(r),
+            }
         }
         let mut order = within;
         order.extend(&phase_axes);
         let (t, a) = flatten(self, t, &order)?;
         Ok((t, a, phase_axes))
+    }
+
+    /// The one phase every tap of spatial pair `s` reads (phase 0, where `k·dilation` is a
+    /// multiple of the stride for every tap `k`), if there is one.
+    pub(crate) fn only_phase(&self, s: &SpatialPair) -> Result<Option<usize>, GraphError> {
+        let taps = self.resolve_len(s.filter)?;
+        let one = (1..taps).all(|k| (k * s.step.dilation).is_multiple_of(s.step.stride));
+        Ok(one.then_some(0))
     }
 
     /// The pool of `x` built from pads, strided slices and `maximum` or `add` (then a divide by
