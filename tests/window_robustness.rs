@@ -320,8 +320,28 @@ fn large_window_pool(seed: u64) -> Graph {
     g
 }
 
+/// How many values of `dtype` lie between two of [`bits`]'s values: 0 for the same bits, the
+/// distance in units in the last place for finite values of one sign, `u64::MAX` otherwise
+/// (a NaN against a number, opposite signs, an infinity against a finite value).
+fn ulps_apart(a: u64, b: u64, dtype: DType) -> u64 {
+    if a == b {
+        return 0;
+    }
+    let (x, y) = (f64::from_bits(a), f64::from_bits(b));
+    if a == u64::MAX || b == u64::MAX || !x.is_finite() || !y.is_finite() {
+        return u64::MAX;
+    }
+    if x.is_sign_negative() != y.is_sign_negative() {
+        return u64::MAX;
+    }
+    match dtype {
+        DType::F32 => u64::from((x as f32).to_bits().abs_diff((y as f32).to_bits())),
+        _ => a.abs_diff(b),
+    }
+}
+
 #[test]
-fn large_windows_on_the_jit_equal_the_interpreter_bit_for_bit() {
+fn large_windows_on_the_jit_equal_the_interpreter_bit_for_bit_but_an_averages_division() {
     for seed in 0..72 {
         let g = large_window_pool(seed);
         // Special values (NaN, ±inf, ±0, huge) in half the cases: ties and NaNs must fold
@@ -334,12 +354,21 @@ fn large_windows_on_the_jit_equal_the_interpreter_bit_for_bit() {
             let c = t.computation(g.outputs(), &ps).unwrap();
             runs.push(c.call(&inputs).unwrap());
         }
+        // An average's division by a count the same at every lane of a vector loop (the
+        // windows inside the input, once peeled from the border) is the reciprocal's, within
+        // 1.5 ulp of the quotient (docs/numerics.md): 2 ulp of the interpreter's divide.
+        let text = weft::ir::text::print(&g);
+        let ulps = if text.contains("avg_pool") { 2 } else { 0 };
         for r in &runs[1..] {
-            assert_eq!(
-                bits(&r[0]),
-                bits(&runs[0][0]),
-                "seed {seed}:\n{}",
-                weft::ir::text::print(&g)
+            let (got, want) = (bits(&r[0]), bits(&runs[0][0]));
+            let apart = got
+                .iter()
+                .zip(&want)
+                .map(|(a, b)| ulps_apart(*a, *b, r[0].dtype()))
+                .max();
+            assert!(
+                got.len() == want.len() && apart.unwrap_or(0) <= ulps,
+                "seed {seed}: {apart:?} ulp apart\n{text}\n{got:?}\n{want:?}"
             );
         }
     }

@@ -13,7 +13,10 @@
 //!    Assumes 1–3 are done (it only changes annotations).
 //! 5. [`tile`] — cuts a transposing copy into square blocks. Assumes a perfect nest of lets
 //!    and stores.
-//! 6. [`narrow_sums`] — marks f64 sums of widened f32 terms `partials f32`. Assumes the final
+//! 6. [`peel_masks`] — cuts a vector loop of lets and stores where its masks and index
+//!    comparisons change (a padded copy's borders), folding them in each piece. Assumes 5 is
+//!    done (a cut nest is no longer perfect).
+//! 7. [`narrow_sums`] — marks f64 sums of widened f32 terms `partials f32`. Assumes the final
 //!    annotations (the vector plan it asks for is code generation's), so it runs last.
 //!
 //! Every pass has one signature ([`LoopPass::run`]): the kernel (its body in place), a
@@ -27,6 +30,7 @@
 pub mod blocks;
 pub mod memory_order;
 pub mod narrow_sums;
+pub mod peel_masks;
 pub mod reduce_in_memory;
 pub mod register_blocking;
 pub mod span_fission;
@@ -126,7 +130,7 @@ impl std::fmt::Debug for LoopPass {
 }
 
 /// The loop-IR passes in the order they run (module docs).
-pub const PASSES: [LoopPass; 6] = [
+pub const PASSES: [LoopPass; 7] = [
     LoopPass {
         name: "memory_order",
         enabled: |o| o.rows_in_memory_order,
@@ -151,6 +155,11 @@ pub const PASSES: [LoopPass; 6] = [
         name: "tile",
         enabled: |o| o.tile_transposes,
         run: tile::run,
+    },
+    LoopPass {
+        name: "peel_masks",
+        enabled: |o| o.vectorize,
+        run: peel_masks::run,
     },
     LoopPass {
         name: "narrow_sums",
