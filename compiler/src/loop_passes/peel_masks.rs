@@ -309,7 +309,15 @@ fn split(k: &mut Kernel, consts: &Consts, l: LoopId, body: &[Stmt], cuts: &[u64]
 
 /// The lets of `body` (a loop `l`'s) that are the same at every index of `l` — a mask or
 /// comparison of an outer loop's index the pieces left — moved before the loop, and the rest.
+/// A load of a buffer the body stores to stays (an earlier iteration may write what it reads).
 fn hoist(l: LoopId, body: Vec<Stmt>) -> (Vec<Stmt>, Vec<Stmt>) {
+    let stored: HashSet<_> = body
+        .iter()
+        .filter_map(|s| match s {
+            Stmt::Store { target, .. } => Some(target.buffer),
+            _ => None,
+        })
+        .collect();
     let mut varying: HashSet<ValueId> = HashSet::new();
     let (mut before, mut inside) = (Vec::new(), Vec::new());
     for s in body {
@@ -319,6 +327,7 @@ fn hoist(l: LoopId, body: Vec<Stmt>) -> (Vec<Stmt>, Vec<Stmt>) {
                 Inst::Load(acc) => {
                     acc.index.coefficient(l) == 0
                         && acc.mask.iter().all(|m| m.expr.coefficient(l) == 0)
+                        && !stored.contains(&acc.buffer)
                 }
                 inst => inst.operands().iter().all(|v| !varying.contains(v)),
             },
