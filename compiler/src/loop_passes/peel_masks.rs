@@ -188,19 +188,24 @@ fn affine_values(l: LoopId, consts: &Consts, body: &[Stmt]) -> HashMap<ValueId, 
             continue;
         };
         let v = match inst {
-            Inst::Const(ScalarValue::I64(c)) => Some(Affine { a: 0, b: *c }),
             Inst::Index(i) if *i == l => Some(Affine { a: 1, b: 0 }),
-            Inst::Binary(op, x, y) => match (known.get(x), known.get(y)) {
-                (Some(x), Some(y)) => Affine::combine(*op, *x, *y),
-                _ => None,
-            },
-            _ => None,
+            inst => affine_of(inst, &known),
         };
         if let Some(v) = v {
             known.insert(*result, v);
         }
     }
     known
+}
+
+/// `inst`'s value as an affine value of the loop index, where it is an `i64` constant or
+/// a sum, difference or product (by a constant) of values `known` holds.
+fn affine_of(inst: &Inst, known: &HashMap<ValueId, Affine>) -> Option<Affine> {
+    match inst {
+        Inst::Const(ScalarValue::I64(c)) => Some(Affine { a: 0, b: *c }),
+        Inst::Binary(op, x, y) => Affine::combine(*op, *known.get(x)?, *known.get(y)?),
+        _ => None,
+    }
 }
 
 /// Where loop `l` (with `body`) is cut, if this pass applies: every index inside its extent
@@ -494,21 +499,10 @@ impl<'k> Piece<'k> {
         };
         let v = self.emit(out, ty, inst.clone());
         self.values.insert(result, v);
-        match inst {
-            Inst::Const(ScalarValue::Bool(c)) => {
-                self.constant.insert(v, c);
-            }
-            Inst::Const(ScalarValue::I64(c)) => {
-                self.affine.insert(v, Affine { a: 0, b: c });
-            }
-            Inst::Binary(op, x, y) => {
-                if let (Some(x), Some(y)) = (self.affine.get(&x), self.affine.get(&y)) {
-                    if let Some(a) = Affine::combine(op, *x, *y) {
-                        self.affine.insert(v, a);
-                    }
-                }
-            }
-            _ => {}
+        if let Inst::Const(ScalarValue::Bool(c)) = inst {
+            self.constant.insert(v, c);
+        } else if let Some(a) = affine_of(&inst, &self.affine) {
+            self.affine.insert(v, a);
         }
     }
 
