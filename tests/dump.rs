@@ -289,6 +289,10 @@ fn explanations_of_every_example_are_snapshots() {
         let text = text
             .replace("16 lanes (f32x16, AVX-512 zmm)", "<N> lanes (<leaf width>)")
             .replace("8 lanes (f32x8, AVX2 ymm)", "<N> lanes (<leaf width>)");
+        // And which engine runs a GEMM call (`GemmCall::engine`: the host's vector width).
+        let text = text
+            .replace("(weft's AVX2 tiles)", "(<GEMM engine>)")
+            .replace("(gemm crate, runtime CPU dispatch)", "(<GEMM engine>)");
         insta::assert_snapshot!(format!("explain_{name}"), text);
     }
 }

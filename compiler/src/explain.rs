@@ -194,8 +194,9 @@ fn gemm(call: &weft_runtime::GemmCall, threads: usize, s: &mut String) {
     let bytes = |t: usize| u128::from(spec.lens[t]) * size;
     let _ = writeln!(
         s,
-        "gemm @{} (gemm crate, runtime CPU dispatch): reads {} B, writes {} B",
+        "gemm @{} ({}): reads {} B, writes {} B",
         spec.name,
+        call.engine(),
         bytes(0) + bytes(1),
         bytes(2)
     );

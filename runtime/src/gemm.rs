@@ -53,6 +53,7 @@ use std::sync::Arc;
 use weft_ir::loop_ir::{BufferDecl, ScalarType};
 
 use crate::binding::{BindScope, HostBuffer};
+use crate::gemm_tiles::{self, Strided};
 use crate::signature::{AccessPattern, Footprint, KernelEntry, KernelSignature};
 use crate::target::Isa;
 use crate::{DeviceBufferReference, DeviceBufferStorage, RuntimeError, ThreadPool};
@@ -283,6 +284,8 @@ pub struct GemmCall {
     tap_block: usize,
     /// Most columns of C per crate call of a tap ([`unpacked_columns`]).
     tap_columns: usize,
+    /// Whether weft's AVX2 tiles run the blocks ([`gemm_tiles::takes`]), not the crate.
+    tiles: bool,
 }
 
 /// The lowest and highest element index `offset + Σ i·stride` reaches for `0 ≤ i < len`.
@@ -397,12 +400,21 @@ impl GemmCall {
         } else {
             spec.n
         };
+        let tiles = spec.dtype == ScalarType::F32
+            && gemm_tiles::takes(
+                spec.m,
+                spec.n,
+                spec.taps().len(),
+                spec.c.row_stride,
+                spec.c.col_stride,
+            );
         Ok(GemmCall {
             spec,
             items,
             blocks,
             tap_block,
             tap_columns,
+            tiles,
         })
     }
 
@@ -411,10 +423,22 @@ impl GemmCall {
         &self.spec
     }
 
+    /// What runs the blocks (`weft explain`): weft's AVX2 tiles or the `gemm` crate.
+    pub fn engine(&self) -> &'static str {
+        if self.tiles {
+            "weft's AVX2 tiles"
+        } else {
+            "gemm crate, runtime CPU dispatch"
+        }
+    }
+
     /// How a call of several taps runs its blocks (`weft explain`), or `None` for one tap.
     pub fn tap_schedule(&self) -> Option<String> {
         if self.spec.taps.len() < 2 {
             return None;
+        }
+        if self.tiles {
+            return Some(gemm_tiles::SCHEDULE.to_string());
         }
         let mut s = format!(
             "taps: each block in sub-blocks of {} {}s, one crate call per tap",
@@ -872,7 +896,8 @@ impl GemmCall {
     fn packed_b_len(&self) -> Option<usize> {
         let s = &self.spec;
         let len = s.taps.len().checked_mul(s.k)?.checked_mul(s.n)?;
-        let packs = s.taps.len() > 1
+        let packs = !self.tiles
+            && s.taps.len() > 1
             && s.b.row_stride != 1
             && s.batch.iter().all(|b| b.strides[1] == 0)
             && len <= PACKED_B_MAX;
@@ -957,34 +982,82 @@ impl GemmCall {
                 let pa = (bases[0] as *const T).offset(is(a));
                 let pb = (b.base as *const T).offset(is(bj));
                 let pc = (bases[1] as *mut T).offset(is(c));
-                let width = self.tap_columns;
-                for (t, tap) in taps.iter().enumerate() {
-                    let mut j = 0;
-                    while j < cols {
-                        let w = width.min(cols - j);
-                        let jj = j as isize;
-                        T::gemm(
-                            rows,
-                            s.k,
-                            w,
-                            pa.offset(is(tap.a)),
-                            is(s.a.row_stride),
-                            is(s.a.col_stride),
-                            pb.offset(is(b.tap(t, tap)) + jj * is(b.view.col_stride)),
-                            is(b.view.row_stride),
-                            is(b.view.col_stride),
-                            pc.offset(jj * is(s.c.col_stride)),
-                            is(s.c.row_stride),
-                            is(s.c.col_stride),
-                            t > 0,
-                        );
-                        j += w;
-                    }
+                if self.tiles {
+                    // The tiles are f32's (`GemmCall::new`): T is f32.
+                    gemm_tiles::run(&gemm_tiles::Block {
+                        rows,
+                        cols,
+                        k: s.k,
+                        a: Strided {
+                            ptr: pa as *const f32,
+                            rows: is(s.a.row_stride),
+                            cols: is(s.a.col_stride),
+                        },
+                        b: Strided {
+                            ptr: pb as *const f32,
+                            rows: is(b.view.row_stride),
+                            cols: is(b.view.col_stride),
+                        },
+                        c: Strided {
+                            ptr: pc as *mut f32,
+                            rows: is(s.c.row_stride),
+                            cols: is(s.c.col_stride),
+                        },
+                        taps: taps.iter().map(|t| (t.a, t.b)),
+                    });
+                } else {
+                    self.crate_calls(rows, cols, pa, (pb, b), pc);
                 }
                 let overflow = self.products_may_overflow(pa, (pb, b), rows, cols);
                 self.fix_up(pa, (pb, b), pc, rows, cols, overflow);
             }
             sub = end;
+        }
+    }
+
+    /// The crate's calls for one sub-block: one per tap (per chunk of [`unpacked_columns`]
+    /// columns where A is column-major), the first writing C, the others adding to it.
+    ///
+    /// # Safety
+    /// As in [`GemmCall::item`]: `pa`, `pb` and `pc` at the sub-block's first row and
+    /// column, every element of it and of the taps' operands in bounds.
+    unsafe fn crate_calls<T: Float>(
+        &self,
+        rows: usize,
+        cols: usize,
+        pa: *const T,
+        (pb, b): (*const T, &BOperand),
+        pc: *mut T,
+    ) {
+        let s = &self.spec;
+        let is = |x: i64| x as isize;
+        // SAFETY: forwarded from `item`'s argument: every element each call addresses is
+        // one of the sub-block's or of its taps' operands.
+        unsafe {
+            let width = self.tap_columns;
+            for (t, tap) in s.taps().iter().enumerate() {
+                let mut j = 0;
+                while j < cols {
+                    let w = width.min(cols - j);
+                    let jj = j as isize;
+                    T::gemm(
+                        rows,
+                        s.k,
+                        w,
+                        pa.offset(is(tap.a)),
+                        is(s.a.row_stride),
+                        is(s.a.col_stride),
+                        pb.offset(is(b.tap(t, tap)) + jj * is(b.view.col_stride)),
+                        is(b.view.row_stride),
+                        is(b.view.col_stride),
+                        pc.offset(jj * is(s.c.col_stride)),
+                        is(s.c.row_stride),
+                        is(s.c.col_stride),
+                        t > 0,
+                    );
+                    j += w;
+                }
+            }
         }
     }
 
@@ -1004,22 +1077,16 @@ impl GemmCall {
         cols: usize,
     ) -> bool {
         let s = &self.spec;
-        let mut largest = [0.0f64; 2];
-        for (t, tap) in s.taps().iter().enumerate() {
-            let a = MatrixView {
-                offset: tap.a,
-                ..s.a
-            };
-            let bv = MatrixView {
-                offset: b.tap(t, tap),
-                ..b.view
-            };
-            // SAFETY: the caller's bounds: every tap's A rows and B columns of the block.
-            unsafe {
-                largest[0] = largest[0].max(max_magnitude(pa, &a, rows, s.k));
-                largest[1] = largest[1].max(max_magnitude(pb, &bv, s.k, cols));
-            }
-        }
+        let taps = s.taps();
+        // SAFETY: the caller's bounds: every tap's A rows and B columns of the block.
+        let largest = unsafe {
+            [
+                max_magnitude(pa, &s.a, rows, s.k, || taps.iter().map(|t| t.a)),
+                max_magnitude(pb, &b.view, s.k, cols, || {
+                    taps.iter().enumerate().map(|(t, tap)| b.tap(t, tap))
+                }),
+            ]
+        };
         largest[0] * largest[1] > T::MAX_FINITE
     }
 
@@ -1143,13 +1210,23 @@ impl GemmCall {
     }
 }
 
-/// The largest magnitude of the `rows × cols` matrix `v` at `p` (its offset added), NaNs
-/// ignored: rows outside, columns inside, or the other way round when rows are the nearer in
-/// memory, so the inner loop walks the smaller stride.
+/// The largest magnitude of the `rows × cols` matrices with `v`'s strides at `p` moved by
+/// each of `taps` (`v`'s offset not added), NaNs ignored: rows outside, columns inside, or
+/// the other way round when rows are the nearer in memory, so the inner loop walks the
+/// smaller stride. Where the taps' lines fill at least half of the memory between the first
+/// and the last, that run is scanned once for all taps — elements between them that no tap
+/// reads included, so the result may exceed the matrices' (never fall below it): a
+/// convolution's image and filter are scanned once, not once per tap.
 ///
 /// # Safety
 /// Every element of the matrix lies in one allocation of `T`s `p` points into.
-unsafe fn max_magnitude<T: Float>(p: *const T, v: &MatrixView, rows: usize, cols: usize) -> f64 {
+unsafe fn max_magnitude<T: Float, I: Iterator<Item = i64>>(
+    p: *const T,
+    v: &MatrixView,
+    rows: usize,
+    cols: usize,
+    taps: impl Fn() -> I,
+) -> f64 {
     let (rs, cs) = (v.row_stride as isize, v.col_stride as isize);
     let (outer, outer_stride, inner, inner_stride) = if cs.unsigned_abs() <= rs.unsigned_abs() {
         (rows, rs, cols, cs)
@@ -1157,20 +1234,37 @@ unsafe fn max_magnitude<T: Float>(p: *const T, v: &MatrixView, rows: usize, cols
         (cols, cs, rows, rs)
     };
     let width = crate::vmath::path();
+    let (count, first, last) = taps().fold((0usize, i64::MAX, i64::MIN), |(n, lo, hi), o| {
+        (n + 1, lo.min(o), hi.max(o))
+    });
+    // The taps' lines of each outer index as one run of memory, when they fill at least
+    // half of it (a filter's taps side by side; an image's taps shifted by a few rows).
+    let span = (last - first) as i128 + (inner as i128 - 1) * inner_stride as i128 + 1;
+    let dense = inner_stride > 0 && span <= 2 * (inner * count) as i128;
     let mut largest = 0.0f64;
     for o in 0..outer as isize {
-        // SAFETY: the caller's bounds.
-        let line = unsafe { p.offset(v.offset as isize + o * outer_stride) };
-        let m = if inner_stride == 1 {
-            // SAFETY: the caller's bounds: the line's `inner` consecutive elements.
-            largest_magnitude(unsafe { std::slice::from_raw_parts(line, inner) }, width)
-        } else {
-            (0..inner as isize)
-                // SAFETY: the caller's bounds.
-                .map(|i| unsafe { *line.offset(i * inner_stride) }.magnitude())
-                .fold(0.0, f64::max)
-        };
-        largest = largest.max(m);
+        let at = |tap: i64| tap as isize + o * outer_stride;
+        if dense {
+            // SAFETY: the run lies between the line's first element of the lowest tap and
+            // its last of the highest, both in bounds (the caller's), in one buffer.
+            let run = unsafe { std::slice::from_raw_parts(p.offset(at(first)), span as usize) };
+            largest = largest.max(largest_magnitude(run, width));
+            continue;
+        }
+        for tap in taps() {
+            // SAFETY: the caller's bounds.
+            let line = unsafe { p.offset(at(tap)) };
+            let m = if inner_stride == 1 {
+                // SAFETY: the caller's bounds: the line's `inner` consecutive elements.
+                largest_magnitude(unsafe { std::slice::from_raw_parts(line, inner) }, width)
+            } else {
+                (0..inner as isize)
+                    // SAFETY: the caller's bounds.
+                    .map(|i| unsafe { *line.offset(i * inner_stride) }.magnitude())
+                    .fold(0.0, f64::max)
+            };
+            largest = largest.max(m);
+        }
     }
     largest
 }
@@ -1761,6 +1855,158 @@ mod tests {
 
     fn reference(name: &str, data: &[f32]) -> DeviceBufferReference {
         DeviceBufferReference::to_storage(name, DeviceBufferStorage::from_slice(data).unwrap())
+    }
+
+    /// A GEMM of random shape, taps and layouts for the engines to agree on: A column- or
+    /// row-major, B with `k` or `n` contiguous or a filter's taps side by side, C column-major,
+    /// row-major or strided both ways; each tap moves A by a few rows and B by a tap index.
+    fn random_spec(
+        (m, n, k, taps): (usize, usize, usize, usize),
+        (a_layout, b_layout, c_layout): (u8, u8, u8),
+        split_rows: bool,
+        block: usize,
+    ) -> GemmSpec {
+        let shifts = 3;
+        let a_rows = m + shifts * taps;
+        let (ars, acs) = match a_layout {
+            0 => (1, a_rows as i64),
+            _ => (k as i64 + 1, 1),
+        };
+        let (brs, bcs, tap_b) = match b_layout {
+            0 => (1, (k * taps) as i64, k as i64),
+            1 => ((n * taps) as i64, 1, n as i64),
+            _ => (taps as i64, (k * taps) as i64, 1),
+        };
+        let (crs, ccs) = match c_layout {
+            0 => (1, m as i64),
+            1 => (n as i64, 1),
+            _ => (2, 2 * m as i64),
+        };
+        let len = |rs: i64, cs: i64, r: usize, c: usize, extra: i64| {
+            ((r as i64 - 1) * rs + (c as i64 - 1) * cs + extra + 1) as u64
+        };
+        let a_extra = (shifts * (taps - 1)) as i64 * ars;
+        GemmSpec {
+            name: "random".into(),
+            dtype: ScalarType::F32,
+            m,
+            n,
+            k,
+            a: MatrixView {
+                offset: 0,
+                row_stride: ars,
+                col_stride: acs,
+            },
+            b: MatrixView {
+                offset: 0,
+                row_stride: brs,
+                col_stride: bcs,
+            },
+            c: MatrixView {
+                offset: 0,
+                row_stride: crs,
+                col_stride: ccs,
+            },
+            batch: Vec::new(),
+            lens: [
+                len(ars, acs, m, k, a_extra),
+                len(brs, bcs, k, n, (taps as i64 - 1) * tap_b),
+                len(crs, ccs, m, n, 0),
+            ],
+            split: if split_rows {
+                SplitDim::Rows
+            } else {
+                SplitDim::Columns
+            },
+            block,
+            taps: (0..taps as i64)
+                .map(|t| GemmTap {
+                    a: (shifts as i64 * t) * ars,
+                    b: t * tap_b,
+                })
+                .collect(),
+        }
+    }
+
+    /// Runs `call` on 1 and 2 threads (asserting the same bits) and returns C.
+    fn run_both(call: &GemmCall, a: &[f32], b: &[f32]) -> Vec<f32> {
+        let run = |threads: usize| {
+            let refs = [
+                reference("a", a),
+                reference("b", b),
+                reference("c", &vec![f32::NAN; call.spec().lens[2] as usize]),
+            ];
+            let pool = ThreadPool::new(threads);
+            call.call_bound(Some(&pool), &refs, None, [0, 1, 2])
+                .unwrap();
+            refs[2].storage().to_vec::<f32>().unwrap()
+        };
+        let one = run(1);
+        let two = run(2);
+        assert_eq!(
+            one.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            two.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+        );
+        one
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+        /// weft's tiles (where the CPU has them, on any shape) and the crate compute every
+        /// element within the f32 bound `K·u·Σ|a·b|` of an f64 reference (K = k × taps),
+        /// the tiles bit-identically on any thread count, C's elements outside the
+        /// matrix untouched.
+        #[test]
+        fn the_tiles_and_the_crate_agree_with_a_reference(
+            // Past 128 rows: several chunks of packed A; past 256 terms: several slices of k.
+            m in proptest::prop_oneof![1usize..40, 130usize..170],
+            n in 1usize..15,
+            k in proptest::prop_oneof![1usize..24, 250usize..300],
+            taps in 1usize..4,
+            a_layout in 0u8..2, b_layout in 0u8..3, c_layout in 0u8..3,
+            split_rows: bool, block in 1usize..40, seed in 0u32..1000,
+        ) {
+            let spec = random_spec((m, n, k, taps), (a_layout, b_layout, c_layout), split_rows, block);
+            let value = |i: usize, salt: u32| ((i as f32 + 0.5) * 0.731 + (seed + salt) as f32).sin();
+            let a: Vec<f32> = (0..spec.lens[0] as usize).map(|i| value(i, 0)).collect();
+            let b: Vec<f32> = (0..spec.lens[1] as usize).map(|i| value(i, 7)).collect();
+            let at = |v: &MatrixView, r: usize, c: usize, shift: i64| {
+                (v.offset + shift + r as i64 * v.row_stride + c as i64 * v.col_stride) as usize
+            };
+            let mut call = GemmCall::new(spec.clone()).unwrap();
+            let mut engines = vec![false];
+            if gemm_tiles::available() {
+                engines.push(true);
+            }
+            for tiles in engines {
+                call.tiles = tiles;
+                let c = run_both(&call, &a, &b);
+                let mut written = vec![false; c.len()];
+                for i in 0..m {
+                    for j in 0..n {
+                        let (mut sum, mut bound) = (0.0f64, 0.0f64);
+                        for tap in spec.taps() {
+                            for p in 0..k {
+                                let x = f64::from(a[at(&spec.a, i, p, tap.a)]);
+                                let y = f64::from(b[at(&spec.b, p, j, tap.b)]);
+                                sum += x * y;
+                                bound += (x * y).abs();
+                            }
+                        }
+                        let e = at(&spec.c, i, j, 0);
+                        written[e] = true;
+                        let tolerance = (k * taps) as f64 * f64::from(f32::EPSILON) * bound + 1e-30;
+                        proptest::prop_assert!(
+                            (f64::from(c[e]) - sum).abs() <= tolerance,
+                            "tiles {tiles}: ({i}, {j}) = {} against {sum}", c[e]
+                        );
+                    }
+                }
+                for (e, v) in c.iter().enumerate() {
+                    proptest::prop_assert!(written[e] || v.is_nan(), "tiles {tiles}: element {e} written");
+                }
+            }
+        }
     }
 
     #[test]

@@ -1,0 +1,480 @@
+//! weft's own f32 GEMM tiles for AVX2 with FMA: one block of a GEMM call of any number of
+//! taps, `C = Σ_t A_t · B_t`, every tap summed in registers.
+//!
+//! Why: the `gemm` crate takes one tap per call, so a convolution's nine taps pass C through
+//! memory nine times and each call packs its operands again; with ResNet-50's `k` of 64 to
+//! 512 per tap most of the crate's time went to that. Here a tile of 16 rows × 6 columns of
+//! C stays in twelve `ymm` accumulators over all of `k` and every tap, A is read in place
+//! where its rows are contiguous (a convolution's shifted image: each tap a shifted load) and
+//! packed per chunk of rows otherwise, B is broadcast element by element from wherever it is
+//! (a filter's taps are adjacent in memory, so one pass over B reads it in order), and C is
+//! written once.
+//!
+//! Assumes: a block as [`GemmCall`](crate::gemm) cuts it: every element `A[i + tap.a, p]`,
+//! `B[p + tap.b, j]` (offsets as given, strides as given) and `C[i, j]` for `i < rows`,
+//! `p < k`, `j < cols` and every tap lies in memory the caller holds (A and B readable, C
+//! writable, C's elements distinct and apart from A and B); the CPU has AVX2 and FMA
+//! ([`available`]); one to [`MAX_TAPS`] taps.
+//!
+//! Guarantees: `C[i, j]` = the f32 sum from +0 of `A_t[i, p] · B_t[p, j]`, each fused
+//! multiply-added, `p` outer and the taps inner in their order — the same order for every
+//! element whatever the block, chunk or tile, so results do not depend on blocks or thread
+//! counts; within the bound `K · u · Σ |A·B|` (K = k × taps, docs/numerics.md). C is only
+//! written. No allocation after a thread's first call of a size (the packing scratch is kept).
+//!
+//! `unsafe` here: the intrinsics and the raw reads and writes, each with the bounds argument
+//! above (docs/ARCHITECTURE.md).
+
+#[cfg(target_arch = "x86_64")]
+use std::arch::x86_64::*;
+
+use crate::target::{Isa, Target};
+
+/// Rows of a tile: two vectors of eight f32.
+const MR: usize = 16;
+/// Columns of a tile: twelve accumulators of the sixteen `ymm` registers, three left for
+/// A's two vectors and B's broadcast.
+const NR: usize = 6;
+/// Most taps a call takes (their offsets are kept on the stack).
+pub(crate) const MAX_TAPS: usize = 64;
+/// f32 elements of packed A a part keeps in L2 across every column tile (128 KiB).
+const CHUNK_ELEMENTS: usize = 1 << 15;
+
+/// How the tiles run a call of several taps, for `weft explain`.
+pub(crate) const SCHEDULE: &str = "taps: every tap summed in registers, tiles of 16 rows x 6 \
+     columns over slices of about 256 terms of k x taps, A packed per slice and chunk of rows, \
+     B read in place";
+
+/// Whether this CPU runs the tiles: AVX2 and FMA, and not AVX-512F (where the crate's
+/// sixteen-lane kernels are wider than these).
+pub(crate) fn available() -> bool {
+    Target::host().isa() == Isa::Avx2Fma
+}
+
+/// A matrix in memory: the address of element (0, 0) and the element strides of its rows and
+/// columns.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Strided<P> {
+    pub ptr: P,
+    pub rows: isize,
+    pub cols: isize,
+}
+
+/// One block: `C (rows × cols) = Σ_t A_t (rows × k) · B_t (k × cols)`, tap `t` moving A
+/// and B by the elements of `taps`'s `t`-th pair.
+pub(crate) struct Block<T> {
+    pub rows: usize,
+    pub cols: usize,
+    pub k: usize,
+    pub a: Strided<*const f32>,
+    pub b: Strided<*const f32>,
+    pub c: Strided<*mut f32>,
+    pub taps: T,
+}
+
+/// Whether the tiles take a call of this shape: f32 on an AVX2 host, at most [`MAX_TAPS`]
+/// taps, and at least one full tile of rows along the side C's elements are contiguous
+/// (where neither is, along M).
+pub(crate) fn takes(m: usize, n: usize, taps: usize, c_row_stride: i64, c_col_stride: i64) -> bool {
+    let rows = if transposes(c_row_stride, c_col_stride) {
+        n
+    } else {
+        m
+    };
+    available() && taps <= MAX_TAPS && rows >= MR
+}
+
+/// Whether a block is computed as `Cᵀ = Σ Bᵀ·Aᵀ`: C's columns, not its rows, are contiguous.
+fn transposes(c_row_stride: i64, c_col_stride: i64) -> bool {
+    c_row_stride != 1 && c_col_stride == 1
+}
+
+/// The block oriented so C's rows are contiguous where either side is.
+struct Oriented {
+    rows: usize,
+    cols: usize,
+    k: usize,
+    a: Strided<*const f32>,
+    b: Strided<*const f32>,
+    c: Strided<*mut f32>,
+    a_taps: [isize; MAX_TAPS],
+    b_taps: [isize; MAX_TAPS],
+    taps: usize,
+}
+
+impl Oriented {
+    fn new<T: Iterator<Item = (i64, i64)> + Clone>(x: &Block<T>) -> Oriented {
+        let mut a_taps = [0; MAX_TAPS];
+        let mut b_taps = [0; MAX_TAPS];
+        let mut taps = 0;
+        for (t, (a, b)) in x.taps.clone().enumerate().take(MAX_TAPS) {
+            (a_taps[t], b_taps[t]) = (a as isize, b as isize);
+            taps = t + 1;
+        }
+        if !transposes(x.c.rows as i64, x.c.cols as i64) {
+            return Oriented {
+                rows: x.rows,
+                cols: x.cols,
+                k: x.k,
+                a: x.a,
+                b: x.b,
+                c: x.c,
+                a_taps,
+                b_taps,
+                taps,
+            };
+        }
+        let flip = |s: Strided<*const f32>| Strided {
+            ptr: s.ptr,
+            rows: s.cols,
+            cols: s.rows,
+        };
+        Oriented {
+            rows: x.cols,
+            cols: x.rows,
+            k: x.k,
+            a: flip(x.b),
+            b: flip(x.a),
+            c: Strided {
+                ptr: x.c.ptr,
+                rows: x.c.cols,
+                cols: x.c.rows,
+            },
+            a_taps: b_taps,
+            b_taps: a_taps,
+            taps,
+        }
+    }
+}
+
+/// Computes the block (module docs).
+///
+/// # Safety
+/// The module's assumptions: every element addressed in bounds, C distinct and apart from A
+/// and B, AVX2 and FMA present ([`available`]), at most [`MAX_TAPS`] taps.
+#[cfg(target_arch = "x86_64")]
+pub(crate) unsafe fn run<T: Iterator<Item = (i64, i64)> + Clone>(block: &Block<T>) {
+    let x = Oriented::new(block);
+    if x.rows == 0 || x.cols == 0 || x.k == 0 || x.taps == 0 {
+        return;
+    }
+    let slices = (x.k * x.taps).div_ceil(SLICE_TERMS);
+    let slice = x.k.div_ceil(slices);
+    let chunk = ((CHUNK_ELEMENTS / (slice * x.taps)) / MR).max(1) * MR;
+    with_scratch(chunk * slice * x.taps, |packed| {
+        let mut p0 = 0;
+        while p0 < x.k {
+            let depth = slice.min(x.k - p0);
+            let mut first = 0;
+            while first < x.rows {
+                let rows = chunk.min(x.rows - first);
+                let part = Part {
+                    first,
+                    rows,
+                    p0,
+                    depth,
+                };
+                // SAFETY: rows `first..first + rows` and `p0..p0 + depth` of the block (the
+                // caller's contract); `packed` holds the part's A.
+                unsafe { part.run(&x, packed) };
+                first += rows;
+            }
+            p0 += depth;
+        }
+    });
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+pub(crate) unsafe fn run<T>(_: &Block<T>) {
+    unreachable!("gemm_tiles::available is false off x86-64")
+}
+
+/// Terms `p × taps` a slice of `k` sums before C's tiles are stored and reloaded: its B
+/// (× 6 columns) stays in L1, its packed A rows in L2.
+const SLICE_TERMS: usize = 256;
+
+/// Rows `first..first + rows` of C, terms `p0..p0 + depth` of `k`.
+struct Part {
+    first: usize,
+    rows: usize,
+    p0: usize,
+    depth: usize,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Part {
+    /// Packs the part's A, then runs every column tile over every row tile, so a column
+    /// tile's B is read from cache by all of the part's rows; the tiles start from C where
+    /// an earlier slice of `k` left it.
+    ///
+    /// # Safety
+    /// As [`run`]; `packed` holds the part's A.
+    unsafe fn run(&self, x: &Oriented, packed: &mut [f32]) {
+        // SAFETY: the part's elements of A (the caller's contract).
+        unsafe { self.pack_a(x, packed) };
+        let per_tile = (MR * self.depth * x.taps) as isize;
+        let mut j = 0;
+        while j < x.cols {
+            let nr = NR.min(x.cols - j);
+            let b =
+                x.b.ptr
+                    .wrapping_offset(j as isize * x.b.cols + self.p0 as isize * x.b.rows);
+            let mut i = 0;
+            while i < self.rows {
+                let tile = Tile {
+                    depth: self.depth,
+                    taps: x.taps,
+                    a: packed
+                        .as_ptr()
+                        .wrapping_offset((i / MR) as isize * per_tile),
+                    b,
+                    b_rows: x.b.rows,
+                    b_cols: x.b.cols,
+                    b_taps: &x.b_taps[..x.taps],
+                    c: x.c.ptr.wrapping_offset(
+                        (self.first + i) as isize * x.c.rows + j as isize * x.c.cols,
+                    ),
+                    c_rows: x.c.rows,
+                    c_cols: x.c.cols,
+                    mr: MR.min(self.rows - i),
+                    resume: self.p0 > 0,
+                };
+                // SAFETY: the tile's elements are among the block's (the caller's contract);
+                // AVX2 and FMA are present (the caller's contract).
+                unsafe { tile.run(nr) };
+                i += MR;
+            }
+            j += NR;
+        }
+    }
+
+    /// Copies the part's A, every tap, tile by tile into `out`: tile `q`'s element (row `r`,
+    /// term `p`, tap `t`) at `q·16·depth·taps + (p·taps + t)·16 + r`, rows past the block
+    /// zero — so the tiles read A in order, whatever its strides.
+    ///
+    /// # Safety
+    /// The part's rows and terms of every tap's A are in bounds (the caller's contract);
+    /// `out` holds the part.
+    unsafe fn pack_a(&self, x: &Oriented, out: &mut [f32]) {
+        let terms = self.depth * x.taps;
+        let a = x.a.ptr.wrapping_offset(self.p0 as isize * x.a.cols);
+        for (q, tile) in out
+            .chunks_exact_mut(MR * terms)
+            .take(self.rows.div_ceil(MR))
+            .enumerate()
+        {
+            let i0 = self.first + q * MR;
+            let mr = MR.min(self.first + self.rows - i0);
+            let rows = a.wrapping_offset(i0 as isize * x.a.rows);
+            // SAFETY: elements (i0 + r, p0 + p) of every tap's A for r < mr, p < depth: in
+            // bounds (the contract); `tile` holds the tile's terms.
+            unsafe {
+                if x.a.rows == 1 {
+                    pack_columns(x, rows, mr, tile);
+                } else {
+                    pack_rows(x, rows, mr, tile);
+                }
+            }
+        }
+    }
+}
+
+/// A tile's A where its rows are contiguous: each term's `mr` elements copied at once.
+///
+/// # Safety
+/// As [`Part::pack_a`]: `rows` at the tile's first row and the slice's first term.
+unsafe fn pack_columns(x: &Oriented, rows: *const f32, mr: usize, tile: &mut [f32]) {
+    let depth = tile.len() / MR / x.taps;
+    let mut terms = tile.chunks_exact_mut(MR);
+    for p in 0..depth as isize {
+        for &shift in &x.a_taps[..x.taps] {
+            let Some(to) = terms.next() else { return };
+            let from = rows.wrapping_offset(p * x.a.cols + shift);
+            // SAFETY: `mr` consecutive elements of A (the caller's), `to` holds 16.
+            unsafe { std::ptr::copy_nonoverlapping(from, to.as_mut_ptr(), mr) };
+            to[mr..].fill(0.0);
+        }
+    }
+}
+
+/// A tile's A where its rows are not contiguous: row by row along the terms.
+///
+/// # Safety
+/// As [`pack_columns`].
+unsafe fn pack_rows(x: &Oriented, rows: *const f32, mr: usize, tile: &mut [f32]) {
+    let depth = tile.len() / MR / x.taps;
+    for r in 0..MR {
+        let row = rows.wrapping_offset(r as isize * x.a.rows);
+        for (t, &shift) in x.a_taps[..x.taps].iter().enumerate() {
+            let from = row.wrapping_offset(shift);
+            for p in 0..depth {
+                let v = if r < mr {
+                    // SAFETY: element (r, p) of tap t's A, r < mr: in bounds (the caller's).
+                    unsafe { *from.wrapping_offset(p as isize * x.a.cols) }
+                } else {
+                    0.0
+                };
+                tile[(p * x.taps + t) * MR + r] = v;
+            }
+        }
+    }
+}
+
+/// One tile of at most 16 × 6 of C and what it reads.
+struct Tile<'a> {
+    /// Terms of `k` in the slice.
+    depth: usize,
+    taps: usize,
+    /// The tile's packed A ([`Part::pack_a`]).
+    a: *const f32,
+    /// B at the slice's first term and the tile's first column, tap 0 moved by `b_taps`.
+    b: *const f32,
+    b_rows: isize,
+    b_cols: isize,
+    b_taps: &'a [isize],
+    c: *mut f32,
+    c_rows: isize,
+    c_cols: isize,
+    /// Rows of C in the tile (≤ 16).
+    mr: usize,
+    /// Whether the sums start from C (an earlier slice of `k`), not from +0.
+    resume: bool,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Tile<'_> {
+    /// Computes the tile's `nr` columns (≤ 6).
+    ///
+    /// # Safety
+    /// Every element the tile reads and writes in bounds; AVX2 and FMA present.
+    unsafe fn run(&self, nr: usize) {
+        // SAFETY: forwarded (one arm per column count, each the same contract).
+        unsafe {
+            match nr {
+                6 => self.columns::<6>(),
+                5 => self.columns::<5>(),
+                4 => self.columns::<4>(),
+                3 => self.columns::<3>(),
+                2 => self.columns::<2>(),
+                _ => self.columns::<1>(),
+            }
+        }
+    }
+
+    /// The lane masks of the tile's rows: lane `r` of vector `v` set iff `8v + r < mr`.
+    #[target_feature(enable = "avx2")]
+    fn row_masks(&self) -> [__m256i; 2] {
+        let lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        let mr = self.mr as i32;
+        [
+            _mm256_cmpgt_epi32(_mm256_set1_epi32(mr), lanes),
+            _mm256_cmpgt_epi32(_mm256_set1_epi32(mr - 8), lanes),
+        ]
+    }
+
+    /// # Safety
+    /// As [`Tile::run`], `N` ≤ 6 columns.
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn columns<const N: usize>(&self) {
+        let mask = self.row_masks();
+        // SAFETY: the tile's elements of C are in bounds (the contract).
+        let mut acc = unsafe { self.load::<N>(mask) };
+        let mut a = self.a;
+        for p in 0..self.depth as isize {
+            let pb = self.b.wrapping_offset(p * self.b_rows);
+            for &tb in &self.b_taps[..self.taps] {
+                // SAFETY: 16 packed elements of A; element (p, j) of this tap's B for the
+                // tile's columns, in bounds (the contract).
+                let (a0, a1) = unsafe { (_mm256_loadu_ps(a), _mm256_loadu_ps(a.add(8))) };
+                a = a.wrapping_add(MR);
+                let y = pb.wrapping_offset(tb);
+                for (j, acc) in acc.iter_mut().enumerate() {
+                    // SAFETY: as above.
+                    let b = unsafe {
+                        _mm256_broadcast_ss(&*y.wrapping_offset(j as isize * self.b_cols))
+                    };
+                    acc[0] = _mm256_fmadd_ps(a0, b, acc[0]);
+                    acc[1] = _mm256_fmadd_ps(a1, b, acc[1]);
+                }
+            }
+        }
+        // SAFETY: the tile's elements of C are in bounds and written by no one else.
+        unsafe { self.store(&acc, mask) };
+    }
+
+    /// The accumulators' start: +0, or C where an earlier slice left it.
+    ///
+    /// # Safety
+    /// The tile's elements of C in bounds.
+    #[target_feature(enable = "avx2")]
+    unsafe fn load<const N: usize>(&self, mask: [__m256i; 2]) -> [[__m256; 2]; N] {
+        let mut acc = [[_mm256_setzero_ps(); 2]; N];
+        if !self.resume {
+            return acc;
+        }
+        for (j, acc) in acc.iter_mut().enumerate() {
+            let c = self.c.wrapping_offset(j as isize * self.c_cols);
+            // SAFETY: rows < mr of column j of the tile: in bounds (the contract); masked
+            // lanes are not read.
+            unsafe {
+                if self.c_rows == 1 {
+                    acc[0] = _mm256_maskload_ps(c, mask[0]);
+                    acc[1] = _mm256_maskload_ps(c.wrapping_add(8), mask[1]);
+                } else {
+                    let mut lanes = [0.0f32; MR];
+                    for (r, v) in lanes.iter_mut().enumerate().take(self.mr) {
+                        *v = *c.wrapping_offset(r as isize * self.c_rows);
+                    }
+                    acc[0] = _mm256_loadu_ps(lanes.as_ptr());
+                    acc[1] = _mm256_loadu_ps(lanes.as_ptr().add(8));
+                }
+            }
+        }
+        acc
+    }
+
+    /// Writes the accumulators to C: vector stores (masked to `mr` rows) where C's rows are
+    /// contiguous, element by element otherwise.
+    ///
+    /// # Safety
+    /// The tile's elements of C in bounds, written by no one else.
+    #[target_feature(enable = "avx2")]
+    unsafe fn store<const N: usize>(&self, acc: &[[__m256; 2]; N], mask: [__m256i; 2]) {
+        for (j, acc) in acc.iter().enumerate() {
+            let c = self.c.wrapping_offset(j as isize * self.c_cols);
+            // SAFETY: rows < mr of column j of the tile: in bounds (the contract).
+            unsafe {
+                if self.c_rows == 1 && self.mr == MR {
+                    _mm256_storeu_ps(c, acc[0]);
+                    _mm256_storeu_ps(c.wrapping_add(8), acc[1]);
+                } else if self.c_rows == 1 {
+                    _mm256_maskstore_ps(c, mask[0], acc[0]);
+                    _mm256_maskstore_ps(c.wrapping_add(8), mask[1], acc[1]);
+                } else {
+                    let mut lanes = [0.0f32; MR];
+                    _mm256_storeu_ps(lanes.as_mut_ptr(), acc[0]);
+                    _mm256_storeu_ps(lanes.as_mut_ptr().add(8), acc[1]);
+                    for (r, v) in lanes.iter().enumerate().take(self.mr) {
+                        *c.wrapping_offset(r as isize * self.c_rows) = *v;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Runs `f` on this thread's packing scratch of `len` elements (kept between calls).
+fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut v) => {
+            if v.len() < len {
+                v.resize(len, 0.0);
+            }
+            f(&mut v[..len])
+        }
+        Err(_) => f(&mut vec![0.0; len]),
+    })
+}
