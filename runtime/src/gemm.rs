@@ -982,9 +982,9 @@ impl GemmCall {
                 let pa = (bases[0] as *const T).offset(is(a));
                 let pb = (b.base as *const T).offset(is(bj));
                 let pc = (bases[1] as *mut T).offset(is(c));
-                if self.tiles {
+                let overflow = if self.tiles {
                     // The tiles are f32's (`GemmCall::new`): T is f32.
-                    gemm_tiles::run(&gemm_tiles::Block {
+                    let largest = gemm_tiles::run(&gemm_tiles::Block {
                         rows,
                         cols,
                         k: s.k,
@@ -1005,10 +1005,11 @@ impl GemmCall {
                         },
                         taps: taps.iter().map(|t| (t.a, t.b)),
                     });
+                    largest > T::MAX_FINITE
                 } else {
                     self.crate_calls(rows, cols, pa, (pb, b), pc);
-                }
-                let overflow = self.products_may_overflow(pa, (pb, b), rows, cols);
+                    self.products_may_overflow(pa, (pb, b), rows, cols)
+                };
                 self.fix_up(pa, (pb, b), pc, rows, cols, overflow);
             }
             sub = end;
@@ -1950,6 +1951,46 @@ mod tests {
         one
     }
 
+    /// The tiles' overflow scan reads only what the call packed: an earlier call's huge values
+    /// left in the thread's scratch do not send a later, smaller call to the interpreter's
+    /// sums (whose bits differ from the tiles'), so its result does not depend on history.
+    #[test]
+    fn an_earlier_calls_packing_does_not_change_a_later_result() {
+        if !gemm_tiles::available() {
+            return;
+        }
+        let run = |spec: &GemmSpec, value: f32| {
+            let call = GemmCall::new(spec.clone()).unwrap();
+            assert!(call.tiles);
+            let a: Vec<f32> = (0..spec.lens[0])
+                .map(|i| value * (i as f32 * 0.37).sin())
+                .collect();
+            let b: Vec<f32> = (0..spec.lens[1])
+                .map(|i| 10.0 * (i as f32 * 0.61).cos())
+                .collect();
+            let refs = [
+                reference("a", &a),
+                reference("b", &b),
+                reference("c", &vec![0.0; spec.lens[2] as usize]),
+            ];
+            call.call_bound(None, &refs, None, [0, 1, 2]).unwrap();
+            refs[2].storage().to_vec::<f32>().unwrap()
+        };
+        let big = random_spec((160, 12, 40, 2), (0, 0, 0), true, 160);
+        let small = random_spec((20, 7, 9, 1), (0, 0, 0), true, 20);
+        // On a fresh thread: an empty scratch.
+        let fresh = std::thread::spawn({
+            let small = small.clone();
+            move || run(&small, 1.0)
+        })
+        .join()
+        .unwrap();
+        let _ = run(&big, 3e38);
+        let after = run(&small, 1.0);
+        let bits = |c: &[f32]| c.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&after), bits(&fresh));
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
         /// weft's tiles (where the CPU has them, on any shape) and the crate compute every
@@ -1974,11 +2015,7 @@ mod tests {
                 (v.offset + shift + r as i64 * v.row_stride + c as i64 * v.col_stride) as usize
             };
             let mut call = GemmCall::new(spec.clone()).unwrap();
-            let mut engines = vec![false];
-            if gemm_tiles::available() {
-                engines.push(true);
-            }
-            for tiles in engines {
+            for tiles in engines() {
                 call.tiles = tiles;
                 let c = run_both(&call, &a, &b);
                 let mut written = vec![false; c.len()];
@@ -2199,16 +2236,32 @@ mod tests {
         c
     }
 
-    fn run_taps(spec: GemmSpec, x: &[f32], w: &[f32]) -> Vec<f32> {
-        let call = GemmCall::new(spec).unwrap();
-        let refs = [
-            reference("x", x),
-            reference("w", w),
-            reference("c", &[7.0; 16]),
-        ];
-        call.call_bound(Some(&ThreadPool::new(2)), &refs, None, [0, 1, 2])
-            .unwrap();
-        refs[2].storage().to_vec::<f32>().unwrap()
+    /// The engines this CPU can run a call on: the crate, and weft's tiles where available.
+    fn engines() -> Vec<bool> {
+        let mut engines = vec![false];
+        if gemm_tiles::available() {
+            engines.push(true);
+        }
+        engines
+    }
+
+    /// C on every engine ([`engines`]).
+    fn run_taps(spec: GemmSpec, x: &[f32], w: &[f32]) -> Vec<Vec<f32>> {
+        let mut call = GemmCall::new(spec).unwrap();
+        engines()
+            .into_iter()
+            .map(|tiles| {
+                call.tiles = tiles;
+                let refs = [
+                    reference("x", x),
+                    reference("w", w),
+                    reference("c", &[7.0; 16]),
+                ];
+                call.call_bound(Some(&ThreadPool::new(2)), &refs, None, [0, 1, 2])
+                    .unwrap();
+                refs[2].storage().to_vec::<f32>().unwrap()
+            })
+            .collect()
     }
 
     #[test]
@@ -2220,8 +2273,10 @@ mod tests {
         assert!(call.spec().display().contains("3 taps summed in C"));
         assert_eq!(call.spec().work(), 8 * 2 * 2 * 3);
         let got = run_taps(tap_spec(), &x, &w);
-        for (g, want) in got.iter().zip(taps_by_hand(&x, &w)) {
-            assert!((g - want).abs() <= 1e-6, "{got:?}");
+        for got in &got {
+            for (g, want) in got.iter().zip(taps_by_hand(&x, &w)) {
+                assert!((g - want).abs() <= 1e-6, "{got:?}");
+            }
         }
         // B read in place (unit row stride: no packing) gives the same.
         let mut direct = tap_spec();
@@ -2243,15 +2298,17 @@ mod tests {
         // All products −0: every tap's sum stays −0, so C is −0; a +0 tap makes it +0.
         let x = vec![-0.0f32; 20];
         let mut w = vec![1.0f32; 12];
-        let c = run_taps(tap_spec(), &x, &w);
-        assert!(
-            c.iter().all(|v| v.to_bits() == (-0.0f32).to_bits()),
-            "{c:?}"
-        );
+        for c in run_taps(tap_spec(), &x, &w) {
+            assert!(
+                c.iter().all(|v| v.to_bits() == (-0.0f32).to_bits()),
+                "{c:?}"
+            );
+        }
         w[0] = -1.0; // feature 0, channel 0, tap 0: −0 · −1 = +0.
-        let c = run_taps(tap_spec(), &x, &w);
-        assert_eq!(c[0].to_bits(), 0.0f32.to_bits());
-        assert_eq!(c[8].to_bits(), (-0.0f32).to_bits());
+        for c in run_taps(tap_spec(), &x, &w) {
+            assert_eq!(c[0].to_bits(), 0.0f32.to_bits());
+            assert_eq!(c[8].to_bits(), (-0.0f32).to_bits());
+        }
         // Channel sums past f32's range within a tap, back in range in f64: the crate's f32
         // sum overflows, the interpreter's does not.
         let mut x = vec![0.0f32; 20];
@@ -2262,9 +2319,10 @@ mod tests {
         w[3] = -1.0; // channel 1, tap 0
         x[1] = 3e38; // position 0 at tap 1 reads x[1]
         w[1] = 1.0;
-        let c = run_taps(tap_spec(), &x, &w);
-        assert_eq!(c, taps_by_hand(&x, &w));
-        assert_eq!(c[0], 3e38);
+        for c in run_taps(tap_spec(), &x, &w) {
+            assert_eq!(c, taps_by_hand(&x, &w));
+            assert_eq!(c[0], 3e38);
+        }
         // A product past f32's range after a finite one: the interpreter rounds it to `inf`,
         // the crate's fused multiply-add adds it unrounded to −1e38 and gets 3e38.
         // Either channel first, whichever order the crate sums in.
@@ -2273,9 +2331,10 @@ mod tests {
             let mut w = vec![0.0f32; 12];
             (x[0], w[0]) = finite; // channel 0, tap 0
             (x[10], w[3]) = past; // channel 1, tap 0
-            let c = run_taps(tap_spec(), &x, &w);
-            assert_eq!(c, taps_by_hand(&x, &w));
-            assert_eq!(c[0], f32::INFINITY);
+            for c in run_taps(tap_spec(), &x, &w) {
+                assert_eq!(c, taps_by_hand(&x, &w));
+                assert_eq!(c[0], f32::INFINITY);
+            }
         }
     }
 

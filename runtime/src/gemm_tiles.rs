@@ -37,12 +37,13 @@ const MR: usize = 16;
 const NR: usize = 6;
 /// Most taps a call takes (their offsets are kept on the stack).
 pub(crate) const MAX_TAPS: usize = 64;
-/// f32 elements of packed A a part keeps in L2 across every column tile (128 KiB).
-const CHUNK_ELEMENTS: usize = 1 << 15;
+/// f32 elements of packed A a part keeps in L2 across every column tile (256 KiB, half of
+/// a Zen 3 core's L2).
+const CHUNK_ELEMENTS: usize = 1 << 16;
 
 /// How the tiles run a call of several taps, for `weft explain`.
 pub(crate) const SCHEDULE: &str = "taps: every tap summed in registers, tiles of 16 rows x 6 \
-     columns over slices of about 256 terms of k x taps, A packed per slice and chunk of rows, \
+     columns over slices of about 1024 terms of k x taps, A packed per slice and chunk of rows, \
      B read in place";
 
 /// Whether this CPU runs the tiles: AVX2 and FMA, and not AVX-512F (where the crate's
@@ -147,20 +148,24 @@ impl Oriented {
     }
 }
 
-/// Computes the block (module docs).
+/// Computes the block (module docs) and returns the product of the largest magnitudes of
+/// the A and the B it read (NaNs ignored; B's may count elements between the taps' that no
+/// tap reads, [`Part::largest_in_b`]): where it passes f32's range a product may have, and
+/// the caller sums the block again the interpreter's way.
 ///
 /// # Safety
 /// The module's assumptions: every element addressed in bounds, C distinct and apart from A
 /// and B, AVX2 and FMA present ([`available`]), at most [`MAX_TAPS`] taps.
 #[cfg(target_arch = "x86_64")]
-pub(crate) unsafe fn run<T: Iterator<Item = (i64, i64)> + Clone>(block: &Block<T>) {
+pub(crate) unsafe fn run<T: Iterator<Item = (i64, i64)> + Clone>(block: &Block<T>) -> f64 {
     let x = Oriented::new(block);
     if x.rows == 0 || x.cols == 0 || x.k == 0 || x.taps == 0 {
-        return;
+        return 0.0;
     }
     let slices = (x.k * x.taps).div_ceil(SLICE_TERMS);
     let slice = x.k.div_ceil(slices);
     let chunk = ((CHUNK_ELEMENTS / (slice * x.taps)) / MR).max(1) * MR;
+    let mut largest = [0.0f32; 2];
     with_scratch(chunk * slice * x.taps, |packed| {
         let mut p0 = 0;
         while p0 < x.k {
@@ -176,22 +181,25 @@ pub(crate) unsafe fn run<T: Iterator<Item = (i64, i64)> + Clone>(block: &Block<T
                 };
                 // SAFETY: rows `first..first + rows` and `p0..p0 + depth` of the block (the
                 // caller's contract); `packed` holds the part's A.
-                unsafe { part.run(&x, packed) };
+                let [a, b] = unsafe { part.run(&x, packed) };
+                largest = [largest[0].max(a), largest[1].max(b)];
                 first += rows;
             }
             p0 += depth;
         }
     });
+    f64::from(largest[0]) * f64::from(largest[1])
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-pub(crate) unsafe fn run<T>(_: &Block<T>) {
+pub(crate) unsafe fn run<T>(_: &Block<T>) -> f64 {
     unreachable!("gemm_tiles::available is false off x86-64")
 }
 
 /// Terms `p × taps` a slice of `k` sums before C's tiles are stored and reloaded: its B
-/// (× 6 columns) stays in L1, its packed A rows in L2.
-const SLICE_TERMS: usize = 256;
+/// (× 6 columns, 24 KiB) stays in L1, its packed A rows in L2. (256 and no slicing at all
+/// measured within 4 % of it on ResNet-50's shapes, docs/benchmarks.md.)
+const SLICE_TERMS: usize = 1024;
 
 /// Rows `first..first + rows` of C, terms `p0..p0 + depth` of `k`.
 struct Part {
@@ -209,9 +217,14 @@ impl Part {
     ///
     /// # Safety
     /// As [`run`]; `packed` holds the part's A.
-    unsafe fn run(&self, x: &Oriented, packed: &mut [f32]) {
+    unsafe fn run(&self, x: &Oriented, packed: &mut [f32]) -> [f32; 2] {
         // SAFETY: the part's elements of A (the caller's contract).
         unsafe { self.pack_a(x, packed) };
+        let used = self.rows.div_ceil(MR) * MR * self.depth * x.taps;
+        // SAFETY: AVX2 is present (the caller's contract). Only the part's own packing: the
+        // scratch past it holds earlier calls' values.
+        let largest_a = unsafe { largest_magnitude(&packed[..used]) };
+        let mut largest_b = 0.0f32;
         let per_tile = (MR * self.depth * x.taps) as isize;
         let mut j = 0;
         while j < x.cols {
@@ -219,6 +232,10 @@ impl Part {
             let b =
                 x.b.ptr
                     .wrapping_offset(j as isize * x.b.cols + self.p0 as isize * x.b.rows);
+            if self.first == 0 {
+                // SAFETY: the panel's B, in bounds (the caller's contract).
+                largest_b = largest_b.max(unsafe { self.largest_in_b(x, b, nr) });
+            }
             let mut i = 0;
             while i < self.rows {
                 let tile = Tile {
@@ -246,6 +263,50 @@ impl Part {
             }
             j += NR;
         }
+        [largest_a, largest_b]
+    }
+
+    /// The largest magnitude of the slice's B in the `nr` columns at `b`, read just before
+    /// the tiles read it (so from memory once): each column's terms as one run of memory
+    /// where the taps fill at least half of it (a filter's taps side by side), which may count
+    /// elements no tap reads — a bound never below the true one; element by element
+    /// otherwise.
+    ///
+    /// # Safety
+    /// The columns' terms of every tap's B in bounds (the caller's contract); AVX2 present.
+    unsafe fn largest_in_b(&self, x: &Oriented, b: *const f32, nr: usize) -> f32 {
+        let taps = &x.b_taps[..x.taps];
+        let (lo, hi) = taps
+            .iter()
+            .fold((isize::MAX, isize::MIN), |(l, h), &t| (l.min(t), h.max(t)));
+        let depth = self.depth as isize;
+        let span = hi - lo + (depth - 1) * x.b.rows + 1;
+        let dense = x.b.rows > 0 && span <= 2 * depth * taps.len() as isize;
+        let mut largest = 0.0f32;
+        for j in 0..nr as isize {
+            let column = b.wrapping_offset(j * x.b.cols);
+            largest = largest.max(if dense {
+                // SAFETY: between the column's first element of the lowest tap and its last
+                // of the highest, both in bounds, in one buffer.
+                unsafe {
+                    largest_magnitude(std::slice::from_raw_parts(
+                        column.wrapping_offset(lo),
+                        span as usize,
+                    ))
+                }
+            } else {
+                let mut m = 0.0f32;
+                for p in 0..depth {
+                    for &t in taps {
+                        // SAFETY: element (p, j) of tap t's B: in bounds (the contract).
+                        let v = unsafe { *column.wrapping_offset(p * x.b.rows + t) }.abs();
+                        m = if v > m { v } else { m };
+                    }
+                }
+                m
+            });
+        }
+        largest
     }
 
     /// Copies the part's A, every tap, tile by tile into `out`: tile `q`'s element (row `r`,
@@ -348,15 +409,27 @@ impl Tile<'_> {
     /// # Safety
     /// Every element the tile reads and writes in bounds; AVX2 and FMA present.
     unsafe fn run(&self, nr: usize) {
+        if self.mr > 8 {
+            // SAFETY: forwarded.
+            unsafe { self.run_vectors::<2>(nr) }
+        } else {
+            // SAFETY: forwarded; a tile of at most 8 rows reads only A's first vector.
+            unsafe { self.run_vectors::<1>(nr) }
+        }
+    }
+
+    /// # Safety
+    /// As [`Tile::run`], `V` vectors covering the tile's rows.
+    unsafe fn run_vectors<const V: usize>(&self, nr: usize) {
         // SAFETY: forwarded (one arm per column count, each the same contract).
         unsafe {
             match nr {
-                6 => self.columns::<6>(),
-                5 => self.columns::<5>(),
-                4 => self.columns::<4>(),
-                3 => self.columns::<3>(),
-                2 => self.columns::<2>(),
-                _ => self.columns::<1>(),
+                6 => self.columns::<6, V>(),
+                5 => self.columns::<5, V>(),
+                4 => self.columns::<4, V>(),
+                3 => self.columns::<3, V>(),
+                2 => self.columns::<2, V>(),
+                _ => self.columns::<1, V>(),
             }
         }
     }
@@ -372,29 +445,36 @@ impl Tile<'_> {
         ]
     }
 
+    /// The tile's `N` columns from `V` vectors of rows (a tile of at most 8 rows takes one:
+    /// half the multiply-adds of a padded 16).
+    ///
     /// # Safety
-    /// As [`Tile::run`], `N` ≤ 6 columns.
+    /// As [`Tile::run`], `N` ≤ 6 columns, `V` ≤ 2.
     #[target_feature(enable = "avx2,fma")]
-    unsafe fn columns<const N: usize>(&self) {
+    unsafe fn columns<const N: usize, const V: usize>(&self) {
         let mask = self.row_masks();
         // SAFETY: the tile's elements of C are in bounds (the contract).
-        let mut acc = unsafe { self.load::<N>(mask) };
+        let mut acc = unsafe { self.load::<N, V>(mask) };
         let mut a = self.a;
         for p in 0..self.depth as isize {
             let pb = self.b.wrapping_offset(p * self.b_rows);
             for &tb in &self.b_taps[..self.taps] {
-                // SAFETY: 16 packed elements of A; element (p, j) of this tap's B for the
-                // tile's columns, in bounds (the contract).
-                let (a0, a1) = unsafe { (_mm256_loadu_ps(a), _mm256_loadu_ps(a.add(8))) };
+                let mut rows = [_mm256_setzero_ps(); V];
+                for (v, row) in rows.iter_mut().enumerate() {
+                    // SAFETY: 16 packed elements of A (the caller's).
+                    *row = unsafe { _mm256_loadu_ps(a.add(8 * v)) };
+                }
                 a = a.wrapping_add(MR);
                 let y = pb.wrapping_offset(tb);
                 for (j, acc) in acc.iter_mut().enumerate() {
-                    // SAFETY: as above.
+                    // SAFETY: element (p, j) of this tap's B for the tile's columns, in
+                    // bounds (the contract).
                     let b = unsafe {
                         _mm256_broadcast_ss(&*y.wrapping_offset(j as isize * self.b_cols))
                     };
-                    acc[0] = _mm256_fmadd_ps(a0, b, acc[0]);
-                    acc[1] = _mm256_fmadd_ps(a1, b, acc[1]);
+                    for (acc, row) in acc.iter_mut().zip(rows) {
+                        *acc = _mm256_fmadd_ps(row, b, *acc);
+                    }
                 }
             }
         }
@@ -407,8 +487,8 @@ impl Tile<'_> {
     /// # Safety
     /// The tile's elements of C in bounds.
     #[target_feature(enable = "avx2")]
-    unsafe fn load<const N: usize>(&self, mask: [__m256i; 2]) -> [[__m256; 2]; N] {
-        let mut acc = [[_mm256_setzero_ps(); 2]; N];
+    unsafe fn load<const N: usize, const V: usize>(&self, mask: [__m256i; 2]) -> [[__m256; V]; N] {
+        let mut acc = [[_mm256_setzero_ps(); V]; N];
         if !self.resume {
             return acc;
         }
@@ -418,15 +498,17 @@ impl Tile<'_> {
             // lanes are not read.
             unsafe {
                 if self.c_rows == 1 {
-                    acc[0] = _mm256_maskload_ps(c, mask[0]);
-                    acc[1] = _mm256_maskload_ps(c.wrapping_add(8), mask[1]);
+                    for (v, acc) in acc.iter_mut().enumerate() {
+                        *acc = _mm256_maskload_ps(c.wrapping_add(8 * v), mask[v]);
+                    }
                 } else {
                     let mut lanes = [0.0f32; MR];
-                    for (r, v) in lanes.iter_mut().enumerate().take(self.mr) {
-                        *v = *c.wrapping_offset(r as isize * self.c_rows);
+                    for (r, l) in lanes.iter_mut().enumerate().take(self.mr) {
+                        *l = *c.wrapping_offset(r as isize * self.c_rows);
                     }
-                    acc[0] = _mm256_loadu_ps(lanes.as_ptr());
-                    acc[1] = _mm256_loadu_ps(lanes.as_ptr().add(8));
+                    for (v, acc) in acc.iter_mut().enumerate() {
+                        *acc = _mm256_loadu_ps(lanes.as_ptr().add(8 * v));
+                    }
                 }
             }
         }
@@ -439,28 +521,60 @@ impl Tile<'_> {
     /// # Safety
     /// The tile's elements of C in bounds, written by no one else.
     #[target_feature(enable = "avx2")]
-    unsafe fn store<const N: usize>(&self, acc: &[[__m256; 2]; N], mask: [__m256i; 2]) {
+    unsafe fn store<const N: usize, const V: usize>(
+        &self,
+        acc: &[[__m256; V]; N],
+        mask: [__m256i; 2],
+    ) {
         for (j, acc) in acc.iter().enumerate() {
             let c = self.c.wrapping_offset(j as isize * self.c_cols);
             // SAFETY: rows < mr of column j of the tile: in bounds (the contract).
             unsafe {
-                if self.c_rows == 1 && self.mr == MR {
-                    _mm256_storeu_ps(c, acc[0]);
-                    _mm256_storeu_ps(c.wrapping_add(8), acc[1]);
+                if self.c_rows == 1 && self.mr == 8 * V {
+                    for (v, acc) in acc.iter().enumerate() {
+                        _mm256_storeu_ps(c.wrapping_add(8 * v), *acc);
+                    }
                 } else if self.c_rows == 1 {
-                    _mm256_maskstore_ps(c, mask[0], acc[0]);
-                    _mm256_maskstore_ps(c.wrapping_add(8), mask[1], acc[1]);
+                    for (v, acc) in acc.iter().enumerate() {
+                        _mm256_maskstore_ps(c.wrapping_add(8 * v), mask[v], *acc);
+                    }
                 } else {
                     let mut lanes = [0.0f32; MR];
-                    _mm256_storeu_ps(lanes.as_mut_ptr(), acc[0]);
-                    _mm256_storeu_ps(lanes.as_mut_ptr().add(8), acc[1]);
-                    for (r, v) in lanes.iter().enumerate().take(self.mr) {
-                        *c.wrapping_offset(r as isize * self.c_rows) = *v;
+                    for (v, acc) in acc.iter().enumerate() {
+                        _mm256_storeu_ps(lanes.as_mut_ptr().add(8 * v), *acc);
+                    }
+                    for (r, l) in lanes.iter().enumerate().take(self.mr) {
+                        *c.wrapping_offset(r as isize * self.c_rows) = *l;
                     }
                 }
             }
         }
     }
+}
+
+/// The largest magnitude in `values`, NaNs ignored.
+///
+/// # Safety
+/// AVX2 present.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn largest_magnitude(values: &[f32]) -> f32 {
+    let sign = _mm256_set1_ps(-0.0);
+    let mut acc = _mm256_setzero_ps();
+    let mut chunks = values.chunks_exact(8);
+    for chunk in &mut chunks {
+        // SAFETY: eight elements of `values`.
+        let v = _mm256_andnot_ps(sign, unsafe { _mm256_loadu_ps(chunk.as_ptr()) });
+        // The second operand where either is NaN: the accumulator, so NaNs are skipped.
+        acc = _mm256_max_ps(v, acc);
+    }
+    let mut lanes = [0.0f32; 8];
+    // SAFETY: eight lanes into eight floats.
+    unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), acc) };
+    lanes
+        .into_iter()
+        .chain(chunks.remainder().iter().map(|v| v.abs()))
+        .fold(0.0, |m, v| if v > m { v } else { m })
 }
 
 /// Runs `f` on this thread's packing scratch of `len` elements (kept between calls).
