@@ -984,27 +984,31 @@ impl GemmCall {
                 let pc = (bases[1] as *mut T).offset(is(c));
                 let overflow = if self.tiles {
                     // The tiles are f32's (`GemmCall::new`): T is f32.
-                    let largest = gemm_tiles::run(&gemm_tiles::Block {
-                        rows,
-                        cols,
-                        k: s.k,
-                        a: Strided {
-                            ptr: pa as *const f32,
-                            rows: is(s.a.row_stride),
-                            cols: is(s.a.col_stride),
+                    let largest = gemm_tiles::run(
+                        &gemm_tiles::Block {
+                            rows,
+                            cols,
+                            k: s.k,
+                            a: Strided {
+                                ptr: pa as *const f32,
+                                rows: is(s.a.row_stride),
+                                cols: is(s.a.col_stride),
+                            },
+                            b: Strided {
+                                ptr: pb as *const f32,
+                                rows: is(b.view.row_stride),
+                                cols: is(b.view.col_stride),
+                            },
+                            c: Strided {
+                                ptr: pc as *mut f32,
+                                rows: is(s.c.row_stride),
+                                cols: is(s.c.col_stride),
+                            },
+                            taps: taps.iter().map(|t| (t.a, t.b)),
                         },
-                        b: Strided {
-                            ptr: pb as *const f32,
-                            rows: is(b.view.row_stride),
-                            cols: is(b.view.col_stride),
-                        },
-                        c: Strided {
-                            ptr: pc as *mut f32,
-                            rows: is(s.c.row_stride),
-                            cols: is(s.c.col_stride),
-                        },
-                        taps: taps.iter().map(|t| (t.a, t.b)),
-                    });
+                        // This thread's f32 scratch: free, as B is not packed for the tiles.
+                        |len, f| f32::with_scratch(len, |s| f(s)),
+                    );
                     largest > T::MAX_FINITE
                 } else {
                     self.crate_calls(rows, cols, pa, (pb, b), pc);

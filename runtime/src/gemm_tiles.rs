@@ -20,7 +20,8 @@
 //! multiply-added, `p` outer and the taps inner in their order — the same order for every
 //! element whatever the block, chunk or tile, so results do not depend on blocks or thread
 //! counts; within the bound `K · u · Σ |A·B|` (K = k × taps, docs/numerics.md). C is only
-//! written. No allocation after a thread's first call of a size (the packing scratch is kept).
+//! written. Allocates nothing: A is packed into scratch the caller lends (`gemm.rs`: its
+//! per-thread f32 scratch, kept between calls).
 //!
 //! `unsafe` here: the intrinsics and the raw reads and writes, each with the bounds argument
 //! above (docs/ARCHITECTURE.md).
@@ -148,7 +149,8 @@ impl Oriented {
     }
 }
 
-/// Computes the block (module docs) and returns the product of the largest magnitudes of
+/// Computes the block (module docs), packing A into the scratch `scratch` lends (of the length
+/// it is asked for), and returns the product of the largest magnitudes of
 /// the A and the B it read (NaNs ignored; B's may count elements between the taps' that no
 /// tap reads, [`Part::largest_in_b`]): where it passes f32's range a product may have, and
 /// the caller sums the block again the interpreter's way.
@@ -157,7 +159,10 @@ impl Oriented {
 /// The module's assumptions: every element addressed in bounds, C distinct and apart from A
 /// and B, AVX2 and FMA present ([`available`]), at most [`MAX_TAPS`] taps.
 #[cfg(target_arch = "x86_64")]
-pub(crate) unsafe fn run<T: Iterator<Item = (i64, i64)> + Clone>(block: &Block<T>) -> f64 {
+pub(crate) unsafe fn run<T: Iterator<Item = (i64, i64)> + Clone>(
+    block: &Block<T>,
+    scratch: impl FnOnce(usize, &mut dyn FnMut(&mut [f32])),
+) -> f64 {
     let x = Oriented::new(block);
     if x.rows == 0 || x.cols == 0 || x.k == 0 || x.taps == 0 {
         return 0.0;
@@ -166,7 +171,7 @@ pub(crate) unsafe fn run<T: Iterator<Item = (i64, i64)> + Clone>(block: &Block<T
     let slice = x.k.div_ceil(slices);
     let chunk = ((CHUNK_ELEMENTS / (slice * x.taps)) / MR).max(1) * MR;
     let mut largest = [0.0f32; 2];
-    with_scratch(chunk * slice * x.taps, |packed| {
+    scratch(chunk * slice * x.taps, &mut |packed| {
         let mut p0 = 0;
         while p0 < x.k {
             let depth = slice.min(x.k - p0);
@@ -192,7 +197,10 @@ pub(crate) unsafe fn run<T: Iterator<Item = (i64, i64)> + Clone>(block: &Block<T
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-pub(crate) unsafe fn run<T>(_: &Block<T>) -> f64 {
+pub(crate) unsafe fn run<T>(
+    _: &Block<T>,
+    _: impl FnOnce(usize, &mut dyn FnMut(&mut [f32])),
+) -> f64 {
     unreachable!("gemm_tiles::available is false off x86-64")
 }
 
@@ -575,20 +583,4 @@ unsafe fn largest_magnitude(values: &[f32]) -> f32 {
         .into_iter()
         .chain(chunks.remainder().iter().map(|v| v.abs()))
         .fold(0.0, |m, v| if v > m { v } else { m })
-}
-
-/// Runs `f` on this thread's packing scratch of `len` elements (kept between calls).
-fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
-    thread_local! {
-        static SCRATCH: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
-    }
-    SCRATCH.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut v) => {
-            if v.len() < len {
-                v.resize(len, 0.0);
-            }
-            f(&mut v[..len])
-        }
-        Err(_) => f(&mut vec![0.0; len]),
-    })
 }
