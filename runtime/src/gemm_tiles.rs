@@ -14,7 +14,7 @@
 //! `B[p + tap.b, j]` (offsets as given, strides as given) and `C[i, j]` for `i < rows`,
 //! `p < k`, `j < cols` and every tap lies in memory the caller holds (A and B readable, C
 //! writable, C's elements distinct and apart from A and B); the CPU has AVX2 and FMA
-//! ([`available`]); one to [`MAX_TAPS`] taps.
+//! ([`runnable`]); one to [`MAX_TAPS`] taps.
 //!
 //! Guarantees: `C[i, j]` = the f32 sum from +0 of `A_t[i, p] · B_t[p, j]`, each fused
 //! multiply-added, `p` outer and the taps inner in their order — the same order for every
@@ -28,6 +28,9 @@
 
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
+
+use crate::gemm_float;
+use std::sync::OnceLock;
 
 use crate::target::{Isa, Target};
 
@@ -43,14 +46,40 @@ pub(crate) const MAX_TAPS: usize = 64;
 const CHUNK_ELEMENTS: usize = 1 << 16;
 
 /// How the tiles run a call of several taps, for `weft explain`.
-pub(crate) const SCHEDULE: &str = "taps: every tap summed in registers, tiles of 16 rows x 6 \
-     columns over slices of about 1024 terms of k x taps, A packed per slice and chunk of rows, \
-     B read in place";
+pub(crate) fn schedule() -> String {
+    format!(
+        "taps: every tap summed in registers, tiles of {MR} rows x {NR} columns over slices of \
+         about {SLICE_TERMS} terms of k x taps, A packed per slice and chunk of rows, B read in \
+         place"
+    )
+}
 
-/// Whether this CPU runs the tiles: AVX2 and FMA, and not AVX-512F (where the crate's
-/// sixteen-lane kernels are wider than these).
-pub(crate) fn available() -> bool {
-    Target::host().isa() == Isa::Avx2Fma
+/// Whether this CPU can run the tiles: AVX2 and FMA.
+pub(crate) fn runnable() -> bool {
+    Target::host().isa() >= Isa::Avx2Fma
+}
+
+/// Whether f32 calls go to the tiles ([`takes`]): where this CPU's widest level is AVX2 with
+/// FMA (on AVX-512F the crate's sixteen-lane kernels are wider than these), unless the
+/// `WEFT_GEMM_ENGINE` environment variable says `crate` (never) or `tiles` (wherever they
+/// run) — for comparing the engines on one machine. Read once.
+pub(crate) fn chosen() -> bool {
+    static CHOSEN: OnceLock<bool> = OnceLock::new();
+    *CHOSEN.get_or_init(|| {
+        let default = Target::host().isa() == Isa::Avx2Fma;
+        match std::env::var("WEFT_GEMM_ENGINE").as_deref() {
+            Err(_) | Ok("auto") => default,
+            Ok("crate") => false,
+            Ok("tiles") if runnable() => true,
+            Ok(v) => {
+                eprintln!(
+                    "weft: ignoring WEFT_GEMM_ENGINE={v:?}: not `auto`, `crate` or `tiles` \
+                     (which needs AVX2 and FMA)"
+                );
+                default
+            }
+        }
+    })
 }
 
 /// A matrix in memory: the address of element (0, 0) and the element strides of its rows and
@@ -83,7 +112,7 @@ pub(crate) fn takes(m: usize, n: usize, taps: usize, c_row_stride: i64, c_col_st
     } else {
         m
     };
-    available() && taps <= MAX_TAPS && rows >= MR
+    chosen() && taps <= MAX_TAPS && rows >= MR
 }
 
 /// Whether a block is computed as `Cᵀ = Σ Bᵀ·Aᵀ`: C's columns, not its rows, are contiguous.
@@ -149,28 +178,46 @@ impl Oriented {
     }
 }
 
+/// What a block's run saw, for the fix-up after it (`gemm.rs`).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Seen {
+    /// The product of the largest magnitudes of the A and the B it read (NaNs ignored; B's
+    /// may count elements between the taps' that no tap reads, [`Part::largest_in_b`]):
+    /// where it passes f32's range a product may have, and the caller sums the block again
+    /// the interpreter's way.
+    pub largest_product: f64,
+    /// Whether an element of C it wrote is zero, infinite or NaN (seen in the registers
+    /// before the last store): where it is not, the fix-up has nothing to do.
+    pub specials: bool,
+}
+
 /// Computes the block (module docs), packing A into the scratch `scratch` lends (of the length
-/// it is asked for), and returns the product of the largest magnitudes of
-/// the A and the B it read (NaNs ignored; B's may count elements between the taps' that no
-/// tap reads, [`Part::largest_in_b`]): where it passes f32's range a product may have, and
-/// the caller sums the block again the interpreter's way.
+/// it is asked for), and returns what it [`Seen`].
 ///
 /// # Safety
 /// The module's assumptions: every element addressed in bounds, C distinct and apart from A
-/// and B, AVX2 and FMA present ([`available`]), at most [`MAX_TAPS`] taps.
+/// and B, AVX2 and FMA present ([`runnable`]), at most [`MAX_TAPS`] taps.
 #[cfg(target_arch = "x86_64")]
 pub(crate) unsafe fn run<T: Iterator<Item = (i64, i64)> + Clone>(
     block: &Block<T>,
     scratch: impl FnOnce(usize, &mut dyn FnMut(&mut [f32])),
-) -> f64 {
+) -> Seen {
     let x = Oriented::new(block);
-    if x.rows == 0 || x.cols == 0 || x.k == 0 || x.taps == 0 {
-        return 0.0;
+    if x.rows == 0 || x.cols == 0 {
+        return Seen::default();
+    }
+    if x.k == 0 || x.taps == 0 {
+        // Sums of nothing: the caller's fix-up gives them the interpreter's zeros.
+        return Seen {
+            largest_product: 0.0,
+            specials: true,
+        };
     }
     let slices = (x.k * x.taps).div_ceil(SLICE_TERMS);
     let slice = x.k.div_ceil(slices);
     let chunk = ((CHUNK_ELEMENTS / (slice * x.taps)) / MR).max(1) * MR;
     let mut largest = [0.0f32; 2];
+    let mut specials = false;
     scratch(chunk * slice * x.taps, &mut |packed| {
         let mut p0 = 0;
         while p0 < x.k {
@@ -186,22 +233,26 @@ pub(crate) unsafe fn run<T: Iterator<Item = (i64, i64)> + Clone>(
                 };
                 // SAFETY: rows `first..first + rows` and `p0..p0 + depth` of the block (the
                 // caller's contract); `packed` holds the part's A.
-                let [a, b] = unsafe { part.run(&x, packed) };
+                let ([a, b], special) = unsafe { part.run(&x, packed) };
                 largest = [largest[0].max(a), largest[1].max(b)];
+                specials |= special;
                 first += rows;
             }
             p0 += depth;
         }
     });
-    f64::from(largest[0]) * f64::from(largest[1])
+    Seen {
+        largest_product: f64::from(largest[0]) * f64::from(largest[1]),
+        specials,
+    }
 }
 
 #[cfg(not(target_arch = "x86_64"))]
 pub(crate) unsafe fn run<T>(
     _: &Block<T>,
     _: impl FnOnce(usize, &mut dyn FnMut(&mut [f32])),
-) -> f64 {
-    unreachable!("gemm_tiles::available is false off x86-64")
+) -> Seen {
+    unreachable!("gemm_tiles::runnable is false off x86-64")
 }
 
 /// Terms `p × taps` a slice of `k` sums before C's tiles are stored and reloaded: its B
@@ -221,18 +272,20 @@ struct Part {
 impl Part {
     /// Packs the part's A, then runs every column tile over every row tile, so a column
     /// tile's B is read from cache by all of the part's rows; the tiles start from C where
-    /// an earlier slice of `k` left it.
+    /// an earlier slice of `k` left it. Returns the largest magnitudes of A and B it read
+    /// and, on the last slice, whether it stored a special element ([`Seen`]).
     ///
     /// # Safety
     /// As [`run`]; `packed` holds the part's A.
-    unsafe fn run(&self, x: &Oriented, packed: &mut [f32]) -> [f32; 2] {
+    unsafe fn run(&self, x: &Oriented, packed: &mut [f32]) -> ([f32; 2], bool) {
         // SAFETY: the part's elements of A (the caller's contract).
         unsafe { self.pack_a(x, packed) };
         let used = self.rows.div_ceil(MR) * MR * self.depth * x.taps;
-        // SAFETY: AVX2 is present (the caller's contract). Only the part's own packing: the
-        // scratch past it holds earlier calls' values.
-        let largest_a = unsafe { largest_magnitude(&packed[..used]) };
+        // Only the part's own packing: the scratch past it holds earlier calls' values.
+        let largest_a = largest_magnitude(&packed[..used]);
         let mut largest_b = 0.0f32;
+        let mut specials = false;
+        let last = self.p0 + self.depth == x.k;
         let per_tile = (MR * self.depth * x.taps) as isize;
         let mut j = 0;
         while j < x.cols {
@@ -263,15 +316,16 @@ impl Part {
                     c_cols: x.c.cols,
                     mr: MR.min(self.rows - i),
                     resume: self.p0 > 0,
+                    last,
                 };
                 // SAFETY: the tile's elements are among the block's (the caller's contract);
                 // AVX2 and FMA are present (the caller's contract).
-                unsafe { tile.run(nr) };
+                specials |= unsafe { tile.run(nr) };
                 i += MR;
             }
             j += NR;
         }
-        [largest_a, largest_b]
+        ([largest_a, largest_b], specials)
     }
 
     /// The largest magnitude of the slice's B in the `nr` columns at `b`, read just before
@@ -296,12 +350,9 @@ impl Part {
             largest = largest.max(if dense {
                 // SAFETY: between the column's first element of the lowest tap and its last
                 // of the highest, both in bounds, in one buffer.
-                unsafe {
-                    largest_magnitude(std::slice::from_raw_parts(
-                        column.wrapping_offset(lo),
-                        span as usize,
-                    ))
-                }
+                largest_magnitude(unsafe {
+                    std::slice::from_raw_parts(column.wrapping_offset(lo), span as usize)
+                })
             } else {
                 let mut m = 0.0f32;
                 for p in 0..depth {
@@ -408,15 +459,18 @@ struct Tile<'a> {
     mr: usize,
     /// Whether the sums start from C (an earlier slice of `k`), not from +0.
     resume: bool,
+    /// Whether this is the last slice of `k`: C's final values, checked for specials.
+    last: bool,
 }
 
 #[cfg(target_arch = "x86_64")]
 impl Tile<'_> {
-    /// Computes the tile's `nr` columns (≤ 6).
+    /// Computes the tile's `nr` columns (≤ 6); on the last slice, returns whether one of its
+    /// elements is special ([`Tile::specials`]).
     ///
     /// # Safety
     /// Every element the tile reads and writes in bounds; AVX2 and FMA present.
-    unsafe fn run(&self, nr: usize) {
+    unsafe fn run(&self, nr: usize) -> bool {
         if self.mr > 8 {
             // SAFETY: forwarded.
             unsafe { self.run_vectors::<2>(nr) }
@@ -428,7 +482,7 @@ impl Tile<'_> {
 
     /// # Safety
     /// As [`Tile::run`], `V` vectors covering the tile's rows.
-    unsafe fn run_vectors<const V: usize>(&self, nr: usize) {
+    unsafe fn run_vectors<const V: usize>(&self, nr: usize) -> bool {
         // SAFETY: forwarded (one arm per column count, each the same contract).
         unsafe {
             match nr {
@@ -459,7 +513,7 @@ impl Tile<'_> {
     /// # Safety
     /// As [`Tile::run`], `N` ≤ 6 columns, `V` ≤ 2.
     #[target_feature(enable = "avx2,fma")]
-    unsafe fn columns<const N: usize, const V: usize>(&self) {
+    unsafe fn columns<const N: usize, const V: usize>(&self) -> bool {
         let mask = self.row_masks();
         // SAFETY: the tile's elements of C are in bounds (the contract).
         let mut acc = unsafe { self.load::<N, V>(mask) };
@@ -488,6 +542,32 @@ impl Tile<'_> {
         }
         // SAFETY: the tile's elements of C are in bounds and written by no one else.
         unsafe { self.store(&acc, mask) };
+        self.last && Tile::specials(&acc, mask)
+    }
+
+    /// Whether a lane of the accumulators in the tile's rows holds zero (either sign), an
+    /// infinity or a NaN — what the fix-up looks for — without branches: the lanes that are
+    /// not `0 < |x| < ∞` (ordered compares: false for NaN), masked to the tile's rows.
+    #[target_feature(enable = "avx2")]
+    fn specials<const N: usize, const V: usize>(
+        acc: &[[__m256; V]; N],
+        mask: [__m256i; 2],
+    ) -> bool {
+        let sign = _mm256_set1_ps(-0.0);
+        let (zero, infinity) = (_mm256_setzero_ps(), _mm256_set1_ps(f32::INFINITY));
+        let mut any = _mm256_setzero_ps();
+        for acc in acc {
+            for (v, x) in acc.iter().enumerate() {
+                let magnitude = _mm256_andnot_ps(sign, *x);
+                let ordinary = _mm256_and_ps(
+                    _mm256_cmp_ps::<_CMP_GT_OQ>(magnitude, zero),
+                    _mm256_cmp_ps::<_CMP_LT_OQ>(magnitude, infinity),
+                );
+                let rows = _mm256_castsi256_ps(mask[v]);
+                any = _mm256_or_ps(any, _mm256_andnot_ps(ordinary, rows));
+            }
+        }
+        _mm256_movemask_ps(any) != 0
     }
 
     /// The accumulators' start: +0, or C where an earlier slice left it.
@@ -560,27 +640,9 @@ impl Tile<'_> {
     }
 }
 
-/// The largest magnitude in `values`, NaNs ignored.
-///
-/// # Safety
-/// AVX2 present.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn largest_magnitude(values: &[f32]) -> f32 {
-    let sign = _mm256_set1_ps(-0.0);
-    let mut acc = _mm256_setzero_ps();
-    let mut chunks = values.chunks_exact(8);
-    for chunk in &mut chunks {
-        // SAFETY: eight elements of `values`.
-        let v = _mm256_andnot_ps(sign, unsafe { _mm256_loadu_ps(chunk.as_ptr()) });
-        // The second operand where either is NaN: the accumulator, so NaNs are skipped.
-        acc = _mm256_max_ps(v, acc);
-    }
-    let mut lanes = [0.0f32; 8];
-    // SAFETY: eight lanes into eight floats.
-    unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), acc) };
-    lanes
-        .into_iter()
-        .chain(chunks.remainder().iter().map(|v| v.abs()))
-        .fold(0.0, |m, v| if v > m { v } else { m })
+/// The largest magnitude in `values`, NaNs ignored, in AVX2's vectors (the tiles run only
+/// where the CPU has them: [`runnable`]).
+fn largest_magnitude(values: &[f32]) -> f32 {
+    // Exact: the magnitude of an f32.
+    gemm_float::largest_magnitude(values, Isa::Avx2Fma) as f32
 }

@@ -27,6 +27,7 @@ mod binding;
 mod device_error;
 mod element;
 mod gemm;
+mod gemm_float;
 mod gemm_tiles;
 mod kernel;
 mod reference;
