@@ -765,3 +765,35 @@ fn a_sum_of_unrelated_dots_falls_back_to_a_gemm_call_per_dot() {
     assert!(!text.contains("taps summed"), "{text}");
     agree(&g, 2);
 }
+
+#[test]
+fn a_tensor_only_gemm_calls_read_keeps_its_declared_order() {
+    // h = relu(W·x) is declared [O, B] and read only by the second GEMM, which contracts O.
+    // Laid out in that GEMM's loop order it would be [B, O], and the kernel writing h (walking
+    // [O, B]) would scatter its stores: it keeps [O, B], and the GEMM reads it column-major.
+    let mut g = Graph::new();
+    let (b, i, o, p) = (
+        g.axis("B", 64).unwrap(),
+        g.axis("I", 48).unwrap(),
+        g.axis("O", 40).unwrap(),
+        g.axis("P", 32).unwrap(),
+    );
+    let x = g.placeholder("x", &[b, i], DType::F32).unwrap();
+    let w = g.placeholder("w", &[o, i], DType::F32).unwrap();
+    let v = g.placeholder("v", &[o, p], DType::F32).unwrap();
+    let wx = g.dot(w, x).unwrap();
+    let h = g.unary(weft::UnaryOp::Relu, wx).unwrap();
+    let out = g.dot(h, v).unwrap();
+    g.mark_output(out).unwrap();
+    assert_eq!(g.node(h).axes.iter().copied().collect::<Vec<_>>(), [o, b]);
+    for fused in [true, false] {
+        let exe = jit_common::jit_executable(&g, &options(fused, 1, 2));
+        let plan = exe.compiled_plan();
+        let text = weft_compiler::explain::explain(&exe);
+        assert_eq!(text.lines().filter(|l| l.starts_with("gemm @")).count(), 2);
+        let stored = plan.map().get(h).expect("h is kept");
+        let layout = &plan.layouts.layouts[&stored];
+        assert_eq!(layout.order, [o, b], "fused {fused}\n{text}");
+    }
+    agree(&g, 2);
+}

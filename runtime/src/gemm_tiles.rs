@@ -103,16 +103,18 @@ pub(crate) struct Block<T> {
     pub taps: T,
 }
 
-/// Whether the tiles take a call of this shape: f32 on an AVX2 host, at most [`MAX_TAPS`]
-/// taps, and at least one full tile of rows along the side C's elements are contiguous
-/// (where neither is, along M).
+/// Whether the tiles take a call of this shape: f32 on an AVX2 host, a sum of 2 to
+/// [`MAX_TAPS`] taps, and at least one full tile of rows along the side C's elements are
+/// contiguous (where neither is, along M). One tap stays on the crate: with no taps to keep
+/// in registers, its kernels measured as fast or faster (ResNet-50's plain convolutions,
+/// attention, a training step's small GEMMs: docs/benchmarks.md).
 pub(crate) fn takes(m: usize, n: usize, taps: usize, c_row_stride: i64, c_col_stride: i64) -> bool {
     let rows = if transposes(c_row_stride, c_col_stride) {
         n
     } else {
         m
     };
-    chosen() && taps <= MAX_TAPS && rows >= MR
+    chosen() && (2..=MAX_TAPS).contains(&taps) && rows >= MR
 }
 
 /// Whether a block is computed as `Cᵀ = Σ Bᵀ·Aᵀ`: C's columns, not its rows, are contiguous.

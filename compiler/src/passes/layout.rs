@@ -7,10 +7,10 @@
 //!   except placeholders and outputs for which the caller asks for another axis order;
 //! - every other stored intermediate is dense (no gaps), its axes ordered major to minor by how
 //!   deep in its first reader's loop nest they are walked (outer loops major, innermost loop
-//!   minor), so that reader walks it contiguously — the first reader that is not a GEMM call
-//!   where there is one (the crate reads any strides); ties keep the declared order; one first
-//!   read by a sum of GEMM taps keeps its declared order (the convolution expansion declares
-//!   the image's positions innermost: the GEMM crate's column-major operand);
+//!   minor), so that reader walks it contiguously — the first reader that is not a GEMM call;
+//!   ties keep the declared order; one only GEMM calls read keeps its declared order (they
+//!   take any strides; its writer walks it in that order, and the convolution expansion
+//!   declares the image's positions innermost, where the taps slide);
 //! - afterwards every load and store of every kernel program carries its [`StridedView`]
 //!   (strides per loop axis of its stage: outer loops, stage loops, reduction loops).
 
@@ -102,15 +102,12 @@ pub fn assign_layouts(
         let order = if let Some(order) = requested.get(&b.node) {
             order.clone()
         } else if fixed
-            || first_loads.get(&b.node).is_some_and(|at| {
-                tap_sum_reads(plan, programs, at.0)
-                    || strided_reduction_reads(g, plan, programs, at.0)
-            })
+            || first_loads
+                .get(&b.node)
+                .is_some_and(|at| strided_reduction_reads(g, plan, programs, at.0))
         {
-            // A sum of GEMM taps reads its operands in the order its expansion declared
-            // them (a convolution's image: positions contiguous, what the GEMM crate reads
-            // without packing); a reduction fusion judged strided reads them as declared,
-            // summing in memory order (fusion's `StridedReduction`).
+            // A reduction fusion judged strided reads its operands as declared, summing in
+            // memory order (fusion's `StridedReduction`).
             axes.clone()
         } else {
             first_loads
@@ -195,16 +192,6 @@ fn view_of(
     Ok(v)
 }
 
-/// Whether program `p` is a sum of GEMM taps (a GEMM group of several stages).
-fn tap_sum_reads(plan: &FusionPlan, programs: &[KernelProgram], p: usize) -> bool {
-    let program = &programs[p];
-    program.stages.len() > 1
-        && plan
-            .groups
-            .get(program.group)
-            .is_some_and(|g| g.kind == super::groups::GroupKind::Gemm)
-}
-
 /// Whether program `p` computes a reduction that fusion stored for reducing an axis its large
 /// operand strides along in declared order ([`BoundaryReason::StridedReduction`]): that
 /// judgement assumed the declared order, in which the reduction then sums in memory order.
@@ -229,32 +216,32 @@ fn strided_reduction_reads(
     })
 }
 
-/// Where each stored tensor is first loaded: (program, stage, instruction), in one pass so
-/// that the layout of every tensor costs no search — by a kernel that is not a GEMM group
-/// where one reads it, as the GEMM crate takes its operands in any strides (it packs them)
-/// while a loop nest reading across its memory order gathers lanes (ResNet's residual adds:
-/// the block output a 1 × 1 convolution also reads).
+/// Where each stored tensor is first loaded by a kernel that is not a GEMM group: (program,
+/// stage, instruction), in one pass so that the layout of every tensor costs no search. A
+/// tensor only GEMM calls read has none and keeps its declared order: a GEMM takes its
+/// operands in any strides, while laying the tensor out in the GEMM's loop order would make
+/// the kernel writing it scatter its stores across its own loop order (ResNet-50's
+/// activations between convolutions: docs/benchmarks.md).
 fn first_loads(
     plan: &FusionPlan,
     programs: &[KernelProgram],
 ) -> BTreeMap<NodeId, (usize, usize, usize)> {
-    let (mut first, mut by_gemm) = (BTreeMap::new(), BTreeMap::new());
+    let mut first = BTreeMap::new();
     for (pi, p) in programs.iter().enumerate() {
         let gemm = plan
             .groups
             .get(p.group)
             .is_some_and(|g| g.kind == super::groups::GroupKind::Gemm);
-        let map = if gemm { &mut by_gemm } else { &mut first };
+        if gemm {
+            continue;
+        }
         for (si, st) in p.stages.iter().enumerate() {
             for (ii, inst) in st.body.iter().enumerate() {
                 if let Instr::Load { tensor, .. } = &inst.instr {
-                    map.entry(*tensor).or_insert((pi, si, ii));
+                    first.entry(*tensor).or_insert((pi, si, ii));
                 }
             }
         }
-    }
-    for (t, at) in by_gemm {
-        first.entry(t).or_insert(at);
     }
     first
 }
