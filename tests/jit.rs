@@ -2693,3 +2693,52 @@ fn constant_folding_off_leaves_constant_subgraphs_to_the_kernels() {
     let got = jit_common::run_jit(&g, &[s], &[], unfolded).unwrap();
     compare(&got, &refs, &tol).unwrap();
 }
+
+/// A reduction over `[C, 1, 1]` (a pooled image flattened into a dense layer, ResNet's last
+/// layer at batch 1) loops over `C` innermost, vectorised, with no loop for the one-long axes —
+/// sum, mean and max, an arg-reduction (its flat index unchanged) and a reduction over
+/// one-long axes only (which keeps its loops) — all as the interpreter computes them.
+#[test]
+fn reductions_over_one_long_axes_loop_over_the_long_one() {
+    let mut g = Graph::new();
+    let (o, c, h, w) = (
+        g.axis("O", 5).unwrap(),
+        g.axis("C", 67).unwrap(),
+        g.axis("H", 1).unwrap(),
+        g.axis("W", 1).unwrap(),
+    );
+    let x = g.placeholder("x", &[c, h, w], DType::F32).unwrap();
+    let k = g.placeholder("k", &[o, c, h, w], DType::F32).unwrap();
+    let xk = g.binary(BinaryOp::Multiply, x, k).unwrap();
+    let mut outs = Vec::new();
+    for op in [
+        ReduceOp::Sum,
+        ReduceOp::Mean,
+        ReduceOp::Max,
+        ReduceOp::ArgMax,
+    ] {
+        outs.push(g.reduce(op, xk, &[c, h, w], None).unwrap());
+    }
+    outs.push(g.reduce(ReduceOp::Sum, xk, &[h, w], None).unwrap());
+    for &out in &outs {
+        g.mark_output(out).unwrap();
+    }
+    let ps = [x, k];
+    let tol = weft_oracle::Tolerance::for_graph(&g);
+    for seed in 0..3 {
+        let inputs = random_inputs(&g, &ps, seed);
+        let interp = references(&g, &outs, &ps, &inputs, 1, &tol).unwrap();
+        for b in BACKENDS {
+            let jit = run(&g, &outs, &ps, &inputs, 1, b).unwrap();
+            if let Err(m) = compare(&jit, &interp, &tol) {
+                panic!("seed {seed}, {b:?} differs: {m}");
+            }
+        }
+    }
+    let plan = weft_compiler::compile_plan(&g, &Default::default()).unwrap();
+    let kernels = weft_compiler::lower_plan(&plan, &Default::default()).unwrap();
+    let text: String = kernels.iter().map(|k| k.kernel.to_string()).collect();
+    assert!(text.contains("in 0..67 vectorize"), "{text}");
+    // Only the reduction over H and W alone keeps its one-long loops.
+    assert_eq!(text.matches("in 0..1 ").count(), 2, "{text}");
+}

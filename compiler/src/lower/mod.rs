@@ -525,6 +525,21 @@ fn parallel_chunks(p: &KernelProgram, options: &LowerOptions, role: Role) -> Opt
     }
 }
 
+/// The axes `st` reduces over that get a loop, and those one long that get none (their
+/// index is 0): a reduction over `[C, 1, 1]` (a flattened pooled image) loops over `C`
+/// innermost, so it can be vectorised. Exact: a one-long axis adds no term and moves no
+/// index, and the flat index of an arg-reduction is unchanged. At least one axis keeps its
+/// loop, and a split reduction keeps all (its chunks cut the leading axis as planned).
+fn looped_reduction_axes(st: &StageProgram, split: bool) -> (Vec<IterAxis>, Vec<Axis>) {
+    let all = st.reduction.as_ref().map_or(&[][..], |r| &r.axes[..]);
+    let looped: Vec<IterAxis> = all.iter().filter(|a| a.len != 1).copied().collect();
+    if split || looped.is_empty() {
+        return (all.to_vec(), Vec::new());
+    }
+    let units = all.iter().filter(|a| a.len == 1).map(|a| a.axis).collect();
+    (looped, units)
+}
+
 /// How many of `p`'s outer axes, from the outermost, are one long and get no loop (their
 /// index is 0), so that the parallel loop is the first axis with more than one point (the
 /// channels of a batch of one image, not the batch) — all but the last when every one is.
@@ -780,17 +795,18 @@ impl<'a> Lowerer<'a> {
     fn lower_stage(&mut self, st: &StageProgram) -> Result<Vec<Stmt>, LowerError> {
         let g = self.g;
         let nl = st.loops.len();
-        let red_axes: Vec<IterAxis> = st
-            .reduction
-            .as_ref()
-            .map(|r| r.axes.clone())
-            .unwrap_or_default();
+        let (partial, combined) = (self.partial_split(st), self.combined_split(st));
+        let split = partial.is_some() || combined.is_some();
+        let (red_axes, unit_axes) = looped_reduction_axes(st, split);
         // Depth 0 is the outer body; stage loops 1..=nl; reduction loops nl+1..=nl+nr.
         let mut scope = Scope::default();
         for (a, terms) in &self.outer_scope {
             scope.insert_terms(*a, terms.clone(), 0);
         }
-        let (partial, combined) = (self.partial_split(st), self.combined_split(st));
+        for a in unit_axes {
+            // Index 0 throughout: no loop, so a loop with work can be innermost.
+            scope.insert_terms(a, Vec::new(), 0);
+        }
         let loops = self.stage_loops(st, &red_axes, &mut scope);
         let mut lv = Levels::new(loops.clone());
         let mut vals: Vec<(ValueId, usize)> = Vec::with_capacity(st.body.len() + 1);
