@@ -745,6 +745,37 @@ fn a_convolution_over_a_batch_runs_its_epilogue_per_image() {
 }
 
 #[test]
+fn a_convolution_of_more_products_than_max_f32_k_is_one_call_within_the_chain_bound() {
+    // A 3 × 3 convolution over 512 channels (ResNet-50's layer 4): 9 × 512 = 4608 products per
+    // element, more than `max_f32_k` = 4096, but no element goes through more than 931
+    // roundings on either engine (the crate: 512 per tap plus 8 additions; the tiles: a slice
+    // of 103 × 9 terms plus 4 additions of the slices), so all nine taps are one call; with
+    // 4096 channels per tap the crate's chain alone passes the bound and the taps stay apart.
+    assert_eq!(weft::runtime::longest_f32_chain(512, 9), 931);
+    assert_eq!(weft::runtime::longest_f32_chain(64, 9), 576);
+    assert_eq!(weft::runtime::longest_f32_chain(3000, 2), 3001);
+    assert_eq!(weft::runtime::longest_f32_chain(4096, 2), 4097);
+    let conv = |channels: usize| {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/bench/workloads/conv.weft"
+        ))
+        .unwrap()
+        .replace("axis N = 32", "axis N = 1")
+        .replace("axis C = 64", &format!("axis C = {channels}"))
+        .replace("axis O = 64", "axis O = 16")
+        .replace("= 56 :", "= 6 :");
+        weft::ir::text::parse(&text, "conv.weft").unwrap()
+    };
+    let g = conv(512);
+    let text = jit_common::explain(&g, &options(true, 1, 2));
+    assert!(text.contains("9 taps summed in C"), "{text}");
+    agree(&g, 1);
+    let text = jit_common::explain(&conv(4096), &options(true, 1, 2));
+    assert!(!text.contains("taps summed in C"), "{text}");
+}
+
+#[test]
 fn a_sum_of_unrelated_dots_falls_back_to_a_gemm_call_per_dot() {
     // `X·W + Y·V`: a chain fusion reads as a sum of taps, which plan_gemm refuses (the dots
     // read different tensors), so each dot is a GEMM call of its own and the add a kernel.

@@ -4,11 +4,10 @@
 //! Why: the `gemm` crate takes one tap per call, so a convolution's nine taps pass C through
 //! memory nine times and each call packs its operands again; with ResNet-50's `k` of 64 to
 //! 512 per tap most of the crate's time went to that. Here a tile of 16 rows × 6 columns of
-//! C stays in twelve `ymm` accumulators over all of `k` and every tap, A is read in place
-//! where its rows are contiguous (a convolution's shifted image: each tap a shifted load) and
-//! packed per chunk of rows otherwise, B is broadcast element by element from wherever it is
-//! (a filter's taps are adjacent in memory, so one pass over B reads it in order), and C is
-//! written once.
+//! C stays in twelve `ymm` accumulators over a slice of `k` (about [`SLICE_TERMS`] terms,
+//! every tap), A is packed per slice and chunk of rows, B is broadcast element by element from
+//! wherever it is (a filter's taps are adjacent in memory, so one pass over B reads it in
+//! order), and C is written once per slice.
 //!
 //! Assumes: a block as [`GemmCall`](crate::gemm) cuts it: every element `A[i + tap.a, p]`,
 //! `B[p + tap.b, j]` (offsets as given, strides as given) and `C[i, j]` for `i < rows`,
@@ -16,11 +15,12 @@
 //! writable, C's elements distinct and apart from A and B); the CPU has AVX2 and FMA
 //! ([`runnable`]); one to [`MAX_TAPS`] taps.
 //!
-//! Guarantees: `C[i, j]` = the f32 sum from +0 of `A_t[i, p] · B_t[p, j]`, each fused
-//! multiply-added, `p` outer and the taps inner in their order — the same order for every
-//! element whatever the block, chunk or tile, so results do not depend on blocks or thread
-//! counts; within the bound `K · u · Σ |A·B|` (K = k × taps, docs/numerics.md). C is only
-//! written. Allocates nothing: A is packed into scratch the caller lends (`gemm.rs`: its
+//! Guarantees: `C[i, j]` = the sum of the slices' sums in slice order, each slice's the f32
+//! sum from +0 of its `A_t[i, p] · B_t[p, j]`, each fused multiply-added, `p` outer and the
+//! taps inner in their order — the same order for every element whatever the block, chunk or
+//! tile, so results do not depend on blocks or thread counts; each element goes through at
+//! most [`chain`] roundings, within `γ_chain · Σ |A·B|` (docs/numerics.md). C's earlier
+//! contents are read only where an earlier slice wrote them. Allocates nothing: A is packed into scratch the caller lends (`gemm.rs`: its
 //! per-thread f32 scratch, kept between calls).
 //!
 //! `unsafe` here: the intrinsics and the raw reads and writes, each with the bounds argument
@@ -215,8 +215,8 @@ pub(crate) unsafe fn run<T: Iterator<Item = (i64, i64)> + Clone>(
             specials: true,
         };
     }
-    let slices = (x.k * x.taps).div_ceil(SLICE_TERMS);
-    let slice = x.k.div_ceil(slices);
+    let (slices, slice) = slicing(x.k, x.taps);
+    debug_assert!(slices >= 1);
     let chunk = ((CHUNK_ELEMENTS / (slice * x.taps)) / MR).max(1) * MR;
     let mut largest = [0.0f32; 2];
     let mut specials = false;
@@ -257,10 +257,27 @@ pub(crate) unsafe fn run<T>(
     unreachable!("gemm_tiles::runnable is false off x86-64")
 }
 
-/// Terms `p × taps` a slice of `k` sums before C's tiles are stored and reloaded: its B
-/// (× 6 columns, 24 KiB) stays in L1, its packed A rows in L2. (256 and no slicing at all
-/// measured within 4 % of it on ResNet-50's shapes, docs/benchmarks.md.)
+/// Terms `p × taps` a slice of `k` sums before they are added to C: its B (× 6 columns,
+/// 24 KiB) stays in L1, its packed A rows in L2. (256 and no slicing at all measured within
+/// 4 % of it on ResNet-50's shapes, docs/benchmarks.md.)
 const SLICE_TERMS: usize = 1024;
+
+/// How a call of `taps` taps of `k` terms is sliced: the slice count and the terms of `k` in
+/// each (the last may have fewer), each slice at most about [`SLICE_TERMS`] terms × taps.
+fn slicing(k: usize, taps: usize) -> (usize, usize) {
+    let slices = k
+        .saturating_mul(taps)
+        .div_ceil(SLICE_TERMS)
+        .clamp(1, k.max(1));
+    (slices, k.div_ceil(slices))
+}
+
+/// The most roundings an element of C goes through on the tiles for a call of `taps` taps of
+/// `k` terms: a slice's multiply-adds, then the additions of the slices' sums.
+pub(crate) fn chain(k: usize, taps: usize) -> usize {
+    let (slices, slice) = slicing(k, taps);
+    slice.saturating_mul(taps).saturating_add(slices - 1)
+}
 
 /// Rows `first..first + rows` of C, terms `p0..p0 + depth` of `k`.
 struct Part {
@@ -459,7 +476,7 @@ struct Tile<'a> {
     c_cols: isize,
     /// Rows of C in the tile (≤ 16).
     mr: usize,
-    /// Whether the sums start from C (an earlier slice of `k`), not from +0.
+    /// Whether the slice's sums are added to C (the earlier slices' sums), not stored.
     resume: bool,
     /// Whether this is the last slice of `k`: C's final values, checked for specials.
     last: bool,
@@ -517,8 +534,7 @@ impl Tile<'_> {
     #[target_feature(enable = "avx2,fma")]
     unsafe fn columns<const N: usize, const V: usize>(&self) -> bool {
         let mask = self.row_masks();
-        // SAFETY: the tile's elements of C are in bounds (the contract).
-        let mut acc = unsafe { self.load::<N, V>(mask) };
+        let mut acc = [[_mm256_setzero_ps(); V]; N];
         let mut a = self.a;
         for p in 0..self.depth as isize {
             let pb = self.b.wrapping_offset(p * self.b_rows);
@@ -539,6 +555,15 @@ impl Tile<'_> {
                     for (acc, row) in acc.iter_mut().zip(rows) {
                         *acc = _mm256_fmadd_ps(row, b, *acc);
                     }
+                }
+            }
+        }
+        if self.resume {
+            // SAFETY: the tile's elements of C are in bounds (the contract).
+            let earlier = unsafe { self.load::<N, V>(mask) };
+            for (acc, earlier) in acc.iter_mut().zip(earlier) {
+                for (acc, earlier) in acc.iter_mut().zip(earlier) {
+                    *acc = _mm256_add_ps(earlier, *acc);
                 }
             }
         }
@@ -572,16 +597,14 @@ impl Tile<'_> {
         _mm256_movemask_ps(any) != 0
     }
 
-    /// The accumulators' start: +0, or C where an earlier slice left it.
+    /// The tile's C where the earlier slices of `k` left it (their sums), rows past `mr`
+    /// zero.
     ///
     /// # Safety
     /// The tile's elements of C in bounds.
     #[target_feature(enable = "avx2")]
     unsafe fn load<const N: usize, const V: usize>(&self, mask: [__m256i; 2]) -> [[__m256; V]; N] {
         let mut acc = [[_mm256_setzero_ps(); V]; N];
-        if !self.resume {
-            return acc;
-        }
         for (j, acc) in acc.iter_mut().enumerate() {
             let c = self.c.wrapping_offset(j as isize * self.c_cols);
             // SAFETY: rows < mr of column j of the tile: in bounds (the contract); masked

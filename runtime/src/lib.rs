@@ -41,7 +41,9 @@ pub use device_error::RuntimeError;
 pub use element::Element;
 pub use error::RunError;
 pub use executable::Executable;
-pub use gemm::{BatchAxis, GemmCall, GemmEpilogue, GemmSpec, GemmTap, MatrixView, SplitDim};
+pub use gemm::{
+    longest_f32_chain, BatchAxis, GemmCall, GemmEpilogue, GemmSpec, GemmTap, MatrixView, SplitDim,
+};
 pub use interp::{Interpreter, Perturbation};
 pub use kernel::{CompiledKernel, KernelCode, STACK_TABLE};
 pub use plan::Plan;

@@ -742,7 +742,8 @@ fn closure(
 /// GEMM path takes ([`crate::gemm::is_candidate`], none in `no_gemm`), alike in axes and
 /// dtype, each dot and inner add read only by the chain and none an output or forced to
 /// memory, for f32 at most [`GemmOptions::max_f32_k`](crate::gemm::GemmOptions::max_f32_k)
-/// products per element over all taps — what a convolution expands into
+/// roundings per element on either GEMM engine ([`weft_runtime::longest_f32_chain`]) — what a
+/// convolution expands into
 /// (`Graph::expand_convolution`, one dot per filter tap). One GEMM call computes it, adding
 /// each dot into the result in the chain's order.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -806,12 +807,13 @@ impl TapSum {
                 let dn = g.node(*d);
                 dn.axes == node.axes && dn.dtype == node.dtype
             });
-            let k_total = dots
+            let chain = dots
                 .first()
                 .and_then(|d| crate::gemm::contraction_shape(g, *d))
-                .and_then(|(_, _, k, _)| k.checked_mul(dots.len() as u128));
-            let bounded = node.dtype != weft_ir::DType::F32
-                || k_total.is_some_and(|k| k <= u128::from(o.max_f32_k));
+                .and_then(|(_, _, k, _)| u64::try_from(k).ok())
+                .map(|k| weft_runtime::longest_f32_chain(k, dots.len() as u64));
+            let bounded =
+                node.dtype != weft_ir::DType::F32 || chain.is_some_and(|c| c <= o.max_f32_k);
             if complete && alike && bounded {
                 dots.reverse();
                 adds.reverse();
