@@ -521,7 +521,7 @@ fn a_pointwise_convolution_reads_its_input_in_place() {
         let plan = jit_common::explain(&g, &JitOptions::default());
         if stride == 1 {
             assert!(
-                plan.contains("1 filter taps as one tap of a 1 × 1 filter"),
+                plan.contains("1 filter tap as one tap of a 1 × 1 filter"),
                 "{plan}"
             );
             assert!(!plan.contains("flatten"), "no flattened copy:\n{plan}");

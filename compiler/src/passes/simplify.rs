@@ -156,11 +156,12 @@ fn expansion_text(g: &Graph, node: &Node) -> Result<String, PassError> {
                 .product();
             let form = ConvExpansion::Shifted.for_pairing(g, &p)?;
             Ok(format!(
-                "{}{} over {}: {} filter taps as {}",
+                "{}{} over {}: {} filter tap{} as {}",
                 named(node),
                 node.op.name(),
                 g.axes_name(&node.axes),
                 taps,
+                if taps == 1 { "" } else { "s" },
                 form.describe()
             ))
         }
