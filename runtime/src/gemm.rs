@@ -80,8 +80,9 @@ impl MatrixView {
 /// The most roundings an f32 element of a call summing `taps` taps of `k` products each goes
 /// through, on whichever engine runs it: the crate's calls sum `k` per tap and add the taps in
 /// C (`k + taps − 1`); weft's tiles sum a slice of `k` over every tap, then add the slices'
-/// sums (runtime/src/gemm_tiles.rs). The compiler sends an f32 sum of taps to the GEMM only when this is
-/// within `GemmOptions::max_f32_k` (docs/numerics.md): the same answer on every host.
+/// sums (runtime/src/gemm_tiles.rs). The compiler sends an f32 sum of taps to the GEMM only
+/// when this is within `GemmOptions::max_f32_k` (docs/numerics.md): the same answer on every
+/// host.
 pub fn longest_f32_chain(k: u64, taps: u64) -> u64 {
     let on_crate = k.saturating_add(taps.saturating_sub(1));
     let (k, taps) = (

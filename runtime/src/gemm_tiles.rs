@@ -20,8 +20,8 @@
 //! taps inner in their order — the same order for every element whatever the block, chunk or
 //! tile, so results do not depend on blocks or thread counts; each element goes through at
 //! most [`chain`] roundings, within `γ_chain · Σ |A·B|` (docs/numerics.md). C's earlier
-//! contents are read only where an earlier slice wrote them. Allocates nothing: A is packed into scratch the caller lends (`gemm.rs`: its
-//! per-thread f32 scratch, kept between calls).
+//! contents are read only where an earlier slice wrote them. Allocates nothing: A is packed
+//! into scratch the caller lends (`gemm.rs`: its per-thread f32 scratch, kept between calls).
 //!
 //! `unsafe` here: the intrinsics and the raw reads and writes, each with the bounds argument
 //! above (docs/ARCHITECTURE.md).
@@ -215,8 +215,7 @@ pub(crate) unsafe fn run<T: Iterator<Item = (i64, i64)> + Clone>(
             specials: true,
         };
     }
-    let (slices, slice) = slicing(x.k, x.taps);
-    debug_assert!(slices >= 1);
+    let (_, slice) = slicing(x.k, x.taps);
     let chunk = ((CHUNK_ELEMENTS / (slice * x.taps)) / MR).max(1) * MR;
     let mut largest = [0.0f32; 2];
     let mut specials = false;
@@ -290,8 +289,8 @@ struct Part {
 #[cfg(target_arch = "x86_64")]
 impl Part {
     /// Packs the part's A, then runs every column tile over every row tile, so a column
-    /// tile's B is read from cache by all of the part's rows; the tiles start from C where
-    /// an earlier slice of `k` left it. Returns the largest magnitudes of A and B it read
+    /// tile's B is read from cache by all of the part's rows; the tiles add their sums to C
+    /// where an earlier slice of `k` left it. Returns the largest magnitudes of A and B it read
     /// and, on the last slice, whether it stored a special element ([`Seen`]).
     ///
     /// # Safety
