@@ -188,7 +188,7 @@ impl Transformer {
 
 impl Transformer {
     /// The variables and persistent tensors, in node order.
-    fn stateful(&self) -> Vec<NodeId> {
+    pub fn stateful(&self) -> Vec<NodeId> {
         let g = &self.shared.graph;
         g.nodes()
             .filter(|(id, _)| self.shared.state.holds(*id))

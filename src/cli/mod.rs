@@ -31,6 +31,15 @@ pub struct Binding {
     len: usize,
 }
 
+impl std::str::FromStr for Binding {
+    type Err = String;
+
+    /// `AXIS=LEN`, or why it is not.
+    fn from_str(s: &str) -> Result<Binding, String> {
+        parse_binding(s)
+    }
+}
+
 fn parse_binding(s: &str) -> Result<Binding, String> {
     let (axis, len) = s
         .split_once('=')
