@@ -8,7 +8,7 @@
 
 use crate::error::{Error, Result};
 use std::sync::Arc;
-use weft_ir::{AsHostView, Graph, HostArray, HostView, NodeId};
+use weft_ir::{AsHostView, Graph, HostArray, HostView, NodeId, OutputArrays};
 use weft_runtime::{Executable, RunError, SharedState, StateAccess};
 
 /// What a transformer shares with its computations. A computation of lengths bound at call
@@ -87,15 +87,22 @@ impl Bound {
         })
     }
 
-    /// [`Computation::call_into`] at this binding.
-    pub fn call_into<I: AsHostView>(&self, inputs: &[I], outputs: &mut [HostArray]) -> Result<()> {
+    /// [`Computation::call_into`] and [`Computation::call_into_views`] at this binding.
+    pub fn call_into<I: AsHostView>(
+        &self,
+        inputs: &[I],
+        mut outputs: OutputArrays<'_, '_>,
+    ) -> Result<()> {
         // Arrays exactly as the placeholders and outputs take them — the steady state of a
         // host calling in a loop — are checked once, by an executable that checks them
         // exactly before any effect (the rule of `fits`). Any mismatch there takes the
         // checked path below: the precise error, or a permuted input transposed.
         if self.executable.checks_arrays_exactly() {
             let mut state = self.shared.state.begin(&self.access);
-            match self.executable.run_into_on(&inputs, outputs, &mut state) {
+            match self
+                .executable
+                .run_into_on(&inputs, outputs.reborrow(), &mut state)
+            {
                 Err(
                     RunError::InputCount { .. }
                     | RunError::Input { .. }
@@ -106,7 +113,7 @@ impl Bound {
             }
         }
         let permuted = self.check_inputs(inputs)?;
-        self.check_outputs(outputs)?;
+        self.check_outputs(&outputs)?;
         let mut state = self.shared.state.begin(&self.access);
         match &permuted {
             Some(p) => self
@@ -180,7 +187,7 @@ impl Bound {
 
     /// Checks the output arrays of [`Computation::call_into`]. Allocates nothing unless one is
     /// wrong.
-    fn check_outputs(&self, arrays: &[HostArray]) -> Result<()> {
+    fn check_outputs(&self, arrays: &OutputArrays<'_, '_>) -> Result<()> {
         let g = &*self.shared.graph;
         let outputs = self.outputs();
         if arrays.len() != outputs.len() {
@@ -194,12 +201,13 @@ impl Bound {
         let exact = outputs
             .iter()
             .zip(&self.output_shapes)
-            .zip(arrays)
-            .all(|((o, shape), a)| self.fits(*o, shape, a.view()));
+            .enumerate()
+            .all(|(i, (o, shape))| self.fits(*o, shape, arrays.view(i)));
         if exact {
             return Ok(());
         }
-        for (o, a) in outputs.iter().zip(arrays) {
+        for (i, o) in outputs.iter().enumerate() {
+            let a = arrays.view(i);
             let n = g.node(*o);
             if a.axes() != &n.axes {
                 return Err(Error::OutputAxes {

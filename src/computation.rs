@@ -10,7 +10,7 @@
 use crate::bound::{placeholder_names, Bound};
 use crate::error::{Error, Result};
 use crate::per_binding::{Binding, PerBinding};
-use weft_ir::{AsHostView, Graph, HostArray, HostView, NodeId};
+use weft_ir::{AsHostView, Graph, HostArray, HostView, HostViewMut, NodeId, OutputArrays};
 
 /// The inputs of a computation without placeholders: `c.call(NO_INPUTS)` (a bare `&[]` names
 /// no input type for [`Computation::call`] to infer).
@@ -211,6 +211,46 @@ impl Computation {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn call_into<I: AsHostView>(&self, inputs: &[I], outputs: &mut [HostArray]) -> Result<()> {
+        self.call_into_outputs(inputs, OutputArrays::Owned(outputs))
+    }
+
+    /// Runs the computation like [`Computation::call_into`] but writes the outputs into memory
+    /// the caller lends: one [`HostViewMut`] per output, in [`Computation::outputs`] order,
+    /// each with its output's axes in the output's order, lengths and dtype (a mismatch is an
+    /// error naming the output). On the JIT backends an output the kernels write in place
+    /// (docs/runtime.md, "Binding caller memory") is written straight into that memory, the others
+    /// are copied in once; a steady-state call allocates nothing, as with `call_into`.
+    ///
+    /// ```
+    /// use weft::prelude::*;
+    /// let b = GraphBuilder::new();
+    /// let n = b.axis("N", 3)?;
+    /// let x = b.placeholder("x", &[n], DType::F32)?;
+    /// let (x, y) = (x.id(), (x * 2.0)?.id());
+    /// let t = Transformer::new(b.finish(), Backend::Jit)?;
+    /// let double = t.computation(&[y], &[x])?;
+    /// let axes = Axes::new([n])?;
+    /// let (input, mut mine) = ([1f32, 2.0, 3.0], [0f32; 3]);
+    /// double.call_into_views(
+    ///     &[HostView::new(&axes, &[3], &input)?],
+    ///     &mut [HostViewMut::new(&axes, &[3], &mut mine)?],
+    /// )?;
+    /// assert_eq!(mine, [2.0, 4.0, 6.0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn call_into_views<I: AsHostView>(
+        &self,
+        inputs: &[I],
+        outputs: &mut [HostViewMut<'_>],
+    ) -> Result<()> {
+        self.call_into_outputs(inputs, OutputArrays::Borrowed(outputs))
+    }
+
+    fn call_into_outputs<I: AsHostView>(
+        &self,
+        inputs: &[I],
+        outputs: OutputArrays<'_, '_>,
+    ) -> Result<()> {
         match &self.0 {
             Inner::Bound(b) => b.call_into(inputs, outputs),
             Inner::PerBinding(p) => p.for_inputs(inputs)?.call_into(inputs, outputs),

@@ -48,9 +48,9 @@ pub use weft_compiler::{JitOptions, LowerOptions};
 pub use weft_ir::graph::{GraphBuilder, Tensor};
 pub use weft_ir::{
     ArrayData, AsHostView, Axes, AxesError, Axis, AxisSlice, BinaryOp, CompareOp, ConvSpec, DType,
-    DataRef, Element, Graph, GraphError, HostArray, HostError, HostView, Node, NodeId, Op,
-    PoolKind, PoolSpec, ReduceOp, Role, Scalar, SliceRange, TensorInit, TensorKind, UnaryOp,
-    WindowStep,
+    DataMut, DataRef, Element, Graph, GraphError, HostArray, HostError, HostView, HostViewMut,
+    Node, NodeId, Op, PoolKind, PoolSpec, ReduceOp, Role, Scalar, SliceRange, TensorInit,
+    TensorKind, UnaryOp, WindowStep,
 };
 pub use weft_runtime::{advise_huge_pages, host_copy_bytes, Executable, Perturbation, RunError};
 
@@ -111,8 +111,9 @@ pub mod prelude {
     pub use crate::{datasets, nn};
     pub use crate::{
         ArrayData, AsHostView, Axes, Axis, AxisSlice, Backend, Computation, ConvSpec, DType, Error,
-        Graph, GraphBuilder, GraphError, HostArray, HostView, JitOptions, NodeId, PoolKind,
-        PoolSpec, Role, Scalar, SliceRange, Tensor, TensorInit, TensorKind, Transformer, NO_INPUTS,
+        Graph, GraphBuilder, GraphError, HostArray, HostView, HostViewMut, JitOptions, NodeId,
+        PoolKind, PoolSpec, Role, Scalar, SliceRange, Tensor, TensorInit, TensorKind, Transformer,
+        NO_INPUTS,
     };
 }
 

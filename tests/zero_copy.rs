@@ -311,3 +311,70 @@ fn an_output_passed_to_another_computation_is_read_in_place() {
     let want = jit_common::run(&g, &outs, &ps, &second_inputs, 1, Backend::Interpreter).unwrap();
     compare(&(vec![out], vec![]), &[want], &Tolerance::F32).unwrap();
 }
+
+/// `call_into_views`: outputs written into memory the caller lends, with the bits `call_into`
+/// gives, on the JIT (in place: no byte copied once warm) and on the interpreter (copied in);
+/// a bool output (copied out) too; a view of the wrong lengths is refused naming the output.
+#[test]
+fn outputs_are_written_into_borrowed_memory() {
+    let _lock = COUNTER.lock().unwrap_or_else(|p| p.into_inner());
+    let g = parse(
+        "
+axis R = 33
+axis C = 70
+placeholder a: f32[R, C]
+placeholder b: f32[C]
+s = add(a, b)
+m = max(s, [C])
+big = greater(s, b)
+output s, m, big
+",
+    );
+    let (outs, ps) = (named(&g, &["s", "m", "big"]), named(&g, &["a", "b"]));
+    let inputs = jit_common::random_inputs(&g, &ps, 9);
+    for backend in [Backend::Jit, Backend::Interpreter] {
+        let t = Transformer::new(g.clone(), backend).unwrap();
+        let c = t.computation(&outs, &ps).unwrap();
+        let mut arrays = c.output_arrays().unwrap();
+        c.call_into(&inputs, &mut arrays).unwrap();
+        let shapes: Vec<(Axes, Vec<usize>)> = arrays
+            .iter()
+            .map(|a| (a.axes().clone(), a.shape().to_vec()))
+            .collect();
+        let (mut s, mut m, mut big) = (vec![-1f32; 33 * 70], vec![-1f32; 33], vec![true; 33 * 70]);
+        let lend = |s: &mut [f32], m: &mut [f32], big: &mut [bool]| {
+            let mut views = [
+                HostViewMut::new(&shapes[0].0, &shapes[0].1, s).unwrap(),
+                HostViewMut::new(&shapes[1].0, &shapes[1].1, m).unwrap(),
+                HostViewMut::new(&shapes[2].0, &shapes[2].1, big).unwrap(),
+            ];
+            let before = weft::host_copy_bytes();
+            c.call_into_views(&inputs, &mut views).unwrap();
+            weft::host_copy_bytes() - before
+        };
+        lend(&mut s, &mut m, &mut big);
+        s.fill(f32::NAN);
+        let copied = lend(&mut s, &mut m, &mut big);
+        if backend == Backend::Jit {
+            // Only the bool output is copied: 33 x 70 one-byte elements.
+            assert_eq!(copied, 33 * 70, "a warm call copied {copied} bytes");
+        }
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&s), bits(&arrays[0].to_vec::<f32>().unwrap()));
+        assert_eq!(bits(&m), bits(&arrays[1].to_vec::<f32>().unwrap()));
+        assert_eq!(big, arrays[2].to_vec::<bool>().unwrap());
+        // R and C swapped: the right element count, the wrong lengths.
+        let (r, cc) = (g.find_axis("R").unwrap(), g.find_axis("C").unwrap());
+        let swapped = Axes::new([cc, r]).unwrap();
+        let mut views = [
+            HostViewMut::new(&swapped, &[70, 33], &mut s).unwrap(),
+            HostViewMut::new(&shapes[1].0, &shapes[1].1, &mut m).unwrap(),
+            HostViewMut::new(&shapes[2].0, &shapes[2].1, &mut big).unwrap(),
+        ];
+        let e = c
+            .call_into_views(&inputs, &mut views)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`s`"), "{e}");
+    }
+}

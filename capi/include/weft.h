@@ -127,9 +127,10 @@ weft_status weft_model_output(const weft_model *model, size_t index, weft_tensor
 weft_status weft_model_variable(const weft_model *model, size_t index, weft_tensor_info *info);
 
 /* Runs the model: reads `inputs` (input_count buffers, in input order; read in place, never
- * written) and writes `outputs` (output_count buffers, in output order). A model whose graph
- * assigns variables (a training step) updates them when the run succeeds; on a failure the
- * outputs may hold anything and no variable changes. */
+ * written) and writes `outputs` (output_count buffers, in output order; written in place by
+ * the kernels where weft can, else copied in once), which must not overlap each other or an
+ * input. A model whose graph assigns variables (a training step) updates them when the run
+ * succeeds; on a failure the outputs may hold anything and no variable changes. */
 weft_status weft_model_run(weft_model *model, const weft_buffer *inputs, size_t input_count,
                            const weft_buffer *outputs, size_t output_count);
 

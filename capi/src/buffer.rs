@@ -4,11 +4,12 @@
 //! Assumes (the caller's contract in weft.h): `data` points at `bytes` bytes that stay valid,
 //! and are not written by anyone else, for the call.
 //! Guarantees: a [`Buffer`] or [`BufferMut`] exists only for memory of exactly the tensor's
-//! size, aligned to its element and not NULL (unless empty); a bool buffer holds only 0 and 1.
+//! size, aligned to its element and not NULL (unless empty); a bool buffer holds only 0 and 1
+//! (one weft writes is zeroed first).
 
 use std::ffi::c_void;
 
-use weft_api::ir::{ArrayData, DataRef};
+use weft_api::ir::{DataMut, DataRef};
 use weft_api::DType;
 
 use crate::model::Tensor;
@@ -113,7 +114,7 @@ fn empty(dtype: DType) -> DataRef<'static> {
 
 /// A checked buffer weft writes.
 pub struct BufferMut<'a> {
-    bytes: &'a mut [u8],
+    data: DataMut<'a>,
 }
 
 impl<'a> BufferMut<'a> {
@@ -123,29 +124,44 @@ impl<'a> BufferMut<'a> {
     /// `raw.data` points at `raw.bytes` writable bytes, valid and used by no one else for `'a`.
     pub unsafe fn new(raw: &RawBuffer, t: &Tensor, what: &str) -> Result<BufferMut<'a>, Failure> {
         check(raw, t, what)?;
-        if raw.bytes == 0 {
-            return Ok(BufferMut { bytes: &mut [] });
+        let n = t.elements;
+        if n == 0 {
+            return Ok(BufferMut {
+                data: empty_mut(t.dtype),
+            });
         }
-        // SAFETY: non-NULL, `raw.bytes` bytes, exclusively ours for `'a` (checked above and
-        // the caller's contract).
-        let bytes = unsafe { std::slice::from_raw_parts_mut(raw.data.cast::<u8>(), raw.bytes) };
-        Ok(BufferMut { bytes })
+        let p = raw.data;
+        // SAFETY: `p` is non-NULL, aligned to the element and holds `n` elements (checked
+        // above), exclusively ours for `'a` (the caller's contract); any bit pattern is a valid
+        // f32, f64, i32 or i64, and bool bytes are zeroed (valid `false`s) before they are
+        // seen as bools.
+        let data = unsafe {
+            match t.dtype {
+                DType::F32 => DataMut::F32(std::slice::from_raw_parts_mut(p.cast(), n)),
+                DType::F64 => DataMut::F64(std::slice::from_raw_parts_mut(p.cast(), n)),
+                DType::I32 => DataMut::I32(std::slice::from_raw_parts_mut(p.cast(), n)),
+                DType::I64 => DataMut::I64(std::slice::from_raw_parts_mut(p.cast(), n)),
+                DType::Bool => {
+                    p.cast::<u8>().write_bytes(0, n);
+                    DataMut::Bool(std::slice::from_raw_parts_mut(p.cast(), n))
+                }
+            }
+        };
+        Ok(BufferMut { data })
     }
 
-    /// Copies `data`'s elements (as many bytes as the buffer holds; the caller sized it for
-    /// them) in their native byte order.
-    pub fn copy_from(&mut self, data: &ArrayData) {
-        let (p, len) = match data {
-            ArrayData::F32(v) => (v.as_ptr().cast::<u8>(), std::mem::size_of_val(&v[..])),
-            ArrayData::F64(v) => (v.as_ptr().cast::<u8>(), std::mem::size_of_val(&v[..])),
-            ArrayData::I32(v) => (v.as_ptr().cast::<u8>(), std::mem::size_of_val(&v[..])),
-            ArrayData::I64(v) => (v.as_ptr().cast::<u8>(), std::mem::size_of_val(&v[..])),
-            ArrayData::Bool(v) => (v.as_ptr().cast::<u8>(), std::mem::size_of_val(&v[..])),
-        };
-        // SAFETY: `p` is the start of `len` initialised bytes of a live Vec (these element
-        // types have no padding; a bool is one byte), apart from the caller's buffer.
-        let from = unsafe { std::slice::from_raw_parts(p, len) };
-        let n = from.len().min(self.bytes.len());
-        self.bytes[..n].copy_from_slice(&from[..n]);
+    /// Its elements, to write.
+    pub fn into_data(self) -> DataMut<'a> {
+        self.data
+    }
+}
+
+fn empty_mut(dtype: DType) -> DataMut<'static> {
+    match dtype {
+        DType::F32 => DataMut::F32(&mut []),
+        DType::F64 => DataMut::F64(&mut []),
+        DType::I32 => DataMut::I32(&mut []),
+        DType::I64 => DataMut::I64(&mut []),
+        DType::Bool => DataMut::Bool(&mut []),
     }
 }

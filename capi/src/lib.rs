@@ -295,6 +295,31 @@ unsafe fn buffers<'a>(
     Ok(unsafe { std::slice::from_raw_parts(buffers, count) })
 }
 
+/// Refuses output buffers that overlap each other or an input: weft writes them while it
+/// reads the inputs.
+fn apart(inputs: &[RawBuffer], outputs: &[RawBuffer]) -> Result<(), Failure> {
+    let range = |b: &RawBuffer| (b.data as usize, (b.data as usize).saturating_add(b.bytes));
+    for (i, o) in outputs.iter().enumerate().filter(|(_, o)| o.bytes > 0) {
+        let (o0, o1) = range(o);
+        let others = inputs.iter().map(|b| ("input", b)).enumerate().chain(
+            outputs
+                .iter()
+                .map(|b| ("output", b))
+                .enumerate()
+                .filter(|&(j, _)| j != i),
+        );
+        for (j, (what, b)) in others {
+            let (b0, b1) = range(b);
+            if b.bytes > 0 && o0 < b1 && b0 < o1 {
+                return Err(Failure::argument(format!(
+                    "output buffer {i} overlaps {what} buffer {j}"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// `weft_model_run` of weft.h.
 ///
 /// # Safety
@@ -316,19 +341,20 @@ pub unsafe extern "C" fn weft_model_run(
         let raw_in = unsafe { buffers(inputs, input_count, m.inputs.len(), "input")? };
         // SAFETY: forwarded.
         let raw_out = unsafe { buffers(outputs, output_count, m.outputs.len(), "output")? };
+        apart(raw_in, raw_out)?;
         let ins = raw_in
             .iter()
             .zip(&m.inputs)
             // SAFETY: each input buffer is readable for the call (the contract).
             .map(|(r, t)| unsafe { Buffer::new(r, t, "input") })
             .collect::<Result<Vec<_>, _>>()?;
-        let mut outs = raw_out
+        let outs = raw_out
             .iter()
             .zip(&m.outputs)
             // SAFETY: each output buffer is writable and apart from the others (the contract).
             .map(|(r, t)| unsafe { BufferMut::new(r, t, "output") })
             .collect::<Result<Vec<_>, _>>()?;
-        m.run(&ins, &mut outs)
+        m.run(&ins, outs)
     })
 }
 
@@ -347,8 +373,8 @@ pub unsafe extern "C" fn weft_model_read_variable(
         let m = unsafe { model_ref(model, "weft_model_read_variable: model")? };
         let t = tensor(&m.variables, index, "variable")?;
         // SAFETY: writable for the call (the contract).
-        let mut out = unsafe { BufferMut::new(&value, t, "variable")? };
-        m.read_variable(index, &mut out)
+        let out = unsafe { BufferMut::new(&value, t, "variable")? };
+        m.read_variable(index, out)
     })
 }
 
@@ -479,10 +505,12 @@ mod tests {
             Status::Argument
         );
         assert!(last_error().contains("`x`") && last_error().contains("16"));
-        let misaligned = buf(x.as_mut_ptr().cast::<u8>().wrapping_add(1), 16);
+        let misaligned = buf(y.as_mut_ptr().cast::<u8>().wrapping_add(1), 16);
         assert_eq!(run(&[bm, bx], &[misaligned]), Status::Argument);
         assert!(last_error().contains("aligned"));
         assert_eq!(run(&[bm, buf(null_mut(), 16)], &[by]), Status::Argument);
+        assert_eq!(run(&[bm, bx], &[bx]), Status::Argument);
+        assert!(last_error().contains("output buffer 0 overlaps input buffer 1"));
         // SAFETY: element 2 of `m`, written through the pointer the buffer holds.
         unsafe { bm.data.cast::<u8>().add(2).write(2) };
         assert_eq!(run(&[bm, bx], &[by]), Status::Argument);

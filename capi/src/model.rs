@@ -6,14 +6,13 @@
 //! [`Buffer`]'s constructors (length, alignment, bool values).
 //! Guarantees: a model's tensors are its graph's placeholders (in declaration order), outputs
 //! and stateful tensors (in node order), each with every length bound; a run reads its inputs
-//! in place and copies each output once into the caller's buffer.
+//! in place and writes its outputs into the caller's buffers (docs/c-api.md).
 
 use std::ffi::{c_char, CString};
 use std::path::Path;
-use std::sync::Mutex;
 
 use weft_api::cli::Binding;
-use weft_api::ir::{ArrayData, Axes, DataRef, HostArray, HostView, NodeId};
+use weft_api::ir::{ArrayData, Axes, DataRef, HostArray, HostView, HostViewMut, NodeId};
 use weft_api::{Backend, Computation, DType, Error, JitOptions, Transformer};
 
 use crate::buffer::{Buffer, BufferMut};
@@ -165,9 +164,6 @@ pub struct Model {
     pub inputs: Vec<Tensor>,
     pub outputs: Vec<Tensor>,
     pub variables: Vec<Tensor>,
-    /// Output arrays of earlier runs, so a steady-state run allocates none (one set per run in
-    /// flight).
-    spares: Mutex<Vec<Vec<HostArray>>>,
 }
 
 impl Model {
@@ -195,8 +191,9 @@ impl Model {
         let computation = transformer
             .computation(&outputs, &placeholders)
             .map_err(|e| Failure::of(e, Status::Compile))?;
-        // Every length is bound (checked above), so this makes the arrays rather than failing.
-        let first = computation
+        // Every length is bound (checked above): a computation of lengths bound at call time
+        // would refuse here.
+        computation
             .output_arrays()
             .map_err(|e| Failure::of(e, Status::Model))?;
         Ok(Model {
@@ -205,12 +202,12 @@ impl Model {
             inputs,
             outputs: outputs_info,
             variables,
-            spares: Mutex::new(vec![first]),
         })
     }
 
-    /// Runs on `inputs`, writing `outputs` (both checked against the tensors already).
-    pub fn run(&self, inputs: &[Buffer<'_>], outputs: &mut [BufferMut<'_>]) -> Result<(), Failure> {
+    /// Runs on `inputs`, writing `outputs` (both checked against the tensors already): the
+    /// outputs the kernels write in place straight into the caller's memory.
+    pub fn run(&self, inputs: &[Buffer<'_>], outputs: Vec<BufferMut<'_>>) -> Result<(), Failure> {
         let views = self
             .inputs
             .iter()
@@ -220,38 +217,30 @@ impl Model {
                     .map_err(|e| Failure::of(e.into(), Status::Argument))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let spare = self.spares.lock().ok().and_then(|mut s| s.pop());
-        let mut arrays = match spare {
-            Some(arrays) => arrays,
-            None => self
-                .computation
-                .output_arrays()
-                .map_err(|e| Failure::of(e, Status::Run))?,
-        };
-        let result = self
-            .computation
-            .call_into(&views, &mut arrays)
-            .map_err(|e| Failure::of(e, Status::Run));
-        if result.is_ok() {
-            for (array, out) in arrays.iter().zip(outputs.iter_mut()) {
-                out.copy_from(array.data());
-            }
-        }
-        if let Ok(mut s) = self.spares.lock() {
-            s.push(arrays);
-        }
-        result
+        let mut outs = self
+            .outputs
+            .iter()
+            .zip(outputs)
+            .map(|(t, b)| {
+                HostViewMut::of_data(&t.axes, &t.lengths, b.into_data())
+                    .map_err(|e| Failure::of(e.into(), Status::Argument))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        self.computation
+            .call_into_views(&views, &mut outs)
+            .map_err(|e| Failure::of(e, Status::Run))
     }
 
     /// Copies variable `index`'s value into `out` (checked against it already).
-    pub fn read_variable(&self, index: usize, out: &mut BufferMut<'_>) -> Result<(), Failure> {
+    pub fn read_variable(&self, index: usize, out: BufferMut<'_>) -> Result<(), Failure> {
         let node = self.variables[index].node;
         let value = self
             .transformer
             .value_of(node)
             .map_err(|e| Failure::of(e, Status::Run))?;
-        out.copy_from(value.data());
-        Ok(())
+        out.into_data()
+            .copy_from(value.view().data())
+            .map_err(|e| Failure::of(e.into(), Status::Internal))
     }
 
     /// Sets variable `index` from `value` (checked against it already).

@@ -24,7 +24,7 @@ use crate::passes::PassError;
 use crate::pipeline::{compile_plan, CompiledPlan, PlanOptions};
 use std::sync::Arc;
 use weft_ir::arena::EntityRef;
-use weft_ir::{Graph, HostArray, Inputs, NodeId};
+use weft_ir::{Graph, HostArray, Inputs, NodeId, OutputArrays};
 use weft_runtime::program::{Step, StorageKind};
 use weft_runtime::{
     Executable, GemmCall, GemmEpilogue, NativeExecutable, Plan, Program, RunError, State,
@@ -322,7 +322,7 @@ impl Executable for JitExecutable {
     fn run_into_on(
         &self,
         inputs: &dyn Inputs,
-        outputs: &mut [HostArray],
+        outputs: OutputArrays<'_, '_>,
         state: &mut StateView<'_>,
     ) -> Result<(), RunError> {
         self.native.run_into_on(inputs, outputs, state)

@@ -321,6 +321,97 @@ impl<'a> DataRef<'a> {
     }
 }
 
+/// Mutably borrowed row-major elements of one dtype: memory a call writes an output into.
+#[derive(Debug, PartialEq)]
+pub enum DataMut<'a> {
+    /// 32-bit floats.
+    F32(&'a mut [f32]),
+    /// 64-bit floats.
+    F64(&'a mut [f64]),
+    /// 32-bit integers.
+    I32(&'a mut [i32]),
+    /// 64-bit integers.
+    I64(&'a mut [i64]),
+    /// Booleans.
+    Bool(&'a mut [bool]),
+}
+
+impl<'a> DataMut<'a> {
+    /// The elements of `data`, borrowed mutably.
+    pub fn of(data: &'a mut ArrayData) -> DataMut<'a> {
+        match data {
+            ArrayData::F32(v) => DataMut::F32(v),
+            ArrayData::F64(v) => DataMut::F64(v),
+            ArrayData::I32(v) => DataMut::I32(v),
+            ArrayData::I64(v) => DataMut::I64(v),
+            ArrayData::Bool(v) => DataMut::Bool(v),
+        }
+    }
+
+    /// The same elements, reborrowed for a shorter time.
+    pub fn reborrow(&mut self) -> DataMut<'_> {
+        match self {
+            DataMut::F32(v) => DataMut::F32(v),
+            DataMut::F64(v) => DataMut::F64(v),
+            DataMut::I32(v) => DataMut::I32(v),
+            DataMut::I64(v) => DataMut::I64(v),
+            DataMut::Bool(v) => DataMut::Bool(v),
+        }
+    }
+
+    /// The elements, read-only.
+    pub fn as_ref(&self) -> DataRef<'_> {
+        match self {
+            DataMut::F32(v) => DataRef::F32(v),
+            DataMut::F64(v) => DataRef::F64(v),
+            DataMut::I32(v) => DataRef::I32(v),
+            DataMut::I64(v) => DataRef::I64(v),
+            DataMut::Bool(v) => DataRef::Bool(v),
+        }
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.as_ref().dtype()
+    }
+
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.as_ref().len()
+    }
+
+    /// Whether there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Copies `src`'s elements in: [`HostError::Size`] unless the lengths match,
+    /// [`HostError::DType`] unless the dtypes do.
+    pub fn copy_from(&mut self, src: DataRef<'_>) -> Result<(), HostError> {
+        if src.len() != self.len() {
+            return Err(HostError::Size {
+                shape: vec![self.len()],
+                expected: self.len(),
+                got: src.len(),
+            });
+        }
+        match (self, src) {
+            (DataMut::F32(d), DataRef::F32(s)) => d.copy_from_slice(s),
+            (DataMut::F64(d), DataRef::F64(s)) => d.copy_from_slice(s),
+            (DataMut::I32(d), DataRef::I32(s)) => d.copy_from_slice(s),
+            (DataMut::I64(d), DataRef::I64(s)) => d.copy_from_slice(s),
+            (DataMut::Bool(d), DataRef::Bool(s)) => d.copy_from_slice(s),
+            (d, s) => {
+                return Err(HostError::DType {
+                    requested: s.dtype(),
+                    actual: d.dtype(),
+                })
+            }
+        }
+        Ok(())
+    }
+}
+
 /// `n` copies of `value`, allocated fallibly: [`HostError::Alloc`] when the bytes overflow or
 /// the system refuses them.
 pub fn try_vec<T: Clone>(value: T, n: usize) -> Result<Vec<T>, HostError> {
@@ -356,6 +447,8 @@ pub trait Element: Copy + 'static {
     fn to_ref(v: &[Self]) -> DataRef<'_>;
     /// The borrowed elements as a slice of this type, if they are.
     fn from_ref(d: DataRef<'_>) -> Option<&[Self]>;
+    /// A mutable slice of this type as mutably borrowed data.
+    fn to_mut(v: &mut [Self]) -> DataMut<'_>;
 }
 
 macro_rules! element {
@@ -385,6 +478,9 @@ macro_rules! element {
                     DataRef::$v(v) => Some(v),
                     _ => None,
                 }
+            }
+            fn to_mut(v: &mut [Self]) -> DataMut<'_> {
+                DataMut::$v(v)
             }
         }
     };
@@ -569,6 +665,14 @@ impl HostArray {
             requested: T::DTYPE,
             actual,
         })
+    }
+    /// Axes, lengths and the elements, the elements mutably (the length is fixed).
+    pub(crate) fn parts_mut(&mut self) -> (&Axes, &[usize], &mut ArrayData) {
+        (&self.axes, &self.shape, &mut self.data)
+    }
+    /// The elements, to write (the length is fixed: axes and shape stay as they are).
+    pub fn data_mut(&mut self) -> DataMut<'_> {
+        DataMut::of(&mut self.data)
     }
     /// The elements as a `Vec<T>`.
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>, HostError> {

@@ -12,7 +12,7 @@
 
 use crate::axis::Axes;
 use crate::dtype::DType;
-use crate::host::{DataRef, Element, HostArray, HostError};
+use crate::host::{DataMut, DataRef, Element, HostArray, HostError};
 
 /// A borrowed array: axes, lengths and row-major elements the caller owns.
 ///
@@ -105,6 +105,138 @@ impl HostArray {
             axes: self.axes(),
             shape: self.shape(),
             data: DataRef::of(self.data()),
+        }
+    }
+}
+
+/// A mutably borrowed array: axes, lengths and row-major elements the caller owns, for a call
+/// to write an output into ([`OutputArrays::Borrowed`]).
+///
+/// ```
+/// use weft::ir::{Axes, Graph, HostViewMut};
+/// let mut g = Graph::new();
+/// let n = g.axis("N", 3)?;
+/// let axes = Axes::new([n])?;
+/// let mut mine = vec![0.0f32; 3];
+/// let v = HostViewMut::new(&axes, &[3], &mut mine)?; // borrows `mine`, copies nothing
+/// assert_eq!(v.view().shape(), &[3]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct HostViewMut<'a> {
+    axes: &'a Axes,
+    shape: &'a [usize],
+    data: DataMut<'a>,
+}
+
+impl<'a> HostViewMut<'a> {
+    /// A view of `data` (row-major) over `axes` with lengths `shape`.
+    pub fn new<T: Element>(
+        axes: &'a Axes,
+        shape: &'a [usize],
+        data: &'a mut [T],
+    ) -> Result<HostViewMut<'a>, HostError> {
+        HostViewMut::of_data(axes, shape, T::to_mut(data))
+    }
+
+    /// A view of mutably borrowed elements of any dtype.
+    pub fn of_data(
+        axes: &'a Axes,
+        shape: &'a [usize],
+        data: DataMut<'a>,
+    ) -> Result<HostViewMut<'a>, HostError> {
+        // The same checks as a shared view's.
+        HostView::of_data(axes, shape, data.as_ref())?;
+        Ok(HostViewMut { axes, shape, data })
+    }
+
+    /// The array, read-only.
+    pub fn view(&self) -> HostView<'_> {
+        HostView {
+            axes: self.axes,
+            shape: self.shape,
+            data: self.data.as_ref(),
+        }
+    }
+
+    /// The elements, to write.
+    pub fn data_mut(&mut self) -> DataMut<'_> {
+        self.data.reborrow()
+    }
+}
+
+impl HostArray {
+    /// The array, borrowed to write into.
+    pub fn view_mut(&mut self) -> HostViewMut<'_> {
+        let (axes, shape, data) = self.parts_mut();
+        HostViewMut {
+            axes,
+            shape,
+            data: DataMut::of(data),
+        }
+    }
+}
+
+/// The arrays one call writes its outputs into, in output order: owned arrays (which a
+/// backend may also replace) or borrowed memory (which it can only write).
+#[derive(Debug)]
+pub enum OutputArrays<'a, 'v> {
+    /// Arrays the caller owns.
+    Owned(&'a mut [HostArray]),
+    /// Memory the caller lends.
+    Borrowed(&'a mut [HostViewMut<'v>]),
+}
+
+impl<'v> OutputArrays<'_, 'v> {
+    /// How many.
+    pub fn len(&self) -> usize {
+        match self {
+            OutputArrays::Owned(a) => a.len(),
+            OutputArrays::Borrowed(v) => v.len(),
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Output `i` (`i < len()`), read-only.
+    pub fn view(&self, i: usize) -> HostView<'_> {
+        match self {
+            OutputArrays::Owned(a) => a[i].view(),
+            OutputArrays::Borrowed(v) => v[i].view(),
+        }
+    }
+
+    /// Every output's elements, to write, in order (borrowed apart, so all at once).
+    pub fn data_mut(&mut self) -> impl Iterator<Item = DataMut<'_>> + use<'_, 'v> {
+        let (owned, borrowed) = match self {
+            OutputArrays::Owned(a) => (Some(a.iter_mut()), None),
+            OutputArrays::Borrowed(v) => (None, Some(v.iter_mut())),
+        };
+        let owned = owned.into_iter().flatten().map(HostArray::data_mut);
+        let borrowed = borrowed.into_iter().flatten().map(|v| v.data_mut());
+        owned.chain(borrowed)
+    }
+
+    /// Makes output `i` hold `value` (its axes, lengths and dtype, as the caller checked):
+    /// moved in where the array is owned, copied into borrowed memory.
+    pub fn put(&mut self, i: usize, value: HostArray) -> Result<(), HostError> {
+        match self {
+            OutputArrays::Owned(a) => {
+                a[i] = value;
+                Ok(())
+            }
+            OutputArrays::Borrowed(v) => v[i].data_mut().copy_from(value.view().data()),
+        }
+    }
+
+    /// The same arrays, reborrowed for a shorter time.
+    pub fn reborrow(&mut self) -> OutputArrays<'_, 'v> {
+        match self {
+            OutputArrays::Owned(a) => OutputArrays::Owned(a),
+            OutputArrays::Borrowed(v) => OutputArrays::Borrowed(v),
         }
     }
 }

@@ -33,6 +33,6 @@ pub use graph::{
     AxisSlice, BinaryOp, CompareOp, ConvSpec, Graph, GraphError, KindFlags, Node, NodeId, Op,
     PoolKind, PoolSpec, ReduceOp, SumOfProducts, TensorInit, TensorKind, UnaryOp,
 };
-pub use host::{ArrayData, DataRef, Element, HostArray, HostError, Scalar};
-pub use host_view::{AsHostView, HostView, Inputs};
+pub use host::{ArrayData, DataMut, DataRef, Element, HostArray, HostError, Scalar};
+pub use host_view::{AsHostView, HostView, HostViewMut, Inputs, OutputArrays};
 pub use size::{TensorSize, MAX_TENSOR_BYTES};

@@ -148,10 +148,10 @@ impl Drop for BindScope<'_, '_> {
 /// [`host_copy_bytes`](crate::host_copy_bytes): how a call hands one value to two owners (an
 /// assigned value that is also an output).
 pub fn copy_array(
-    dst: &mut weft_ir::HostArray,
+    dst: weft_ir::DataMut<'_>,
     src: &weft_ir::HostArray,
 ) -> Result<(), crate::RuntimeError> {
-    use weft_ir::ArrayData as D;
+    use weft_ir::{ArrayData as S, DataMut as D};
     fn one<T: Copy + Element>(d: &mut [T], s: &[T]) -> Result<(), crate::RuntimeError> {
         if d.len() != s.len() {
             return Err(crate::RuntimeError::LengthMismatch {
@@ -164,17 +164,16 @@ pub fn copy_array(
         d.copy_from_slice(s);
         Ok(())
     }
-    let dtype = dst.dtype();
-    let mismatch = || crate::RuntimeError::DTypeMismatch {
-        what: "copy between host arrays".into(),
-        expected: src.dtype(),
-        actual: dtype,
-    };
-    match src.data() {
-        D::F32(s) => one(dst.as_mut_slice::<f32>().map_err(|_| mismatch())?, s),
-        D::F64(s) => one(dst.as_mut_slice::<f64>().map_err(|_| mismatch())?, s),
-        D::I32(s) => one(dst.as_mut_slice::<i32>().map_err(|_| mismatch())?, s),
-        D::I64(s) => one(dst.as_mut_slice::<i64>().map_err(|_| mismatch())?, s),
-        D::Bool(s) => one(dst.as_mut_slice::<bool>().map_err(|_| mismatch())?, s),
+    match (dst, src.data()) {
+        (D::F32(d), S::F32(s)) => one(d, s),
+        (D::F64(d), S::F64(s)) => one(d, s),
+        (D::I32(d), S::I32(s)) => one(d, s),
+        (D::I64(d), S::I64(s)) => one(d, s),
+        (D::Bool(d), S::Bool(s)) => one(d, s),
+        (d, _) => Err(crate::RuntimeError::DTypeMismatch {
+            what: "copy between host arrays".into(),
+            expected: src.dtype(),
+            actual: d.dtype(),
+        }),
     }
 }

@@ -9,7 +9,7 @@
 
 use crate::error::RunError;
 use crate::state::{State, StateView};
-use weft_ir::{HostArray, Inputs, NodeId};
+use weft_ir::{HostArray, Inputs, NodeId, OutputArrays};
 
 /// A computation compiled (or prepared) by a backend.
 pub trait Executable: Send + Sync {
@@ -46,17 +46,19 @@ pub trait Executable: Send + Sync {
     ) -> Result<Vec<HostArray>, RunError>;
 
     /// Runs the computation like [`Executable::run_on`] but writes the outputs into `outputs`,
-    /// caller-owned arrays that the caller has already checked: one per output, each with its
-    /// output node's axes in that order, its lengths and dtype. On an error the outputs may
-    /// hold anything, but the state is unchanged.
+    /// caller-owned arrays or borrowed memory that the caller has already checked: one per
+    /// output, each with its output node's axes in that order, its lengths and dtype. On an
+    /// error the outputs may hold anything, but the state is unchanged.
     ///
     /// A backend that can run without allocating overrides this so that a steady-state call
-    /// allocates nothing (the JIT does). The default runs [`Executable::run_on`] and moves its
-    /// arrays into `outputs`: it allocates (the reference interpreter uses it).
+    /// allocates nothing (the JIT does, writing outputs bound in place straight into the
+    /// caller's memory). The default runs [`Executable::run_on`] and moves its arrays into
+    /// owned outputs, or copies them into borrowed ones: it allocates (the reference
+    /// interpreter uses it).
     fn run_into_on(
         &self,
         inputs: &dyn Inputs,
-        outputs: &mut [HostArray],
+        mut outputs: OutputArrays<'_, '_>,
         state: &mut StateView<'_>,
     ) -> Result<(), RunError> {
         if outputs.len() != self.outputs().len() {
@@ -66,8 +68,8 @@ pub trait Executable: Send + Sync {
             });
         }
         let values = self.run_on(inputs, state)?;
-        for (slot, value) in outputs.iter_mut().zip(values) {
-            *slot = value;
+        for (i, value) in values.into_iter().enumerate() {
+            outputs.put(i, value)?;
         }
         Ok(())
     }
@@ -84,6 +86,10 @@ pub trait Executable: Send + Sync {
         outputs: &mut [HostArray],
         state: &mut State,
     ) -> Result<(), RunError> {
-        self.run_into_on(&inputs, outputs, &mut StateView::exclusive(state))
+        self.run_into_on(
+            &inputs,
+            OutputArrays::Owned(outputs),
+            &mut StateView::exclusive(state),
+        )
     }
 }

@@ -18,7 +18,10 @@ use crate::{
     RuntimeError, State, StateView, ThreadPool,
 };
 use std::sync::{Arc, Mutex};
-use weft_ir::{ArrayData, DType, DataRef, Graph, HostArray, HostError, HostView, Inputs, NodeId};
+use weft_ir::{
+    ArrayData, DType, DataMut, DataRef, Graph, HostArray, HostError, HostView, Inputs, NodeId,
+    OutputArrays,
+};
 
 /// The storages of one run.
 struct Workspace {
@@ -278,7 +281,7 @@ impl NativeExecutable {
 
     /// Checks that `outputs` are one array per output, each with its output node's axes in
     /// order, lengths and dtype. Allocates nothing unless it fails.
-    fn check_outputs(&self, outputs: &[HostArray]) -> Result<(), RunError> {
+    fn check_outputs(&self, outputs: &OutputArrays<'_, '_>) -> Result<(), RunError> {
         let g = &*self.graph;
         if outputs.len() != self.program.outputs.len() {
             return Err(RunError::OutputCount {
@@ -286,7 +289,8 @@ impl NativeExecutable {
                 got: outputs.len(),
             });
         }
-        for (o, array) in self.program.outputs.iter().zip(outputs) {
+        for (i, o) in self.program.outputs.iter().enumerate() {
+            let array = outputs.view(i);
             let node = g.node(o.node);
             let shape = &o.home.shape;
             if !array.axes().identical_to(&node.axes)
@@ -314,7 +318,7 @@ impl NativeExecutable {
         &self,
         w: &mut Workspace,
         inputs: &dyn Inputs,
-        outputs: &mut [HostArray],
+        outputs: &mut OutputArrays<'_, '_>,
         state: &mut StateView<'_>,
     ) -> Result<(), RunError> {
         self.check_outputs(outputs)?;
@@ -335,14 +339,14 @@ impl NativeExecutable {
             if let Some(st) = st {
                 self.bind_state(&mut scope, storages, st)?;
             }
-            for (out, o) in outputs.iter_mut().zip(&self.program.outputs) {
+            for (out, o) in outputs.data_mut().zip(&self.program.outputs) {
                 if o.binding.in_place() {
                     bind_output(&mut scope, o.home.storage.index(), out)?;
                 }
             }
             for (a, spare) in self.program.assigns.iter().zip(spares.iter_mut()) {
                 if let Some(spare) = spare {
-                    bind_output(&mut scope, a.home.storage.index(), spare)?;
+                    bind_output(&mut scope, a.home.storage.index(), spare.data_mut())?;
                 }
             }
             self.execute_on(references, Some(&scope))
@@ -380,9 +384,9 @@ impl NativeExecutable {
         &self,
         storages: &[Arc<DeviceBufferStorage>],
         spares: &[Option<HostArray>],
-        outputs: &mut [HostArray],
+        outputs: &mut OutputArrays<'_, '_>,
     ) -> Result<(), RunError> {
-        for (out, o) in outputs.iter_mut().zip(&self.program.outputs) {
+        for (mut out, o) in outputs.data_mut().zip(&self.program.outputs) {
             if o.binding.in_place() {
                 continue;
             }
@@ -396,7 +400,8 @@ impl NativeExecutable {
                 copy_out(&storages[o.home.storage.index()], out)?;
             } else {
                 // Not expected (outputs are stored row-major), but correct: gather, allocating.
-                *out = read(storages, &self.program, &o.home)?;
+                let value = read(storages, &self.program, &o.home)?;
+                out.copy_from(value.view().data())?;
             }
         }
         Ok(())
@@ -759,18 +764,18 @@ fn bind_input<'a>(
     r.map_err(no_slot)
 }
 
-/// Binds `array` (an output) to storage slot `s` for writing.
+/// Binds `out` (an output's memory) to storage slot `s` for writing.
 fn bind_output<'a>(
     scope: &mut BindScope<'_, 'a>,
     s: usize,
-    array: &'a mut HostArray,
+    out: DataMut<'a>,
 ) -> Result<(), RunError> {
-    let r = match array.dtype() {
-        DType::F32 => scope.bind_mut(s, array.as_mut_slice::<f32>()?),
-        DType::F64 => scope.bind_mut(s, array.as_mut_slice::<f64>()?),
-        DType::I32 => scope.bind_mut(s, array.as_mut_slice::<i32>()?),
-        DType::I64 => scope.bind_mut(s, array.as_mut_slice::<i64>()?),
-        DType::Bool => Ok(false),
+    let r = match out {
+        DataMut::F32(v) => scope.bind_mut(s, v),
+        DataMut::F64(v) => scope.bind_mut(s, v),
+        DataMut::I32(v) => scope.bind_mut(s, v),
+        DataMut::I64(v) => scope.bind_mut(s, v),
+        DataMut::Bool(_) => Ok(false),
     };
     match r {
         Ok(true) => Ok(()),
@@ -795,13 +800,13 @@ fn no_slot(e: NoSlot) -> RunError {
 }
 
 /// Copies the first `out.len()` elements of `s` into `out`.
-fn copy_out(s: &DeviceBufferStorage, out: &mut HostArray) -> Result<(), RunError> {
-    match out.dtype() {
-        DType::F32 => s.copy_prefix_to_slice(out.as_mut_slice::<f32>()?)?,
-        DType::F64 => s.copy_prefix_to_slice(out.as_mut_slice::<f64>()?)?,
-        DType::I32 => s.copy_prefix_to_slice(out.as_mut_slice::<i32>()?)?,
-        DType::I64 => s.copy_prefix_to_slice(out.as_mut_slice::<i64>()?)?,
-        DType::Bool => s.copy_prefix_to_slice(out.as_mut_slice::<bool>()?)?,
+fn copy_out(s: &DeviceBufferStorage, out: DataMut<'_>) -> Result<(), RunError> {
+    match out {
+        DataMut::F32(v) => s.copy_prefix_to_slice(v)?,
+        DataMut::F64(v) => s.copy_prefix_to_slice(v)?,
+        DataMut::I32(v) => s.copy_prefix_to_slice(v)?,
+        DataMut::I64(v) => s.copy_prefix_to_slice(v)?,
+        DataMut::Bool(v) => s.copy_prefix_to_slice(v)?,
     }
     Ok(())
 }
@@ -880,7 +885,7 @@ impl Executable for NativeExecutable {
         state: &mut StateView<'_>,
     ) -> Result<Vec<HostArray>, RunError> {
         let mut outputs = self.fresh_outputs()?;
-        self.run_into_on(inputs, &mut outputs, state)?;
+        self.run_into_on(inputs, OutputArrays::Owned(&mut outputs), state)?;
         Ok(outputs)
     }
 
@@ -892,11 +897,11 @@ impl Executable for NativeExecutable {
     fn run_into_on(
         &self,
         inputs: &dyn Inputs,
-        outputs: &mut [HostArray],
+        mut outputs: OutputArrays<'_, '_>,
         state: &mut StateView<'_>,
     ) -> Result<(), RunError> {
         let mut w = self.workspace()?;
-        let result = self.run_into_in(&mut w, inputs, outputs, state);
+        let result = self.run_into_in(&mut w, inputs, &mut outputs, state);
         self.give_back(w);
         result
     }
