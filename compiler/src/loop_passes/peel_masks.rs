@@ -11,7 +11,8 @@
 //! 2·q < 57` — where it changes for the least and for the greatest value of their terms)
 //! into consecutive loops, each with the index shifted to its start; inside each, a mask that
 //! always holds (whatever the outer loops) is dropped, a load whose mask never holds is its
-//! zero, a comparison of the index that never changes is a constant, the `select`s and `and`s
+//! zero, a comparison of the index that never changes is a constant (an enclosing loop's index
+//! in it counts as any value of its extent: `Affine`), the `select`s and `and`s
 //! on constants fold, and lets the same at every index move before the loop. The inside is
 //! then a plain vector loop of contiguous loads.
 //!
@@ -40,13 +41,15 @@ pub const MAX_CUTS: usize = 8;
 pub fn run(k: &mut Kernel, _cx: &super::PassContext<'_>) -> super::PassOutcome {
     let mut notes = Vec::new();
     let body = std::mem::take(&mut k.body);
-    let consts = Consts::of(&body);
+    let consts = Consts::of(k, &body);
     k.body = peel(k, &consts, body, &mut notes);
     super::PassOutcome::notes(notes)
 }
 
-/// The `i64` and `bool` constants of a kernel, wherever defined (hoisting may put them
-/// outside the loop that compares with them).
+/// The `i64` values of a kernel that are constants, or sums, differences and multiples of loop
+/// indices over their whole extents (as ranges), and its `bool` constants, wherever defined
+/// (hoisting may put them outside the loop that compares with them; a phase of a strided image
+/// compares `2·q + r` with `r` an enclosing loop's index).
 #[derive(Default)]
 struct Consts {
     ints: HashMap<ValueId, Affine>,
@@ -54,20 +57,36 @@ struct Consts {
 }
 
 impl Consts {
-    fn of(body: &[Stmt]) -> Consts {
+    fn of(k: &Kernel, body: &[Stmt]) -> Consts {
         let mut c = Consts::default();
-        c.collect(body);
+        c.collect(k, body);
         c
     }
 
-    fn collect(&mut self, body: &[Stmt]) {
+    fn collect(&mut self, k: &Kernel, body: &[Stmt]) {
         for s in body {
             match s {
                 Stmt::Let {
                     result,
                     inst: Inst::Const(ScalarValue::I64(v)),
                 } => {
-                    self.ints.insert(*result, Affine { a: 0, b: *v });
+                    self.ints.insert(*result, Affine::exact(0, *v));
+                }
+                Stmt::Let {
+                    result,
+                    inst: Inst::Index(l),
+                } => {
+                    if let Some(range) = index_range(k, *l) {
+                        self.ints.insert(*result, range);
+                    }
+                }
+                Stmt::Let {
+                    result,
+                    inst: inst @ Inst::Binary(..),
+                } => {
+                    if let Some(v) = affine_of(inst, &self.ints) {
+                        self.ints.insert(*result, v);
+                    }
                 }
                 Stmt::Let {
                     result,
@@ -75,7 +94,7 @@ impl Consts {
                 } => {
                     self.bools.insert(*result, *v);
                 }
-                Stmt::Loop { body, .. } | Stmt::If { body, .. } => self.collect(body),
+                Stmt::Loop { body, .. } | Stmt::If { body, .. } => self.collect(k, body),
                 _ => {}
             }
         }
@@ -110,40 +129,68 @@ fn peel(k: &mut Kernel, consts: &Consts, body: Vec<Stmt>, notes: &mut Vec<String
     out
 }
 
-/// An `i64` value `a·i + b` of loop index `i`.
+/// An `i64` value `a·i + b` of loop index `i`, `b` somewhere in `lo..=hi`: the terms of
+/// enclosing loops' indices, each anywhere in its extent (`lo == hi` without them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Affine {
     a: i64,
-    b: i64,
+    lo: i64,
+    hi: i64,
 }
 
 impl Affine {
+    /// `a·i + b`.
+    fn exact(a: i64, b: i64) -> Affine {
+        Affine { a, lo: b, hi: b }
+    }
+
+    /// A constant's value, if this is one.
+    fn constant(self) -> Option<i64> {
+        (self.a == 0 && self.lo == self.hi).then_some(self.lo)
+    }
+
     fn combine(op: BinaryOp, x: Affine, y: Affine) -> Option<Affine> {
         match op {
             BinaryOp::Add => Some(Affine {
                 a: x.a.checked_add(y.a)?,
-                b: x.b.checked_add(y.b)?,
+                lo: x.lo.checked_add(y.lo)?,
+                hi: x.hi.checked_add(y.hi)?,
             }),
             BinaryOp::Sub => Some(Affine {
                 a: x.a.checked_sub(y.a)?,
-                b: x.b.checked_sub(y.b)?,
+                lo: x.lo.checked_sub(y.hi)?,
+                hi: x.hi.checked_sub(y.lo)?,
             }),
-            BinaryOp::Mul if x.a == 0 || y.a == 0 => {
-                let (c, v) = if x.a == 0 { (x.b, y) } else { (y.b, x) };
+            BinaryOp::Mul => {
+                let (c, v) = match (x.constant(), y.constant()) {
+                    (Some(c), _) => (c, y),
+                    (_, Some(c)) => (c, x),
+                    _ => return None,
+                };
+                let (p, q) = (v.lo.checked_mul(c)?, v.hi.checked_mul(c)?);
                 Some(Affine {
                     a: v.a.checked_mul(c)?,
-                    b: v.b.checked_mul(c)?,
+                    lo: p.min(q),
+                    hi: p.max(q),
                 })
             }
             _ => None,
         }
     }
 
-    /// Where `a·i + b op 0` may change as `i` grows (`a ≠ 0`): `< 0` and `≥ 0` where the
-    /// negative indices end (or begin), `≤ 0` and `> 0` where the non-positive ones do, `=`
-    /// and `≠` at both.
+    /// Where `a·i + b op 0` may change as `i` grows (`a ≠ 0`), for `b` at either end of its
+    /// range (between them it changes between those points).
     fn changes(self, op: CompareOp) -> Vec<i128> {
-        let (a, b) = (i128::from(self.a), i128::from(self.b));
+        [self.lo, self.hi]
+            .into_iter()
+            .flat_map(|b| Affine::exact(self.a, b).changes_exactly(op))
+            .collect()
+    }
+
+    /// [`Affine::changes`] of an exact `a·i + b`: `< 0` and `≥ 0` where the negative indices
+    /// end (or begin), `≤ 0` and `> 0` where the non-positive ones do, `=` and `≠` at both.
+    fn changes_exactly(self, op: CompareOp) -> Vec<i128> {
+        let (a, b) = (i128::from(self.a), i128::from(self.lo));
         let (ceil, floor_next) = (div_ceil(-b, a), div_floor(-b, a) + 1);
         let (negative, non_positive) = if a > 0 {
             (ceil, floor_next)
@@ -157,11 +204,12 @@ impl Affine {
         }
     }
 
-    /// The first index at which `lo <= a·i + b < hi` holds and the first past them (`a ≠ 0`).
+    /// The first index at which `lo <= a·i + b < hi` holds and the first past them (`a ≠ 0`,
+    /// an exact `b`).
     fn holds_between(self, lo: i64, hi: i64) -> [i128; 2] {
         let (a, b, lo, hi) = (
             i128::from(self.a),
-            i128::from(self.b),
+            i128::from(self.lo),
             i128::from(lo),
             i128::from(hi),
         );
@@ -172,28 +220,49 @@ impl Affine {
         }
     }
 
-    /// The least and greatest value over `i` in `0..n` (`n ≥ 1`).
+    /// The least and greatest value over `i` in `0..n` (`n ≥ 1`) and `b` in its range.
     fn range(self, n: u64) -> (i128, i128) {
-        let (a, b) = (i128::from(self.a), i128::from(self.b));
-        let last = a * i128::from(n - 1) + b;
-        (b.min(last), b.max(last))
+        let last = i128::from(self.a) * i128::from(n - 1);
+        (
+            last.min(0) + i128::from(self.lo),
+            last.max(0) + i128::from(self.hi),
+        )
     }
 }
 
+/// Loop `l`'s index anywhere in its extent, as a value of another loop's index.
+fn index_range(k: &Kernel, l: LoopId) -> Option<Affine> {
+    let last = k.loops.get(l)?.extent.checked_sub(1)?;
+    Some(Affine {
+        a: 0,
+        lo: 0,
+        hi: i64::try_from(last).ok()?,
+    })
+}
+
 /// The affine `i64` values of `body` in loop `l`'s index, by value.
-fn affine_values(l: LoopId, consts: &Consts, body: &[Stmt]) -> HashMap<ValueId, Affine> {
+fn affine_values(
+    k: &Kernel,
+    l: LoopId,
+    consts: &Consts,
+    body: &[Stmt],
+) -> HashMap<ValueId, Affine> {
     let mut known = consts.ints.clone();
     for s in body {
         let Stmt::Let { result, inst } = s else {
             continue;
         };
         let v = match inst {
-            Inst::Index(i) if *i == l => Some(Affine { a: 1, b: 0 }),
+            Inst::Index(i) if *i == l => Some(Affine::exact(1, 0)),
+            Inst::Index(i) => index_range(k, *i),
             inst => affine_of(inst, &known),
         };
-        if let Some(v) = v {
-            known.insert(*result, v);
-        }
+        // A value of the body varies with `l`: what the kernel-wide table says of it (its index
+        // over the whole extent) gives way to this, or to nothing.
+        match v {
+            Some(v) => known.insert(*result, v),
+            None => known.remove(result),
+        };
     }
     known
 }
@@ -202,7 +271,7 @@ fn affine_values(l: LoopId, consts: &Consts, body: &[Stmt]) -> HashMap<ValueId, 
 /// a sum, difference or product (by a constant) of values `known` holds.
 fn affine_of(inst: &Inst, known: &HashMap<ValueId, Affine>) -> Option<Affine> {
     match inst {
-        Inst::Const(ScalarValue::I64(c)) => Some(Affine { a: 0, b: *c }),
+        Inst::Const(ScalarValue::I64(c)) => Some(Affine::exact(0, *c)),
         Inst::Binary(op, x, y) => Affine::combine(*op, *known.get(x)?, *known.get(y)?),
         _ => None,
     }
@@ -219,7 +288,7 @@ fn cuts(k: &Kernel, consts: &Consts, l: LoopId, body: &[Stmt]) -> Option<Vec<u64
     {
         return None;
     }
-    let known = affine_values(l, consts, body);
+    let known = affine_values(k, l, consts, body);
     let mut at: BTreeSet<i128> = BTreeSet::new();
     for s in body {
         match s {
@@ -235,10 +304,7 @@ fn cuts(k: &Kernel, consts: &Consts, l: LoopId, body: &[Stmt]) -> Option<Vec<u64
                     // Where it holds for the least and for the greatest value of the other
                     // loops' terms: between them it holds for some of them only.
                     for other in [olo, ohi] {
-                        let e = Affine {
-                            a: c,
-                            b: i64::try_from(other).ok()?,
-                        };
+                        let e = Affine::exact(c, i64::try_from(other).ok()?);
                         at.extend(e.holds_between(m.lo, m.hi));
                     }
                 }
@@ -416,7 +482,7 @@ impl<'k> Piece<'k> {
             let c = m.expr.coefficient(self.piece);
             let others = others_range(self.k, &m.expr, self.piece);
             if let Some((olo, ohi)) = others.filter(|_| c != 0) {
-                let (lo, hi) = Affine { a: c, b: 0 }.range(self.n);
+                let (lo, hi) = Affine::exact(c, 0).range(self.n);
                 let (lo, hi) = (lo + olo, hi + ohi);
                 if lo >= i128::from(m.lo) && hi < i128::from(m.hi) {
                     continue;
@@ -449,14 +515,8 @@ impl<'k> Piece<'k> {
                     ScalarType::I64,
                     Inst::Const(ScalarValue::I64(self.start)),
                 );
-                self.affine.insert(index, Affine { a: 1, b: 0 });
-                self.affine.insert(
-                    start,
-                    Affine {
-                        a: 0,
-                        b: self.start,
-                    },
-                );
+                self.affine.insert(index, Affine::exact(1, 0));
+                self.affine.insert(start, Affine::exact(0, self.start));
                 Inst::Binary(BinaryOp::Add, index, start)
             }
             Inst::Load(acc) => match self.access_or_zero(&acc) {
@@ -501,6 +561,11 @@ impl<'k> Piece<'k> {
         self.values.insert(result, v);
         if let Inst::Const(ScalarValue::Bool(c)) = inst {
             self.constant.insert(v, c);
+        } else if let Inst::Index(m) = inst {
+            // Another loop's index (this loop's became the piece's plus its start, above).
+            if let Some(a) = index_range(self.k, m) {
+                self.affine.insert(v, a);
+            }
         } else if let Some(a) = affine_of(&inst, &self.affine) {
             self.affine.insert(v, a);
         }
