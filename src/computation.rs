@@ -74,7 +74,7 @@ impl Computation {
 
     /// The graph whose nodes the computation names (with axes bound at call time, the
     /// unbound one).
-    fn graph(&self) -> &Graph {
+    pub fn graph(&self) -> &Graph {
         match &self.0 {
             Inner::Bound(b) => &b.shared.graph,
             Inner::PerBinding(p) => p.graph(),

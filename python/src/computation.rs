@@ -128,12 +128,32 @@ pub(crate) fn borrow<'py>(
             ),
         )
     };
+    // The dtype first; then the borrow, which fails only where an `out` array of the same
+    // call, borrowed for writing, shares its memory.
+    let shared = || {
+        raise(
+            py,
+            "CallError",
+            format!(
+                "input `{}` shares memory with an out array of the call",
+                spec.name
+            ),
+        )
+    };
+    fn read<'py, T: numpy::Element>(
+        x: &Bound<'py, PyAny>,
+        wrong: impl Fn() -> PyErr,
+        shared: impl Fn() -> PyErr,
+    ) -> PyResult<PyReadonlyArrayDyn<'py, T>> {
+        let array = x.cast::<numpy::PyArrayDyn<T>>().map_err(|_| wrong())?;
+        array.try_readonly().map_err(|_| shared())
+    }
     let b = match spec.dtype {
-        DType::F32 => Borrowed::F32(x.extract().map_err(|_| wrong())?),
-        DType::F64 => Borrowed::F64(x.extract().map_err(|_| wrong())?),
-        DType::I32 => Borrowed::I32(x.extract().map_err(|_| wrong())?),
-        DType::I64 => Borrowed::I64(x.extract().map_err(|_| wrong())?),
-        DType::Bool => Borrowed::Bool(x.extract().map_err(|_| wrong())?),
+        DType::F32 => Borrowed::F32(read(x, wrong, shared)?),
+        DType::F64 => Borrowed::F64(read(x, wrong, shared)?),
+        DType::I32 => Borrowed::I32(read(x, wrong, shared)?),
+        DType::I64 => Borrowed::I64(read(x, wrong, shared)?),
+        DType::Bool => Borrowed::Bool(read(x, wrong, shared)?),
     };
     Ok(b)
 }
@@ -184,6 +204,62 @@ impl Computation {
                 Ok(outputs)
             }),
         }
+    }
+
+    /// [`Computation::call_into`] with fixed output shapes: the given arrays borrowed mutably
+    /// (checked: dtype, shape, C-contiguous) and written in place; a spare set for the rest.
+    fn call_into_in_place<'py>(
+        &self,
+        py: Python<'py>,
+        inputs: &Bound<'py, PyAny>,
+        out: &[Option<Bound<'py, PyAny>>],
+        spares: &Spares,
+    ) -> PyResult<()> {
+        let graph = self.computation.graph();
+        let mut own = spares.take(&self.computation).map_err(|e| to_py(py, e))?;
+        let mut lent = Vec::with_capacity(out.len());
+        for (i, (target, array)) in out.iter().zip(&own).enumerate() {
+            lent.push(match target {
+                Some(t) => Some(LentOutput::of(py, i, array, t)?),
+                None => None,
+            });
+        }
+        let outputs = self.computation.outputs();
+        let mut views = Vec::with_capacity(out.len());
+        for (i, (lent, array)) in lent.iter_mut().zip(own.iter_mut()).enumerate() {
+            views.push(match lent {
+                Some(l) => {
+                    let axes = &graph.node(outputs[i]).axes;
+                    let data = l.data_mut(py, i)?;
+                    weft::HostViewMut::of_data(axes, array.shape(), data)
+                        .map_err(|e| raise(py, "CallError", format!("out[{i}]: {e}")))?
+                }
+                None => array.view_mut(),
+            });
+        }
+        let result = self.with_inputs(py, inputs, |c, ins| c.call_into_views(ins, &mut views));
+        drop(views);
+        for (i, array) in own.into_iter().enumerate() {
+            spares.give(i, array);
+        }
+        result
+    }
+
+    /// [`Computation::call_into`] with axes bound at call time: weft's own arrays, each
+    /// result copied into its `out` array once.
+    fn call_into_copying<'py>(
+        &self,
+        py: Python<'py>,
+        inputs: &Bound<'py, PyAny>,
+        out: &[Option<Bound<'py, PyAny>>],
+    ) -> PyResult<()> {
+        let results = self.run(py, inputs)?;
+        results
+            .iter()
+            .zip(out)
+            .enumerate()
+            .filter_map(|(i, (result, target))| Some((i, result, target.as_ref()?)))
+            .try_for_each(|(i, result, target)| write_into(py, i, result, target))
     }
 
     /// Borrows `inputs` (checked against the placeholders) and runs `f` on their views, the
@@ -284,8 +360,10 @@ impl Computation {
     }
 
     /// Runs the computation and writes each output into the matching array of `out`
-    /// (C-contiguous, of the output's dtype and shape; None: not wanted): weft writes into its
-    /// own buffers, then each result is copied into `out` once.
+    /// (C-contiguous, of the output's dtype and shape; None: not wanted). Where the outputs'
+    /// shapes are fixed, the kernels write the given arrays in place (an output not wanted goes
+    /// to a spare array); with axes bound at call time, weft writes into its own arrays and
+    /// each result is copied into `out` once.
     fn call_into<'py>(
         &self,
         py: Python<'py>,
@@ -303,19 +381,10 @@ impl Computation {
                 ),
             ));
         }
-        let results = self.run(py, inputs)?;
-        let written = results
-            .iter()
-            .zip(&out)
-            .enumerate()
-            .filter_map(|(i, (result, target))| Some((i, result, target.as_ref()?)))
-            .try_for_each(|(i, result, target)| write_into(py, i, result, target));
-        if let Some(spares) = &self.spares {
-            for (i, result) in results.into_iter().enumerate() {
-                spares.give(i, result);
-            }
+        match &self.spares {
+            Some(spares) => self.call_into_in_place(py, inputs, &out, spares),
+            None => self.call_into_copying(py, inputs, &out),
         }
-        written
     }
 
     /// The number of inputs it takes.
@@ -422,5 +491,99 @@ pub(crate) fn write_into(
         ArrayData::I32(v) => copy(py, i, v, shape, target),
         ArrayData::I64(v) => copy(py, i, v, shape, target),
         ArrayData::Bool(v) => copy(py, i, v, shape, target),
+    }
+}
+
+/// An `out` array borrowed for writing (rust-numpy's borrow tracking refuses one that overlaps
+/// another borrowed array, such as an input).
+enum LentOutput<'py> {
+    F32(PyReadwriteArrayDyn<'py, f32>),
+    F64(PyReadwriteArrayDyn<'py, f64>),
+    I32(PyReadwriteArrayDyn<'py, i32>),
+    I64(PyReadwriteArrayDyn<'py, i64>),
+    Bool(PyReadwriteArrayDyn<'py, bool>),
+}
+
+impl<'py> LentOutput<'py> {
+    /// `target` borrowed as output `i`, whose array weft would make is `like`: the same dtype
+    /// and shape, or an error naming `out[i]`.
+    fn of(
+        py: Python<'py>,
+        i: usize,
+        like: &weft::HostArray,
+        target: &Bound<'py, PyAny>,
+    ) -> PyResult<LentOutput<'py>> {
+        let dtype = like.dtype();
+        let wrong = || {
+            raise(
+                py,
+                "DTypeError",
+                format!(
+                    "out[{i}] is not a writeable array of the output's dtype {}",
+                    dtype_name(dtype)
+                ),
+            )
+        };
+        // The borrow fails for an array NumPy marks read-only, or one sharing memory with an
+        // array this call has borrowed for writing already.
+        let shared = || {
+            let writeable = target
+                .getattr("flags")
+                .and_then(|f| f.getattr("writeable"))
+                .and_then(|w| w.extract::<bool>())
+                .unwrap_or(true);
+            let why = if writeable {
+                "shares memory with another out array of the call"
+            } else {
+                "is not writeable"
+            };
+            raise(py, "CallError", format!("out[{i}] {why}"))
+        };
+        fn lend<'py, T: numpy::Element>(
+            target: &Bound<'py, PyAny>,
+            wrong: impl Fn() -> PyErr,
+            shared: impl Fn() -> PyErr,
+        ) -> PyResult<PyReadwriteArrayDyn<'py, T>> {
+            let array = target.cast::<numpy::PyArrayDyn<T>>().map_err(|_| wrong())?;
+            array.try_readwrite().map_err(|_| shared())
+        }
+        let lent = match dtype {
+            DType::F32 => LentOutput::F32(lend(target, wrong, shared)?),
+            DType::F64 => LentOutput::F64(lend(target, wrong, shared)?),
+            DType::I32 => LentOutput::I32(lend(target, wrong, shared)?),
+            DType::I64 => LentOutput::I64(lend(target, wrong, shared)?),
+            DType::Bool => LentOutput::Bool(lend(target, wrong, shared)?),
+        };
+        let shape = match &lent {
+            LentOutput::F32(a) => a.shape().to_vec(),
+            LentOutput::F64(a) => a.shape().to_vec(),
+            LentOutput::I32(a) => a.shape().to_vec(),
+            LentOutput::I64(a) => a.shape().to_vec(),
+            LentOutput::Bool(a) => a.shape().to_vec(),
+        };
+        if shape != like.shape() {
+            return Err(raise(
+                py,
+                "CallError",
+                format!(
+                    "out[{i}] has shape {:?} but the output has {:?}",
+                    shape,
+                    like.shape()
+                ),
+            ));
+        }
+        Ok(lent)
+    }
+
+    /// Its elements, to write; an error naming `out[i]` unless C-contiguous.
+    fn data_mut(&mut self, py: Python<'_>, i: usize) -> PyResult<weft::DataMut<'_>> {
+        let not_contiguous = |_| raise(py, "CallError", format!("out[{i}] is not C-contiguous"));
+        Ok(match self {
+            LentOutput::F32(a) => weft::DataMut::F32(a.as_slice_mut().map_err(not_contiguous)?),
+            LentOutput::F64(a) => weft::DataMut::F64(a.as_slice_mut().map_err(not_contiguous)?),
+            LentOutput::I32(a) => weft::DataMut::I32(a.as_slice_mut().map_err(not_contiguous)?),
+            LentOutput::I64(a) => weft::DataMut::I64(a.as_slice_mut().map_err(not_contiguous)?),
+            LentOutput::Bool(a) => weft::DataMut::Bool(a.as_slice_mut().map_err(not_contiguous)?),
+        })
     }
 }

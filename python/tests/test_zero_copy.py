@@ -11,10 +11,12 @@ What the counter reports, measured (and what the assertions below rely on):
 - an output that is an input unchanged (``computation(x, x)``) must be a new array, so it is
   copied: on the JIT, 2 x its size (into weft's storage and out again). This is the test's
   proof that the counter counts at all.
+- ``out=`` arrays of a computation whose shapes are fixed: 0 bytes — the kernels write them in
+  place, as they do their own buffers.
 - Not counted: the conversions the binding makes on the caller's behalf before weft sees an
-  array (``np.ascontiguousarray`` of a non-contiguous input) and the copy of a result into
-  ``out=`` arrays (docs/python.md: "copies it into out once"); the interpreter backend does
-  not count its copies either. Nothing here asserts on those.
+  array (``np.ascontiguousarray`` of a non-contiguous input) and, with axes bound at call
+  time, the copy of a result into ``out=`` arrays; the interpreter backend does not count its
+  copies either. Nothing here asserts on those.
 """
 
 import gc
@@ -155,3 +157,22 @@ def test_an_output_given_back_is_written_again_in_place(softmax):
     np.testing.assert_array_equal(second, held)
     np.testing.assert_allclose(third, np_softmax(inputs(6).astype(np.float64)), rtol=1e-5,
                                atol=1e-9)
+
+
+def test_out_arrays_are_written_in_place(softmax):
+    a, _, comp = softmax
+    x = inputs(6)
+    out = np.full(SHAPE, np.nan, np.float32)
+    assert comp(x, out=out) is out
+    before = ng.host_copy_bytes()
+    out.fill(np.nan)
+    assert comp(x, out=out) is out
+    assert ng.host_copy_bytes() - before == 0
+    np.testing.assert_allclose(out, np_softmax(x.astype(np.float64)), rtol=1e-5, atol=1e-9)
+    # The same memory as input and out is refused, never read while written.
+    with pytest.raises(ng.CallError, match="shares memory with an out array"):
+        comp(x, out=x)
+    view = out[:, :]                  # another view of out's memory, as a second out
+    both = ngt.make_transformer("jit").computation([a * 2.0, a * 3.0], a)
+    with pytest.raises(ng.CallError, match=r"out\[1\] shares memory"):
+        both(x, out=[out, view])
