@@ -73,10 +73,9 @@ fn compile(name: &str, statically: bool) -> PathBuf {
             "-lc",
         ]);
     } else {
-        cc.arg("-L")
-            .arg(&lib)
-            .arg("-lweft_c")
-            .arg(format!("-Wl,-rpath,{}", lib.display()));
+        // By path: the library has no soname, so the program needs this very file, whatever
+        // LD_LIBRARY_PATH says (cargo's lists target/<profile>, where an older copy may lie).
+        cc.arg(lib.join("libweft_c.so"));
     }
     let status = cc.status().expect("the system C compiler (cc) runs");
     assert!(status.success(), "cc failed to build examples/c/{name}.c");

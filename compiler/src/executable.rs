@@ -241,6 +241,27 @@ impl JitExecutable {
             .sum();
         bytes as usize
     }
+    /// The machine code of every kernel of its program, kernel `i` as the function
+    /// [`kernel_symbol`](crate::codegen::kernel_symbol)`(prefix, i)`, in a relocatable object
+    /// file (`codegen/object.rs`): the same translation, by the same recorded strategies and
+    /// options, as the code it runs, position-independent.
+    pub fn emit_object(&self, prefix: &str) -> Result<crate::codegen::ObjectCode, JitError> {
+        let compiler =
+            JitCompiler::with_options(self.codegen)?.with_pool(self.native.pool().clone());
+        let kernels = self
+            .lowered
+            .iter()
+            .map(|lk| {
+                let strategy = lk
+                    .strategy
+                    .clone()
+                    .unwrap_or_else(|| compiler.strategy(&lk.kernel));
+                (&lk.kernel, strategy)
+            })
+            .collect::<Vec<_>>();
+        let jobs: Vec<_> = kernels.iter().map(|(k, s)| (*k, s)).collect();
+        Ok(compiler.emit_object(&jobs, prefix)?)
+    }
 
     /// The loop-IR kernels, in schedule order.
     pub fn lowered(&self) -> &[LoweredKernel] {

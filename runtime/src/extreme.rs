@@ -69,6 +69,7 @@ pub fn extreme_f32_scaled(kind: Extreme, xs: &[f32], scale: f32) -> f32 {
 /// `src` must be valid for reads of `len` f32s, aligned to 4 bytes, with no other reference
 /// writing them during the call (a kernel passes a span of a buffer within its length,
 /// checked by the loop-IR verifier).
+#[no_mangle]
 pub unsafe extern "C" fn weft_extreme_f32_span(
     src: *const f32,
     len: usize,
@@ -621,6 +622,7 @@ fn first_where(xs: &[f32], hit: impl Fn(f32) -> bool) -> Option<usize> {
 /// # Safety
 /// `src` must be valid for reads of `len` f32s, aligned to 4 bytes, with no other reference
 /// writing them during the call; `out` valid for writes of two `u64`s, aligned to 8 bytes.
+#[no_mangle]
 pub unsafe extern "C" fn weft_arg_extreme_f32_span(
     src: *const f32,
     len: usize,

@@ -34,6 +34,7 @@ const STEP: usize = 16;
 /// them during the call and the accumulators not among the rows read (a kernel passes spans
 /// of its buffers within their lengths, checked by the loop-IR verifier). `ahead` is only
 /// prefetched, never read: any address will do.
+#[no_mangle]
 pub unsafe extern "C" fn weft_extreme_rows_f32(
     acc: *mut f32,
     src: *const f32,

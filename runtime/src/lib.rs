@@ -16,6 +16,7 @@ pub mod interp;
 pub mod plan;
 pub mod prefetch;
 pub mod program;
+pub mod routines;
 pub mod span_sum;
 pub mod state;
 pub mod stream;

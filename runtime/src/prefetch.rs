@@ -85,12 +85,14 @@ impl PrefetchCursor {
 // and a `ret`; so it keeps every register as `preserve_all` callers assume and any `at` is
 // valid.
 #[unsafe(naked)]
+#[no_mangle]
 pub extern "C" fn weft_prefetch_line(at: *const u8) {
     std::arch::naked_asm!("prefetcht1 [rdi]", "ret")
 }
 
 /// [`weft_prefetch_line`] elsewhere: nothing.
 #[cfg(not(target_arch = "x86_64"))]
+#[no_mangle]
 pub extern "C" fn weft_prefetch_line(at: *const u8) {
     let _ = at;
 }

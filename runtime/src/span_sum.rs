@@ -169,6 +169,7 @@ pub fn sum_mode(form: u64, width: u32) -> u64 {
 // uses only the low 128 bits of `xmm0`–`xmm15`, which the saves cover; the routine's own
 // wider registers are its business (it ends with `vzeroupper` where it used them).
 #[unsafe(naked)]
+#[export_name = "weft_sum_f32_span"]
 pub unsafe extern "C" fn weft_sum_f32_span_keeping(
     src: *const f32,
     len: usize,
@@ -245,6 +246,7 @@ pub unsafe extern "C" fn weft_sum_f32_span_keeping(
 /// # Safety
 /// As for [`weft_sum_f32_span`].
 #[cfg(not(target_arch = "x86_64"))]
+#[export_name = "weft_sum_f32_span"]
 pub unsafe extern "C" fn weft_sum_f32_span_keeping(
     src: *const f32,
     len: usize,

@@ -28,6 +28,7 @@ use crate::target::Target;
 /// # Safety
 /// `src` must be valid for reads and `dst` for writes of `bytes` bytes (none if `bytes <=
 /// 0`), and the two ranges must not overlap.
+#[no_mangle]
 pub unsafe extern "C" fn weft_stream_copy(dst: *mut u8, src: *const u8, bytes: i64) {
     let Ok(bytes) = usize::try_from(bytes) else {
         return;
@@ -65,6 +66,7 @@ struct Piece([f32; SCALED_PIECE]);
 /// # Safety
 /// `src` must be valid for reads and `dst` for writes of `len` f32s (none if `len <= 0`),
 /// both aligned to 4 bytes, not overlapping; the caller fences as for [`weft_stream_copy`].
+#[no_mangle]
 pub unsafe extern "C" fn weft_stream_scaled_f32(
     dst: *mut f32,
     src: *const f32,

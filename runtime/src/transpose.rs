@@ -69,6 +69,7 @@ pub fn available() -> bool {
 /// For every such `r`, `c`: `src + r·ls + c` must be valid for reads and `dst + c·ld + r` for
 /// writes, and no element written may be one read. Nothing is touched if `rows` or `cols`
 /// is not positive.
+#[no_mangle]
 pub unsafe extern "C" fn weft_transpose_32(
     dst: *mut u32,
     ld: i64,

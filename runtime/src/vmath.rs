@@ -491,6 +491,7 @@ macro_rules! span_entry_point {
     ($(#[$doc:meta])* $name:ident, $f:expr) => {
         $(#[$doc])*
         #[allow(clippy::too_many_arguments)]
+        #[no_mangle]
         pub unsafe extern "C" fn $name(
             dst: *mut f32,
             len: usize,

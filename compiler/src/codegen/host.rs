@@ -51,12 +51,21 @@ impl Default for HostFeatures {
 /// The host target and its features, detected on the first call and shared afterwards.
 pub(crate) fn host_isa() -> Result<(OwnedTargetIsa, HostFeatures), CodegenError> {
     static HOST: OnceLock<Result<(OwnedTargetIsa, HostFeatures), String>> = OnceLock::new();
-    HOST.get_or_init(detect_host)
+    HOST.get_or_init(|| detect_host(false))
         .clone()
         .map_err(CodegenError::Host)
 }
 
-fn detect_host() -> Result<(OwnedTargetIsa, HostFeatures), String> {
+/// [`host_isa`] for position-independent code: what an object file holds (`object.rs`).
+pub(crate) fn object_isa() -> Result<(OwnedTargetIsa, HostFeatures), CodegenError> {
+    static OBJECT: OnceLock<Result<(OwnedTargetIsa, HostFeatures), String>> = OnceLock::new();
+    OBJECT
+        .get_or_init(|| detect_host(true))
+        .clone()
+        .map_err(CodegenError::Host)
+}
+
+fn detect_host(pic: bool) -> Result<(OwnedTargetIsa, HostFeatures), String> {
     let mut flags = settings::builder();
     let set = |flags: &mut settings::Builder, name: &str, value: &str| {
         flags
@@ -64,7 +73,7 @@ fn detect_host() -> Result<(OwnedTargetIsa, HostFeatures), String> {
             .map_err(|e| format!("setting {name}={value}: {e}"))
     };
     set(&mut flags, "opt_level", "speed")?;
-    set(&mut flags, "is_pic", "false")?;
+    set(&mut flags, "is_pic", if pic { "true" } else { "false" })?;
     set(&mut flags, "use_colocated_libcalls", "false")?;
     let verify = if cfg!(debug_assertions) {
         "true"

@@ -15,17 +15,6 @@ use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, FuncId, Linkage, Module, ModuleError, ModuleReloc};
 use std::sync::Arc;
 use weft_ir::loop_ir::{verify, Kernel, LoopId};
-use weft_ir::scalar::{self, Arith};
-use weft_ir::{BinaryOp as GraphBinary, UnaryOp as GraphUnary};
-use weft_runtime::extreme::{weft_arg_extreme_f32_span, weft_extreme_f32_span};
-use weft_runtime::extreme_rows::weft_extreme_rows_f32;
-use weft_runtime::prefetch::weft_prefetch_line;
-use weft_runtime::span_sum::weft_sum_f32_span_keeping;
-use weft_runtime::stream::{weft_stream_copy, weft_stream_scaled_f32};
-use weft_runtime::transpose::weft_transpose_32;
-use weft_runtime::vmath::{
-    weft_exp_f32_span, weft_log_f32_span, weft_sigmoid_f32_span, weft_tanh_f32_span,
-};
 use weft_runtime::{CompiledKernel, ThreadPool};
 
 use super::handoff::hand_over;
@@ -151,33 +140,6 @@ impl std::fmt::Debug for JitCompiler {
     }
 }
 
-// The functions kernels call out to are the scalar rules themselves (`weft_ir::scalar`: f32
-// computed in f64 and rounded once), so these calls agree with the interpreter bit for bit.
-
-extern "C" fn weft_pow_f32(x: f32, y: f32) -> f32 {
-    Arith::binary(GraphBinary::Power, x, y).unwrap_or(f32::NAN)
-}
-
-extern "C" fn weft_pow_f64(x: f64, y: f64) -> f64 {
-    scalar::binary_float(GraphBinary::Power, x, y)
-}
-
-extern "C" fn weft_sin_f32(x: f32) -> f32 {
-    Arith::unary(GraphUnary::Sin, x).unwrap_or(f32::NAN)
-}
-
-extern "C" fn weft_sin_f64(x: f64) -> f64 {
-    scalar::unary_float(GraphUnary::Sin, x)
-}
-
-extern "C" fn weft_cos_f32(x: f32) -> f32 {
-    Arith::unary(GraphUnary::Cos, x).unwrap_or(f32::NAN)
-}
-
-extern "C" fn weft_cos_f64(x: f64) -> f64 {
-    scalar::unary_float(GraphUnary::Cos, x)
-}
-
 /// The parameters of the span routines (`weft_{exp,tanh,sigmoid}_f32_span`): dst, len,
 /// prefetch address, prefetch bytes, src, sums, sums width (i64), shift (f32), argument form
 /// (i64: `weft_runtime::vmath::ArgForm`'s code), scale (f32).
@@ -266,48 +228,28 @@ impl JitCompiler {
 
     fn new_module(&self) -> JITModule {
         let mut builder = JITBuilder::with_isa(self.isa.clone(), default_libcall_names());
-        builder.symbol("weft_pow_f32", weft_pow_f32 as *const u8);
-        builder.symbol("weft_pow_f64", weft_pow_f64 as *const u8);
-        builder.symbol("weft_sin_f32", weft_sin_f32 as *const u8);
-        builder.symbol("weft_sin_f64", weft_sin_f64 as *const u8);
-        builder.symbol("weft_cos_f32", weft_cos_f32 as *const u8);
-        builder.symbol("weft_cos_f64", weft_cos_f64 as *const u8);
-        builder.symbol("weft_exp_f32_span", weft_exp_f32_span as *const u8);
-        builder.symbol("weft_tanh_f32_span", weft_tanh_f32_span as *const u8);
-        builder.symbol("weft_sigmoid_f32_span", weft_sigmoid_f32_span as *const u8);
-        builder.symbol("weft_log_f32_span", weft_log_f32_span as *const u8);
-        builder.symbol("weft_stream_copy", weft_stream_copy as *const u8);
-        builder.symbol("weft_prefetch_line", weft_prefetch_line as *const u8);
-        builder.symbol("weft_transpose_32", weft_transpose_32 as *const u8);
-        builder.symbol("weft_extreme_f32_span", weft_extreme_f32_span as *const u8);
-        builder.symbol("weft_extreme_rows_f32", weft_extreme_rows_f32 as *const u8);
-        builder.symbol(
-            "weft_arg_extreme_f32_span",
-            weft_arg_extreme_f32_span as *const u8,
-        );
-        builder.symbol("weft_sum_f32_span", weft_sum_f32_span_keeping as *const u8);
-        builder.symbol(
-            "weft_stream_scaled_f32",
-            weft_stream_scaled_f32 as *const u8,
-        );
+        for r in weft_runtime::routines::ROUTINES {
+            builder.symbol(r.name, (r.address)());
+        }
         JITModule::new(builder)
     }
 
     /// Declares the kernel and its imports in `module` and translates it into `func`, which
     /// calls the functions it returns (the loops it outlined, each declared in `module`).
-    fn build(
+    fn build<M: Module>(
         &self,
         kernel: &Kernel,
         strategy: &KernelStrategy,
-        module: &mut JITModule,
+        module: &mut M,
         func: &mut Function,
+        name: &str,
     ) -> Result<(FuncId, Vec<(FuncId, Function)>), CodegenError> {
         verify(kernel)?;
         let module_error = module_error(kernel);
         let call_conv = module.isa().default_call_conv();
         let sig = kernel_signature(call_conv);
         let id = module
-            .declare_function("weft_kernel", Linkage::Export, &sig)
+            .declare_function(name, Linkage::Export, &sig)
             .map_err(module_error)?;
         func.signature = sig;
         func.name = UserFuncName::user(0, id.as_u32());
@@ -334,7 +276,7 @@ impl JitCompiler {
         let mut module = self.new_module();
         let mut func = Function::new();
         let strategy = self.strategy(kernel);
-        let (_, outlined) = self.build(kernel, &strategy, &mut module, &mut func)?;
+        let (_, outlined) = self.build(kernel, &strategy, &mut module, &mut func, "weft_kernel")?;
         Ok(clif_listing(&func, &outlined))
     }
 
@@ -378,8 +320,31 @@ impl JitCompiler {
         listing: bool,
     ) -> Result<(CompiledKernel, KernelListing), CodegenError> {
         let mut module = self.new_module();
+        let (id, listing) = self.define(kernel, strategy, &mut module, "weft_kernel", listing)?;
+        module
+            .finalize_definitions()
+            .map_err(|e| CodegenError::Cranelift {
+                kernel: kernel.name.clone(),
+                message: e.to_string(),
+            })?;
+        let code = module.get_finalized_function(id);
+        let compiled = hand_over(kernel, module, code, listing.code_size)?;
+        Ok((compiled, listing))
+    }
+
+    /// Translates `kernel` by `strategy` and defines it in `module` as the exported function
+    /// `name`, with the loops it outlines and its leaf loops as local functions; returns its id
+    /// and listing (the Cranelift IR only when `listing` asks for it).
+    pub(crate) fn define<M: Module>(
+        &self,
+        kernel: &Kernel,
+        strategy: &KernelStrategy,
+        module: &mut M,
+        name: &str,
+        listing: bool,
+    ) -> Result<(FuncId, KernelListing), CodegenError> {
         let mut func = Function::new();
-        let (id, outlined) = self.build(kernel, strategy, &mut module, &mut func)?;
+        let (id, outlined) = self.build(kernel, strategy, module, &mut func, name)?;
         let clif = if listing {
             clif_listing(&func, &outlined)
         } else {
@@ -396,7 +361,7 @@ impl JitCompiler {
             funcs.push(f);
         }
         let disasm = listing && self.options.disassemble;
-        let compiled = compile_all(&*self.isa, funcs, disasm, self.pool.as_deref())
+        let compiled = compile_all(module.isa(), funcs, disasm, self.pool.as_deref())
             .map_err(cranelift_error)?;
         let mut code_size = 0;
         let mut disassembly: Option<String> = None;
@@ -419,13 +384,8 @@ impl JitCompiler {
                 all.push_str(&text);
             }
         }
-        module
-            .finalize_definitions()
-            .map_err(|e| cranelift_error(e.to_string()))?;
-        let code = module.get_finalized_function(id);
-        let compiled = hand_over(kernel, module, code, code_size)?;
         Ok((
-            compiled,
+            id,
             KernelListing {
                 clif,
                 disassembly,
@@ -455,9 +415,9 @@ fn module_error(kernel: &Kernel) -> impl Fn(ModuleError) -> CodegenError + Copy 
 
 /// Declares the scalar functions and native routines kernels call in `module`, imported
 /// into `func`.
-fn import_routines(
+fn import_routines<M: Module>(
     kernel: &Kernel,
-    module: &mut JITModule,
+    module: &mut M,
     func: &mut Function,
     call_conv: CallConv,
 ) -> Result<PowRefs, CodegenError> {
@@ -520,10 +480,10 @@ fn import_routines(
 
 /// Each leaf loop of `strategy` assembled and defined into `module` as a function of its own,
 /// imported into `func`, by loop.
-fn define_leaves(
+fn define_leaves<M: Module>(
     kernel: &Kernel,
     strategy: &KernelStrategy,
-    module: &mut JITModule,
+    module: &mut M,
     func: &mut Function,
 ) -> Result<Vec<(LoopId, FuncRef)>, CodegenError> {
     let module_error = module_error(kernel);
@@ -550,9 +510,9 @@ fn define_leaves(
 
 /// Declares each of the functions `outlined` from `func` in `module`, and points `func`'s
 /// calls of the `i`th (named `(OUTLINED_NAMESPACE, i)`) at it.
-fn declare_outlined(
+fn declare_outlined<M: Module>(
     kernel: &Kernel,
-    module: &mut JITModule,
+    module: &mut M,
     func: &mut Function,
     outlined: Vec<Function>,
 ) -> Result<Vec<(FuncId, Function)>, CodegenError> {
