@@ -216,25 +216,40 @@ impl Computation {
         spares: &Spares,
     ) -> PyResult<()> {
         let graph = self.computation.graph();
-        let mut own = spares.take(&self.computation).map_err(|e| to_py(py, e))?;
+        let outputs = self.computation.outputs();
+        let shapes = outputs
+            .iter()
+            .map(|o| graph.shape_of(&graph.node(*o).axes))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| to_py(py, e.into()))?;
         let mut lent = Vec::with_capacity(out.len());
-        for (i, (target, array)) in out.iter().zip(&own).enumerate() {
+        for (i, (target, o)) in out.iter().zip(outputs).enumerate() {
             lent.push(match target {
-                Some(t) => Some(LentOutput::of(py, i, array, t)?),
+                Some(t) => Some(LentOutput::of(py, i, graph.node(*o).dtype, &shapes[i], t)?),
                 None => None,
             });
         }
-        let outputs = self.computation.outputs();
+        // Arrays of weft's own only where an output is not wanted.
+        let mut own = if lent.iter().any(Option::is_none) {
+            spares.take(&self.computation).map_err(|e| to_py(py, e))?
+        } else {
+            Vec::new()
+        };
+        let mut spare = own.iter_mut();
         let mut views = Vec::with_capacity(out.len());
-        for (i, (lent, array)) in lent.iter_mut().zip(own.iter_mut()).enumerate() {
-            views.push(match lent {
-                Some(l) => {
+        for (i, lent) in lent.iter_mut().enumerate() {
+            let array = spare.next();
+            views.push(match (lent, array) {
+                (Some(l), _) => {
                     let axes = &graph.node(outputs[i]).axes;
                     let data = l.data_mut(py, i)?;
-                    weft::HostViewMut::of_data(axes, array.shape(), data)
+                    weft::HostViewMut::of_data(axes, &shapes[i], data)
                         .map_err(|e| raise(py, "CallError", format!("out[{i}]: {e}")))?
                 }
-                None => array.view_mut(),
+                // `own` holds every output's array whenever one is not wanted.
+                (None, array) => array
+                    .ok_or_else(|| raise(py, "CallError", format!("out[{i}]: no array to write")))?
+                    .view_mut(),
             });
         }
         let result = self.with_inputs(py, inputs, |c, ins| c.call_into_views(ins, &mut views));
@@ -505,15 +520,15 @@ enum LentOutput<'py> {
 }
 
 impl<'py> LentOutput<'py> {
-    /// `target` borrowed as output `i`, whose array weft would make is `like`: the same dtype
-    /// and shape, or an error naming `out[i]`.
+    /// `target` borrowed as output `i`, of `dtype` and shape `expected`, or an error naming
+    /// `out[i]`.
     fn of(
         py: Python<'py>,
         i: usize,
-        like: &weft::HostArray,
+        dtype: DType,
+        expected: &[usize],
         target: &Bound<'py, PyAny>,
     ) -> PyResult<LentOutput<'py>> {
-        let dtype = like.dtype();
         let wrong = || {
             raise(
                 py,
@@ -561,15 +576,11 @@ impl<'py> LentOutput<'py> {
             LentOutput::I64(a) => a.shape().to_vec(),
             LentOutput::Bool(a) => a.shape().to_vec(),
         };
-        if shape != like.shape() {
+        if shape != expected {
             return Err(raise(
                 py,
                 "CallError",
-                format!(
-                    "out[{i}] has shape {:?} but the output has {:?}",
-                    shape,
-                    like.shape()
-                ),
+                format!("out[{i}] has shape {shape:?} but the output has {expected:?}"),
             ));
         }
         Ok(lent)
