@@ -289,6 +289,11 @@ fn explanations_of_every_example_are_snapshots() {
         let text = text
             .replace("16 lanes (f32x16, AVX-512 zmm)", "<N> lanes (<leaf width>)")
             .replace("8 lanes (f32x8, AVX2 ymm)", "<N> lanes (<leaf width>)");
+        // And so the registers a leaf loop unrolls over (fewer, wider ones with AVX-512).
+        let text = regex::Regex::new(r"\(\d+ registers, ")
+            .expect("a valid pattern")
+            .replace_all(&text, "(<R> registers, ")
+            .into_owned();
         // And which engine runs a GEMM call (`GemmCall::engine`: the host's vector width).
         let text = text
             .replace("(weft's AVX2 tiles)", "(<GEMM engine>)")
