@@ -260,6 +260,8 @@ fn weft_dump_in_the_environment_dumps_without_code_changes() {
 
 #[test]
 fn explanations_of_every_example_are_snapshots() {
+    // A leaf loop's registers are the machine's too (fewer, wider ones with AVX-512).
+    let registers = regex::Regex::new(r"\(\d+ registers, ").expect("a valid pattern");
     for path in examples() {
         let out = common::output_ok(common::weft_command().arg("explain").arg(&path));
         let text = String::from_utf8(out.stdout).unwrap();
@@ -289,9 +291,7 @@ fn explanations_of_every_example_are_snapshots() {
         let text = text
             .replace("16 lanes (f32x16, AVX-512 zmm)", "<N> lanes (<leaf width>)")
             .replace("8 lanes (f32x8, AVX2 ymm)", "<N> lanes (<leaf width>)");
-        // And so the registers a leaf loop unrolls over (fewer, wider ones with AVX-512).
-        let text = regex::Regex::new(r"\(\d+ registers, ")
-            .expect("a valid pattern")
+        let text = registers
             .replace_all(&text, "(<R> registers, ")
             .into_owned();
         // And which engine runs a GEMM call (`GemmCall::engine`: the host's vector width).
