@@ -335,3 +335,22 @@ fn explain_and_the_dump_show_the_gemm_and_its_epilogue_as_one_step() {
     assert_eq!(fused_steps(&text), 0, "{text}");
     assert!(text.contains("kernel @k1:"), "{text}");
 }
+
+/// A convolution over a batch of images is one GEMM call per image (batch axis `N`); with at
+/// least as many images as threads each image is one block, so `relu(y + bias)` runs on each
+/// image's result as its epilogue (and its output, read by the next product, never takes the
+/// buffer of the padded images still being read); every thread count gets the bits of the
+/// separate steps.
+#[test]
+fn a_batched_convolution_runs_its_epilogue_on_each_image() {
+    let text = "axis N = 8\naxis C = 16 : Channel\naxis H = 10 : Height\naxis W = 10 : Width\n\
+        axis O = 32 : Channelout\naxis R = 3 : Height\naxis S = 3 : Width\n\
+        placeholder x: f32[N, C, H, W]\nplaceholder w: f32[O, C, R, S]\n\
+        axis P = 16\nplaceholder b: f32[O]\nplaceholder v: f32[O, P]\n\
+        y = convolution(x, w, Height=(pad=(1, 1)), Width=(pad=(1, 1)))\n\
+        t = add(y, b)\nz = relu(t)\nq = dot(z, v)\noutput q\n";
+    let g = weft_ir::text::parse(text, "batched_conv.weft").unwrap();
+    let text = explain(&g, &options(2, true));
+    assert!(text.contains("8 work items"), "{text}");
+    agree(&g, 1);
+}

@@ -221,7 +221,18 @@ pub fn compile_plan_with(
         }
         break (fusion, kernels, layouts, gemms);
     };
-    let buffers = plan_buffers(g, &fusion, &kernels, &layouts, options.fused)?;
+    let by_batch_index: Vec<bool> = gemms
+        .iter()
+        .map(|c| c.as_ref().is_some_and(|(spec, _)| !spec.batch.is_empty()))
+        .collect();
+    let buffers = plan_buffers(
+        g,
+        &fusion,
+        &kernels,
+        &layouts,
+        options.fused,
+        &by_batch_index,
+    )?;
     Ok(CompiledPlan {
         source: graph.clone(),
         outputs,

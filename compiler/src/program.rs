@@ -407,12 +407,14 @@ impl<'a> Builder<'a> {
     ) -> Result<GemmEpilogue, String> {
         let gemm = &self.gemms[gi];
         let spec = gemm.call.spec();
+        // With batch axes the pair runs batch index by batch index (one block each, checked
+        // by the runtime), whatever the split within a matrix.
         let strips = match spec.split {
-            SplitDim::Rows => None,
-            SplitDim::Columns => Some(
+            SplitDim::Columns if spec.batch.is_empty() => Some(
                 crate::column_blocks::strip_columns(&lk.kernel, spec.block as u64)
                     .map_err(|why| format!("C is cut into column blocks, and {why}"))?,
             ),
+            _ => None,
         };
         let candidate = KernelSignature::of(strips.as_ref().unwrap_or(&lk.kernel));
         let gargs = gemm.args.map(StorageId::index);

@@ -39,6 +39,18 @@ mod candidate;
 pub(crate) use candidate::contraction_shape;
 pub use candidate::{is_candidate, GemmOptions};
 
+/// Whether a call whose batch axes have `lengths` takes one block per batch index on a pool
+/// of `threads`: when there are at least as many indices as threads (a convolution over a
+/// batch of images). More blocks would pack the other operand again for no parallelism, and one
+/// block per index lets the kernel after the call run on each index as its epilogue
+/// (weft_runtime::GemmEpilogue).
+fn one_block_per_index(lengths: impl IntoIterator<Item = usize>, threads: usize) -> bool {
+    let mut lengths = lengths.into_iter().peekable();
+    let batched = lengths.peek().is_some();
+    let indices = lengths.fold(1usize, usize::saturating_mul);
+    batched && indices >= threads
+}
+
 /// One loop of the dot's iteration space with its length and strides in A, B and C.
 #[derive(Clone, Copy, Debug)]
 struct Dim {
@@ -135,14 +147,8 @@ pub fn plan_gemm(
     }
     spec.name = g.node_label(last.node);
     spec.taps = taps;
-    // One block per batch index when the batch alone fills the pool: a block's taps then
-    // run over one matrix of C, and an epilogue kernel looping over the batch can follow
-    // each item (weft_runtime::GemmEpilogue).
-    let batch = spec
-        .batch
-        .iter()
-        .fold(1usize, |n, b| n.saturating_mul(b.len));
-    if !spec.batch.is_empty() && batch >= options.threads {
+    // A block's taps then run over one matrix of C.
+    if one_block_per_index(spec.batch.iter().map(|b| b.len), options.threads) {
         (spec.split, spec.block) = (SplitDim::Rows, spec.m);
     }
     weft_runtime::GemmCall::new(spec.clone()).map_err(|e| e.to_string())?;
@@ -260,13 +266,13 @@ fn plan_one(
             m.len, n.len, options.min_side
         ));
     }
-    let (split, block) = GemmSpec::blocks_for(
-        m.len,
-        n.len,
-        options.min_block,
-        options.max_blocks,
-        options.threads,
-    );
+    let threads = if one_block_per_index(batch.iter().map(|d| d.len), options.threads) {
+        1
+    } else {
+        options.threads
+    };
+    let (split, block) =
+        GemmSpec::blocks_for(m.len, n.len, options.min_block, options.max_blocks, threads);
     let spec = GemmSpec {
         name: g.node_label(st.node),
         dtype,

@@ -7,11 +7,13 @@
 //!   executable owns them); graph outputs and assigned values each get a buffer of their own
 //!   that no other tensor shares (they outlive the call or are copied into state after it);
 //! - every other stored intermediate, and every kernel's per-row scratch, lives from the kernel
-//!   that writes it to the last kernel that reads it (inclusive) and gets a slot in one arena of
-//!   shared buffers, each 64-byte aligned: two tensors share a buffer only if their lives are
-//!   disjoint, or if the later one is written in place over the earlier — only when a kernel's
-//!   single elementwise stage reads the dead tensor element by element at exactly the address it
-//!   writes (same strided view, no mask, same size) and nothing else in that kernel reads it;
+//!   that writes it to the last kernel that reads it (inclusive; the operands of a GEMM run
+//!   batch index by batch index one kernel more, for the epilogue that may run beside it) and
+//!   gets a slot in one arena of shared buffers, each 64-byte aligned: two tensors share a
+//!   buffer only if their lives are disjoint, or if the later one is written in place over the
+//!   earlier — only when a kernel's single elementwise stage reads the dead tensor element by
+//!   element at exactly the address it writes (same strided view, no mask, same size) and
+//!   nothing else in that kernel reads it;
 //! - assignment is greedy by size, largest first, best fit among compatible buffers (growing the
 //!   largest compatible one when none is big enough), so a chain like an MLP needs two scratch
 //!   buffers whatever its depth.
@@ -165,15 +167,17 @@ fn align(n: usize) -> usize {
 }
 
 /// Plans the storage of `programs` (in schedule order). With `share` off every intermediate gets
-/// a buffer of its own (unfused mode).
+/// a buffer of its own (unfused mode). `by_batch_index[k]` says that kernel `k` is a GEMM call
+/// run batch index by batch index (its operands then outlive the next kernel, module docs).
 pub fn plan_buffers(
     g: &Graph,
     plan: &FusionPlan,
     programs: &[KernelProgram],
     layouts: &LayoutPlan,
     share: bool,
+    by_batch_index: &[bool],
 ) -> Result<BufferPlan, PassError> {
-    let mut tensors = planned_tensors(g, plan, programs, layouts)?;
+    let mut tensors = planned_tensors(g, plan, programs, layouts, by_batch_index)?;
     let in_place = if share {
         in_place_pairs(programs, &tensors)
     } else {
@@ -208,12 +212,17 @@ fn planned_tensors(
     plan: &FusionPlan,
     programs: &[KernelProgram],
     layouts: &LayoutPlan,
+    by_batch_index: &[bool],
 ) -> Result<Vec<PlannedTensor>, PassError> {
     let end = programs.len().saturating_sub(1);
     let mut tensors = Vec::new();
     let (writers, last_readers) = writers_and_last_readers(programs);
     let writer = |n: NodeId| writers.get(&n).copied();
     let last_reader = |n: NodeId| last_readers.get(&n).copied();
+    // The operands of a GEMM run batch index by batch index live through the kernel after it,
+    // which may run as its epilogue on each index's C while other indices still read them
+    // (crate::epilogue): that kernel's outputs must not take their buffers.
+    let keeps_operands = |k: usize| by_batch_index.get(k).copied().unwrap_or(false);
     for b in &plan.boundaries {
         let bytes = layouts
             .layouts
@@ -225,7 +234,10 @@ fn planned_tensors(
         let role = role_of(&g.node(b.node).op, b.reason);
         let first = writer(b.node).unwrap_or(0);
         let last = match role {
-            TensorRole::Scratch => last_reader(b.node).unwrap_or(first).max(first),
+            TensorRole::Scratch => last_reader(b.node)
+                .map(|r| r + usize::from(keeps_operands(r) && r < end))
+                .unwrap_or(first)
+                .max(first),
             _ => end,
         };
         tensors.push(PlannedTensor {
