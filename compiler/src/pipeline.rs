@@ -221,18 +221,8 @@ pub fn compile_plan_with(
         }
         break (fusion, kernels, layouts, gemms);
     };
-    let by_batch_index: Vec<bool> = gemms
-        .iter()
-        .map(|c| c.as_ref().is_some_and(|(spec, _)| !spec.batch.is_empty()))
-        .collect();
-    let buffers = plan_buffers(
-        g,
-        &fusion,
-        &kernels,
-        &layouts,
-        options.fused,
-        &by_batch_index,
-    )?;
+    let batched = batched_calls(&gemms);
+    let buffers = plan_buffers(g, &fusion, &kernels, &layouts, options.fused, &batched)?;
     Ok(CompiledPlan {
         source: graph.clone(),
         outputs,
@@ -243,6 +233,14 @@ pub fn compile_plan_with(
         gemms,
         simplified,
     })
+}
+
+/// Per kernel, whether it is a GEMM call with batch axes (run batch index by batch index).
+fn batched_calls(gemms: &[Option<(GemmSpec, [NodeId; 3])>]) -> Vec<bool> {
+    gemms
+        .iter()
+        .map(|c| c.as_ref().is_some_and(|(spec, _)| !spec.batch.is_empty()))
+        .collect()
 }
 
 /// The first `pad` view a dot among `stages` reads (through other views), if any.
