@@ -20,7 +20,7 @@ axis against the inner one, l2 as a dot against l2 as a sum). Also writes JSON l
 `pip install -r bench/requirements.txt`, and minutes of a quiet machine).
 
     python3 bench/peers.py [--rounds 3] [--runs 11] [--workload chain ...] [--system jax ...]
-                           [--rows 2048] [--cranelift-lanes]
+                           [--rows 2048] [--cranelift-lanes] [--ymm-leaves]
 
 The cache-resident rows (--workload cache, issue 61): chain_c, l2_c, softmax_c, layernorm_c are
 chain, l2, softmax and layernorm at sizes whose inputs each take at most a quarter of L3 (4 MiB
@@ -36,7 +36,8 @@ in bench/peers_local.py. No bandwidth floor is printed for them: DRAM does not b
 
 `--rows N` runs the orientation rows with R = N (2048: 4 MiB a matrix, a cache-resident size,
 issue 61), weft and the peers alike; `--cranelift-lanes` also times weft's fused plan without
-assembled leaf loops, as `weft-fused-cranelift-lanes`.
+assembled leaf loops, as `weft-fused-cranelift-lanes`, and `--ymm-leaves` with its leaf loops
+8 lanes wide on an AVX-512F host, as `weft-fused-ymm-leaves` (16 lanes is the default there).
 """
 import argparse, json, os, statistics, subprocess, sys, tempfile
 from pathlib import Path
@@ -97,7 +98,7 @@ GROUPS = {"schedules": list(SCHEDULES), "orientation": list(ORIENTATION),  # --w
           "cache": list(CACHE), "models": list(MODELS)}
 LOCAL = {"bcast_exp", *SCHEDULES, *ORIENTATION, *CACHE}  # timed by bench/peers_local.py
 FOLDERS = {**{w: "schedules" for w in SCHEDULES}, **{w: "orientation" for w in ORIENTATION}}
-LANES = False  # --cranelift-lanes
+EXTRA_MODES = []  # weft bench flags for extra fused modes: --cranelift-lanes, --ymm-leaves
 ALL_SYSTEMS = ["numpy", "numexpr", "jax", "torch", "inductor", "iree", "ort", "tinygrad"]
 
 
@@ -168,7 +169,7 @@ def weft_bench(weft, workload, runs, rows=None, venv=None):
         path = cache_graph(workload)
     lines = run_json_lines([weft, "bench", str(path),
                             "--json", "--skip-interp", "--runs", str(runs), "--warmup", "2",
-                            *(["--cranelift-lanes"] if LANES else [])])
+                            *EXTRA_MODES])
     if not lines:
         return {}
     return {f"weft-{m['mode']}": m["median_ms"] for m in lines[0]["modes"]}
@@ -201,9 +202,10 @@ def main():
                     "2048 makes each 4 MiB, cache-resident); other workloads keep their sizes")
     ap.add_argument("--cranelift-lanes", action="store_true",
                     help="also time weft fused without assembled leaf loops (weft bench --cranelift-lanes)")
+    ap.add_argument("--ymm-leaves", action="store_true",
+                    help="also time weft fused with 8-lane leaf loops on an AVX-512F host (weft bench --ymm-leaves)")
     a = ap.parse_args()
-    global LANES
-    LANES = a.cranelift_lanes
+    EXTRA_MODES.extend(f for f, on in [("--cranelift-lanes", a.cranelift_lanes), ("--ymm-leaves", a.ymm_leaves)] if on)
     workloads = [w for g in a.workload or list(WORKLOADS) for w in GROUPS.get(g, [g])]
     if unknown := [w for w in workloads if w not in WORKLOADS]:
         sys.exit(f"unknown workload {unknown[0]}: one of {' '.join([*WORKLOADS, *GROUPS])}")

@@ -82,8 +82,13 @@ pub(super) trait Width: Copy + PartialEq {
     /// Where a comparison's result is held until a blend reads it: the given scratch vector
     /// register (`ymm`), or an opmask register (`zmm`).
     type Mask: Copy;
+    /// Registers beyond 0–15 that hold constants for a whole loop ([`Pool::keeping`]): the
+    /// sixteen `zmm16`–`zmm31` AVX-512 adds (no other code names them), none at `ymm`.
+    const KEPT: u8;
     /// Vector register `r` (0–15).
     fn reg(r: u8) -> Self;
+    /// Register `i` (below [`Width::KEPT`]) of the constants kept for a whole loop.
+    fn kept(i: u8) -> Self;
     /// A memory operand of one whole register.
     fn ptr(m: impl Into<AsmMemoryOperand>) -> AsmMemoryOperand;
     /// The mask of a function's comparison `slot` (0–3), `scratch` the register the `ymm`
@@ -92,25 +97,26 @@ pub(super) trait Width: Copy + PartialEq {
 
     fn mov(a: &mut CodeAssembler, d: Self, x: Self) -> Result;
     fn load(a: &mut CodeAssembler, d: Self, m: AsmMemoryOperand) -> Result;
+    /// `d` = constant `c` (every lane).
+    fn load_const(a: &mut CodeAssembler, d: Self, c: Src<Self>) -> Result;
     fn store(a: &mut CodeAssembler, m: AsmMemoryOperand, s: Self) -> Result;
     /// `d` = every lane the f32 at `m` (a `dword_ptr`).
     fn broadcast(a: &mut CodeAssembler, d: Self, m: AsmMemoryOperand) -> Result;
     /// `d` = every lane the low f32 of `x` (`x` is `d`'s own low part).
     fn broadcast_low(a: &mut CodeAssembler, d: Self, x: AsmRegisterXmm) -> Result;
     fn arith(a: &mut CodeAssembler, op: Arith, d: Self, x: Self, y: Self) -> Result;
-    fn arith_m(a: &mut CodeAssembler, op: Arith, d: Self, x: Self, m: AsmMemoryOperand) -> Result;
+    fn arith_m(a: &mut CodeAssembler, op: Arith, d: Self, x: Self, m: Src<Self>) -> Result;
     /// `and`, `or` or `xor` (`op`) of the bits.
     fn bitwise(a: &mut CodeAssembler, op: Arith, d: Self, x: Self, y: Self) -> Result;
-    fn bitwise_m(a: &mut CodeAssembler, op: Arith, d: Self, x: Self, m: AsmMemoryOperand)
-        -> Result;
+    fn bitwise_m(a: &mut CodeAssembler, op: Arith, d: Self, x: Self, m: Src<Self>) -> Result;
     fn sqrt(a: &mut CodeAssembler, d: Self, x: Self) -> Result;
-    fn min_m(a: &mut CodeAssembler, d: Self, x: Self, m: AsmMemoryOperand) -> Result;
+    fn min_m(a: &mut CodeAssembler, d: Self, x: Self, m: Src<Self>) -> Result;
     /// `d = d·x + m`, fused.
-    fn fmadd213_m(a: &mut CodeAssembler, d: Self, x: Self, m: AsmMemoryOperand) -> Result;
+    fn fmadd213_m(a: &mut CodeAssembler, d: Self, x: Self, m: Src<Self>) -> Result;
     /// `d = d·x + y`, fused.
     fn fmadd213(a: &mut CodeAssembler, d: Self, x: Self, y: Self) -> Result;
     /// `d = x·m + d`, fused.
-    fn fmadd231_m(a: &mut CodeAssembler, d: Self, x: Self, m: AsmMemoryOperand) -> Result;
+    fn fmadd231_m(a: &mut CodeAssembler, d: Self, x: Self, m: Src<Self>) -> Result;
     /// Each 32-bit lane shifted left (right, logically) by `n`.
     fn shl32(a: &mut CodeAssembler, d: Self, x: Self, n: u32) -> Result;
     fn shr32(a: &mut CodeAssembler, d: Self, x: Self, n: u32) -> Result;
@@ -119,13 +125,13 @@ pub(super) trait Width: Copy + PartialEq {
     /// 32-bit integer lanes to f32.
     fn i32_to_f32(a: &mut CodeAssembler, d: Self, x: Self) -> Result;
     /// `k = x <predicate> m`.
-    fn cmp_m(a: &mut CodeAssembler, k: Self::Mask, x: Self, m: AsmMemoryOperand, p: u32) -> Result;
+    fn cmp_m(a: &mut CodeAssembler, k: Self::Mask, x: Self, m: Src<Self>, p: u32) -> Result;
     /// `d = k ? t : f`, lane by lane.
     fn blend(a: &mut CodeAssembler, d: Self, f: Self, t: Self, k: Self::Mask) -> Result;
     /// `d = k ? +0 : d`.
     fn zero_where(a: &mut CodeAssembler, d: Self, k: Self::Mask) -> Result;
     /// `d = k ? m : +0` (`d` the register `k`'s `ymm` form is held in, or any).
-    fn only_where(a: &mut CodeAssembler, d: Self, k: Self::Mask, m: AsmMemoryOperand) -> Result;
+    fn only_where(a: &mut CodeAssembler, d: Self, k: Self::Mask, m: Src<Self>) -> Result;
     /// A body's comparison: `d` = all ones where `x <predicate> y`, else zeros.
     fn compare(a: &mut CodeAssembler, d: Self, x: Self, y: Self, p: u32) -> Result;
     /// A body's select: `d = mask ? t : f`, `mask` a lane mask in a vector register.
@@ -144,6 +150,24 @@ pub(super) trait Width: Copy + PartialEq {
     fn relu(a: &mut CodeAssembler, d: Self, x: Self, zero: Self) -> Result;
 }
 
+/// A constant's operand: its pool entry, or the register it is kept in for the whole loop.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Src<W> {
+    Mem(AsmMemoryOperand),
+    Reg(W),
+}
+
+/// `$e` with `$o` the constant `$src`'s operand, memory or register (iced's operand types
+/// choose the encoding).
+macro_rules! with_src {
+    ($src:expr, |$o:ident| $e:expr) => {
+        match $src {
+            Src::Mem($o) => $e,
+            Src::Reg($o) => $e,
+        }
+    };
+}
+
 const YMM: [AsmRegisterYmm; 16] = [
     ymm0, ymm1, ymm2, ymm3, ymm4, ymm5, ymm6, ymm7, ymm8, ymm9, ymm10, ymm11, ymm12, ymm13, ymm14,
     ymm15,
@@ -151,6 +175,10 @@ const YMM: [AsmRegisterYmm; 16] = [
 const ZMM: [AsmRegisterZmm; 16] = [
     zmm0, zmm1, zmm2, zmm3, zmm4, zmm5, zmm6, zmm7, zmm8, zmm9, zmm10, zmm11, zmm12, zmm13, zmm14,
     zmm15,
+];
+const ZMM_KEPT: [AsmRegisterZmm; 16] = [
+    zmm16, zmm17, zmm18, zmm19, zmm20, zmm21, zmm22, zmm23, zmm24, zmm25, zmm26, zmm27, zmm28,
+    zmm29, zmm30, zmm31,
 ];
 
 /// `ymm`: AVX2 and FMA.
@@ -167,6 +195,9 @@ macro_rules! same_at_both_widths {
         }
         fn load(a: &mut CodeAssembler, d: Self, m: AsmMemoryOperand) -> Result {
             a.vmovups(d, m)
+        }
+        fn load_const(a: &mut CodeAssembler, d: Self, c: Src<Self>) -> Result {
+            with_src!(c, |o| a.vmovaps(d, o))
         }
         fn store(a: &mut CodeAssembler, m: AsmMemoryOperand, s: Self) -> Result {
             a.vmovups(m, s)
@@ -186,35 +217,29 @@ macro_rules! same_at_both_widths {
                 Arith::And | Arith::Xor | Arith::Or => Self::bitwise(a, op, d, x, y),
             }
         }
-        fn arith_m(
-            a: &mut CodeAssembler,
-            op: Arith,
-            d: Self,
-            x: Self,
-            m: AsmMemoryOperand,
-        ) -> Result {
+        fn arith_m(a: &mut CodeAssembler, op: Arith, d: Self, x: Self, m: Src<Self>) -> Result {
             match op {
-                Arith::Add => a.vaddps(d, x, m),
-                Arith::Sub => a.vsubps(d, x, m),
-                Arith::Mul => a.vmulps(d, x, m),
-                Arith::Div => a.vdivps(d, x, m),
+                Arith::Add => with_src!(m, |o| a.vaddps(d, x, o)),
+                Arith::Sub => with_src!(m, |o| a.vsubps(d, x, o)),
+                Arith::Mul => with_src!(m, |o| a.vmulps(d, x, o)),
+                Arith::Div => with_src!(m, |o| a.vdivps(d, x, o)),
                 Arith::And | Arith::Xor | Arith::Or => Self::bitwise_m(a, op, d, x, m),
             }
         }
         fn sqrt(a: &mut CodeAssembler, d: Self, x: Self) -> Result {
             a.vsqrtps(d, x)
         }
-        fn min_m(a: &mut CodeAssembler, d: Self, x: Self, m: AsmMemoryOperand) -> Result {
-            a.vminps(d, x, m)
+        fn min_m(a: &mut CodeAssembler, d: Self, x: Self, m: Src<Self>) -> Result {
+            with_src!(m, |o| a.vminps(d, x, o))
         }
-        fn fmadd213_m(a: &mut CodeAssembler, d: Self, x: Self, m: AsmMemoryOperand) -> Result {
-            a.vfmadd213ps(d, x, m)
+        fn fmadd213_m(a: &mut CodeAssembler, d: Self, x: Self, m: Src<Self>) -> Result {
+            with_src!(m, |o| a.vfmadd213ps(d, x, o))
         }
         fn fmadd213(a: &mut CodeAssembler, d: Self, x: Self, y: Self) -> Result {
             a.vfmadd213ps(d, x, y)
         }
-        fn fmadd231_m(a: &mut CodeAssembler, d: Self, x: Self, m: AsmMemoryOperand) -> Result {
-            a.vfmadd231ps(d, x, m)
+        fn fmadd231_m(a: &mut CodeAssembler, d: Self, x: Self, m: Src<Self>) -> Result {
+            with_src!(m, |o| a.vfmadd231ps(d, x, o))
         }
         fn shl32(a: &mut CodeAssembler, d: Self, x: Self, n: u32) -> Result {
             a.vpslld(d, x, n)
@@ -228,14 +253,8 @@ macro_rules! same_at_both_widths {
         fn i32_to_f32(a: &mut CodeAssembler, d: Self, x: Self) -> Result {
             a.vcvtdq2ps(d, x)
         }
-        fn cmp_m(
-            a: &mut CodeAssembler,
-            k: Self::Mask,
-            x: Self,
-            m: AsmMemoryOperand,
-            p: u32,
-        ) -> Result {
-            a.vcmpps(k, x, m, p)
+        fn cmp_m(a: &mut CodeAssembler, k: Self::Mask, x: Self, m: Src<Self>, p: u32) -> Result {
+            with_src!(m, |o| a.vcmpps(k, x, o, p))
         }
     };
 }
@@ -243,8 +262,13 @@ macro_rules! same_at_both_widths {
 impl Width for AsmRegisterYmm {
     const LANES: u32 = 8;
     type Mask = AsmRegisterYmm;
+    const KEPT: u8 = 0;
     fn reg(r: u8) -> Self {
         YMM[usize::from(r)]
+    }
+    /// Never called ([`Pool`] keeps no constant when `KEPT` is 0).
+    fn kept(i: u8) -> Self {
+        YMM[usize::from(i) % YMM.len()]
     }
     fn ptr(m: impl Into<AsmMemoryOperand>) -> AsmMemoryOperand {
         ymmword_ptr(m)
@@ -259,17 +283,11 @@ impl Width for AsmRegisterYmm {
             _ => a.vxorps(d, x, y),
         }
     }
-    fn bitwise_m(
-        a: &mut CodeAssembler,
-        op: Arith,
-        d: Self,
-        x: Self,
-        m: AsmMemoryOperand,
-    ) -> Result {
+    fn bitwise_m(a: &mut CodeAssembler, op: Arith, d: Self, x: Self, m: Src<Self>) -> Result {
         match op {
-            Arith::And => a.vandps(d, x, m),
-            Arith::Or => a.vorps(d, x, m),
-            _ => a.vxorps(d, x, m),
+            Arith::And => with_src!(m, |o| a.vandps(d, x, o)),
+            Arith::Or => with_src!(m, |o| a.vorps(d, x, o)),
+            _ => with_src!(m, |o| a.vxorps(d, x, o)),
         }
     }
     same_at_both_widths!();
@@ -279,8 +297,8 @@ impl Width for AsmRegisterYmm {
     fn zero_where(a: &mut CodeAssembler, d: Self, k: Self) -> Result {
         a.vandnps(d, k, d)
     }
-    fn only_where(a: &mut CodeAssembler, d: Self, k: Self, m: AsmMemoryOperand) -> Result {
-        a.vandps(d, k, m)
+    fn only_where(a: &mut CodeAssembler, d: Self, k: Self, m: Src<Self>) -> Result {
+        with_src!(m, |o| a.vandps(d, k, o))
     }
     fn compare(a: &mut CodeAssembler, d: Self, x: Self, y: Self, p: u32) -> Result {
         a.vcmpps(d, x, y, p)
@@ -326,8 +344,12 @@ fn masked(r: AsmRegisterZmm, k: AsmRegisterK) -> AsmRegisterZmm {
 impl Width for AsmRegisterZmm {
     const LANES: u32 = 16;
     type Mask = AsmRegisterK;
+    const KEPT: u8 = 16;
     fn reg(r: u8) -> Self {
         ZMM[usize::from(r)]
+    }
+    fn kept(i: u8) -> Self {
+        ZMM_KEPT[usize::from(i)]
     }
     fn ptr(m: impl Into<AsmMemoryOperand>) -> AsmMemoryOperand {
         zmmword_ptr(m)
@@ -344,17 +366,11 @@ impl Width for AsmRegisterZmm {
             _ => a.vpxord(d, x, y),
         }
     }
-    fn bitwise_m(
-        a: &mut CodeAssembler,
-        op: Arith,
-        d: Self,
-        x: Self,
-        m: AsmMemoryOperand,
-    ) -> Result {
+    fn bitwise_m(a: &mut CodeAssembler, op: Arith, d: Self, x: Self, m: Src<Self>) -> Result {
         match op {
-            Arith::And => a.vpandd(d, x, m),
-            Arith::Or => a.vpord(d, x, m),
-            _ => a.vpxord(d, x, m),
+            Arith::And => with_src!(m, |o| a.vpandd(d, x, o)),
+            Arith::Or => with_src!(m, |o| a.vpord(d, x, o)),
+            _ => with_src!(m, |o| a.vpxord(d, x, o)),
         }
     }
     same_at_both_widths!();
@@ -364,8 +380,8 @@ impl Width for AsmRegisterZmm {
     fn zero_where(a: &mut CodeAssembler, d: Self, k: AsmRegisterK) -> Result {
         a.vpxord(masked(d, k), d, d)
     }
-    fn only_where(a: &mut CodeAssembler, d: Self, k: AsmRegisterK, m: AsmMemoryOperand) -> Result {
-        a.vmovups(masked(d, k).z(), m)
+    fn only_where(a: &mut CodeAssembler, d: Self, k: AsmRegisterK, m: Src<Self>) -> Result {
+        with_src!(m, |o| a.vmovups(masked(d, k).z(), o))
     }
     fn compare(a: &mut CodeAssembler, d: Self, x: Self, y: Self, p: u32) -> Result {
         a.vcmpps(k1, x, y, p)?;
@@ -387,16 +403,37 @@ impl Width for AsmRegisterZmm {
     }
 }
 
-/// Constants the functions read as memory operands, one register of copies each, after the
-/// code (16 registers do not hold a function's dozen constants beside the loop's values).
+/// Constants the functions read, one register of copies each, after the code: as memory
+/// operands, or (the first [`Width::KEPT`] a loop reads, [`Pool::keeping`]) from registers
+/// loaded once before the loop — `zmm16`–`zmm31` at `zmm`, which the loop's own values
+/// (registers 0–15) never use. A function reads a dozen constants per vector; from memory,
+/// each is a whole-register load beside the arithmetic.
 #[derive(Default)]
 pub(super) struct Pool {
     entries: Vec<(u32, CodeLabel)>,
+    /// The constants kept in registers, register `i` holding `kept[i]`.
+    kept: Vec<u32>,
 }
 
 impl Pool {
+    /// A pool whose constants `kept` (at most [`Width::KEPT`]) are read from registers.
+    pub(super) fn keeping(kept: Vec<u32>) -> Pool {
+        Pool {
+            entries: Vec::new(),
+            kept,
+        }
+    }
+
     /// The operand of constant `bits` (every lane).
-    pub(super) fn at<W: Width>(&mut self, a: &mut CodeAssembler, bits: u32) -> AsmMemoryOperand {
+    pub(super) fn at<W: Width>(&mut self, a: &mut CodeAssembler, bits: u32) -> Src<W> {
+        match self.kept.iter().position(|&b| b == bits) {
+            Some(i) if i < usize::from(W::KEPT) => Src::Reg(W::kept(i as u8)),
+            _ => Src::Mem(self.memory::<W>(a, bits)),
+        }
+    }
+
+    /// The memory operand of constant `bits`'s entry.
+    fn memory<W: Width>(&mut self, a: &mut CodeAssembler, bits: u32) -> AsmMemoryOperand {
         let label = match self.entries.iter().find(|(b, _)| *b == bits) {
             Some(&(_, label)) => label,
             None => {
@@ -408,8 +445,23 @@ impl Pool {
         W::ptr(label)
     }
 
-    fn f32<W: Width>(&mut self, a: &mut CodeAssembler, x: f32) -> AsmMemoryOperand {
+    fn f32<W: Width>(&mut self, a: &mut CodeAssembler, x: f32) -> Src<W> {
         self.at::<W>(a, x.to_bits())
+    }
+
+    /// Loads the kept constants into their registers (once, before the loop).
+    pub(super) fn load_kept<W: Width>(&mut self, a: &mut CodeAssembler) -> Result {
+        let kept = self.kept.iter().take(usize::from(W::KEPT)).copied();
+        for (i, bits) in kept.collect::<Vec<_>>().into_iter().enumerate() {
+            let m = self.memory::<W>(a, bits);
+            W::load(a, W::kept(i as u8), m)?;
+        }
+        Ok(())
+    }
+
+    /// Every constant read, in the order first read.
+    pub(super) fn constants(&self) -> Vec<u32> {
+        self.entries.iter().map(|&(bits, _)| bits).collect()
     }
 
     /// The constants, `lanes` copies each, at their labels; their length in bytes.
@@ -464,7 +516,7 @@ pub(super) fn function<W: Width>(
             let m = pool.f32::<W>(a, 1.0);
             W::arith_m(a, Arith::Add, dst, dst, m)?;
             let m = pool.f32::<W>(a, 1.0);
-            W::load(a, s0, m)?;
+            W::load_const(a, s0, m)?;
             W::arith(a, Arith::Div, dst, s0, dst)
         }
         Function::Log => log(a, pool, x, dst, s),
@@ -480,7 +532,7 @@ pub(super) fn function<W: Width>(
             W::min_m(a, s1, s0, m)?;
             exp_unchecked(a, pool, s1, s1, [s2, s3], &tanh_f32::EXP_FORM)?;
             let m = pool.f32::<W>(a, 1.0);
-            W::load(a, s2, m)?;
+            W::load_const(a, s2, m)?;
             W::arith(a, Arith::Sub, s2, s2, s1)?;
             let m = pool.f32::<W>(a, 1.0);
             W::arith_m(a, Arith::Add, s1, s1, m)?;
@@ -561,7 +613,7 @@ fn log<W: Width>(
         let m = pool.f32::<W>(a, than);
         W::cmp_m(a, special, x, m, predicate)?;
         let m = pool.f32::<W>(a, value);
-        W::load(a, s2, m)?;
+        W::load_const(a, s2, m)?;
         W::blend(a, dst, dst, s2, special)?;
     }
     Ok(())
@@ -594,7 +646,7 @@ fn exp_unchecked<W: Width>(
     form: &ExpForm,
 ) -> Result {
     let m = pool.f32::<W>(a, form.log2e);
-    W::load(a, t0, m)?;
+    W::load_const(a, t0, m)?;
     let m = pool.f32::<W>(a, exp_f32::MAGIC);
     W::fmadd213_m(a, t0, x, m)?;
     let m = pool.f32::<W>(a, exp_f32::MAGIC);
@@ -624,7 +676,7 @@ fn horner<W: Width>(
         return Ok(());
     };
     let m = pool.f32::<W>(a, last);
-    W::load(a, acc, m)?;
+    W::load_const(a, acc, m)?;
     for &c in rest.iter().rev() {
         let m = pool.f32::<W>(a, c);
         W::fmadd213_m(a, acc, x, m)?;
@@ -796,5 +848,52 @@ mod tests {
             assert!(wide.iter().any(|i| i.mnemonic() == Mnemonic::Vcmpps));
             assert!(!wide.iter().any(|i| i.mnemonic() == Mnemonic::Vblendvps));
         }
+    }
+
+    /// At `zmm` a loop reads the constants of its functions from `zmm16`–`zmm31`, loaded once
+    /// before it (the first sixteen it reads; exp has thirteen): no instruction of the loop
+    /// reads the pool. At `ymm` (no spare registers) they stay memory operands.
+    #[test]
+    fn zmm_loops_keep_their_constants_in_registers() {
+        let k = parse_kernel(
+            "exp",
+            "kernel @exp {
+  buffer %a: f32[1024] read
+  buffer %o: f32[1024] write
+  loop %i0 in 0..1024 vectorize {
+    %v0: f32 = load %a[%i0]
+    %v1: f32 = exp %v0
+    store %o[%i0], %v1
+  }
+}
+",
+        )
+        .unwrap();
+        let pool_reads = |width| {
+            let code = instructions(&leaf(&k, None, width).assemble(false).unwrap());
+            // The loop: from the first load of the input (after the kept constants) to its
+            // backward branch.
+            let top = code
+                .iter()
+                .position(|i| i.mnemonic() == Mnemonic::Vmovups && !i.is_ip_rel_memory_operand())
+                .expect("the loop's load");
+            let end = code
+                .iter()
+                .position(|i| i.mnemonic() == Mnemonic::Jb)
+                .expect("the loop's branch");
+            let kept = code[..top]
+                .iter()
+                .filter(|i| i.is_ip_rel_memory_operand())
+                .count();
+            let read = code[top..end]
+                .iter()
+                .filter(|i| i.is_ip_rel_memory_operand())
+                .count();
+            (kept, read)
+        };
+        assert_eq!(pool_reads(LeafWidth::Zmm), (13, 0));
+        let (kept, read) = pool_reads(LeafWidth::Ymm);
+        assert_eq!(kept, 0);
+        assert!(read >= 13, "{read} reads of the pool at ymm");
     }
 }
