@@ -460,6 +460,25 @@ fn attention_written_as_sums_of_products_runs_two_gemm_contractions() {
     }
 }
 
+/// Batch axes whose strides compose are one axis: attention's batch and heads, laid out one
+/// within the other in q, k and the scores, are one batch axis of B·H matrices (with the
+/// interpreter's values); laid out otherwise (H outermost in k), they stay two.
+#[test]
+fn composing_batch_axes_are_one() {
+    let (g, _) = attention([2, 3, 16, 16, 8], DType::F32, [[0, 1, 2, 3]; 3]);
+    let text = jit_common::explain(&g, &options(true, 1, 2));
+    assert!(text.contains("; batch 6 strides ("), "{text}");
+    assert!(!text.contains("; batch 2 strides ("), "{text}");
+    agree(&g, 2);
+    let (g, _) = attention(
+        [2, 2, 9, 11, 4],
+        DType::F32,
+        [[0, 1, 3, 2], [1, 0, 3, 2], [3, 1, 0, 2]],
+    );
+    let text = jit_common::explain(&g, &options(true, 1, 2));
+    assert!(text.contains("; batch 2 strides ("), "{text}");
+}
+
 #[test]
 fn explain_names_the_contraction_and_the_product_is_never_stored() {
     let (g, products) = attention([2, 3, 32, 32, 16], DType::F32, [[0, 1, 2, 3]; 3]);

@@ -259,6 +259,9 @@ fn plan_one(
         d
     };
     let (m, n) = (pick(&mut ms), pick(&mut ns));
+    // Batch axes whose strides compose (attention's heads within its batch) are one: one
+    // index per matrix, which an epilogue over the batch can follow.
+    let batch = merge(batch, &[0, 1, 2]);
     let k = ks.first().copied().unwrap_or(Dim { len: 1, s: [0; 3] });
     if (m.len as u64) < options.min_side || (n.len as u64) < options.min_side {
         return Err(format!(
