@@ -19,10 +19,11 @@
 //! each at its displacement: the rows of a jammed sum in memory order; a load the same for
 //! every iteration is broadcast once), then the address of a later row the steps prefetch, if
 //! they do, then each value from outside the loop (f32 bits), then a sum's partials' address.
-//! The body's constants are immediates in the code, the functions' in a pool after it; at
-//! `zmm` the first sixteen the loop reads are loaded once into `zmm16`–`zmm31` (which the body
-//! never names) and read from there (`leaf_asm::Pool::keeping`; `exp`, `tanh`, `log`,
-//! `sigmoid` 18–32 % faster on Zen 4, docs/benchmarks.md).
+//! The body's constants are immediates in the code, the functions' in a pool after it; the
+//! first the loop reads are loaded once into the registers the body leaves free (above its
+//! own: `zmm16`–`zmm31` and more at `zmm`, the rest of the 16 at `ymm`) and read from there
+//! (`leaf_asm::Pool::keeping`; at `zmm`, `exp`, `tanh`, `log`, `sigmoid` 18–32 % faster on
+//! Zen 4, docs/benchmarks.md).
 //!
 //! Assumes: the loop has a vector plan (its iterations are independent: `vectorize::plan`), and
 //! the host has the width's extensions (AVX2 and FMA; AVX-512F for `zmm`). Guarantees: the same bits as the loop's own code (each operation is the
@@ -1035,10 +1036,12 @@ impl LeafLoop {
 
     /// [`LeafLoop::assemble`] at width `W`.
     fn assemble_aligned<W: Width>(&self, prefetch: bool) -> Result<Vec<u8>, IcedError> {
-        // The constants the loop reads, the first `W::KEPT` of them then kept in registers.
-        let kept = if W::KEPT > 0 {
+        // The constants the loop reads, the first of them then kept in the registers the body
+        // leaves free.
+        let free = W::REGISTERS.saturating_sub(self.registers);
+        let kept: Vec<u32> = if free > 0 {
             let (_, _, read) = self.assemble_padded::<W>(prefetch, 0, Vec::new())?;
-            read.into_iter().take(usize::from(W::KEPT)).collect()
+            read.into_iter().take(usize::from(free)).collect()
         } else {
             Vec::new()
         };
@@ -1075,7 +1078,7 @@ impl LeafLoop {
         let y = W::reg;
         let vector_bytes = 4 * W::LANES as usize;
         let mut a = CodeAssembler::new(64)?;
-        let mut pool = Pool::keeping(kept);
+        let mut pool = Pool::keeping(kept, self.registers);
         let mut top = a.create_label();
         let mut done = a.create_label();
         let streams = self.streams.len() + usize::from(prefetch);

@@ -82,13 +82,11 @@ pub(super) trait Width: Copy + PartialEq {
     /// Where a comparison's result is held until a blend reads it: the given scratch vector
     /// register (`ymm`), or an opmask register (`zmm`).
     type Mask: Copy;
-    /// Registers beyond 0–15 that hold constants for a whole loop ([`Pool::keeping`]): the
-    /// sixteen `zmm16`–`zmm31` AVX-512 adds (no other code names them), none at `ymm`.
-    const KEPT: u8;
-    /// Vector register `r` (0–15).
+    /// Vector registers of the width: 16 `ymm`, 32 `zmm`. A body takes registers from 0 up;
+    /// the rest can keep constants for a whole loop ([`Pool::keeping`]).
+    const REGISTERS: u8;
+    /// Vector register `r` (below [`Width::REGISTERS`]).
     fn reg(r: u8) -> Self;
-    /// Register `i` (below [`Width::KEPT`]) of the constants kept for a whole loop.
-    fn kept(i: u8) -> Self;
     /// A memory operand of one whole register.
     fn ptr(m: impl Into<AsmMemoryOperand>) -> AsmMemoryOperand;
     /// The mask of a function's comparison `slot` (0–3), `scratch` the register the `ymm`
@@ -172,13 +170,10 @@ const YMM: [AsmRegisterYmm; 16] = [
     ymm0, ymm1, ymm2, ymm3, ymm4, ymm5, ymm6, ymm7, ymm8, ymm9, ymm10, ymm11, ymm12, ymm13, ymm14,
     ymm15,
 ];
-const ZMM: [AsmRegisterZmm; 16] = [
+const ZMM: [AsmRegisterZmm; 32] = [
     zmm0, zmm1, zmm2, zmm3, zmm4, zmm5, zmm6, zmm7, zmm8, zmm9, zmm10, zmm11, zmm12, zmm13, zmm14,
-    zmm15,
-];
-const ZMM_KEPT: [AsmRegisterZmm; 16] = [
-    zmm16, zmm17, zmm18, zmm19, zmm20, zmm21, zmm22, zmm23, zmm24, zmm25, zmm26, zmm27, zmm28,
-    zmm29, zmm30, zmm31,
+    zmm15, zmm16, zmm17, zmm18, zmm19, zmm20, zmm21, zmm22, zmm23, zmm24, zmm25, zmm26, zmm27,
+    zmm28, zmm29, zmm30, zmm31,
 ];
 
 /// `ymm`: AVX2 and FMA.
@@ -262,13 +257,9 @@ macro_rules! same_at_both_widths {
 impl Width for AsmRegisterYmm {
     const LANES: u32 = 8;
     type Mask = AsmRegisterYmm;
-    const KEPT: u8 = 0;
+    const REGISTERS: u8 = 16;
     fn reg(r: u8) -> Self {
         YMM[usize::from(r)]
-    }
-    /// Never called ([`Pool`] keeps no constant when `KEPT` is 0).
-    fn kept(i: u8) -> Self {
-        YMM[usize::from(i) % YMM.len()]
     }
     fn ptr(m: impl Into<AsmMemoryOperand>) -> AsmMemoryOperand {
         ymmword_ptr(m)
@@ -344,12 +335,9 @@ fn masked(r: AsmRegisterZmm, k: AsmRegisterK) -> AsmRegisterZmm {
 impl Width for AsmRegisterZmm {
     const LANES: u32 = 16;
     type Mask = AsmRegisterK;
-    const KEPT: u8 = 16;
+    const REGISTERS: u8 = 32;
     fn reg(r: u8) -> Self {
         ZMM[usize::from(r)]
-    }
-    fn kept(i: u8) -> Self {
-        ZMM_KEPT[usize::from(i)]
     }
     fn ptr(m: impl Into<AsmMemoryOperand>) -> AsmMemoryOperand {
         zmmword_ptr(m)
@@ -404,31 +392,42 @@ impl Width for AsmRegisterZmm {
 }
 
 /// Constants the functions read, one register of copies each, after the code: as memory
-/// operands, or (the first [`Width::KEPT`] a loop reads, [`Pool::keeping`]) from registers
-/// loaded once before the loop — `zmm16`–`zmm31` at `zmm`, which the loop's own values
-/// (registers 0–15) never use. A function reads a dozen constants per vector; from memory,
-/// each is a whole-register load beside the arithmetic.
+/// operands, or (the first a loop reads, as many as there are registers its body leaves
+/// free, [`Pool::keeping`]) from registers loaded once before the loop. A function reads a
+/// dozen constants per vector; from memory, each is a whole-register load beside the
+/// arithmetic.
 #[derive(Default)]
 pub(super) struct Pool {
     entries: Vec<(u32, CodeLabel)>,
-    /// The constants kept in registers, register `i` holding `kept[i]`.
+    /// The constants kept in registers, `kept[i]` in register `first + i`.
     kept: Vec<u32>,
+    first: u8,
 }
 
 impl Pool {
-    /// A pool whose constants `kept` (at most [`Width::KEPT`]) are read from registers.
-    pub(super) fn keeping(kept: Vec<u32>) -> Pool {
+    /// A pool whose constants `kept` are read from registers `first`, `first + 1`, …: those
+    /// of them below [`Width::REGISTERS`], which the body (registers below `first`) leaves
+    /// free.
+    pub(super) fn keeping(kept: Vec<u32>, first: u8) -> Pool {
         Pool {
             entries: Vec::new(),
             kept,
+            first,
         }
+    }
+
+    /// The register of the `i`-th kept constant, if there is one at width `W`.
+    fn kept_register<W: Width>(&self, i: usize) -> Option<W> {
+        let r = usize::from(self.first).checked_add(i)?;
+        (r < usize::from(W::REGISTERS)).then(|| W::reg(r as u8))
     }
 
     /// The operand of constant `bits` (every lane).
     pub(super) fn at<W: Width>(&mut self, a: &mut CodeAssembler, bits: u32) -> Src<W> {
-        match self.kept.iter().position(|&b| b == bits) {
-            Some(i) if i < usize::from(W::KEPT) => Src::Reg(W::kept(i as u8)),
-            _ => Src::Mem(self.memory::<W>(a, bits)),
+        let kept = self.kept.iter().position(|&b| b == bits);
+        match kept.and_then(|i| self.kept_register::<W>(i)) {
+            Some(r) => Src::Reg(r),
+            None => Src::Mem(self.memory::<W>(a, bits)),
         }
     }
 
@@ -451,10 +450,12 @@ impl Pool {
 
     /// Loads the kept constants into their registers (once, before the loop).
     pub(super) fn load_kept<W: Width>(&mut self, a: &mut CodeAssembler) -> Result {
-        let kept = self.kept.iter().take(usize::from(W::KEPT)).copied();
-        for (i, bits) in kept.collect::<Vec<_>>().into_iter().enumerate() {
+        for (i, bits) in self.kept.clone().into_iter().enumerate() {
+            let Some(r) = self.kept_register::<W>(i) else {
+                break;
+            };
             let m = self.memory::<W>(a, bits);
-            W::load(a, W::kept(i as u8), m)?;
+            W::load(a, r, m)?;
         }
         Ok(())
     }
@@ -850,11 +851,11 @@ mod tests {
         }
     }
 
-    /// At `zmm` a loop reads the constants of its functions from `zmm16`–`zmm31`, loaded once
-    /// before it (the first sixteen it reads; exp has thirteen): no instruction of the loop
-    /// reads the pool. At `ymm` (no spare registers) they stay memory operands.
+    /// A loop reads the constants of its functions from the registers its body leaves free,
+    /// loaded once before it: at `zmm` (28 free) all thirteen of exp's, so no instruction of
+    /// the loop reads the pool; at `ymm` (12 free) the first twelve, the last from memory.
     #[test]
-    fn zmm_loops_keep_their_constants_in_registers() {
+    fn loops_keep_their_constants_in_free_registers() {
         let k = parse_kernel(
             "exp",
             "kernel @exp {
@@ -891,9 +892,10 @@ mod tests {
                 .count();
             (kept, read)
         };
+        assert_eq!(leaf(&k, None, LeafWidth::Ymm).registers, 4);
         assert_eq!(pool_reads(LeafWidth::Zmm), (13, 0));
         let (kept, read) = pool_reads(LeafWidth::Ymm);
-        assert_eq!(kept, 0);
-        assert!(read >= 13, "{read} reads of the pool at ymm");
+        assert_eq!(kept, 12);
+        assert!(read >= 1, "{read} reads of the pool at ymm");
     }
 }
