@@ -449,6 +449,61 @@ mod tests {
         }
     }
 
+    /// `NAME = value` of weft.h's `typedef enum {name} { ... }`, in order.
+    fn header_enum(name: &str) -> Vec<(String, i64)> {
+        let header = include_str!("../include/weft.h");
+        let open = format!("typedef enum {name} {{");
+        let body = header.split(&open).nth(1).expect("the enum in weft.h");
+        let body = body.split('}').next().expect("the enum's end");
+        body.lines()
+            .map(|l| l.split("/*").next().unwrap_or_default().trim())
+            .filter(|l| l.starts_with("WEFT_"))
+            .map(|l| {
+                let (k, v) = l
+                    .trim_end_matches(',')
+                    .split_once('=')
+                    .expect("NAME = value");
+                (k.trim().to_owned(), v.trim().parse().expect("a number"))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_header_and_the_library_agree_on_every_code() {
+        let statuses = [
+            ("WEFT_OK", Status::Ok),
+            ("WEFT_ERROR_ARGUMENT", Status::Argument),
+            ("WEFT_ERROR_IO", Status::Io),
+            ("WEFT_ERROR_MODEL", Status::Model),
+            ("WEFT_ERROR_COMPILE", Status::Compile),
+            ("WEFT_ERROR_MEMORY", Status::Memory),
+            ("WEFT_ERROR_RUN", Status::Run),
+            ("WEFT_ERROR_INTERNAL", Status::Internal),
+        ];
+        let expected: Vec<(String, i64)> = statuses
+            .iter()
+            .map(|(k, s)| (k.to_string(), *s as i64))
+            .collect();
+        assert_eq!(header_enum("weft_status"), expected);
+        let dtypes = [
+            ("WEFT_F32", weft_api::DType::F32),
+            ("WEFT_F64", weft_api::DType::F64),
+            ("WEFT_I32", weft_api::DType::I32),
+            ("WEFT_I64", weft_api::DType::I64),
+            ("WEFT_BOOL", weft_api::DType::Bool),
+        ];
+        let expected: Vec<(String, i64)> = dtypes
+            .iter()
+            .map(|(k, d)| (k.to_string(), i64::from(model::dtype_code(*d))))
+            .collect();
+        assert_eq!(header_enum("weft_dtype"), expected);
+        for (_, d) in dtypes {
+            assert_eq!(dtype_of(model::dtype_code(d)), Some(d));
+        }
+        let version = format!("#define WEFT_API_VERSION {API_VERSION}\n");
+        assert!(include_str!("../include/weft.h").contains(&version));
+    }
+
     const MASKED: &str = "axis N = 4\nplaceholder m: bool[N]\nplaceholder x: f32[N]\n\
                           constant zero: f32 = 0\ny = select(m, x, zero)\noutput y\n";
 

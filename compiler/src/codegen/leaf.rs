@@ -1038,14 +1038,15 @@ impl LeafLoop {
     fn assemble_aligned<W: Width>(&self, prefetch: bool) -> Result<Vec<u8>, IcedError> {
         // The constants the loop reads, the first of them then kept in the registers the body
         // leaves free.
+        // A loop that keeps none (none read, or no register free) has its code already.
         let free = W::REGISTERS.saturating_sub(self.registers);
-        let kept: Vec<u32> = if free > 0 {
-            let (_, _, read) = self.assemble_padded::<W>(prefetch, 0, Vec::new())?;
-            read.into_iter().take(usize::from(free)).collect()
+        let first = self.assemble_padded::<W>(prefetch, 0, Vec::new())?;
+        let kept: Vec<u32> = first.2.iter().take(usize::from(free)).copied().collect();
+        let (code, pool, _) = if kept.is_empty() {
+            first
         } else {
-            Vec::new()
+            self.assemble_padded::<W>(prefetch, 0, kept.clone())?
         };
-        let (code, pool, _) = self.assemble_padded::<W>(prefetch, 0, kept.clone())?;
         if pool == 0 {
             return Ok(code);
         }
