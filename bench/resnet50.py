@@ -9,6 +9,7 @@ identity, in inference mode — written out here so no download is needed, expor
 bench/peers.py (workloads resnet50_b1, resnet50_b32) imports `model()` for torch and
 torch.compile, and times the exported file in weft and ONNX Runtime.
 """
+import os
 import sys
 
 
@@ -65,6 +66,8 @@ def export(path):
     import torch
     m = model()
     x = torch.randn(1, 3, 224, 224)
+    # A fresh machine has no models folder yet.
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     torch.onnx.export(m, (x,), path, input_names=["image"], output_names=["logits"],
                       dynamic_axes={"image": {0: "batch"}, "logits": {0: "batch"}},
                       opset_version=17, dynamo=False)

@@ -297,6 +297,7 @@ fn explanations_of_every_example_are_snapshots() {
         // And which engine runs a GEMM call (`GemmCall::engine`: the host's vector width).
         let text = text
             .replace("(weft's AVX2 tiles)", "(<GEMM engine>)")
+            .replace("(weft's AVX-512 tiles)", "(<GEMM engine>)")
             .replace("(gemm crate, runtime CPU dispatch)", "(<GEMM engine>)");
         insta::assert_snapshot!(format!("explain_{name}"), text);
     }

@@ -745,9 +745,11 @@ fn a_convolution_over_a_batch_runs_its_epilogue_per_image() {
     let text = jit_common::explain(&g, &options(true, 1, 2));
     assert!(text.contains("9 taps summed in C"), "{text}");
     assert!(text.contains("A @0 strides (1, "), "{text}");
-    // The host decides the engine: weft's tiles on AVX2 (every tap in registers), else the
-    // crate (a call per tap).
-    let schedule = if text.contains("(weft's AVX2 tiles)") {
+    // The host decides the engine: weft's tiles (every tap in registers), else the crate (a
+    // call per tap).
+    let schedule = if text.contains("(weft's AVX2 tiles)")
+        || text.contains("(weft's AVX-512 tiles)")
+    {
         "taps: every tap summed in registers"
     } else {
         "one crate call per tap and per 48 columns (A read in place, not packed); B packed once per call"

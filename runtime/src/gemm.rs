@@ -311,7 +311,7 @@ pub struct GemmCall {
     tap_block: usize,
     /// Most columns of C per crate call of a tap ([`unpacked_columns`]).
     tap_columns: usize,
-    /// Whether weft's AVX2 tiles run the blocks ([`gemm_tiles::takes`]), not the crate.
+    /// Whether weft's tiles run the blocks ([`gemm_tiles::takes`]), not the crate.
     tiles: bool,
 }
 
@@ -450,10 +450,14 @@ impl GemmCall {
         &self.spec
     }
 
-    /// What runs the blocks (`weft explain`): weft's AVX2 tiles or the `gemm` crate.
+    /// What runs the blocks (`weft explain`): weft's tiles (at the host's width) or the
+    /// `gemm` crate.
     pub fn engine(&self) -> &'static str {
         if self.tiles {
-            "weft's AVX2 tiles"
+            match gemm_tiles::Width::host() {
+                gemm_tiles::Width::Ymm => "weft's AVX2 tiles",
+                gemm_tiles::Width::Zmm => "weft's AVX-512 tiles",
+            }
         } else {
             "gemm crate, runtime CPU dispatch"
         }

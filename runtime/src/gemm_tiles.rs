@@ -1,10 +1,11 @@
-//! weft's own f32 GEMM tiles for AVX2 with FMA: one block of a GEMM call of any number of
-//! taps, `C = Σ_t A_t · B_t`, every tap summed in registers.
+//! weft's own f32 GEMM tiles for AVX2 with FMA and for AVX-512F: one block of a GEMM call of
+//! any number of taps, `C = Σ_t A_t · B_t`, every tap summed in registers.
 //!
 //! Why: the `gemm` crate takes one tap per call, so a convolution's nine taps pass C through
 //! memory nine times and each call packs its operands again; with ResNet-50's `k` of 64 to
-//! 512 per tap most of the crate's time went to that. Here a tile of 16 rows × 6 columns of
-//! C stays in twelve `ymm` accumulators over a slice of `k` (about [`SLICE_TERMS`] terms,
+//! 512 per tap most of the crate's time went to that. Here a tile of C stays in accumulator
+//! registers ([`Width`]: 16 rows × 6 columns in twelve `ymm`, or 32 × 8 in sixteen
+//! `zmm`) over a slice of `k` (about [`SLICE_TERMS`] terms,
 //! every tap), A is packed per slice and chunk of rows, B is broadcast element by element from
 //! wherever it is (a filter's taps are adjacent in memory, so one pass over B reads it in
 //! order), and C is written once per slice.
@@ -13,12 +14,13 @@
 //! `B[p + tap.b, j]` (offsets as given, strides as given) and `C[i, j]` for `i < rows`,
 //! `p < k`, `j < cols` and every tap lies in memory the caller holds (A and B readable, C
 //! writable, C's elements distinct and apart from A and B); the CPU has AVX2 and FMA
-//! ([`runnable`]); one to [`MAX_TAPS`] taps.
+//! ([`runnable`]), and AVX-512F for [`Width::Zmm`]; one to [`MAX_TAPS`] taps.
 //!
 //! Guarantees: `C[i, j]` = the sum of the slices' sums in slice order, each slice's the f32
 //! sum from +0 of its `A_t[i, p] · B_t[p, j]`, each fused multiply-added, `p` outer and the
 //! taps inner in their order — the same order for every element whatever the block, chunk or
-//! tile, so results do not depend on blocks or thread counts; each element goes through at
+//! tile or width, so results do not depend on blocks, thread counts or the host's vector width
+//! (AVX2 and AVX-512 hosts give the same bits); each element goes through at
 //! most [`chain`] roundings, within `γ_chain · Σ |A·B|` (docs/numerics.md). C's earlier
 //! contents are read only where an earlier slice wrote them. Allocates nothing: A is packed
 //! into scratch the caller lends (`gemm.rs`: its per-thread f32 scratch, kept between calls).
@@ -34,11 +36,47 @@ use std::sync::OnceLock;
 
 use crate::target::{Isa, Target};
 
-/// Rows of a tile: two vectors of eight f32.
-const MR: usize = 16;
-/// Columns of a tile: twelve accumulators of the sixteen `ymm` registers, three left for
-/// A's two vectors and B's broadcast.
-const NR: usize = 6;
+/// The registers the tiles run in, which set their shape: two vectors of rows by as many
+/// columns as leave three registers free (A's two vectors and B's broadcast).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Width {
+    /// AVX2 with FMA: 16 rows (two `ymm`) × 6 columns, twelve accumulators of sixteen.
+    Ymm,
+    /// AVX-512F: 32 rows (two `zmm`) × 8 columns: sixteen accumulators, and room for B's
+    /// eight broadcasts, which the compiler hoists above the multiply-adds (at 12 columns
+    /// they spilled).
+    Zmm,
+}
+
+impl Width {
+    /// The widest this CPU runs ([`runnable`] first).
+    pub(crate) fn host() -> Width {
+        if Target::host().isa() >= Isa::Avx512F {
+            Width::Zmm
+        } else {
+            Width::Ymm
+        }
+    }
+
+    /// Rows of a tile: two vectors.
+    const fn rows(self) -> usize {
+        match self {
+            Width::Ymm => 16,
+            Width::Zmm => 32,
+        }
+    }
+
+    /// Columns of a tile.
+    const fn cols(self) -> usize {
+        match self {
+            Width::Ymm => 6,
+            Width::Zmm => 8,
+        }
+    }
+}
+
+/// The most rows a tile has (of any [`Width`]).
+const MAX_MR: usize = 32;
 /// Most taps a call takes (their offsets are kept on the stack).
 pub(crate) const MAX_TAPS: usize = 64;
 /// f32 elements of packed A a part keeps in L2 across every column tile (256 KiB, half of
@@ -47,10 +85,14 @@ const CHUNK_ELEMENTS: usize = 1 << 16;
 
 /// How the tiles run a call of several taps, for `weft explain`.
 pub(crate) fn schedule() -> String {
+    let w = Width::host();
     format!(
-        "taps: every tap summed in registers, tiles of {MR} rows x {NR} columns over slices of \
-         about {SLICE_TERMS} terms of k x taps, A packed per slice and chunk of rows, B read in \
-         place"
+        "taps: every tap summed in registers, tiles of {} rows x {} columns ({}) over slices \
+         of about {SLICE_TERMS} terms of k x taps, A packed per slice and chunk of rows, B read \
+         in place",
+        w.rows(),
+        w.cols(),
+        if w == Width::Zmm { "zmm" } else { "ymm" }
     )
 }
 
@@ -59,14 +101,13 @@ pub(crate) fn runnable() -> bool {
     Target::host().isa() >= Isa::Avx2Fma
 }
 
-/// Whether f32 calls go to the tiles ([`takes`]): where this CPU's widest level is AVX2 with
-/// FMA (on AVX-512F the crate's sixteen-lane kernels are wider than these), unless the
-/// `WEFT_GEMM_ENGINE` environment variable says `crate` (never) or `tiles` (wherever they
-/// run) — for comparing the engines on one machine. Read once.
+/// Whether f32 calls go to the tiles ([`takes`]): wherever they run (AVX2 with FMA, at the
+/// host's [`Width`]), unless the `WEFT_GEMM_ENGINE` environment variable says `crate` (never)
+/// — for comparing the engines on one machine. Read once.
 pub(crate) fn chosen() -> bool {
     static CHOSEN: OnceLock<bool> = OnceLock::new();
     *CHOSEN.get_or_init(|| {
-        let default = Target::host().isa() == Isa::Avx2Fma;
+        let default = runnable();
         match std::env::var("WEFT_GEMM_ENGINE").as_deref() {
             Err(_) | Ok("auto") => default,
             Ok("crate") => false,
@@ -114,7 +155,7 @@ pub(crate) fn takes(m: usize, n: usize, taps: usize, c_row_stride: i64, c_col_st
     } else {
         m
     };
-    chosen() && (2..=MAX_TAPS).contains(&taps) && rows >= MR
+    chosen() && (2..=MAX_TAPS).contains(&taps) && rows >= Width::host().rows()
 }
 
 /// Whether a block is computed as `Cᵀ = Σ Bᵀ·Aᵀ`: C's columns, not its rows, are contiguous.
@@ -133,10 +174,11 @@ struct Oriented {
     a_taps: [isize; MAX_TAPS],
     b_taps: [isize; MAX_TAPS],
     taps: usize,
+    width: Width,
 }
 
 impl Oriented {
-    fn new<T: Iterator<Item = (i64, i64)> + Clone>(x: &Block<T>) -> Oriented {
+    fn new<T: Iterator<Item = (i64, i64)> + Clone>(x: &Block<T>, width: Width) -> Oriented {
         let mut a_taps = [0; MAX_TAPS];
         let mut b_taps = [0; MAX_TAPS];
         let mut taps = 0;
@@ -155,6 +197,7 @@ impl Oriented {
                 a_taps,
                 b_taps,
                 taps,
+                width,
             };
         }
         let flip = |s: Strided<*const f32>| Strided {
@@ -176,6 +219,7 @@ impl Oriented {
             a_taps: b_taps,
             b_taps: a_taps,
             taps,
+            width,
         }
     }
 }
@@ -193,8 +237,8 @@ pub(crate) struct Seen {
     pub specials: bool,
 }
 
-/// Computes the block (module docs), packing A into the scratch `scratch` lends (of the length
-/// it is asked for), and returns what it [`Seen`].
+/// Computes the block (module docs) at the host's [`Width`], packing A into the scratch
+/// `scratch` lends (of the length it is asked for), and returns what it [`Seen`].
 ///
 /// # Safety
 /// The module's assumptions: every element addressed in bounds, C distinct and apart from A
@@ -204,7 +248,22 @@ pub(crate) unsafe fn run<T: Iterator<Item = (i64, i64)> + Clone>(
     block: &Block<T>,
     scratch: impl FnOnce(usize, &mut dyn FnMut(&mut [f32])),
 ) -> Seen {
-    let x = Oriented::new(block);
+    // SAFETY: forwarded; the host runs its own width.
+    unsafe { run_at(Width::host(), block, scratch) }
+}
+
+/// [`run`] at `width`.
+///
+/// # Safety
+/// As [`run`], and AVX-512F present for [`Width::Zmm`].
+#[cfg(target_arch = "x86_64")]
+pub(crate) unsafe fn run_at<T: Iterator<Item = (i64, i64)> + Clone>(
+    width: Width,
+    block: &Block<T>,
+    scratch: impl FnOnce(usize, &mut dyn FnMut(&mut [f32])),
+) -> Seen {
+    let x = Oriented::new(block, width);
+    let mr = width.rows();
     if x.rows == 0 || x.cols == 0 {
         return Seen::default();
     }
@@ -216,7 +275,7 @@ pub(crate) unsafe fn run<T: Iterator<Item = (i64, i64)> + Clone>(
         };
     }
     let (_, slice) = slicing(x.k, x.taps);
-    let chunk = ((CHUNK_ELEMENTS / (slice * x.taps)) / MR).max(1) * MR;
+    let chunk = ((CHUNK_ELEMENTS / (slice * x.taps)) / mr).max(1) * mr;
     let mut largest = [0.0f32; 2];
     let mut specials = false;
     scratch(chunk * slice * x.taps, &mut |packed| {
@@ -298,22 +357,23 @@ impl Part {
     unsafe fn run(&self, x: &Oriented, packed: &mut [f32]) -> ([f32; 2], bool) {
         // SAFETY: the part's elements of A (the caller's contract).
         unsafe { self.pack_a(x, packed) };
-        let used = self.rows.div_ceil(MR) * MR * self.depth * x.taps;
+        let (mr, nr) = (x.width.rows(), x.width.cols());
+        let used = self.rows.div_ceil(mr) * mr * self.depth * x.taps;
         // Only the part's own packing: the scratch past it holds earlier calls' values.
-        let largest_a = largest_magnitude(&packed[..used]);
+        let largest_a = largest_magnitude(&packed[..used], x.width);
         let mut largest_b = 0.0f32;
         let mut specials = false;
         let last = self.p0 + self.depth == x.k;
-        let per_tile = (MR * self.depth * x.taps) as isize;
+        let per_tile = (mr * self.depth * x.taps) as isize;
         let mut j = 0;
         while j < x.cols {
-            let nr = NR.min(x.cols - j);
+            let cols = nr.min(x.cols - j);
             let b =
                 x.b.ptr
                     .wrapping_offset(j as isize * x.b.cols + self.p0 as isize * x.b.rows);
             if self.first == 0 {
                 // SAFETY: the panel's B, in bounds (the caller's contract).
-                largest_b = largest_b.max(unsafe { self.largest_in_b(x, b, nr) });
+                largest_b = largest_b.max(unsafe { self.largest_in_b(x, b, cols) });
             }
             let mut i = 0;
             while i < self.rows {
@@ -322,7 +382,7 @@ impl Part {
                     taps: x.taps,
                     a: packed
                         .as_ptr()
-                        .wrapping_offset((i / MR) as isize * per_tile),
+                        .wrapping_offset((i / mr) as isize * per_tile),
                     b,
                     b_rows: x.b.rows,
                     b_cols: x.b.cols,
@@ -332,16 +392,17 @@ impl Part {
                     ),
                     c_rows: x.c.rows,
                     c_cols: x.c.cols,
-                    mr: MR.min(self.rows - i),
+                    mr: mr.min(self.rows - i),
+                    width: x.width,
                     resume: self.p0 > 0,
                     last,
                 };
                 // SAFETY: the tile's elements are among the block's (the caller's contract);
-                // AVX2 and FMA are present (the caller's contract).
-                specials |= unsafe { tile.run(nr) };
-                i += MR;
+                // the width's features are present (the caller's contract).
+                specials |= unsafe { tile.run(cols) };
+                i += mr;
             }
-            j += NR;
+            j += nr;
         }
         ([largest_a, largest_b], specials)
     }
@@ -368,9 +429,12 @@ impl Part {
             largest = largest.max(if dense {
                 // SAFETY: between the column's first element of the lowest tap and its last
                 // of the highest, both in bounds, in one buffer.
-                largest_magnitude(unsafe {
-                    std::slice::from_raw_parts(column.wrapping_offset(lo), span as usize)
-                })
+                largest_magnitude(
+                    unsafe {
+                        std::slice::from_raw_parts(column.wrapping_offset(lo), span as usize)
+                    },
+                    x.width,
+                )
             } else {
                 let mut m = 0.0f32;
                 for p in 0..depth {
@@ -387,28 +451,32 @@ impl Part {
     }
 
     /// Copies the part's A, every tap, tile by tile into `out`: tile `q`'s element (row `r`,
-    /// term `p`, tap `t`) at `q·16·depth·taps + (p·taps + t)·16 + r`, rows past the block
-    /// zero — so the tiles read A in order, whatever its strides.
+    /// term `p`, tap `t`) at `q·MR·depth·taps + (p·taps + t)·MR + r` (MR: the width's rows),
+    /// rows past the block zero — so the tiles read A in order, whatever its strides.
     ///
     /// # Safety
     /// The part's rows and terms of every tap's A are in bounds (the caller's contract);
     /// `out` holds the part.
     unsafe fn pack_a(&self, x: &Oriented, out: &mut [f32]) {
         let terms = self.depth * x.taps;
+        let tile_rows = x.width.rows();
         let a = x.a.ptr.wrapping_offset(self.p0 as isize * x.a.cols);
         for (q, tile) in out
-            .chunks_exact_mut(MR * terms)
-            .take(self.rows.div_ceil(MR))
+            .chunks_exact_mut(tile_rows * terms)
+            .take(self.rows.div_ceil(tile_rows))
             .enumerate()
         {
-            let i0 = self.first + q * MR;
-            let mr = MR.min(self.first + self.rows - i0);
+            let i0 = self.first + q * tile_rows;
+            let mr = tile_rows.min(self.first + self.rows - i0);
             let rows = a.wrapping_offset(i0 as isize * x.a.rows);
             // SAFETY: elements (i0 + r, p0 + p) of every tap's A for r < mr, p < depth: in
             // bounds (the contract); `tile` holds the tile's terms.
             unsafe {
                 if x.a.rows == 1 {
-                    pack_columns(x, rows, mr, tile);
+                    match x.width {
+                        Width::Ymm => pack_columns_ymm(x, rows, mr, tile),
+                        Width::Zmm => pack_columns_zmm(x, rows, mr, tile),
+                    }
                 } else {
                     pack_rows(x, rows, mr, tile);
                 }
@@ -417,18 +485,76 @@ impl Part {
     }
 }
 
+/// [`pack_columns`] in `ymm` moves.
+///
+/// # Safety
+/// As [`pack_columns`], AVX2 present.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn pack_columns_ymm(x: &Oriented, rows: *const f32, mr: usize, tile: &mut [f32]) {
+    // SAFETY: forwarded.
+    unsafe { pack_columns(x, rows, mr, tile) }
+}
+
+/// [`pack_columns`] in `zmm` moves (in SSE's, the copies took a fifth of a convolution's
+/// time on the zmm tiles).
+///
+/// # Safety
+/// As [`pack_columns`], AVX-512F present.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn pack_columns_zmm(x: &Oriented, rows: *const f32, mr: usize, tile: &mut [f32]) {
+    // SAFETY: forwarded.
+    unsafe { pack_columns(x, rows, mr, tile) }
+}
+
 /// A tile's A where its rows are contiguous: each term's `mr` elements copied at once.
+/// Inlined into its callers, each compiled for its width's moves.
 ///
 /// # Safety
 /// As [`Part::pack_a`]: `rows` at the tile's first row and the slice's first term.
+#[inline(always)]
 unsafe fn pack_columns(x: &Oriented, rows: *const f32, mr: usize, tile: &mut [f32]) {
-    let depth = tile.len() / MR / x.taps;
-    let mut terms = tile.chunks_exact_mut(MR);
+    let tile_rows = x.width.rows();
+    let depth = tile.len() / tile_rows / x.taps;
+    let mut terms = tile.chunks_exact_mut(tile_rows);
     for p in 0..depth as isize {
         for &shift in &x.a_taps[..x.taps] {
             let Some(to) = terms.next() else { return };
             let from = rows.wrapping_offset(p * x.a.cols + shift);
-            // SAFETY: `mr` consecutive elements of A (the caller's), `to` holds 16.
+            // The next tile's elements of this term: A's terms lie far apart (a channel of
+            // an image each), more streams than the hardware prefetchers follow.
+            #[cfg(target_arch = "x86_64")]
+            for line in [0, 16] {
+                let next = from.wrapping_add(tile_rows + line);
+                // SAFETY: a prefetch reads nothing and cannot fault.
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(next.cast()) };
+            }
+            // SAFETY: `mr` consecutive elements of A (the caller's), `to` holds the tile's rows.
+            unsafe { copy_rows(from, to, mr) };
+        }
+    }
+}
+
+/// Copies `mr` elements from `from` into `to`, zeros after them: a whole tile's as one
+/// fixed-size copy, which compiles to a few vector moves (a `memmove` call a term cost a
+/// sixth of a convolution's time at zmm).
+///
+/// # Safety
+/// `from` is valid for `mr` reads, `mr ≤ to.len()`.
+#[inline(always)]
+unsafe fn copy_rows(from: *const f32, to: &mut [f32], mr: usize) {
+    match to.len() {
+        32 if mr == 32 => {
+            // SAFETY: 32 readable elements (the caller's).
+            to.copy_from_slice(unsafe { &*from.cast::<[f32; 32]>() })
+        }
+        16 if mr == 16 => {
+            // SAFETY: 16 readable elements (the caller's).
+            to.copy_from_slice(unsafe { &*from.cast::<[f32; 16]>() })
+        }
+        _ => {
+            // SAFETY: `mr` readable elements (the caller's), `to` holds at least as many.
             unsafe { std::ptr::copy_nonoverlapping(from, to.as_mut_ptr(), mr) };
             to[mr..].fill(0.0);
         }
@@ -440,8 +566,9 @@ unsafe fn pack_columns(x: &Oriented, rows: *const f32, mr: usize, tile: &mut [f3
 /// # Safety
 /// As [`pack_columns`].
 unsafe fn pack_rows(x: &Oriented, rows: *const f32, mr: usize, tile: &mut [f32]) {
-    let depth = tile.len() / MR / x.taps;
-    for r in 0..MR {
+    let tile_rows = x.width.rows();
+    let depth = tile.len() / tile_rows / x.taps;
+    for r in 0..tile_rows {
         let row = rows.wrapping_offset(r as isize * x.a.rows);
         for (t, &shift) in x.a_taps[..x.taps].iter().enumerate() {
             let from = row.wrapping_offset(shift);
@@ -452,13 +579,13 @@ unsafe fn pack_rows(x: &Oriented, rows: *const f32, mr: usize, tile: &mut [f32])
                 } else {
                     0.0
                 };
-                tile[(p * x.taps + t) * MR + r] = v;
+                tile[(p * x.taps + t) * tile_rows + r] = v;
             }
         }
     }
 }
 
-/// One tile of at most 16 × 6 of C and what it reads.
+/// One tile of C (at most the [`Width`]'s rows × columns) and what it reads.
 struct Tile<'a> {
     /// Terms of `k` in the slice.
     depth: usize,
@@ -473,8 +600,10 @@ struct Tile<'a> {
     c: *mut f32,
     c_rows: isize,
     c_cols: isize,
-    /// Rows of C in the tile (≤ 16).
+    /// Rows of C in the tile (≤ the width's).
     mr: usize,
+    /// The registers it runs in; its packed A has the width's rows a term.
+    width: Width,
     /// Whether the slice's sums are added to C (the earlier slices' sums), not stored.
     resume: bool,
     /// Whether this is the last slice of `k`: C's final values, checked for specials.
@@ -483,12 +612,22 @@ struct Tile<'a> {
 
 #[cfg(target_arch = "x86_64")]
 impl Tile<'_> {
-    /// Computes the tile's `nr` columns (≤ 6); on the last slice, returns whether one of its
-    /// elements is special ([`Tile::specials`]).
+    /// Computes the tile's `nr` columns (≤ the width's); on the last slice, returns whether one
+    /// of its elements is special ([`Tile::specials`]).
     ///
     /// # Safety
-    /// Every element the tile reads and writes in bounds; AVX2 and FMA present.
+    /// Every element the tile reads and writes in bounds; the width's features present.
     unsafe fn run(&self, nr: usize) -> bool {
+        if self.width == Width::Zmm {
+            // SAFETY: forwarded; a tile of at most 16 rows reads only A's first vector.
+            return unsafe {
+                if self.mr > 16 {
+                    self.zmm_columns::<2>(nr)
+                } else {
+                    self.zmm_columns::<1>(nr)
+                }
+            };
+        }
         if self.mr > 8 {
             // SAFETY: forwarded.
             unsafe { self.run_vectors::<2>(nr) }
@@ -543,7 +682,7 @@ impl Tile<'_> {
                     // SAFETY: 16 packed elements of A (the caller's).
                     *row = unsafe { _mm256_loadu_ps(a.add(8 * v)) };
                 }
-                a = a.wrapping_add(MR);
+                a = a.wrapping_add(16);
                 let y = pb.wrapping_offset(tb);
                 for (j, acc) in acc.iter_mut().enumerate() {
                     // SAFETY: element (p, j) of this tap's B for the tile's columns, in
@@ -614,7 +753,7 @@ impl Tile<'_> {
                         *acc = _mm256_maskload_ps(c.wrapping_add(8 * v), mask[v]);
                     }
                 } else {
-                    let mut lanes = [0.0f32; MR];
+                    let mut lanes = [0.0f32; MAX_MR];
                     for (r, l) in lanes.iter_mut().enumerate().take(self.mr) {
                         *l = *c.wrapping_offset(r as isize * self.c_rows);
                     }
@@ -651,7 +790,7 @@ impl Tile<'_> {
                         _mm256_maskstore_ps(c.wrapping_add(8 * v), mask[v], *acc);
                     }
                 } else {
-                    let mut lanes = [0.0f32; MR];
+                    let mut lanes = [0.0f32; MAX_MR];
                     for (v, acc) in acc.iter().enumerate() {
                         _mm256_storeu_ps(lanes.as_mut_ptr().add(8 * v), *acc);
                     }
@@ -664,9 +803,259 @@ impl Tile<'_> {
     }
 }
 
-/// The largest magnitude in `values`, NaNs ignored, in AVX2's vectors (the tiles run only
-/// where the CPU has them: [`runnable`]).
-fn largest_magnitude(values: &[f32]) -> f32 {
+/// The tiles in `zmm` registers ([`Width::Zmm`]): the same sums in the same order as the `ymm`
+/// ones, sixteen lanes a vector, masks in mask registers.
+#[cfg(target_arch = "x86_64")]
+impl Tile<'_> {
+    /// # Safety
+    /// As [`Tile::run`], AVX-512F present, `V` vectors covering the tile's rows.
+    unsafe fn zmm_columns<const V: usize>(&self, nr: usize) -> bool {
+        // SAFETY: forwarded (one arm per column count, each the same contract).
+        unsafe {
+            match nr {
+                8 => self.zmm_tile::<8, V>(),
+                7 => self.zmm_tile::<7, V>(),
+                6 => self.zmm_tile::<6, V>(),
+                5 => self.zmm_tile::<5, V>(),
+                4 => self.zmm_tile::<4, V>(),
+                3 => self.zmm_tile::<3, V>(),
+                2 => self.zmm_tile::<2, V>(),
+                _ => self.zmm_tile::<1, V>(),
+            }
+        }
+    }
+
+    /// The lane masks of the tile's rows: bit `r` of vector `v`'s set iff `16v + r < mr`.
+    fn zmm_row_masks(&self) -> [__mmask16; 2] {
+        let lanes = |rows: usize| match rows {
+            0 => 0,
+            r if r >= 16 => 0xffff,
+            r => (1u16 << r) - 1,
+        };
+        [lanes(self.mr), lanes(self.mr.saturating_sub(16))]
+    }
+
+    /// The tile's `N` columns from `V` vectors of rows ([`Tile::columns`] in `zmm`).
+    ///
+    /// # Safety
+    /// As [`Tile::run`], AVX-512F present, `N` ≤ 8 columns, `V` ≤ 2.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn zmm_tile<const N: usize, const V: usize>(&self) -> bool {
+        let mask = self.zmm_row_masks();
+        let mut acc = [[_mm512_setzero_ps(); V]; N];
+        let mut a = self.a;
+        for p in 0..self.depth as isize {
+            let pb = self.b.wrapping_offset(p * self.b_rows);
+            for &tb in &self.b_taps[..self.taps] {
+                let mut rows = [_mm512_setzero_ps(); V];
+                for (v, row) in rows.iter_mut().enumerate() {
+                    // SAFETY: 32 packed elements of A (the caller's).
+                    *row = unsafe { _mm512_loadu_ps(a.add(16 * v)) };
+                }
+                a = a.wrapping_add(32);
+                let y = pb.wrapping_offset(tb);
+                for (j, acc) in acc.iter_mut().enumerate() {
+                    // SAFETY: element (p, j) of this tap's B for the tile's columns, in
+                    // bounds (the contract).
+                    let b = _mm512_set1_ps(unsafe { *y.wrapping_offset(j as isize * self.b_cols) });
+                    for (acc, row) in acc.iter_mut().zip(rows) {
+                        *acc = _mm512_fmadd_ps(row, b, *acc);
+                    }
+                }
+            }
+        }
+        if self.resume {
+            // SAFETY: the tile's elements of C are in bounds (the contract).
+            let earlier = unsafe { self.zmm_load::<N, V>(mask) };
+            for (acc, earlier) in acc.iter_mut().zip(earlier) {
+                for (acc, earlier) in acc.iter_mut().zip(earlier) {
+                    *acc = _mm512_add_ps(earlier, *acc);
+                }
+            }
+        }
+        // SAFETY: the tile's elements of C are in bounds and written by no one else.
+        unsafe { self.zmm_store(&acc, mask) };
+        self.last && Tile::zmm_specials(&acc, mask)
+    }
+
+    /// [`Tile::specials`] in `zmm`: a lane of the tile's rows that is not `0 < |x| < ∞`.
+    #[target_feature(enable = "avx512f")]
+    fn zmm_specials<const N: usize, const V: usize>(
+        acc: &[[__m512; V]; N],
+        mask: [__mmask16; 2],
+    ) -> bool {
+        let (zero, infinity) = (_mm512_setzero_ps(), _mm512_set1_ps(f32::INFINITY));
+        let mut any: __mmask16 = 0;
+        for acc in acc {
+            for (v, x) in acc.iter().enumerate() {
+                let magnitude = _mm512_abs_ps(*x);
+                let ordinary = _mm512_mask_cmp_ps_mask::<_CMP_GT_OQ>(mask[v], magnitude, zero)
+                    & _mm512_mask_cmp_ps_mask::<_CMP_LT_OQ>(mask[v], magnitude, infinity);
+                any |= mask[v] & !ordinary;
+            }
+        }
+        any != 0
+    }
+
+    /// [`Tile::load`] in `zmm`.
+    ///
+    /// # Safety
+    /// The tile's elements of C in bounds.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn zmm_load<const N: usize, const V: usize>(
+        &self,
+        mask: [__mmask16; 2],
+    ) -> [[__m512; V]; N] {
+        let mut acc = [[_mm512_setzero_ps(); V]; N];
+        for (j, acc) in acc.iter_mut().enumerate() {
+            let c = self.c.wrapping_offset(j as isize * self.c_cols);
+            // SAFETY: rows < mr of column j of the tile: in bounds (the contract); masked
+            // lanes are neither read nor fault.
+            unsafe {
+                if self.c_rows == 1 {
+                    for (v, acc) in acc.iter_mut().enumerate() {
+                        *acc = _mm512_maskz_loadu_ps(mask[v], c.wrapping_add(16 * v));
+                    }
+                } else {
+                    let mut lanes = [0.0f32; MAX_MR];
+                    for (r, l) in lanes.iter_mut().enumerate().take(self.mr) {
+                        *l = *c.wrapping_offset(r as isize * self.c_rows);
+                    }
+                    for (v, acc) in acc.iter_mut().enumerate() {
+                        *acc = _mm512_loadu_ps(lanes.as_ptr().add(16 * v));
+                    }
+                }
+            }
+        }
+        acc
+    }
+
+    /// [`Tile::store`] in `zmm`.
+    ///
+    /// # Safety
+    /// The tile's elements of C in bounds, written by no one else.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn zmm_store<const N: usize, const V: usize>(
+        &self,
+        acc: &[[__m512; V]; N],
+        mask: [__mmask16; 2],
+    ) {
+        for (j, acc) in acc.iter().enumerate() {
+            let c = self.c.wrapping_offset(j as isize * self.c_cols);
+            // SAFETY: rows < mr of column j of the tile: in bounds (the contract); masked
+            // lanes are not written.
+            unsafe {
+                if self.c_rows == 1 {
+                    for (v, acc) in acc.iter().enumerate() {
+                        _mm512_mask_storeu_ps(c.wrapping_add(16 * v), mask[v], *acc);
+                    }
+                } else {
+                    let mut lanes = [0.0f32; MAX_MR];
+                    for (v, acc) in acc.iter().enumerate() {
+                        _mm512_storeu_ps(lanes.as_mut_ptr().add(16 * v), *acc);
+                    }
+                    for (r, l) in lanes.iter().enumerate().take(self.mr) {
+                        *c.wrapping_offset(r as isize * self.c_rows) = *l;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The largest magnitude in `values`, NaNs ignored, in the vectors of the tiles' `width` (the
+/// tiles run only where the CPU has them: [`runnable`]).
+fn largest_magnitude(values: &[f32], width: Width) -> f32 {
+    let isa = match width {
+        Width::Ymm => Isa::Avx2Fma,
+        Width::Zmm => Isa::Avx512F,
+    };
     // Exact: the magnitude of an f32.
-    gemm_float::largest_magnitude(values, Isa::Avx2Fma) as f32
+    gemm_float::largest_magnitude(values, isa) as f32
+}
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    use super::*;
+
+    /// C of a block of `m × n`, `k` terms, the taps `(a, b)` shifts, A's rows contiguous or
+    /// not, C's rows or columns contiguous, at `width`; C starts as NaN (a tile reading C
+    /// before its first slice wrote it would show).
+    #[allow(clippy::too_many_arguments)]
+    fn tiles_at(
+        width: Width,
+        (m, n, k): (usize, usize, usize),
+        taps: &[(i64, i64)],
+        a_rows_contiguous: bool,
+        c_rows_contiguous: bool,
+        a: &[f32],
+        b: &[f32],
+    ) -> (Vec<f32>, Seen) {
+        let (a_rows, a_cols) = if a_rows_contiguous {
+            (1, m + 4)
+        } else {
+            (k + 4, 1)
+        };
+        let (c_rows, c_cols) = if c_rows_contiguous { (1, m) } else { (n, 1) };
+        let mut c = vec![f32::NAN; m * n];
+        let block = Block {
+            rows: m,
+            cols: n,
+            k,
+            a: Strided {
+                ptr: a.as_ptr(),
+                rows: a_rows as isize,
+                cols: a_cols as isize,
+            },
+            b: Strided {
+                ptr: b.as_ptr(),
+                rows: 1,
+                cols: (k + 4) as isize,
+            },
+            c: Strided {
+                ptr: c.as_mut_ptr(),
+                rows: c_rows as isize,
+                cols: c_cols as isize,
+            },
+            taps: taps.iter().copied(),
+        };
+        // SAFETY: A holds (m + 4)·(k + 4) elements, B (k + 4)·n, every tap shifts by at most
+        // 3: every element addressed is in bounds; C is its own vector; the width's features
+        // are checked by the caller.
+        let seen = unsafe { run_at(width, &block, |len, f| f(&mut vec![0.0; len])) };
+        (c, seen)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(40))]
+        /// The `ymm` and `zmm` tiles give the same bits for every element, and see the same
+        /// specials and largest product (where the CPU runs both): the order of the sums does
+        /// not depend on the tile's shape. Partial tiles (rows and columns past a multiple of
+        /// either width's), several slices of `k` and chunks of rows included.
+        #[test]
+        fn both_widths_give_the_same_bits(
+            m in proptest::prop_oneof![1usize..70, 100usize..140],
+            n in 1usize..30,
+            k in proptest::prop_oneof![1usize..40, 500usize..700],
+            taps in 1usize..4,
+            a_rows_contiguous: bool, c_rows_contiguous: bool, seed in 0u32..1000,
+        ) {
+            if Target::host().isa() < Isa::Avx512F {
+                return Ok(());
+            }
+            let taps: Vec<(i64, i64)> =
+                (0..taps as i64).map(|t| (t, (t * 2) % 4)).collect();
+            let value = |i: usize, salt: u32| ((i as f32 + 0.5) * 0.731 + (seed + salt) as f32).sin();
+            let a: Vec<f32> = (0..(m + 4) * (k + 4)).map(|i| value(i, 0)).collect();
+            let b: Vec<f32> = (0..(k + 4) * n).map(|i| value(i, 7)).collect();
+            let shape = (m, n, k);
+            let (y, ys) = tiles_at(Width::Ymm, shape, &taps, a_rows_contiguous, c_rows_contiguous, &a, &b);
+            let (z, zs) = tiles_at(Width::Zmm, shape, &taps, a_rows_contiguous, c_rows_contiguous, &a, &b);
+            let bits = |c: &[f32]| c.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            proptest::prop_assert_eq!(bits(&y), bits(&z));
+            proptest::prop_assert!(y.iter().all(|v| v.is_finite()));
+            proptest::prop_assert_eq!(ys.specials, zs.specials);
+            proptest::prop_assert_eq!(ys.largest_product, zs.largest_product);
+        }
+    }
 }
