@@ -470,6 +470,16 @@ fn composing_batch_axes_are_one() {
     assert!(text.contains("; batch 6 strides ("), "{text}");
     assert!(!text.contains("; batch 2 strides ("), "{text}");
     agree(&g, 2);
+    // Big enough for the softmax to run in parallel: its loop is over B (2), the scores'
+    // batch is B·H (6), so the softmax runs as the scores' epilogue on each group of 3
+    // batch indices — and agrees with the interpreter.
+    let (g, _) = attention([2, 3, 128, 128, 8], DType::F32, [[0, 1, 2, 3]; 3]);
+    let text = jit_common::explain(&g, &options(true, 1, 2));
+    assert!(
+        text.contains("then epilogue kernel @k1 over the same groups of 3 batch indices"),
+        "{text}"
+    );
+    agree(&g, 2);
     let (g, _) = attention(
         [2, 2, 9, 11, 4],
         DType::F32,

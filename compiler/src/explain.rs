@@ -62,23 +62,19 @@ pub fn explain(exe: &JitExecutable) -> String {
                 continue;
             }
             ScheduledStep::GemmThen(fused, lk) => {
-                let split = fused.gemm().spec().split;
-                let what = match split {
-                    weft_runtime::SplitDim::Rows => "rows right after computing them",
-                    weft_runtime::SplitDim::Columns => "column block right after computing it",
-                };
                 let _ = writeln!(
                     s,
-                    "fused step: gemm @{} then epilogue kernel @{} over the same {} blocks",
+                    "fused step: gemm @{} then epilogue kernel @{} over the same {}",
                     fused.gemm().spec().name,
                     lk.kernel.name,
-                    split.noun()
+                    fused.blocks()
                 );
                 gemm(fused.gemm(), exe.threads(), &mut s);
                 let _ = writeln!(
                     s,
-                    "  each work item runs kernel @{} on its {what}",
-                    lk.kernel.name
+                    "  each work item runs kernel @{} on its {}",
+                    lk.kernel.name,
+                    fused.each()
                 );
                 lk
             }

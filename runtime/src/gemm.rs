@@ -594,10 +594,10 @@ impl GemmCall {
 
     /// The iterations `first..last` of an epilogue kernel's parallel loop that work item
     /// `item` runs: the rows of C it computes, or, in column blocks, its block; with batch
-    /// axes (one block each), its batch index.
+    /// axes (one block each), its group of batch indices ([`GemmCall::batch_group`]).
     fn parallel_range(&self, item: usize) -> (usize, usize) {
         if !self.spec.batch.is_empty() {
-            // One block per batch index (checked): the kernel's iteration of that index.
+            // One block per batch index (checked): the kernel's iteration of the item's group.
             return (item, item.saturating_add(1).min(self.items));
         }
         match self.spec.split {
@@ -656,12 +656,13 @@ impl GemmCall {
         if self.blocks != 1 {
             return Err("the GEMM has several blocks per batch index".into());
         }
-        if signature.parallel_extent != Some(batch.len as u64) {
+        let Some(group) = self.batch_group(signature.parallel_extent) else {
             return Err(format!(
-                "kernel @{}'s parallel loop is not over the GEMM's {} batch indices",
+                "kernel @{}'s parallel loop is not over the GEMM's {} batch indices or equal \
+                 groups of them",
                 signature.name, batch.len
             ));
-        }
+        };
         let stride = batch.strides[2];
         let (lo, hi) = reach(s.c.offset, &[(s.m, s.c.row_stride), (s.n, s.c.col_stride)]);
         let in_own_band = stride > 0
@@ -671,9 +672,16 @@ impl GemmCall {
         if !in_own_band || lo != s.c.offset as i128 {
             return Err("C's batch indices are not laid out one after another".into());
         }
+        // Iteration `e` covers the group's batch indices, one band after another.
+        let Some(group_stride) = i64::try_from(group)
+            .ok()
+            .and_then(|g| g.checked_mul(stride))
+        else {
+            return Err("C's groups of batch indices lie past the address space".into());
+        };
         let band = MatrixView {
             offset: s.c.offset,
-            row_stride: stride,
+            row_stride: group_stride,
             col_stride: 1,
         };
         for (i, b) in signature.buffers.iter().enumerate() {
@@ -682,6 +690,18 @@ impl GemmCall {
             apart_from_operands(b, &relation, i)?;
         }
         Ok(())
+    }
+
+    /// With one batch axis, how many consecutive batch indices one iteration of an epilogue
+    /// kernel's parallel loop of `extent` iterations covers, if it covers equal groups: 1 when
+    /// the loop is over the batch indices themselves, more when it is over a coarser axis
+    /// (attention's softmax over B after a GEMM whose batch is B·H, merged).
+    fn batch_group(&self, extent: Option<u64>) -> Option<usize> {
+        let [batch] = self.spec.batch.as_slice() else {
+            return None;
+        };
+        let extent = usize::try_from(extent?).ok().filter(|&e| e > 0)?;
+        (batch.len % extent == 0).then(|| batch.len / extent)
     }
 
     /// [`GemmCall::check_epilogue`] for row blocks.
@@ -833,19 +853,27 @@ impl GemmCall {
         bases: [usize; 3],
         entry: KernelEntry,
         table: *const *mut u8,
+        signature: &KernelSignature,
     ) {
+        // Checked with this signature: batch indices in equal groups, one a kernel iteration.
+        let group = self
+            .batch_group(signature.parallel_extent)
+            .unwrap_or(1)
+            .max(1);
         // SAFETY: forwarded from this function's contract.
         unsafe {
             match self.spec.dtype {
-                ScalarType::F32 => self.run::<f32>(pool, bases, Some((entry, table))),
-                _ => self.run::<f64>(pool, bases, Some((entry, table))),
+                ScalarType::F32 => self.run::<f32>(pool, bases, Some((entry, table, group))),
+                _ => self.run::<f64>(pool, bases, Some((entry, table, group))),
             }
         }
     }
 
     /// Runs every work item over `bases` (A, B, C), each followed by `epilogue`'s kernel on
-    /// the item's iterations when given, split over `pool` if given. B is first packed once
-    /// ([`GemmCall::pack_b`]) when several taps read it along strided rows.
+    /// the item's iterations when given, split over `pool` if given; with an epilogue over
+    /// groups of `group` batch indices, a unit of work is a group: its items, then the
+    /// kernel's iteration of the group. B is first packed once ([`GemmCall::pack_b`]) when
+    /// several taps read it along strided rows.
     ///
     /// # Safety
     /// As [`GemmCall::run_with_epilogue`] (without an epilogue: only its conditions on
@@ -854,19 +882,23 @@ impl GemmCall {
         &self,
         pool: Option<&ThreadPool>,
         bases: [usize; 3],
-        epilogue: Option<(KernelEntry, *const *mut u8)>,
+        epilogue: Option<(KernelEntry, *const *mut u8, usize)>,
     ) {
+        let group = epilogue.map_or(1, |(_, _, g)| g);
+        let units = self.items / group;
         // An address, so the closure is `Sync`; only turned back into the table below.
-        let epilogue = epilogue.map(|(entry, table)| (entry, table as usize));
+        let epilogue = epilogue.map(|(entry, table, _)| (entry, table as usize));
         let go = |b: &BOperand| {
             let run = |begin: i64, end: i64| {
-                for item in begin.max(0)..end.min(self.items as i64) {
-                    let item = item as usize;
-                    self.item::<T>([bases[0], bases[2]], b, item);
+                for unit in begin.max(0)..end.min(units as i64) {
+                    let unit = unit as usize;
+                    for item in unit * group..(unit + 1) * group {
+                        self.item::<T>([bases[0], bases[2]], b, item);
+                    }
                     let Some((entry, table)) = epilogue else {
                         continue;
                     };
-                    let (first, last) = self.parallel_range(item);
+                    let (first, last) = self.parallel_range(unit);
                     if first < last {
                         // SAFETY: the caller's contract makes `entry` safe on `table` for any
                         // sub-range of the parallel loop (`0..m`, `0..blocks` for column
@@ -883,17 +915,17 @@ impl GemmCall {
                         // the buffers it writes share no memory with A, B or C other than
                         // those columns. Batch indices — iteration `p` touches C's memory
                         // only in batch index `p`'s band (its footprint, checked), which only
-                        // this item wrote, and writes no memory of A or B. So the GEMM's reads
+                        // this item wrote, and writes no memory of A or B; grouped, iteration
+                        // `p` touches only the bands of group `p`'s indices, which only this
+                        // unit's items wrote. So the GEMM's reads
                         // and writes and the kernel's never meet.
                         unsafe { entry(table as *const *mut u8, first as i64, last as i64) }
                     }
                 }
             };
             match pool {
-                Some(pool) if pool.threads() > 1 && self.items > 1 => {
-                    pool.run_fn(self.items as i64, &run)
-                }
-                _ => run(0, self.items as i64),
+                Some(pool) if pool.threads() > 1 && units > 1 => pool.run_fn(units as i64, &run),
+                _ => run(0, units as i64),
             }
         };
         let direct = BOperand {
@@ -1385,6 +1417,8 @@ pub struct GemmEpilogue {
     call: GemmCall,
     gemm_args: [usize; 3],
     kernel_args: Vec<usize>,
+    /// With batch axes: the batch indices a kernel iteration covers.
+    group: Option<usize>,
 }
 
 impl GemmEpilogue {
@@ -1419,11 +1453,35 @@ impl GemmEpilogue {
             }
         };
         call.check_epilogue(signature, relation).map_err(fail)?;
+        let group = call.batch_group(signature.parallel_extent);
         Ok(GemmEpilogue {
             call,
             gemm_args,
             kernel_args,
+            group,
         })
+    }
+
+    /// The units the step runs the kernel over, for `weft explain` and the program's text:
+    /// "row blocks" (a batch index's matrix is one block of rows), "column blocks", or
+    /// "groups of G batch indices".
+    pub fn blocks(&self) -> String {
+        match (self.group, self.call.spec.split) {
+            (Some(g), _) if g > 1 => format!("groups of {g} batch indices"),
+            (_, split) => format!("{} blocks", split.noun()),
+        }
+    }
+
+    /// What each work item runs the kernel on, for `weft explain`: its rows, its column
+    /// block, or its group of batch indices, right after the GEMM computed them.
+    pub fn each(&self) -> String {
+        match (self.group, self.call.spec.split) {
+            (Some(g), _) if g > 1 => {
+                format!("group of {g} consecutive batch indices right after computing them")
+            }
+            (_, SplitDim::Rows) => "rows right after computing them".into(),
+            (_, SplitDim::Columns) => "column block right after computing it".into(),
+        }
     }
 
     /// The GEMM (with the blocks the step runs).
@@ -2155,6 +2213,54 @@ mod tests {
         let wide = batch_epilogue("4*%i0 + 2*%i1", 2);
         assert!(refused(batched(2), &wide, vec![2, 3]).contains("batch index by batch index"));
         assert!(refused(batched(2), &fits, vec![2, 0]).contains("shares memory"));
+    }
+
+    #[test]
+    fn an_epilogue_over_a_coarser_axis_fits_equal_groups_of_batch_indices() {
+        // C[b] (2 × 2) for four batch indices 4 elements apart; the kernel's loop over 2
+        // iterations of 8 elements each: groups of two batch indices.
+        let batched = GemmSpec {
+            batch: vec![BatchAxis {
+                len: 4,
+                strides: [6, 0, 4],
+            }],
+            lens: [24, 6, 16],
+            block: 2,
+            ..spec()
+        };
+        let kernel = |index: &str, extent: u64, inner: u64| {
+            let text = format!(
+                "kernel @e {{\n  buffer %c: f32[16] read\n  buffer %o: f32[16] write\n  \
+                 loop %i0 in 0..{extent} parallel {{\n    loop %i1 in 0..{inner} {{\n      \
+                 %v0: f32 = load %c[{index}]\n      store %o[{index}], %v0\n    }}\n  }}\n}}\n"
+            );
+            KernelSignature::of(&weft_ir::loop_ir::parse_kernel("e.lir", &text).unwrap())
+        };
+        let pairs = GemmEpilogue::new(
+            batched.clone(),
+            [0, 1, 2],
+            &kernel("8*%i0 + %i1", 2, 8),
+            vec![2, 3],
+        )
+        .unwrap();
+        assert_eq!(pairs.blocks(), "groups of 2 batch indices");
+        // Four groups of one: the batch indices themselves.
+        let ones = GemmEpilogue::new(
+            batched.clone(),
+            [0, 1, 2],
+            &kernel("4*%i0 + %i1", 4, 4),
+            vec![2, 3],
+        )
+        .unwrap();
+        assert_eq!(ones.blocks(), "row blocks");
+        // Three iterations do not cut four indices evenly; an iteration reading past its
+        // group's bands.
+        assert!(
+            refused(batched.clone(), &kernel("4*%i0 + %i1", 3, 4), vec![2, 3])
+                .contains("equal groups")
+        );
+        assert!(refused(batched, &kernel("4*%i0 + %i1", 2, 8), vec![2, 3])
+            .contains("batch index by batch index"));
     }
 
     #[test]

@@ -380,7 +380,9 @@ impl CompiledKernel {
             // caller's `BindScope`). `check_epilogue_memory` has just proved the memory
             // conditions `run_with_epilogue` requires of the kernel's buffers, and the
             // kernel's code is what `from_code`'s contract describes (footprints included).
-            unsafe { gemm.run_with_epilogue(pool, bases, self.entry, t.table.as_ptr()) };
+            unsafe {
+                gemm.run_with_epilogue(pool, bases, self.entry, t.table.as_ptr(), &self.signature)
+            };
             return Ok(());
         }
         let extent = self.signature.parallel_extent.map_or(0, |e| e as i64);

@@ -387,13 +387,16 @@ impl Program {
                 }
                 l
             }
-            Step::GemmThen { gemm, kernel, .. } => {
-                let spec = self.gemms[gemm.index()].call.spec();
+            Step::GemmThen {
+                gemm,
+                kernel,
+                epilogue,
+            } => {
                 format!(
-                    "{}; then epilogue kernel @{} over the same {} blocks",
-                    spec.display(),
+                    "{}; then epilogue kernel @{} over the same {}",
+                    self.gemms[gemm.index()].call.spec().display(),
                     self.kernels[kernel.index()].name,
-                    spec.split.noun()
+                    epilogue.blocks()
                 )
             }
         }
