@@ -479,6 +479,10 @@ fn composing_batch_axes_are_one() {
         text.contains("then epilogue kernel @k1 over the same groups of 3 batch indices"),
         "{text}"
     );
+    assert!(
+        text.contains("work items taken 3 at a time, 2 units of consecutive batch indices"),
+        "{text}"
+    );
     agree(&g, 2);
     let (g, _) = attention(
         [2, 2, 9, 11, 4],

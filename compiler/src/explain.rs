@@ -70,12 +70,7 @@ pub fn explain(exe: &JitExecutable) -> String {
                     fused.blocks()
                 );
                 gemm(fused.gemm(), exe.threads(), &mut s);
-                let _ = writeln!(
-                    s,
-                    "  each work item runs kernel @{} on its {}",
-                    lk.kernel.name,
-                    fused.each()
-                );
+                let _ = writeln!(s, "  {}", fused.schedule(&lk.kernel.name));
                 lk
             }
         };

@@ -1472,15 +1472,24 @@ impl GemmEpilogue {
         }
     }
 
-    /// What each work item runs the kernel on, for `weft explain`: its rows, its column
-    /// block, or its group of batch indices, right after the GEMM computed them.
-    pub fn each(&self) -> String {
+    /// How the step runs kernel @`kernel`, for `weft explain`: each work item on its rows or
+    /// its column block, or, grouped, each unit of G work items on its group of batch
+    /// indices, right after the GEMM computed them.
+    pub fn schedule(&self, kernel: &str) -> String {
         match (self.group, self.call.spec.split) {
-            (Some(g), _) if g > 1 => {
-                format!("group of {g} consecutive batch indices right after computing them")
+            (Some(g), _) if g > 1 => format!(
+                "work items taken {g} at a time, {} units of consecutive batch indices: each \
+                 unit runs kernel @{kernel}'s iteration of its group right after computing it",
+                self.call.items / g
+            ),
+            (_, SplitDim::Rows) => {
+                format!(
+                    "each work item runs kernel @{kernel} on its rows right after computing them"
+                )
             }
-            (_, SplitDim::Rows) => "rows right after computing them".into(),
-            (_, SplitDim::Columns) => "column block right after computing it".into(),
+            (_, SplitDim::Columns) => format!(
+                "each work item runs kernel @{kernel} on its column block right after computing it"
+            ),
         }
     }
 
