@@ -452,14 +452,11 @@ impl GemmCall {
 
     /// What runs the blocks (`weft explain`): weft's tiles (at the host's width) or the
     /// `gemm` crate.
-    pub fn engine(&self) -> &'static str {
+    pub fn engine(&self) -> String {
         if self.tiles {
-            match gemm_tiles::Width::host() {
-                gemm_tiles::Width::Ymm => "weft's AVX2 tiles",
-                gemm_tiles::Width::Zmm => "weft's AVX-512 tiles",
-            }
+            format!("weft's {} tiles", gemm_tiles::Width::host().isa())
         } else {
-            "gemm crate, runtime CPU dispatch"
+            "gemm crate, runtime CPU dispatch".into()
         }
     }
 
@@ -616,12 +613,15 @@ impl GemmCall {
     /// relates in memory to A, B and C: `relation(i, t)` for kernel buffer `i` and operand `t`
     /// (0 A, 1 B, 2 C). Why not, if not. No batch axes, and C's rows in disjoint bands
     /// ([`banded`]); then by the split: rows ([`GemmCall::check_row_epilogue`]) or columns
-    /// ([`GemmCall::check_column_epilogue`]).
+    /// ([`GemmCall::check_column_epilogue`]). If so, the *group* it proved: how many work
+    /// items a unit of the run takes before the kernel's iteration of them (1, or G for an
+    /// iteration over G consecutive batch indices) — what [`GemmCall::run_with_epilogue`]
+    /// runs by, never derived again.
     fn check_epilogue(
         &self,
         signature: &KernelSignature,
         relation: impl Fn(usize, usize) -> Relation,
-    ) -> Result<(), String> {
+    ) -> Result<usize, String> {
         if !self.spec.batch.is_empty() {
             return self.check_batch_epilogue(signature, relation);
         }
@@ -629,9 +629,10 @@ impl GemmCall {
             return Err("C's rows are not laid out one after another".into());
         }
         match self.spec.split {
-            SplitDim::Rows => self.check_row_epilogue(signature, relation),
-            SplitDim::Columns => self.check_column_epilogue(signature, relation),
+            SplitDim::Rows => self.check_row_epilogue(signature, relation)?,
+            SplitDim::Columns => self.check_column_epilogue(signature, relation)?,
         }
+        Ok(1)
     }
 
     /// [`GemmCall::check_epilogue`] for a GEMM with batch axes (a convolution over a batch of
@@ -648,7 +649,7 @@ impl GemmCall {
         &self,
         signature: &KernelSignature,
         relation: impl Fn(usize, usize) -> Relation,
-    ) -> Result<(), String> {
+    ) -> Result<usize, String> {
         let s = &self.spec;
         let [batch] = s.batch.as_slice() else {
             return Err("the GEMM has several batch axes".into());
@@ -689,7 +690,7 @@ impl GemmCall {
             on_c(b, relation(i, 2), fits, "batch index by batch index")?;
             apart_from_operands(b, &relation, i)?;
         }
-        Ok(())
+        Ok(group)
     }
 
     /// With one batch axis, how many consecutive batch indices one iteration of an epilogue
@@ -805,12 +806,12 @@ impl GemmCall {
 
     /// [`GemmCall::check_epilogue`] over the memory a call has bound: `range(i)` is the byte
     /// range of kernel buffer `i`, and of A, B and C at `n..n + 3` (`n` the kernel's buffer
-    /// count). Also refuses C overlapping A or B.
+    /// count). Also refuses C overlapping A or B. The group it proved, as `check_epilogue`.
     pub(crate) fn check_epilogue_memory(
         &self,
         signature: &KernelSignature,
         range: impl Fn(usize) -> (u128, u128),
-    ) -> Result<(), RuntimeError> {
+    ) -> Result<usize, RuntimeError> {
         let n = signature.buffers.len();
         let relation = |x: usize, y: usize| {
             let ((x0, x1), (y0, y1)) = (range(x), range(y));
@@ -836,8 +837,8 @@ impl GemmCall {
     }
 
     /// Runs every work item: the GEMM's block over `bases` (A, B, C), then `entry` over
-    /// `table` on the block's iterations ([`GemmCall::parallel_range`]), split over `pool` if
-    /// given.
+    /// `table` on the block's iterations ([`GemmCall::parallel_range`]) — `group` items a
+    /// unit, then the kernel's iteration of them — split over `pool` if given.
     ///
     /// # Safety
     /// `bases` as [`GemmCall::call_bound`] makes them (each at a buffer of the spec's type
@@ -846,20 +847,15 @@ impl GemmCall {
     /// ([`CompiledKernel::from_code`](crate::kernel::CompiledKernel::from_code)) holds for
     /// `table` (valid and its buffers borrowed until this returns) with the signature
     /// `signature`; and [`GemmCall::check_epilogue_memory`] passed for this signature over
-    /// the memory `table` and `bases` point at.
+    /// the memory `table` and `bases` point at, returning `group`.
     pub(crate) unsafe fn run_with_epilogue(
         &self,
         pool: Option<&ThreadPool>,
         bases: [usize; 3],
         entry: KernelEntry,
         table: *const *mut u8,
-        signature: &KernelSignature,
+        group: usize,
     ) {
-        // Checked with this signature: batch indices in equal groups, one a kernel iteration.
-        let group = self
-            .batch_group(signature.parallel_extent)
-            .unwrap_or(1)
-            .max(1);
         // SAFETY: forwarded from this function's contract.
         unsafe {
             match self.spec.dtype {
@@ -1417,8 +1413,8 @@ pub struct GemmEpilogue {
     call: GemmCall,
     gemm_args: [usize; 3],
     kernel_args: Vec<usize>,
-    /// With batch axes: the batch indices a kernel iteration covers.
-    group: Option<usize>,
+    /// The work items a kernel iteration follows ([`GemmCall::check_epilogue`]'s group).
+    group: usize,
 }
 
 impl GemmEpilogue {
@@ -1452,8 +1448,7 @@ impl GemmEpilogue {
                 Relation::Disjoint
             }
         };
-        call.check_epilogue(signature, relation).map_err(fail)?;
-        let group = call.batch_group(signature.parallel_extent);
+        let group = call.check_epilogue(signature, relation).map_err(fail)?;
         Ok(GemmEpilogue {
             call,
             gemm_args,
@@ -1467,7 +1462,7 @@ impl GemmEpilogue {
     /// "groups of G batch indices".
     pub fn blocks(&self) -> String {
         match (self.group, self.call.spec.split) {
-            (Some(g), _) if g > 1 => format!("groups of {g} batch indices"),
+            (g, _) if g > 1 => format!("groups of {g} batch indices"),
             (_, split) => format!("{} blocks", split.noun()),
         }
     }
@@ -1477,7 +1472,7 @@ impl GemmEpilogue {
     /// indices, right after the GEMM computed them.
     pub fn schedule(&self, kernel: &str) -> String {
         match (self.group, self.call.spec.split) {
-            (Some(g), _) if g > 1 => format!(
+            (g, _) if g > 1 => format!(
                 "work items taken {g} at a time, {} units of consecutive batch indices: each \
                  unit runs kernel @{kernel}'s iteration of its group right after computing it",
                 self.call.items / g

@@ -58,6 +58,22 @@ impl Width {
         }
     }
 
+    /// The registers' name, for `weft explain`.
+    pub(crate) const fn registers(self) -> &'static str {
+        match self {
+            Width::Ymm => "ymm",
+            Width::Zmm => "zmm",
+        }
+    }
+
+    /// The instruction set, for `weft explain`.
+    pub(crate) const fn isa(self) -> &'static str {
+        match self {
+            Width::Ymm => "AVX2",
+            Width::Zmm => "AVX-512",
+        }
+    }
+
     /// Rows of a tile: two vectors.
     const fn rows(self) -> usize {
         match self {
@@ -92,7 +108,7 @@ pub(crate) fn schedule() -> String {
          in place",
         w.rows(),
         w.cols(),
-        if w == Width::Zmm { "zmm" } else { "ymm" }
+        w.registers()
     )
 }
 
