@@ -684,3 +684,58 @@ fn every_tail_of_a_uniform_division_takes_the_loops_own_code() {
         }
     }
 }
+
+/// A softmax's exponentials, stored and then summed by the next loop: the leaf loop storing
+/// them also adds each into that loop's f32 partials (`LeafStrategy::then_sums`, as the span
+/// routine does), which combines them, runs its tail and re-runs in f64 — with the bits of
+/// the same graph with leaf loops off (the span routine's pass) and 8 lanes wide, and the
+/// oracle's values, at random row lengths (every tail), rows with NaN, ±inf and huge values
+/// among them.
+#[test]
+fn a_stored_span_summed_by_the_leaf_loop_gives_the_same_bits() {
+    run_property(
+        "leaf_loops::a_stored_span_summed_by_the_leaf_loop_gives_the_same_bits",
+        file!(),
+        proptest_cases(24),
+        1.0,
+        (any::<u64>(), 1usize..6, 64usize..1100),
+        |(seed, rows, cols), tally| {
+            let text = format!(
+                "axis R = {rows}\naxis C = {cols}\nplaceholder x: f32[R, C]\nm = max(x, [C])\n\
+                 s = subtract(x, m)\ne = exp(s)\nt = sum(e, [C])\ny = divide(e, t)\noutput y\n"
+            );
+            let g = weft::ir::text::parse(&text, "softmax.weft").unwrap();
+            let mut rng = weft_ir::perturb::SplitMix(seed);
+            let special = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 3e38, -3e38];
+            let x: Vec<f32> = (0..rows * cols)
+                .map(|i| match (i / cols, rng.below(64)) {
+                    (1, 0) => special[rng.below(special.len())],
+                    _ => (rng.unit() * 60.0 - 30.0) as f32,
+                })
+                .collect();
+            let axes = g.get(g.find("x").unwrap()).unwrap().axes.clone();
+            let xs = [HostArray::from_vec(axes, vec![rows, cols], x).unwrap()];
+            let (leaf, explained) = run_leaf(&g, &xs, true);
+            let (lanes, _) = run_leaf(&g, &xs, false);
+            prop_assert!(leaf == lanes, "{rows} x {cols}\n{explained}");
+            let (zmm, ymm) = (run_wide(&g, &xs, true, 2), run_wide(&g, &xs, false, 2));
+            prop_assert!(zmm == ymm && zmm == leaf, "{rows} x {cols}\n{explained}");
+            if AVX2.with(|a| *a) {
+                prop_assert!(
+                    explained.contains("each stored vector also summed into")
+                        && explained.contains("leaf loop as it stores"),
+                    "{explained}"
+                );
+            }
+            let (ps, outputs) = (g.placeholders(), [g.find("y").unwrap()]);
+            let tol = Tolerance::for_graph(&g);
+            let refs = references(&g, &outputs, &ps, &xs, 1, &tol)
+                .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let jit = run(&g, &outputs, &ps, &xs, 1, Backend::Jit)
+                .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            compare(&jit, &refs, &tol).map_err(|m| TestCaseError::fail(format!("{m}\n{text}")))?;
+            tally.compared();
+            Ok(())
+        },
+    );
+}

@@ -464,7 +464,13 @@ fn leaf_lines(
             leaf::REALIGN_MIN,
         ));
     }
-    if let Some(sum) = s.leaf.sum {
+    if let Some(next) = &s.then_sums {
+        what.push(format!(
+            "each stored vector also summed into %{}'s {} f32 partials for loop %{} \
+             (element i into partial i mod {})",
+            next.acc, next.width, next.loop_id, next.width
+        ));
+    } else if let Some(sum) = s.leaf.sum {
         what.push(format!(
             "{} f32 partials for %{} (element i into partial i mod {}), combined here{} \
              (the loop re-runs in f64 if the total is not finite)",
@@ -504,9 +510,12 @@ fn vector_lines(k: &Kernel, l: LoopId, body: &[Stmt], v: &VectorLoop, what: &mut
         ));
     } else if let Some(by) = &v.summed_by {
         after.push(format!(
-            "its vector pass done by %{}'s span routine as it stores ({} f32 partials for \
+            "its vector pass done by %{}'s {} as it stores ({} f32 partials for \
              %{}, combined here; the loop re-runs in f64 if the total is not finite)",
-            by.span_loop, by.width, by.acc
+            by.span_loop,
+            if by.leaf { "leaf loop" } else { "span routine" },
+            by.width,
+            by.acc
         ));
     } else if !v.narrow.is_empty() {
         let accs: Vec<String> = v.narrow.iter().map(|a| format!("%{a}")).collect();

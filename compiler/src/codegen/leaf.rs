@@ -8,7 +8,10 @@
 //! `and`/`or`/`xor`/`not`, selects
 //! and `bool → f32` converts on lane masks) over contiguous unmasked loads, values from outside
 //! the loop and constants, stored contiguously or summed into the one accumulator whose
-//! partials the vector loop keeps in f32 ([`LeafSum`]) — is instead assembled as machine code
+//! partials the vector loop keeps in f32 ([`LeafSum`]), or its one store also summed into the
+//! partials of the sum loop right after it over the stored span, as the span routine would
+//! (softmax's exponentials and their denominator: one pass over the row fewer) — is instead
+//! assembled as machine code
 //! with `iced-x86` at the host's full width — 16 lanes a vector in `zmm` registers on an
 //! AVX-512F host, 8 in `ymm` registers on an AVX2 one (`leaf_asm.rs`: one body, two widths,
 //! the same bits) — and defined into the kernel's
@@ -93,7 +96,8 @@ pub(crate) enum NotLeaf {
     Reduce,
     /// An `if` or a loop in the body.
     Control,
-    /// Both a store and a sum, or neither.
+    /// Both a store and a sum of its own, or neither (or a summed store that is not its only
+    /// store).
     StoresAndSums,
     /// Sums into more than one accumulator, or in f64 partials.
     Accumulators,
@@ -121,7 +125,10 @@ impl std::fmt::Display for NotLeaf {
             NotLeaf::Divisor => write!(f, "divides by a value it computes from outside values"),
             NotLeaf::Reduce => write!(f, "reduces other than an f32 sum into its partials"),
             NotLeaf::Control => write!(f, "holds an if or a loop"),
-            NotLeaf::StoresAndSums => write!(f, "must either store or sum into partials"),
+            NotLeaf::StoresAndSums => write!(
+                f,
+                "must either store or sum into partials (or sum its one store for the next loop)"
+            ),
             NotLeaf::Accumulators => {
                 write!(f, "sums into more than one accumulator, or in f64 partials")
             }
@@ -165,6 +172,11 @@ pub(crate) struct LeafSum {
     pub acc: AccId,
     /// Partials: the vector loop's lanes times parts, a multiple of the leaf loop's lanes.
     pub width: u32,
+    /// Whether what is summed is the loop's one store rather than a `reduce` of its body:
+    /// the partials are those of the sum loop right after it over the stored span
+    /// (`span_plan::SpanSum`: softmax's denominator), which combines them, runs its tail and
+    /// re-runs in f64 as it would after its own vector pass.
+    pub stored: bool,
 }
 
 /// A value from outside the loop that the kernel passes to a leaf loop.
@@ -340,9 +352,18 @@ impl Builder {
         partials: Vec<u8>,
     ) -> Result<LeafLoop, NotLeaf> {
         let b = self;
-        let stores = b.ops.iter().any(|o| matches!(o, Op::Store { .. }));
+        let stores = b
+            .ops
+            .iter()
+            .filter(|o| matches!(o, Op::Store { .. }))
+            .count();
         let sums = b.ops.iter().any(|o| matches!(o, Op::Accumulate { .. }));
-        if stores == sums || sums != sum.is_some() {
+        let fits = match sum {
+            Some(s) if s.stored => stores == 1 && sums,
+            Some(_) => stores == 0 && sums,
+            None => stores > 0 && !sums,
+        };
+        if !fits {
             return Err(NotLeaf::StoresAndSums);
         }
         let stored: Vec<usize> = b
@@ -359,7 +380,8 @@ impl Builder {
                 .any(|&t| b.streams[t].buffer == b.streams[usize::from(*stream)].buffer),
             _ => false,
         });
-        let long = extent >= REALIGN_MIN as u64;
+        // A sum's partials follow the elements from the range's start: one call, no realigning.
+        let long = extent >= REALIGN_MIN as u64 && !sums;
         let realign = b.ops.iter().find_map(|o| match o {
             Op::Store { stream, disp, .. } if long && !rereads => {
                 Some((usize::from(*stream), *disp))
@@ -754,6 +776,9 @@ impl LeafBody<'_> {
                 let src = b.operand(*value, true)?;
                 let (stream, disp) = b.stream(target)?;
                 b.ops.push(Op::Store { src, stream, disp });
+                if self.sum.is_some_and(|s| s.stored) {
+                    b.ops.push(Op::Accumulate { src });
+                }
                 release(b, s, at, &self.last, &self.widened);
                 return Ok(());
             }

@@ -26,7 +26,7 @@ use super::leaf::{LeafLoop, LeafSum, NotLeaf};
 use super::leaf_asm::LeafWidth;
 use super::span_plan::{
     self as span, ArgExtremeSpan, ExtremeRows, ExtremeSpan, NextRow, ReduceSpan, ScaledCopy,
-    SpanCall, SumSpan,
+    SpanCall, SpanSum, SumSpan,
 };
 use super::vectorize::{self, f32_partials, widenings, WidePlan};
 
@@ -120,10 +120,13 @@ pub(crate) struct LeafStrategy {
     /// Whether whole steps of the loop's own vector code run between the call's last step and
     /// the scalar tail (a 16-lane leaf loop over steps of 8).
     pub own_steps_after: bool,
+    /// The sum loop right after it whose vector pass the call does as it stores (its
+    /// [`LeafSum`] is `stored`), as the span routine would have.
+    pub then_sums: Option<SpanSum>,
 }
 
 impl LeafStrategy {
-    fn new(vector: VectorLoop, leaf: LeafLoop) -> LeafStrategy {
+    fn new(vector: VectorLoop, leaf: LeafLoop, then_sums: Option<SpanSum>) -> LeafStrategy {
         let own_step = vector.plan.lanes * vector.plan.parts;
         let step = leaf.sum.map_or(leaf.lanes().max(own_step), |sum| sum.width);
         let own_steps_after = leaf.sum.is_none() && own_step < leaf.lanes();
@@ -132,6 +135,7 @@ impl LeafStrategy {
             leaf,
             step,
             own_steps_after,
+            then_sums,
         }
     }
 }
@@ -203,6 +207,8 @@ pub(crate) struct SummedBy {
     pub acc: AccId,
     /// f32 partials.
     pub width: u32,
+    /// Whether that loop is a leaf loop (else its span routine sums).
+    pub leaf: bool,
 }
 
 /// A loop emitted without vectors.
@@ -323,23 +329,23 @@ fn decide_body(
     }
 }
 
-/// The span loop among `siblings` before `l` whose routine sums `l`'s terms, as decided.
+/// The loop among `siblings` before `l` whose span routine or leaf loop sums `l`'s terms as
+/// it stores them, as decided.
 fn summed_by(s: &KernelStrategy, siblings: &[Stmt], l: LoopId) -> Option<SummedBy> {
     siblings.iter().find_map(|st| match st {
-        Stmt::Loop { loop_id, .. } if *loop_id != l => match s.of(*loop_id)? {
-            LoopStrategy::Vector(v) => {
-                v.span()?
-                    .sum
-                    .as_ref()
-                    .filter(|sum| sum.loop_id == l)
-                    .map(|sum| SummedBy {
-                        span_loop: *loop_id,
-                        acc: sum.acc,
-                        width: sum.width,
-                    })
-            }
-            _ => None,
-        },
+        Stmt::Loop { loop_id, .. } if *loop_id != l => {
+            let (sum, leaf) = match s.of(*loop_id)? {
+                LoopStrategy::Vector(v) => (v.span()?.sum.as_ref()?, false),
+                LoopStrategy::Leaf(f) => (f.then_sums.as_ref()?, true),
+                _ => return None,
+            };
+            (sum.loop_id == l).then_some(SummedBy {
+                span_loop: *loop_id,
+                acc: sum.acc,
+                width: sum.width,
+                leaf,
+            })
+        }
         _ => None,
     })
 }
@@ -414,8 +420,20 @@ fn decide_loop(
         [acc] => Ok(Some(LeafSum {
             acc,
             width: v.plan.lanes * v.plan.parts,
+            stored: false,
         })),
         _ => Err(NotLeaf::Accumulators),
+    };
+    // The sum of the stored span that the routine would have done as it stored, the leaf
+    // loop does: its one store summed into the next loop's partials.
+    let then_sums = v.span().and_then(|span| span.sum.clone());
+    let sum = match (sum, &then_sums) {
+        (Ok(None), Some(next)) => Ok(Some(LeafSum {
+            acc: next.acc,
+            width: next.width,
+            stored: true,
+        })),
+        (sum, _) => sum,
     };
     // The row a span routine would have prefetched as it computed, the leaf loop prefetches.
     let prefetch = v
@@ -442,6 +460,7 @@ fn decide_loop(
                 ..v
             },
             leaf,
+            then_sums.filter(|_| sum.is_ok_and(|s| s.is_some_and(|s| s.stored))),
         ))),
         Err(_) if !matches!(v.routine, VectorRoutine::None) => LoopStrategy::Vector(Box::new(v)),
         Err(why) => LoopStrategy::Vector(Box::new(VectorLoop {

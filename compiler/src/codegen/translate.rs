@@ -1485,7 +1485,8 @@ impl<'a, 'b> Translator<'a, 'b> {
     /// range (block by block when its f32 partials are folded every block), then its
     /// scalar tail.
     fn emit_leaf_loop(&mut self, l: LoopId, body: &[Stmt], s: &LeafStrategy) -> Result<()> {
-        if s.leaf.sum.is_none() {
+        // A summed store's partials are the next loop's, settled when it is emitted.
+        if s.leaf.sum.is_none_or(|sum| sum.stored) {
             return self.emit_leaf_range(l, body, s);
         }
         // A sum: its partials settled range by range, then one re-run of the whole loop if a
@@ -1536,18 +1537,27 @@ impl<'a, 'b> Translator<'a, 'b> {
         }
         let len = self.range_len(l);
         let vectors = self.b.ins().band_imm_s(len, !(i64::from(s.step) - 1));
-        if let Some(slot) = partials {
-            let args = self.entries_at(&entries);
-            self.b.ins().call(callee, &[args, vectors]);
-            // Combined and the tail, as the vector loop's own partials are.
-            return self.settle_summed(l, body, slot).map(|_| ());
-        }
         // The whole vectors end at the same element however the range is realigned, so every
         // element is computed by the same code (the scalar tail divides exactly; the vectors
         // by the scaled reciprocal) whatever the address of the output.
-        match leaf.realign {
-            Some(store) => self.realign_leaf(l, s, callee, (&entries, vectors), store)?,
-            None => {
+        match (partials, &s.then_sums, leaf.realign) {
+            (Some(slot), None, _) => {
+                let args = self.entries_at(&entries);
+                self.b.ins().call(callee, &[args, vectors]);
+                // Combined and the tail, as the vector loop's own partials are.
+                return self.settle_summed(l, body, slot).map(|_| ());
+            }
+            // The stored values' partials, for the sum loop to combine (`emit_loop`); then
+            // this loop's own tail.
+            (Some(slot), Some(next), _) => {
+                let args = self.entries_at(&entries);
+                self.b.ins().call(callee, &[args, vectors]);
+                self.span_sums.push((next.loop_id, slot));
+            }
+            (None, _, Some(store)) => {
+                self.realign_leaf(l, s, callee, (&entries, vectors), store)?
+            }
+            (None, _, None) => {
                 let args = self.entries_at(&entries);
                 self.b.ins().call(callee, &[args, vectors]);
             }
