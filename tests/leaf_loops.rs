@@ -235,12 +235,22 @@ fn check(
         tally.compared();
         return Ok(());
     }
-    let ps = g.placeholders();
-    let outputs = [g.find("y").unwrap()];
-    let tol = Tolerance::for_graph(&g);
-    let refs = references(&g, &outputs, &ps, &xs, 1, &tol)
+    agrees_with_the_oracle(&g, &xs, &text, tally)
+}
+
+/// `y` of `g` on the JIT against the oracle's, within the graph's tolerance (`text` names
+/// the graph on failure).
+fn agrees_with_the_oracle(
+    g: &Graph,
+    xs: &[HostArray],
+    text: &str,
+    tally: &Tally,
+) -> Result<(), TestCaseError> {
+    let (ps, outputs) = (g.placeholders(), [g.find("y").unwrap()]);
+    let tol = Tolerance::for_graph(g);
+    let refs = references(g, &outputs, &ps, xs, 1, &tol)
         .map_err(|e| TestCaseError::fail(e.to_string()))?;
-    let jit = run(&g, &outputs, &ps, &xs, 1, Backend::Jit)
+    let jit = run(g, &outputs, &ps, xs, 1, Backend::Jit)
         .map_err(|e| TestCaseError::fail(e.to_string()))?;
     compare(&jit, &refs, &tol).map_err(|m| TestCaseError::fail(format!("{m}\n{text}")))?;
     tally.compared();
@@ -727,15 +737,7 @@ fn a_stored_span_summed_by_the_leaf_loop_gives_the_same_bits() {
                     "{explained}"
                 );
             }
-            let (ps, outputs) = (g.placeholders(), [g.find("y").unwrap()]);
-            let tol = Tolerance::for_graph(&g);
-            let refs = references(&g, &outputs, &ps, &xs, 1, &tol)
-                .map_err(|e| TestCaseError::fail(e.to_string()))?;
-            let jit = run(&g, &outputs, &ps, &xs, 1, Backend::Jit)
-                .map_err(|e| TestCaseError::fail(e.to_string()))?;
-            compare(&jit, &refs, &tol).map_err(|m| TestCaseError::fail(format!("{m}\n{text}")))?;
-            tally.compared();
-            Ok(())
+            agrees_with_the_oracle(&g, &xs, &text, tally)
         },
     );
 }
