@@ -20,7 +20,7 @@ axis against the inner one, l2 as a dot against l2 as a sum). Also writes JSON l
 `pip install -r bench/requirements.txt`, and minutes of a quiet machine).
 
     python3 bench/peers.py [--rounds 3] [--runs 11] [--workload chain ...] [--system jax ...]
-                           [--rows 2048] [--cranelift-lanes] [--ymm-leaves]
+                           [--rows 2048 | --rows 4,64,256] [--cranelift-lanes] [--ymm-leaves]
 
 The cache-resident rows (--workload cache, issue 61): chain_c, l2_c, softmax_c, layernorm_c are
 chain, l2, softmax and layernorm at sizes whose inputs each take at most a quarter of L3 (4 MiB
@@ -35,7 +35,8 @@ to these sizes (a temporary file); the peers (numpy, jax, torch, inductor, ort) 
 in bench/peers_local.py. No bandwidth floor is printed for them: DRAM does not bound them.
 
 `--rows N` runs the orientation rows with R = N (2048: 4 MiB a matrix, a cache-resident size,
-issue 61), weft and the peers alike; `--cranelift-lanes` also times weft's fused plan without
+issue 61), weft and the peers alike; a list (`--rows 4,64,256`, issue 61's short kept axes)
+runs each row at each R in the same interleaved rounds, a table per row and R; `--cranelift-lanes` also times weft's fused plan without
 assembled leaf loops, as `weft-fused-cranelift-lanes`, and `--ymm-leaves` with its leaf loops
 8 lanes wide on an AVX-512F host, as `weft-fused-ymm-leaves` (16 lanes is the default there).
 """
@@ -198,8 +199,9 @@ def main():
     ap.add_argument("--peers", default=str(ROOT.parent / "shared/peers/peers.py"), help="the peers' timing script")
     ap.add_argument("--weft", default=str(ROOT / "target/release/weft"), help="a release build of the weft CLI")
     ap.add_argument("--json", action="store_true", help="also print every round's figures as JSON lines")
-    ap.add_argument("--rows", type=int, help="R of the orientation rows (default their 32768: 64 MiB a matrix; "
-                    "2048 makes each 4 MiB, cache-resident); other workloads keep their sizes")
+    ap.add_argument("--rows", help="R of the orientation rows, or a comma-separated list of them (default "
+                    "their 32768: 64 MiB a matrix; 2048 makes each 4 MiB, cache-resident; 4,64,256 the short "
+                    "kept axes); other workloads keep their sizes")
     ap.add_argument("--cranelift-lanes", action="store_true",
                     help="also time weft fused without assembled leaf loops (weft bench --cranelift-lanes)")
     ap.add_argument("--ymm-leaves", action="store_true",
@@ -209,55 +211,66 @@ def main():
     workloads = [w for g in a.workload or list(WORKLOADS) for w in GROUPS.get(g, [g])]
     if unknown := [w for w in workloads if w not in WORKLOADS]:
         sys.exit(f"unknown workload {unknown[0]}: one of {' '.join([*WORKLOADS, *GROUPS])}")
+    try:
+        row_counts = [int(r) for r in a.rows.split(",")] if a.rows else [None]
+    except ValueError:
+        sys.exit(f"--rows {a.rows}: positive integers separated by commas")
+    if any(r is not None and r < 1 for r in row_counts):
+        sys.exit(f"--rows {a.rows}: positive integers separated by commas")
+    # (workload, R): each orientation row at each R, every other workload once.
+    items = [(w, r) for w in workloads for r in (row_counts if w in ORIENTATION else [None])]
     systems = a.system or ALL_SYSTEMS
     python = str(Path(a.venv) / "bin/python")
     if not Path(a.weft).exists():
         sys.exit(f"no weft binary at {a.weft}: cargo build --release")
-    times = {}  # (workload, system) -> [per-round medians]
+    times = {}  # ((workload, R), system) -> [per-round medians]
     bandwidth = []  # per-round STREAM figures
     for r in range(a.rounds):
         s = stream(a.venv)
         if s:
             bandwidth.append(s)
-        for w in workloads:
+        for w, rows in items:
             # One process per system, in an order rotated every round: a system that leaves
             # the machine busy (freeing gigabytes, threads winding down) slows whichever runs
             # next, so no system always follows the same one.
-            runners = [lambda w=w: weft_bench(a.weft, w, a.runs, a.rows, a.venv)]
+            runners = [lambda w=w, rows=rows: weft_bench(a.weft, w, a.runs, rows, a.venv)]
             script = (ROOT / "bench/peers_onnx.py" if w in MODELS
                       else ROOT / "bench/peers_local.py" if w in LOCAL else Path(a.peers))
             if Path(python).exists() and script.exists():
                 model_systems = [s for s in systems if s in ("ort", "torch", "inductor")]
-                runners += [lambda w=w, s=s: peers(python, script, w, [s], a.runs, a.rows, a.venv)
+                runners += [lambda w=w, s=s, rows=rows: peers(python, script, w, [s], a.runs, rows, a.venv)
                             for s in (model_systems if w in MODELS else systems)]
             k = r % len(runners)
             figures = {}
             for run in runners[k:] + runners[:k]:
                 figures.update(run())
             for system, ms in figures.items():
-                times.setdefault((w, system), []).append(ms)
+                times.setdefault(((w, rows), system), []).append(ms)
                 if a.json:
-                    print(json.dumps({"round": r, "workload": w, "system": system, "median_ms": ms}), flush=True)
+                    print(json.dumps({"round": r, "workload": w, "rows": rows, "system": system,
+                                      "median_ms": ms}), flush=True)
     gbs = {k: statistics.median(b[k] for b in bandwidth) for k in ("copy_gbs", "read_gbs")} if bandwidth else {}
     if gbs:
         print(f"STREAM over {len(bandwidth)} rounds: copy {gbs['copy_gbs']:.1f} GB/s, read {gbs['read_gbs']:.1f} GB/s")
-    for w in workloads:
-        rows = sorted(((statistics.median(v), s) for (ww, s), v in times.items() if ww == w))
+    for w, r_ in items:
+        key = (w, r_)
+        rows = sorted(((statistics.median(v), s) for (kk, s), v in times.items() if kk == key))
         if not rows:
             continue
         nbytes, bound = WORKLOADS.get(w, (None, None))
-        if nbytes and a.rows and w in ORIENTATION:
-            nbytes = nbytes * a.rows // 32768
+        if nbytes and r_:
+            nbytes = nbytes * r_ // 32768
         floor = nbytes / (gbs[bound] * 1e9) * 1e3 if nbytes and bound in gbs else None
-        fused = statistics.median(times[(w, "weft-fused")]) if (w, "weft-fused") in times else None
-        print(f"\n{w}" + (f"  (floor {floor:.2f} ms)" if floor else ""))
+        fused = statistics.median(times[(key, "weft-fused")]) if (key, "weft-fused") in times else None
+        label = w + (f" (R = {r_})" if r_ and len(row_counts) > 1 else "")
+        print(f"\n{label}" + (f"  (floor {floor:.2f} ms)" if floor else ""))
         twin = TWINS.get(w)
         print(f"  {'system':<14}{'median ms':>11}{'x floor':>9}{'weft faster':>13}"
               + (f"  x {twin} (same system)" if twin else ""))
         for ms, s in rows:
             xf = f"{ms / floor:.2f}" if floor else "-"
             sp = f"{ms / fused:.2f}x" if fused else "-"
-            xt = f"{ms / statistics.median(times[(twin, s)]):.2f}" if (twin, s) in times else "-"
+            xt = f"{ms / statistics.median(times[((twin, r_), s)]):.2f}" if ((twin, r_), s) in times else "-"
             print(f"  {s:<14}{ms:>11.4f}{xf:>9}{sp:>13}" + (f"  {xt:>6}" if twin else ""))
 
 
