@@ -464,11 +464,11 @@ fn leaf_lines(
             leaf::REALIGN_MIN,
         ));
     }
-    if let Some(next) = &s.then_sums {
+    if let Some((sum, next)) = s.leaf.sum.and_then(|sum| Some((sum, sum.for_loop?))) {
         what.push(format!(
-            "each stored vector also summed into %{}'s {} f32 partials for loop %{} \
+            "each stored vector also summed into %{}'s {} f32 partials for loop %{next} \
              (element i into partial i mod {})",
-            next.acc, next.width, next.loop_id, next.width
+            sum.acc, sum.width, sum.width
         ));
     } else if let Some(sum) = s.leaf.sum {
         what.push(format!(

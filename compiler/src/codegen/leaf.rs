@@ -148,7 +148,7 @@ pub(crate) struct LeafLoop {
     /// The accumulator the loop sums into f32 partials, if it sums.
     pub sum: Option<LeafSum>,
     /// The stream of its first store and that store's displacement (bytes), when the loop
-    /// stores and reads no buffer it stores: running an element twice then writes the same
+    /// stores, sums nothing and reads no buffer it stores: running an element twice then writes the same
     /// value again, so the kernel may run its whole vectors from where that store is aligned
     /// ([`REALIGN_TO`]), with a call over the vectors before and one over the last.
     pub realign: Option<(usize, i32)>,
@@ -172,11 +172,11 @@ pub(crate) struct LeafSum {
     pub acc: AccId,
     /// Partials: the vector loop's lanes times parts, a multiple of the leaf loop's lanes.
     pub width: u32,
-    /// Whether what is summed is the loop's one store rather than a `reduce` of its body:
-    /// the partials are those of the sum loop right after it over the stored span
+    /// When what is summed is the loop's one store rather than a `reduce` of its body: the
+    /// sum loop right after it over the stored span whose partials these are
     /// (`span_plan::SpanSum`: softmax's denominator), which combines them, runs its tail and
     /// re-runs in f64 as it would after its own vector pass.
-    pub stored: bool,
+    pub for_loop: Option<LoopId>,
 }
 
 /// A value from outside the loop that the kernel passes to a leaf loop.
@@ -359,7 +359,7 @@ impl Builder {
             .count();
         let sums = b.ops.iter().any(|o| matches!(o, Op::Accumulate { .. }));
         let fits = match sum {
-            Some(s) if s.stored => stores == 1 && sums,
+            Some(s) if s.for_loop.is_some() => stores == 1 && sums,
             Some(_) => stores == 0 && sums,
             None => stores > 0 && !sums,
         };
@@ -776,7 +776,7 @@ impl LeafBody<'_> {
                 let src = b.operand(*value, true)?;
                 let (stream, disp) = b.stream(target)?;
                 b.ops.push(Op::Store { src, stream, disp });
-                if self.sum.is_some_and(|s| s.stored) {
+                if self.sum.is_some_and(|s| s.for_loop.is_some()) {
                     b.ops.push(Op::Accumulate { src });
                 }
                 release(b, s, at, &self.last, &self.widened);

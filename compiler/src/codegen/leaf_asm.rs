@@ -812,7 +812,7 @@ mod tests {
         let sum = Some(LeafSum {
             acc: AccId::from_u32(0),
             width: 16,
-            stored: false,
+            for_loop: None,
         });
         for (k, sum) in [(&stored, None), (&functions, None), (&summed, sum)] {
             let ymm = leaf(k, sum, LeafWidth::Ymm);

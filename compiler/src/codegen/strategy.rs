@@ -26,7 +26,7 @@ use super::leaf::{LeafLoop, LeafSum, NotLeaf};
 use super::leaf_asm::LeafWidth;
 use super::span_plan::{
     self as span, ArgExtremeSpan, ExtremeRows, ExtremeSpan, NextRow, ReduceSpan, ScaledCopy,
-    SpanCall, SpanSum, SumSpan,
+    SpanCall, SumSpan,
 };
 use super::vectorize::{self, f32_partials, widenings, WidePlan};
 
@@ -120,13 +120,10 @@ pub(crate) struct LeafStrategy {
     /// Whether whole steps of the loop's own vector code run between the call's last step and
     /// the scalar tail (a 16-lane leaf loop over steps of 8).
     pub own_steps_after: bool,
-    /// The sum loop right after it whose vector pass the call does as it stores (its
-    /// [`LeafSum`] is `stored`), as the span routine would have.
-    pub then_sums: Option<SpanSum>,
 }
 
 impl LeafStrategy {
-    fn new(vector: VectorLoop, leaf: LeafLoop, then_sums: Option<SpanSum>) -> LeafStrategy {
+    fn new(vector: VectorLoop, leaf: LeafLoop) -> LeafStrategy {
         let own_step = vector.plan.lanes * vector.plan.parts;
         let step = leaf.sum.map_or(leaf.lanes().max(own_step), |sum| sum.width);
         let own_steps_after = leaf.sum.is_none() && own_step < leaf.lanes();
@@ -135,7 +132,6 @@ impl LeafStrategy {
             leaf,
             step,
             own_steps_after,
-            then_sums,
         }
     }
 }
@@ -334,15 +330,21 @@ fn decide_body(
 fn summed_by(s: &KernelStrategy, siblings: &[Stmt], l: LoopId) -> Option<SummedBy> {
     siblings.iter().find_map(|st| match st {
         Stmt::Loop { loop_id, .. } if *loop_id != l => {
-            let (sum, leaf) = match s.of(*loop_id)? {
-                LoopStrategy::Vector(v) => (v.span()?.sum.as_ref()?, false),
-                LoopStrategy::Leaf(f) => (f.then_sums.as_ref()?, true),
+            let (sums, acc, width, leaf) = match s.of(*loop_id)? {
+                LoopStrategy::Vector(v) => {
+                    let sum = v.span()?.sum.as_ref()?;
+                    (sum.loop_id, sum.acc, sum.width, false)
+                }
+                LoopStrategy::Leaf(f) => {
+                    let sum = f.leaf.sum?;
+                    (sum.for_loop?, sum.acc, sum.width, true)
+                }
                 _ => return None,
             };
-            (sum.loop_id == l).then_some(SummedBy {
+            (sums == l).then_some(SummedBy {
                 span_loop: *loop_id,
-                acc: sum.acc,
-                width: sum.width,
+                acc,
+                width,
                 leaf,
             })
         }
@@ -420,18 +422,17 @@ fn decide_loop(
         [acc] => Ok(Some(LeafSum {
             acc,
             width: v.plan.lanes * v.plan.parts,
-            stored: false,
+            for_loop: None,
         })),
         _ => Err(NotLeaf::Accumulators),
     };
     // The sum of the stored span that the routine would have done as it stored, the leaf
     // loop does: its one store summed into the next loop's partials.
-    let then_sums = v.span().and_then(|span| span.sum.clone());
-    let sum = match (sum, &then_sums) {
+    let sum = match (sum, v.span().and_then(|span| span.sum.as_ref())) {
         (Ok(None), Some(next)) => Ok(Some(LeafSum {
             acc: next.acc,
             width: next.width,
-            stored: true,
+            for_loop: Some(next.loop_id),
         })),
         (sum, _) => sum,
     };
@@ -460,7 +461,6 @@ fn decide_loop(
                 ..v
             },
             leaf,
-            then_sums.filter(|_| sum.is_ok_and(|s| s.is_some_and(|s| s.stored))),
         ))),
         Err(_) if !matches!(v.routine, VectorRoutine::None) => LoopStrategy::Vector(Box::new(v)),
         Err(why) => LoopStrategy::Vector(Box::new(VectorLoop {

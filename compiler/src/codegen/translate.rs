@@ -1486,7 +1486,7 @@ impl<'a, 'b> Translator<'a, 'b> {
     /// scalar tail.
     fn emit_leaf_loop(&mut self, l: LoopId, body: &[Stmt], s: &LeafStrategy) -> Result<()> {
         // A summed store's partials are the next loop's, settled when it is emitted.
-        if s.leaf.sum.is_none_or(|sum| sum.stored) {
+        if s.leaf.sum.is_none_or(|sum| sum.for_loop.is_some()) {
             return self.emit_leaf_range(l, body, s);
         }
         // A sum: its partials settled range by range, then one re-run of the whole loop if a
@@ -1540,26 +1540,21 @@ impl<'a, 'b> Translator<'a, 'b> {
         // The whole vectors end at the same element however the range is realigned, so every
         // element is computed by the same code (the scalar tail divides exactly; the vectors
         // by the scaled reciprocal) whatever the address of the output.
-        match (partials, &s.then_sums, leaf.realign) {
-            (Some(slot), None, _) => {
+        // A leaf loop that sums is never realigned (`LeafLoop::realign`): one call.
+        match leaf.realign {
+            Some(store) => self.realign_leaf(l, s, callee, (&entries, vectors), store)?,
+            None => {
                 let args = self.entries_at(&entries);
                 self.b.ins().call(callee, &[args, vectors]);
+            }
+        }
+        if let Some(slot) = partials {
+            match leaf.sum.and_then(|sum| sum.for_loop) {
+                // The stored values' partials, for the sum loop to combine (`emit_loop`);
+                // then this loop's own tail.
+                Some(m) => self.span_sums.push((m, slot)),
                 // Combined and the tail, as the vector loop's own partials are.
-                return self.settle_summed(l, body, slot).map(|_| ());
-            }
-            // The stored values' partials, for the sum loop to combine (`emit_loop`); then
-            // this loop's own tail.
-            (Some(slot), Some(next), _) => {
-                let args = self.entries_at(&entries);
-                self.b.ins().call(callee, &[args, vectors]);
-                self.span_sums.push((next.loop_id, slot));
-            }
-            (None, _, Some(store)) => {
-                self.realign_leaf(l, s, callee, (&entries, vectors), store)?
-            }
-            (None, _, None) => {
-                let args = self.entries_at(&entries);
-                self.b.ins().call(callee, &[args, vectors]);
+                None => return self.settle_summed(l, body, slot).map(|_| ()),
             }
         }
         let (start, end) = self.loop_range(l);
