@@ -205,6 +205,9 @@ fn gemm(call: &weft_runtime::GemmCall, threads: usize, s: &mut String) {
     if let Some(taps) = call.tap_schedule() {
         let _ = writeln!(s, "  {taps}");
     }
+    if let Some(staging) = call.c_staging() {
+        let _ = writeln!(s, "  {staging}");
+    }
 }
 
 /// The lines of loop `o` (body `body`) and the loops nested inside it, all done by one call of

@@ -28,7 +28,10 @@
 //!   strided rows, B (up to 2²² elements) is first packed once per call into a per-thread
 //!   scratch kept between calls, every tap's `k × n` matrix with `k` contiguous — the layout
 //!   the crate reads without packing it again in every call (the same values: results are
-//!   unchanged). Across thread counts they may differ in the last bits: the crate
+//!   unchanged). Where a one-tap call's C rows and B's terms are both contiguous (a linear
+//!   layer's `x · Wᵀ`), the crate writes C column-major into a per-thread scratch, a chunk of
+//!   columns at a time, and the chunk is copied into C's rows ([`staged_columns`]: the crate
+//!   is several times slower writing such a C in place). Across thread counts they may differ in the last bits: the crate
 //!   picks its K-blocking and its code path by the call's shape (a block of one row is a
 //!   matrix-vector product; blocks of at most 64 × 64 block K differently), as BLAS
 //!   libraries do;
@@ -313,6 +316,35 @@ pub struct GemmCall {
     tap_columns: usize,
     /// Whether weft's tiles run the blocks ([`gemm_tiles::takes`]), not the crate.
     tiles: bool,
+    /// Columns of C per crate call where C is computed column-major in a scratch and then
+    /// copied into its rows ([`staged_columns`]); `None`: the crate writes C in place.
+    staged_columns: Option<usize>,
+}
+
+/// Elements of C a staged crate call computes at a time ([`staged_columns`]): 256 KiB of
+/// f32, in L2 while they are copied into C.
+const STAGE_ELEMENTS: usize = 1 << 16;
+
+/// Whether the crate's calls of a one-tap GEMM compute C column-major in a scratch and copy it
+/// into C, and how many columns at a time. Where C's rows are contiguous the crate computes
+/// `Cᵀ = Bᵀ·Aᵀ`; where B's terms are contiguous too (a linear layer's weights stored
+/// `[out, in]`, a 1 × 1 convolution's filter), it then reads `Bᵀ` term by term, `k` elements
+/// apart: 1.4–8× slower than writing a column-major C where `2 ≤ m ≤ k/2` and `k ≥ 128`, level
+/// outside (docs/benchmarks.md). The copy is one pass over C, against `k` multiply-adds an
+/// element.
+fn staged_columns(spec: &GemmSpec, tiles: bool) -> Option<usize> {
+    let rows_contiguous = spec.c.col_stride == 1 && spec.n >= 2;
+    let staged = !tiles
+        && spec.taps().len() == 1
+        && rows_contiguous
+        && spec.b.row_stride == 1
+        && spec.k >= 128
+        && (2..=spec.k / 2).contains(&spec.m);
+    let block_columns = match spec.split {
+        SplitDim::Columns => spec.block.min(spec.n),
+        SplitDim::Rows => spec.n,
+    };
+    staged.then(|| (STAGE_ELEMENTS / spec.m).clamp(16, block_columns.max(16)))
 }
 
 /// The lowest and highest element index `offset + Σ i·stride` reaches for `0 ≤ i < len`.
@@ -435,6 +467,7 @@ impl GemmCall {
                 spec.c.row_stride,
                 spec.c.col_stride,
             );
+        let staged_columns = staged_columns(&spec, tiles);
         Ok(GemmCall {
             spec,
             items,
@@ -442,6 +475,7 @@ impl GemmCall {
             tap_block,
             tap_columns,
             tiles,
+            staged_columns,
         })
     }
 
@@ -483,6 +517,17 @@ impl GemmCall {
             s += "; B packed once per call for every tap";
         }
         Some(s)
+    }
+
+    /// How the crate's calls write C where they do not write it in place (`weft explain`),
+    /// or `None`.
+    pub fn c_staging(&self) -> Option<String> {
+        let width = self.staged_columns?;
+        Some(format!(
+            "C computed column-major in a scratch, {width} columns a crate call, then copied \
+             into its rows (the crate reads a B whose terms are contiguous slowly where C's rows \
+             are)"
+        ))
     }
 
     /// The work items (batch indices × blocks) a call splits over a pool.
@@ -1070,7 +1115,10 @@ impl GemmCall {
                     );
                     (seen.largest_product > T::MAX_FINITE, seen.specials)
                 } else {
-                    self.crate_calls(rows, cols, pa, (pb, b), pc);
+                    match self.staged_columns {
+                        Some(width) => self.staged_crate_calls(rows, cols, width, pa, (pb, b), pc),
+                        None => self.crate_calls(rows, cols, pa, (pb, b), pc),
+                    }
                     (self.products_may_overflow(pa, (pb, b), rows, cols), true)
                 };
                 // The tiles saw every element they stored: without a special one (or a
@@ -1127,6 +1175,56 @@ impl GemmCall {
                 }
             }
         }
+    }
+
+    /// [`GemmCall::crate_calls`] for a one-tap call whose C is staged ([`staged_columns`]):
+    /// `width` columns at a time computed column-major into the thread's scratch, then copied
+    /// into C's rows (contiguous).
+    ///
+    /// # Safety
+    /// As [`GemmCall::crate_calls`]; C's column stride is 1.
+    unsafe fn staged_crate_calls<T: Float>(
+        &self,
+        rows: usize,
+        cols: usize,
+        width: usize,
+        pa: *const T,
+        (pb, b): (*const T, &BOperand),
+        pc: *mut T,
+    ) {
+        let s = &self.spec;
+        let tap = &s.taps()[0];
+        let is = |x: i64| x as isize;
+        T::with_scratch(rows * width.min(cols), |stage| {
+            let mut j = 0;
+            while j < cols {
+                let w = width.min(cols - j);
+                let jj = j as isize;
+                // SAFETY: A's rows and B's columns `j..j + w` of the sub-block are in bounds
+                // (the caller's); the scratch holds `rows × w` elements, written column-major
+                // (row stride 1, column stride `rows`) and then read back within them; C's
+                // elements (i, j + c) for i < rows, c < w are the sub-block's, in bounds.
+                unsafe {
+                    T::gemm(
+                        rows,
+                        s.k,
+                        w,
+                        pa.offset(is(tap.a)),
+                        is(s.a.row_stride),
+                        is(s.a.col_stride),
+                        pb.offset(is(b.tap(0, tap)) + jj * is(b.view.col_stride)),
+                        is(b.view.row_stride),
+                        is(b.view.col_stride),
+                        stage.as_mut_ptr(),
+                        1,
+                        rows as isize,
+                        false,
+                    );
+                    copy_into_rows(&stage[..rows * w], rows, pc.offset(jj), is(s.c.row_stride));
+                }
+                j += w;
+            }
+        });
     }
 
     /// Whether a product of an element of the block's A rows (at `pa`, `rows` of them) and
@@ -1272,6 +1370,30 @@ impl GemmCall {
                         .all(|t| tap_sum(t, i, j, true).to_bits() == (-0.0f64).to_bits())
                 {
                     *at = T::finish(-0.0);
+                }
+            }
+        }
+    }
+}
+
+/// Copies the column-major `stage` of `rows` rows into the rows of C at `c`, `row_stride`
+/// apart, each row's elements contiguous: in blocks of 16 × 16, so a block's reads and its
+/// writes each stay in a few cache lines.
+///
+/// # Safety
+/// Element `(i, j)` of C, at `c + i·row_stride + j`, is writable for every `i < rows` and
+/// `j < stage.len() / rows`.
+unsafe fn copy_into_rows<T: Copy>(stage: &[T], rows: usize, c: *mut T, row_stride: isize) {
+    const BLOCK: usize = 16;
+    let cols = stage.len() / rows;
+    for i0 in (0..rows).step_by(BLOCK) {
+        for j0 in (0..cols).step_by(BLOCK) {
+            for i in i0..(i0 + BLOCK).min(rows) {
+                // SAFETY: row `i < rows` of C (the caller's).
+                let row = unsafe { c.offset(i as isize * row_stride) };
+                for j in j0..(j0 + BLOCK).min(cols) {
+                    // SAFETY: element (i, j), `j < cols` (the caller's).
+                    unsafe { *row.add(j) = stage[i + j * rows] };
                 }
             }
         }
@@ -1775,38 +1897,90 @@ mod tests {
             let value = |i: usize, salt: u32| ((i as f32 + 0.5) * 0.731 + (seed + salt) as f32).sin();
             let a: Vec<f32> = (0..spec.lens[0] as usize).map(|i| value(i, 0)).collect();
             let b: Vec<f32> = (0..spec.lens[1] as usize).map(|i| value(i, 7)).collect();
-            let at = |v: &MatrixView, r: usize, c: usize, shift: i64| {
-                (v.offset + shift + r as i64 * v.row_stride + c as i64 * v.col_stride) as usize
-            };
             let mut call = GemmCall::new(spec.clone()).unwrap();
             for tiles in engines() {
                 call.tiles = tiles;
                 let c = run_both(&call, &a, &b);
-                let mut written = vec![false; c.len()];
-                for i in 0..m {
-                    for j in 0..n {
-                        let (mut sum, mut bound) = (0.0f64, 0.0f64);
-                        for tap in spec.taps() {
-                            for p in 0..k {
-                                let x = f64::from(a[at(&spec.a, i, p, tap.a)]);
-                                let y = f64::from(b[at(&spec.b, p, j, tap.b)]);
-                                sum += x * y;
-                                bound += (x * y).abs();
-                            }
-                        }
-                        let e = at(&spec.c, i, j, 0);
-                        written[e] = true;
-                        let tolerance = (k * taps) as f64 * f64::from(f32::EPSILON) * bound + 1e-30;
-                        proptest::prop_assert!(
-                            (f64::from(c[e]) - sum).abs() <= tolerance,
-                            "tiles {tiles}: ({i}, {j}) = {} against {sum}", c[e]
-                        );
+                let near = near_the_reference(&spec, (&a, &b), &c);
+                proptest::prop_assert!(near.is_ok(), "tiles {}: {}", tiles, near.unwrap_err());
+            }
+        }
+    }
+
+    /// Whether every element of `c` is within the f32 bound `K·u·Σ|a·b|` of an f64 reference
+    /// (K = k × taps) and every element outside the matrix is untouched (NaN, as
+    /// [`run_both`] leaves it); the first that is not, in words.
+    fn near_the_reference(
+        spec: &GemmSpec,
+        (a, b): (&[f32], &[f32]),
+        c: &[f32],
+    ) -> Result<(), String> {
+        let at = |v: &MatrixView, r: usize, c: usize, shift: i64| {
+            (v.offset + shift + r as i64 * v.row_stride + c as i64 * v.col_stride) as usize
+        };
+        let mut written = vec![false; c.len()];
+        for i in 0..spec.m {
+            for j in 0..spec.n {
+                let (mut sum, mut bound) = (0.0f64, 0.0f64);
+                for tap in spec.taps() {
+                    for p in 0..spec.k {
+                        let x = f64::from(a[at(&spec.a, i, p, tap.a)]);
+                        let y = f64::from(b[at(&spec.b, p, j, tap.b)]);
+                        sum += x * y;
+                        bound += (x * y).abs();
                     }
                 }
-                for (e, v) in c.iter().enumerate() {
-                    proptest::prop_assert!(written[e] || v.is_nan(), "tiles {tiles}: element {e} written");
+                let e = at(&spec.c, i, j, 0);
+                written[e] = true;
+                let terms = spec.k * spec.taps().len();
+                let tolerance = terms as f64 * f64::from(f32::EPSILON) * bound + 1e-30;
+                if (f64::from(c[e]) - sum).abs() > tolerance {
+                    return Err(format!("({i}, {j}) = {} against {sum}", c[e]));
                 }
             }
+        }
+        match c
+            .iter()
+            .enumerate()
+            .find(|(e, v)| !written[*e] && !v.is_nan())
+        {
+            Some((e, _)) => Err(format!("element {e}, outside C, written")),
+            None => Ok(()),
+        }
+    }
+
+    /// A one-tap call whose C rows and B terms are contiguous (a linear layer's `x · Wᵀ`) is
+    /// computed column-major in a scratch and copied into C — in chunks of columns, here forced
+    /// narrower than a block so each block takes several — and agrees with the reference; C
+    /// column-major, B's columns contiguous, or few terms: the crate writes C in place.
+    #[test]
+    fn c_is_staged_where_its_rows_and_bs_terms_are_contiguous() {
+        let shape = (8, 50, 300, 1);
+        let spec = random_spec(shape, (1, 0, 1), false, 24);
+        let mut call = GemmCall::new(spec.clone()).unwrap();
+        call.tiles = false;
+        assert_eq!(call.staged_columns, Some(24));
+        assert!(call
+            .c_staging()
+            .unwrap()
+            .contains("column-major in a scratch"));
+        for (shape, layouts) in [
+            (shape, (1, 0, 0)),
+            (shape, (1, 1, 1)),
+            ((8, 50, 100, 1), (1, 0, 1)),
+            ((200, 50, 300, 1), (1, 0, 1)),
+        ] {
+            let other = GemmCall::new(random_spec(shape, layouts, false, 24)).unwrap();
+            assert_eq!(other.staged_columns, None, "{shape:?} {layouts:?}");
+            assert_eq!(other.c_staging(), None);
+        }
+        let value = |i: usize, salt: f32| ((i as f32 + 0.5) * 0.731 + salt).sin();
+        let a: Vec<f32> = (0..spec.lens[0] as usize).map(|i| value(i, 0.0)).collect();
+        let b: Vec<f32> = (0..spec.lens[1] as usize).map(|i| value(i, 7.0)).collect();
+        for width in [5, 24] {
+            call.staged_columns = Some(width);
+            let c = run_both(&call, &a, &b);
+            near_the_reference(&spec, (&a, &b), &c).unwrap();
         }
     }
 
