@@ -212,6 +212,25 @@ fn batch_axes_that_do_not_merge() {
     }
 }
 
+/// A linear layer at a small batch in PyTorch's weight layout (`W[O, I]`, so B's terms are
+/// contiguous and C's rows are): the crate would pack `Wᵀ` term by term for 8 columns, so its C
+/// is computed column-major in a scratch and copied (runtime/src/gemm_stage.rs) — `weft
+/// explain` says so, and the results agree with the interpreter fused and unfused, on 1 and 2
+/// threads. `W[I, O]` (B's columns contiguous) is written in place.
+#[test]
+fn a_linear_layer_in_pytorchs_layout_is_staged_and_agrees() {
+    for (w_t, staged) in [(true, true), (false, false)] {
+        let g = mlp_layer(8, 300, 400, DType::F32, false, w_t);
+        let text = jit_common::explain(&g, &options(true, 1, 2));
+        assert_eq!(
+            text.contains("C computed column-major in a scratch"),
+            staged,
+            "W transposed {w_t}:\n{text}"
+        );
+        agree(&g, 1);
+    }
+}
+
 #[test]
 fn mlp_dot_takes_the_gemm_path_and_explain_shows_it() {
     let g = mlp_layer(256, 96, 80, DType::F32, false, false);

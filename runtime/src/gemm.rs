@@ -29,12 +29,13 @@
 //!   scratch kept between calls, every tap's `k × n` matrix with `k` contiguous — the layout
 //!   the crate reads without packing it again in every call (the same values: results are
 //!   unchanged). Where a one-tap call's C rows and B's terms are both contiguous (a linear
-//!   layer's `x · Wᵀ`), the crate writes C column-major into a per-thread scratch, a chunk of
-//!   columns at a time, and the chunk is copied into C's rows ([`staged_columns`]: the crate
-//!   is several times slower writing such a C in place). Across thread counts they may differ in the last bits: the crate
-//!   picks its K-blocking and its code path by the call's shape (a block of one row is a
-//!   matrix-vector product; blocks of at most 64 × 64 block K differently), as BLAS
-//!   libraries do;
+//!   layer's `x · Wᵀ`), or where few rows of C would make the crate pack a row-major B for
+//!   them alone, the crate writes C in the other order into a per-thread scratch, a chunk of
+//!   columns at a time, and the chunk is copied into C ([`crate::gemm_stage`]: the crate is
+//!   several times slower writing such a C in place). Across thread counts they may differ
+//!   in the last bits: the crate picks its K-blocking and its code path by the call's shape
+//!   (a block of one row is a matrix-vector product; blocks of at most 64 × 64 block K
+//!   differently), as BLAS libraries do;
 //! - f32 products and sums are taken in f32 (as every BLAS), f64 in f64, in the crate's order;
 //!   the error of each element is within the bound `K · u · Σ_p |A·B|` (u = 2⁻²⁴ or 2⁻⁵³;
 //!   docs/numerics.md), taps summed in C in the element type as the interpreter adds a
@@ -57,6 +58,7 @@ use weft_ir::loop_ir::{BufferDecl, ScalarType};
 
 use crate::binding::{BindScope, HostBuffer};
 use crate::gemm_float::{any_special, largest_magnitude, special_mask, Float};
+use crate::gemm_stage::{self, Staging};
 use crate::gemm_tiles::{self, Strided};
 use crate::signature::{AccessPattern, Footprint, KernelEntry, KernelSignature};
 use crate::{DeviceBufferReference, DeviceBufferStorage, RuntimeError, ThreadPool};
@@ -316,35 +318,9 @@ pub struct GemmCall {
     tap_columns: usize,
     /// Whether weft's tiles run the blocks ([`gemm_tiles::takes`]), not the crate.
     tiles: bool,
-    /// Columns of C per crate call where C is computed column-major in a scratch and then
-    /// copied into its rows ([`staged_columns`]); `None`: the crate writes C in place.
-    staged_columns: Option<usize>,
-}
-
-/// Elements of C a staged crate call computes at a time ([`staged_columns`]): 256 KiB of
-/// f32, in L2 while they are copied into C.
-const STAGE_ELEMENTS: usize = 1 << 16;
-
-/// Whether the crate's calls of a one-tap GEMM compute C column-major in a scratch and copy it
-/// into C, and how many columns at a time. Where C's rows are contiguous the crate computes
-/// `Cᵀ = Bᵀ·Aᵀ`; where B's terms are contiguous too (a linear layer's weights stored
-/// `[out, in]`, a 1 × 1 convolution's filter), it then reads `Bᵀ` term by term, `k` elements
-/// apart: 1.4–8× slower than writing a column-major C where `2 ≤ m ≤ k/2` and `k ≥ 128`, level
-/// outside (docs/benchmarks.md). The copy is one pass over C, against `k` multiply-adds an
-/// element.
-fn staged_columns(spec: &GemmSpec, tiles: bool) -> Option<usize> {
-    let rows_contiguous = spec.c.col_stride == 1 && spec.n >= 2;
-    let staged = !tiles
-        && spec.taps().len() == 1
-        && rows_contiguous
-        && spec.b.row_stride == 1
-        && spec.k >= 128
-        && (2..=spec.k / 2).contains(&spec.m);
-    let block_columns = match spec.split {
-        SplitDim::Columns => spec.block.min(spec.n),
-        SplitDim::Rows => spec.n,
-    };
-    staged.then(|| (STAGE_ELEMENTS / spec.m).clamp(16, block_columns.max(16)))
+    /// How the crate's calls write C where not in place ([`Staging::decide`]; one tap on the
+    /// crate only).
+    staging: Option<Staging>,
 }
 
 /// The lowest and highest element index `offset + Σ i·stride` reaches for `0 ≤ i < len`.
@@ -467,7 +443,22 @@ impl GemmCall {
                 spec.c.row_stride,
                 spec.c.col_stride,
             );
-        let staged_columns = staged_columns(&spec, tiles);
+        let staging = if tiles || spec.taps().len() != 1 {
+            None
+        } else {
+            let (rows, cols) = match spec.split {
+                SplitDim::Rows => (spec.block.min(spec.m), spec.n),
+                SplitDim::Columns => (spec.m, spec.block.min(spec.n)),
+            };
+            Staging::decide(&gemm_stage::Block {
+                rows,
+                cols,
+                k: spec.k,
+                a: spec.a.strides(),
+                b: spec.b.strides(),
+                c: spec.c.strides(),
+            })
+        };
         Ok(GemmCall {
             spec,
             items,
@@ -475,7 +466,7 @@ impl GemmCall {
             tap_block,
             tap_columns,
             tiles,
-            staged_columns,
+            staging,
         })
     }
 
@@ -522,12 +513,7 @@ impl GemmCall {
     /// How the crate's calls write C where they do not write it in place (`weft explain`),
     /// or `None`.
     pub fn c_staging(&self) -> Option<String> {
-        let width = self.staged_columns?;
-        Some(format!(
-            "C computed column-major in a scratch, {width} columns a crate call, then copied \
-             into its rows (the crate reads a B whose terms are contiguous slowly where C's rows \
-             are)"
-        ))
+        self.staging.map(|s| s.describe())
     }
 
     /// The work items (batch indices × blocks) a call splits over a pool.
@@ -1115,8 +1101,10 @@ impl GemmCall {
                     );
                     (seen.largest_product > T::MAX_FINITE, seen.specials)
                 } else {
-                    match self.staged_columns {
-                        Some(width) => self.staged_crate_calls(rows, cols, width, pa, (pb, b), pc),
+                    match self.staging {
+                        Some(staging) => {
+                            self.staged_crate_calls(rows, cols, staging, pa, (pb, b), pc)
+                        }
                         None => self.crate_calls(rows, cols, pa, (pb, b), pc),
                     }
                     (self.products_may_overflow(pa, (pb, b), rows, cols), true)
@@ -1177,17 +1165,17 @@ impl GemmCall {
         }
     }
 
-    /// [`GemmCall::crate_calls`] for a one-tap call whose C is staged ([`staged_columns`]):
-    /// `width` columns at a time computed column-major into the thread's scratch, then copied
-    /// into C's rows (contiguous).
+    /// [`GemmCall::crate_calls`] for a one-tap call whose C is staged ([`Staging`]): a chunk
+    /// of columns at a time computed into the thread's scratch in the staging's order, then
+    /// copied into C.
     ///
     /// # Safety
-    /// As [`GemmCall::crate_calls`]; C's column stride is 1.
+    /// As [`GemmCall::crate_calls`].
     unsafe fn staged_crate_calls<T: Float>(
         &self,
         rows: usize,
         cols: usize,
-        width: usize,
+        staging: Staging,
         pa: *const T,
         (pb, b): (*const T, &BOperand),
         pc: *mut T,
@@ -1195,15 +1183,16 @@ impl GemmCall {
         let s = &self.spec;
         let tap = &s.taps()[0];
         let is = |x: i64| x as isize;
-        T::with_scratch(rows * width.min(cols), |stage| {
+        T::with_scratch(rows * staging.columns.min(cols), |stage| {
             let mut j = 0;
             while j < cols {
-                let w = width.min(cols - j);
+                let w = staging.columns.min(cols - j);
                 let jj = j as isize;
+                let (srs, scs) = staging.strides(rows, w);
                 // SAFETY: A's rows and B's columns `j..j + w` of the sub-block are in bounds
-                // (the caller's); the scratch holds `rows × w` elements, written column-major
-                // (row stride 1, column stride `rows`) and then read back within them; C's
-                // elements (i, j + c) for i < rows, c < w are the sub-block's, in bounds.
+                // (the caller's); the scratch holds `rows × w` elements at these strides,
+                // written by the crate and read back within them; C's elements (i, j + c) for
+                // i < rows, c < w are the sub-block's, in bounds.
                 unsafe {
                     T::gemm(
                         rows,
@@ -1216,11 +1205,17 @@ impl GemmCall {
                         is(b.view.row_stride),
                         is(b.view.col_stride),
                         stage.as_mut_ptr(),
-                        1,
-                        rows as isize,
+                        srs,
+                        scs,
                         false,
                     );
-                    copy_into_rows(&stage[..rows * w], rows, pc.offset(jj), is(s.c.row_stride));
+                    gemm_stage::copy_into(
+                        &stage[..rows * w],
+                        (srs, scs),
+                        (rows, w),
+                        pc.offset(jj * is(s.c.col_stride)),
+                        (is(s.c.row_stride), is(s.c.col_stride)),
+                    );
                 }
                 j += w;
             }
@@ -1370,30 +1365,6 @@ impl GemmCall {
                         .all(|t| tap_sum(t, i, j, true).to_bits() == (-0.0f64).to_bits())
                 {
                     *at = T::finish(-0.0);
-                }
-            }
-        }
-    }
-}
-
-/// Copies the column-major `stage` of `rows` rows into the rows of C at `c`, `row_stride`
-/// apart, each row's elements contiguous: in blocks of 16 × 16, so a block's reads and its
-/// writes each stay in a few cache lines.
-///
-/// # Safety
-/// Element `(i, j)` of C, at `c + i·row_stride + j`, is writable for every `i < rows` and
-/// `j < stage.len() / rows`.
-unsafe fn copy_into_rows<T: Copy>(stage: &[T], rows: usize, c: *mut T, row_stride: isize) {
-    const BLOCK: usize = 16;
-    let cols = stage.len() / rows;
-    for i0 in (0..rows).step_by(BLOCK) {
-        for j0 in (0..cols).step_by(BLOCK) {
-            for i in i0..(i0 + BLOCK).min(rows) {
-                // SAFETY: row `i < rows` of C (the caller's).
-                let row = unsafe { c.offset(i as isize * row_stride) };
-                for j in j0..(j0 + BLOCK).min(cols) {
-                    // SAFETY: element (i, j), `j < cols` (the caller's).
-                    unsafe { *row.add(j) = stage[i + j * rows] };
                 }
             }
         }
@@ -1949,38 +1920,39 @@ mod tests {
         }
     }
 
-    /// A one-tap call whose C rows and B terms are contiguous (a linear layer's `x · Wᵀ`) is
-    /// computed column-major in a scratch and copied into C — in chunks of columns, here forced
-    /// narrower than a block so each block takes several — and agrees with the reference; C
-    /// column-major, B's columns contiguous, or few terms: the crate writes C in place.
+    /// A one-tap call the crate would run slowly in place — C's rows and B's terms contiguous
+    /// (a linear layer's `x · Wᵀ`), or C column-major with 8 rows and B's columns contiguous —
+    /// is computed in the other order in a scratch and copied into C, in chunks of columns
+    /// (also forced narrow, so a block takes several), and agrees with the reference; the
+    /// other layouts, or few terms, leave C to the crate.
     #[test]
-    fn c_is_staged_where_its_rows_and_bs_terms_are_contiguous() {
-        let shape = (8, 50, 300, 1);
-        let spec = random_spec(shape, (1, 0, 1), false, 24);
-        let mut call = GemmCall::new(spec.clone()).unwrap();
-        call.tiles = false;
-        assert_eq!(call.staged_columns, Some(24));
-        assert!(call
-            .c_staging()
-            .unwrap()
-            .contains("column-major in a scratch"));
+    fn c_is_staged_where_the_crate_would_pack_more_than_it_multiplies() {
+        let shape = (8, 400, 300, 1);
+        for (layouts, row_major) in [((1, 0, 1), false), ((0, 1, 0), true)] {
+            let spec = random_spec(shape, layouts, true, 8);
+            let mut call = GemmCall::new(spec.clone()).unwrap();
+            call.tiles = false;
+            let staging = call.staging.expect("staged");
+            assert_eq!((staging.columns, staging.row_major), (400, row_major));
+            assert!(call.c_staging().unwrap().contains("in a scratch"));
+            let value = |i: usize, salt: f32| ((i as f32 + 0.5) * 0.731 + salt).sin();
+            let a: Vec<f32> = (0..spec.lens[0] as usize).map(|i| value(i, 0.0)).collect();
+            let b: Vec<f32> = (0..spec.lens[1] as usize).map(|i| value(i, 7.0)).collect();
+            for columns in [7, 400] {
+                call.staging = Some(Staging { columns, ..staging });
+                let c = run_both(&call, &a, &b);
+                near_the_reference(&spec, (&a, &b), &c).unwrap();
+            }
+        }
         for (shape, layouts) in [
             (shape, (1, 0, 0)),
             (shape, (1, 1, 1)),
-            ((8, 50, 100, 1), (1, 0, 1)),
-            ((200, 50, 300, 1), (1, 0, 1)),
+            ((8, 400, 100, 1), (1, 0, 1)),
+            ((200, 400, 300, 1), (1, 0, 1)),
         ] {
-            let other = GemmCall::new(random_spec(shape, layouts, false, 24)).unwrap();
-            assert_eq!(other.staged_columns, None, "{shape:?} {layouts:?}");
+            let other = GemmCall::new(random_spec(shape, layouts, true, shape.0)).unwrap();
+            assert_eq!(other.staging, None, "{shape:?} {layouts:?}");
             assert_eq!(other.c_staging(), None);
-        }
-        let value = |i: usize, salt: f32| ((i as f32 + 0.5) * 0.731 + salt).sin();
-        let a: Vec<f32> = (0..spec.lens[0] as usize).map(|i| value(i, 0.0)).collect();
-        let b: Vec<f32> = (0..spec.lens[1] as usize).map(|i| value(i, 7.0)).collect();
-        for width in [5, 24] {
-            call.staged_columns = Some(width);
-            let c = run_both(&call, &a, &b);
-            near_the_reference(&spec, (&a, &b), &c).unwrap();
         }
     }
 

@@ -29,6 +29,7 @@ mod device_error;
 mod element;
 mod gemm;
 mod gemm_float;
+mod gemm_stage;
 mod gemm_tiles;
 mod kernel;
 mod reference;
