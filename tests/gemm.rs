@@ -320,6 +320,51 @@ fn a_product_past_f32s_range_is_infinite_as_in_the_interpreter() {
     }
 }
 
+/// As above with W a constant: its largest magnitude is found once when the executable is
+/// loaded (its storage told it, so no call scans W), and it still sends the block with the
+/// overflowing product (X's −1e19, 2e19 against W's 1e19, 2e19) to the interpreter's sums.
+#[test]
+fn a_constant_operands_known_magnitude_still_finds_a_product_past_f32s_range() {
+    let (b, i, o) = (32, 64, 32);
+    for swap in [false, true] {
+        let mut xs: Vec<f32> = (0..b * i).map(|v| (v as f32 * 0.37).sin()).collect();
+        let mut ws: Vec<f32> = (0..i * o).map(|v| (v as f32 * 0.71).cos()).collect();
+        let (first, second) = if swap { (1, 0) } else { (0, 1) };
+        (xs[first], ws[first * o]) = (-1e19, 1e19);
+        (xs[second], ws[second * o]) = (2e19, 2e19);
+        let mut g = Graph::new();
+        let (ba, ia, oa) = (
+            g.axis("B", b).unwrap(),
+            g.axis("I", i).unwrap(),
+            g.axis("O", o).unwrap(),
+        );
+        let x = g.placeholder("X", &[ba, ia], DType::F32).unwrap();
+        let w = g
+            .constant(
+                Some("W"),
+                &[ia, oa],
+                DType::F32,
+                TensorInit::data(ArrayData::F32(ws)),
+            )
+            .unwrap();
+        let y = g.dot(x, w).unwrap();
+        g.mark_output(y).unwrap();
+        let input = HostArray::from_vec(g.node(x).axes.clone(), vec![b, i], xs).unwrap();
+        for fused in [true, false] {
+            assert_eq!(gemm_calls(&g, options(fused, 1, 2)), 1);
+            for _ in 0..2 {
+                let got = run_with(&g, std::slice::from_ref(&input), options(fused, 1, 2));
+                let v = got.0[0][0].to_vec::<f32>().unwrap();
+                assert_eq!(v[0], f32::INFINITY, "swap {swap}, fused {fused}");
+                assert!(
+                    v[1..].iter().all(|e| e.is_finite()),
+                    "swap {swap}, fused {fused}"
+                );
+            }
+        }
+    }
+}
+
 /// Row 0 of X is +0, W is negative: every product of row 0 is −0, so the interpreter's sum
 /// (from −0) is −0, and `reciprocal` turns the zero's sign into an infinity's. With
 /// `transposed`, the output is ordered [O, B], so the GEMM writes C column by column and the

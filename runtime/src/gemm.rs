@@ -610,11 +610,13 @@ impl GemmCall {
             _ => None,
         };
         let bases = [base(0), base(1), base(2)];
+        // Read with the borrows held: a write since the storage was told would have forgotten it.
+        let known = [0, 1].map(|t| storages[t].as_ref()?.known_largest_magnitude());
         // SAFETY: `bases` as `run` needs them (checked and borrowed above), no epilogue.
         unsafe {
             match self.spec.dtype {
-                ScalarType::F32 => self.run::<f32>(pool, bases, None),
-                _ => self.run::<f64>(pool, bases, None),
+                ScalarType::F32 => self.run::<f32>(pool, bases, known, None),
+                _ => self.run::<f64>(pool, bases, known, None),
             }
         }
         Ok(())
@@ -878,20 +880,22 @@ impl GemmCall {
     /// ([`CompiledKernel::from_code`](crate::kernel::CompiledKernel::from_code)) holds for
     /// `table` (valid and its buffers borrowed until this returns) with the signature
     /// `signature`; and [`GemmCall::check_epilogue_memory`] passed for this signature over
-    /// the memory `table` and `bases` point at, returning `group`.
+    /// the memory `table` and `bases` point at, returning `group`; `known` as in
+    /// [`GemmCall::run`].
     pub(crate) unsafe fn run_with_epilogue(
         &self,
         pool: Option<&ThreadPool>,
-        bases: [usize; 3],
+        (bases, known): ([usize; 3], [Option<f64>; 2]),
         entry: KernelEntry,
         table: *const *mut u8,
         group: usize,
     ) {
+        let epilogue = Some((entry, table, group));
         // SAFETY: forwarded from this function's contract.
         unsafe {
             match self.spec.dtype {
-                ScalarType::F32 => self.run::<f32>(pool, bases, Some((entry, table, group))),
-                _ => self.run::<f64>(pool, bases, Some((entry, table, group))),
+                ScalarType::F32 => self.run::<f32>(pool, bases, known, epilogue),
+                _ => self.run::<f64>(pool, bases, known, epilogue),
             }
         }
     }
@@ -900,7 +904,9 @@ impl GemmCall {
     /// the item's iterations when given, split over `pool` if given; with an epilogue over
     /// groups of `group` batch indices, a unit of work is a group: its items, then the
     /// kernel's iteration of the group. B is first packed once ([`GemmCall::pack_b`]) when
-    /// several taps read it along strided rows.
+    /// several taps read it along strided rows. `known`: the largest magnitudes of A's and B's
+    /// whole buffers where their storages know them (a program's constants), which the
+    /// overflow bound reads instead of scanning the operand.
     ///
     /// # Safety
     /// As [`GemmCall::run_with_epilogue`] (without an epilogue: only its conditions on
@@ -909,6 +915,7 @@ impl GemmCall {
         &self,
         pool: Option<&ThreadPool>,
         bases: [usize; 3],
+        known: [Option<f64>; 2],
         epilogue: Option<(KernelEntry, *const *mut u8, usize)>,
     ) {
         let group = epilogue.map_or(1, |(_, _, g)| g);
@@ -920,7 +927,7 @@ impl GemmCall {
                 for unit in begin.max(0)..end.min(units as i64) {
                     let unit = unit as usize;
                     for item in unit * group..(unit + 1) * group {
-                        self.item::<T>([bases[0], bases[2]], b, item);
+                        self.item::<T>([bases[0], bases[2]], (b, known), item);
                     }
                     let Some((entry, table)) = epilogue else {
                         continue;
@@ -1015,8 +1022,13 @@ impl GemmCall {
         }
     }
 
-    /// Work item `item`: one block of one batch index.
-    fn item<T: Float>(&self, bases: [usize; 2], b: &BOperand, item: usize) {
+    /// Work item `item`: one block of one batch index (`known` as in [`GemmCall::run`]).
+    fn item<T: Float>(
+        &self,
+        bases: [usize; 2],
+        (b, known): (&BOperand, [Option<f64>; 2]),
+        item: usize,
+    ) {
         let s = &self.spec;
         let (mut batch, block) = (item / self.blocks, item % self.blocks);
         let mut off = [s.a.offset, b.view.offset, s.c.offset];
@@ -1095,6 +1107,7 @@ impl GemmCall {
                                 cols: is(s.c.col_stride),
                             },
                             taps: taps.iter().map(|t| (t.a, t.b)),
+                            known,
                         },
                         // This thread's f32 scratch: free, as B is not packed for the tiles.
                         |len, f| f32::with_scratch(len, |s| f(s)),
@@ -1107,7 +1120,8 @@ impl GemmCall {
                         }
                         None => self.crate_calls(rows, cols, pa, (pb, b), pc),
                     }
-                    (self.products_may_overflow(pa, (pb, b), rows, cols), true)
+                    let overflow = self.products_may_overflow(pa, (pb, b), (rows, cols), known);
+                    (overflow, true)
                 };
                 // The tiles saw every element they stored: without a special one (or a
                 // possible overflow), the fix-up would change nothing.
@@ -1225,8 +1239,9 @@ impl GemmCall {
     /// Whether a product of an element of the block's A rows (at `pa`, `rows` of them) and
     /// of its B columns (at `pb`, `cols`), any tap, may pass the type's range: the largest
     /// magnitudes' product (in f64, so never itself overflowing for f32) above the type's
-    /// largest finite value. A scan of each operand's block in memory order; NaNs are not
-    /// counted (the fix-up finds the NaN they make).
+    /// largest finite value. A scan of each operand's block in memory order, or the whole
+    /// buffer's largest magnitude where `known` gives it (never below the block's); NaNs are
+    /// not counted (the fix-up finds the NaN they make).
     ///
     /// # Safety
     /// As in [`GemmCall::fix_up`].
@@ -1234,17 +1249,21 @@ impl GemmCall {
         &self,
         pa: *const T,
         (pb, b): (*const T, &BOperand),
-        rows: usize,
-        cols: usize,
+        (rows, cols): (usize, usize),
+        known: [Option<f64>; 2],
     ) -> bool {
         let s = &self.spec;
         let taps = s.taps();
         // SAFETY: the caller's bounds: every tap's A rows and B columns of the block.
         let largest = unsafe {
             [
-                max_magnitude(pa, s.a.strides(), rows, s.k, || taps.iter().map(|t| t.a)),
-                max_magnitude(pb, b.view.strides(), s.k, cols, || {
-                    taps.iter().enumerate().map(|(t, tap)| b.tap(t, tap))
+                known[0].unwrap_or_else(|| {
+                    max_magnitude(pa, s.a.strides(), rows, s.k, || taps.iter().map(|t| t.a))
+                }),
+                known[1].unwrap_or_else(|| {
+                    max_magnitude(pb, b.view.strides(), s.k, cols, || {
+                        taps.iter().enumerate().map(|(t, tap)| b.tap(t, tap))
+                    })
                 }),
             ]
         };

@@ -41,6 +41,18 @@ pub(crate) fn largest_magnitude<T: Float>(line: &[T], width: Isa) -> f64 {
     largest_magnitude_in(line)
 }
 
+/// The largest magnitude of an f32 or f64 array's elements, NaNs ignored, at the host's
+/// widest vectors; `None` for other element types.
+pub(crate) fn largest_magnitude_of(data: &weft_ir::host::ArrayData) -> Option<f64> {
+    use weft_ir::host::ArrayData;
+    let width = crate::vmath::path();
+    match data {
+        ArrayData::F32(v) => Some(largest_magnitude(v, width)),
+        ArrayData::F64(v) => Some(largest_magnitude(v, width)),
+        _ => None,
+    }
+}
+
 /// [`largest_magnitude`]'s reduction (inlined into every caller, so each is compiled for its
 /// caller's vectors).
 #[inline(always)]

@@ -158,6 +158,9 @@ pub(crate) struct Block<T> {
     pub b: Strided<*const f32>,
     pub c: Strided<*mut f32>,
     pub taps: T,
+    /// The largest magnitudes of A's and B's whole buffers where they are known (a program's
+    /// constants): not scanned again for [`Seen::largest_product`].
+    pub known: [Option<f64>; 2],
 }
 
 /// Whether the tiles take a call of this shape: f32 on an AVX2 host, a sum of 2 to
@@ -191,6 +194,8 @@ struct Oriented {
     b_taps: [isize; MAX_TAPS],
     taps: usize,
     width: Width,
+    /// [`Block::known`], in this orientation.
+    known: [Option<f64>; 2],
 }
 
 impl Oriented {
@@ -214,6 +219,7 @@ impl Oriented {
                 b_taps,
                 taps,
                 width,
+                known: x.known,
             };
         }
         let flip = |s: Strided<*const f32>| Strided {
@@ -236,6 +242,7 @@ impl Oriented {
             b_taps: a_taps,
             taps,
             width,
+            known: [x.known[1], x.known[0]],
         }
     }
 }
@@ -317,8 +324,9 @@ pub(crate) unsafe fn run_at<T: Iterator<Item = (i64, i64)> + Clone>(
             p0 += depth;
         }
     });
+    let [a, b] = [0, 1].map(|t| x.known[t].unwrap_or(f64::from(largest[t])));
     Seen {
-        largest_product: f64::from(largest[0]) * f64::from(largest[1]),
+        largest_product: a * b,
         specials,
     }
 }
@@ -376,7 +384,10 @@ impl Part {
         let (mr, nr) = (x.width.rows(), x.width.cols());
         let used = self.rows.div_ceil(mr) * mr * self.depth * x.taps;
         // Only the part's own packing: the scratch past it holds earlier calls' values.
-        let largest_a = largest_magnitude(&packed[..used], x.width);
+        let largest_a = match x.known[0] {
+            Some(_) => 0.0,
+            None => largest_magnitude(&packed[..used], x.width),
+        };
         let mut largest_b = 0.0f32;
         let mut specials = false;
         let last = self.p0 + self.depth == x.k;
@@ -387,7 +398,7 @@ impl Part {
             let b =
                 x.b.ptr
                     .wrapping_offset(j as isize * x.b.cols + self.p0 as isize * x.b.rows);
-            if self.first == 0 {
+            if self.first == 0 && x.known[1].is_none() {
                 // SAFETY: the panel's B, in bounds (the caller's contract).
                 largest_b = largest_b.max(unsafe { self.largest_in_b(x, b, cols) });
             }
@@ -1004,8 +1015,8 @@ mod tests {
         taps: &[(i64, i64)],
         a_rows_contiguous: bool,
         c_rows_contiguous: bool,
-        a: &[f32],
-        b: &[f32],
+        (a, b): (&[f32], &[f32]),
+        known: [Option<f64>; 2],
     ) -> (Vec<f32>, Seen) {
         let (a_rows, a_cols) = if a_rows_contiguous {
             (1, m + 4)
@@ -1034,12 +1045,67 @@ mod tests {
                 cols: c_cols as isize,
             },
             taps: taps.iter().copied(),
+            known,
         };
         // SAFETY: A holds (m + 4)·(k + 4) elements, B (k + 4)·n, every tap shifts by at most
         // 3: every element addressed is in bounds; C is its own vector; the width's features
         // are checked by the caller.
         let seen = unsafe { run_at(width, &block, |len, f| f(&mut vec![0.0; len])) };
         (c, seen)
+    }
+
+    /// A known largest magnitude of A or B (a program's constant) stands for its scan in the
+    /// largest product, whichever way round the block is computed (C's rows or columns
+    /// contiguous), and leaves C as it was. A's elements are at most 1, B's reach past 2, so
+    /// a known value applied to the wrong operand shows.
+    #[test]
+    fn a_known_largest_magnitude_stands_for_the_operands_scan() {
+        if !runnable() {
+            return;
+        }
+        let (m, n, k) = (40, 9, 30);
+        let taps = [(0, 0), (1, 2)];
+        let a: Vec<f32> = (0..(m + 4) * (k + 4))
+            .map(|i| (i as f32 * 0.37).sin())
+            .collect();
+        let b: Vec<f32> = (0..(k + 4) * n)
+            .map(|i| 3.0 * (i as f32 * 0.61).cos())
+            .collect();
+        let bits = |c: &[f32]| c.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        for c_rows_contiguous in [false, true] {
+            let shape = (m, n, k);
+            let run = |known| {
+                tiles_at(
+                    Width::host(),
+                    shape,
+                    &taps,
+                    true,
+                    c_rows_contiguous,
+                    (&a, &b),
+                    known,
+                )
+            };
+            let (c, scanned) = run([None; 2]);
+            let largest_a = run([None, Some(1.0)]).1.largest_product;
+            let largest_b = run([Some(1.0), None]).1.largest_product;
+            assert!(
+                largest_a <= 1.0 && largest_b > 2.0,
+                "{largest_a} {largest_b}"
+            );
+            assert_eq!(scanned.largest_product, largest_a * largest_b);
+            for (known, product) in [
+                ([Some(5.0), Some(7.0)], 35.0),
+                ([Some(5.0), None], 5.0 * largest_b),
+                ([None, Some(7.0)], 7.0 * largest_a),
+            ] {
+                let (known_c, seen) = run(known);
+                assert_eq!(bits(&known_c), bits(&c), "{known:?}");
+                assert_eq!(
+                    seen.largest_product, product,
+                    "{known:?}, C rows {c_rows_contiguous}"
+                );
+            }
+        }
     }
 
     proptest::proptest! {
@@ -1065,8 +1131,8 @@ mod tests {
             let a: Vec<f32> = (0..(m + 4) * (k + 4)).map(|i| value(i, 0)).collect();
             let b: Vec<f32> = (0..(k + 4) * n).map(|i| value(i, 7)).collect();
             let shape = (m, n, k);
-            let (y, ys) = tiles_at(Width::Ymm, shape, &taps, a_rows_contiguous, c_rows_contiguous, &a, &b);
-            let (z, zs) = tiles_at(Width::Zmm, shape, &taps, a_rows_contiguous, c_rows_contiguous, &a, &b);
+            let (y, ys) = tiles_at(Width::Ymm, shape, &taps, a_rows_contiguous, c_rows_contiguous, (&a, &b), [None; 2]);
+            let (z, zs) = tiles_at(Width::Zmm, shape, &taps, a_rows_contiguous, c_rows_contiguous, (&a, &b), [None; 2]);
             let bits = |c: &[f32]| c.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
             proptest::prop_assert_eq!(bits(&y), bits(&z));
             proptest::prop_assert!(y.iter().all(|v| v.is_finite()));

@@ -372,6 +372,8 @@ impl CompiledKernel {
                 (b, b + u128::from(p.len) * p.ty.size_bytes() as u128)
             };
             let group = gemm.check_epilogue_memory(&self.signature, ranges)?;
+            // Read with the borrows held (a storage written since it was told forgets it).
+            let known = [n, n + 1].map(|i| storages[i].as_ref()?.known_largest_magnitude());
             // SAFETY: the table's first `n` entries point at storages or host slices of the
             // kernel's declared types and at least its declared lengths, and entries `n..n+3`
             // at the GEMM's A, B and C, of its type and at least its declared lengths (checked
@@ -380,7 +382,9 @@ impl CompiledKernel {
             // caller's `BindScope`). `check_epilogue_memory` has just proved the memory
             // conditions `run_with_epilogue` requires of the kernel's buffers, and the
             // kernel's code is what `from_code`'s contract describes (footprints included).
-            unsafe { gemm.run_with_epilogue(pool, bases, self.entry, t.table.as_ptr(), group) };
+            unsafe {
+                gemm.run_with_epilogue(pool, (bases, known), self.entry, t.table.as_ptr(), group)
+            };
             return Ok(());
         }
         let extent = self.signature.parallel_extent.map_or(0, |e| e as i64);

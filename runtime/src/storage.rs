@@ -10,7 +10,7 @@
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::fmt;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use weft_ir::loop_ir::ScalarType;
@@ -175,7 +175,16 @@ pub struct DeviceBufferStorage {
     layout: Layout,
     /// 0: free; `EXCLUSIVE`: one exclusive borrow; n: n shared borrows.
     borrows: AtomicUsize,
+    /// The largest magnitude of its elements (NaNs ignored), as f64 bits, while nothing has
+    /// written it since a caller said so ([`DeviceBufferStorage::know_largest_magnitude`]: a
+    /// program's constants, for the GEMM's overflow bound); `UNKNOWN` otherwise. Every
+    /// exclusive borrow — every write — forgets it.
+    largest_magnitude: AtomicU64,
 }
+
+/// [`DeviceBufferStorage::largest_magnitude`] when it is not known (a NaN's bits: no
+/// magnitude is one).
+const UNKNOWN: u64 = u64::MAX;
 
 // SAFETY: the storage owns its allocation outright; all access to the memory goes through the
 // atomic borrow protocol (`try_borrow`), which excludes concurrent writers.
@@ -203,6 +212,7 @@ impl DeviceBufferStorage {
             ptr,
             layout,
             borrows: AtomicUsize::new(0),
+            largest_magnitude: AtomicU64::new(UNKNOWN),
         }))
     }
 
@@ -322,6 +332,20 @@ impl DeviceBufferStorage {
         Ok(out)
     }
 
+    /// Records that the largest magnitude of its elements (NaNs ignored) is `value` — true
+    /// now, and kept until the next write (exclusive borrow) forgets it.
+    pub(crate) fn know_largest_magnitude(&self, value: f64) {
+        self.largest_magnitude
+            .store(value.to_bits(), Ordering::Release);
+    }
+
+    /// The largest magnitude of its elements, where [`Self::know_largest_magnitude`] said it
+    /// and nothing has written the storage since.
+    pub(crate) fn known_largest_magnitude(&self) -> Option<f64> {
+        let bits = self.largest_magnitude.load(Ordering::Acquire);
+        (bits != UNKNOWN).then(|| f64::from_bits(bits))
+    }
+
     /// Takes a shared (`exclusive == false`) or exclusive borrow of the memory, or `None` if a
     /// conflicting borrow is held. Never blocks, never allocates.
     pub(crate) fn try_borrow(&self, exclusive: bool) -> Option<StorageBorrow<'_>> {
@@ -340,6 +364,10 @@ impl DeviceBufferStorage {
                 })
                 .is_ok()
         };
+        if taken && exclusive {
+            // A writer may change any element.
+            self.largest_magnitude.store(UNKNOWN, Ordering::Release);
+        }
         // Not `then_some`: its argument is built eagerly, and dropping an untaken borrow
         // would release someone else's.
         if taken {
@@ -388,6 +416,24 @@ impl Drop for StorageBorrow<'_> {
 
 #[cfg(test)]
 mod tests {
+    use super::DeviceBufferStorage;
+
+    /// A storage keeps the largest magnitude it was told while only readers borrow it, and
+    /// forgets it at the first write (exclusive borrow or copy in).
+    #[test]
+    fn a_known_largest_magnitude_lasts_until_a_write() {
+        let s = DeviceBufferStorage::from_slice(&[1.0f32, -4.0, 2.0]).unwrap();
+        assert_eq!(s.known_largest_magnitude(), None);
+        s.know_largest_magnitude(4.0);
+        drop(s.try_borrow(false));
+        assert_eq!(s.known_largest_magnitude(), Some(4.0));
+        drop(s.try_borrow(true));
+        assert_eq!(s.known_largest_magnitude(), None);
+        s.know_largest_magnitude(4.0);
+        s.copy_from_slice(&[9.0f32, 0.0, 0.0]).unwrap();
+        assert_eq!(s.known_largest_magnitude(), None);
+    }
+
     #[test]
     fn the_physical_memory_is_read_from_meminfo() {
         let text = "MemTotal:       24576000 kB\nMemFree:        1000 kB\n";

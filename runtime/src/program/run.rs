@@ -46,6 +46,10 @@ pub struct NativeExecutable {
     slots: Vec<Vec<usize>>,
     pool: Arc<ThreadPool>,
     workspaces: Mutex<Vec<Workspace>>,
+    /// Per storage, the largest magnitude of a constant's f32 or f64 data (found once, at
+    /// load): each workspace's copy is told it, so a GEMM reading the constant does not scan
+    /// it for its overflow bound in every call (`DeviceBufferStorage::know_largest_magnitude`).
+    constant_largest: Vec<Option<f64>>,
 }
 
 impl std::fmt::Debug for NativeExecutable {
@@ -109,6 +113,14 @@ impl NativeExecutable {
             }
             slots.push(k.args.iter().map(|a| a.index()).collect());
         }
+        let constant_largest = program
+            .storages
+            .iter()
+            .map(|s| match &s.kind {
+                StorageKind::Constant(d) => crate::gemm_float::largest_magnitude_of(d),
+                _ => None,
+            })
+            .collect();
         Ok(NativeExecutable {
             graph,
             plan,
@@ -117,6 +129,7 @@ impl NativeExecutable {
             slots,
             pool,
             workspaces: Mutex::new(Vec::new()),
+            constant_largest,
         })
     }
 
@@ -168,6 +181,9 @@ impl NativeExecutable {
             })?;
             if let StorageKind::Constant(d) = &spec.kind {
                 copy_in(&s, d)?;
+                if let Some(largest) = self.constant_largest[i] {
+                    s.know_largest_magnitude(largest);
+                }
             }
             references.push(DeviceBufferReference::to_storage(
                 format!("s{i}"),
