@@ -285,6 +285,18 @@ fn a_transposed_result_keeps_negative_zero_sums_too() {
     negative_zero_sums(true);
 }
 
+/// X (`b × i`) and W (`i × o`), small but for row 0 of X, −1e19 and 2e19, against column 0
+/// of W, 1e19 and 2e19 (the two the other way round with `swap`): the product 4e38 passes
+/// f32's range.
+fn overflowing_operands((b, i, o): (usize, usize, usize), swap: bool) -> (Vec<f32>, Vec<f32>) {
+    let mut xs: Vec<f32> = (0..b * i).map(|v| (v as f32 * 0.37).sin()).collect();
+    let mut ws: Vec<f32> = (0..i * o).map(|v| (v as f32 * 0.71).cos()).collect();
+    let (first, second) = if swap { (1, 0) } else { (0, 1) };
+    (xs[first], ws[first * o]) = (-1e19, 1e19);
+    (xs[second], ws[second * o]) = (2e19, 2e19);
+    (xs, ws)
+}
+
 /// Row 0 of X holds −1e19 and 2e19, column 0 of W 1e19 and 2e19: the second product, 4e38,
 /// passes f32's range, so the interpreter's sum (products rounded to f32, summed in f64) is
 /// `inf`, where the crate's fused multiply-adds (products never rounded) may reach a finite
@@ -298,11 +310,7 @@ fn a_product_past_f32s_range_is_infinite_as_in_the_interpreter() {
     let g = mlp_layer(b, i, o, DType::F32, false, false);
     let ps = g.placeholders();
     for swap in [false, true] {
-        let mut xs: Vec<f32> = (0..b * i).map(|v| (v as f32 * 0.37).sin()).collect();
-        let mut ws: Vec<f32> = (0..i * o).map(|v| (v as f32 * 0.71).cos()).collect();
-        let (first, second) = if swap { (1, 0) } else { (0, 1) };
-        (xs[first], ws[first * o]) = (-1e19, 1e19);
-        (xs[second], ws[second * o]) = (2e19, 2e19);
+        let (xs, ws) = overflowing_operands((b, i, o), swap);
         let array = |p: NodeId, shape: Vec<usize>, v: Vec<f32>| {
             HostArray::from_vec(g.node(p).axes.clone(), shape, v).unwrap()
         };
@@ -327,11 +335,7 @@ fn a_product_past_f32s_range_is_infinite_as_in_the_interpreter() {
 fn a_constant_operands_known_magnitude_still_finds_a_product_past_f32s_range() {
     let (b, i, o) = (32, 64, 32);
     for swap in [false, true] {
-        let mut xs: Vec<f32> = (0..b * i).map(|v| (v as f32 * 0.37).sin()).collect();
-        let mut ws: Vec<f32> = (0..i * o).map(|v| (v as f32 * 0.71).cos()).collect();
-        let (first, second) = if swap { (1, 0) } else { (0, 1) };
-        (xs[first], ws[first * o]) = (-1e19, 1e19);
-        (xs[second], ws[second * o]) = (2e19, 2e19);
+        let (xs, ws) = overflowing_operands((b, i, o), swap);
         let mut g = Graph::new();
         let (ba, ia, oa) = (
             g.axis("B", b).unwrap(),

@@ -1148,33 +1148,19 @@ impl GemmCall {
         pc: *mut T,
     ) {
         let s = &self.spec;
-        let is = |x: i64| x as isize;
-        // SAFETY: forwarded from `item`'s argument: every element each call addresses is
-        // one of the sub-block's or of its taps' operands.
-        unsafe {
-            let width = self.tap_columns;
-            for (t, tap) in s.taps().iter().enumerate() {
-                let mut j = 0;
-                while j < cols {
-                    let w = width.min(cols - j);
-                    let jj = j as isize;
-                    T::gemm(
-                        rows,
-                        s.k,
-                        w,
-                        pa.offset(is(tap.a)),
-                        is(s.a.row_stride),
-                        is(s.a.col_stride),
-                        pb.offset(is(b.tap(t, tap)) + jj * is(b.view.col_stride)),
-                        is(b.view.row_stride),
-                        is(b.view.col_stride),
-                        pc.offset(jj * is(s.c.col_stride)),
-                        is(s.c.row_stride),
-                        is(s.c.col_stride),
-                        t > 0,
-                    );
-                    j += w;
+        let c_strides = (s.c.row_stride as isize, s.c.col_stride as isize);
+        let width = self.tap_columns;
+        for t in 0..s.taps().len() {
+            let mut j = 0;
+            while j < cols {
+                let w = width.min(cols - j);
+                // SAFETY: forwarded from `item`'s argument: columns `j..j + w` of the
+                // sub-block's C, its A rows and tap `t`'s B columns, all in bounds.
+                unsafe {
+                    let c = pc.offset(j as isize * c_strides.1);
+                    self.crate_call(rows, (j, w), (pa, (pb, b), t), (c, c_strides), t > 0);
                 }
+                j += w;
             }
         }
     }
@@ -1195,45 +1181,62 @@ impl GemmCall {
         pc: *mut T,
     ) {
         let s = &self.spec;
-        let tap = &s.taps()[0];
-        let is = |x: i64| x as isize;
+        let c_strides = (s.c.row_stride as isize, s.c.col_stride as isize);
         T::with_scratch(rows * staging.columns.min(cols), |stage| {
             let mut j = 0;
             while j < cols {
                 let w = staging.columns.min(cols - j);
-                let jj = j as isize;
-                let (srs, scs) = staging.strides(rows, w);
+                let strides = staging.strides(rows, w);
                 // SAFETY: A's rows and B's columns `j..j + w` of the sub-block are in bounds
                 // (the caller's); the scratch holds `rows × w` elements at these strides,
                 // written by the crate and read back within them; C's elements (i, j + c) for
                 // i < rows, c < w are the sub-block's, in bounds.
                 unsafe {
-                    T::gemm(
-                        rows,
-                        s.k,
-                        w,
-                        pa.offset(is(tap.a)),
-                        is(s.a.row_stride),
-                        is(s.a.col_stride),
-                        pb.offset(is(b.tap(0, tap)) + jj * is(b.view.col_stride)),
-                        is(b.view.row_stride),
-                        is(b.view.col_stride),
-                        stage.as_mut_ptr(),
-                        srs,
-                        scs,
-                        false,
-                    );
-                    gemm_stage::copy_into(
-                        &stage[..rows * w],
-                        (srs, scs),
-                        (rows, w),
-                        pc.offset(jj * is(s.c.col_stride)),
-                        (is(s.c.row_stride), is(s.c.col_stride)),
-                    );
+                    let operands = (pa, (pb, b), 0);
+                    self.crate_call(rows, (j, w), operands, (stage.as_mut_ptr(), strides), false);
+                    let c = pc.offset(j as isize * c_strides.1);
+                    gemm_stage::copy_into(&stage[..rows * w], strides, (rows, w), c, c_strides);
                 }
                 j += w;
             }
         });
+    }
+
+    /// One crate call: columns `j..j + w` of tap `t`'s product of the sub-block's A rows (at
+    /// `pa`) and B columns (at `pb`) into `c` (element strides `c_strides`: the sub-block's C
+    /// at column `j`, or a scratch), adding to it when `accumulate`.
+    ///
+    /// # Safety
+    /// As [`GemmCall::crate_calls`], and `c` valid for `rows × w` elements at its strides.
+    unsafe fn crate_call<T: Float>(
+        &self,
+        rows: usize,
+        (j, w): (usize, usize),
+        (pa, (pb, b), t): (*const T, (*const T, &BOperand), usize),
+        (c, (c_rows, c_cols)): (*mut T, (isize, isize)),
+        accumulate: bool,
+    ) {
+        let s = &self.spec;
+        let tap = &s.taps()[t];
+        let is = |x: i64| x as isize;
+        // SAFETY: the caller's bounds, forwarded.
+        unsafe {
+            T::gemm(
+                rows,
+                s.k,
+                w,
+                pa.offset(is(tap.a)),
+                is(s.a.row_stride),
+                is(s.a.col_stride),
+                pb.offset(is(b.tap(t, tap)) + j as isize * is(b.view.col_stride)),
+                is(b.view.row_stride),
+                is(b.view.col_stride),
+                c,
+                c_rows,
+                c_cols,
+                accumulate,
+            );
+        }
     }
 
     /// Whether a product of an element of the block's A rows (at `pa`, `rows` of them) and
