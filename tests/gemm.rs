@@ -319,6 +319,11 @@ fn a_product_past_f32s_range_is_infinite_as_in_the_interpreter() {
             array(ps[1], vec![i, o], ws),
             array(ps[2], vec![o], vec![0.0; o]),
         ];
+        let text = jit_common::explain(&g, &options(true, 1, 2));
+        assert!(
+            !text.contains("a constant, its largest magnitude"),
+            "{text}"
+        );
         for fused in [true, false] {
             assert_eq!(gemm_calls(&g, options(fused, 1, 2)), 1);
             let got = run_with(&g, &inputs, options(fused, 1, 2));
@@ -329,8 +334,9 @@ fn a_product_past_f32s_range_is_infinite_as_in_the_interpreter() {
 }
 
 /// As above with W a constant: its largest magnitude is found once when the executable is
-/// loaded (its storage told it, so no call scans W), and it still sends the block with the
-/// overflowing product (X's −1e19, 2e19 against W's 1e19, 2e19) to the interpreter's sums.
+/// loaded (its storage told it, so no call scans W; `weft explain` says so), and it still
+/// sends the block with the overflowing product (X's −1e19, 2e19 against W's 1e19, 2e19) to
+/// the interpreter's sums.
 #[test]
 fn a_constant_operands_known_magnitude_still_finds_a_product_past_f32s_range() {
     let (b, i, o) = (32, 64, 32);
@@ -354,6 +360,11 @@ fn a_constant_operands_known_magnitude_still_finds_a_product_past_f32s_range() {
         let y = g.dot(x, w).unwrap();
         g.mark_output(y).unwrap();
         let input = HostArray::from_vec(g.node(x).axes.clone(), vec![b, i], xs).unwrap();
+        let text = jit_common::explain(&g, &options(true, 1, 2));
+        assert!(
+            text.contains("  B: a constant, its largest magnitude found once at load"),
+            "{text}"
+        );
         for fused in [true, false] {
             assert_eq!(gemm_calls(&g, options(fused, 1, 2)), 1);
             for _ in 0..2 {

@@ -25,7 +25,7 @@ use crate::pipeline::{compile_plan, CompiledPlan, PlanOptions};
 use std::sync::Arc;
 use weft_ir::arena::EntityRef;
 use weft_ir::{Graph, HostArray, Inputs, NodeId, OutputArrays};
-use weft_runtime::program::{Step, StorageKind};
+use weft_runtime::program::{GemmId, Step, StorageKind};
 use weft_runtime::{
     Executable, GemmCall, GemmEpilogue, NativeExecutable, Plan, Program, RunError, State,
     StateView, ThreadPool,
@@ -38,10 +38,10 @@ pub enum ScheduledStep<'e> {
     Kernel(&'e LoweredKernel),
     /// A GEMM call (crate::gemm), and, when the kernel after it could not run as its
     /// epilogue, why not.
-    Gemm(&'e GemmCall, Option<&'e str>),
+    Gemm(GemmId, &'e GemmCall, Option<&'e str>),
     /// A GEMM call, then its epilogue kernel over each row block the call computes, in the
     /// same work items (crate::epilogue).
-    GemmThen(&'e GemmEpilogue, &'e LoweredKernel),
+    GemmThen(GemmId, &'e GemmEpilogue, &'e LoweredKernel),
 }
 
 pub use crate::options::{JitError, JitOptions};
@@ -279,10 +279,13 @@ impl JitExecutable {
                 Step::Gemm(g) => program
                     .gemms
                     .get(g.index())
-                    .map(|gemm| ScheduledStep::Gemm(&gemm.call, gemm.note.as_deref())),
+                    .map(|gemm| ScheduledStep::Gemm(*g, &gemm.call, gemm.note.as_deref())),
                 Step::GemmThen {
-                    kernel, epilogue, ..
+                    gemm,
+                    kernel,
+                    epilogue,
                 } => Some(ScheduledStep::GemmThen(
+                    *gemm,
                     epilogue,
                     self.lowered.get(kernel.index())?,
                 )),

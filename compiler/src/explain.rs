@@ -54,14 +54,15 @@ pub fn explain(exe: &JitExecutable) -> String {
     for step in exe.schedule() {
         let lk = match step {
             ScheduledStep::Kernel(lk) => lk,
-            ScheduledStep::Gemm(call, note) => {
-                gemm(call, exe.threads(), &mut s);
+            ScheduledStep::Gemm(id, call, note) => {
+                let known = exe.native().gemm_operands_known(id);
+                gemm(call, (exe.threads(), known), &mut s);
                 if let Some(why) = note {
                     let _ = writeln!(s, "  the next kernel runs after the whole call: {why}");
                 }
                 continue;
             }
-            ScheduledStep::GemmThen(fused, lk) => {
+            ScheduledStep::GemmThen(id, fused, lk) => {
                 let _ = writeln!(
                     s,
                     "fused step: gemm @{} then epilogue kernel @{} over the same {}",
@@ -69,7 +70,8 @@ pub fn explain(exe: &JitExecutable) -> String {
                     lk.kernel.name,
                     fused.blocks()
                 );
-                gemm(fused.gemm(), exe.threads(), &mut s);
+                let known = exe.native().gemm_operands_known(id);
+                gemm(fused.gemm(), (exe.threads(), known), &mut s);
                 let _ = writeln!(s, "  {}", fused.schedule(&lk.kernel.name));
                 lk
             }
@@ -178,8 +180,9 @@ fn vector_axis(k: &Kernel, l: LoopId, body: &[Stmt]) -> String {
     }
 }
 
-/// A GEMM call's line: shape, strides of A, B and C, batch axes, blocks and threads.
-fn gemm(call: &weft_runtime::GemmCall, threads: usize, s: &mut String) {
+/// A GEMM call's line: shape, strides of A, B and C, batch axes, blocks and threads; which
+/// operands (`known`: A, B) are constants whose largest magnitude was found at load.
+fn gemm(call: &weft_runtime::GemmCall, (threads, known): (usize, [bool; 2]), s: &mut String) {
     let spec = call.spec();
     let size = spec.dtype.size_bytes() as u128;
     let bytes = |t: usize| u128::from(spec.lens[t]) * size;
@@ -207,6 +210,18 @@ fn gemm(call: &weft_runtime::GemmCall, threads: usize, s: &mut String) {
     }
     if let Some(staging) = call.c_staging() {
         let _ = writeln!(s, "  {staging}");
+    }
+    let constants: Vec<&str> = ["A", "B"]
+        .into_iter()
+        .zip(known)
+        .filter_map(|(name, k)| k.then_some(name))
+        .collect();
+    if !constants.is_empty() {
+        let _ = writeln!(
+            s,
+            "  {}: a constant, its largest magnitude found once at load: no overflow scan of it per call",
+            constants.join(" and ")
+        );
     }
 }
 

@@ -143,6 +143,21 @@ impl NativeExecutable {
         &self.program
     }
 
+    /// Whether GEMM `gemm`'s A and B are program constants whose largest magnitude was found
+    /// at load ([`NativeExecutable::new`]): its calls skip their overflow scan (`weft
+    /// explain`).
+    pub fn gemm_operands_known(&self, gemm: super::GemmId) -> [bool; 2] {
+        let known = |s: StorageId| {
+            self.constant_largest
+                .get(s.index())
+                .is_some_and(Option::is_some)
+        };
+        self.program
+            .gemms
+            .get(gemm.index())
+            .map_or([false; 2], |g| [known(g.args[0]), known(g.args[1])])
+    }
+
     /// The code of its kernels, by [`KernelId`](super::KernelId).
     pub fn code(&self) -> &[CompiledKernel] {
         &self.code
